@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef GPURUN_ERROR_H
+#define GPURUN_ERROR_H
+
+/* Exit codes of SPEC §1: library functions carry one in the error so that
+ * main can exit with it without guessing. */
+enum gpurun_exit {
+    GPURUN_EXIT_OK = 0,
+    GPURUN_EXIT_CHECK = 1,   /* ranks ok, sanity/reference/figure missing */
+    GPURUN_EXIT_CONFIG = 2,  /* usage or configuration error */
+    GPURUN_EXIT_ENV = 3,     /* environment or topology cannot run the job */
+    GPURUN_EXIT_TIMEOUT = 124,
+};
+
+typedef struct gpurun_error {
+    int code;          /* an enum gpurun_exit value */
+    char text[2048];   /* one or more sentences, no trailing newline */
+} gpurun_error_t;
+
+/* Fill err (if not NULL) and return -1, so callers can write
+ * `return gpurun_err(err, GPURUN_EXIT_CONFIG, "...", ...);` */
+int gpurun_err(gpurun_error_t *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+void gpurun_error_clear(gpurun_error_t *err);
+
+#endif

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+
+int gpurun_read_file(const char *path, const char *what, size_t max, char **bufp, size_t *lenp,
+                     gpurun_error_t *err)
+{
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: cannot open %s: %s", path, what,
+                          strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        int e = errno;
+        close(fd);
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: cannot read %s: %s", path, what, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: the %s is not a regular file (%s)", path, what,
+                          S_ISDIR(st.st_mode)    ? "a directory"
+                          : S_ISFIFO(st.st_mode) ? "a FIFO"
+                          : S_ISCHR(st.st_mode)  ? "a character device"
+                          : S_ISBLK(st.st_mode)  ? "a block device"
+                          : S_ISSOCK(st.st_mode) ? "a socket"
+                                                 : "not a file");
+    }
+    if ((size_t)st.st_size > max) {
+        close(fd);
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: the %s is %lld bytes, more than the %zu allowed",
+                          path, what, (long long)st.st_size, max);
+    }
+    char *buf = gpurun_xmalloc(max + 1);
+    size_t len = 0;
+    for (;;) {
+        ssize_t n = read(fd, buf + len, max + 1 - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+            free(buf);
+            close(fd);
+            return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: cannot read %s: %s", path, what,
+                              strerror(e));
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+        if (len > max) { /* it grew while we read it */
+            free(buf);
+            close(fd);
+            return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: the %s is more than the %zu bytes allowed",
+                              path, what, max);
+        }
+    }
+    close(fd);
+    buf[len] = '\0';
+    *bufp = buf;
+    if (lenp)
+        *lenp = len;
+    return 0;
+}
+
+void *gpurun_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        abort();
+    return p;
+}
+
+void *gpurun_xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p)
+        abort();
+    return p;
+}
+
+void *gpurun_xrealloc(void *p, size_t n)
+{
+    p = realloc(p, n ? n : 1);
+    if (!p)
+        abort();
+    return p;
+}
+
+char *gpurun_xstrdup(const char *s)
+{
+    char *p = strdup(s);
+    if (!p)
+        abort();
+    return p;
+}
+
+char *gpurun_xstrndup(const char *s, size_t n)
+{
+    char *p = gpurun_xmalloc(n + 1);
+    memcpy(p, s, n);
+    p[n] = '\0';
+    return p;
+}
+
+char *gpurun_xasprintf(const char *fmt, ...)
+{
+    va_list ap;
+    char *s;
+    va_start(ap, fmt);
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        abort();
+    return s;
+}
+
+size_t gpurun_edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    size_t *row = gpurun_xcalloc(lb + 1, sizeof *row);
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+            size_t best = diag + cost;
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    size_t d = row[lb];
+    free(row);
+    return d;
+}

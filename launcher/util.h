@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef GPURUN_UTIL_H
+#define GPURUN_UTIL_H
+
+#include <stddef.h>
+
+#include "error.h"
+
+/* Read a whole regular file of at most `max` bytes into a NUL-terminated
+ * buffer.  A directory, FIFO, device or over-long file is refused with a
+ * message naming `what` ("job file") and the path, never a hang. */
+int gpurun_read_file(const char *path, const char *what, size_t max, char **bufp, size_t *lenp,
+                     gpurun_error_t *err);
+
+/* Allocation that never returns NULL: on exhaustion the program aborts,
+ * since no caller could report anything useful either. */
+void *gpurun_xmalloc(size_t n);
+void *gpurun_xcalloc(size_t n, size_t size);
+void *gpurun_xrealloc(void *p, size_t n);
+char *gpurun_xstrdup(const char *s);
+char *gpurun_xstrndup(const char *s, size_t n);
+char *gpurun_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Levenshtein distance, for "did you mean" suggestions. */
+size_t gpurun_edit_distance(const char *a, const char *b);
+
+#endif
