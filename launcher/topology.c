@@ -1,0 +1,549 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Topology discovery: hwloc with I/O devices, then the GPUs and high-speed
+ * NICs in it, found by what the PCI tree says rather than by names. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "topology.h"
+#include "util.h"
+
+/* Exports of big machines with every PCI device are a few MB. */
+#define TOPOLOGY_XML_MAX (64u << 20)
+
+#define PCI_VENDOR_NVIDIA 0x10de
+#define PCI_VENDOR_AMD 0x1002
+#define PCI_VENDOR_INTEL 0x8086
+#define PCI_VENDOR_MELLANOX 0x15b3
+#define PCI_VENDOR_AMAZON 0x1d0f
+#define PCI_VENDOR_CRAY 0x17db
+
+static void pci_address(hwloc_obj_t dev, char *buf, size_t len)
+{
+    snprintf(buf, len, "%04x:%02x:%02x.%01x", dev->attr->pcidev.domain, dev->attr->pcidev.bus,
+             dev->attr->pcidev.dev, dev->attr->pcidev.func);
+}
+
+static int pci_cmp(hwloc_obj_t a, hwloc_obj_t b)
+{
+    const struct hwloc_pcidev_attr_s *x = &a->attr->pcidev, *y = &b->attr->pcidev;
+    if (x->domain != y->domain)
+        return x->domain < y->domain ? -1 : 1;
+    if (x->bus != y->bus)
+        return x->bus < y->bus ? -1 : 1;
+    if (x->dev != y->dev)
+        return x->dev < y->dev ? -1 : 1;
+    if (x->func != y->func)
+        return x->func < y->func ? -1 : 1;
+    return 0;
+}
+
+static bool starts_with(const char *s, const char *prefix)
+{
+    return s && strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* OS devices of one kind directly below a PCI device. */
+static hwloc_obj_t osdev_child(hwloc_obj_t dev, hwloc_obj_osdev_type_t type)
+{
+    for (hwloc_obj_t c = dev->io_first_child; c; c = c->next_sibling)
+        if (c->type == HWLOC_OBJ_OS_DEVICE && c->attr->osdev.type == type)
+            return c;
+    return NULL;
+}
+
+static const char *gpu_vendor_name(unsigned vendor)
+{
+    switch (vendor) {
+    case PCI_VENDOR_NVIDIA: return "nvidia";
+    case PCI_VENDOR_AMD: return "amd";
+    case PCI_VENDOR_INTEL: return "intel";
+    default: return NULL;
+    }
+}
+
+/* An OS device that only a GPU runtime creates (cuda0, nvml0, rsmi0, opencl0d0, ze0). */
+static bool is_compute_osdev(hwloc_obj_t os)
+{
+    if (os->attr->osdev.type != HWLOC_OBJ_OSDEV_GPU && os->attr->osdev.type != HWLOC_OBJ_OSDEV_COPROC)
+        return false;
+    const char *backend = hwloc_obj_get_info_by_name(os, "Backend");
+    const char *sub = os->subtype ? os->subtype : backend;
+    if (sub && (!strcasecmp(sub, "CUDA") || !strcasecmp(sub, "NVML") || !strcasecmp(sub, "RSMI") ||
+                !strcasecmp(sub, "OpenCL") || !strcasecmp(sub, "LevelZero")))
+        return true;
+    return starts_with(os->name, "cuda") || starts_with(os->name, "nvml") ||
+           starts_with(os->name, "rsmi") || starts_with(os->name, "opencl") ||
+           starts_with(os->name, "ze");
+}
+
+/* A GPU is a display/3D/accelerator-class PCI function of a GPU vendor, or
+ * any function a GPU runtime reported: the vendor check keeps BMC VGA chips
+ * (ASPEED, Matrox) out, the class check keeps NVSwitches and audio out. */
+static bool pcidev_is_gpu(hwloc_obj_t dev)
+{
+    unsigned cls = dev->attr->pcidev.class_id, vendor = dev->attr->pcidev.vendor_id;
+    if (!gpu_vendor_name(vendor))
+        return false;
+    for (hwloc_obj_t c = dev->io_first_child; c; c = c->next_sibling)
+        if (c->type == HWLOC_OBJ_OS_DEVICE && is_compute_osdev(c))
+            return true;
+    switch (cls) {
+    case 0x0300: /* VGA */
+        /* Intel VGA-class functions are integrated graphics, not compute GPUs. */
+        return vendor != PCI_VENDOR_INTEL;
+    case 0x0302: /* 3D controller */
+    case 0x0380: /* display controller, other (MI200/MI300, Intel Max) */
+    case 0x1200: /* processing accelerator */
+        return true;
+    default:
+        return false;
+    }
+}
+
+static char *gpu_model(hwloc_obj_t dev)
+{
+    for (hwloc_obj_t c = dev->io_first_child; c; c = c->next_sibling) {
+        if (c->type != HWLOC_OBJ_OS_DEVICE)
+            continue;
+        const char *m = hwloc_obj_get_info_by_name(c, "GPUModel");
+        if (m && *m)
+            return gpurun_xstrdup(m);
+    }
+    const char *m = hwloc_obj_get_info_by_name(dev, "PCIDevice");
+    if (m && *m)
+        return gpurun_xstrdup(m);
+    return gpurun_xasprintf("%04x:%04x", dev->attr->pcidev.vendor_id, dev->attr->pcidev.device_id);
+}
+
+/* Decide whether a PCI function is a NIC, and which kind; NULL if not one. */
+static const char *nic_kind(hwloc_obj_t dev, hwloc_obj_t fabric, hwloc_obj_t net, bool *high_speed)
+{
+    unsigned cls = dev->attr->pcidev.class_id, vendor = dev->attr->pcidev.vendor_id;
+    unsigned device = dev->attr->pcidev.device_id;
+    bool network_class = (cls >> 8) == 0x02 || cls == 0x0c06; /* network, InfiniBand (serial bus) */
+    *high_speed = true;
+
+    if (vendor == PCI_VENDOR_AMAZON && (device & 0xfff0) == 0xefa0)
+        return "efa";
+    if (vendor == PCI_VENDOR_CRAY || (net && starts_with(net->name, "hsi") && !fabric))
+        return network_class || vendor == PCI_VENDOR_CRAY ? "slingshot" : NULL;
+    if ((fabric && starts_with(fabric->name, "hfi1")) ||
+        (vendor == PCI_VENDOR_INTEL && (device == 0x24f0 || device == 0x24f1)))
+        return "omnipath";
+    if (fabric) {
+        const char *ll = hwloc_obj_get_info_by_name(fabric, "Port1LinkLayer");
+        if (ll && !strcasecmp(ll, "Ethernet"))
+            return "roce";
+        if (starts_with(fabric->name, "rdmap") || starts_with(fabric->name, "efa"))
+            return "efa";
+        /* hwloc exports rarely carry the link layer; a verbs device whose
+         * netdev has an Ethernet name (not ib*, nor LLNL's hsi* IPoIB) is RoCE. */
+        if (net && !starts_with(net->name, "ib") && !starts_with(net->name, "hsi"))
+            return "roce";
+        return "infiniband";
+    }
+    if (cls == 0x0207 || cls == 0x0c06 || (net && starts_with(net->name, "ib")))
+        return "infiniband";
+    if (network_class) {
+        *high_speed = false;
+        return "ethernet";
+    }
+    return NULL;
+}
+
+/* The port to name in UCX_NET_DEVICES/NCCL_IB_HCA: the first active one
+ * (state 4 = ACTIVE in the verbs sysfs), else the first listed, else 1. */
+static int fabric_port(hwloc_obj_t fabric)
+{
+    int first = 0;
+    if (!fabric)
+        return 1;
+    for (unsigned i = 0; i < fabric->infos_count; i++) {
+        int port;
+        char rest[32];
+        if (sscanf(fabric->infos[i].name, "Port%d%31s", &port, rest) != 2 || port <= 0)
+            continue;
+        if (!strcmp(rest, "State") && !strcmp(fabric->infos[i].value, "4"))
+            return port;
+        if (!first || port < first)
+            first = port;
+    }
+    return first ? first : 1;
+}
+
+static void set_locality(hwloc_topology_t hw, hwloc_obj_t dev, hwloc_obj_t *loc, hwloc_bitmap_t *cpuset,
+                         hwloc_bitmap_t *nodeset)
+{
+    *loc = hwloc_get_non_io_ancestor_obj(hw, dev);
+    *cpuset = hwloc_bitmap_dup((*loc)->cpuset);
+    *nodeset = hwloc_bitmap_dup((*loc)->nodeset);
+}
+
+static int gpu_cmp(const void *a, const void *b)
+{
+    const gpurun_gpu_t *x = a, *y = b;
+    int v = strcmp(x->vendor, y->vendor);
+    return v ? v : pci_cmp(x->pcidev, y->pcidev);
+}
+
+static int nic_cmp(const void *a, const void *b)
+{
+    const gpurun_nic_t *x = a, *y = b;
+    if (x->high_speed != y->high_speed)
+        return x->high_speed ? -1 : 1;
+    return pci_cmp(x->pcidev, y->pcidev);
+}
+
+static void find_devices(gpurun_topo_t *t)
+{
+    int ngpu = 0, nnic = 0;
+    for (hwloc_obj_t d = NULL; (d = hwloc_get_next_pcidev(t->hw, d));) {
+        bool hs;
+        if (pcidev_is_gpu(d))
+            ngpu++;
+        else if (nic_kind(d, osdev_child(d, HWLOC_OBJ_OSDEV_OPENFABRICS),
+                          osdev_child(d, HWLOC_OBJ_OSDEV_NETWORK), &hs))
+            nnic++;
+    }
+    t->gpus = gpurun_xcalloc((size_t)ngpu, sizeof *t->gpus);
+    t->nics = gpurun_xcalloc((size_t)nnic, sizeof *t->nics);
+
+    for (hwloc_obj_t d = NULL; (d = hwloc_get_next_pcidev(t->hw, d));) {
+        if (pcidev_is_gpu(d)) {
+            gpurun_gpu_t *g = &t->gpus[t->ngpus++];
+            g->pcidev = d;
+            g->vendor = gpu_vendor_name(d->attr->pcidev.vendor_id);
+            g->name = gpu_model(d);
+            pci_address(d, g->pci, sizeof g->pci);
+            set_locality(t->hw, d, &g->locality, &g->cpuset, &g->nodeset);
+            continue;
+        }
+        hwloc_obj_t fabric = osdev_child(d, HWLOC_OBJ_OSDEV_OPENFABRICS);
+        hwloc_obj_t net = osdev_child(d, HWLOC_OBJ_OSDEV_NETWORK);
+        bool hs;
+        const char *kind = nic_kind(d, fabric, net, &hs);
+        if (!kind)
+            continue;
+        gpurun_nic_t *n = &t->nics[t->nnics++];
+        n->pcidev = d;
+        n->kind = kind;
+        n->high_speed = hs;
+        pci_address(d, n->pci, sizeof n->pci);
+        n->name = gpurun_xstrdup(fabric ? fabric->name : net ? net->name : n->pci);
+        n->netdev = net ? gpurun_xstrdup(net->name) : NULL;
+        n->port = fabric_port(fabric);
+        set_locality(t->hw, d, &n->locality, &n->cpuset, &n->nodeset);
+        if (hs)
+            t->nhsnics++;
+    }
+    qsort(t->gpus, (size_t)t->ngpus, sizeof *t->gpus, gpu_cmp);
+    qsort(t->nics, (size_t)t->nnics, sizeof *t->nics, nic_cmp);
+    /* Runtimes number GPUs in PCI bus order when CUDA_DEVICE_ORDER=PCI_BUS_ID
+     * (always exported), and ROCm does so by default. */
+    for (int i = 0; i < t->ngpus; i++)
+        t->gpus[i].index = (i > 0 && !strcmp(t->gpus[i - 1].vendor, t->gpus[i].vendor))
+                               ? t->gpus[i - 1].index + 1
+                               : 0;
+}
+
+int gpurun_topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err)
+{
+    /* A site or test can stand in another node's export for the live one. */
+    if (!xml && getenv("GPURUN_TOPOLOGY") && *getenv("GPURUN_TOPOLOGY"))
+        xml = getenv("GPURUN_TOPOLOGY");
+    gpurun_topo_t *t = gpurun_xcalloc(1, sizeof *t);
+    char *buf = NULL;
+    size_t len = 0;
+
+    if (xml && gpurun_read_file(xml, "topology file", TOPOLOGY_XML_MAX, &buf, &len, err) < 0) {
+        err->code = GPURUN_EXIT_CONFIG;
+        free(t);
+        return -1;
+    }
+    if (hwloc_topology_init(&t->hw) < 0) {
+        free(buf);
+        free(t);
+        return gpurun_err(err, GPURUN_EXIT_ENV, "hwloc could not be initialised");
+    }
+    /* An export keeps what its writer kept; the live node needs only the
+     * bridges that lead somewhere, as lstopo shows them. */
+    hwloc_topology_set_io_types_filter(t->hw, xml ? HWLOC_TYPE_FILTER_KEEP_ALL
+                                                  : HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    if (xml && hwloc_topology_set_xmlbuffer(t->hw, buf, (int)len + 1) < 0) {
+        hwloc_topology_destroy(t->hw);
+        free(buf);
+        free(t);
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: not an hwloc XML topology", xml);
+    }
+    if (hwloc_topology_load(t->hw) < 0) {
+        hwloc_topology_destroy(t->hw);
+        free(buf);
+        free(t);
+        return gpurun_err(err, xml ? GPURUN_EXIT_CONFIG : GPURUN_EXIT_ENV,
+                          xml ? "%s: hwloc could not load this topology" : "%s", xml ? xml
+                              : "hwloc could not discover this node's topology");
+    }
+    free(buf);
+
+    t->source = gpurun_xstrdup(xml ? xml : "local");
+    hwloc_obj_t root = hwloc_get_root_obj(t->hw);
+    const char *host = hwloc_obj_get_info_by_name(root, "HostName");
+    char hbuf[256] = "";
+    if (!host && !xml && gethostname(hbuf, sizeof hbuf - 1) == 0)
+        host = hbuf;
+    t->hostname = gpurun_xstrdup(host ? host : "unknown");
+    t->packages = hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_PACKAGE);
+    t->numa_nodes = hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_NUMANODE);
+    t->cores = hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_CORE);
+    t->pus = hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_PU);
+    if (t->cores <= 0) /* some exports have no Core level: every PU is its own core */
+        t->cores = t->pus;
+    find_devices(t);
+    *topop = t;
+    return 0;
+}
+
+void gpurun_topo_destroy(gpurun_topo_t *t)
+{
+    if (!t)
+        return;
+    for (int i = 0; i < t->ngpus; i++) {
+        free(t->gpus[i].name);
+        hwloc_bitmap_free(t->gpus[i].cpuset);
+        hwloc_bitmap_free(t->gpus[i].nodeset);
+    }
+    for (int i = 0; i < t->nnics; i++) {
+        free(t->nics[i].name);
+        free(t->nics[i].netdev);
+        hwloc_bitmap_free(t->nics[i].cpuset);
+        hwloc_bitmap_free(t->nics[i].nodeset);
+    }
+    free(t->gpus);
+    free(t->nics);
+    free(t->source);
+    free(t->hostname);
+    hwloc_topology_destroy(t->hw);
+    free(t);
+}
+
+int gpurun_topo_export(const gpurun_topo_t *t, const char *path, gpurun_error_t *err)
+{
+    /* Complete or absent: write beside the target, then rename over it. */
+    char *tmp = gpurun_xasprintf("%s.tmp.%ld", path, (long)getpid());
+    if (hwloc_topology_export_xml(t->hw, tmp, 0) < 0) {
+        unlink(tmp);
+        free(tmp);
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: cannot write the topology export", path);
+    }
+    if (rename(tmp, path) < 0) {
+        unlink(tmp);
+        free(tmp);
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: cannot write the topology export", path);
+    }
+    free(tmp);
+    return 0;
+}
+
+static bool is_host_bridge(hwloc_obj_t o)
+{
+    return o->type == HWLOC_OBJ_BRIDGE && o->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST;
+}
+
+/* Bridges strictly between a device and its ancestor `top`. */
+static int bridges_below(hwloc_obj_t dev, hwloc_obj_t top)
+{
+    int n = 0;
+    for (hwloc_obj_t o = dev->parent; o && o != top; o = o->parent)
+        if (o->type == HWLOC_OBJ_BRIDGE)
+            n++;
+    return n;
+}
+
+static hwloc_obj_t package_of(hwloc_topology_t hw, hwloc_obj_t o)
+{
+    hwloc_obj_t loc = hwloc_get_non_io_ancestor_obj(hw, o);
+    if (loc->type == HWLOC_OBJ_PACKAGE)
+        return loc;
+    return hwloc_get_ancestor_obj_by_type(hw, HWLOC_OBJ_PACKAGE, loc);
+}
+
+/* Ranks within a class stay below this, so class*SPAN + rank orders all. */
+#define AFFINITY_SPAN 1000
+
+static enum gpurun_affinity sys_or_node(const gpurun_topo_t *t, hwloc_const_nodeset_t a_nodes,
+                                        hwloc_obj_t a_pkg, hwloc_obj_t b, int *rank)
+{
+    hwloc_obj_t bloc = hwloc_get_non_io_ancestor_obj(t->hw, b);
+    if (!hwloc_bitmap_iszero(a_nodes) && hwloc_bitmap_isequal(a_nodes, bloc->nodeset)) {
+        *rank = GPURUN_AFF_NODE * AFFINITY_SPAN;
+        return GPURUN_AFF_NODE;
+    }
+    if (hwloc_bitmap_intersects(a_nodes, bloc->nodeset)) { /* overlapping, not equal: still near */
+        *rank = GPURUN_AFF_NODE * AFFINITY_SPAN + 1;
+        return GPURUN_AFF_NODE;
+    }
+    hwloc_obj_t bpkg = package_of(t->hw, b);
+    *rank = GPURUN_AFF_SYS * AFFINITY_SPAN + (a_pkg && a_pkg == bpkg ? 0 : 1);
+    return GPURUN_AFF_SYS;
+}
+
+/* hwloc_get_common_ancestor_obj() compares depths, which I/O objects do not
+ * have; walk the parents instead. */
+static hwloc_obj_t common_ancestor(hwloc_obj_t a, hwloc_obj_t b)
+{
+    for (hwloc_obj_t x = a; x; x = x->parent)
+        for (hwloc_obj_t y = b; y; y = y->parent)
+            if (x == y)
+                return x;
+    return NULL;
+}
+
+enum gpurun_affinity gpurun_pci_affinity(const gpurun_topo_t *t, hwloc_obj_t a, hwloc_obj_t b, int *rank)
+{
+    int dummy;
+    if (!rank)
+        rank = &dummy;
+    hwloc_obj_t common = common_ancestor(a, b);
+    if (common && common->type == HWLOC_OBJ_BRIDGE && !is_host_bridge(common)) {
+        int ha = bridges_below(a, common), hb = bridges_below(b, common);
+        /* One switch: each side at most one downstream port below the
+         * switch's upstream port (or both on the same port). */
+        if (ha <= 1 && hb <= 1) {
+            *rank = GPURUN_AFF_PIX * AFFINITY_SPAN + ha + hb;
+            return GPURUN_AFF_PIX;
+        }
+        *rank = GPURUN_AFF_PXB * AFFINITY_SPAN + ha + hb;
+        return GPURUN_AFF_PXB;
+    }
+    if (common && is_host_bridge(common)) {
+        *rank = GPURUN_AFF_PHB * AFFINITY_SPAN + bridges_below(a, common) + bridges_below(b, common);
+        return GPURUN_AFF_PHB;
+    }
+    hwloc_obj_t aloc = hwloc_get_non_io_ancestor_obj(t->hw, a);
+    return sys_or_node(t, aloc->nodeset, package_of(t->hw, a), b, rank);
+}
+
+enum gpurun_affinity gpurun_cpu_affinity(const gpurun_topo_t *t, hwloc_const_cpuset_t cpus, hwloc_obj_t dev,
+                                         int *rank)
+{
+    int dummy;
+    if (!rank)
+        rank = &dummy;
+    hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
+    hwloc_cpuset_to_nodeset(t->hw, cpus, nodes);
+    hwloc_obj_t pkg = NULL;
+    int first = hwloc_bitmap_first(cpus);
+    if (first >= 0) {
+        hwloc_obj_t pu = hwloc_get_pu_obj_by_os_index(t->hw, (unsigned)first);
+        if (pu)
+            pkg = hwloc_get_ancestor_obj_by_type(t->hw, HWLOC_OBJ_PACKAGE, pu);
+    }
+    enum gpurun_affinity a = sys_or_node(t, nodes, pkg, dev, rank);
+    hwloc_bitmap_free(nodes);
+    return a;
+}
+
+const char *gpurun_affinity_name(enum gpurun_affinity a)
+{
+    static const char *const names[] = {"PIX", "PXB", "PHB", "NODE", "SYS"};
+    return (unsigned)a < sizeof names / sizeof names[0] ? names[a] : "?";
+}
+
+json_t *gpurun_nodeset_json(hwloc_const_nodeset_t set)
+{
+    json_t *a = json_array();
+    int i;
+    hwloc_bitmap_foreach_begin(i, set) json_array_append_new(a, json_integer(i));
+    hwloc_bitmap_foreach_end();
+    return a;
+}
+
+char *gpurun_cpuset_list(hwloc_const_cpuset_t set)
+{
+    char *s = NULL;
+    if (hwloc_bitmap_list_asprintf(&s, set) < 0 || !s)
+        abort();
+    return s;
+}
+
+static json_t *cpus_json(hwloc_const_cpuset_t set)
+{
+    char *s = gpurun_cpuset_list(set);
+    json_t *j = json_string(s);
+    free(s);
+    return j;
+}
+
+static json_t *nic_json(const gpurun_nic_t *n)
+{
+    json_t *o = json_pack("{s:s, s:s, s:s}", "name", n->name, "pci", n->pci, "kind", n->kind);
+    if (n->netdev)
+        json_object_set_new(o, "netdev", json_string(n->netdev));
+    json_object_set_new(o, "numa", gpurun_nodeset_json(n->nodeset));
+    json_object_set_new(o, "cpus", cpus_json(n->cpuset));
+    return o;
+}
+
+static json_t *affinity_json(const gpurun_topo_t *t)
+{
+    json_t *gg = json_array(), *gn = json_array(), *nics = json_array();
+    for (int i = 0; i < t->nhsnics; i++)
+        json_array_append_new(nics, json_string(t->nics[i].name));
+    for (int i = 0; i < t->ngpus; i++) {
+        json_t *row = json_array(), *nrow = json_array();
+        for (int j = 0; j < t->ngpus; j++)
+            json_array_append_new(row, json_string(i == j ? "X"
+                                                          : gpurun_affinity_name(gpurun_pci_affinity(
+                                                                t, t->gpus[i].pcidev, t->gpus[j].pcidev, NULL))));
+        for (int j = 0; j < t->nhsnics; j++)
+            json_array_append_new(nrow, json_string(gpurun_affinity_name(
+                                            gpurun_pci_affinity(t, t->gpus[i].pcidev, t->nics[j].pcidev, NULL))));
+        json_array_append_new(gg, row);
+        json_array_append_new(gn, nrow);
+    }
+    return json_pack("{s:o, s:o, s:o}", "nics", nics, "gpu_gpu", gg, "gpu_nic", gn);
+}
+
+json_t *gpurun_topo_json(const gpurun_topo_t *t, bool full)
+{
+    json_t *numa = json_array(), *gpus = json_array(), *nics = json_array(), *eth = json_array();
+    for (hwloc_obj_t n = NULL; (n = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, n));)
+        json_array_append_new(numa, json_integer(n->os_index));
+    for (int i = 0; i < t->ngpus; i++) {
+        const gpurun_gpu_t *g = &t->gpus[i];
+        json_array_append_new(gpus, json_pack("{s:i, s:s, s:s, s:s, s:o, s:o}", "index", g->index, "pci", g->pci,
+                                              "vendor", g->vendor, "name", g->name, "numa",
+                                              gpurun_nodeset_json(g->nodeset), "cpus", cpus_json(g->cpuset)));
+    }
+    for (int i = 0; i < t->nnics; i++)
+        json_array_append_new(t->nics[i].high_speed ? nics : eth, nic_json(&t->nics[i]));
+
+    json_t *o = json_pack("{s:s, s:s, s:i, s:o, s:i, s:i, s:o, s:o}", "source", t->source, "hostname",
+                          t->hostname, "packages", t->packages, "numa_nodes", numa, "cores", t->cores, "pus",
+                          t->pus, "gpus", gpus, "nics", nics);
+    if (!full) {
+        json_decref(eth);
+        return o;
+    }
+    json_object_set_new(o, "ethernet", eth);
+    json_t *numa_detail = json_array();
+    for (hwloc_obj_t n = NULL; (n = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, n));) {
+        json_t *d = json_pack("{s:i, s:o, s:I}", "os_index", (int)n->os_index, "cpus", cpus_json(n->cpuset),
+                              "memory_bytes", (json_int_t)n->attr->numanode.local_memory);
+        if (n->subtype)
+            json_object_set_new(d, "subtype", json_string(n->subtype));
+        json_array_append_new(numa_detail, d);
+    }
+    json_object_set_new(o, "numa", numa_detail);
+    /* PUs the OS knows but that are offline: never planned, shown so users see why. */
+    hwloc_bitmap_t off = hwloc_bitmap_dup(hwloc_topology_get_complete_cpuset(t->hw));
+    hwloc_bitmap_andnot(off, off, hwloc_topology_get_topology_cpuset(t->hw));
+    json_object_set_new(o, "offline_pus", cpus_json(off));
+    hwloc_bitmap_free(off);
+    json_object_set_new(o, "affinity", affinity_json(t));
+    return o;
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef GPURUN_TOPOLOGY_H
+#define GPURUN_TOPOLOGY_H
+
+/* The node as gpurun sees it: hwloc's tree plus the GPUs and NICs found in
+ * it, each with its PCI position and locality. */
+
+#include <stdbool.h>
+
+#include <hwloc.h>
+#include <jansson.h>
+
+#include "error.h"
+
+/* PCI-path classes, nearest first, named as `nvidia-smi topo -m` names them. */
+enum gpurun_affinity {
+    GPURUN_AFF_PIX,  /* within one PCIe switch */
+    GPURUN_AFF_PXB,  /* several PCIe bridges, no host bridge */
+    GPURUN_AFF_PHB,  /* through one PCIe host bridge */
+    GPURUN_AFF_NODE, /* between host bridges of one NUMA node */
+    GPURUN_AFF_SYS,  /* across the SMP interconnect */
+};
+
+typedef struct gpurun_gpu {
+    int index;            /* what the vendor runtime calls it (PCI bus order per vendor) */
+    char pci[20];         /* "0000:03:00.0" */
+    const char *vendor;   /* "nvidia", "amd", "intel" */
+    char *name;           /* model, or "10de:20b0" when the export names none */
+    hwloc_obj_t pcidev;
+    hwloc_obj_t locality; /* nearest non-I/O ancestor (NUMA node, L3, package...) */
+    hwloc_bitmap_t cpuset;  /* online PUs local to it */
+    hwloc_bitmap_t nodeset; /* NUMA nodes local to it */
+} gpurun_gpu_t;
+
+typedef struct gpurun_nic {
+    char *name;           /* verbs/fabric device (mlx5_0, hfi1_0, rdmap...), else netdev, else PCI */
+    char *netdev;         /* ib0, hsi0, eth0...; NULL when none */
+    char pci[20];
+    const char *kind;     /* infiniband, roce, efa, omnipath, slingshot, ethernet */
+    bool high_speed;      /* false: plain Ethernet, listed apart and never planned */
+    int port;             /* port for UCX/NCCL device names (mlx5_0:1) */
+    hwloc_obj_t pcidev;
+    hwloc_obj_t locality;
+    hwloc_bitmap_t cpuset;
+    hwloc_bitmap_t nodeset;
+} gpurun_nic_t;
+
+typedef struct gpurun_topo {
+    hwloc_topology_t hw;
+    char *source;         /* "local" or the XML file */
+    char *hostname;
+    int packages, numa_nodes, cores, pus;
+    gpurun_gpu_t *gpus;   /* sorted by vendor, then PCI address */
+    int ngpus;
+    gpurun_nic_t *nics;   /* high-speed NICs first (PCI order), then Ethernet */
+    int nnics;            /* all of them */
+    int nhsnics;          /* how many of the first are high-speed */
+} gpurun_topo_t;
+
+/* Load an XML export, or (xml == NULL) the export named by $GPURUN_TOPOLOGY,
+ * else the live node; I/O devices included. */
+int gpurun_topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err);
+void gpurun_topo_destroy(gpurun_topo_t *topo);
+
+/* Write the topology as hwloc XML (to plan for this node elsewhere). */
+int gpurun_topo_export(const gpurun_topo_t *topo, const char *path, gpurun_error_t *err);
+
+/* How far apart two PCI devices are.  The class is returned; *rank orders
+ * pairs of one class (fewer bridges, same package) so that a smaller value is
+ * always nearer. */
+enum gpurun_affinity gpurun_pci_affinity(const gpurun_topo_t *topo, hwloc_obj_t a, hwloc_obj_t b,
+                                         int *rank);
+/* How far a device is from a set of PUs: NODE when local to them, else SYS. */
+enum gpurun_affinity gpurun_cpu_affinity(const gpurun_topo_t *topo, hwloc_const_cpuset_t cpus,
+                                         hwloc_obj_t dev, int *rank);
+const char *gpurun_affinity_name(enum gpurun_affinity a);
+
+/* NUMA os indexes of a nodeset as a JSON array. */
+json_t *gpurun_nodeset_json(hwloc_const_nodeset_t set);
+/* A cpuset in hwloc list form ("0-7,16-23"); caller frees. */
+char *gpurun_cpuset_list(hwloc_const_cpuset_t set);
+
+/* The "topology" object of SPEC §5; `full` adds what `gpurun topo --json`
+ * shows beyond the plan (NUMA details, Ethernet, affinity matrix). */
+json_t *gpurun_topo_json(const gpurun_topo_t *topo, bool full);
+
+#endif
