@@ -1,0 +1,752 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The binding planner: which GPUs, NICs, cores and memory each rank of a
+ * node gets (SPEC §5).  Decisions come from locality in the hwloc tree,
+ * never from index arithmetic on device numbers. */
+#include "config.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan.h"
+#include "util.h"
+
+void gpurun_request_init(gpurun_request_t *req)
+{
+    memset(req, 0, sizeof *req);
+    req->nodes = 1;
+    req->ranks_per_node = GPURUN_UNSET;
+    req->gpus_per_rank = GPURUN_UNSET;
+    req->threads_per_rank = GPURUN_UNSET;
+    req->bind = GPURUN_BIND_CLOSEST;
+    req->gpu_visibility = GPURUN_GPUVIS_ISOLATE;
+}
+
+void gpurun_request_from_job(gpurun_request_t *req, const gpurun_job_t *job)
+{
+    gpurun_request_init(req);
+    req->nodes = job->nodes;
+    req->ranks_per_node = job->ranks_per_node;
+    req->gpus_per_rank = job->gpus_per_rank;
+    req->threads_per_rank = job->threads_per_rank;
+    req->smt = job->smt;
+    req->oversubscribe = job->oversubscribe;
+    req->bind = job->bind;
+    req->gpu_visibility = job->gpu_visibility;
+}
+
+static void plan_warn(gpurun_plan_t *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void plan_warn(gpurun_plan_t *p, const char *fmt, ...)
+{
+    va_list ap;
+    char *s;
+    va_start(ap, fmt);
+    if (vasprintf(&s, fmt, ap) < 0)
+        abort();
+    va_end(ap);
+    p->warnings = gpurun_xrealloc(p->warnings, (p->nwarnings + 1) * sizeof *p->warnings);
+    p->warnings[p->nwarnings++] = s;
+}
+
+static const char *plural(long n)
+{
+    return n == 1 ? "" : "s";
+}
+
+/* --- GPUs ---------------------------------------------------------------- */
+
+struct gpu_order {
+    int gpu;
+    unsigned first_pu; /* logical index of the first PU local to the GPU */
+};
+
+static int gpu_order_cmp(const void *a, const void *b)
+{
+    const struct gpu_order *x = a, *y = b;
+    if (x->first_pu != y->first_pu)
+        return x->first_pu < y->first_pu ? -1 : 1;
+    return x->gpu - y->gpu; /* topo->gpus is in PCI order */
+}
+
+/* GPUs in locality order: consecutive ranks land on neighbouring GPUs and
+ * cores, whatever order the PCI bus numbers the GPUs in. */
+static int *gpus_by_locality(const gpurun_topo_t *t)
+{
+    struct gpu_order *o = gpurun_xcalloc((size_t)t->ngpus, sizeof *o);
+    for (int i = 0; i < t->ngpus; i++) {
+        int first = hwloc_bitmap_first(t->gpus[i].cpuset);
+        hwloc_obj_t pu = first >= 0 ? hwloc_get_pu_obj_by_os_index(t->hw, (unsigned)first) : NULL;
+        o[i].gpu = i;
+        o[i].first_pu = pu ? pu->logical_index : UINT_MAX;
+    }
+    qsort(o, (size_t)t->ngpus, sizeof *o, gpu_order_cmp);
+    int *order = gpurun_xcalloc((size_t)t->ngpus, sizeof *order);
+    for (int i = 0; i < t->ngpus; i++)
+        order[i] = o[i].gpu;
+    free(o);
+    return order;
+}
+
+/* --- CPU domains ----------------------------------------------------------- */
+
+/* NUMA nodes that have PUs, one entry per distinct cpuset (an HBM node that
+ * shares its DRAM node's cores is not a domain of its own). */
+static hwloc_bitmap_t *cpu_numa_domains(const gpurun_topo_t *t, int *np)
+{
+    int nnuma = hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_NUMANODE);
+    hwloc_bitmap_t *d = gpurun_xcalloc((size_t)(nnuma > 0 ? nnuma : 1), sizeof *d);
+    int n = 0;
+    for (hwloc_obj_t node = NULL; (node = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, node));) {
+        if (hwloc_bitmap_iszero(node->cpuset))
+            continue;
+        bool dup = false;
+        for (int i = 0; i < n && !dup; i++)
+            dup = hwloc_bitmap_isequal(d[i], node->cpuset);
+        if (!dup)
+            d[n++] = hwloc_bitmap_dup(node->cpuset);
+    }
+    if (n == 0)
+        d[n++] = hwloc_bitmap_dup(hwloc_topology_get_topology_cpuset(t->hw));
+    *np = n;
+    return d;
+}
+
+/* The cores near a rank's GPUs; a GPU whose locality has no usable PU (all
+ * offline or disallowed) falls back to the nearest ancestor that has some. */
+static hwloc_bitmap_t gpu_domain(const gpurun_topo_t *t, gpurun_plan_t *p, const int *gpus, int n)
+{
+    hwloc_bitmap_t dom = hwloc_bitmap_alloc();
+    for (int i = 0; i < n; i++) {
+        const gpurun_gpu_t *g = &t->gpus[gpus[i]];
+        hwloc_obj_t loc = g->locality;
+        while (loc && hwloc_bitmap_iszero(loc->cpuset))
+            loc = loc->parent;
+        if (loc && loc != g->locality)
+            plan_warn(p, "GPU %d (%s) has no usable cores in its own locality; using cores of %s %u", g->index,
+                      g->pci, hwloc_obj_type_string(loc->type), loc->os_index);
+        if (loc)
+            hwloc_bitmap_or(dom, dom, loc->cpuset);
+    }
+    return dom;
+}
+
+/* "NUMA node 3 (cpus 48-63)", for messages. */
+static char *domain_label(const gpurun_topo_t *t, hwloc_const_cpuset_t dom)
+{
+    hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
+    hwloc_cpuset_to_nodeset(t->hw, dom, nodes);
+    char *n = gpurun_cpuset_list(nodes), *c = gpurun_cpuset_list(dom);
+    char *s = gpurun_xasprintf("NUMA node%s %s (cpus %s)", hwloc_bitmap_weight(nodes) == 1 ? "" : "s", n, c);
+    free(n);
+    free(c);
+    hwloc_bitmap_free(nodes);
+    return s;
+}
+
+/* --- cores ------------------------------------------------------------------ */
+
+struct core_pool {
+    hwloc_obj_t *cores; /* Core objects, or PUs where the export has no cores */
+    bool *taken;
+    int n;
+};
+
+static void core_pool_init(const gpurun_topo_t *t, struct core_pool *cp)
+{
+    hwloc_obj_type_t type = hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_CORE) > 0 ? HWLOC_OBJ_CORE : HWLOC_OBJ_PU;
+    int n = hwloc_get_nbobjs_by_type(t->hw, type);
+    cp->cores = gpurun_xcalloc((size_t)n, sizeof *cp->cores);
+    cp->taken = gpurun_xcalloc((size_t)n, sizeof *cp->taken);
+    cp->n = 0;
+    for (hwloc_obj_t c = NULL; (c = hwloc_get_next_obj_by_type(t->hw, type, c));)
+        if (!hwloc_bitmap_iszero(c->cpuset)) /* a core whose PUs are all offline */
+            cp->cores[cp->n++] = c;
+}
+
+static void core_pool_free(struct core_pool *cp)
+{
+    free(cp->cores);
+    free(cp->taken);
+}
+
+/* Whole cores for `need` threads: one PU per core, or every PU with smt. */
+static int cores_for_threads(hwloc_obj_t sample, int threads, bool smt)
+{
+    if (!smt)
+        return threads;
+    int ppc = hwloc_bitmap_weight(sample->cpuset);
+    if (ppc < 1)
+        ppc = 1;
+    return (threads + ppc - 1) / ppc;
+}
+
+static void add_core(hwloc_bitmap_t set, hwloc_obj_t core, bool smt)
+{
+    if (smt)
+        hwloc_bitmap_or(set, set, core->cpuset);
+    else
+        hwloc_bitmap_set(set, (unsigned)hwloc_bitmap_first(core->cpuset));
+}
+
+struct group {
+    hwloc_bitmap_t dom;
+    int *members; /* local ranks, ascending */
+    int n;
+};
+
+static int group_cmp(const void *a, const void *b)
+{
+    const struct group *x = a, *y = b;
+    int wx = hwloc_bitmap_weight(x->dom), wy = hwloc_bitmap_weight(y->dom);
+    if (wx != wy)
+        return wx - wy; /* most constrained first, so nested domains still get cores */
+    return hwloc_bitmap_compare_first(x->dom, y->dom);
+}
+
+/* Give every rank of one domain its own whole cores. */
+static int place_group(const gpurun_topo_t *t, gpurun_plan_t *p, struct core_pool *cp, struct group *g,
+                       gpurun_error_t *err)
+{
+    const gpurun_request_t *req = &p->req;
+    int *avail = gpurun_xcalloc((size_t)(cp->n ? cp->n : 1), sizeof *avail);
+    int navail = 0, nall = 0;
+    for (int c = 0; c < cp->n; c++) {
+        if (!hwloc_bitmap_isincluded(cp->cores[c]->cpuset, g->dom))
+            continue;
+        nall++;
+        if (!cp->taken[c])
+            avail[navail++] = c;
+    }
+    int k = g->n, rc = 0;
+    bool shared = false;
+    if (navail == 0 && nall > 0 && req->oversubscribe) {
+        /* Everything here went to ranks with narrower domains: share them. */
+        for (int c = 0; c < cp->n; c++)
+            if (hwloc_bitmap_isincluded(cp->cores[c]->cpuset, g->dom))
+                avail[navail++] = c;
+        shared = true;
+    }
+    int need;
+    if (navail == 0) {
+        char *lbl = domain_label(t, g->dom);
+        rc = gpurun_err(err, GPURUN_EXIT_ENV,
+                        "no free cores left in %s for local rank%s %d%s: other ranks took them; "
+                        "use fewer ranks per node or set oversubscribe = true to share cores",
+                        lbl, plural(k), g->members[0], k > 1 ? " and others" : "");
+        free(lbl);
+        goto out;
+    }
+    if (req->threads_per_rank != GPURUN_UNSET)
+        need = cores_for_threads(cp->cores[avail[0]], req->threads_per_rank, req->smt);
+    else
+        need = navail / k;
+    if (need < 1 || need * k > navail) {
+        if (!req->oversubscribe) {
+            char *lbl = domain_label(t, g->dom);
+            if (req->threads_per_rank != GPURUN_UNSET && navail / k >= 1)
+                rc = gpurun_err(err, GPURUN_EXIT_ENV,
+                                "%d rank%s with %d thread%s each need %d cores in %s, which has %d free; "
+                                "use threads_per_rank = %d, fewer ranks per node, or oversubscribe = true "
+                                "to share cores",
+                                k, plural(k), req->threads_per_rank, plural(req->threads_per_rank), need * k, lbl,
+                                navail, req->smt ? navail / k * hwloc_bitmap_weight(cp->cores[avail[0]]->cpuset)
+                                                 : navail / k);
+            else
+                rc = gpurun_err(err, GPURUN_EXIT_ENV,
+                                "%d rank%s share %s, which has only %d free core%s: use at most %d rank%s there "
+                                "(fewer ranks per node), or oversubscribe = true to share cores",
+                                k, plural(k), lbl, navail, plural(navail), navail, plural(navail));
+            free(lbl);
+            goto out;
+        }
+        if (need < 1)
+            need = 1;
+        if (need > navail)
+            need = navail;
+        shared = true;
+    }
+    if (shared) {
+        char *lbl = domain_label(t, g->dom);
+        plan_warn(p, "%d rank%s share the %d core%s of %s: ranks will compete for cores", k, plural(k), navail,
+                  plural(navail), lbl);
+        free(lbl);
+    }
+    /* Spread the ranks over the domain: each starts a fair share apart. */
+    int stride = navail / k >= need ? navail / k : need;
+    for (int j = 0; j < k; j++) {
+        gpurun_rank_plan_t *r = &p->ranks[g->members[j]];
+        for (int x = 0; x < need; x++) {
+            int c = avail[(j * stride + x) % navail];
+            cp->taken[c] = true;
+            add_core(r->cpuset, cp->cores[c], req->smt);
+        }
+        r->threads = req->threads_per_rank != GPURUN_UNSET ? req->threads_per_rank
+                                                          : hwloc_bitmap_weight(r->cpuset);
+    }
+out:
+    free(avail);
+    return rc;
+}
+
+/* Memory goes to the NUMA nodes of the rank's cores, not to HBM, NVM or GPU
+ * memory nodes that share those cores (unless there is nothing else). */
+static void memory_nodes(const gpurun_topo_t *t, gpurun_rank_plan_t *r)
+{
+    hwloc_bitmap_t all = hwloc_bitmap_alloc();
+    hwloc_cpuset_to_nodeset(t->hw, r->cpuset, all);
+    int i;
+    hwloc_bitmap_foreach_begin(i, all)
+    {
+        hwloc_obj_t n = hwloc_get_numanode_obj_by_os_index(t->hw, (unsigned)i);
+        const char *st = n ? n->subtype : NULL;
+        if (!st || !strcasecmp(st, "DRAM"))
+            hwloc_bitmap_set(r->nodeset, (unsigned)i);
+    }
+    hwloc_bitmap_foreach_end();
+    if (hwloc_bitmap_iszero(r->nodeset))
+        hwloc_bitmap_copy(r->nodeset, all);
+    hwloc_bitmap_free(all);
+}
+
+static int place_cores(const gpurun_topo_t *t, gpurun_plan_t *p, hwloc_bitmap_t *doms, int rpn,
+                       gpurun_error_t *err)
+{
+    struct group *groups = gpurun_xcalloc((size_t)rpn, sizeof *groups);
+    int ng = 0, rc = 0;
+    for (int r = 0; r < rpn; r++) {
+        int g = 0;
+        while (g < ng && !hwloc_bitmap_isequal(groups[g].dom, doms[r]))
+            g++;
+        if (g == ng) {
+            groups[ng].dom = doms[r];
+            groups[ng].members = gpurun_xcalloc((size_t)rpn, sizeof(int));
+            ng++;
+        }
+        groups[g].members[groups[g].n++] = r;
+    }
+    qsort(groups, (size_t)ng, sizeof *groups, group_cmp);
+    struct core_pool cp;
+    core_pool_init(t, &cp);
+    for (int g = 0; g < ng && rc == 0; g++)
+        rc = place_group(t, p, &cp, &groups[g], err);
+    core_pool_free(&cp);
+    for (int g = 0; g < ng; g++)
+        free(groups[g].members);
+    free(groups);
+    for (int r = 0; r < rpn && rc == 0; r++)
+        memory_nodes(t, &p->ranks[r]);
+    return rc;
+}
+
+/* --- NICs ------------------------------------------------------------------- */
+
+static int nic_distance(const gpurun_topo_t *t, const gpurun_rank_plan_t *r, int nic, enum gpurun_affinity *cls)
+{
+    int best = INT_MAX, d;
+    enum gpurun_affinity a;
+    if (r->ngpus == 0) {
+        hwloc_const_cpuset_t cpus =
+            hwloc_bitmap_iszero(r->cpuset) ? hwloc_topology_get_topology_cpuset(t->hw) : r->cpuset;
+        *cls = gpurun_cpu_affinity(t, cpus, t->nics[nic].pcidev, &best);
+        return best;
+    }
+    for (int g = 0; g < r->ngpus; g++) {
+        a = gpurun_pci_affinity(t, t->gpus[r->gpus[g]].pcidev, t->nics[nic].pcidev, &d);
+        if (d < best) {
+            best = d;
+            *cls = a;
+        }
+    }
+    return best;
+}
+
+/* Each rank gets the nearest high-speed NICs; ranks that are equally near
+ * the same NICs split them, and share them only when there are fewer NICs
+ * than ranks. */
+static void place_nics(const gpurun_topo_t *t, gpurun_plan_t *p, int rpn)
+{
+    int nn = t->nhsnics;
+    if (nn == 0)
+        return;
+    hwloc_bitmap_t *nearest = gpurun_xcalloc((size_t)rpn, sizeof *nearest);
+    enum gpurun_affinity *cls = gpurun_xcalloc((size_t)rpn, sizeof *cls);
+    int *load = gpurun_xcalloc((size_t)nn, sizeof *load);
+    int *dist = gpurun_xcalloc((size_t)nn, sizeof *dist);
+    for (int r = 0; r < rpn; r++) {
+        int best = INT_MAX;
+        nearest[r] = hwloc_bitmap_alloc();
+        for (int n = 0; n < nn; n++) {
+            enum gpurun_affinity a = GPURUN_AFF_SYS;
+            dist[n] = nic_distance(t, &p->ranks[r], n, &a);
+            if (dist[n] < best) {
+                best = dist[n];
+                cls[r] = a;
+            }
+        }
+        for (int n = 0; n < nn; n++)
+            if (dist[n] == best)
+                hwloc_bitmap_set(nearest[r], (unsigned)n);
+    }
+    /* Ranks with the fewest choices pick first, so that ranks with several
+     * equally near NICs avoid the ones the others must use. */
+    int *order = gpurun_xcalloc((size_t)rpn, sizeof *order);
+    for (int r = 0; r < rpn; r++) {
+        int j = r;
+        while (j > 0 && hwloc_bitmap_weight(nearest[order[j - 1]]) > hwloc_bitmap_weight(nearest[r])) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = r;
+    }
+    for (int o = 0; o < rpn; o++) {
+        int r = order[o];
+        int peers = 0;
+        for (int q = 0; q < rpn; q++)
+            peers += hwloc_bitmap_isequal(nearest[q], nearest[r]);
+        int want = hwloc_bitmap_weight(nearest[r]) / peers;
+        if (want < 1)
+            want = 1;
+        gpurun_rank_plan_t *rp = &p->ranks[r];
+        rp->nics = gpurun_xcalloc((size_t)want, sizeof *rp->nics);
+        rp->nic_affinity = cls[r];
+        while (rp->nnics < want) {
+            int pick = -1, n;
+            hwloc_bitmap_foreach_begin(n, nearest[r])
+            {
+                bool have = false;
+                for (int x = 0; x < rp->nnics; x++)
+                    have |= rp->nics[x] == n;
+                if (!have && (pick < 0 || load[n] < load[pick]))
+                    pick = n;
+            }
+            hwloc_bitmap_foreach_end();
+            load[pick]++;
+            rp->nics[rp->nnics++] = pick;
+        }
+        /* Keep the NIC list in PCI order, as users read it. */
+        for (int a = 1; a < rp->nnics; a++)
+            for (int b = a; b > 0 && rp->nics[b - 1] > rp->nics[b]; b--) {
+                int tmp = rp->nics[b];
+                rp->nics[b] = rp->nics[b - 1];
+                rp->nics[b - 1] = tmp;
+            }
+    }
+    free(order);
+    /* One warning for all ranks whose traffic must cross sockets. */
+    hwloc_bitmap_t far = hwloc_bitmap_alloc();
+    for (int r = 0; r < rpn; r++)
+        if (cls[r] == GPURUN_AFF_SYS)
+            hwloc_bitmap_set(far, (unsigned)r);
+    if (!hwloc_bitmap_iszero(far)) {
+        char *list = gpurun_cpuset_list(far);
+        plan_warn(p, "local rank%s %s reach%s the nearest high-speed NIC only across the CPU interconnect (SYS)",
+                  hwloc_bitmap_weight(far) == 1 ? "" : "s", list, hwloc_bitmap_weight(far) == 1 ? "es" : "");
+        free(list);
+    }
+    hwloc_bitmap_free(far);
+    for (int r = 0; r < rpn; r++)
+        hwloc_bitmap_free(nearest[r]);
+    free(nearest);
+    free(cls);
+    free(load);
+    free(dist);
+}
+
+/* --- environment ------------------------------------------------------------ */
+
+static void env_set(json_t *env, const char *key, const char *value)
+{
+    json_object_set_new(env, key, json_string(value));
+}
+
+static char *join_list(const gpurun_topo_t *t, const gpurun_rank_plan_t *r, int what)
+{
+    size_t cap = 64, len = 0;
+    char *s = gpurun_xcalloc(1, cap);
+    int n = what == 0 ? r->ngpus : r->nnics;
+    for (int i = 0; i < n; i++) {
+        char item[128];
+        if (what == 0)
+            snprintf(item, sizeof item, "%d", t->gpus[r->gpus[i]].index);
+        else if (what == 1)
+            snprintf(item, sizeof item, "%s", t->nics[r->nics[i]].name);
+        else
+            snprintf(item, sizeof item, "%s:%d", t->nics[r->nics[i]].name, t->nics[r->nics[i]].port);
+        size_t il = strlen(item);
+        if (len + il + 2 > cap) {
+            cap = 2 * (len + il + 2);
+            s = gpurun_xrealloc(s, cap);
+        }
+        if (i)
+            s[len++] = ',';
+        memcpy(s + len, item, il + 1);
+        len += il;
+    }
+    return s;
+}
+
+static void rank_env(const gpurun_topo_t *t, const gpurun_request_t *req, gpurun_rank_plan_t *r)
+{
+    json_t *env = json_object();
+    char buf[32];
+    if (r->ngpus > 0) {
+        const char *vendor = t->gpus[r->gpus[0]].vendor;
+        char *ids = join_list(t, r, 0);
+        bool isolate = req->gpu_visibility == GPURUN_GPUVIS_ISOLATE;
+        if (!strcmp(vendor, "nvidia")) {
+            if (isolate)
+                env_set(env, "CUDA_VISIBLE_DEVICES", ids);
+            env_set(env, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+        } else if (!strcmp(vendor, "amd")) {
+            if (isolate)
+                env_set(env, "ROCR_VISIBLE_DEVICES", ids);
+        } else if (!strcmp(vendor, "intel")) {
+            if (isolate)
+                env_set(env, "ZE_AFFINITY_MASK", ids);
+        }
+        env_set(env, "GPURUN_GPUS", ids);
+        free(ids);
+    }
+    if (r->nnics > 0) {
+        const char *kind = t->nics[r->nics[0]].kind;
+        /* UCX and NCCL address verbs devices as name:port. */
+        if (!strcmp(kind, "infiniband") || !strcmp(kind, "roce")) {
+            char *ports = join_list(t, r, 2);
+            char *exact = gpurun_xasprintf("=%s", ports); /* '=': mlx5_1 must not match mlx5_10 */
+            env_set(env, "UCX_NET_DEVICES", ports);
+            env_set(env, "NCCL_IB_HCA", exact);
+            free(ports);
+            free(exact);
+        }
+        char *names = join_list(t, r, 1);
+        env_set(env, "GPURUN_NICS", names);
+        free(names);
+    }
+    snprintf(buf, sizeof buf, "%d", r->threads);
+    env_set(env, "OMP_NUM_THREADS", buf);
+    if (req->bind == GPURUN_BIND_CLOSEST) {
+        env_set(env, "OMP_PLACES", req->smt ? "threads" : "cores");
+        env_set(env, "OMP_PROC_BIND", "close");
+    }
+    snprintf(buf, sizeof buf, "%d", r->rank);
+    env_set(env, "GPURUN_RANK", buf);
+    snprintf(buf, sizeof buf, "%d", r->local_rank);
+    env_set(env, "GPURUN_LOCAL_RANK", buf);
+    r->env = env;
+}
+
+/* --- the plan ------------------------------------------------------------- */
+
+static int check_request(const gpurun_request_t *r, gpurun_error_t *err)
+{
+    if (r->nodes < 1)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "nodes must be at least 1 (got %d)", r->nodes);
+    if (r->ranks_per_node != GPURUN_UNSET && r->ranks_per_node < 1)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "ranks_per_node must be at least 1 (got %d)", r->ranks_per_node);
+    if (r->gpus_per_rank != GPURUN_UNSET && r->gpus_per_rank < 0)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "gpus_per_rank must be 0 or more (got %d)", r->gpus_per_rank);
+    if (r->threads_per_rank != GPURUN_UNSET && r->threads_per_rank < 1)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "threads_per_rank must be at least 1 (got %d)",
+                          r->threads_per_rank);
+    if ((long)r->nodes * (r->ranks_per_node > 0 ? r->ranks_per_node : 1) > 1000000)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%d nodes × %d ranks is more than gpurun plans (1000000 ranks)",
+                          r->nodes, r->ranks_per_node);
+    return 0;
+}
+
+static void rank_free(gpurun_rank_plan_t *r)
+{
+    free(r->gpus);
+    free(r->nics);
+    hwloc_bitmap_free(r->cpuset);
+    hwloc_bitmap_free(r->nodeset);
+    json_decref(r->env);
+}
+
+void gpurun_plan_destroy(gpurun_plan_t *p)
+{
+    if (!p)
+        return;
+    for (int i = 0; i < p->nranks; i++)
+        rank_free(&p->ranks[i]);
+    free(p->ranks);
+    for (size_t i = 0; i < p->nwarnings; i++)
+        free(p->warnings[i]);
+    free(p->warnings);
+    free(p);
+}
+
+/* GPUs per rank: each rank a group of gpr GPUs, ranks spread evenly over the
+ * groups (shared by consecutive ranks when there are fewer groups). */
+static int place_gpus(const gpurun_topo_t *t, gpurun_plan_t *p, int rpn, int gpr, gpurun_error_t *err)
+{
+    int units = t->ngpus / gpr;
+    if (rpn > units) {
+        if (!p->req.oversubscribe)
+            return gpurun_err(err, GPURUN_EXIT_ENV,
+                              "%d rank%s with %d GPU%s each need %d GPUs, but %s has %d; use ranks_per_node = %d, "
+                              "fewer GPUs per rank, or oversubscribe = true to share GPUs",
+                              rpn, plural(rpn), gpr, plural(gpr), rpn * gpr, t->hostname, t->ngpus, units);
+        plan_warn(p, "%d ranks share %d GPU%s (%d per rank): ranks on one GPU compete for it", rpn, units * gpr,
+                  plural(units * gpr), gpr);
+    }
+    int *order = gpus_by_locality(t);
+    for (int r = 0; r < rpn; r++) {
+        gpurun_rank_plan_t *rp = &p->ranks[r];
+        int unit = (int)((long)r * units / rpn);
+        rp->ngpus = gpr;
+        rp->gpus = gpurun_xcalloc((size_t)gpr, sizeof *rp->gpus);
+        for (int g = 0; g < gpr; g++)
+            rp->gpus[g] = order[unit * gpr + g];
+        /* Report GPUs in runtime-index order. */
+        for (int a = 1; a < gpr; a++)
+            for (int b = a; b > 0 && rp->gpus[b - 1] > rp->gpus[b]; b--) {
+                int tmp = rp->gpus[b];
+                rp->gpus[b] = rp->gpus[b - 1];
+                rp->gpus[b - 1] = tmp;
+            }
+    }
+    free(order);
+    return 0;
+}
+
+/* CPU-only ranks spread over NUMA domains: with fewer ranks than domains each
+ * rank spans several, else consecutive ranks share one. */
+static hwloc_bitmap_t cpu_domain(hwloc_bitmap_t *numa, int nd, int r, int rpn)
+{
+    hwloc_bitmap_t dom = hwloc_bitmap_alloc();
+    if (rpn < nd) {
+        for (int d = (int)((long)r * nd / rpn); d < (int)((long)(r + 1) * nd / rpn); d++)
+            hwloc_bitmap_or(dom, dom, numa[d]);
+    } else {
+        hwloc_bitmap_copy(dom, numa[(long)r * nd / rpn]);
+    }
+    return dom;
+}
+
+static void replicate(gpurun_plan_t *p, int rpn)
+{
+    for (int node = 1; node < p->req.nodes; node++)
+        for (int l = 0; l < rpn; l++) {
+            const gpurun_rank_plan_t *src = &p->ranks[l];
+            gpurun_rank_plan_t *dst = &p->ranks[node * rpn + l];
+            *dst = *src;
+            dst->gpus = gpurun_xcalloc((size_t)(src->ngpus ? src->ngpus : 1), sizeof(int));
+            memcpy(dst->gpus, src->gpus, (size_t)src->ngpus * sizeof(int));
+            dst->nics = gpurun_xcalloc((size_t)(src->nnics ? src->nnics : 1), sizeof(int));
+            memcpy(dst->nics, src->nics, (size_t)src->nnics * sizeof(int));
+            dst->cpuset = hwloc_bitmap_dup(src->cpuset);
+            dst->nodeset = hwloc_bitmap_dup(src->nodeset);
+            dst->node = node;
+            dst->rank = node * rpn + l;
+            dst->env = NULL;
+        }
+}
+
+int gpurun_plan_create(const gpurun_topo_t *t, const gpurun_request_t *req_in, gpurun_plan_t **planp,
+                       gpurun_error_t *err)
+{
+    if (check_request(req_in, err) < 0)
+        return -1;
+    gpurun_plan_t *p = gpurun_xcalloc(1, sizeof *p);
+    p->topo = t;
+    p->req = *req_in;
+    gpurun_request_t *req = &p->req;
+
+    if (req->gpus_per_rank == GPURUN_UNSET)
+        req->gpus_per_rank = t->ngpus > 0 ? 1 : 0;
+    int gpr = req->gpus_per_rank;
+    if (gpr > 0 && t->ngpus == 0) {
+        gpurun_err(err, GPURUN_EXIT_ENV,
+                   "gpus_per_rank = %d, but %s has no GPUs; set gpus_per_rank = 0 to run on CPUs only", gpr,
+                   t->hostname);
+        goto fail;
+    }
+    if (gpr > t->ngpus) {
+        gpurun_err(err, GPURUN_EXIT_ENV, "a rank cannot have %d GPUs: %s has %d; use gpus_per_rank = %d or fewer",
+                   gpr, t->hostname, t->ngpus, t->ngpus);
+        goto fail;
+    }
+    int nd;
+    hwloc_bitmap_t *numa = cpu_numa_domains(t, &nd);
+    if (req->ranks_per_node == GPURUN_UNSET)
+        req->ranks_per_node = gpr > 0 ? t->ngpus / gpr : nd;
+    int rpn = req->ranks_per_node;
+
+    p->nranks = req->nodes * rpn;
+    p->ranks = gpurun_xcalloc((size_t)p->nranks, sizeof *p->ranks);
+    for (int r = 0; r < rpn; r++) {
+        p->ranks[r].rank = r;
+        p->ranks[r].local_rank = r;
+        p->ranks[r].cpuset = hwloc_bitmap_alloc();
+        p->ranks[r].nodeset = hwloc_bitmap_alloc();
+    }
+    int rc = gpr > 0 ? place_gpus(t, p, rpn, gpr, err) : 0;
+
+    hwloc_bitmap_t *doms = gpurun_xcalloc((size_t)rpn, sizeof *doms);
+    for (int r = 0; r < rpn; r++)
+        doms[r] = gpr > 0 && rc == 0 ? gpu_domain(t, p, p->ranks[r].gpus, gpr) : cpu_domain(numa, nd, r, rpn);
+    if (rc == 0 && req->bind == GPURUN_BIND_CLOSEST) {
+        rc = place_cores(t, p, doms, rpn, err);
+    } else if (rc == 0) {
+        /* bind = none: no affinity, but a thread count that fits the node. */
+        int share = t->cores / rpn;
+        for (int r = 0; r < rpn; r++)
+            p->ranks[r].threads = req->threads_per_rank != GPURUN_UNSET ? req->threads_per_rank
+                                                                      : (share > 0 ? share : 1);
+    }
+    for (int r = 0; r < rpn; r++)
+        hwloc_bitmap_free(doms[r]);
+    free(doms);
+    for (int d = 0; d < nd; d++)
+        hwloc_bitmap_free(numa[d]);
+    free(numa);
+    if (rc < 0)
+        goto fail;
+
+    place_nics(t, p, rpn);
+    replicate(p, rpn);
+    for (int r = 0; r < p->nranks; r++)
+        rank_env(t, req, &p->ranks[r]);
+    *planp = p;
+    return 0;
+fail:
+    gpurun_plan_destroy(p);
+    return -1;
+}
+
+json_t *gpurun_plan_json(const gpurun_plan_t *p)
+{
+    const gpurun_topo_t *t = p->topo;
+    json_t *ranks = json_array(), *warnings = json_array();
+    for (int i = 0; i < p->nranks; i++) {
+        const gpurun_rank_plan_t *r = &p->ranks[i];
+        json_t *gpus = json_array(), *gpu_pci = json_array(), *nics = json_array(), *nic_pci = json_array();
+        for (int g = 0; g < r->ngpus; g++) {
+            json_array_append_new(gpus, json_integer(t->gpus[r->gpus[g]].index));
+            json_array_append_new(gpu_pci, json_string(t->gpus[r->gpus[g]].pci));
+        }
+        for (int n = 0; n < r->nnics; n++) {
+            json_array_append_new(nics, json_string(t->nics[r->nics[n]].name));
+            json_array_append_new(nic_pci, json_string(t->nics[r->nics[n]].pci));
+        }
+        json_t *cpus = json_null();
+        if (!hwloc_bitmap_iszero(r->cpuset)) {
+            char *s = gpurun_cpuset_list(r->cpuset);
+            cpus = json_string(s);
+            free(s);
+        }
+        json_array_append_new(
+            ranks, json_pack("{s:i, s:i, s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:O}", "rank", r->rank, "node",
+                             r->node, "local_rank", r->local_rank, "gpus", gpus, "gpu_pci", gpu_pci, "nics", nics,
+                             "nic_pci", nic_pci, "nic_affinity",
+                             r->nnics ? json_string(gpurun_affinity_name(r->nic_affinity)) : json_null(), "numa",
+                             gpurun_nodeset_json(r->nodeset), "cpus", cpus, "threads", r->threads, "env", r->env));
+    }
+    for (size_t i = 0; i < p->nwarnings; i++)
+        json_array_append_new(warnings, json_string(p->warnings[i]));
+    return json_pack("{s:i, s:o, s:o, s:o}", "gpurun_plan", 1, "topology", gpurun_topo_json(t, false), "ranks",
+                     ranks, "warnings", warnings);
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef GPURUN_PLAN_H
+#define GPURUN_PLAN_H
+
+/* The binding planner (SPEC §5): topology + request in, plan out.  Pure:
+ * it never prints, exits or touches the machine. */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "error.h"
+#include "job.h"
+#include "topology.h"
+
+typedef struct gpurun_request {
+    int nodes;             /* >= 1 */
+    int ranks_per_node;    /* GPURUN_UNSET: one per GPU group, or per NUMA domain */
+    int gpus_per_rank;     /* GPURUN_UNSET: 1 where the node has GPUs, else 0 */
+    int threads_per_rank;  /* GPURUN_UNSET: the rank's share of its domain */
+    bool smt;
+    bool oversubscribe;
+    enum gpurun_bind bind;
+    enum gpurun_gpu_visibility gpu_visibility;
+} gpurun_request_t;
+
+/* Defaults of a job without a job file. */
+void gpurun_request_init(gpurun_request_t *req);
+void gpurun_request_from_job(gpurun_request_t *req, const gpurun_job_t *job);
+
+typedef struct gpurun_rank_plan {
+    int rank, node, local_rank;
+    int ngpus;
+    int *gpus;                 /* indexes into topo->gpus */
+    int nnics;
+    int *nics;                 /* indexes into topo->nics */
+    enum gpurun_affinity nic_affinity; /* meaningful when nnics > 0 */
+    hwloc_bitmap_t cpuset;     /* empty when bind = none */
+    hwloc_bitmap_t nodeset;    /* memory binding; empty when bind = none */
+    int threads;
+    json_t *env;               /* object: variable -> value, in export order */
+} gpurun_rank_plan_t;
+
+typedef struct gpurun_plan {
+    const gpurun_topo_t *topo;
+    gpurun_request_t req;      /* with every GPURUN_UNSET resolved */
+    int nranks;                /* nodes * ranks_per_node */
+    gpurun_rank_plan_t *ranks;
+    char **warnings;
+    size_t nwarnings;
+} gpurun_plan_t;
+
+/* Errors: GPURUN_EXIT_CONFIG for a malformed request, GPURUN_EXIT_ENV when
+ * this topology cannot meet it (with what would work). */
+int gpurun_plan_create(const gpurun_topo_t *topo, const gpurun_request_t *req, gpurun_plan_t **planp,
+                       gpurun_error_t *err);
+void gpurun_plan_destroy(gpurun_plan_t *plan);
+
+/* The version-1 document of SPEC §5. */
+json_t *gpurun_plan_json(const gpurun_plan_t *plan);
+
+#endif
