@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef GPURUN_JOB_H
+#define GPURUN_JOB_H
+
+/* The job file (SPEC §2) as a plain struct: only job.c sees libconfuse. */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
+
+enum gpurun_launcher { GPURUN_LAUNCHER_AUTO, GPURUN_LAUNCHER_MPIRUN, GPURUN_LAUNCHER_SRUN, GPURUN_LAUNCHER_LOCAL };
+enum gpurun_bind { GPURUN_BIND_CLOSEST, GPURUN_BIND_NONE };
+enum gpurun_gpu_visibility { GPURUN_GPUVIS_ISOLATE, GPURUN_GPUVIS_SHARED };
+enum gpurun_gpudirect { GPURUN_GPUDIRECT_AUTO, GPURUN_GPUDIRECT_ON, GPURUN_GPUDIRECT_OFF };
+
+/* One `key = value` of a free-form section (params, env, slurm, references). */
+struct gpurun_kv {
+    char *key;
+    char *value;
+};
+
+struct gpurun_kvlist {
+    struct gpurun_kv *items;
+    size_t n;
+};
+
+/* One axis of `scan { key = {v1, v2} }`. */
+struct gpurun_scan_axis {
+    char *key;
+    long *values;
+    size_t n;
+};
+
+/* Integers left at GPURUN_UNSET were not given: the planner picks them. */
+#define GPURUN_UNSET (-1)
+
+typedef struct gpurun_job {
+    char *path;          /* the file as given */
+    char *dir;           /* its folder: relative paths are relative to it */
+    char *name;          /* `job`, default: file name without .conf */
+    char *template_name; /* NULL when not given */
+    char *command;       /* NULL when not given; ${name} left unexpanded */
+    char *site;          /* NULL when not given */
+
+    int nodes;            /* default 1 */
+    int ranks_per_node;   /* GPURUN_UNSET: one per GPU (or per NUMA domain) */
+    int gpus_per_rank;    /* GPURUN_UNSET: 1 where the node has GPUs, else 0 */
+    int threads_per_rank; /* GPURUN_UNSET: the rank's share of cores */
+    bool smt;             /* all PUs of a core, not one */
+    bool oversubscribe;   /* allow sharing GPUs/cores, with a warning */
+
+    enum gpurun_launcher launcher;
+    enum gpurun_bind bind;
+    enum gpurun_gpu_visibility gpu_visibility;
+    enum gpurun_gpudirect gpudirect;
+    long timeout_s;       /* 0: no limit */
+    int repeat;           /* default 1 */
+    char *results;        /* default "results" */
+
+    struct gpurun_kvlist params;
+    struct gpurun_kvlist env;
+    struct gpurun_kvlist slurm;
+    struct gpurun_kvlist references;
+    struct gpurun_scan_axis *scan;
+    size_t nscan;
+} gpurun_job_t;
+
+/* Read a job file.  Errors name the file, the line and the key
+ * ("job.conf:3: unknown key 'rank_per_node' (did you mean 'ranks_per_node'?)")
+ * and carry GPURUN_EXIT_CONFIG. */
+int gpurun_job_load(const char *path, gpurun_job_t **jobp, gpurun_error_t *err);
+
+/* Parse a job from memory; `label` stands for the file name in messages and
+ * gives the default job name. */
+int gpurun_job_parse(const char *text, size_t len, const char *label, gpurun_job_t **jobp,
+                     gpurun_error_t *err);
+
+void gpurun_job_destroy(gpurun_job_t *job);
+
+const char *gpurun_launcher_name(enum gpurun_launcher l);
+
+#endif
