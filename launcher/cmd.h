@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef GPURUN_CMD_H
+#define GPURUN_CMD_H
+
+#include "error.h"
+
+/* A command returns its exit status; on failure it fills err and main
+ * prints it. argv[0] is the command's name. */
+typedef int (*gpurun_cmd_fn)(int argc, char **argv, gpurun_error_t *err);
+
+int cmd_topo(int argc, char **argv, gpurun_error_t *err);
+int cmd_plan(int argc, char **argv, gpurun_error_t *err);
+
+/* Strict integer option parsing shared by the commands. */
+int cmd_parse_int(const char *cmd, const char *opt, const char *s, int min, int max, int *out,
+                  gpurun_error_t *err);
+
+#endif

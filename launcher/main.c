@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gpurun: only the command line lives here; each command has its own file. */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+
+static const struct {
+    const char *name;
+    gpurun_cmd_fn fn;
+    const char *summary;
+} commands[] = {
+    {"topo", cmd_topo, "show this node's (or an export's) GPUs, NICs, NUMA nodes and their affinity"},
+    {"plan", cmd_plan, "show which GPUs, NICs, cores and memory each rank gets"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "Usage: gpurun COMMAND [OPTIONS]\n\n"
+               "Bind MPI ranks to their closest GPUs, NICs, cores and memory.\n\nCommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n`gpurun COMMAND --help` describes a command; `man gpurun` describes them all.\n"
+               "Running jobs (`gpurun JOB.conf`, run, submit) and results are not in this version yet.\n");
+}
+
+int cmd_parse_int(const char *cmd, const char *opt, const char *s, int min, int max, int *out,
+                  gpurun_error_t *err)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || errno || v < min || v > max)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: %s: expected an integer from %d to %d, got '%s'", cmd, opt,
+                          min, max, s);
+    *out = (int)v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    gpurun_error_t err = {0};
+    if (argc < 2) {
+        usage(stderr);
+        return GPURUN_EXIT_CONFIG;
+    }
+    const char *name = argv[1];
+    if (!strcmp(name, "--help") || !strcmp(name, "-h") || !strcmp(name, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(name, "--version") || !strcmp(name, "-V")) {
+        printf("gpurun %s\n", PACKAGE_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(name, commands[i].name))
+            continue;
+        int rc = commands[i].fn(argc - 1, argv + 1, &err);
+        if (rc != 0 && err.text[0])
+            fprintf(stderr, "gpurun: %s\n", err.text);
+        return rc;
+    }
+    fprintf(stderr, "gpurun: '%s' is not a gpurun command in version %s (see gpurun --help)\n", name,
+            PACKAGE_VERSION);
+    return GPURUN_EXIT_CONFIG;
+}
