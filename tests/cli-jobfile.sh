@@ -1,0 +1,82 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# The job file through the command line (SPEC §2): only regular files of
+# sane size are read, a bad one is exit 2 with `FILE:LINE: ...` on stderr,
+# and nothing hangs.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+topo=$FIXTURES/2s-4gpu-2nic.xml
+
+# A job file must never make gpurun wait; timeout(1) is not POSIX, so the
+# limit is applied only where it exists.
+limit=
+if command -v timeout >/dev/null 2>&1; then
+    limit="timeout 10"
+fi
+
+plan() { # plan JOBFILE: `gpurun plan` of it on the fixture
+    run $limit "$GPURUN" plan "$1" --topology "$topo"
+}
+
+mkdir "$TMP/dir.conf"
+plan "$TMP/dir.conf"
+expect_rc 2 "a directory as job file: exit 2"
+contains "$TMP/err" "not a regular file" "a directory as job file: says so"
+
+if mkfifo "$TMP/fifo.conf"; then
+    plan "$TMP/fifo.conf"
+    expect_rc 2 "a FIFO as job file: exit 2 at once, no wait for a writer"
+    contains "$TMP/err" "not a regular file" "a FIFO as job file: says so"
+else
+    skip "mkfifo failed: no FIFO check"
+    skip "mkfifo failed: no FIFO check"
+fi
+
+plan /dev/zero
+expect_rc 2 "/dev/zero as job file: exit 2"
+contains "$TMP/err" "not a regular file" "/dev/zero as job file: says so"
+
+plan "$TMP/missing.conf"
+expect_rc 2 "a missing job file: exit 2"
+contains "$TMP/err" "$TMP/missing.conf" "a missing job file: named"
+
+dd if=/dev/zero of="$TMP/big.conf" bs=1024 count=1025 2>/dev/null # 1 KiB over
+plan "$TMP/big.conf"
+expect_rc 2 "a job file over 1 MiB: exit 2"
+contains "$TMP/err" "more than the 1048576 allowed" "a job file over 1 MiB: says so"
+
+cat >"$TMP/bad.conf" <<'EOF'
+# a typo on line 3
+nodes = 1
+rank_per_node = 2
+EOF
+plan "$TMP/bad.conf"
+expect_rc 2 "an unknown key: exit 2"
+contains "$TMP/err" \
+    "gpurun: $TMP/bad.conf:3: unknown key 'rank_per_node' (did you mean 'ranks_per_node'?)" \
+    "an unknown key: file, line, key and the valid one near it"
+
+cat >"$TMP/dup.conf" <<'EOF'
+nodes = 1
+ranks_per_node = 2
+nodes = 1
+EOF
+plan "$TMP/dup.conf"
+expect_rc 2 "a duplicate key: exit 2"
+contains "$TMP/err" "gpurun: $TMP/dup.conf:3: key 'nodes': given twice (first on line 1)" \
+    "a duplicate key: both lines"
+
+cat >"$TMP/good.conf" <<'EOF'
+# Two ranks of one GPU each: the 2-socket, 4-GPU fixture has room.
+command = "./app -n ${nsteps}"
+ranks_per_node = 2
+gpus_per_rank = 1
+timeout = "30m"
+params { nsteps = 100 }
+EOF
+plan "$TMP/good.conf"
+expect_rc 0 "a valid job file: exit 0"
+test -s "$TMP/out"
+ok $? "a valid job file: a plan on stdout"
+
+done_testing

@@ -1,0 +1,80 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# gpurun plan through the command line: golden plans for the fixtures and
+# for every real topology in ../shared/topologies (when present), exit codes,
+# flags over job files.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+# golden DIR FILE: the JSON plan of DIR/FILE (run from DIR, so that the
+# recorded source is the bare file name) must equal tests/golden/FILE.json.
+golden() {
+    (cd "$1" && "$GPURUN" plan --topology "$2" --json) >"$TMP/plan.json" 2>"$TMP/err"
+    if [ ! -f "$GOLDEN/${2%.xml}.json" ]; then
+        ok 1 "golden plan for $2 exists (tests/golden/update.sh writes it)"
+    elif diff -u "$GOLDEN/${2%.xml}.json" "$TMP/plan.json" >"$TMP/diff"; then
+        ok 0 "golden plan for $2"
+    else
+        ok 1 "golden plan for $2"
+        sed 's/^/#   /' "$TMP/diff" | head -30
+    fi
+}
+
+for f in "$FIXTURES"/*.xml; do
+    golden "$FIXTURES" "$(basename "$f")"
+done
+if [ -d "$SHARED_TOPOLOGIES" ]; then
+    for f in "$SHARED_TOPOLOGIES"/*.xml; do
+        name=$(basename "$f")
+        if [ "$name" = nvidia-dgx2h-16xv100-trimmed.xml ]; then
+            # 16 GPUs on 4 PUs: refused by default, so its golden plan shares.
+            (cd "$SHARED_TOPOLOGIES" && "$GPURUN" plan --topology "$name" --json --oversubscribe) >"$TMP/plan.json"
+            diff -u "$GOLDEN/${name%.xml}.json" "$TMP/plan.json" >"$TMP/diff"
+            ok $? "golden plan for $name (oversubscribed)"
+            continue
+        fi
+        golden "$SHARED_TOPOLOGIES" "$name"
+    done
+else
+    skip "no $SHARED_TOPOLOGIES: golden plans of real machines not checked"
+fi
+
+X=$FIXTURES/2s-4gpu-2nic.xml
+run "$GPURUN" plan --topology "$X"
+expect_rc 0 "plan table"
+contains "$TMP/out" "0     0    0     0      0000:13:00.0                 mlx5_0               PIX  0      0-3                  4" "table row of rank 0"
+
+run "$GPURUN" plan --topology "$X" --ranks-per-node 8
+expect_rc 3 "more ranks than GPUs is exit 3"
+contains "$TMP/err" "gpurun: 8 ranks with 1 GPU each need 8 GPUs, but fix-2s4g has 4; use ranks_per_node = 4" "... saying why and what would work"
+run "$GPURUN" plan --topology "$X" --ranks-per-node 8 --oversubscribe --json
+expect_rc 0 "--oversubscribe shares instead"
+run jq -e '(.warnings | length) > 0 and .ranks[1].gpus == [0]' "$TMP/out"
+expect_rc 0 "... with a warning in the plan"
+run "$GPURUN" plan --topology "$X" --nodes two
+expect_rc 2 "a malformed flag value is exit 2"
+contains "$TMP/err" "gpurun: plan: --nodes: expected an integer from 1 to 100000, got 'two'" "... naming the flag"
+run "$GPURUN" plan --topology "$X" --gpus-per-rank 2 --threads-per-rank 3 --nodes 2 --json
+run jq -e '(.ranks | length) == 4 and .ranks[3].node == 1 and .ranks[3].env.CUDA_VISIBLE_DEVICES == "2,3"
+           and .ranks[0].threads == 3 and .ranks[0].cpus == "0-2"' "$TMP/out"
+expect_rc 0 "flags: 2 nodes x 2 ranks, 2 GPUs and 3 threads per rank"
+run "$GPURUN" plan --topology "$FIXTURES/cpu-only-2numa.xml" --gpus-per-rank 1
+expect_rc 3 "GPUs asked of a CPU-only node is exit 3"
+
+# A job file, and flags that override it.
+cat >"$TMP/job.conf" <<'JOB'
+job = "demo"
+ranks_per_node = 2
+gpus_per_rank = 1
+threads_per_rank = 2
+JOB
+run "$GPURUN" plan "$TMP/job.conf" --topology "$X" --json
+expect_rc 0 "plan from a job file"
+run jq -e '(.ranks | length) == 2 and .ranks[1].gpus == [2] and .ranks[0].threads == 2' "$TMP/out"
+expect_rc 0 "... with the job's ranks, GPUs and threads"
+run "$GPURUN" plan --topology "$X" "$TMP/job.conf" --ranks-per-node 4 --json
+run jq -e '(.ranks | length) == 4 and .ranks[0].threads == 2' "$TMP/out"
+expect_rc 0 "a flag overrides the job file, the rest of the job stays"
+run "$GPURUN" plan "$top_srcdir/examples/plan/job.conf" --topology "$X"
+expect_rc 0 "examples/plan/job.conf plans"
+
+done_testing

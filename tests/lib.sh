@@ -1,0 +1,60 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# TAP helpers for the shell tests (POSIX sh). Tests run from `make check`,
+# which exports GPURUN (the built program) and top_srcdir.
+: "${top_srcdir:=$(cd "$(dirname "$0")/.." && pwd)}"
+: "${GPURUN:=$top_srcdir/launcher/gpurun}"
+FIXTURES=$top_srcdir/tests/fixtures
+GOLDEN=$top_srcdir/tests/golden
+SHARED_TOPOLOGIES=${GPURUN_SHARED_TOPOLOGIES:-$top_srcdir/../shared/topologies}
+tap_n=0
+tap_failed=0
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/gpurun-test.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT INT TERM
+
+ok() { # ok STATUS DESCRIPTION: passes when STATUS is 0
+    tap_n=$((tap_n + 1))
+    if [ "$1" -eq 0 ]; then
+        echo "ok $tap_n - $2"
+    else
+        echo "not ok $tap_n - $2"
+        tap_failed=$((tap_failed + 1))
+    fi
+}
+
+skip() {
+    tap_n=$((tap_n + 1))
+    echo "ok $tap_n # SKIP $1"
+}
+
+diag() { printf '# %s\n' "$@"; }
+
+# run CMD...: runs it, keeping stdout, stderr and the exit status in
+# $TMP/out, $TMP/err and $rc.
+run() {
+    rc=0
+    "$@" >"$TMP/out" 2>"$TMP/err" || rc=$?
+}
+
+expect_rc() { # expect_rc WANT DESCRIPTION (after run)
+    if [ "$rc" -eq "$1" ]; then
+        ok 0 "$2"
+    else
+        ok 1 "$2 (exit $rc, wanted $1)"
+        sed 's/^/#   /' "$TMP/err" | head -5
+    fi
+}
+
+contains() { # contains FILE TEXT DESCRIPTION
+    if grep -qF -- "$2" "$1"; then
+        ok 0 "$3"
+    else
+        ok 1 "$3"
+        diag "'$2' not found in:"
+        sed 's/^/#   /' "$1" | head -10
+    fi
+}
+
+done_testing() {
+    echo "1..$tap_n"
+    [ "$tap_failed" -eq 0 ]
+}

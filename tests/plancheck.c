@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "config.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plancheck.h"
+#include "util.h"
+
+static int fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *why, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, len, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+gpurun_topo_t *plancheck_load(const char *path)
+{
+    gpurun_topo_t *t;
+    gpurun_error_t err = {0};
+    if (gpurun_topo_load(path, &t, &err) < 0) {
+        printf("Bail out! cannot load %s: %s\n", path, err.text);
+        exit(1);
+    }
+    return t;
+}
+
+static bool warned(const gpurun_plan_t *p, const char *needle)
+{
+    for (size_t i = 0; i < p->nwarnings; i++)
+        if (strstr(p->warnings[i], needle))
+            return true;
+    return false;
+}
+
+static const char *env_get(const gpurun_rank_plan_t *r, const char *key)
+{
+    json_t *v = json_object_get(r->env, key);
+    return v ? json_string_value(v) : NULL;
+}
+
+/* The high-speed NICs nearest to a rank (its GPUs, else its cores). */
+static enum gpurun_affinity nearest_nics(const gpurun_topo_t *t, const gpurun_rank_plan_t *r, hwloc_bitmap_t near)
+{
+    int best = INT_MAX;
+    enum gpurun_affinity best_cls = GPURUN_AFF_SYS;
+    hwloc_bitmap_zero(near);
+    for (int n = 0; n < t->nhsnics; n++) {
+        enum gpurun_affinity cls = GPURUN_AFF_SYS;
+        int d = INT_MAX;
+        if (r->ngpus == 0) {
+            cls = gpurun_cpu_affinity(t, hwloc_bitmap_iszero(r->cpuset) ? hwloc_topology_get_topology_cpuset(t->hw)
+                                                                         : r->cpuset,
+                                      t->nics[n].pcidev, &d);
+        }
+        for (int g = 0; g < r->ngpus; g++) {
+            int dg;
+            enum gpurun_affinity c = gpurun_pci_affinity(t, t->gpus[r->gpus[g]].pcidev, t->nics[n].pcidev, &dg);
+            if (dg < d) {
+                d = dg;
+                cls = c;
+            }
+        }
+        if (d < best) {
+            best = d;
+            best_cls = cls;
+            hwloc_bitmap_zero(near);
+        }
+        if (d == best)
+            hwloc_bitmap_set(near, (unsigned)n);
+    }
+    return best_cls;
+}
+
+static int check_rank(const gpurun_plan_t *p, const gpurun_rank_plan_t *r, char *why, size_t len)
+{
+    const gpurun_topo_t *t = p->topo;
+    const gpurun_request_t *q = &p->req;
+    if (r->ngpus != q->gpus_per_rank)
+        return fail(why, len, "rank %d has %d GPUs, asked %d", r->rank, r->ngpus, q->gpus_per_rank);
+    if (r->threads < 1)
+        return fail(why, len, "rank %d has %d threads", r->rank, r->threads);
+    char buf[32];
+    snprintf(buf, sizeof buf, "%d", r->threads);
+    if (!env_get(r, "OMP_NUM_THREADS") || strcmp(env_get(r, "OMP_NUM_THREADS"), buf))
+        return fail(why, len, "rank %d: OMP_NUM_THREADS differs from its %d threads", r->rank, r->threads);
+    snprintf(buf, sizeof buf, "%d", r->rank);
+    if (!env_get(r, "GPURUN_RANK") || strcmp(env_get(r, "GPURUN_RANK"), buf))
+        return fail(why, len, "rank %d: GPURUN_RANK is wrong", r->rank);
+
+    /* GPUs: distinct within the rank, and the visibility variable lists them. */
+    for (int a = 0; a < r->ngpus; a++)
+        for (int b = a + 1; b < r->ngpus; b++)
+            if (r->gpus[a] == r->gpus[b])
+                return fail(why, len, "rank %d has GPU %d twice", r->rank, r->gpus[a]);
+    if (r->ngpus && !strcmp(t->gpus[r->gpus[0]].vendor, "nvidia") && q->gpu_visibility == GPURUN_GPUVIS_ISOLATE) {
+        char want[256] = "";
+        size_t l = 0;
+        for (int g = 0; g < r->ngpus; g++)
+            l += (size_t)snprintf(want + l, sizeof want - l, "%s%d", g ? "," : "", t->gpus[r->gpus[g]].index);
+        const char *cvd = env_get(r, "CUDA_VISIBLE_DEVICES");
+        if (!cvd || strcmp(cvd, want))
+            return fail(why, len, "rank %d: CUDA_VISIBLE_DEVICES=%s, GPUs %s", r->rank, cvd ? cvd : "(unset)", want);
+        if (!env_get(r, "CUDA_DEVICE_ORDER") || strcmp(env_get(r, "CUDA_DEVICE_ORDER"), "PCI_BUS_ID"))
+            return fail(why, len, "rank %d: CUDA_DEVICE_ORDER is not PCI_BUS_ID", r->rank);
+    }
+
+    if (q->bind == GPURUN_BIND_NONE) {
+        if (!hwloc_bitmap_iszero(r->cpuset) || env_get(r, "OMP_PROC_BIND"))
+            return fail(why, len, "rank %d is bound although bind = none", r->rank);
+    } else {
+        if (hwloc_bitmap_iszero(r->cpuset))
+            return fail(why, len, "rank %d has no cpus", r->rank);
+        /* No offline or disallowed PU. */
+        if (!hwloc_bitmap_isincluded(r->cpuset, hwloc_topology_get_topology_cpuset(t->hw)) ||
+            !hwloc_bitmap_isincluded(r->cpuset, hwloc_topology_get_allowed_cpuset(t->hw)))
+            return fail(why, len, "rank %d has an offline or disallowed PU", r->rank);
+        /* Inside its GPUs' locality (unless the planner said it had to widen). */
+        if (r->ngpus && !warned(p, "no usable cores")) {
+            hwloc_bitmap_t loc = hwloc_bitmap_alloc();
+            for (int g = 0; g < r->ngpus; g++)
+                hwloc_bitmap_or(loc, loc, t->gpus[r->gpus[g]].cpuset);
+            int inside = hwloc_bitmap_isincluded(r->cpuset, loc);
+            hwloc_bitmap_free(loc);
+            if (!inside)
+                return fail(why, len, "rank %d's cpus leave its GPUs' locality", r->rank);
+        }
+        /* One PU per core unless smt. */
+        hwloc_obj_t core = NULL;
+        while ((core = hwloc_get_next_obj_covering_cpuset_by_type(t->hw, r->cpuset, HWLOC_OBJ_CORE, core))) {
+            hwloc_bitmap_t in = hwloc_bitmap_alloc();
+            hwloc_bitmap_and(in, core->cpuset, r->cpuset);
+            int w = hwloc_bitmap_weight(in), full = hwloc_bitmap_isequal(in, core->cpuset);
+            hwloc_bitmap_free(in);
+            if (!q->smt && w != 1)
+                return fail(why, len, "rank %d has %d PUs of one core without smt", r->rank, w);
+            if (q->smt && !full)
+                return fail(why, len, "rank %d has part of a core with smt", r->rank);
+        }
+        /* Memory on the NUMA nodes of its cores. */
+        hwloc_bitmap_t local = hwloc_bitmap_alloc();
+        hwloc_cpuset_to_nodeset(t->hw, r->cpuset, local);
+        int ok = !hwloc_bitmap_iszero(r->nodeset) && hwloc_bitmap_isincluded(r->nodeset, local);
+        hwloc_bitmap_free(local);
+        if (!ok)
+            return fail(why, len, "rank %d's memory is not on its cores' NUMA nodes", r->rank);
+        if (r->threads > hwloc_bitmap_weight(r->cpuset) && !p->req.oversubscribe &&
+            q->threads_per_rank == GPURUN_UNSET)
+            return fail(why, len, "rank %d has more default threads than PUs", r->rank);
+    }
+
+    /* Nearest NICs: nothing nearer exists, and the class is the right one. */
+    if (t->nhsnics > 0 && r->nnics == 0)
+        return fail(why, len, "rank %d got no NIC although the node has %d", r->rank, t->nhsnics);
+    hwloc_bitmap_t near = hwloc_bitmap_alloc();
+    enum gpurun_affinity best_cls = nearest_nics(t, r, near);
+    for (int i = 0; i < r->nnics; i++) {
+        if (r->nics[i] < 0 || r->nics[i] >= t->nhsnics || !hwloc_bitmap_isset(near, (unsigned)r->nics[i])) {
+            hwloc_bitmap_free(near);
+            return fail(why, len, "rank %d got %s, but a nearer high-speed NIC exists", r->rank,
+                        t->nics[r->nics[i]].name);
+        }
+    }
+    hwloc_bitmap_free(near);
+    if (r->nnics && r->nic_affinity != best_cls)
+        return fail(why, len, "rank %d: nic_affinity %s, nearest is %s", r->rank, gpurun_affinity_name(r->nic_affinity),
+                    gpurun_affinity_name(best_cls));
+    return 0;
+}
+
+int plancheck(const gpurun_plan_t *p, char *why, size_t len)
+{
+    const gpurun_topo_t *t = p->topo;
+    int rpn = p->req.ranks_per_node;
+    if (p->nranks != p->req.nodes * rpn)
+        return fail(why, len, "%d ranks for %d nodes x %d", p->nranks, p->req.nodes, rpn);
+    for (int i = 0; i < p->nranks; i++) {
+        const gpurun_rank_plan_t *r = &p->ranks[i];
+        if (r->rank != i || r->node != i / rpn || r->local_rank != i % rpn)
+            return fail(why, len, "rank %d is numbered %d/%d/%d", i, r->rank, r->node, r->local_rank);
+        if (check_rank(p, r, why, len) < 0)
+            return -1;
+    }
+    bool shared = p->req.oversubscribe && p->nwarnings > 0;
+    for (int node = 0; node < p->req.nodes; node++) {
+        const gpurun_rank_plan_t *rk = &p->ranks[node * rpn];
+        for (int a = 0; a < rpn; a++)
+            for (int b = a + 1; b < rpn; b++) {
+                /* GPUs and cores are never shared unless sharing was allowed and announced. */
+                for (int x = 0; x < rk[a].ngpus; x++)
+                    for (int y = 0; y < rk[b].ngpus; y++)
+                        if (rk[a].gpus[x] == rk[b].gpus[y] && !(shared && warned(p, "share")))
+                            return fail(why, len, "ranks %d and %d share GPU %d", rk[a].rank, rk[b].rank,
+                                        t->gpus[rk[a].gpus[x]].index);
+                hwloc_obj_t core = NULL;
+                while ((core = hwloc_get_next_obj_covering_cpuset_by_type(t->hw, rk[a].cpuset, HWLOC_OBJ_CORE,
+                                                                          core)))
+                    if (hwloc_bitmap_intersects(core->cpuset, rk[b].cpuset) && !(shared && warned(p, "share")))
+                        return fail(why, len, "ranks %d and %d share a core", rk[a].rank, rk[b].rank);
+                if (hwloc_bitmap_intersects(rk[a].cpuset, rk[b].cpuset) && !(shared && warned(p, "share")))
+                    return fail(why, len, "ranks %d and %d share cpus", rk[a].rank, rk[b].rank);
+            }
+        /* Equally near NICs are spread. */
+        if (t->nhsnics > 0) {
+            hwloc_bitmap_t *near = gpurun_xcalloc((size_t)rpn, sizeof *near);
+            int *load = gpurun_xcalloc((size_t)t->nhsnics, sizeof *load);
+            for (int a = 0; a < rpn; a++) {
+                near[a] = hwloc_bitmap_alloc();
+                nearest_nics(t, &rk[a], near[a]);
+            }
+            int rc = 0;
+            for (int a = 0; a < rpn; a++)
+                for (int x = 0; x < rk[a].nnics; x++)
+                    load[rk[a].nics[x]]++;
+            /* No rank sits on a NIC two ranks busier than an equally near one. */
+            for (int a = 0; a < rpn && rc == 0; a++)
+                for (int x = 0; x < rk[a].nnics && rc == 0; x++) {
+                    int n, chosen = rk[a].nics[x];
+                    hwloc_bitmap_foreach_begin(n, near[a])
+                    {
+                        if (rc == 0 && load[chosen] > load[n] + 1)
+                            rc = fail(why, len, "rank %d uses %s (%d ranks) while equally near %s has %d (node %d)",
+                                      rk[a].rank, t->nics[chosen].name, load[chosen], t->nics[n].name, load[n],
+                                      node);
+                    }
+                    hwloc_bitmap_foreach_end();
+                }
+            for (int a = 0; a < rpn; a++)
+                hwloc_bitmap_free(near[a]);
+            free(near);
+            free(load);
+            if (rc < 0)
+                return -1;
+        }
+    }
+    /* CPU-only ranks use every NUMA domain they can. */
+    if (p->req.gpus_per_rank == 0 && p->req.bind == GPURUN_BIND_CLOSEST) {
+        hwloc_bitmap_t used = hwloc_bitmap_alloc(), cpu_nodes = hwloc_bitmap_alloc();
+        for (int a = 0; a < rpn; a++)
+            hwloc_bitmap_or(used, used, p->ranks[a].nodeset);
+        for (hwloc_obj_t n = NULL; (n = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, n));)
+            if (!hwloc_bitmap_iszero(n->cpuset) && !n->subtype)
+                hwloc_bitmap_set(cpu_nodes, n->os_index);
+        int want = hwloc_bitmap_weight(cpu_nodes) < rpn ? hwloc_bitmap_weight(cpu_nodes) : rpn;
+        int got = hwloc_bitmap_weight(used);
+        hwloc_bitmap_free(used);
+        hwloc_bitmap_free(cpu_nodes);
+        if (got < want)
+            return fail(why, len, "%d CPU-only ranks use %d NUMA nodes, %d available", rpn, got, want);
+    }
+    return 0;
+}

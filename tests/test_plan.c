@@ -1,0 +1,347 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Planner unit tests on the project's own hand-written fixtures
+ * (tests/fixtures/README.md gives each one's ground truth). */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan.h"
+#include "plancheck.h"
+#include "tap.h"
+
+static char fixture_path[4096];
+
+static const char *fixture(const char *name)
+{
+    const char *top = getenv("top_srcdir");
+    snprintf(fixture_path, sizeof fixture_path, "%s/tests/fixtures/%s", top ? top : ".", name);
+    return fixture_path;
+}
+
+static gpurun_request_t req_default(void)
+{
+    gpurun_request_t r;
+    gpurun_request_init(&r);
+    return r;
+}
+
+/* Plan, check every property, and return the plan (or NULL with err). */
+static gpurun_plan_t *plan(const gpurun_topo_t *t, gpurun_request_t r, gpurun_error_t *err, const char *what)
+{
+    gpurun_plan_t *p = NULL;
+    gpurun_error_clear(err);
+    if (gpurun_plan_create(t, &r, &p, err) < 0)
+        return NULL;
+    char why[512] = "";
+    int rc = plancheck(p, why, sizeof why);
+    ok(rc == 0, "%s: plan has the SPEC properties", what);
+    if (rc)
+        diag("%s", why);
+    return p;
+}
+
+static const char *cpus_of(const gpurun_rank_plan_t *r)
+{
+    static char buf[8][256];
+    static int slot;
+    char *s = gpurun_cpuset_list(r->cpuset);
+    char *out = buf[slot++ % 8];
+    snprintf(out, 256, "%s", s);
+    free(s);
+    return out;
+}
+
+static const char *env(const gpurun_rank_plan_t *r, const char *key)
+{
+    json_t *v = json_object_get(r->env, key);
+    return v ? json_string_value(v) : NULL;
+}
+
+static void two_socket(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("2s-4gpu-2nic.xml"));
+    gpurun_error_t err;
+    is_int(t->ngpus, 4, "2s: four GPUs");
+    is_int(t->nhsnics, 2, "2s: two high-speed NICs (eth0 apart)");
+    is_int(t->nnics, 3, "2s: eth0 is listed apart");
+    is_str(t->nics[2].kind, "ethernet", "2s: eth0 is plain Ethernet");
+    is_str(t->gpus[0].name, "NVIDIA A100-SXM4-40GB", "2s: GPU model from the runtime's OS device");
+    is_int(gpurun_pci_affinity(t, t->gpus[0].pcidev, t->nics[0].pcidev, NULL), GPURUN_AFF_PIX,
+           "2s: GPU0 and mlx5_0 share a switch (PIX)");
+    is_int(gpurun_pci_affinity(t, t->gpus[0].pcidev, t->nics[1].pcidev, NULL), GPURUN_AFF_SYS,
+           "2s: GPU0 and mlx5_1 are across sockets (SYS)");
+
+    gpurun_plan_t *p = plan(t, req_default(), &err, "2s default");
+    if (ok(p != NULL, "2s: default plan") && p->nranks == 4) {
+        const char *cpus[] = {"0-3", "4-7", "8-11", "12-15"};
+        const char *nic[] = {"mlx5_0", "mlx5_0", "mlx5_1", "mlx5_1"};
+        for (int i = 0; i < 4; i++) {
+            const gpurun_rank_plan_t *r = &p->ranks[i];
+            is_int(t->gpus[r->gpus[0]].index, i, "2s: rank %d gets GPU %d", i, i);
+            is_str(cpus_of(r), cpus[i], "2s: rank %d cpus", i);
+            ok(r->nnics == 1 && !strcmp(t->nics[r->nics[0]].name, nic[i]), "2s: rank %d NIC %s", i, nic[i]);
+            is_int(r->nic_affinity, GPURUN_AFF_PIX, "2s: rank %d NIC is PIX", i);
+            is_int(r->threads, 4, "2s: rank %d has 4 threads", i);
+        }
+        is_str(env(&p->ranks[2], "UCX_NET_DEVICES"), "mlx5_1:1", "2s: UCX_NET_DEVICES of rank 2");
+        is_str(env(&p->ranks[2], "NCCL_IB_HCA"), "=mlx5_1:1", "2s: NCCL_IB_HCA exact match");
+        is_str(env(&p->ranks[3], "CUDA_VISIBLE_DEVICES"), "3", "2s: CUDA_VISIBLE_DEVICES of rank 3");
+        is_str(env(&p->ranks[3], "OMP_PLACES"), "cores", "2s: OMP_PLACES");
+        is_int(p->nwarnings, 0, "2s: no warnings");
+    }
+    gpurun_plan_destroy(p);
+
+    gpurun_request_t r = req_default();
+    r.ranks_per_node = 2;
+    p = plan(t, r, &err, "2s 2 ranks");
+    if (ok(p != NULL, "2s: 2 ranks x 1 GPU")) {
+        is_int(t->gpus[p->ranks[0].gpus[0]].index, 0, "2s: 2 ranks spread: rank 0 on GPU 0");
+        is_int(t->gpus[p->ranks[1].gpus[0]].index, 2, "2s: 2 ranks spread: rank 1 on GPU 2 (other socket)");
+        is_str(cpus_of(&p->ranks[1]), "8-15", "2s: a lone rank gets its whole NUMA node");
+    }
+    gpurun_plan_destroy(p);
+
+    r = req_default();
+    r.gpus_per_rank = 2;
+    p = plan(t, r, &err, "2s 2 GPUs per rank");
+    if (ok(p != NULL && p->nranks == 2, "2s: 2 GPUs per rank gives 2 ranks")) {
+        is_str(env(&p->ranks[0], "CUDA_VISIBLE_DEVICES"), "0,1", "2s: rank 0 gets the GPU pair on its switch");
+        is_str(env(&p->ranks[1], "CUDA_VISIBLE_DEVICES"), "2,3", "2s: rank 1 gets the other pair");
+    }
+    gpurun_plan_destroy(p);
+
+    r = req_default();
+    r.smt = true;
+    r.threads_per_rank = 4;
+    p = plan(t, r, &err, "2s smt");
+    if (ok(p != NULL, "2s: smt")) {
+        is_str(cpus_of(&p->ranks[0]), "0-1,16-17", "2s: smt rank 0 gets both PUs of two cores");
+        is_str(env(&p->ranks[0], "OMP_PLACES"), "threads", "2s: smt places are threads");
+    }
+    gpurun_plan_destroy(p);
+
+    r = req_default();
+    r.threads_per_rank = 2;
+    p = plan(t, r, &err, "2s 2 threads");
+    if (ok(p != NULL, "2s: 2 threads per rank"))
+        is_str(cpus_of(&p->ranks[1]), "4-5", "2s: ranks start a fair share apart");
+    gpurun_plan_destroy(p);
+
+    r = req_default();
+    r.ranks_per_node = 8;
+    p = plan(t, r, &err, "2s 8 ranks");
+    ok(p == NULL && err.code == GPURUN_EXIT_ENV, "2s: 8 ranks on 4 GPUs refused with exit 3");
+    is_str(err.text,
+           "8 ranks with 1 GPU each need 8 GPUs, but fix-2s4g has 4; use ranks_per_node = 4, fewer GPUs per rank, "
+           "or oversubscribe = true to share GPUs",
+           "2s: the refusal says why and what would work");
+    gpurun_plan_destroy(p);
+
+    r.oversubscribe = true;
+    p = plan(t, r, &err, "2s 8 ranks shared");
+    if (ok(p != NULL, "2s: oversubscribe shares GPUs")) {
+        ok(p->nwarnings >= 1 && strstr(p->warnings[0], "8 ranks share 4 GPUs"), "2s: sharing is warned");
+        is_int(t->gpus[p->ranks[1].gpus[0]].index, 0, "2s: consecutive ranks share a GPU (rank 1 on GPU 0)");
+        is_int(t->gpus[p->ranks[7].gpus[0]].index, 3, "2s: rank 7 on GPU 3");
+    }
+    gpurun_plan_destroy(p);
+
+    r = req_default();
+    r.threads_per_rank = 8;
+    p = plan(t, r, &err, "2s 8 threads");
+    ok(p == NULL && err.code == GPURUN_EXIT_ENV, "2s: 2 ranks x 8 threads on 8 cores refused");
+    is_str(err.text,
+           "2 ranks with 8 threads each need 16 cores in NUMA node 0 (cpus 0-7,16-23), which has 8 free; "
+           "use threads_per_rank = 4, fewer ranks per node, or oversubscribe = true to share cores",
+           "2s: the refusal names the NUMA node and a thread count that fits");
+    gpurun_plan_destroy(p);
+
+    r = req_default();
+    r.gpus_per_rank = 5;
+    p = plan(t, r, &err, "2s 5 GPUs");
+    ok(p == NULL && err.code == GPURUN_EXIT_ENV && strstr(err.text, "cannot have 5 GPUs"),
+       "2s: 5 GPUs per rank refused");
+
+    r = req_default();
+    r.bind = GPURUN_BIND_NONE;
+    p = plan(t, r, &err, "2s bind none");
+    if (ok(p != NULL, "2s: bind = none")) {
+        ok(hwloc_bitmap_iszero(p->ranks[0].cpuset), "2s: bind = none leaves cpus unset");
+        ok(env(&p->ranks[0], "OMP_PROC_BIND") == NULL, "2s: bind = none sets no OMP binding");
+        ok(env(&p->ranks[0], "CUDA_VISIBLE_DEVICES") != NULL, "2s: bind = none still picks GPUs");
+    }
+    gpurun_plan_destroy(p);
+
+    r = req_default();
+    r.gpu_visibility = GPURUN_GPUVIS_SHARED;
+    p = plan(t, r, &err, "2s shared visibility");
+    if (ok(p != NULL, "2s: gpu_visibility = shared")) {
+        ok(env(&p->ranks[1], "CUDA_VISIBLE_DEVICES") == NULL, "2s: shared visibility leaves every GPU visible");
+        is_str(env(&p->ranks[1], "GPURUN_GPUS"), "1", "2s: shared visibility names the rank's GPU");
+    }
+    gpurun_plan_destroy(p);
+
+    r = req_default();
+    r.nodes = 3;
+    p = plan(t, r, &err, "2s 3 nodes");
+    if (ok(p != NULL && p->nranks == 12, "2s: 3 nodes give 12 ranks")) {
+        is_int(p->ranks[9].node, 2, "2s: rank 9 is on node 2");
+        is_int(p->ranks[9].local_rank, 1, "2s: rank 9 is local rank 1");
+        is_str(env(&p->ranks[9], "GPURUN_RANK"), "9", "2s: GPURUN_RANK of rank 9");
+        is_str(env(&p->ranks[9], "GPURUN_LOCAL_RANK"), "1", "2s: GPURUN_LOCAL_RANK of rank 9");
+    }
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+}
+
+static void gpu_order(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("gpu-order-not-numa.xml"));
+    gpurun_error_t err;
+    is_int(t->ngpus, 4, "order: four PCI-only GPUs found by vendor and class");
+    is_str(t->gpus[0].pci, "0000:05:00.0", "order: GPU index 0 is the lowest PCI address");
+    gpurun_plan_t *p = plan(t, req_default(), &err, "order default");
+    if (ok(p != NULL, "order: default plan")) {
+        const char *pci[] = {"0000:c5:00.0", "0000:85:00.0", "0000:45:00.0", "0000:05:00.0"};
+        const int numa[] = {0, 1, 2, 3};
+        for (int i = 0; i < 4; i++) {
+            const gpurun_rank_plan_t *r = &p->ranks[i];
+            is_str(t->gpus[r->gpus[0]].pci, pci[i], "order: rank %d gets the GPU on NUMA %d", i, numa[i]);
+            ok(hwloc_bitmap_isset(r->nodeset, (unsigned)numa[i]) && hwloc_bitmap_weight(r->nodeset) == 1,
+               "order: rank %d memory on NUMA %d", i, numa[i]);
+        }
+        is_str(cpus_of(&p->ranks[1]), "4-6,23", "order: a core with an offline sibling gives its online PU");
+        is_int(p->ranks[3].threads, 3, "order: NUMA 3 has only 3 online cores");
+        is_str(t->nics[p->ranks[3].nics[0]].name, "mlx5_0", "order: the GPU at 05:00.0 gets its switch's mlx5_0");
+        is_int(p->ranks[3].nic_affinity, GPURUN_AFF_PIX, "order: ... at PIX");
+        is_str(t->nics[p->ranks[1].nics[0]].name, "mlx5_1", "order: the GPU at 85:00.0 gets mlx5_1");
+        is_int(p->ranks[1].nic_affinity, GPURUN_AFF_PHB, "order: ... through its host bridge (PHB)");
+        ok(p->nwarnings == 1 && strstr(p->warnings[0], "0,2"), "order: ranks 0 and 2 are warned of SYS NICs");
+    }
+    gpurun_plan_destroy(p);
+
+    gpurun_request_t r = req_default();
+    r.smt = true;
+    p = plan(t, r, &err, "order smt");
+    if (ok(p != NULL, "order: smt plan")) {
+        hwloc_bitmap_t offline = hwloc_bitmap_alloc();
+        hwloc_bitmap_set(offline, 7);
+        hwloc_bitmap_set(offline, 15);
+        hwloc_bitmap_set(offline, 31);
+        bool clean = true;
+        for (int i = 0; i < p->nranks; i++)
+            clean &= !hwloc_bitmap_intersects(p->ranks[i].cpuset, offline);
+        ok(clean, "order: offline PUs 7, 15, 31 are never planned");
+        hwloc_bitmap_free(offline);
+    }
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+}
+
+static void cpu_only(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("cpu-only-2numa.xml"));
+    gpurun_error_t err;
+    is_int(t->ngpus, 0, "cpu: no GPUs");
+    ok(t->nhsnics == 1 && !strcmp(t->nics[0].kind, "omnipath"), "cpu: the HFI is Omni-Path");
+    gpurun_plan_t *p = plan(t, req_default(), &err, "cpu default");
+    if (ok(p != NULL && p->nranks == 2, "cpu: default is one rank per NUMA node")) {
+        is_str(cpus_of(&p->ranks[0]), "0-5", "cpu: rank 0 on NUMA 0");
+        is_str(cpus_of(&p->ranks[1]), "6-11", "cpu: rank 1 on NUMA 1");
+        is_int(p->ranks[1].nic_affinity, GPURUN_AFF_NODE, "cpu: rank 1's HFI is on its NUMA node");
+        ok(env(&p->ranks[0], "CUDA_VISIBLE_DEVICES") == NULL, "cpu: no GPU variables");
+    }
+    gpurun_plan_destroy(p);
+
+    gpurun_request_t r = req_default();
+    r.ranks_per_node = 4;
+    p = plan(t, r, &err, "cpu 4 ranks");
+    if (ok(p != NULL, "cpu: 4 ranks")) {
+        is_str(cpus_of(&p->ranks[1]), "3-5", "cpu: 4 ranks: two per NUMA node");
+        is_str(cpus_of(&p->ranks[2]), "6-8", "cpu: 4 ranks: rank 2 starts NUMA 1");
+    }
+    gpurun_plan_destroy(p);
+
+    r.ranks_per_node = 1;
+    p = plan(t, r, &err, "cpu 1 rank");
+    if (ok(p != NULL, "cpu: 1 rank"))
+        is_str(cpus_of(&p->ranks[0]), "0-11", "cpu: a single rank spans both NUMA nodes");
+    gpurun_plan_destroy(p);
+
+    r.ranks_per_node = 24;
+    p = plan(t, r, &err, "cpu 24 ranks");
+    ok(p == NULL && err.code == GPURUN_EXIT_ENV && strstr(err.text, "only 6 free cores"),
+       "cpu: 24 ranks on 12 cores refused");
+    r.oversubscribe = true;
+    p = plan(t, r, &err, "cpu 24 ranks shared");
+    ok(p != NULL && p->nwarnings > 0, "cpu: 24 ranks shared with a warning when allowed");
+    gpurun_plan_destroy(p);
+
+    r = req_default();
+    r.gpus_per_rank = 1;
+    p = plan(t, r, &err, "cpu with GPU");
+    ok(p == NULL && err.code == GPURUN_EXIT_ENV && strstr(err.text, "has no GPUs; set gpus_per_rank = 0"),
+       "cpu: asking for a GPU on a CPU-only node is refused");
+    gpurun_topo_destroy(t);
+}
+
+static void workstation(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("single-gpu-ws.xml"));
+    gpurun_error_t err;
+    is_int(t->ngpus, 1, "ws: the BMC's VGA is not a GPU");
+    is_str(t->gpus[0].pci, "0000:01:00.0", "ws: the GPU is the NVIDIA one");
+    gpurun_plan_t *p = plan(t, req_default(), &err, "ws default");
+    if (ok(p != NULL && p->nranks == 1, "ws: one rank")) {
+        is_int(p->ranks[0].nnics, 0, "ws: no high-speed NIC");
+        is_int(p->ranks[0].threads, 4, "ws: the rank gets all four cores");
+    }
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+}
+
+static void json_document(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("2s-4gpu-2nic.xml"));
+    gpurun_error_t err;
+    gpurun_request_t r = req_default();
+    gpurun_plan_t *p;
+    if (gpurun_plan_create(t, &r, &p, &err) < 0) {
+        ok(0, "json: plan");
+        gpurun_topo_destroy(t);
+        return;
+    }
+    json_t *doc = gpurun_plan_json(p);
+    is_int(json_integer_value(json_object_get(doc, "gpurun_plan")), 1, "json: version 1");
+    json_t *topo = json_object_get(doc, "topology");
+    is_int(json_integer_value(json_object_get(topo, "cores")), 16, "json: cores");
+    is_int(json_integer_value(json_object_get(topo, "pus")), 32, "json: pus");
+    is_int(json_array_size(json_object_get(topo, "gpus")), 4, "json: four GPUs");
+    is_int(json_array_size(json_object_get(topo, "nics")), 2, "json: two NICs (no Ethernet)");
+    json_t *r0 = json_array_get(json_object_get(doc, "ranks"), 0);
+    is_str(json_string_value(json_object_get(r0, "cpus")), "0-3", "json: rank 0 cpus");
+    is_str(json_string_value(json_object_get(r0, "nic_affinity")), "PIX", "json: rank 0 nic_affinity");
+    is_str(json_string_value(json_array_get(json_object_get(r0, "gpu_pci"), 0)), "0000:13:00.0", "json: gpu_pci");
+    is_str(json_string_value(json_array_get(json_object_get(r0, "nic_pci"), 0)), "0000:14:00.0", "json: nic_pci");
+    const char *keys[] = {"rank", "node", "local_rank", "gpus", "gpu_pci", "nics", "nic_pci", "nic_affinity",
+                          "numa", "cpus", "threads", "env"};
+    bool all = json_object_size(r0) == sizeof keys / sizeof keys[0];
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        all &= json_object_get(r0, keys[i]) != NULL;
+    ok(all, "json: a rank has exactly the keys of SPEC §5");
+    json_decref(doc);
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+}
+
+int main(void)
+{
+    two_socket();
+    gpu_order();
+    cpu_only();
+    workstation();
+    json_document();
+    return done_testing();
+}
