@@ -1,0 +1,17 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Set up (Debian packages, build) and show what gpurun sees and plans on this
+# node.  Only the package step needs root (it uses sudo when not root).
+set -e
+cd "$(dirname "$0")"
+scripts/install-deps.sh
+[ -x configure ] || ./autogen.sh >/dev/null 2>&1
+mkdir -p build
+cd build
+[ -f Makefile ] || ../configure >configure.out
+make -j"$(nproc)" >make.out
+echo "== gpurun topo"
+./launcher/gpurun topo
+echo
+echo "== gpurun plan"
+./launcher/gpurun plan

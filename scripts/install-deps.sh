@@ -1,0 +1,16 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Install the Debian packages gpurun needs to build and test. Only this setup
+# step needs root; gpurun itself never does.
+set -e
+SUDO=
+if [ "$(id -u)" -ne 0 ]; then
+    SUDO=sudo
+fi
+PACKAGES="build-essential autoconf automake libtool pkg-config
+  libhwloc-dev hwloc libconfuse-dev libjansson-dev libsqlite3-dev libpmix-dev
+  jq man-db"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $PACKAGES
