@@ -478,10 +478,11 @@ static json_t *cpus_json(hwloc_const_cpuset_t set)
     return j;
 }
 
-static json_t *nic_json(const gpurun_nic_t *n)
+/* The plan document holds exactly SPEC §5's keys; `topo --json` adds more. */
+static json_t *nic_json(const gpurun_nic_t *n, bool full)
 {
     json_t *o = json_pack("{s:s, s:s, s:s}", "name", n->name, "pci", n->pci, "kind", n->kind);
-    if (n->netdev)
+    if (full && n->netdev)
         json_object_set_new(o, "netdev", json_string(n->netdev));
     json_object_set_new(o, "numa", gpurun_nodeset_json(n->nodeset));
     json_object_set_new(o, "cpus", cpus_json(n->cpuset));
@@ -520,7 +521,7 @@ json_t *gpurun_topo_json(const gpurun_topo_t *t, bool full)
                                               gpurun_nodeset_json(g->nodeset), "cpus", cpus_json(g->cpuset)));
     }
     for (int i = 0; i < t->nnics; i++)
-        json_array_append_new(t->nics[i].high_speed ? nics : eth, nic_json(&t->nics[i]));
+        json_array_append_new(t->nics[i].high_speed ? nics : eth, nic_json(&t->nics[i], full));
 
     json_t *o = json_pack("{s:s, s:s, s:i, s:o, s:i, s:i, s:o, s:o}", "source", t->source, "hostname",
                           t->hostname, "packages", t->packages, "numa_nodes", numa, "cores", t->cores, "pus",

@@ -331,6 +331,23 @@ static void json_document(void)
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
         all &= json_object_get(r0, keys[i]) != NULL;
     ok(all, "json: a rank has exactly the keys of SPEC §5");
+    const char *tkeys[] = {"source", "hostname", "packages", "numa_nodes", "cores", "pus", "gpus", "nics"};
+    all = json_object_size(topo) == sizeof tkeys / sizeof tkeys[0];
+    for (size_t i = 0; i < sizeof tkeys / sizeof tkeys[0]; i++)
+        all &= json_object_get(topo, tkeys[i]) != NULL;
+    ok(all, "json: the topology has exactly the keys of SPEC §5");
+    json_t *nic = json_array_get(json_object_get(topo, "nics"), 0);
+    const char *nkeys[] = {"name", "pci", "kind", "numa", "cpus"};
+    all = json_object_size(nic) == sizeof nkeys / sizeof nkeys[0];
+    for (size_t i = 0; i < sizeof nkeys / sizeof nkeys[0]; i++)
+        all &= json_object_get(nic, nkeys[i]) != NULL;
+    ok(all, "json: a NIC has exactly the keys of SPEC §5");
+    json_t *gpu = json_array_get(json_object_get(topo, "gpus"), 0);
+    const char *gkeys[] = {"index", "pci", "vendor", "name", "numa", "cpus"};
+    all = json_object_size(gpu) == sizeof gkeys / sizeof gkeys[0];
+    for (size_t i = 0; i < sizeof gkeys / sizeof gkeys[0]; i++)
+        all &= json_object_get(gpu, gkeys[i]) != NULL;
+    ok(all, "json: a GPU has exactly the keys of SPEC §5");
     json_decref(doc);
     gpurun_plan_destroy(p);
     gpurun_topo_destroy(t);
