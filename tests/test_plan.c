@@ -302,6 +302,16 @@ static void workstation(void)
     gpurun_topo_destroy(t);
 }
 
+/* An object with these keys and no others. */
+static bool has_exactly(json_t *o, const char *const *keys)
+{
+    size_t n = 0;
+    for (; keys[n]; n++)
+        if (!json_object_get(o, keys[n]))
+            return false;
+    return json_object_size(o) == n;
+}
+
 static void json_document(void)
 {
     gpurun_topo_t *t = plancheck_load(fixture("2s-4gpu-2nic.xml"));
@@ -325,29 +335,15 @@ static void json_document(void)
     is_str(json_string_value(json_object_get(r0, "nic_affinity")), "PIX", "json: rank 0 nic_affinity");
     is_str(json_string_value(json_array_get(json_object_get(r0, "gpu_pci"), 0)), "0000:13:00.0", "json: gpu_pci");
     is_str(json_string_value(json_array_get(json_object_get(r0, "nic_pci"), 0)), "0000:14:00.0", "json: nic_pci");
-    const char *keys[] = {"rank", "node", "local_rank", "gpus", "gpu_pci", "nics", "nic_pci", "nic_affinity",
-                          "numa", "cpus", "threads", "env"};
-    bool all = json_object_size(r0) == sizeof keys / sizeof keys[0];
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        all &= json_object_get(r0, keys[i]) != NULL;
-    ok(all, "json: a rank has exactly the keys of SPEC §5");
-    const char *tkeys[] = {"source", "hostname", "packages", "numa_nodes", "cores", "pus", "gpus", "nics"};
-    all = json_object_size(topo) == sizeof tkeys / sizeof tkeys[0];
-    for (size_t i = 0; i < sizeof tkeys / sizeof tkeys[0]; i++)
-        all &= json_object_get(topo, tkeys[i]) != NULL;
-    ok(all, "json: the topology has exactly the keys of SPEC §5");
-    json_t *nic = json_array_get(json_object_get(topo, "nics"), 0);
-    const char *nkeys[] = {"name", "pci", "kind", "numa", "cpus"};
-    all = json_object_size(nic) == sizeof nkeys / sizeof nkeys[0];
-    for (size_t i = 0; i < sizeof nkeys / sizeof nkeys[0]; i++)
-        all &= json_object_get(nic, nkeys[i]) != NULL;
-    ok(all, "json: a NIC has exactly the keys of SPEC §5");
-    json_t *gpu = json_array_get(json_object_get(topo, "gpus"), 0);
-    const char *gkeys[] = {"index", "pci", "vendor", "name", "numa", "cpus"};
-    all = json_object_size(gpu) == sizeof gkeys / sizeof gkeys[0];
-    for (size_t i = 0; i < sizeof gkeys / sizeof gkeys[0]; i++)
-        all &= json_object_get(gpu, gkeys[i]) != NULL;
-    ok(all, "json: a GPU has exactly the keys of SPEC §5");
+    const char *rkeys[] = {"rank", "node", "local_rank", "gpus", "gpu_pci", "nics", "nic_pci", "nic_affinity",
+                           "numa", "cpus", "threads", "env", NULL};
+    ok(has_exactly(r0, rkeys), "json: a rank has exactly the keys of SPEC §5");
+    const char *tkeys[] = {"source", "hostname", "packages", "numa_nodes", "cores", "pus", "gpus", "nics", NULL};
+    ok(has_exactly(topo, tkeys), "json: the topology has exactly the keys of SPEC §5");
+    const char *nkeys[] = {"name", "pci", "kind", "numa", "cpus", NULL};
+    ok(has_exactly(json_array_get(json_object_get(topo, "nics"), 0), nkeys), "json: a NIC has exactly the keys of SPEC §5");
+    const char *gkeys[] = {"index", "pci", "vendor", "name", "numa", "cpus", NULL};
+    ok(has_exactly(json_array_get(json_object_get(topo, "gpus"), 0), gkeys), "json: a GPU has exactly the keys of SPEC §5");
     json_decref(doc);
     gpurun_plan_destroy(p);
     gpurun_topo_destroy(t);
