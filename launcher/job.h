@@ -76,6 +76,13 @@ int gpurun_job_load(const char *path, gpurun_job_t **jobp, gpurun_error_t *err);
 int gpurun_job_parse(const char *text, size_t len, const char *label, gpurun_job_t **jobp,
                      gpurun_error_t *err);
 
+/* Apply one `--set KEY=VALUE`: KEY is a top-level key of the job file or
+ * SECTION.NAME of a free-form section (params.nsteps, env.OMP_STACKSIZE,
+ * slurm.partition, references.ns_per_day).  The value is checked exactly as
+ * the file's would be; errors (exit 2) read
+ * "--set nodes=two: key 'nodes': expected an integer, got 'two'". */
+int gpurun_job_set(gpurun_job_t *job, const char *assignment, gpurun_error_t *err);
+
 void gpurun_job_destroy(gpurun_job_t *job);
 
 const char *gpurun_launcher_name(enum gpurun_launcher l);

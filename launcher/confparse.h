@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef GPURUN_CONFPARSE_H
+#define GPURUN_CONFPARSE_H
+
+/* Reading a libconfuse file with gpurun's errors: what the job file (job.c)
+ * and templates (template.c) share.  Internal to the library.
+ *
+ *  1. gpurun_conf_normalize(): a scanner that mirrors libconfuse's lexer.  It
+ *     blanks the comments (libconfuse 3.3 miscounts lines after every
+ *     comment), escapes `${` inside double-quoted strings (libconfuse would
+ *     replace it from the environment, and gpurun's own ${name} must
+ *     survive), and records every `key =` and `key {` with its line:
+ *     libconfuse keeps no lines, silently keeps the last of two equal keys
+ *     and creates free-form keys on the fly.
+ *  2. gpurun_conf_parse(): cfg_parse_buf() on the normalized text, its
+ *     messages rewritten as `key 'KEY': WHAT`; parse callbacks report through
+ *     gpurun_conf_value_error().
+ *  3. The caller's checks on the whole file, each proposing an error with
+ *     gpurun_conf_note(); gpurun_conf_finish() reports the earliest one as
+ *     "FILE:LINE: WHAT", so that the user fixes a file from the top down. */
+
+#include <confuse.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
+#include "job.h"
+
+/* ---- messages --------------------------------------------------------- */
+
+#define GPURUN_CONF_SHOWN_MAX 48 /* bytes of a value quoted back in a message */
+
+/* A key or value quoted back in a message: control characters escaped and
+ * long ones cut, so that a message never carries what a terminal acts on. */
+struct gpurun_conf_shown {
+    char s[GPURUN_CONF_SHOWN_MAX * 4 + 8];
+};
+
+const char *gpurun_conf_shown_n(struct gpurun_conf_shown *b, const char *s, size_t n);
+const char *gpurun_conf_shown(struct gpurun_conf_shown *b, const char *s); /* NULL: "" */
+
+/* The closest of `cands` to a misspelt `word`: within two edits, or else a
+ * prefix either way; NULL when none is close enough to help. */
+const char *gpurun_conf_closest(const char *word, const char *const *cands, size_t n);
+
+/* ---- names and values ------------------------------------------------- */
+
+/* [A-Za-z_][A-Za-z0-9_]*: what an environment variable may be called. */
+bool gpurun_conf_env_name_ok(const char *s);
+/* A letter or '_', then letters, digits, '_', '.', '-': no `|` or `=` for
+ * libconfuse to read as a path into another section. */
+bool gpurun_conf_key_name_ok(const char *s);
+/* Letters, digits, '_', '-', '.': a file name with no folder in it (template
+ * names). */
+bool gpurun_conf_plain_name_ok(const char *s);
+
+/* What is wrong with the key `key` of `section` ("" at the top level), in
+ * the words the file's errors use ("not a valid environment variable name"),
+ * or NULL when nothing is. */
+const char *gpurun_conf_key_problem(const char *section, const char *key);
+
+/* What is wrong with a string value: "control character 0x09 (tab) in the
+ * value", "empty value" (when `nonempty`), or NULL when nothing is.  `buf`
+ * holds the words when they need formatting. */
+const char *gpurun_conf_value_problem(const char *value, bool nonempty, char *buf, size_t size);
+
+/* ---- the parse context ------------------------------------------------ */
+
+/* When two errors sit on one line, the lower rank is reported: what
+ * libconfuse would silently misread (a key like "scan|nodes", an unquoted
+ * ${X}) comes first, then libconfuse's own errors, then the scanner's, so
+ * that an unterminated string beats libconfuse's "premature end of file". */
+enum gpurun_conf_rank {
+    GPURUN_CONF_MISREAD,
+    GPURUN_CONF_CONFUSE,
+    GPURUN_CONF_LEXICAL,
+    GPURUN_CONF_EOF,
+    GPURUN_CONF_CHECK,
+};
+
+/* The line of an error about something the file lacks: reported as
+ * "FILE: WHAT", after every error that has a line. */
+#define GPURUN_CONF_NO_LINE INT_MAX
+
+/* One `key =` or `key {` of the file, as the scanner saw it. */
+struct gpurun_conf_record {
+    char *name;      /* dotted: "scan.nodes", "fom.ns_per_day.regex" */
+    char *section;   /* "" at the top level, "fom.ns_per_day" in a titled one */
+    const char *key; /* points into name */
+    char *title;     /* `fom NAME {`: NAME; else NULL */
+    int line;
+    bool is_section;
+    bool list; /* the value was a {list} */
+};
+
+struct gpurun_conf_ctx {
+    const char *label; /* the file name in messages */
+    /* Sections written `name TITLE { ... }` (CFGF_TITLE), dotted, NULL-ended;
+     * NULL for none. */
+    const char *const *titled;
+
+    /* The error to report: the earliest one in the file. */
+    bool failed;
+    int err_line;
+    enum gpurun_conf_rank err_rank;
+    char err_text[1536];
+    /* libconfuse's first report: later ones are follow-ups, and a section's
+     * parent reports with its own stale line. */
+    bool cf_failed;
+    int cf_line;
+    enum gpurun_conf_rank cf_rank;
+    char cf_text[1536];
+    /* Where the scanner lost track of the grammar: libconfuse should say
+     * why; if it does not, this is the error. */
+    int broken_line;
+    char broken_tok[sizeof(struct gpurun_conf_shown)];
+
+    struct gpurun_conf_record *recs; /* in file order */
+    size_t nrecs, caprecs;
+    struct gpurun_conf_record **sorted; /* by name, then file order */
+};
+
+/* Propose an error: kept if it is the earliest so far. */
+void gpurun_conf_note(struct gpurun_conf_ctx *ctx, int line, enum gpurun_conf_rank rank,
+                      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Pass 1: the text libconfuse is to parse (free() it), with ctx->recs
+ * filled and lexical errors noted. */
+char *gpurun_conf_normalize(struct gpurun_conf_ctx *ctx, const char *text, size_t len);
+
+/* Pass 2: cfg_parse_buf() with the error capture; libconfuse's first error
+ * is noted.  Returns cfg_parse_buf()'s code; sorts the records for
+ * gpurun_conf_find_record(). */
+int gpurun_conf_parse(struct gpurun_conf_ctx *ctx, cfg_t *cfg, const char *norm);
+
+/* For libconfuse parse callbacks: notes `key 'KEY': WHAT` on the value's
+ * line and returns -1. */
+int gpurun_conf_value_error(cfg_t *cfg, cfg_opt_t *opt, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The last record of `name`, NULL when the file does not set it. */
+const struct gpurun_conf_record *gpurun_conf_find_record(const struct gpurun_conf_ctx *ctx,
+                                                         const char *name);
+int gpurun_conf_record_line(const struct gpurun_conf_ctx *ctx, const char *name); /* 0: none */
+
+/* Pass 3 helpers: a key given twice; control characters (and emptiness) in
+ * the value of the key `name` (nothing when the file does not set it). */
+void gpurun_conf_check_duplicates(struct gpurun_conf_ctx *ctx);
+void gpurun_conf_check_string(struct gpurun_conf_ctx *ctx, const char *name, const char *value,
+                              bool nonempty);
+
+/* The free-form section `section` of cfg (CFGF_KEYSTRVAL) as a list. */
+void gpurun_conf_take_kvlist(cfg_t *cfg, const char *section, struct gpurun_kvlist *kv);
+
+/* The noted error, if any, into err as "LABEL:LINE: WHAT" (exit 2); or, when
+ * `prefix` is not NULL, as "PREFIX: WHAT".  0 when nothing was noted. */
+int gpurun_conf_finish(const struct gpurun_conf_ctx *ctx, const char *prefix, gpurun_error_t *err);
+
+/* Frees what the passes allocated in ctx. */
+void gpurun_conf_ctx_release(struct gpurun_conf_ctx *ctx);
+
+#endif

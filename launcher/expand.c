@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* ${name} expansion and the splitting of a command line into words
+ * (template.h).  gpurun never hands a command to a shell, wordexp() or
+ * popen(): what a shell would do beyond splitting words is refused, so
+ * that a command means the same here as in the user's terminal or not at
+ * all. */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "confparse.h"
+#include "template.h"
+#include "util.h"
+
+/* ---- a growing string ------------------------------------------------- */
+
+struct buf {
+    char *s;
+    size_t len, cap;
+};
+
+static void buf_add(struct buf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        b->cap = (b->len + n + 1) * 2;
+        b->s = gpurun_xrealloc(b->s, b->cap);
+    }
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+}
+
+static void buf_addc(struct buf *b, char c)
+{
+    buf_add(b, &c, 1);
+}
+
+/* ---- name tables ------------------------------------------------------ */
+
+void gpurun_kvlist_set(struct gpurun_kvlist *l, const char *key, const char *value)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        if (strcmp(l->items[i].key, key) == 0) {
+            char *v = gpurun_xstrdup(value); /* value may be the old one */
+            free(l->items[i].value);
+            l->items[i].value = v;
+            return;
+        }
+    }
+    l->items = gpurun_xrealloc(l->items, (l->n + 1) * sizeof *l->items);
+    l->items[l->n].key = gpurun_xstrdup(key);
+    l->items[l->n].value = gpurun_xstrdup(value);
+    l->n++;
+}
+
+const char *gpurun_kvlist_get(const struct gpurun_kvlist *l, const char *key)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->items[i].key, key) == 0)
+            return l->items[i].value;
+    return NULL;
+}
+
+const char *gpurun_kvlist_lookup(const char *name, void *list)
+{
+    return gpurun_kvlist_get(list, name);
+}
+
+void gpurun_kvlist_clear(struct gpurun_kvlist *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->items[i].key);
+        free(l->items[i].value);
+    }
+    free(l->items);
+    l->items = NULL;
+    l->n = 0;
+}
+
+/* ---- ${name} ---------------------------------------------------------- */
+
+static bool name_start(char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+}
+
+static bool name_char(char c)
+{
+    return name_start(c) || (c >= '0' && c <= '9');
+}
+
+/* "WHAT: '${name}' is not set", with the nearest name when the table can
+ * list its names. */
+static int unset_name(const char *name, gpurun_lookup_fn lookup, void *ctx, const char *what,
+                      gpurun_error_t *err)
+{
+    const char *near = NULL;
+    const char **names = NULL;
+    if (lookup == gpurun_kvlist_lookup && ctx) {
+        const struct gpurun_kvlist *l = ctx;
+        names = gpurun_xcalloc(l->n, sizeof *names);
+        for (size_t i = 0; i < l->n; i++)
+            names[i] = l->items[i].key;
+        near = gpurun_conf_closest(name, names, l->n);
+    }
+    int rc = near ? gpurun_err(err, GPURUN_EXIT_CONFIG,
+                               "%s: '${%s}' is not set (did you mean '${%s}'?)", what, name, near)
+                  : gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: '${%s}' is not set", what, name);
+    free(names);
+    return rc;
+}
+
+int gpurun_expand(const char *in, gpurun_lookup_fn lookup, void *ctx, const char *what, char **outp,
+                  gpurun_error_t *err)
+{
+    struct buf b = {0};
+    struct gpurun_conf_shown a;
+    const char *p = in;
+    *outp = NULL;
+    if (!what)
+        what = "value";
+    buf_add(&b, "", 0);
+    for (;;) {
+        const char *d = strstr(p, "${");
+        if (!d) {
+            buf_add(&b, p, strlen(p));
+            break;
+        }
+        buf_add(&b, p, (size_t)(d - p));
+        const char *n = d + 2, *e = n;
+        if (name_start(*e))
+            for (e++; name_char(*e); e++)
+                ;
+        if (e == n || *e != '}') {
+            const char *close = strchr(n, '}');
+            free(b.s);
+            if (!close)
+                return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: '${' without a closing '}'", what);
+            if (close == n)
+                return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: empty '${}'", what);
+            return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                              "%s: '${%s}' is not a valid name (a letter or '_', then letters, "
+                              "digits, '_')",
+                              what, gpurun_conf_shown_n(&a, n, (size_t)(close - n)));
+        }
+        char *name = gpurun_xstrndup(n, (size_t)(e - n));
+        const char *value = lookup(name, ctx);
+        if (!value) {
+            unset_name(name, lookup, ctx, what, err);
+            free(name);
+            free(b.s);
+            return -1;
+        }
+        buf_add(&b, value, strlen(value));
+        free(name);
+        p = e + 1;
+    }
+    *outp = b.s;
+    return 0;
+}
+
+/* ---- words ------------------------------------------------------------ */
+
+struct words {
+    char **v;
+    size_t n, cap;
+};
+
+static void words_add(struct words *w, char *word)
+{
+    if (w->n + 2 > w->cap) {
+        w->cap = w->cap ? 2 * w->cap : 8;
+        w->v = gpurun_xrealloc(w->v, w->cap * sizeof *w->v);
+    }
+    w->v[w->n++] = word;
+    w->v[w->n] = NULL;
+}
+
+void gpurun_free_words(char **argv)
+{
+    if (!argv)
+        return;
+    for (char **p = argv; *p; p++)
+        free(*p);
+    free(argv);
+}
+
+/* What a shell would make of the character at `pos`, said as a refusal. */
+__attribute__((format(printf, 3, 4))) static int refuse(gpurun_error_t *err, const char *line,
+                                                        const char *fmt, ...)
+{
+    struct gpurun_conf_shown a;
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return gpurun_err(err, GPURUN_EXIT_CONFIG, "'%s': %s", gpurun_conf_shown(&a, line), what);
+}
+
+#define NO_SHELL "gpurun runs no shell: quote it to pass it to the program"
+#define NO_SUBST "command substitution needs a shell, and gpurun runs none"
+
+int gpurun_split_words(const char *line, char ***argvp, gpurun_error_t *err)
+{
+    struct words w = {0};
+    struct buf cur = {0};
+    bool in_word = false;
+    bool plain = true; /* the word so far has no quote or escape */
+    size_t i = 0;
+    *argvp = NULL;
+    w.v = gpurun_xcalloc(1, sizeof *w.v); /* an empty line: no words, still a vector */
+    w.cap = 1;
+
+    while (line[i]) {
+        char c = line[i];
+        size_t pos = i + 1; /* positions count from 1, as an editor does */
+        if (c == ' ' || c == '\t') {
+            if (in_word) {
+                buf_add(&cur, "", 0);
+                words_add(&w, cur.s);
+                cur = (struct buf){0};
+                in_word = false;
+                plain = true;
+            }
+            i++;
+            continue;
+        }
+        if (c == '\\') {
+            in_word = true;
+            plain = false;
+            if (line[i + 1] == '\n') { /* a line continuation */
+                i += 2;
+            } else if (!line[i + 1]) { /* escapes nothing: kept, as sh does */
+                buf_addc(&cur, c);
+                i++;
+            } else {
+                buf_addc(&cur, line[i + 1]);
+                i += 2;
+            }
+            continue;
+        }
+        if (c == '\'') {
+            const char *end = strchr(line + i + 1, '\'');
+            if (!end)
+                goto unterminated;
+            buf_add(&cur, line + i + 1, (size_t)(end - (line + i + 1)));
+            in_word = true;
+            plain = false;
+            i = (size_t)(end - line) + 1;
+            continue;
+        }
+        if (c == '"') {
+            size_t j = i + 1;
+            buf_add(&cur, "", 0); /* "" is a word, if an empty one */
+            for (;;) {
+                char d = line[j];
+                if (!d)
+                    goto unterminated;
+                if (d == '"')
+                    break;
+                if (d == '\\' && line[j + 1] && strchr("\"\\$`", line[j + 1])) {
+                    buf_addc(&cur, line[j + 1]);
+                    j += 2;
+                } else if (d == '\\' && line[j + 1] == '\n') {
+                    j += 2;
+                } else if (d == '`' || (d == '$' && line[j + 1] == '(')) {
+                    gpurun_free_words(w.v);
+                    free(cur.s);
+                    return refuse(err, line, "'%s' at position %zu: " NO_SUBST,
+                                  d == '`' ? "`" : "$(", j + 1);
+                } else {
+                    buf_addc(&cur, d);
+                    j++;
+                }
+            }
+            in_word = true;
+            plain = false;
+            i = j + 1;
+            continue;
+        }
+
+        const char *refusal = NULL;
+        if (c == '`' || (c == '$' && line[i + 1] == '(')) {
+            gpurun_free_words(w.v);
+            free(cur.s);
+            return refuse(err, line, "'%s' at position %zu: " NO_SUBST, c == '`' ? "`" : "$(", pos);
+        } else if (c == '\n') {
+            refusal = "unquoted line break at position %zu (" NO_SHELL ")";
+        } else if (c == '#' && !in_word) {
+            refusal = "unquoted '#' at position %zu starts a comment in a shell (" NO_SHELL ")";
+        } else if (strchr(";|&<>()", c)) {
+            gpurun_free_words(w.v);
+            free(cur.s);
+            return refuse(err, line, "unquoted '%c' at position %zu (" NO_SHELL ")", c, pos);
+        } else if (c == '=' && w.n == 0 && in_word && plain && gpurun_conf_env_name_ok(cur.s)) {
+            /* `NAME=value prog`: a shell sets NAME for prog, exec would run "NAME=value" */
+            struct gpurun_conf_shown a, b;
+            gpurun_free_words(w.v);
+            int rc = refuse(err, line,
+                            "'%s=' at position 1 sets a variable in a shell, not a program to "
+                            "run: put %s in env { }",
+                            gpurun_conf_shown(&a, cur.s), gpurun_conf_shown(&b, cur.s));
+            free(cur.s);
+            return rc;
+        }
+        if (refusal) {
+            gpurun_free_words(w.v);
+            free(cur.s);
+            return refuse(err, line, refusal, pos);
+        }
+        buf_addc(&cur, c);
+        in_word = true;
+        i++;
+    }
+    if (in_word) {
+        buf_add(&cur, "", 0);
+        words_add(&w, cur.s);
+    }
+    *argvp = w.v;
+    return 0;
+
+unterminated:
+    gpurun_free_words(w.v);
+    free(cur.s);
+    return refuse(err, line, "the %s at position %zu is never closed",
+                  line[i] == '"' ? "'\"'" : "\"'\"", i + 1);
+}

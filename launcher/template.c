@@ -1,0 +1,452 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Workload templates (SPEC §3): the search path, and the file read with the
+ * job file's machinery (confparse.c), so that both speak with the same
+ * "FILE:LINE: key 'KEY': WHAT" errors.  The checks here are those that a
+ * template, unlike a job file, needs: every regex compiles and has a group
+ * for the value, every ${name} is well written, no command needs a shell. */
+#include "config.h"
+
+#include <confuse.h>
+#include <dirent.h>
+#include <errno.h>
+#include <regex.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "confparse.h"
+#include "template.h"
+#include "util.h"
+
+#ifndef GPURUN_PKGDATADIR /* set by the build; this for a standalone one */
+#define GPURUN_PKGDATADIR "/usr/local/share/gpurun"
+#endif
+
+#define TEMPLATE_FILE_MAX (1024 * 1024)
+#define SUGGEST_SCAN_MAX 4096 /* folder entries read for a "did you mean" */
+
+static const char *const titled[] = {"fom", NULL};
+static const char *const better_names[] = {"higher", "lower"};
+
+/* ---- the search path -------------------------------------------------- */
+
+struct dirs {
+    char **v;
+    size_t n;
+};
+
+static void dirs_add(struct dirs *d, char *dir)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        if (strcmp(d->v[i], dir) == 0) {
+            free(dir);
+            return;
+        }
+    }
+    d->v = gpurun_xrealloc(d->v, (d->n + 1) * sizeof *d->v);
+    d->v[d->n++] = dir;
+}
+
+static void dirs_free(struct dirs *d)
+{
+    for (size_t i = 0; i < d->n; i++)
+        free(d->v[i]);
+    free(d->v);
+}
+
+/* The folders in search order, each once. */
+static void search_path(const char *job_dir, struct dirs *d)
+{
+    if (job_dir && *job_dir)
+        dirs_add(d, gpurun_xstrdup(job_dir));
+    const char *env = getenv("GPURUN_TEMPLATE_PATH");
+    for (const char *p = env; p && *p;) {
+        const char *colon = strchr(p, ':');
+        size_t n = colon ? (size_t)(colon - p) : strlen(p);
+        if (n) /* an empty entry is no folder (not ".", as in $PATH) */
+            dirs_add(d, gpurun_xstrndup(p, n));
+        p += n + (colon ? 1 : 0);
+    }
+    const char *home = getenv("HOME");
+    if (home && *home)
+        dirs_add(d, gpurun_xasprintf("%s/.config/gpurun/templates", home));
+    dirs_add(d, gpurun_xstrdup(GPURUN_PKGDATADIR "/templates"));
+}
+
+/* The nearest template name that exists, for a misspelt one. */
+static char *nearest_template(const char *name, const struct dirs *d)
+{
+    char **names = NULL;
+    size_t n = 0;
+    for (size_t i = 0; i < d->n; i++) {
+        DIR *dp = opendir(d->v[i]);
+        if (!dp)
+            continue;
+        struct dirent *de;
+        for (size_t seen = 0; (de = readdir(dp)) && seen < SUGGEST_SCAN_MAX; seen++) {
+            size_t len = strlen(de->d_name);
+            if (len <= 5 || strcmp(de->d_name + len - 5, ".conf") != 0)
+                continue;
+            names = gpurun_xrealloc(names, (n + 1) * sizeof *names);
+            names[n++] = gpurun_xstrndup(de->d_name, len - 5);
+        }
+        closedir(dp);
+    }
+    const char *near = gpurun_conf_closest(name, (const char *const *)names, n);
+    char *found = near ? gpurun_xstrdup(near) : NULL;
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    return found;
+}
+
+int gpurun_template_find(const char *name, const char *job_dir, char **pathp, gpurun_error_t *err)
+{
+    struct gpurun_conf_shown a;
+    *pathp = NULL;
+    if (!gpurun_conf_plain_name_ok(name))
+        return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                          "template '%s': not a valid template name (letters, digits, '_', '-', "
+                          "'.'; a name on the search path, not a file)",
+                          gpurun_conf_shown(&a, name));
+    struct dirs d = {0};
+    search_path(job_dir, &d);
+    for (size_t i = 0; i < d.n; i++) {
+        char *path = gpurun_xasprintf("%s/%s.conf", d.v[i], name);
+        struct stat st;
+        /* There, or there but unreadable: reading it then says why. */
+        if (stat(path, &st) == 0 || (errno != ENOENT && errno != ENOTDIR)) {
+            dirs_free(&d);
+            *pathp = path;
+            return 0;
+        }
+        free(path);
+    }
+
+    char looked[1536] = "";
+    for (size_t i = 0; i < d.n; i++) {
+        size_t len = strlen(looked);
+        snprintf(looked + len, sizeof looked - len, "%s%s", i ? ", " : "", d.v[i]);
+    }
+    char *near = nearest_template(name, &d);
+    if (near)
+        gpurun_err(err, GPURUN_EXIT_CONFIG,
+                   "template '%s' not found (did you mean '%s'?); looked in %s", name, near,
+                   looked);
+    else
+        gpurun_err(err, GPURUN_EXIT_CONFIG,
+                   "template '%s' not found; looked in %s (GPURUN_TEMPLATE_PATH adds folders)",
+                   name, looked);
+    free(near);
+    dirs_free(&d);
+    return -1;
+}
+
+/* ---- pass 3: what a template needs ------------------------------------ */
+
+/* Any name will do: only how the ${name}s are written is checked here. */
+static const char *any_name(const char *name, void *ctx)
+{
+    (void)name;
+    (void)ctx;
+    return "";
+}
+
+/* A value gpurun expands and runs as a command: well-written ${name}s, and
+ * nothing that needs a shell (checked before expansion, so that positions
+ * are the file's; a value may still bring an operator in, and is checked
+ * again when the command is split to run). */
+static void check_command(struct gpurun_conf_ctx *ctx, int line, const char *what,
+                          const char *value, bool is_command)
+{
+    gpurun_error_t err = {0};
+    char *out = NULL;
+    char **words = NULL;
+    if (gpurun_expand(value, any_name, NULL, what, &out, &err) < 0)
+        gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK, "%s", err.text);
+    else if (is_command && gpurun_split_words(value, &words, &err) < 0)
+        gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK, "%s: %s", what, err.text);
+    free(out);
+    gpurun_free_words(words);
+}
+
+/* A regex gpurun reads output with: it compiles, and its first group is
+ * what it reads.  One with a ${name} in it is whole only once expanded. */
+static void check_regex(struct gpurun_conf_ctx *ctx, const char *name, const char *value)
+{
+    int line = gpurun_conf_record_line(ctx, name);
+    if (!line || !value || !*value)
+        return;
+    struct gpurun_conf_shown a, b;
+    char what[256];
+    snprintf(what, sizeof what, "key '%s'", gpurun_conf_shown(&a, name));
+    if (strstr(value, "${")) {
+        check_command(ctx, line, what, value, false);
+        return;
+    }
+    regex_t re;
+    int rc = regcomp(&re, value, REG_EXTENDED);
+    if (rc != 0) {
+        char why[256];
+        regerror(rc, &re, why, sizeof why);
+        gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK, "%s: '%s' is not a POSIX extended regex: %s",
+                         what, gpurun_conf_shown(&b, value), why);
+        return;
+    }
+    if (re.re_nsub < 1)
+        gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK,
+                         "%s: '%s' has no group: put what it reads in parentheses, as in "
+                         "\"([0-9.]+) ns/day\"",
+                         what, gpurun_conf_shown(&b, value));
+    regfree(&re);
+}
+
+static void check_fom(struct gpurun_conf_ctx *ctx, cfg_t *fom, bool complete)
+{
+    char *base = gpurun_xasprintf("fom.%s", cfg_title(fom));
+    static const char *const fields[] = {"file", "regex", "units", "better"};
+    struct gpurun_conf_shown a, b;
+    char name[512];
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
+        snprintf(name, sizeof name, "%s.%s", base, fields[i]);
+        gpurun_conf_check_string(ctx, name, cfg_getstr(fom, fields[i]), true);
+    }
+
+    int line = gpurun_conf_record_line(ctx, base);
+    if (complete && line && !cfg_getstr(fom, "regex"))
+        gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK,
+                         "key '%s': no 'regex' (a POSIX extended regex whose first group is the "
+                         "value)",
+                         gpurun_conf_shown(&a, base));
+    snprintf(name, sizeof name, "%s.regex", base);
+    check_regex(ctx, name, cfg_getstr(fom, "regex"));
+
+    snprintf(name, sizeof name, "%s.file", base);
+    line = gpurun_conf_record_line(ctx, name);
+    if (line && cfg_getstr(fom, "file")) {
+        char what[600];
+        snprintf(what, sizeof what, "key '%s'", gpurun_conf_shown(&a, name));
+        check_command(ctx, line, what, cfg_getstr(fom, "file"), false);
+    }
+
+    snprintf(name, sizeof name, "%s.better", base);
+    line = gpurun_conf_record_line(ctx, name);
+    const char *better = cfg_getstr(fom, "better");
+    if (line && better && *better && strcmp(better, "higher") != 0 &&
+        strcmp(better, "lower") != 0) {
+        const char *near = gpurun_conf_closest(better, better_names, 2);
+        if (near)
+            gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK,
+                             "key '%s': '%s' is not one of higher, lower (did you mean '%s'?)",
+                             gpurun_conf_shown(&a, name), gpurun_conf_shown(&b, better), near);
+        else
+            gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK,
+                             "key '%s': '%s' is not one of higher, lower",
+                             gpurun_conf_shown(&a, name), gpurun_conf_shown(&b, better));
+    }
+    free(base);
+}
+
+static const char *const string_keys[] = {"description", "command", "gpu_args", "sanity",
+                                          "progress"};
+static const char *const free_sections[] = {"env", "defaults"};
+
+/* `complete`: libconfuse read the whole file, so a key it lacks is missing
+ * (not merely after an error). */
+static void check_template(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complete)
+{
+    for (size_t i = 0; i < sizeof string_keys / sizeof *string_keys; i++)
+        gpurun_conf_check_string(ctx, string_keys[i], cfg_getstr(cfg, string_keys[i]), true);
+
+    /* Without a line to name: reported after every error that has one. */
+    if (complete && !cfg_getstr(cfg, "description"))
+        gpurun_conf_note(ctx, GPURUN_CONF_NO_LINE, GPURUN_CONF_CHECK,
+                         "key 'description' missing: one line saying what the template runs "
+                         "and measures");
+    if (complete && !cfg_getstr(cfg, "command"))
+        gpurun_conf_note(ctx, GPURUN_CONF_NO_LINE, GPURUN_CONF_CHECK,
+                         "key 'command' missing: the program to run and its arguments");
+
+    static const char *const commands[] = {"command", "gpu_args"};
+    for (size_t i = 0; i < 2; i++) {
+        int line = gpurun_conf_record_line(ctx, commands[i]);
+        const char *v = cfg_getstr(cfg, commands[i]);
+        if (line && v) {
+            char what[64];
+            snprintf(what, sizeof what, "key '%s'", commands[i]);
+            check_command(ctx, line, what, v, true);
+        }
+    }
+
+    int line = gpurun_conf_record_line(ctx, "setup");
+    unsigned nsetup = line ? cfg_size(cfg, "setup") : 0;
+    for (unsigned i = 0; i < nsetup; i++) {
+        const char *v = cfg_getnstr(cfg, "setup", i);
+        char buf[128], what[64];
+        snprintf(what, sizeof what, "key 'setup', item %u", i + 1);
+        const char *why = v ? gpurun_conf_value_problem(v, true, buf, sizeof buf) : NULL;
+        if (why)
+            gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK, "%s: %s", what, why);
+        else if (v)
+            check_command(ctx, line, what, v, true);
+    }
+
+    check_regex(ctx, "progress", cfg_getstr(cfg, "progress"));
+
+    unsigned nfoms = cfg_size(cfg, "fom");
+    for (unsigned i = 0; i < nfoms; i++)
+        check_fom(ctx, cfg_getnsec(cfg, "fom", i), complete);
+
+    for (size_t s = 0; s < sizeof free_sections / sizeof *free_sections; s++) {
+        cfg_t *sec = cfg_getsec(cfg, free_sections[s]);
+        unsigned n = sec ? cfg_num(sec) : 0;
+        for (unsigned i = 0; i < n; i++) {
+            cfg_opt_t *opt = cfg_getnopt(sec, i);
+            char *name = gpurun_xasprintf("%s.%s", free_sections[s], cfg_opt_name(opt));
+            gpurun_conf_check_string(ctx, name, cfg_opt_getnstr(opt, 0), false);
+            free(name);
+        }
+    }
+}
+
+/* ---- conversion ------------------------------------------------------- */
+
+static char *opt_strdup(const char *s)
+{
+    return s ? gpurun_xstrdup(s) : NULL;
+}
+
+static gpurun_template_t *convert(cfg_t *cfg, const char *label)
+{
+    gpurun_template_t *t = gpurun_xcalloc(1, sizeof *t);
+    t->path = gpurun_xstrdup(label);
+    const char *slash = strrchr(label, '/');
+    const char *base = slash ? slash + 1 : label;
+    size_t n = strlen(base);
+    if (n > 5 && strcmp(base + n - 5, ".conf") == 0)
+        n -= 5;
+    t->name = gpurun_xstrndup(base, n);
+    t->description = gpurun_xstrdup(cfg_getstr(cfg, "description"));
+    t->command = gpurun_xstrdup(cfg_getstr(cfg, "command"));
+    t->gpu_args = opt_strdup(cfg_getstr(cfg, "gpu_args"));
+    t->nsetup = cfg_size(cfg, "setup");
+    t->setup = gpurun_xcalloc(t->nsetup, sizeof *t->setup);
+    for (size_t i = 0; i < t->nsetup; i++)
+        t->setup[i] = gpurun_xstrdup(cfg_getnstr(cfg, "setup", (unsigned)i));
+    t->nfoms = cfg_size(cfg, "fom");
+    t->foms = gpurun_xcalloc(t->nfoms, sizeof *t->foms);
+    for (size_t i = 0; i < t->nfoms; i++) {
+        cfg_t *f = cfg_getnsec(cfg, "fom", (unsigned)i);
+        struct gpurun_fom *fom = &t->foms[i];
+        fom->name = gpurun_xstrdup(cfg_title(f));
+        fom->file = opt_strdup(cfg_getstr(f, "file"));
+        fom->regex = gpurun_xstrdup(cfg_getstr(f, "regex"));
+        fom->units = gpurun_xstrdup(cfg_getstr(f, "units") ? cfg_getstr(f, "units") : "");
+        fom->better = gpurun_xstrdup(cfg_getstr(f, "better") ? cfg_getstr(f, "better") : "higher");
+    }
+    t->sanity = opt_strdup(cfg_getstr(cfg, "sanity"));
+    t->progress = opt_strdup(cfg_getstr(cfg, "progress"));
+    gpurun_conf_take_kvlist(cfg, "env", &t->env);
+    gpurun_conf_take_kvlist(cfg, "defaults", &t->defaults);
+    return t;
+}
+
+/* ---- entry points ----------------------------------------------------- */
+
+int gpurun_template_parse(const char *text, size_t len, const char *label, gpurun_template_t **tp,
+                          gpurun_error_t *err)
+{
+    /* The schema.  Local: cfg_init() copies it. */
+    cfg_opt_t fom_opts[] = {
+        CFG_STR("file", NULL, CFGF_NONE),
+        CFG_STR("regex", NULL, CFGF_NONE),
+        CFG_STR("units", NULL, CFGF_NONE),
+        CFG_STR("better", NULL, CFGF_NONE),
+        CFG_END(),
+    };
+    cfg_opt_t opts[] = {
+        CFG_STR("description", NULL, CFGF_NONE),
+        CFG_STR("command", NULL, CFGF_NONE),
+        CFG_STR("gpu_args", NULL, CFGF_NONE),
+        CFG_STR_LIST("setup", NULL, CFGF_NONE),
+        CFG_SEC("fom", fom_opts, CFGF_MULTI | CFGF_TITLE | CFGF_NO_TITLE_DUPES),
+        CFG_STR("sanity", NULL, CFGF_NONE),
+        CFG_STR("progress", NULL, CFGF_NONE),
+        CFG_SEC("env", NULL, CFGF_KEYSTRVAL),
+        CFG_SEC("defaults", NULL, CFGF_KEYSTRVAL),
+        CFG_END(),
+    };
+
+    *tp = NULL;
+    struct gpurun_conf_ctx ctx = {.label = label, .titled = titled};
+    char *norm = gpurun_conf_normalize(&ctx, text, len);
+    cfg_t *cfg = cfg_init(opts, CFGF_NONE);
+    if (!cfg) {
+        free(norm);
+        gpurun_conf_ctx_release(&ctx);
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: cannot parse the template: out of memory",
+                          label);
+    }
+    int rc = gpurun_conf_parse(&ctx, cfg, norm);
+    free(norm);
+    if (rc == CFG_FILE_ERROR) {
+        int e = errno;
+        cfg_free(cfg);
+        gpurun_conf_ctx_release(&ctx);
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: cannot parse the template: %s", label,
+                          strerror(e));
+    }
+
+    /* As for job files: what was read before an error is checked too, and
+     * may hold an earlier one. */
+    gpurun_conf_check_duplicates(&ctx);
+    check_template(&ctx, cfg, rc == CFG_SUCCESS);
+
+    int ret = gpurun_conf_finish(&ctx, NULL, err);
+    if (ret == 0)
+        *tp = convert(cfg, label);
+    cfg_free(cfg);
+    gpurun_conf_ctx_release(&ctx);
+    return ret;
+}
+
+int gpurun_template_load(const char *path, gpurun_template_t **tp, gpurun_error_t *err)
+{
+    char *text;
+    size_t len;
+    *tp = NULL;
+    if (gpurun_read_file(path, "template", TEMPLATE_FILE_MAX, &text, &len, err) < 0)
+        return -1;
+    int rc = gpurun_template_parse(text, len, path, tp, err);
+    free(text);
+    return rc;
+}
+
+void gpurun_template_destroy(gpurun_template_t *t)
+{
+    if (!t)
+        return;
+    free(t->path);
+    free(t->name);
+    free(t->description);
+    free(t->command);
+    free(t->gpu_args);
+    for (size_t i = 0; i < t->nsetup; i++)
+        free(t->setup[i]);
+    free(t->setup);
+    for (size_t i = 0; i < t->nfoms; i++) {
+        free(t->foms[i].name);
+        free(t->foms[i].file);
+        free(t->foms[i].regex);
+        free(t->foms[i].units);
+        free(t->foms[i].better);
+    }
+    free(t->foms);
+    free(t->sanity);
+    free(t->progress);
+    gpurun_kvlist_clear(&t->env);
+    gpurun_kvlist_clear(&t->defaults);
+    free(t);
+}

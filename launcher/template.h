@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef GPURUN_TEMPLATE_H
+#define GPURUN_TEMPLATE_H
+
+/* Workload templates (SPEC §3) as plain structs: only template.c sees
+ * libconfuse.  Also the search path and ${name} expansion they use. */
+
+#include <stddef.h>
+
+#include "error.h"
+#include "job.h"
+
+struct gpurun_fom {
+    char *name;   /* the section title: ns_per_day */
+    char *file;   /* where to read it, ${name} unexpanded; NULL: the rank output */
+    char *regex;  /* POSIX extended regex, first group is the value; checked
+                     when read, unless it holds a ${name} */
+    char *units;  /* "ns/day"; "" when not given */
+    char *better; /* "higher" (the default) | "lower" */
+};
+
+typedef struct gpurun_template {
+    char *path;        /* the file it was read from */
+    char *name;        /* file name without .conf */
+    char *description;
+    char *command;     /* ${name} unexpanded */
+    char *gpu_args;    /* appended when gpus_per_rank > 0; NULL when none */
+    char **setup;      /* commands run once before the ranks */
+    size_t nsetup;
+    struct gpurun_fom *foms;
+    size_t nfoms;
+    char *sanity;      /* must appear in the output; NULL when none */
+    char *progress;    /* regex whose first group is the current step; NULL when none */
+    struct gpurun_kvlist env;      /* applied when gpudirect is on */
+    struct gpurun_kvlist defaults; /* default params */
+} gpurun_template_t;
+
+/* Find NAME.conf on the search path: the job file's folder, each folder of
+ * $GPURUN_TEMPLATE_PATH (colon-separated), ~/.config/gpurun/templates, then
+ * the installed templates folder.  Errors (exit 2) list where it looked. */
+int gpurun_template_find(const char *name, const char *job_dir, char **pathp, gpurun_error_t *err);
+
+/* Read a template file; errors name the file, line and key (exit 2). */
+int gpurun_template_load(const char *path, gpurun_template_t **tp, gpurun_error_t *err);
+int gpurun_template_parse(const char *text, size_t len, const char *label, gpurun_template_t **tp,
+                          gpurun_error_t *err);
+void gpurun_template_destroy(gpurun_template_t *t);
+
+/* ${name} expansion: every ${name} in `in` is replaced by lookup(name).
+ * A name lookup does not know is an error naming it and `what` (exit 2):
+ * "WHAT: '${nstep}' is not set (did you mean '${nsteps}'?)"; the suggestion
+ * needs the names, so it is made when lookup is gpurun_kvlist_lookup.
+ * name is [A-Za-z_][A-Za-z0-9_]*; "${" without "}" is an error too.
+ * No other character is special. */
+typedef const char *(*gpurun_lookup_fn)(const char *name, void *ctx);
+int gpurun_expand(const char *in, gpurun_lookup_fn lookup, void *ctx, const char *what, char **outp,
+                  gpurun_error_t *err);
+
+/* A gpurun_kvlist as the table of names for gpurun_expand(): fill it with
+ * gpurun_kvlist_set() (a key set again is replaced, so set the weakest
+ * first: template defaults, then params, then job keys) and pass
+ * gpurun_kvlist_lookup with the list as ctx. */
+void gpurun_kvlist_set(struct gpurun_kvlist *l, const char *key, const char *value);
+const char *gpurun_kvlist_get(const struct gpurun_kvlist *l, const char *key); /* NULL: none */
+const char *gpurun_kvlist_lookup(const char *name, void *list);
+void gpurun_kvlist_clear(struct gpurun_kvlist *l); /* frees the items, leaves it empty */
+
+/* Split a command line into words the way a POSIX shell splits a simple
+ * command: blanks separate, '...' and "..." quote, backslash escapes; no
+ * expansion of any kind, and no operators (;, |, &, <, >, `, $( are refused
+ * with exit 2: gpurun never hands a command to a shell). */
+int gpurun_split_words(const char *line, char ***argvp, gpurun_error_t *err);
+void gpurun_free_words(char **argv);
+
+#endif

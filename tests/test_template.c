@@ -1,0 +1,813 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Templates (SPEC §3), their search path, ${name} expansion, the splitting
+ * of commands into words, and `--set KEY=VALUE` on a job. */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "job.h"
+#include "tap.h"
+#include "template.h"
+
+#ifndef GPURUN_PKGDATADIR /* as template.c has it in a standalone build */
+#define GPURUN_PKGDATADIR "/usr/local/share/gpurun"
+#endif
+
+/* ---- well-formed templates -------------------------------------------- */
+
+/* The example of SPEC §3, with a real regex, and every field. */
+static const char spec_example[] =
+    "# GROMACS: the example of SPEC §3\n"
+    "description = \"GROMACS mdrun: MD throughput in ns/day\"\n"
+    "command     = \"gmx_mpi mdrun -s ${tpr} -deffnm ${job} -ntomp ${threads_per_rank} "
+    "-nsteps ${nsteps} -resethway -noconfout\"\n"
+    "gpu_args    = \"-nb gpu -pme gpu -update gpu\"     # appended when gpus_per_rank > 0\n"
+    "setup       = { \"gmx grompp -f md.mdp -c conf.gro -p topol.top -o ${tpr}\",\n"
+    "                \"echo 'ready'\" }   # run once, before the ranks\n"
+    "fom ns_per_day { file = \"${job}.log\"  regex = \"Performance: +([0-9.]+)\"  units = "
+    "\"ns/day\"  better = \"higher\" }\n"
+    "fom hour_per_ns {\n"
+    "    file   = \"${job}.log\"\n"
+    "    regex  = \"Performance: +[0-9.]+ +([0-9.]+)\"\n"
+    "    units  = \"hour/ns\"\n"
+    "    better = \"lower\"\n"
+    "}\n"
+    "sanity      = \"Finished mdrun\"                   # must appear, else the run failed\n"
+    "progress    = \"step ([0-9]+)\"                    # optional: drives the progress line\n"
+    "env         { GMX_ENABLE_DIRECT_GPU_COMM = \"1\" } # applied when gpudirect is on\n"
+    "defaults    { nsteps = 10000  tpr = \"bench.tpr\" }\n";
+
+static gpurun_template_t *parse_ok(const char *text, const char *label, const char *what)
+{
+    gpurun_template_t *t = NULL;
+    gpurun_error_t err = {0};
+    int rc = gpurun_template_parse(text, strlen(text), label, &t, &err);
+    if (!ok(rc == 0 && t, "%s: parses", what))
+        diag("error: %s", err.text);
+    return rc == 0 ? t : NULL;
+}
+
+static void test_spec_example(void)
+{
+    setenv("tpr", "EVIL", 1); /* libconfuse must not expand ${tpr} from here */
+    gpurun_template_t *t = parse_ok(spec_example, "templates/gromacs.conf", "SPEC §3 example");
+    unsetenv("tpr");
+    if (!t)
+        return;
+    is_str(t->path, "templates/gromacs.conf", "path");
+    is_str(t->name, "gromacs", "name from the file name");
+    is_str(t->description, "GROMACS mdrun: MD throughput in ns/day", "description");
+    is_str(t->command,
+           "gmx_mpi mdrun -s ${tpr} -deffnm ${job} -ntomp ${threads_per_rank} -nsteps ${nsteps} "
+           "-resethway -noconfout",
+           "command keeps ${name}");
+    is_str(t->gpu_args, "-nb gpu -pme gpu -update gpu", "gpu_args");
+    is_int(t->nsetup, 2, "two setup steps");
+    if (t->nsetup == 2) {
+        is_str(t->setup[0], "gmx grompp -f md.mdp -c conf.gro -p topol.top -o ${tpr}", "setup 1");
+        is_str(t->setup[1], "echo 'ready'", "setup 2");
+    }
+    is_int(t->nfoms, 2, "two figures of merit");
+    if (t->nfoms == 2) {
+        is_str(t->foms[0].name, "ns_per_day", "fom 1 name");
+        is_str(t->foms[0].file, "${job}.log", "fom 1 file");
+        is_str(t->foms[0].regex, "Performance: +([0-9.]+)", "fom 1 regex");
+        is_str(t->foms[0].units, "ns/day", "fom 1 units");
+        is_str(t->foms[0].better, "higher", "fom 1 better");
+        is_str(t->foms[1].name, "hour_per_ns", "fom 2 name, in file order");
+        is_str(t->foms[1].units, "hour/ns", "fom 2 units");
+        is_str(t->foms[1].better, "lower", "fom 2 better");
+    }
+    is_str(t->sanity, "Finished mdrun", "sanity");
+    is_str(t->progress, "step ([0-9]+)", "progress");
+    ok(t->env.n == 1 && strcmp(t->env.items[0].key, "GMX_ENABLE_DIRECT_GPU_COMM") == 0 &&
+           strcmp(t->env.items[0].value, "1") == 0,
+       "env");
+    ok(t->defaults.n == 2 && strcmp(t->defaults.items[0].key, "nsteps") == 0 &&
+           strcmp(t->defaults.items[0].value, "10000") == 0 &&
+           strcmp(t->defaults.items[1].value, "bench.tpr") == 0,
+       "defaults");
+    gpurun_template_destroy(t);
+}
+
+static void test_minimal(void)
+{
+    gpurun_template_t *t = parse_ok("description = \"any program\"\ncommand = \"./app\"\n"
+                                    "fom value { regex = \"value: ([0-9.eE+-]+)\" }\n",
+                                    "generic", "minimal template");
+    if (!t)
+        return;
+    is_str(t->name, "generic", "name from a label without .conf");
+    ok(!t->gpu_args && !t->sanity && !t->progress && t->nsetup == 0, "optional keys absent");
+    ok(t->env.n == 0 && t->defaults.n == 0, "no env, no defaults");
+    if (t->nfoms == 1) {
+        ok(t->foms[0].file == NULL, "fom without file: the rank output");
+        is_str(t->foms[0].units, "", "units default to \"\"");
+        is_str(t->foms[0].better, "higher", "better defaults to higher");
+    }
+    gpurun_template_destroy(t);
+
+    /* A regex with a ${name} is checked once expanded, not here. */
+    t = parse_ok("description = \"d\"\ncommand = \"./app\"\n"
+                 "fom value { regex = \"${fom_regex}\" }\ndefaults { fom_regex = \"x\" }\n",
+                 "generic.conf", "regex from a parameter");
+    if (t)
+        is_str(t->foms[0].regex, "${fom_regex}", "regex kept unexpanded");
+    gpurun_template_destroy(t);
+}
+
+/* ---- malformed templates ---------------------------------------------- */
+
+struct bad {
+    const char *what;
+    const char *text;
+    const char *want;
+};
+
+#define HEAD "description = \"d\"\ncommand = \"./app\"\n" /* lines 1-2 */
+
+static const struct bad bad[] = {
+    {"unknown key, near a valid one", "descripton = \"d\"\ncommand = \"./app\"\n",
+     "tpl.conf:1: unknown key 'descripton' (did you mean 'description'?)"},
+    {"unknown key in a fom, lines counted past comments",
+     HEAD "# a comment\n/* a block\n comment */ fom a {\n  regx = \"(x)\"\n}\n",
+     "tpl.conf:6: unknown key 'fom.a.regx' (did you mean 'fom.a.regex'?)"},
+    {"fom without a name", HEAD "fom { regex = \"(x)\" }\n",
+     "tpl.conf:3: key 'fom': a name is missing, written fom NAME { ... }"},
+    {"fom given a value", HEAD "fom = \"(x)\"\n",
+     "tpl.conf:3: key 'fom': a name is missing, written fom NAME { ... }"},
+    {"fom name twice",
+     HEAD "fom a { regex = \"(x)\" }\nfom b { regex = \"(y)\" }\n"
+          "fom a { regex = \"(z)\" }\n",
+     "tpl.conf:5: key 'fom.a': given twice (first on line 3)"},
+    {"fom name not a name", HEAD "fom \"ns per day\" { regex = \"(x)\" }\n",
+     "tpl.conf:3: key 'fom': title 'ns per day' is not a valid name (a letter or '_', then "
+     "letters, digits, '_', '.', '-')"},
+    {"key twice", "description = \"d\"\ncommand = \"./a\"\n\ncommand = \"./b\"\n",
+     "tpl.conf:4: key 'command': given twice (first on line 2)"},
+    {"key twice in a fom", HEAD "fom a {\n  regex = \"(x)\"\n  regex = \"(y)\"\n}\n",
+     "tpl.conf:5: key 'fom.a.regex': given twice (first on line 4)"},
+    {"fom without regex", HEAD "fom a { units = \"s\" }\n",
+     "tpl.conf:3: key 'fom.a': no 'regex' (a POSIX extended regex whose first group is the "
+     "value)"},
+    {"regex without a group", HEAD "fom a { regex = \"Performance: [0-9.]+\" }\n",
+     "tpl.conf:3: key 'fom.a.regex': 'Performance: [0-9.]+' has no group: put what it reads in "
+     "parentheses, as in \"([0-9.]+) ns/day\""},
+    {"better not higher or lower", HEAD "fom a { regex = \"(x)\" better = \"lowr\" }\n",
+     "tpl.conf:3: key 'fom.a.better': 'lowr' is not one of higher, lower (did you mean "
+     "'lower'?)"},
+    {"better far from both", HEAD "fom a { regex = \"(x)\" better = \"faster\" }\n",
+     "tpl.conf:3: key 'fom.a.better': 'faster' is not one of higher, lower"},
+    {"empty units", HEAD "fom a { regex = \"(x)\" units = \"\" }\n",
+     "tpl.conf:3: key 'fom.a.units': empty value"},
+    {"progress without a group", HEAD "progress = \"step [0-9]+\"\n",
+     "tpl.conf:3: key 'progress': 'step [0-9]+' has no group: put what it reads in parentheses, "
+     "as in \"([0-9.]+) ns/day\""},
+    {"command missing", "description = \"d\"\nsanity = \"done\"\n",
+     "tpl.conf: key 'command' missing: the program to run and its arguments"},
+    {"description missing", "command = \"./app\"\n",
+     "tpl.conf: key 'description' missing: one line saying what the template runs and "
+     "measures"},
+    {"an error with a line comes before a missing key", "command = \"./app\"\nsmt = true\n",
+     "tpl.conf:2: unknown key 'smt'"},
+    {"command through a pipe", "description = \"d\"\ncommand = \"./app -n ${n} | tee log\"\n",
+     "tpl.conf:2: key 'command': './app -n ${n} | tee log': unquoted '|' at position 15 (gpurun "
+     "runs no shell: quote it to pass it to the program)"},
+    {"${ without } in command", "description = \"d\"\ncommand = \"./app -n ${n\"\n",
+     "tpl.conf:2: key 'command': '${' without a closing '}'"},
+    {"bad ${name} in gpu_args", HEAD "gpu_args = \"-gpu ${gpu id}\"\n",
+     "tpl.conf:3: key 'gpu_args': '${gpu id}' is not a valid name (a letter or '_', then "
+     "letters, digits, '_')"},
+    {"empty setup step", HEAD "setup = {\"make\", \"\"}\n",
+     "tpl.conf:3: key 'setup', item 2: empty value"},
+    {"setup step with a tab", HEAD "setup = {\"make\\tall\"}\n",
+     "tpl.conf:3: key 'setup', item 1: control character 0x09 (tab) in the value"},
+    {"setup step with a redirection", HEAD "setup = {\"make\",\n \"gen > in.txt\"}\n",
+     "tpl.conf:3: key 'setup', item 2: 'gen > in.txt': unquoted '>' at position 5 (gpurun runs "
+     "no shell: quote it to pass it to the program)"},
+    {"list for a single value", HEAD "sanity = {\"a\", \"b\"}\n",
+     "tpl.conf:3: key 'sanity': expected one value, not a list"},
+    {"env name not a variable name", HEAD "env {\n  GMX-X = \"1\"\n}\n",
+     "tpl.conf:4: key 'env.GMX-X': not a valid environment variable name"},
+    {"line break in a default", HEAD "defaults { msg = \"a\nb\" }\n",
+     "tpl.conf:3: key 'defaults.msg': control character 0x0a (line break) in the value"},
+    {"empty gpu_args", HEAD "gpu_args = \"\"\n", "tpl.conf:3: key 'gpu_args': empty value"},
+    {"unquoted ${X}", HEAD "defaults { n = ${N} }\n",
+     "tpl.conf:3: key 'defaults.n': ${N} must be in double quotes: \"${N}\""},
+    {"unterminated string", HEAD "sanity = \"done\n",
+     "tpl.conf:3: unterminated string: the '\"' here is never closed"},
+    {"fom not closed", HEAD "fom a {\n  regex = \"(x)\"\n",
+     "tpl.conf:3: key 'fom.a': section not closed ('}' missing)"},
+    {"fom name at the end of the file", HEAD "fom a",
+     "tpl.conf:3: key 'fom': '{' and the section missing at the end of the file"},
+};
+
+/* Regexes that do not compile: the message ends in the C library's words
+ * for what is wrong, which differ between C libraries. */
+static const struct bad bad_regex[] = {
+    {"regex that does not compile", HEAD "fom a {\n  regex = \"([0-9.]+\"\n}\n",
+     "tpl.conf:4: key 'fom.a.regex': '([0-9.]+' is not a POSIX extended regex: "},
+    {"progress that does not compile", HEAD "progress = \"step (\"\n",
+     "tpl.conf:3: key 'progress': 'step (' is not a POSIX extended regex: "},
+};
+static const char *const bad_regex_re[] = {"([0-9.]+", "step ("};
+
+static void check_bad(const struct bad *b, const char *regex)
+{
+    gpurun_template_t *t = (gpurun_template_t *)&t; /* must be reset */
+    gpurun_error_t err = {0};
+    int rc = gpurun_template_parse(b->text, strlen(b->text), "tpl.conf", &t, &err);
+    ok(rc == -1 && err.code == GPURUN_EXIT_CONFIG && t == NULL, "%s: refused, exit code 2",
+       b->what);
+    char want[1024];
+    snprintf(want, sizeof want, "%s", b->want);
+    if (regex) {
+        regex_t re;
+        int e = regcomp(&re, regex, REG_EXTENDED);
+        if (e == 0)
+            regfree(&re);
+        size_t n = strlen(want);
+        regerror(e, &re, want + n, sizeof want - n);
+    }
+    is_str(err.text, want, "%s: message", b->what);
+    if (rc == 0)
+        gpurun_template_destroy(t);
+}
+
+static void test_bad(void)
+{
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        check_bad(&bad[i], NULL);
+    for (size_t i = 0; i < sizeof bad_regex / sizeof *bad_regex; i++)
+        check_bad(&bad_regex[i], bad_regex_re[i]);
+}
+
+/* ---- the search path -------------------------------------------------- */
+
+static char *mkdirs(const char *base, const char *sub)
+{
+    char *path = NULL;
+    if (asprintf(&path, "%s/%s", base, sub) < 0)
+        return NULL;
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", path);
+    if (system(cmd) != 0) {
+        free(path);
+        return NULL;
+    }
+    return path;
+}
+
+static void put(const char *dir, const char *name, const char *text)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *fp = fopen(path, "w");
+    if (fp) {
+        fputs(text, fp);
+        fclose(fp);
+    }
+}
+
+static void drop(const char *dir, const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    unlink(path);
+}
+
+static void want_found(const char *name, const char *job_dir, const char *dir, const char *what)
+{
+    char *path = NULL, *want = NULL;
+    gpurun_error_t err = {0};
+    int rc = gpurun_template_find(name, job_dir, &path, &err);
+    if (asprintf(&want, "%s/%s.conf", dir, name) < 0)
+        want = NULL;
+    if (!ok(rc == 0, "%s: found", what))
+        diag("error: %s", err.text);
+    is_str(path, want, "%s: path", what);
+    free(path);
+    free(want);
+}
+
+static void test_search(void)
+{
+    char base[] = "/tmp/gpurun-test-tpl.XXXXXX";
+    if (!mkdtemp(base)) {
+        ok(0, "mkdtemp: %s", strerror(errno));
+        return;
+    }
+    char *jobdir = mkdirs(base, "job");
+    char *p1 = mkdirs(base, "p1");
+    char *p2 = mkdirs(base, "p2");
+    char *home = mkdirs(base, "home");
+    char *user = mkdirs(base, "home/.config/gpurun/templates");
+    if (!jobdir || !p1 || !p2 || !home || !user) {
+        ok(0, "make the folders");
+        return;
+    }
+    char *saved_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    char *tpath = NULL;
+    if (asprintf(&tpath, "%s::%s", p1, p2) < 0) /* an empty entry is skipped */
+        tpath = NULL;
+    setenv("GPURUN_TEMPLATE_PATH", tpath, 1);
+    setenv("HOME", home, 1);
+
+    static const char text[] = "description = \"d\"\ncommand = \"./app\"\n";
+    put(jobdir, "t.conf", text);
+    put(p1, "t.conf", text);
+    put(p2, "t.conf", text);
+    put(user, "t.conf", text);
+    want_found("t", jobdir, jobdir, "the job's folder first");
+    drop(jobdir, "t.conf");
+    want_found("t", jobdir, p1, "then $GPURUN_TEMPLATE_PATH, in order");
+    drop(p1, "t.conf");
+    want_found("t", jobdir, p2, "then its next folder");
+    drop(p2, "t.conf");
+    want_found("t", jobdir, user, "then ~/.config/gpurun/templates");
+    want_found("t", NULL, user, "no job folder");
+
+    gpurun_template_t *t = NULL;
+    gpurun_error_t err = {0};
+    char *found = NULL;
+    if (gpurun_template_find("t", jobdir, &found, &err) == 0) {
+        ok(gpurun_template_load(found, &t, &err) == 0 && t, "load what was found");
+        if (t)
+            is_str(t->name, "t", "loaded: name");
+        gpurun_template_destroy(t);
+    }
+    free(found);
+    drop(user, "t.conf");
+
+    /* Not found: every folder named, in order; the nearest name offered. */
+    char *want = NULL;
+    found = (char *)&found;
+    if (asprintf(&want,
+                 "template 't' not found; looked in %s, %s, %s, %s, %s (GPURUN_TEMPLATE_PATH adds "
+                 "folders)",
+                 jobdir, p1, p2, user, GPURUN_PKGDATADIR "/templates") < 0)
+        want = NULL;
+    ok(gpurun_template_find("t", jobdir, &found, &err) == -1 && err.code == GPURUN_EXIT_CONFIG &&
+           !found,
+       "not found: exit code 2");
+    is_str(err.text, want, "not found: the folders searched");
+    free(want);
+
+    put(p2, "gromacs.conf", text);
+    if (asprintf(&want,
+                 "template 'gromcs' not found (did you mean 'gromacs'?); looked in %s, %s, "
+                 "%s, %s, %s",
+                 jobdir, p1, p2, user, GPURUN_PKGDATADIR "/templates") < 0)
+        want = NULL;
+    ok(gpurun_template_find("gromcs", jobdir, &found, &err) == -1, "misspelt: not found");
+    is_str(err.text, want, "misspelt: the nearest template offered");
+    free(want);
+    drop(p2, "gromacs.conf");
+
+    static const char *const badnames[] = {"../t", "a/b", "", "t conf"};
+    for (size_t i = 0; i < sizeof badnames / sizeof *badnames; i++) {
+        if (asprintf(&want,
+                     "template '%s': not a valid template name (letters, digits, '_', '-', '.'; a "
+                     "name on the search path, not a file)",
+                     badnames[i]) < 0)
+            want = NULL;
+        ok(gpurun_template_find(badnames[i], jobdir, &found, &err) == -1 &&
+               err.code == GPURUN_EXIT_CONFIG,
+           "name '%s': refused", badnames[i]);
+        is_str(err.text, want, "name '%s': message", badnames[i]);
+        free(want);
+    }
+
+    if (saved_home)
+        setenv("HOME", saved_home, 1);
+    else
+        unsetenv("HOME");
+    unsetenv("GPURUN_TEMPLATE_PATH");
+    free(saved_home);
+    free(tpath);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+    ok(system(cmd) == 0, "clean up");
+    free(jobdir);
+    free(p1);
+    free(p2);
+    free(home);
+    free(user);
+}
+
+/* ---- ${name} ---------------------------------------------------------- */
+
+static const char *no_names(const char *name, void *ctx)
+{
+    (void)ctx;
+    return strcmp(name, "known") == 0 ? "K" : NULL;
+}
+
+static void test_expand(void)
+{
+    struct gpurun_kvlist vars = {0};
+    gpurun_kvlist_set(&vars, "nsteps", "100");
+    gpurun_kvlist_set(&vars, "tpr", "old.tpr");
+    gpurun_kvlist_set(&vars, "tpr", "bench.tpr"); /* replaced */
+    gpurun_kvlist_set(&vars, "job", "water");
+    gpurun_kvlist_set(&vars, "dollar", "${nsteps}");
+    is_int(vars.n, 4, "a key set again is replaced");
+    is_str(gpurun_kvlist_get(&vars, "tpr"), "bench.tpr", "the later value");
+
+    static const struct {
+        const char *in, *want;
+    } good[] = {
+        {"gmx -s ${tpr} -nsteps ${nsteps}", "gmx -s bench.tpr -nsteps 100"},
+        {"${job}${nsteps}", "water100"},
+        {"${job}", "water"},
+        {"no names at all", "no names at all"},
+        {"", ""},
+        {"$job $ {job} $$ {job} }", "$job $ {job} $$ {job} }"},
+        {"${dollar}", "${nsteps}"},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        char *out = NULL;
+        gpurun_error_t err = {0};
+        int rc =
+            gpurun_expand(good[i].in, gpurun_kvlist_lookup, &vars, "key 'command'", &out, &err);
+        if (!ok(rc == 0, "expand '%s'", good[i].in))
+            diag("error: %s", err.text);
+        is_str(out, good[i].want, "expand '%s': result", good[i].in);
+        free(out);
+    }
+
+    static const struct {
+        const char *in, *want;
+    } badx[] = {
+        {"-n ${nstep}", "key 'command': '${nstep}' is not set (did you mean '${nsteps}'?)"},
+        {"${input}", "key 'command': '${input}' is not set"},
+        {"-n ${nsteps", "key 'command': '${' without a closing '}'"},
+        {"${job}${", "key 'command': '${' without a closing '}'"},
+        {"${}", "key 'command': empty '${}'"},
+        {"${1x}", "key 'command': '${1x}' is not a valid name (a letter or '_', then letters, "
+                  "digits, '_')"},
+        {"${a.b}", "key 'command': '${a.b}' is not a valid name (a letter or '_', then letters, "
+                   "digits, '_')"},
+    };
+    for (size_t i = 0; i < sizeof badx / sizeof *badx; i++) {
+        char *out = (char *)&out;
+        gpurun_error_t err = {0};
+        int rc =
+            gpurun_expand(badx[i].in, gpurun_kvlist_lookup, &vars, "key 'command'", &out, &err);
+        ok(rc == -1 && err.code == GPURUN_EXIT_CONFIG && out == NULL, "'%s': refused, exit 2",
+           badx[i].in);
+        is_str(err.text, badx[i].want, "'%s': message", badx[i].in);
+    }
+
+    /* Any lookup function works; only a kvlist can suggest. */
+    char *out = NULL;
+    gpurun_error_t err = {0};
+    ok(gpurun_expand("a ${known} b", no_names, NULL, "x", &out, &err) == 0, "own lookup");
+    is_str(out, "a K b", "own lookup: result");
+    free(out);
+    ok(gpurun_expand("${knwn}", no_names, NULL, "template gromacs: key 'command'", &out, &err) ==
+           -1,
+       "own lookup: unknown name");
+    is_str(err.text, "template gromacs: key 'command': '${knwn}' is not set",
+           "own lookup: no suggestion");
+    gpurun_kvlist_clear(&vars);
+    ok(vars.n == 0 && vars.items == NULL, "cleared");
+}
+
+/* ---- words ------------------------------------------------------------ */
+
+static void test_words(void)
+{
+    static const struct {
+        const char *line;
+        const char *want[8];
+    } good[] = {
+        {"gmx_mpi mdrun -s bench.tpr", {"gmx_mpi", "mdrun", "-s", "bench.tpr"}},
+        {"  a\t b  ", {"a", "b"}},
+        {"", {NULL}},
+        {" \t ", {NULL}},
+        {"echo 'a b' \"c d\"", {"echo", "a b", "c d"}},
+        {"x '' \"\" y", {"x", "", "", "y"}},
+        {"a'b'\"c\"d", {"abcd"}},
+        {"'$(ls) `ls` ; | & < > ( ) \\ \"'", {"$(ls) `ls` ; | & < > ( ) \\ \""}},
+        {"\"a \\\" \\\\ \\$ \\` \\n b\"", {"a \" \\ $ ` \\n b"}},
+        {"\"; | & < > ( ) '\"", {"; | & < > ( ) '"}},
+        {"a\\ b \\; \\'x\\' \\\\", {"a b", ";", "'x'", "\\"}},
+        {"-s ${tpr} $HOME ~ * ? [a]", {"-s", "${tpr}", "$HOME", "~", "*", "?", "[a]"}},
+        {"a#b \"#\" '#'", {"a#b", "#", "#"}},
+        {"./app x=1 'A'=1", {"./app", "x=1", "A=1"}},
+        {"trailing\\", {"trailing\\"}},
+        {"line\\\ncontinued", {"linecontinued"}},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        char **argv = NULL;
+        gpurun_error_t err = {0};
+        int rc = gpurun_split_words(good[i].line, &argv, &err);
+        if (!ok(rc == 0 && argv, "split [%s]", good[i].line)) {
+            diag("error: %s", err.text);
+            continue;
+        }
+        size_t n = 0, wn = 0;
+        while (argv[n])
+            n++;
+        while (good[i].want[wn])
+            wn++;
+        int same = n == wn;
+        for (size_t k = 0; same && k < n; k++)
+            same = strcmp(argv[k], good[i].want[k]) == 0;
+        if (!ok(same, "split [%s]: %zu words as expected", good[i].line, wn))
+            for (size_t k = 0; k < n; k++)
+                diag("word %zu: [%s]", k, argv[k]);
+        gpurun_free_words(argv);
+    }
+
+    static const struct {
+        const char *line, *want;
+    } badw[] = {
+        {"./app ; rm -rf x",
+         "'./app ; rm -rf x': unquoted ';' at position 7 (gpurun runs no shell: quote it to pass "
+         "it to the program)"},
+        {"a|b", "'a|b': unquoted '|' at position 2 (gpurun runs no shell: quote it to pass it to "
+                "the program)"},
+        {"a && b", "'a && b': unquoted '&' at position 3 (gpurun runs no shell: quote it to pass "
+                   "it to the program)"},
+        {"a < in", "'a < in': unquoted '<' at position 3 (gpurun runs no shell: quote it to pass "
+                   "it to the program)"},
+        {"a 2>err", "'a 2>err': unquoted '>' at position 4 (gpurun runs no shell: quote it to "
+                    "pass it to the program)"},
+        {"(a)", "'(a)': unquoted '(' at position 1 (gpurun runs no shell: quote it to pass it to "
+                "the program)"},
+        {"a b)", "'a b)': unquoted ')' at position 4 (gpurun runs no shell: quote it to pass it "
+                 "to the program)"},
+        {"a `id`", "'a `id`': '`' at position 3: command substitution needs a shell, and gpurun "
+                   "runs none"},
+        {"a \"`id`\"", "'a \"`id`\"': '`' at position 4: command substitution needs a shell, and "
+                       "gpurun runs none"},
+        {"a $(id)", "'a $(id)': '$(' at position 3: command substitution needs a shell, and "
+                    "gpurun runs none"},
+        {"a \"x$(id)\"", "'a \"x$(id)\"': '$(' at position 5: command substitution needs a shell, "
+                         "and gpurun runs none"},
+        {"a 'b", "'a 'b': the \"'\" at position 3 is never closed"},
+        {"a \"b\\\"", "'a \"b\\\"': the '\"' at position 3 is never closed"},
+        {"a # note", "'a # note': unquoted '#' at position 3 starts a comment in a shell (gpurun "
+                     "runs no shell: quote it to pass it to the program)"},
+        {"a\nb", "'a\\x0ab': unquoted line break at position 2 (gpurun runs no shell: quote it "
+                 "to pass it to the program)"},
+        {"OMP_NUM_THREADS=4 ./app", "'OMP_NUM_THREADS=4 ./app': 'OMP_NUM_THREADS=' at position 1 "
+                                    "sets a variable in a shell, not a program to run: put "
+                                    "OMP_NUM_THREADS in env { }"},
+    };
+    for (size_t i = 0; i < sizeof badw / sizeof *badw; i++) {
+        char **argv = (char **)&argv;
+        gpurun_error_t err = {0};
+        int rc = gpurun_split_words(badw[i].line, &argv, &err);
+        ok(rc == -1 && err.code == GPURUN_EXIT_CONFIG && argv == NULL, "[%s]: refused, exit 2",
+           badw[i].line);
+        is_str(err.text, badw[i].want, "[%s]: message", badw[i].line);
+    }
+    gpurun_free_words(NULL);
+}
+
+/* ---- --set KEY=VALUE -------------------------------------------------- */
+
+static gpurun_job_t *job_from(const char *text)
+{
+    gpurun_job_t *job = NULL;
+    gpurun_error_t err = {0};
+    if (gpurun_job_parse(text, strlen(text), "jobs/water.conf", &job, &err) < 0)
+        diag("job: %s", err.text);
+    return job;
+}
+
+static int set_ok(gpurun_job_t *job, const char *assignment)
+{
+    gpurun_error_t err = {0};
+    int rc = gpurun_job_set(job, assignment, &err);
+    if (!ok(rc == 0, "--set %s", assignment))
+        diag("error: %s", err.text);
+    return rc == 0;
+}
+
+static const char base_job[] = "template = \"gromacs\"\n"
+                               "nodes = 2\n"
+                               "ranks_per_node = 4\n"
+                               "params { nsteps = 5000  tpr = \"bench.tpr\" }\n"
+                               "env { OMP_STACKSIZE = \"512M\" }\n"
+                               "scan { ranks_per_node = {1, 2}  threads_per_rank = {4, 8} }\n";
+
+static void test_set_good(void)
+{
+    gpurun_job_t *job = job_from(base_job);
+    if (!ok(job != NULL, "base job parses"))
+        return;
+    if (set_ok(job, "nodes=4"))
+        is_int(job->nodes, 4, "nodes");
+    if (set_ok(job, "ranks_per_node=8")) {
+        is_int(job->ranks_per_node, 8, "ranks_per_node");
+        ok(job->nscan == 1 && strcmp(job->scan[0].key, "threads_per_rank") == 0,
+           "a key set by --set leaves the scan");
+    }
+    if (set_ok(job, "launcher=srun"))
+        is_int(job->launcher, GPURUN_LAUNCHER_SRUN, "launcher");
+    if (set_ok(job, "timeout=1h30m"))
+        is_int(job->timeout_s, 5400, "timeout");
+    if (set_ok(job, "timeout=01:00:00"))
+        is_int(job->timeout_s, 3600, "timeout, Slurm's way");
+    if (set_ok(job, "smt=yes") && set_ok(job, "oversubscribe=false"))
+        ok(job->smt && !job->oversubscribe, "booleans");
+    if (set_ok(job, "gpu_visibility=shared") && set_ok(job, "gpudirect=off") &&
+        set_ok(job, "bind=none"))
+        ok(job->gpu_visibility == GPURUN_GPUVIS_SHARED && job->gpudirect == GPURUN_GPUDIRECT_OFF &&
+               job->bind == GPURUN_BIND_NONE,
+           "enums");
+    if (set_ok(job, "repeat=3"))
+        is_int(job->repeat, 3, "repeat");
+    if (set_ok(job, "params.nsteps=100")) {
+        is_int(job->params.n, 2, "params: replaced, not added");
+        is_str(job->params.items[0].value, "100", "params.nsteps");
+    }
+    if (set_ok(job, "params.new=x=y")) /* the first '=' splits */
+        ok(job->params.n == 3 && strcmp(job->params.items[2].key, "new") == 0 &&
+               strcmp(job->params.items[2].value, "x=y") == 0,
+           "params: a new key, a value with '='");
+    setenv("HOME", "/EVIL", 1);
+    if (set_ok(job, "env.PATH=${HOME}/bin:\\x \"q\""))
+        is_str(job->env.items[1].value, "${HOME}/bin:\\x \"q\"",
+               "env value kept as given: ${...}, '\\', '\"'");
+    if (set_ok(job, "slurm.partition=gpu") && set_ok(job, "references.ns_per_day=90 +-10%")) {
+        ok(job->slurm.n == 1 && strcmp(job->slurm.items[0].value, "gpu") == 0, "slurm");
+        ok(job->references.n == 1 && strcmp(job->references.items[0].value, "90 +-10%") == 0,
+           "references");
+    }
+    if (set_ok(job, "job=water-2") && set_ok(job, "results=out/runs") && set_ok(job, "site=uni"))
+        ok(strcmp(job->name, "water-2") == 0 && strcmp(job->results, "out/runs") == 0 &&
+               strcmp(job->site, "uni") == 0,
+           "strings");
+    if (set_ok(job, "site="))
+        ok(job->site == NULL, "an empty site drops it");
+    if (set_ok(job, "template=lammps"))
+        is_str(job->template_name, "lammps", "template replaced");
+    if (set_ok(job, "template=") && set_ok(job, "command=./app -n ${nsteps}")) {
+        ok(job->template_name == NULL, "an empty template drops it");
+        is_str(job->command, "./app -n ${nsteps}", "then a command may replace it");
+    }
+    if (set_ok(job, "command=") && set_ok(job, "template=gromacs"))
+        ok(job->command == NULL && strcmp(job->template_name, "gromacs") == 0,
+           "and back to a template");
+    gpurun_job_destroy(job);
+}
+
+static void test_set_bad(void)
+{
+    static const struct {
+        const char *job, *set, *want;
+    } cases[] = {
+        {base_job, "nodes=two", "--set nodes=two: key 'nodes': expected an integer, got 'two'"},
+        {base_job, "rank_per_node=2",
+         "--set rank_per_node=2: unknown key 'rank_per_node' (did you mean 'ranks_per_node'?)"},
+        {base_job, "colour=red", "--set colour=red: unknown key 'colour'"},
+        {base_job, "nodes",
+         "--set nodes: '=' missing: expected KEY=VALUE, such as "
+         "ranks_per_node=4"},
+        {base_job, "=4",
+         "--set =4: the key is missing: expected KEY=VALUE, such as "
+         "ranks_per_node=4"},
+        {base_job, "nodes=0", "--set nodes=0: key 'nodes': 0 is out of range (1 to 65536)"},
+        {base_job, "gpus_per_rank=65",
+         "--set gpus_per_rank=65: key 'gpus_per_rank': 65 is out of range (0 to 64)"},
+        {base_job, "threads_per_rank=2.5",
+         "--set threads_per_rank=2.5: key 'threads_per_rank': expected an integer, got '2.5'"},
+        {base_job, "launcher=mpi",
+         "--set launcher=mpi: key 'launcher': 'mpi' is not one of auto, mpirun, srun, local (did "
+         "you mean 'mpirun'?)"},
+        {base_job, "smt=maybe", "--set smt=maybe: key 'smt': expected true or false, got 'maybe'"},
+        {base_job, "timeout=30 minutes",
+         "--set timeout=30 minutes: key 'timeout': expected a duration such as \"30m\", "
+         "\"1h30m\", \"90s\", \"01:00:00\" or \"none\", got '30 minutes'"},
+        {base_job, "timeout=400d",
+         "--set timeout=400d: key 'timeout': '400d' is out of range (at most 366 days)"},
+        {base_job, "command=./app",
+         "--set command=./app: key 'command': contradicts 'template' (gromacs): a job runs a "
+         "template or a command, not both (--set template= before this one drops the template)"},
+        {"command = \"./app\"\n", "template=gromacs",
+         "--set template=gromacs: key 'template': contradicts 'command' (./app): a job runs a "
+         "template or a command, not both (--set command= before this one drops the command)"},
+        {base_job, "launcher=local",
+         "--set launcher=local: key 'launcher': contradicts 'nodes' (2): launcher \"local\" runs "
+         "on this node only, nodes = 2"},
+        {"launcher = local\n", "nodes=3",
+         "--set nodes=3: key 'nodes': contradicts 'launcher' (local): launcher \"local\" runs on "
+         "this node only, nodes = 3"},
+        {"scan { nodes = {1, 2} }\n", "launcher=local",
+         "--set launcher=local: key 'launcher': contradicts 'scan.nodes': launcher \"local\" runs "
+         "on this node only, the scan asks for more nodes"},
+        {"gpu_visibility = shared\n", "gpus_per_rank=0",
+         "--set gpus_per_rank=0: key 'gpus_per_rank': contradicts 'gpu_visibility' (shared): "
+         "\"shared\" chooses a GPU for each rank, gpus_per_rank = 0"},
+        {"gpus_per_rank = 0\n", "gpu_visibility=shared",
+         "--set gpu_visibility=shared: key 'gpu_visibility': contradicts 'gpus_per_rank' (0): "
+         "\"shared\" chooses a GPU for each rank, gpus_per_rank = 0"},
+        {base_job, "command=./a\tb",
+         "--set command=./a\\x09b: key 'command': control character 0x09 (tab) in the value"},
+        {"command = \"./app\"\n", "env.A=1\n2",
+         "--set env.A=1\\x0a2: key 'env.A': control character 0x0a (line break) in the value"},
+        {base_job, "env.1BAD=x",
+         "--set env.1BAD=x: key 'env.1BAD': not a valid environment variable name"},
+        {base_job, "params.a|b=x",
+         "--set params.a|b=x: key 'params.a|b': not a valid key name (a letter or '_', then "
+         "letters, digits, '_', '.', '-')"},
+        {base_job, "x y=1",
+         "--set x y=1: key 'x y': not a valid key name (a letter or '_', then letters, digits, "
+         "'_', '.', '-')"},
+        {base_job, "paramz.n=1",
+         "--set paramz.n=1: unknown key 'paramz.n' (did you mean 'params.n'?)"},
+        {base_job, "params=x", "--set params=x: key 'params': a section, written params { ... }"},
+        {base_job, "scan.nodes=1",
+         "--set scan.nodes=1: key 'scan.nodes': a scan is set in the job file; --set nodes=VALUE "
+         "fixes one value"},
+        {base_job, "job=../x",
+         "--set job=../x: key 'job': '../x' is not a valid job name (letters, digits, '.', '_', "
+         "'+', '-'; it names the results folder)"},
+        {base_job, "job=", "--set job=: key 'job': empty value"},
+        {base_job, "template=../evil",
+         "--set template=../evil: key 'template': '../evil' is not a valid template name "
+         "(letters, digits, '_', '-', '.'; a name on the search path, not a file)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        gpurun_job_t *job = job_from(cases[i].job);
+        if (!job) {
+            ok(0, "job for --set %s", cases[i].set);
+            continue;
+        }
+        int nodes = job->nodes;
+        char *tpl = job->template_name ? strdup(job->template_name) : NULL;
+        size_t nenv = job->env.n;
+        gpurun_error_t err = {0};
+        int rc = gpurun_job_set(job, cases[i].set, &err);
+        ok(rc == -1 && err.code == GPURUN_EXIT_CONFIG, "--set %s: refused, exit 2", cases[i].set);
+        is_str(err.text, cases[i].want, "--set %s: message", cases[i].set);
+        ok(job->nodes == nodes && job->env.n == nenv &&
+               ((!tpl && !job->template_name) ||
+                (tpl && job->template_name && strcmp(tpl, job->template_name) == 0)) &&
+               (strcmp(cases[i].set, "command=./app") != 0 || job->command == NULL),
+           "--set %s: the job unchanged", cases[i].set);
+        free(tpl);
+        gpurun_job_destroy(job);
+    }
+}
+
+/* Every shipped template parses (make check sets top_srcdir). */
+static void test_shipped(void)
+{
+    const char *top = getenv("top_srcdir");
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/templates", top && *top ? top : ".");
+    DIR *dp = opendir(dir);
+    size_t n = 0;
+    struct dirent *de;
+    while (dp && (de = readdir(dp))) {
+        size_t len = strlen(de->d_name);
+        if (len <= 5 || strcmp(de->d_name + len - 5, ".conf") != 0)
+            continue;
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        gpurun_template_t *t = NULL;
+        gpurun_error_t err = {0};
+        if (!ok(gpurun_template_load(path, &t, &err) == 0, "shipped %s parses", de->d_name))
+            diag("error: %s", err.text);
+        gpurun_template_destroy(t);
+        n++;
+    }
+    if (dp)
+        closedir(dp);
+    if (n == 0)
+        skip("no shipped templates in %s", dir);
+
+    gpurun_template_t *t = (gpurun_template_t *)&t;
+    gpurun_error_t err = {0};
+    ok(gpurun_template_load("/tmp", &t, &err) == -1 && err.code == GPURUN_EXIT_CONFIG && !t,
+       "a directory as template: refused");
+    is_str(err.text, "/tmp: the template is not a regular file (a directory)",
+           "a directory as template: message");
+}
+
+int main(void)
+{
+    test_spec_example();
+    test_minimal();
+    test_bad();
+    test_search();
+    test_shipped();
+    test_expand();
+    test_words();
+    test_set_good();
+    test_set_bad();
+    return done_testing();
+}
