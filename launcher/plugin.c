@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Launcher plugins: the loader and the helpers plugins build argv with. */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "plugin.h"
+#include "util.h"
+
+extern const gpurun_launcher_plugin_t gpurun_launcher_local;
+extern const gpurun_launcher_plugin_t gpurun_launcher_mpirun;
+extern const gpurun_launcher_plugin_t gpurun_launcher_srun;
+
+static const gpurun_launcher_plugin_t *const builtin[] = {
+    &gpurun_launcher_local,
+    &gpurun_launcher_mpirun,
+    &gpurun_launcher_srun,
+};
+
+static int check_abi(const gpurun_launcher_plugin_t *p, const char *where, gpurun_error_t *err)
+{
+    if (p->abi != GPURUN_LAUNCHER_ABI || !p->name || !p->available || !p->commands)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "%s: launcher plugin interface version %d, gpurun needs %d", where,
+                          p->abi, GPURUN_LAUNCHER_ABI);
+    return 0;
+}
+
+static const gpurun_launcher_plugin_t *load_so(const char *dir, const char *name)
+{
+    char *path = gpurun_xasprintf("%s/launcher_%s.so", dir, name);
+    void *h = access(path, R_OK) == 0 ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+    free(path);
+    /* Kept open for the life of the process: the plugin's code is in use. */
+    return h ? dlsym(h, "gpurun_launcher_plugin") : NULL;
+}
+
+int gpurun_launcher_find(const char *name, const gpurun_launcher_plugin_t **pp, gpurun_error_t *err)
+{
+    for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++)
+        if (!strcmp(builtin[i]->name, name)) {
+            *pp = builtin[i];
+            return check_abi(*pp, name, err);
+        }
+    if (strchr(name, '/') || !*name)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "'%s' is not a launcher name", name);
+    const char *path = getenv("GPURUN_PLUGIN_PATH");
+    char *dirs = gpurun_xstrdup(path ? path : "");
+    const gpurun_launcher_plugin_t *p = NULL;
+    for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d && !p; d = strtok_r(NULL, ":", &save))
+        p = load_so(d, name);
+    free(dirs);
+    if (!p)
+        p = load_so(GPURUN_PKGLIBDIR, name);
+    if (!p)
+        return gpurun_err(err, GPURUN_EXIT_ENV,
+                          "no launcher '%s': built in are local, mpirun and srun; plugins are looked for as "
+                          "launcher_%s.so in $GPURUN_PLUGIN_PATH and %s",
+                          name, name, GPURUN_PKGLIBDIR);
+    *pp = p;
+    return check_abi(p, name, err);
+}
+
+int gpurun_launcher_choose(enum gpurun_launcher want, const gpurun_launcher_plugin_t **pp, char *why,
+                           size_t whylen, gpurun_error_t *err)
+{
+    gpurun_error_t no;
+    if (want != GPURUN_LAUNCHER_AUTO) {
+        if (gpurun_launcher_find(gpurun_launcher_name(want), pp, err) < 0)
+            return -1;
+        if ((*pp)->available(err) < 0)
+            return -1;
+        snprintf(why, whylen, "launcher = %s (set in the job)", (*pp)->name);
+        return 0;
+    }
+    if (getenv("SLURM_JOB_ID") && gpurun_launcher_find("srun", pp, err) == 0 && (*pp)->available(&no) == 0) {
+        snprintf(why, whylen, "srun: inside Slurm allocation %s", getenv("SLURM_JOB_ID"));
+        return 0;
+    }
+    if (gpurun_launcher_find("mpirun", pp, err) == 0 && (*pp)->available(&no) == 0) {
+        snprintf(why, whylen, "mpirun: found on PATH, no Slurm allocation");
+        return 0;
+    }
+    snprintf(why, whylen, "local: no Slurm allocation and no mpirun on PATH");
+    return gpurun_launcher_find("local", pp, err);
+}
+
+char **gpurun_argv_new(void)
+{
+    return gpurun_xcalloc(1, sizeof(char *));
+}
+
+void gpurun_argv_add(char ***argv, const char *s)
+{
+    size_t n = 0;
+    while ((*argv)[n])
+        n++;
+    *argv = gpurun_xrealloc(*argv, (n + 2) * sizeof(char *));
+    (*argv)[n] = gpurun_xstrdup(s);
+    (*argv)[n + 1] = NULL;
+}
+
+void gpurun_argv_addf(char ***argv, const char *fmt, ...)
+{
+    va_list ap;
+    char *s;
+    va_start(ap, fmt);
+    if (vasprintf(&s, fmt, ap) < 0)
+        abort();
+    va_end(ap);
+    gpurun_argv_add(argv, s);
+    free(s);
+}
+
+void gpurun_argv_free(char **argv)
+{
+    if (!argv)
+        return;
+    for (char **a = argv; *a; a++)
+        free(*a);
+    free(argv);
+}
+
+void gpurun_launch_cmds_free(struct gpurun_launch_cmds *c)
+{
+    for (int i = 0; i < c->count; i++) {
+        gpurun_argv_free(c->argv[i]);
+        gpurun_argv_free(c->env[i]);
+    }
+    free(c->argv);
+    free(c->env);
+    c->argv = c->env = NULL;
+    c->count = 0;
+}
+
+void gpurun_argv_add_rank_step(char ***argv, const struct gpurun_launch_request *req)
+{
+    gpurun_argv_add(argv, req->rank_step);
+    gpurun_argv_add(argv, "rank");
+    gpurun_argv_add(argv, "--run-dir");
+    gpurun_argv_add(argv, req->run_dir);
+    gpurun_argv_add(argv, "--");
+    for (char *const *a = req->app_argv; *a; a++)
+        gpurun_argv_add(argv, *a);
+}
+
+static int executable_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+char *gpurun_which(const char *prog)
+{
+    if (strchr(prog, '/'))
+        return executable_file(prog) ? gpurun_xstrdup(prog) : NULL;
+    const char *path = getenv("PATH");
+    char *dirs = gpurun_xstrdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+    char *found = NULL;
+    for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
+        char *c = gpurun_xasprintf("%s/%s", *d ? d : ".", prog);
+        if (executable_file(c))
+            found = c;
+        else
+            free(c);
+    }
+    free(dirs);
+    return found;
+}

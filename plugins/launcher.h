@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef GPURUN_LAUNCHER_PLUGIN_H
+#define GPURUN_LAUNCHER_PLUGIN_H
+
+/* The launcher plugin interface, version GPURUN_LAUNCHER_ABI.  A plugin is
+ * one `gpurun_launcher_plugin_t` named `gpurun_launcher_plugin` in a shared
+ * object (or a built-in one of the same type); the loader refuses any whose
+ * `abi` differs.  A plugin only says how ranks are started: gpurun's own
+ * rank step (`gpurun rank`) binds every rank, and gpurun supervises. */
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+#define GPURUN_LAUNCHER_ABI 1
+
+struct gpurun_launch_request {
+    int nodes;
+    int ranks_per_node;
+    int nranks;
+    bool oversubscribe;
+    const char *rank_step;      /* absolute path of the gpurun program */
+    const char *run_dir;        /* the run folder (plan.json, topology.xml, rank files) */
+    char *const *app_argv;      /* the program and its arguments */
+    char *const *export_env;    /* NULL-terminated names the ranks must inherit */
+};
+
+/* What a plugin starts: argv[i] run with extra environment env[i]
+ * ("NAME=VALUE" strings, NULL-terminated); `count` processes. */
+struct gpurun_launch_cmds {
+    int count;
+    char ***argv;
+    char ***env;
+};
+
+typedef struct gpurun_launcher_plugin {
+    int abi;             /* GPURUN_LAUNCHER_ABI */
+    const char *name;    /* "mpirun" */
+    const char *summary; /* one line for --help and doctor */
+    /* 0 when it can run here; else -1 with why (program not found, no allocation). */
+    int (*available)(gpurun_error_t *why);
+    /* The processes that start the request's ranks, each through the rank step. */
+    int (*commands)(const struct gpurun_launch_request *req, struct gpurun_launch_cmds *out, gpurun_error_t *err);
+} gpurun_launcher_plugin_t;
+
+/* Helpers for plugins (launcher/plugin.c). */
+char **gpurun_argv_new(void);
+void gpurun_argv_add(char ***argv, const char *s);
+void gpurun_argv_addf(char ***argv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void gpurun_argv_free(char **argv);
+void gpurun_launch_cmds_free(struct gpurun_launch_cmds *c);
+/* The rank step's argv: STEP rank --run-dir DIR -- APP... appended to argv. */
+void gpurun_argv_add_rank_step(char ***argv, const struct gpurun_launch_request *req);
+/* Full path of a program on PATH, or NULL. */
+char *gpurun_which(const char *prog);
+
+#endif
