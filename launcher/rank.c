@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hwloc.h>
+
+#include "rank.h"
+#include "topology.h"
+#include "util.h"
+
+char *gpurun_rank_file(const char *run_dir, int rank, const char *what)
+{
+    return gpurun_xasprintf("%s/rank.%d.%s", run_dir, rank, what);
+}
+
+int gpurun_write_json(const char *path, json_t *doc, gpurun_error_t *err)
+{
+    char *tmp = gpurun_xasprintf("%s.tmp.%ld", path, (long)getpid());
+    if (json_dump_file(doc, tmp, JSON_INDENT(2)) < 0 || rename(tmp, path) < 0) {
+        int e = errno;
+        unlink(tmp);
+        free(tmp);
+        return gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot write: %s", path, strerror(e));
+    }
+    free(tmp);
+    return 0;
+}
+
+/* The first of these variables that is set: launchers name ranks differently.
+ * Open MPI's come before Slurm's, since mpirun inside a batch job inherits
+ * the batch step's SLURM_PROCID. */
+static int env_first_int(const char *const *names, int *out, const char **which)
+{
+    for (; *names; names++) {
+        const char *v = getenv(*names);
+        char *end;
+        if (!v || !*v)
+            continue;
+        long n = strtol(v, &end, 10);
+        if (*end || n < 0 || n > 1 << 24)
+            continue;
+        *out = (int)n;
+        *which = *names;
+        return 0;
+    }
+    return -1;
+}
+
+static const char *const rank_vars[] = {"GPURUN_LAUNCH_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK",
+                                        "SLURM_PROCID",       "PMI_RANK",             NULL};
+static const char *const local_vars[] = {"GPURUN_LAUNCH_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
+                                         "MPI_LOCALRANKID",          "PMI_LOCAL_RANK",             NULL};
+
+static char *iso_now(void)
+{
+    struct timespec ts;
+    struct tm tm;
+    char buf[64];
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+    return gpurun_xasprintf("%s.%03ldZ", buf, ts.tv_nsec / 1000000);
+}
+
+static json_int_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (json_int_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static hwloc_bitmap_t nodes_of(json_t *numa)
+{
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    size_t i;
+    json_t *v;
+    json_array_foreach(numa, i, v) hwloc_bitmap_set(set, (unsigned)json_integer_value(v));
+    return set;
+}
+
+/* The kernel's binding calls, made directly: a rank needs no topology to
+ * apply a plan that names PU and NUMA OS indexes, and loading one costs
+ * more than the rest of the rank step together. */
+#define RANK_MPOL_DEFAULT 0
+#define RANK_MPOL_BIND 2
+
+static int set_cpus(hwloc_const_bitmap_t want)
+{
+    int last = hwloc_bitmap_last(want);
+    if (last < 0)
+        return -1;
+    size_t size = CPU_ALLOC_SIZE(last + 1);
+    cpu_set_t *set = CPU_ALLOC(last + 1);
+    CPU_ZERO_S(size, set);
+    int i;
+    hwloc_bitmap_foreach_begin(i, want) CPU_SET_S((size_t)i, size, set);
+    hwloc_bitmap_foreach_end();
+    int rc = sched_setaffinity(0, size, set);
+    CPU_FREE(set);
+    return rc;
+}
+
+static void get_cpus(hwloc_bitmap_t got)
+{
+    hwloc_bitmap_zero(got);
+    for (int n = 1024; n <= 1 << 20; n *= 2) {
+        size_t size = CPU_ALLOC_SIZE(n);
+        cpu_set_t *set = CPU_ALLOC(n);
+        int rc = sched_getaffinity(0, size, set);
+        if (rc == 0)
+            for (int i = 0; i < n; i++)
+                if (CPU_ISSET_S((size_t)i, size, set))
+                    hwloc_bitmap_set(got, (unsigned)i);
+        CPU_FREE(set);
+        if (rc == 0 || errno != EINVAL)
+            return;
+    }
+}
+
+#define NODEMASK_WORDS 64 /* 4096 NUMA nodes */
+
+static long set_memory(hwloc_const_bitmap_t nodes)
+{
+    unsigned long mask[NODEMASK_WORDS] = {0};
+    int i;
+    hwloc_bitmap_foreach_begin(i, nodes) if (i < NODEMASK_WORDS * 64) mask[i / 64] |= 1UL << (i % 64);
+    hwloc_bitmap_foreach_end();
+    return syscall(SYS_set_mempolicy, RANK_MPOL_BIND, mask, (unsigned long)NODEMASK_WORDS * 64);
+}
+
+static int get_memory(hwloc_bitmap_t nodes)
+{
+    unsigned long mask[NODEMASK_WORDS] = {0};
+    int mode = RANK_MPOL_DEFAULT;
+    hwloc_bitmap_zero(nodes);
+    if (syscall(SYS_get_mempolicy, &mode, mask, (unsigned long)NODEMASK_WORDS * 64, NULL, 0UL) < 0)
+        return RANK_MPOL_DEFAULT;
+    for (int i = 0; i < NODEMASK_WORDS * 64; i++)
+        if (mask[i / 64] & (1UL << (i % 64)))
+            hwloc_bitmap_set(nodes, (unsigned)i);
+    return mode;
+}
+
+/* Apply the cpu and memory binding; report what the kernel gives back.
+ * Memory policy is set for this thread: fork and exec pass it on. */
+static void bind(json_t *entry, json_t *report)
+{
+    json_t *warnings = json_object_get(report, "warnings");
+    const char *cpus = json_string_value(json_object_get(entry, "cpus"));
+    if (!cpus) {
+        json_object_set_new(report, "match", json_true()); /* bind = none: nothing to check */
+        return;
+    }
+    hwloc_bitmap_t want = hwloc_bitmap_alloc(), got = hwloc_bitmap_alloc();
+    hwloc_bitmap_list_sscanf(want, cpus);
+    if (set_cpus(want) < 0)
+        json_array_append_new(warnings, json_sprintf("cannot bind to cpus %s: %s", cpus, strerror(errno)));
+    hwloc_bitmap_t nwant = nodes_of(json_object_get(entry, "numa")), ngot = hwloc_bitmap_alloc();
+    if (!hwloc_bitmap_iszero(nwant) && set_memory(nwant) < 0) {
+        char *s = gpurun_cpuset_list(nwant);
+        json_array_append_new(warnings, json_sprintf("cannot bind memory to NUMA %s: %s", s, strerror(errno)));
+        free(s);
+    }
+    get_cpus(got);
+    int mode = get_memory(ngot);
+    char *g = gpurun_cpuset_list(got), *ng = gpurun_cpuset_list(ngot);
+    json_object_set_new(report, "cpus", json_string(g));
+    json_object_set_new(report, "numa", json_string(ng));
+    json_object_set_new(report, "membind", json_string(mode == RANK_MPOL_BIND ? "bind" : "other"));
+    bool match = hwloc_bitmap_isequal(want, got) &&
+                 (hwloc_bitmap_iszero(nwant) || (mode == RANK_MPOL_BIND && hwloc_bitmap_isequal(nwant, ngot)));
+    json_object_set_new(report, "match", json_boolean(match));
+    if (!match) {
+        char *nw = gpurun_cpuset_list(nwant);
+        json_array_append_new(warnings, json_sprintf("planned cpus %s, got %s; planned memory bound to NUMA %s, got %s (%s)",
+                                                     cpus, g, nw, *ng ? ng : "-", mode == RANK_MPOL_BIND ? "bound" : "not bound"));
+        free(nw);
+    }
+    free(g);
+    free(ng);
+    hwloc_bitmap_free(want);
+    hwloc_bitmap_free(got);
+    hwloc_bitmap_free(nwant);
+    hwloc_bitmap_free(ngot);
+}
+
+static void set_env_object(json_t *obj)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v) if (json_is_string(v)) setenv(k, json_string_value(v), 1);
+}
+
+static volatile sig_atomic_t child_pid;
+
+static void forward(int sig)
+{
+    if (child_pid > 0)
+        kill((pid_t)child_pid, sig);
+}
+
+static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT};
+
+int gpurun_rank_step(const char *run_dir, char *const *app_argv, gpurun_error_t *err)
+{
+    /* Whatever started us dies: so do we, and so does the program below. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int rank, local;
+    const char *rank_var, *local_var;
+    if (env_first_int(rank_vars, &rank, &rank_var) < 0)
+        return gpurun_err(err, GPURUN_EXIT_ENV,
+                          "rank step: no rank in the environment (none of GPURUN_LAUNCH_RANK, OMPI_COMM_WORLD_RANK, "
+                          "PMIX_RANK, SLURM_PROCID, PMI_RANK)");
+    char *plan_path = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_PLAN);
+    json_error_t jerr;
+    json_t *plan = json_load_file(plan_path, 0, &jerr);
+    free(plan_path);
+    if (!plan)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "rank step: %s/%s: %s", run_dir, GPURUN_RUN_PLAN, jerr.text);
+    json_t *ranks = json_object_get(plan, "ranks");
+    json_t *entry = json_array_get(ranks, (size_t)rank);
+    if (!entry) {
+        json_decref(plan);
+        return gpurun_err(err, GPURUN_EXIT_ENV, "rank step: rank %d (from %s) is not in the plan of %zu ranks", rank,
+                          rank_var, json_array_size(ranks));
+    }
+    json_t *report = json_object();
+    json_object_set_new(report, "warnings", json_array());
+    int planned_local = (int)json_integer_value(json_object_get(entry, "local_rank"));
+    if (env_first_int(local_vars, &local, &local_var) == 0 && local != planned_local) {
+        /* Resources are per node: the launcher's mapping wins, with a warning. */
+        int node = (int)json_integer_value(json_object_get(entry, "node"));
+        int rpn = (int)json_array_size(ranks) / (int)(json_integer_value(json_object_get(
+                                                          json_array_get(ranks, json_array_size(ranks) - 1), "node")) +
+                                                      1);
+        json_t *alt = json_array_get(ranks, (size_t)(node * rpn + local));
+        json_array_append_new(json_object_get(report, "warnings"),
+                              json_sprintf("rank %d is local rank %d here (%s), the plan said %d; bound as local rank %d",
+                                           rank, local, local_var, planned_local, local));
+        if (alt)
+            entry = alt;
+    }
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    json_object_set_new(report, "rank", json_integer(rank));
+    json_object_set_new(report, "local_rank", json_integer(json_integer_value(json_object_get(entry, "local_rank"))));
+    json_object_set_new(report, "host", json_string(host));
+    json_object_set_new(report, "planned_cpus", json_copy(json_object_get(entry, "cpus")));
+    json_object_set_new(report, "planned_numa", json_copy(json_object_get(entry, "numa")));
+
+    set_env_object(json_object_get(entry, "env"));
+    char *env_path = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_ENV);
+    json_t *jobenv = json_load_file(env_path, 0, &jerr);
+    free(env_path);
+    if (jobenv) /* the job's own env{} wins: the user asked for it */
+        set_env_object(jobenv);
+    json_decref(jobenv);
+    bind(entry, report);
+
+    char *out = gpurun_rank_file(run_dir, rank, "out");
+    int fd = open(out, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    free(out);
+    if (fd < 0) {
+        json_decref(report);
+        json_decref(plan);
+        return gpurun_err(err, GPURUN_EXIT_ENV, "rank %d: cannot write its output in %s: %s", rank, run_dir,
+                          strerror(errno));
+    }
+    char *start = iso_now();
+    json_object_set_new(report, "start", json_string(start));
+    json_object_set_new(report, "pid", json_integer(getpid()));
+    char *bpath = gpurun_rank_file(run_dir, rank, "binding.json");
+    gpurun_write_json(bpath, report, NULL);
+    free(bpath);
+
+    fflush(NULL);
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+    close(fd);
+
+    struct sigaction sa = {.sa_handler = forward};
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+        sigaction(forwarded[i], &sa, NULL);
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(137);
+        struct sigaction dfl = {.sa_handler = SIG_DFL};
+        for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+            sigaction(forwarded[i], &dfl, NULL);
+        execvp(app_argv[0], app_argv);
+        fprintf(stderr, "gpurun: rank %d: cannot run %s: %s\n", rank, app_argv[0], strerror(errno));
+        _exit(errno == ENOENT ? 127 : 126);
+    }
+    int status = 0, code;
+    if (pid < 0) {
+        fprintf(stderr, "gpurun: rank %d: cannot start %s: %s\n", rank, app_argv[0], strerror(errno));
+        code = 126;
+    } else {
+        child_pid = pid;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
+        code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    char *end = iso_now();
+    json_t *st = json_pack("{s:i, s:s, s:i, s:i, s:s, s:s, s:I}", "rank", rank, "host", host, "exit_code", code,
+                           "signal", pid > 0 && WIFSIGNALED(status) ? WTERMSIG(status) : 0, "start", start, "end",
+                           end, "end_ns", now_ns());
+    char *spath = gpurun_rank_file(run_dir, rank, "status.json");
+    gpurun_write_json(spath, st, NULL);
+    free(spath);
+    json_decref(st);
+    free(start);
+    free(end);
+    json_decref(report);
+    json_decref(plan);
+    return code;
+}
