@@ -17,6 +17,9 @@ static const struct {
 } commands[] = {
     {"topo", cmd_topo, "show this node's (or an export's) GPUs, NICs, NUMA nodes and their affinity"},
     {"plan", cmd_plan, "show which GPUs, NICs, cores and memory each rank gets"},
+    {"run", cmd_run, "run a job file (also: gpurun JOB.conf)"},
+    {"submit", cmd_submit, "write a Slurm batch script for a job file and sbatch it"},
+    {"rank", cmd_rank, NULL}, /* the per-rank step launchers start */
 };
 
 static void usage(FILE *f)
@@ -24,9 +27,10 @@ static void usage(FILE *f)
     fprintf(f, "Usage: gpurun COMMAND [OPTIONS]\n\n"
                "Bind MPI ranks to their closest GPUs, NICs, cores and memory.\n\nCommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\n`gpurun COMMAND --help` describes a command; `man gpurun` describes them all.\n"
-               "Running jobs (`gpurun JOB.conf`, run, submit) and results are not in this version yet.\n");
+        if (commands[i].summary)
+            fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n`gpurun JOB.conf` is `gpurun run JOB.conf`. `gpurun COMMAND --help` describes a command;\n"
+               "`man gpurun` describes them all.\n");
 }
 
 int cmd_parse_int(const char *cmd, const char *opt, const char *s, int min, int max, int *out,
@@ -66,7 +70,14 @@ int main(int argc, char **argv)
             fprintf(stderr, "gpurun: %s\n", err.text);
         return rc;
     }
-    fprintf(stderr, "gpurun: '%s' is not a gpurun command in version %s (see gpurun --help)\n", name,
-            PACKAGE_VERSION);
+    /* `gpurun JOB.conf`: anything that is not a command and looks like a file. */
+    if (strchr(name, '.') || strchr(name, '/')) {
+        argv[0] = "run";
+        int rc = cmd_run(argc, argv, &err);
+        if (rc != 0 && err.text[0])
+            fprintf(stderr, "gpurun: %s\n", err.text);
+        return rc;
+    }
+    fprintf(stderr, "gpurun: '%s' is not a gpurun command (see gpurun --help)\n", name);
     return GPURUN_EXIT_CONFIG;
 }

@@ -22,6 +22,7 @@ void gpurun_request_init(gpurun_request_t *req)
     req->threads_per_rank = GPURUN_UNSET;
     req->bind = GPURUN_BIND_CLOSEST;
     req->gpu_visibility = GPURUN_GPUVIS_ISOLATE;
+    req->nallowed_gpus = -1;
 }
 
 void gpurun_request_from_job(gpurun_request_t *req, const gpurun_job_t *job)
@@ -153,7 +154,7 @@ struct core_pool {
     int n;
 };
 
-static void core_pool_init(const gpurun_topo_t *t, struct core_pool *cp)
+static void core_pool_init(const gpurun_topo_t *t, hwloc_const_cpuset_t allowed, struct core_pool *cp)
 {
     hwloc_obj_type_t type = hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_CORE) > 0 ? HWLOC_OBJ_CORE : HWLOC_OBJ_PU;
     int n = hwloc_get_nbobjs_by_type(t->hw, type);
@@ -161,7 +162,8 @@ static void core_pool_init(const gpurun_topo_t *t, struct core_pool *cp)
     cp->taken = gpurun_xcalloc((size_t)n, sizeof *cp->taken);
     cp->n = 0;
     for (hwloc_obj_t c = NULL; (c = hwloc_get_next_obj_by_type(t->hw, type, c));)
-        if (!hwloc_bitmap_iszero(c->cpuset)) /* a core whose PUs are all offline */
+        if (!hwloc_bitmap_iszero(c->cpuset) /* a core whose PUs are all offline */
+            && (!allowed || hwloc_bitmap_isincluded(c->cpuset, allowed)))
             cp->cores[cp->n++] = c;
 }
 
@@ -328,7 +330,7 @@ static int place_cores(const gpurun_topo_t *t, gpurun_plan_t *p, hwloc_bitmap_t 
     }
     qsort(groups, (size_t)ng, sizeof *groups, group_cmp);
     struct core_pool cp;
-    core_pool_init(t, &cp);
+    core_pool_init(t, p->req.allowed_cpus, &cp);
     for (int g = 0; g < ng && rc == 0; g++)
         rc = place_group(t, p, &cp, &groups[g], err);
     core_pool_free(&cp);
@@ -580,19 +582,41 @@ void gpurun_plan_destroy(gpurun_plan_t *p)
 
 /* GPUs per rank: each rank a group of gpr GPUs, ranks spread evenly over the
  * groups (shared by consecutive ranks when there are fewer groups). */
+static bool gpu_allowed(const gpurun_request_t *req, const gpurun_gpu_t *g)
+{
+    if (req->nallowed_gpus < 0)
+        return true;
+    for (int i = 0; i < req->nallowed_gpus; i++)
+        if (req->allowed_gpus[i] == g->index)
+            return true;
+    return false;
+}
+
 static int place_gpus(const gpurun_topo_t *t, gpurun_plan_t *p, int rpn, int gpr, gpurun_error_t *err)
 {
-    int units = t->ngpus / gpr;
+    int *order = gpus_by_locality(t), ngpus = 0;
+    for (int i = 0; i < t->ngpus; i++)
+        if (gpu_allowed(&p->req, &t->gpus[order[i]]))
+            order[ngpus++] = order[i];
+    if (gpr > ngpus) {
+        free(order);
+        return gpurun_err(err, GPURUN_EXIT_ENV,
+                          "a rank cannot have %d GPUs: the allocation gives %d of %s's %d GPUs", gpr, ngpus,
+                          t->hostname, t->ngpus);
+    }
+    int units = ngpus / gpr;
     if (rpn > units) {
-        if (!p->req.oversubscribe)
+        if (!p->req.oversubscribe) {
+            free(order);
             return gpurun_err(err, GPURUN_EXIT_ENV,
-                              "%d rank%s with %d GPU%s each need %d GPUs, but %s has %d; use ranks_per_node = %d, "
+                              "%d rank%s with %d GPU%s each need %d GPUs, but %s has %d%s; use ranks_per_node = %d, "
                               "fewer GPUs per rank, or oversubscribe = true to share GPUs",
-                              rpn, plural(rpn), gpr, plural(gpr), rpn * gpr, t->hostname, t->ngpus, units);
+                              rpn, plural(rpn), gpr, plural(gpr), rpn * gpr, t->hostname, ngpus,
+                              ngpus < t->ngpus ? " in this allocation" : "", units);
+        }
         plan_warn(p, "%d ranks share %d GPU%s (%d per rank): ranks on one GPU compete for it", rpn, units * gpr,
                   plural(units * gpr), gpr);
     }
-    int *order = gpus_by_locality(t);
     for (int r = 0; r < rpn; r++) {
         gpurun_rank_plan_t *rp = &p->ranks[r];
         int unit = (int)((long)r * units / rpn);
@@ -671,8 +695,12 @@ int gpurun_plan_create(const gpurun_topo_t *t, const gpurun_request_t *req_in, g
     }
     int nd;
     hwloc_bitmap_t *numa = cpu_numa_domains(t, &nd);
-    if (req->ranks_per_node == GPURUN_UNSET)
-        req->ranks_per_node = gpr > 0 ? t->ngpus / gpr : nd;
+    if (req->ranks_per_node == GPURUN_UNSET) {
+        int usable = 0;
+        for (int i = 0; i < t->ngpus; i++)
+            usable += gpu_allowed(req, &t->gpus[i]);
+        req->ranks_per_node = gpr > 0 ? (usable / gpr > 0 ? usable / gpr : 1) : nd;
+    }
     int rpn = req->ranks_per_node;
 
     p->nranks = req->nodes * rpn;

@@ -23,6 +23,12 @@ typedef struct gpurun_request {
     bool oversubscribe;
     enum gpurun_bind bind;
     enum gpurun_gpu_visibility gpu_visibility;
+    /* What a resource manager gave this job on this node (see alloc.h):
+     * only cores inside allowed_cpus (NULL: all), only GPUs whose index is
+     * in allowed_gpus (nallowed_gpus < 0: all). */
+    hwloc_const_cpuset_t allowed_cpus;
+    int allowed_gpus[256];
+    int nallowed_gpus;
 } gpurun_request_t;
 
 /* Defaults of a job without a job file. */

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gpurun run JOB.conf (also plain `gpurun JOB.conf`). */
+#include "config.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "job.h"
+#include "run.h"
+
+static const char run_usage[] =
+    "Usage: gpurun run JOB.conf [--dry-run] [--set KEY=VALUE]... [--results DIR] [--quiet|--verbose]\n"
+    "       gpurun JOB.conf [same options]\n"
+    "\n"
+    "Run a job: merge it with its template, plan the binding of every rank, start the ranks\n"
+    "through the launcher (srun inside a Slurm allocation, else mpirun, else local), supervise\n"
+    "them and keep everything in RESULTS/JOB/RUN-ID/.\n"
+    "\n"
+    "  --dry-run          print the launcher command line, the binding and environment of every\n"
+    "                     rank, and start nothing\n"
+    "  --set KEY=VALUE    override a job key (nodes=2, params.nsteps=500, env.OMP_STACKSIZE=1G)\n"
+    "  --results DIR      results folder (default: the job's `results`, next to the job file)\n"
+    "  --quiet            no rank output or status line on the terminal\n"
+    "  --verbose          also print the plan's warnings\n"
+    "  -h, --help         this help\n"
+    "\n"
+    "Exit status: 0 ok; a failed rank's own status (128+N for signal N); 2 bad job file or option;\n"
+    "3 cannot run here (program, launcher or resources missing); 124 time limit; 130/143 interrupted.\n";
+
+int cmd_run(int argc, char **argv, gpurun_error_t *err)
+{
+    enum { O_DRY = 1000, O_SET, O_RESULTS, O_QUIET, O_VERBOSE };
+    static const struct option opts[] = {
+        {"dry-run", no_argument, NULL, O_DRY},     {"set", required_argument, NULL, O_SET},
+        {"results", required_argument, NULL, O_RESULTS}, {"quiet", no_argument, NULL, O_QUIET},
+        {"verbose", no_argument, NULL, O_VERBOSE}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct gpurun_run_opts ro = {0};
+    const char **sets = calloc((size_t)argc + 1, sizeof *sets);
+    size_t nsets = 0;
+    int c, rc = 0;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_DRY: ro.dry_run = true; break;
+        case O_SET: sets[nsets++] = optarg; break;
+        case O_RESULTS: ro.results = optarg; break;
+        case O_QUIET: ro.quiet = true; break;
+        case O_VERBOSE: ro.verbose = true; break;
+        case 'h': fputs(run_usage, stdout); free(sets); return 0;
+        default:
+            gpurun_err(err, GPURUN_EXIT_CONFIG, "run: unknown or incomplete option '%s' (see gpurun run --help)",
+                       argv[optind - 1]);
+            free(sets);
+            return GPURUN_EXIT_CONFIG;
+        }
+    }
+    if (argc - optind != 1) {
+        gpurun_err(err, GPURUN_EXIT_CONFIG, "run: give exactly one job file (see gpurun run --help)");
+        free(sets);
+        return GPURUN_EXIT_CONFIG;
+    }
+    gpurun_job_t *job;
+    if (gpurun_job_load(argv[optind], &job, err) < 0) {
+        free(sets);
+        return err->code;
+    }
+    for (size_t i = 0; i < nsets && rc == 0; i++)
+        if (gpurun_job_set(job, sets[i], err) < 0)
+            rc = err->code;
+    if (rc == 0)
+        rc = gpurun_run_job(job, &ro, err);
+    gpurun_job_destroy(job);
+    free(sets);
+    return rc;
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef GPURUN_LAUNCH_H
+#define GPURUN_LAUNCH_H
+
+/* Starting the launcher's processes and supervising them: signals forwarded
+ * to every rank, the time limit, a grace period before SIGKILL, the first
+ * failure stopping the rest, rank output relayed to a terminal, and nothing
+ * left running afterwards. */
+
+#include <stdbool.h>
+
+#include "../plugins/launcher.h"
+#include "error.h"
+
+struct gpurun_supervise {
+    const char *run_dir;
+    const char *cwd;       /* where the processes start */
+    int nranks;
+    double timeout_s;      /* 0: none */
+    double grace_s;        /* after SIGTERM, before SIGKILL */
+    bool relay_output;     /* copy rank output to stdout with [rank] labels */
+    bool status_line;      /* one line: elapsed, ranks alive, progress */
+    const char *progress_regex; /* first group: the current step; NULL: none */
+};
+
+struct gpurun_outcome {
+    bool timed_out;
+    int interrupted;       /* the signal gpurun got (SIGINT, SIGTERM), or 0 */
+    int launcher_status;   /* worst exit status of the started processes (128+N for signals) */
+    double wall_s;
+};
+
+/* Start `cmds` and wait for them.  Returns 0 once everything has ended (the
+ * outcome says how), -1 with err if nothing could be started. */
+int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_supervise *sv,
+                  struct gpurun_outcome *out, gpurun_error_t *err);
+
+/* Run one command to completion in `cwd`, output appended to `log`
+ * (setup steps).  Returns its exit status (128+N for signals), or -1 with
+ * err when it could not be started. */
+int gpurun_run_step(char *const *argv, const char *cwd, const char *log, gpurun_error_t *err);
+
+#endif

@@ -1,0 +1,626 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gpurun run: merge the job with its template, plan, launch through a
+ * launcher plugin, supervise, and keep everything in a run folder. */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "launch.h"
+#include "plan.h"
+#include "plugin.h"
+#include "rank.h"
+#include "run.h"
+#include "template.h"
+#include "topology.h"
+#include "util.h"
+
+#define GRACE_S 5.0
+
+/* Seconds between SIGTERM and SIGKILL: $GPURUN_KILL_GRACE, else GRACE_S. */
+static double kill_grace(void)
+{
+    const char *g = getenv("GPURUN_KILL_GRACE");
+    char *end;
+    double v = g ? strtod(g, &end) : -1;
+    return g && *g && !*end && v >= 0 && v <= 3600 ? v : GRACE_S;
+}
+
+/* Values ${name} can take: params (the job's over the template's defaults),
+ * then the job's own keys as planned, then the run's folders. */
+struct vars {
+    const gpurun_job_t *job;
+    const gpurun_template_t *tpl;
+    const gpurun_plan_t *plan;
+    const char *run_dir;
+    char num[8][32];
+    int slot;
+};
+
+static const char *kv_get(const struct gpurun_kvlist *kv, const char *key)
+{
+    for (size_t i = 0; i < kv->n; i++)
+        if (!strcmp(kv->items[i].key, key))
+            return kv->items[i].value;
+    return NULL;
+}
+
+static const char *num(struct vars *v, long n)
+{
+    char *b = v->num[v->slot++ % 8];
+    snprintf(b, sizeof v->num[0], "%ld", n);
+    return b;
+}
+
+static const char *lookup(const char *name, void *ctx)
+{
+    struct vars *v = ctx;
+    const char *s = kv_get(&v->job->params, name);
+    if (s)
+        return s;
+    if (v->tpl && (s = kv_get(&v->tpl->defaults, name)))
+        return s;
+    const gpurun_request_t *r = &v->plan->req;
+    if (!strcmp(name, "job"))
+        return v->job->name;
+    if (!strcmp(name, "nodes"))
+        return num(v, r->nodes);
+    if (!strcmp(name, "ranks_per_node"))
+        return num(v, r->ranks_per_node);
+    if (!strcmp(name, "ranks"))
+        return num(v, v->plan->nranks);
+    if (!strcmp(name, "gpus_per_rank"))
+        return num(v, r->gpus_per_rank);
+    if (!strcmp(name, "threads_per_rank"))
+        return num(v, v->plan->ranks[0].threads);
+    if (!strcmp(name, "repeat"))
+        return num(v, v->job->repeat);
+    if (!strcmp(name, "job_dir"))
+        return v->job->dir;
+    if (!strcmp(name, "run_dir"))
+        return v->run_dir;
+    if (!strcmp(name, "template"))
+        return v->job->template_name;
+    return NULL;
+}
+
+static char *abs_path(const char *dir, const char *p)
+{
+    if (p[0] == '/')
+        return gpurun_xstrdup(p);
+    char cwd[PATH_MAX];
+    if (dir[0] == '/')
+        return gpurun_xasprintf("%s/%s", dir, p);
+    if (!getcwd(cwd, sizeof cwd))
+        return gpurun_xasprintf("%s/%s", dir, p);
+    return strcmp(dir, ".") ? gpurun_xasprintf("%s/%s/%s", cwd, dir, p) : gpurun_xasprintf("%s/%s", cwd, p);
+}
+
+static int mkdir_p(const char *path, gpurun_error_t *err)
+{
+    char *p = gpurun_xstrdup(path);
+    for (char *s = p + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = '\0';
+        if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+            int e = errno;
+            free(p);
+            return gpurun_err(err, GPURUN_EXIT_ENV, "cannot create %s: %s", path, strerror(e));
+        }
+        *s = '/';
+    }
+    int rc = 0;
+    if (mkdir(p, 0755) < 0 && errno != EEXIST)
+        rc = gpurun_err(err, GPURUN_EXIT_ENV, "cannot create %s: %s", path, strerror(errno));
+    free(p);
+    return rc;
+}
+
+/* RESULTS/<job>/<UTC time>-<n>: sortable, and never two runs in one folder. */
+static char *make_run_dir(const char *results, const char *job, gpurun_error_t *err)
+{
+    char *parent = gpurun_xasprintf("%s/%s", results, job);
+    if (mkdir_p(parent, err) < 0) {
+        free(parent);
+        return NULL;
+    }
+    char stamp[32];
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    for (int i = 1; i < 10000; i++) {
+        char *d = gpurun_xasprintf("%s/%s-%d", parent, stamp, i);
+        if (mkdir(d, 0755) == 0) {
+            free(parent);
+            return d;
+        }
+        int e = errno;
+        free(d);
+        if (e != EEXIST) {
+            gpurun_err(err, GPURUN_EXIT_ENV, "cannot create a run folder in %s: %s", parent, strerror(e));
+            break;
+        }
+    }
+    free(parent);
+    return NULL;
+}
+
+/* The program must exist before anything starts: a typo is exit 3 at once,
+ * not a time-out.  A path with a slash is relative to the job's folder. */
+static int resolve_program(char **argv, const char *job_dir, gpurun_error_t *err)
+{
+    char *found;
+    if (strchr(argv[0], '/')) {
+        char *p = abs_path(job_dir, argv[0]);
+        found = gpurun_which(p);
+        free(p);
+    } else {
+        found = gpurun_which(argv[0]);
+    }
+    if (!found)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "program '%s' not found%s; nothing was started", argv[0],
+                          strchr(argv[0], '/') ? " (relative to the job file's folder)" : " on PATH");
+    free(argv[0]);
+    argv[0] = found;
+    return 0;
+}
+
+static int command_argv(const char *what, const char *line, struct vars *v, char ***argvp, gpurun_error_t *err)
+{
+    char *expanded;
+    if (gpurun_expand(line, lookup, v, what, &expanded, err) < 0)
+        return -1;
+    int rc = gpurun_split_words(expanded, argvp, err);
+    if (rc == 0 && !(*argvp)[0]) {
+        gpurun_free_words(*argvp);
+        rc = gpurun_err(err, GPURUN_EXIT_CONFIG, "%s is empty after expansion", what);
+    }
+    if (rc < 0)
+        err->code = GPURUN_EXIT_CONFIG;
+    free(expanded);
+    return rc;
+}
+
+/* Words as a user could paste them into a shell. */
+static void print_quoted(FILE *f, char *const *argv)
+{
+    for (char *const *a = argv; *a; a++) {
+        const char *s = *a;
+        bool plain = *s != '\0';
+        for (const char *c = s; *c && plain; c++)
+            plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%", *c) != NULL;
+        fputs(a == argv ? "" : " ", f);
+        if (plain) {
+            fputs(s, f);
+            continue;
+        }
+        fputc('\'', f);
+        for (const char *c = s; *c; c++)
+            if (*c == '\'')
+                fputs("'\\''", f);
+            else
+                fputc(*c, f);
+        fputc('\'', f);
+    }
+    fputc('\n', f);
+}
+
+static json_t *kv_json(const struct gpurun_kvlist *kv)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; i < kv->n; i++)
+        json_object_set_new(o, kv->items[i].key, json_string(kv->items[i].value));
+    return o;
+}
+
+static char *iso_time(time_t t)
+{
+    char buf[32];
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return gpurun_xstrdup(buf);
+}
+
+struct rank_result {
+    int failed_rank;    /* first rank to fail, -1 if none */
+    int failed_code;
+    char failed_host[256];
+    int finished;       /* ranks that wrote a status */
+    json_t *bindings;   /* what every rank reported */
+    json_t *statuses;
+};
+
+static void collect_ranks(const char *run_dir, int nranks, struct rank_result *rr)
+{
+    rr->failed_rank = -1;
+    rr->finished = 0;
+    rr->bindings = json_array();
+    rr->statuses = json_array();
+    json_int_t first = 0;
+    for (int i = 0; i < nranks; i++) {
+        char *bp = gpurun_rank_file(run_dir, i, "binding.json");
+        char *sp = gpurun_rank_file(run_dir, i, "status.json");
+        json_t *b = json_load_file(bp, 0, NULL), *s = json_load_file(sp, 0, NULL);
+        free(bp);
+        free(sp);
+        json_array_append_new(rr->bindings, b ? b : json_null());
+        json_array_append_new(rr->statuses, s ? s : json_null());
+        if (!s)
+            continue;
+        rr->finished++;
+        int code = (int)json_integer_value(json_object_get(s, "exit_code"));
+        json_int_t end = json_integer_value(json_object_get(s, "end_ns"));
+        if (code != 0 && (rr->failed_rank < 0 || end < first)) {
+            rr->failed_rank = i;
+            rr->failed_code = code;
+            first = end;
+            snprintf(rr->failed_host, sizeof rr->failed_host, "%s",
+                     json_string_value(json_object_get(s, "host")) ? json_string_value(json_object_get(s, "host"))
+                                                                    : "?");
+        }
+    }
+}
+
+static const char *signal_name(int code)
+{
+    return code > 128 && code < 128 + 65 ? strsignal(code - 128) : NULL;
+}
+
+/* The last lines a launcher printed, for a message when it failed alone. */
+static char *launcher_tail(const char *run_dir)
+{
+    char *p = gpurun_xasprintf("%s/launcher.out", run_dir);
+    char *buf = NULL;
+    size_t len = 0;
+    gpurun_error_t e;
+    char *tail = NULL;
+    if (gpurun_read_file(p, "launcher output", 16u << 20, &buf, &len, &e) == 0) {
+        size_t from = len > 600 ? len - 600 : 0;
+        tail = gpurun_xstrdup(buf + from);
+        free(buf);
+    }
+    free(p);
+    return tail;
+}
+
+struct run_ctx {
+    gpurun_job_t *job;
+    const struct gpurun_run_opts *opts;
+    gpurun_template_t *tpl;
+    gpurun_topo_t *topo;
+    gpurun_plan_t *plan;
+    const gpurun_launcher_plugin_t *launcher;
+    char launcher_why[256];
+    char alloc_note[256];
+    char *command;       /* template command (+ gpu_args), unexpanded */
+    char *results;
+};
+
+static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
+{
+    gpurun_job_t *job = c->job;
+    char *run_dir = make_run_dir(c->results, job->name, err);
+    if (!run_dir)
+        return err->code;
+    struct vars v = {.job = job, .tpl = c->tpl, .plan = c->plan, .run_dir = run_dir};
+    char **app = NULL;
+    int rc = 0;
+    json_t *record = NULL;
+    struct rank_result rr = {0};
+    time_t start = time(NULL);
+    struct gpurun_outcome oc = {0};
+    struct gpurun_launch_cmds cmds = {0};
+
+    if (command_argv("command", c->command, &v, &app, err) < 0 || resolve_program(app, job->dir, err) < 0) {
+        rc = err->code;
+        goto out;
+    }
+    char *p = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_PLAN);
+    json_t *pj = gpurun_plan_json(c->plan);
+    int wrc = gpurun_write_json(p, pj, err);
+    json_decref(pj);
+    free(p);
+    p = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_TOPOLOGY);
+    if (wrc == 0)
+        wrc = gpurun_topo_export(c->topo, p, err);
+    free(p);
+    p = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_ENV);
+    json_t *env = kv_json(&job->env);
+    if (wrc == 0)
+        wrc = gpurun_write_json(p, env, err);
+    json_decref(env);
+    free(p);
+    if (wrc < 0) {
+        rc = err->code;
+        goto out;
+    }
+
+    /* Setup steps run once, in the run folder, before any rank. */
+    for (size_t i = 0; c->tpl && i < c->tpl->nsetup; i++) {
+        char **step;
+        if (command_argv("setup", c->tpl->setup[i], &v, &step, err) < 0) {
+            rc = err->code;
+            goto out;
+        }
+        if (resolve_program(step, job->dir, err) < 0) {
+            gpurun_free_words(step);
+            rc = err->code;
+            goto out;
+        }
+        char *log = gpurun_xasprintf("%s/setup.log", run_dir);
+        int code = gpurun_run_step(step, run_dir, log, err);
+        gpurun_free_words(step);
+        if (code != 0) {
+            if (code > 0)
+                gpurun_err(err, GPURUN_EXIT_ENV, "setup step %zu (%s) failed with exit status %d; see %s", i + 1,
+                           c->tpl->setup[i], code, log);
+            free(log);
+            rc = GPURUN_EXIT_ENV;
+            goto out;
+        }
+        free(log);
+    }
+
+    char self[PATH_MAX];
+    ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (sl < 0) {
+        gpurun_err(err, GPURUN_EXIT_ENV, "cannot find gpurun's own path: %s", strerror(errno));
+        rc = GPURUN_EXIT_ENV;
+        goto out;
+    }
+    self[sl] = '\0';
+    char *export_env[] = {"PATH", "LD_LIBRARY_PATH", NULL};
+    struct gpurun_launch_request lr = {
+        .nodes = c->plan->req.nodes,
+        .ranks_per_node = c->plan->req.ranks_per_node,
+        .nranks = c->plan->nranks,
+        .oversubscribe = c->plan->req.oversubscribe,
+        .rank_step = self,
+        .run_dir = run_dir,
+        .app_argv = app,
+        .export_env = export_env,
+    };
+    if (c->launcher->commands(&lr, &cmds, err) < 0) {
+        rc = err->code;
+        goto out;
+    }
+    bool tty = isatty(STDOUT_FILENO) && !c->opts->quiet;
+    struct gpurun_supervise sv = {
+        .run_dir = run_dir,
+        .cwd = run_dir,
+        .nranks = c->plan->nranks,
+        .timeout_s = (double)job->timeout_s,
+        .grace_s = kill_grace(),
+        .relay_output = tty,
+        .status_line = tty,
+        .progress_regex = c->tpl ? c->tpl->progress : NULL,
+    };
+    if (!c->opts->quiet) {
+        printf("gpurun: %s: %d rank%s (%d node%s x %d) via %s; run folder %s\n", job->name, c->plan->nranks,
+               c->plan->nranks == 1 ? "" : "s", lr.nodes, lr.nodes == 1 ? "" : "s", lr.ranks_per_node,
+               c->launcher->name, run_dir);
+        fflush(stdout);
+    }
+    if (gpurun_launch(&cmds, &sv, &oc, err) < 0) {
+        rc = err->code;
+        goto out;
+    }
+    collect_ranks(run_dir, c->plan->nranks, &rr);
+
+    const char *state = "ok";
+    if (oc.interrupted) {
+        rc = 128 + oc.interrupted;
+        state = "failed";
+        gpurun_err(err, rc, "interrupted by %s: every rank was stopped; run folder %s", strsignal(oc.interrupted),
+                   run_dir);
+    } else if (oc.timed_out) {
+        rc = GPURUN_EXIT_TIMEOUT;
+        state = "timeout";
+        gpurun_err(err, rc, "time limit of %lds reached: every rank was stopped; run folder %s", job->timeout_s,
+                   run_dir);
+    } else if (rr.failed_rank >= 0) {
+        rc = rr.failed_code;
+        state = "failed";
+        const char *sig = signal_name(rc);
+        gpurun_err(err, rc, "rank %d on %s failed first: %s %d%s%s%s; its output: %s/rank.%d.out", rr.failed_rank,
+                   rr.failed_host, sig ? "killed by signal" : "exit status", sig ? rc - 128 : rc, sig ? " (" : "",
+                   sig ? sig : "", sig ? ")" : "", run_dir, rr.failed_rank);
+    } else if (oc.launcher_status != 0 || rr.finished < c->plan->nranks) {
+        rc = oc.launcher_status ? oc.launcher_status : GPURUN_EXIT_ENV;
+        if (rr.finished == 0)
+            rc = GPURUN_EXIT_ENV; /* no rank ever ran: the launcher could not start them */
+        state = "failed";
+        char *tail = launcher_tail(run_dir);
+        gpurun_err(err, rc, "%s failed (exit status %d) with %d of %d ranks finished; it said:\n%s",
+                   c->launcher->name, oc.launcher_status, rr.finished, c->plan->nranks, tail ? tail : "(nothing)");
+        free(tail);
+    }
+    /* A binding the kernel did not give as planned is said, not hidden. */
+    size_t i;
+    json_t *b;
+    json_array_foreach(rr.bindings, i, b)
+    {
+        size_t k;
+        json_t *w;
+        json_array_foreach(json_object_get(b, "warnings"), k, w)
+            fprintf(stderr, "gpurun: warning: rank %zu: %s\n", i, json_string_value(w));
+    }
+    for (size_t w = 0; w < c->plan->nwarnings; w++)
+        if (c->opts->verbose)
+            fprintf(stderr, "gpurun: plan warning: %s\n", c->plan->warnings[w]);
+
+    char *s0 = iso_time(start), *s1 = iso_time(time(NULL));
+    const gpurun_gpu_t *g0 = c->plan->ranks[0].ngpus ? &c->topo->gpus[c->plan->ranks[0].gpus[0]] : NULL;
+    json_t *hosts = json_array();
+    json_array_append_new(hosts, json_string(c->topo->hostname));
+    record = json_pack("{s:s, s:s, s:s?, s:s, s:s, s:f, s:i, s:s, s:i, s:i, s:i, s:i, s:s, s:o, s:s?, s:o, s:i}",
+                       "run_id", strrchr(run_dir, '/') + 1, "job", job->name, "template", job->template_name,
+                       "start", s0, "end", s1, "wall_s", oc.wall_s, "exit_status", rc, "state", state, "nodes",
+                       c->plan->req.nodes, "ranks", c->plan->nranks, "gpus_per_rank", c->plan->req.gpus_per_rank,
+                       "threads_per_rank", c->plan->ranks[0].threads, "launcher", c->launcher->name, "hosts", hosts,
+                       "gpu_model", g0 ? g0->name : NULL, "params", kv_json(&job->params), "repeat_index",
+                       repeat_index);
+    json_object_set_new(record, "command", json_array());
+    for (char **a = app; *a; a++)
+        json_array_append_new(json_object_get(record, "command"), json_string(*a));
+    json_object_set_new(record, "launcher_choice", json_string(c->launcher_why));
+    if (c->alloc_note[0])
+        json_object_set_new(record, "allocation", json_string(c->alloc_note));
+    json_object_set_new(record, "plan", gpurun_plan_json(c->plan));
+    json_object_set_new(record, "bindings", json_incref(rr.bindings));
+    json_object_set_new(record, "rank_status", json_incref(rr.statuses));
+    json_object_set_new(record, "gpurun_version", json_string(PACKAGE_VERSION));
+    free(s0);
+    free(s1);
+    p = gpurun_xasprintf("%s/record.json", run_dir);
+    gpurun_error_t werr;
+    if (gpurun_write_json(p, record, &werr) < 0)
+        fprintf(stderr, "gpurun: warning: %s\n", werr.text);
+    free(p);
+    if (rc == 0 && !c->opts->quiet)
+        printf("gpurun: %s: ok in %.1f s; record %s/record.json\n", job->name, oc.wall_s, run_dir);
+out:
+    json_decref(record);
+    json_decref(rr.bindings);
+    json_decref(rr.statuses);
+    gpurun_launch_cmds_free(&cmds);
+    if (app)
+        gpurun_free_words(app);
+    free(run_dir);
+    return rc;
+}
+
+static void dry_run(struct run_ctx *c, char *const *app, const struct gpurun_launch_cmds *cmds)
+{
+    printf("# gpurun dry run of job %s: nothing is started\n", c->job->name);
+    printf("# launcher: %s\n", c->launcher_why);
+    if (c->alloc_note[0])
+        printf("# allocation: %s\n", c->alloc_note);
+    for (size_t i = 0; c->tpl && i < c->tpl->nsetup; i++)
+        printf("# setup %zu: %s\n", i + 1, c->tpl->setup[i]);
+    printf("# program: ");
+    print_quoted(stdout, app);
+    for (int i = 0; i < cmds->count; i++) {
+        for (char **e = cmds->env[i]; e && *e; e++)
+            printf("%s ", *e);
+        print_quoted(stdout, cmds->argv[i]);
+    }
+    printf("\n%-5s %-4s %-5s %-6s %-20s %-4s %-6s %-20s %s\n", "rank", "node", "local", "GPU", "NIC", "aff", "NUMA",
+           "cpus", "threads");
+    for (int r = 0; r < c->plan->nranks; r++) {
+        const gpurun_rank_plan_t *rk = &c->plan->ranks[r];
+        char *cpus = hwloc_bitmap_iszero(rk->cpuset) ? gpurun_xstrdup("(unbound)") : gpurun_cpuset_list(rk->cpuset);
+        char *numa = hwloc_bitmap_iszero(rk->nodeset) ? gpurun_xstrdup("-") : gpurun_cpuset_list(rk->nodeset);
+        json_t *gp = json_object_get(rk->env, "GPURUN_GPUS"), *np = json_object_get(rk->env, "GPURUN_NICS");
+        printf("%-5d %-4d %-5d %-6s %-20s %-4s %-6s %-20s %d\n", rk->rank, rk->node, rk->local_rank,
+               gp ? json_string_value(gp) : "-", np ? json_string_value(np) : "-",
+               rk->nnics ? gpurun_affinity_name(rk->nic_affinity) : "-", numa, cpus, rk->threads);
+        free(cpus);
+        free(numa);
+    }
+    printf("\n# environment of each rank\n");
+    for (int r = 0; r < c->plan->nranks; r++) {
+        const char *k;
+        json_t *val;
+        printf("rank %d:", r);
+        json_object_foreach(c->plan->ranks[r].env, k, val) printf(" %s=%s", k, json_string_value(val));
+        for (size_t i = 0; i < c->job->env.n; i++)
+            printf(" %s=%s", c->job->env.items[i].key, c->job->env.items[i].value);
+        printf("\n");
+    }
+    for (size_t w = 0; w < c->plan->nwarnings; w++)
+        printf("warning: %s\n", c->plan->warnings[w]);
+}
+
+int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun_error_t *err)
+{
+    struct run_ctx c = {.job = job, .opts = opts};
+    int rc = 0;
+    if (job->template_name) {
+        char *path;
+        if (gpurun_template_find(job->template_name, job->dir, &path, err) < 0)
+            return err->code;
+        rc = gpurun_template_load(path, &c.tpl, err);
+        free(path);
+        if (rc < 0)
+            return err->code;
+    } else if (!job->command) {
+        return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                          "%s: the job names neither a template nor a command; add `template = \"NAME\"` or "
+                          "`command = \"PROGRAM ARGS\"`",
+                          job->path ? job->path : job->name);
+    }
+    if (gpurun_topo_load(NULL, &c.topo, err) < 0) {
+        rc = err->code;
+        goto out;
+    }
+    gpurun_request_t req;
+    gpurun_request_from_job(&req, job);
+    gpurun_alloc_apply(c.topo, &req, c.alloc_note, sizeof c.alloc_note);
+    if (gpurun_plan_create(c.topo, &req, &c.plan, err) < 0) {
+        rc = err->code;
+        goto out;
+    }
+    if (gpurun_launcher_choose(job->launcher, &c.launcher, c.launcher_why, sizeof c.launcher_why, err) < 0) {
+        rc = err->code;
+        goto out;
+    }
+    c.command = c.tpl ? (c.plan->req.gpus_per_rank > 0 && c.tpl->gpu_args
+                             ? gpurun_xasprintf("%s %s", c.tpl->command, c.tpl->gpu_args)
+                             : gpurun_xstrdup(c.tpl->command))
+                      : gpurun_xstrdup(job->command);
+    const char *results = opts->results ? opts->results : job->results;
+    c.results = results[0] == '/' || opts->results ? gpurun_xstrdup(results) : abs_path(job->dir, results);
+
+    if (opts->dry_run) {
+        char *rd = gpurun_xasprintf("%s/%s/<run-id>", c.results, job->name);
+        struct vars v = {.job = job, .tpl = c.tpl, .plan = c.plan, .run_dir = rd};
+        char **app;
+        if (command_argv("command", c.command, &v, &app, err) < 0 || resolve_program(app, job->dir, err) < 0) {
+            rc = err->code;
+            free(rd);
+            goto out;
+        }
+        char self[PATH_MAX];
+        ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+        self[sl > 0 ? sl : 0] = '\0';
+        char *export_env[] = {"PATH", "LD_LIBRARY_PATH", NULL};
+        struct gpurun_launch_request lr = {.nodes = c.plan->req.nodes,
+                                           .ranks_per_node = c.plan->req.ranks_per_node,
+                                           .nranks = c.plan->nranks,
+                                           .oversubscribe = c.plan->req.oversubscribe,
+                                           .rank_step = self,
+                                           .run_dir = rd,
+                                           .app_argv = app,
+                                           .export_env = export_env};
+        struct gpurun_launch_cmds cmds = {0};
+        if (c.launcher->commands(&lr, &cmds, err) == 0)
+            dry_run(&c, app, &cmds);
+        else
+            rc = err->code;
+        gpurun_launch_cmds_free(&cmds);
+        gpurun_free_words(app);
+        free(rd);
+        goto out;
+    }
+    for (int i = 0; i < job->repeat && rc == 0; i++)
+        rc = run_once(&c, i, err);
+out:
+    free(c.command);
+    free(c.results);
+    gpurun_plan_destroy(c.plan);
+    gpurun_topo_destroy(c.topo);
+    gpurun_template_destroy(c.tpl);
+    return rc;
+}
