@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gpurun submit: write the job's Slurm batch script into its results
+ * folder, then hand it to sbatch. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "batch.h"
+#include "cmd.h"
+#include "job.h"
+#include "util.h"
+
+#define SBATCH_OUT_MAX 4096 /* `sbatch --parsable` prints "ID[;CLUSTER]" */
+
+static const char submit_usage[] =
+    "Usage: gpurun submit JOB.conf [--dry-run] [--set KEY=VALUE]... [--results DIR]\n"
+    "\n"
+    "Write a Slurm batch script for the job into RESULTS/<job>/submit-<UTC time>.sbatch,\n"
+    "then submit it with sbatch.  On the compute node the script runs\n"
+    "`gpurun run JOB.conf` with the same --set options.\n"
+    "\n"
+    "  --dry-run           write and print the script, submit nothing\n"
+    "  --set KEY=VALUE     override a job key (slurm.partition=gpu, ranks_per_node=4)\n"
+    "  --results DIR       results folder (default: the job's `results`, relative to it)\n"
+    "  -h, --help          this help\n"
+    "\n"
+    "The job's layout becomes --nodes, --ntasks-per-node, --gpus-per-node and\n"
+    "--cpus-per-task; its timeout (times the runs of repeat and scan) --time; each\n"
+    "key of its slurm {} section one `#SBATCH --KEY=VALUE` line.\n"
+    "\n"
+    "Exit status: 0 submitted (or written, with --dry-run), 2 bad job file or option,\n"
+    "3 sbatch missing or refusing the job.\n";
+
+/* ---- files -------------------------------------------------------------- */
+
+static int mkdir_p(const char *path, gpurun_error_t *err)
+{
+    char *p = gpurun_xstrdup(path);
+    for (char *s = p + 1;; s++) {
+        if (*s != '/' && *s)
+            continue;
+        char c = *s;
+        *s = '\0';
+        if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+            int e = errno;
+            gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot create the folder %s: %s", p, strerror(e));
+            free(p);
+            return -1;
+        }
+        *s = c;
+        if (!c)
+            break;
+    }
+    struct stat st;
+    int rc = 0;
+    if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+        rc = gpurun_err(err, GPURUN_EXIT_ENV, "submit: %s is not a folder", path);
+    free(p);
+    return rc;
+}
+
+/* Write the script completely or not at all (temporary file, then link or
+ * rename), never over an earlier script of the same second: each stays the
+ * record of what was submitted. */
+static int write_script(const char *folder, const char *script, char **pathp, gpurun_error_t *err)
+{
+    char *tmp = gpurun_xasprintf("%s/.submit-XXXXXX", folder);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        int e = errno;
+        free(tmp);
+        return gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot write a file in %s: %s", folder, strerror(e));
+    }
+    size_t len = strlen(script), off = 0;
+    int e = 0;
+    while (off < len && !e) {
+        ssize_t n = write(fd, script + off, len - off);
+        if (n < 0 && errno != EINTR)
+            e = errno;
+        else if (n > 0)
+            off += (size_t)n;
+    }
+    if (!e && (fchmod(fd, 0644) < 0 || fsync(fd) < 0))
+        e = errno;
+    if (close(fd) < 0 && !e)
+        e = errno;
+    if (e) {
+        unlink(tmp);
+        free(tmp);
+        return gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot write the batch script in %s: %s", folder,
+                          strerror(e));
+    }
+
+    time_t now = time(NULL);
+    struct tm tm;
+    char stamp[32];
+    gmtime_r(&now, &tm);
+    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    for (int i = 1; i <= 100; i++) {
+        char *path = i == 1 ? gpurun_xasprintf("%s/submit-%s.sbatch", folder, stamp)
+                            : gpurun_xasprintf("%s/submit-%s-%d.sbatch", folder, stamp, i);
+        /* link() never replaces; where a file system has no hard links,
+         * rename() after a look. */
+        bool linked = link(tmp, path) == 0, renamed = false;
+        e = linked ? 0 : errno;
+        if (!linked && e != EEXIST) {
+            struct stat st;
+            if (lstat(path, &st) == 0)
+                e = EEXIST;
+            else if (rename(tmp, path) == 0)
+                renamed = true;
+            else
+                e = errno;
+        }
+        if (linked || renamed) {
+            if (linked)
+                unlink(tmp);
+            free(tmp);
+            *pathp = path;
+            return 0;
+        }
+        free(path);
+        if (e != EEXIST)
+            break;
+    }
+    unlink(tmp);
+    free(tmp);
+    return gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot name the batch script in %s: %s", folder,
+                      strerror(e));
+}
+
+/* gpurun's own path, for the compute node to run the same gpurun. */
+static int self_path(char **pathp, gpurun_error_t *err)
+{
+    for (size_t size = 256; size <= 65536; size *= 2) {
+        char *p = gpurun_xmalloc(size);
+        ssize_t n = readlink("/proc/self/exe", p, size);
+        if (n < 0) {
+            int e = errno;
+            free(p);
+            return gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot find gpurun's own path in /proc/self/exe: %s",
+                              strerror(e));
+        }
+        if ((size_t)n < size) {
+            p[n] = '\0';
+            *pathp = p;
+            return 0;
+        }
+        free(p);
+    }
+    return gpurun_err(err, GPURUN_EXIT_ENV, "submit: gpurun's own path is too long");
+}
+
+/* ---- sbatch ------------------------------------------------------------- */
+
+/* Run `sbatch --parsable SCRIPT`, its stdout captured, its stderr the
+ * user's.  Exit status 3 for every failure: nothing was submitted. */
+static int run_sbatch(const char *script, char **outp, gpurun_error_t *err)
+{
+    int out[2], status_pipe[2];
+    if (pipe2(out, O_CLOEXEC) < 0)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot start sbatch: %s", strerror(errno));
+    /* The child writes exec's errno here; closed unwritten when exec works. */
+    if (pipe2(status_pipe, O_CLOEXEC) < 0) {
+        int e = errno;
+        close(out[0]);
+        close(out[1]);
+        return gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot start sbatch: %s", strerror(e));
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(out[0]);
+        close(out[1]);
+        close(status_pipe[0]);
+        close(status_pipe[1]);
+        return gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot start sbatch: %s", strerror(e));
+    }
+    if (pid == 0) {
+        char *argv[] = {"sbatch", "--parsable", (char *)script, NULL};
+        if (dup2(out[1], STDOUT_FILENO) >= 0)
+            execvp(argv[0], argv);
+        int e = errno;
+        ssize_t unused = write(status_pipe[1], &e, sizeof e);
+        (void)unused;
+        _exit(127);
+    }
+    close(out[1]);
+    close(status_pipe[1]);
+
+    char *buf = gpurun_xmalloc(SBATCH_OUT_MAX + 1);
+    size_t len = 0;
+    for (;;) {
+        char chunk[512];
+        ssize_t n = read(out[0], chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        /* Read to the end even past the limit: sbatch must not block. */
+        size_t keep = (size_t)n < SBATCH_OUT_MAX - len ? (size_t)n : SBATCH_OUT_MAX - len;
+        memcpy(buf + len, chunk, keep);
+        len += keep;
+    }
+    buf[len] = '\0';
+    close(out[0]);
+
+    int exec_errno = 0;
+    ssize_t got;
+    while ((got = read(status_pipe[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR)
+        ;
+    close(status_pipe[0]);
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+
+    int rc = 0;
+    if (got == (ssize_t)sizeof exec_errno)
+        rc = exec_errno == ENOENT
+                 ? gpurun_err(err, GPURUN_EXIT_ENV,
+                              "submit: sbatch was not found on PATH: is this a Slurm login node? The batch script "
+                              "is at %s; submit it with sbatch where Slurm runs.",
+                              script)
+                 : gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot run sbatch: %s (the batch script is at %s)",
+                              strerror(exec_errno), script);
+    else if (WIFSIGNALED(status))
+        rc = gpurun_err(err, GPURUN_EXIT_ENV, "submit: sbatch was killed by signal %d; the batch script is at %s",
+                        WTERMSIG(status), script);
+    else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        rc = gpurun_err(err, GPURUN_EXIT_ENV,
+                        "submit: sbatch refused the job (exit status %d, its message is above); the batch "
+                        "script is at %s",
+                        WIFEXITED(status) ? WEXITSTATUS(status) : -1, script);
+    if (rc < 0) {
+        free(buf);
+        return -1;
+    }
+    *outp = buf;
+    return 0;
+}
+
+/* `--parsable` prints "ID" or "ID;CLUSTER". */
+static int report_submission(const char *out, const char *script, gpurun_error_t *err)
+{
+    const char *p = out + strspn(out, " \t\r\n");
+    size_t idlen = strspn(p, "0123456789");
+    if (!idlen || (p[idlen] && !strchr(";\r\n", p[idlen])))
+        return gpurun_err(err, GPURUN_EXIT_ENV,
+                          "submit: sbatch printed no job id (got '%.80s'); the batch script is at %s", out, script);
+    printf("Submitted batch job %.*s", (int)idlen, p);
+    if (p[idlen] == ';') {
+        const char *cl = p + idlen + 1;
+        size_t cllen = strcspn(cl, "\r\n");
+        if (cllen)
+            printf(" on cluster %.*s", (int)cllen, cl);
+    }
+    printf("\nBatch script: %s\n", script);
+    return 0;
+}
+
+/* ---- the command ---------------------------------------------------------- */
+
+static int bad_option(const char *arg, gpurun_error_t *err)
+{
+    gpurun_err(err, GPURUN_EXIT_CONFIG, "submit: unknown or incomplete option '%s' (see gpurun submit --help)", arg);
+    return GPURUN_EXIT_CONFIG;
+}
+
+int cmd_submit(int argc, char **argv, gpurun_error_t *err)
+{
+    enum { O_DRY = 1000, O_SET, O_RESULTS };
+    static const struct option opts[] = {
+        {"dry-run", no_argument, NULL, O_DRY},
+        {"set", required_argument, NULL, O_SET},
+        {"results", required_argument, NULL, O_RESULTS},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    bool dry = false;
+    const char *results = NULL;
+    /* --set as given, plus one for --results: the compute node repeats them. */
+    char **sets = gpurun_xcalloc((size_t)argc + 1, sizeof *sets);
+    size_t nset = 0;
+    int c, rc = GPURUN_EXIT_CONFIG;
+    gpurun_job_t *job = NULL;
+    char *results_abs = NULL, *self = NULL, *script = NULL, *folder = NULL, *path = NULL, *out = NULL;
+
+    optind = 0; /* a full restart (glibc, musl): tests call commands again */
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_DRY: dry = true; break;
+        case O_SET: sets[nset++] = gpurun_xstrdup(optarg); break;
+        case O_RESULTS: results = optarg; break;
+        case 'h': fputs(submit_usage, stdout); rc = 0; goto out;
+        default: rc = bad_option(argv[optind - 1], err); goto out;
+        }
+    }
+    if (argc - optind != 1) {
+        if (argc - optind == 0)
+            gpurun_err(err, GPURUN_EXIT_CONFIG, "submit: which job? Usage: gpurun submit JOB.conf [OPTIONS]");
+        else
+            gpurun_err(err, GPURUN_EXIT_CONFIG, "submit: one job file, got '%s' and '%s'", argv[optind],
+                       argv[optind + 1]);
+        goto out;
+    }
+    const char *job_path = argv[optind];
+
+    if (gpurun_job_load(job_path, &job, err) < 0)
+        goto fail;
+    for (size_t i = 0; i < nset; i++)
+        if (gpurun_job_set(job, sets[i], err) < 0)
+            goto fail;
+    if (results) {
+        /* Relative to here, as typed; the job's own `results` is relative
+         * to the job file.  Carried as a --set, it holds on the node too. */
+        if (gpurun_batch_abspath(results, &results_abs, err) < 0)
+            goto fail;
+        sets[nset] = gpurun_xasprintf("results=%s", results_abs);
+        if (gpurun_job_set(job, sets[nset++], err) < 0)
+            goto fail;
+    }
+    if (self_path(&self, err) < 0 || gpurun_batch_script(job, job_path, self, sets, nset, &script, err) < 0 ||
+        gpurun_batch_job_folder(job, &folder, err) < 0 || mkdir_p(folder, err) < 0 ||
+        write_script(folder, script, &path, err) < 0)
+        goto fail;
+
+    if (dry) {
+        fputs(script, stdout);
+        fflush(stdout);
+        fprintf(stderr, "gpurun: batch script written to %s; not submitted (--dry-run)\n", path);
+        rc = 0;
+        goto out;
+    }
+    if (run_sbatch(path, &out, err) < 0 || report_submission(out, path, err) < 0)
+        goto fail;
+    rc = 0;
+    goto out;
+fail:
+    rc = err->code ? err->code : GPURUN_EXIT_CONFIG;
+out:
+    for (size_t i = 0; i < nset; i++)
+        free(sets[i]);
+    free(sets);
+    gpurun_job_destroy(job);
+    free(results_abs);
+    free(self);
+    free(script);
+    free(folder);
+    free(path);
+    free(out);
+    return rc;
+}
