@@ -1,0 +1,111 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Faults: a failing rank's status passes through and the rank is named; the
+# time limit, SIGTERM and SIGKILL to gpurun leave no process behind; a
+# missing program fails at once.  Under mpirun and under the local launcher.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+if [ ! -x "${HELLO:-}" ]; then
+    echo "1..0 # SKIP examples/hello/hello not built (configure found no MPI)"
+    exit 0
+fi
+if [ "$(id -u)" -eq 0 ]; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+unset GPURUN_TOPOLOGY
+export GPURUN_KILL_GRACE=1
+launchers=local
+command -v mpirun >/dev/null 2>&1 && launchers="local mpirun"
+
+# A copy of hello under a unique name, so that leftovers can be counted.
+mark=gpurun-fault-$$
+cp "$HELLO" "$TMP/$mark"
+leftovers() { pgrep -f "$mark" | grep -v "^$$\$" | wc -l; }
+# wait_gone SECONDS: true once no process of this test is left
+wait_gone() {
+    n=0
+    while [ "$(leftovers)" -gt 0 ] && [ "$n" -lt "$(( $1 * 10 ))" ]; do sleep 0.1; n=$((n + 1)); done
+    [ "$(leftovers)" -eq 0 ]
+}
+
+job() { # job LAUNCHER ARGS [EXTRA]
+    cat >"$TMP/f.conf" <<JOB
+command = "$TMP/$mark $2"
+launcher = "$1"
+ranks_per_node = 2
+threads_per_rank = 1
+$3
+JOB
+}
+
+for L in $launchers; do
+    job "$L" "--exit-rank 1 --exit-code 7 --sleep 30"
+    run timeout 60 "$GPURUN" run "$TMP/f.conf" --quiet
+    expect_rc 7 "$L: a rank exiting 7 makes gpurun exit 7"
+    contains "$TMP/err" "rank 1 on" "$L: ... and names rank 1"
+    contains "$TMP/err" "exit status 7" "$L: ... with its exit status"
+    wait_gone 5
+    ok $? "$L: the other rank was stopped"
+
+    job "$L" "--segv-rank 0 --sleep 30"
+    run timeout 60 "$GPURUN" run "$TMP/f.conf" --quiet
+    expect_rc 139 "$L: a rank killed by SIGSEGV makes gpurun exit 139"
+    contains "$TMP/err" "rank 0 on" "$L: ... naming rank 0"
+    contains "$TMP/err" "killed by signal 11" "$L: ... and the signal"
+    wait_gone 5
+    ok $? "$L: nothing left after the SIGSEGV"
+
+    job "$L" "--hang-rank 1" 'timeout = "2s"'
+    start=$(date +%s)
+    run timeout 60 "$GPURUN" run "$TMP/f.conf" --quiet
+    expect_rc 124 "$L: a rank hanging past timeout gives 124"
+    [ $(( $(date +%s) - start )) -le 10 ]
+    ok $? "$L: ... soon after the 2 s limit"
+    contains "$TMP/err" "time limit of 2s reached" "$L: ... and says so"
+    wait_gone 3
+    ok $? "$L: every process gone within the grace period"
+
+    job "$L" "--ignore-term --hang-rank 0 --hang-rank 1" 'timeout = "2s"'
+    run timeout 60 "$GPURUN" run "$TMP/f.conf" --quiet
+    expect_rc 124 "$L: ranks ignoring SIGTERM still end at the time limit"
+    wait_gone 3
+    ok $? "$L: ... killed after the grace period"
+
+    job "$L" "--sleep 60"
+    "$GPURUN" run "$TMP/f.conf" --quiet >"$TMP/out" 2>"$TMP/err" &
+    pid=$!
+    n=0
+    while [ "$(ls "$TMP"/results/f/*/rank.1.binding.json 2>/dev/null | wc -l)" -lt 1 ] && [ $n -lt 100 ]; do
+        sleep 0.1; n=$((n + 1))
+    done
+    sleep 0.5
+    kill -TERM "$pid"
+    rc=0
+    wait "$pid" || rc=$?
+    expect_rc 143 "$L: SIGTERM to gpurun while ranks run gives 143"
+    wait_gone 3
+    ok $? "$L: ... and no process is left"
+
+    "$GPURUN" run "$TMP/f.conf" --quiet >"$TMP/out" 2>"$TMP/err" &
+    pid=$!
+    n=0
+    while [ "$(leftovers)" -lt 2 ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+    kill -KILL "$pid"
+    wait "$pid" 2>/dev/null
+    wait_gone 10
+    ok $? "$L: SIGKILL to gpurun leaves no rank behind"
+    rm -rf "$TMP/results"
+done
+
+cat >"$TMP/m.conf" <<JOB
+command = "no-such-program-$$ --flag"
+ranks_per_node = 2
+JOB
+start=$(date +%s)
+run timeout 60 "$GPURUN" run "$TMP/m.conf"
+expect_rc 3 "a missing program is exit 3"
+[ $(( $(date +%s) - start )) -le 2 ]
+ok $? "... at once"
+contains "$TMP/err" "program 'no-such-program-$$' not found on PATH; nothing was started" "... saying which program"
+
+done_testing
