@@ -9,6 +9,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 PACKAGES="build-essential autoconf automake libtool pkg-config
   libhwloc-dev hwloc libconfuse-dev libjansson-dev libsqlite3-dev libpmix-dev
+  openmpi-bin libopenmpi-dev slurm-wlm munge procps
   jq man-db"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq

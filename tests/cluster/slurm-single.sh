@@ -99,6 +99,39 @@ stop_daemons() {
     sleep 0.2
 }
 
+# Prints the pids of the slurmstepd processes of this cluster: slurmd was
+# started with SLURM_CONF=$CONF, and its step daemons inherit it.
+our_stepds() {
+    command -v pgrep >/dev/null 2>&1 || return 0
+    for p in $(pgrep -x slurmstepd); do
+        if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$CONF"; then
+            echo "$p"
+        fi
+    done
+}
+
+descendants() { # descendants PID: all processes below PID
+    for c in $(pgrep -P "$1"); do
+        echo "$c"
+        descendants "$c"
+    done
+}
+
+# Steps left behind when the daemons died before "down" could cancel the
+# jobs (proctrack/linuxproc: the tasks are the stepd's descendants).
+kill_stray_steps() {
+    stepds=$(our_stepds)
+    [ -n "$stepds" ] || return 0
+    victims=
+    for p in $stepds; do
+        victims="$victims $p $(descendants "$p")"
+    done
+    say "killing stray job steps:$(echo "$victims" | tr '\n' ' ')"
+    # shellcheck disable=SC2086 # a list of pids
+    kill -KILL $victims 2>/dev/null
+    sleep 0.2
+}
+
 exports() {
     printf "export SLURM_CONF='%s'\n" "$CONF"
     printf "export GPURUN_SLURM_DIR='%s'\n" "$DIR"
@@ -150,6 +183,7 @@ cmd_down() {
     stop_daemons "$SLURMD_PID" slurmd "$CTLD_PID" slurmctld
     # munged last: the Slurm daemons may still sign messages while stopping.
     stop_daemons "$MUNGE_PID" munged
+    kill_stray_steps
     rm -rf "$DIR"
 }
 
