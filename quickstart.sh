@@ -15,3 +15,11 @@ echo "== gpurun topo"
 echo
 echo "== gpurun plan"
 ./launcher/gpurun plan
+if [ -x examples/hello/hello ]; then
+    # As root, Open MPI wants to be told that this is meant.
+    [ "$(id -u)" -ne 0 ] || export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    echo
+    echo "== gpurun run examples/hello/job.conf (every rank reports where it runs)"
+    ./launcher/gpurun run examples/hello/job.conf --set oversubscribe=true
+    cat "$(ls -d examples/hello/results/hello/*/ | tail -1)"rank.*.out
+fi
