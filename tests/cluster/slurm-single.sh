@@ -20,6 +20,7 @@
 set -u
 
 DIR=${GPURUN_SLURM_DIR:-/tmp/gpurun-slurm}
+DIR=${DIR%/}
 CTLD_PORT=${GPURUN_SLURMCTLD_PORT:-16817}
 SLURMD_PORT=${GPURUN_SLURMD_PORT:-16818}
 UP_TIMEOUT=${GPURUN_SLURM_UP_TIMEOUT:-30}
@@ -51,6 +52,11 @@ case $DIR in
     / | /tmp | /tmp/ | /etc* | /usr* | /var | /var/ | /home | /home/ | /root | /root/)
         die "refusing to use $DIR as the state folder" ;;
 esac
+# Unix socket paths (munge.socket, slurmd's per-step sockets in the spool
+# folder) must fit in 108 bytes.
+if [ ${#DIR} -gt 64 ]; then
+    die "state folder path too long for Unix sockets (over 64 bytes): $DIR"
+fi
 for p in "$CTLD_PORT" "$SLURMD_PORT" "$UP_TIMEOUT"; do
     case $p in
         '' | *[!0-9]*) die "not a number: '$p'" ;;
@@ -58,14 +64,21 @@ for p in "$CTLD_PORT" "$SLURMD_PORT" "$UP_TIMEOUT"; do
 done
 
 # pid_alive PIDFILE NAME: prints the pid when PIDFILE names a live process
-# whose program is NAME (guards against a stale file and pid reuse).
+# whose program is NAME and whose command line names this state folder
+# (each daemon is started with -f $CONF or --socket=$SOCKET): a stale file
+# or a reused pid never makes us signal someone else's process.
 pid_alive() {
     [ -r "$1" ] || return 1
     pid=$(head -n 1 "$1" 2>/dev/null | tr -dc 0-9)
     [ -n "$pid" ] || return 1
     [ -r "/proc/$pid/cmdline" ] || return 1
-    exe=$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | head -n 1)
+    cmdline=$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null)
+    exe=$(printf '%s\n' "$cmdline" | head -n 1)
     [ "${exe##*/}" = "$2" ] || return 1
+    case $cmdline in
+        *"$DIR/"*) ;;
+        *) return 1 ;;
+    esac
     echo "$pid"
 }
 
@@ -129,7 +142,16 @@ kill_stray_steps() {
     say "killing stray job steps:$(echo "$victims" | tr '\n' ' ')"
     # shellcheck disable=SC2086 # a list of pids
     kill -KILL $victims 2>/dev/null
-    sleep 0.2
+    i=0
+    while [ "$i" -lt 30 ]; do # until init has reaped them (3 s at most)
+        left=
+        for p in $victims; do
+            [ -d "/proc/$p" ] && left=1
+        done
+        [ -n "$left" ] || break
+        sleep 0.1
+        i=$((i + 1))
+    done
 }
 
 exports() {
@@ -162,16 +184,19 @@ cmd_status() {
 }
 
 cmd_down() {
-    if [ -e "$DIR" ] && [ ! -f "$DIR/$MARK" ]; then
+    [ -e "$DIR" ] || return 0
+    # Only ever remove a folder this script made (or an empty one).
+    if [ ! -f "$DIR/$MARK" ] && ! { [ -d "$DIR" ] && [ -z "$(ls -A "$DIR")" ]; }; then
         die "$DIR exists but was not made by this script; not touching it"
     fi
-    [ -d "$DIR" ] || return 0
     # Cancel what is still queued or running, so that no slurmstepd outlives
     # the cluster (bounded: 10 s).
     if pid_alive "$CTLD_PID" slurmctld >/dev/null &&
         pid_alive "$MUNGE_PID" munged >/dev/null; then
-        if [ -n "$(SLURM_CONF=$CONF timeout 5 squeue -h -o %i 2>/dev/null)" ]; then
-            SLURM_CONF=$CONF timeout 5 scancel --full -u root >/dev/null 2>&1
+        jobs=$(SLURM_CONF=$CONF timeout 5 squeue -h -o %i 2>/dev/null)
+        if [ -n "$jobs" ]; then
+            # shellcheck disable=SC2086 # a list of job ids
+            SLURM_CONF=$CONF timeout 5 scancel $jobs >/dev/null 2>&1
             i=0
             while [ "$i" -lt 100 ] &&
                 [ -n "$(SLURM_CONF=$CONF timeout 5 squeue -h -o %i 2>/dev/null)" ]; do
@@ -189,7 +214,7 @@ cmd_down() {
 
 # Prints why the cluster cannot be brought up here, or nothing.
 missing_prereq() {
-    if [ "$(id -u)" -ne 0 ]; then
+    if [ "$(id -u)" != 0 ]; then
         echo "needs root (slurmd runs jobs as any user; SlurmUser=root)"
         return
     fi
@@ -261,7 +286,7 @@ start_munged() {
 write_conf() {
     host=$(hostname -s 2>/dev/null || hostname)
     # The node line as slurmd sees this machine (first line; the second is UpTime).
-    node=$(SLURM_CONF=/dev/null slurmd -C 2>/dev/null | sed -n 's/^NodeName=/NodeName=/p' | head -n 1)
+    node=$(SLURM_CONF=/dev/null slurmd -C 2>/dev/null | sed -n '/^NodeName=/p' | head -n 1)
     [ -n "$node" ] || node=$(slurmd -C 2>/dev/null | sed -n '/^NodeName=/p' | head -n 1)
     [ -n "$node" ] || return 1
     nodename=$(printf '%s\n' "$node" | sed 's/^NodeName=\([^ ]*\).*/\1/')
@@ -269,6 +294,11 @@ write_conf() {
     cat >"$CONF" <<EOF
 # Written by tests/cluster/slurm-single.sh; removed by "down".
 ClusterName=gpurun-test
+# Job ids start at 1 in every fresh cluster; two clusters on one machine
+# would then share Open MPI session dirs (/tmp/ompi.<host>.<uid>/jf.*, from
+# the job and step ids) and output file names.  Start each cluster's ids at
+# its slurmctld port times 1000 (ports differ between live clusters).
+FirstJobId=$((CTLD_PORT * 1000 + 1))
 SlurmctldHost=$host(127.0.0.1)
 SlurmctldPort=$CTLD_PORT
 SlurmdPort=$SLURMD_PORT
@@ -314,12 +344,6 @@ $node NodeAddr=127.0.0.1 State=UNKNOWN
 PartitionName=debug Nodes=$nodename Default=YES MaxTime=INFINITE State=UP
 EOF
     : >"$DIR/plugstack.conf"
-    # cgroup.conf is read from slurm.conf's folder; keep slurmd away from
-    # cgroup setup it does not need (proctrack/linuxproc, task/affinity).
-    cat >"$DIR/cgroup.conf" <<EOF
-CgroupPlugin=autodetect
-IgnoreSystemd=yes
-EOF
 }
 
 cmd_up() {
@@ -334,6 +358,10 @@ cmd_up() {
     fi
     # Half up, or left over from a failed run: start again from nothing.
     cmd_down || exit 1
+    # The daemons inherit every open descriptor; one that is a pipe (say
+    # "up 5>&1 | cat", or a harness's) would keep its reader waiting until
+    # "down".  Close 3-9 (what sh can name); stdio is redirected below.
+    exec 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-
     for p in "$CTLD_PORT" "$SLURMD_PORT"; do
         if port_busy "$p"; then
             die "TCP port $p is in use (another cluster?); set GPURUN_SLURMCTLD_PORT/GPURUN_SLURMD_PORT"
