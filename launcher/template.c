@@ -75,13 +75,15 @@ static void search_path(const char *job_dir, struct dirs *d)
     dirs_add(d, gpurun_xstrdup(GPURUN_PKGDATADIR "/templates"));
 }
 
-/* The nearest template name that exists, for a misspelt one. */
-static char *nearest_template(const char *name, const struct dirs *d)
+/* The nearest name that exists in `sub` of the folders, for a misspelt one. */
+static char *nearest_name(const char *name, const struct dirs *d, const char *sub)
 {
     char **names = NULL;
     size_t n = 0;
     for (size_t i = 0; i < d->n; i++) {
-        DIR *dp = opendir(d->v[i]);
+        char *dir = sub ? gpurun_xasprintf("%s/%s", d->v[i], sub) : gpurun_xstrdup(d->v[i]);
+        DIR *dp = opendir(dir);
+        free(dir);
         if (!dp)
             continue;
         struct dirent *de;
@@ -102,19 +104,21 @@ static char *nearest_template(const char *name, const struct dirs *d)
     return found;
 }
 
-int gpurun_template_find(const char *name, const char *job_dir, char **pathp, gpurun_error_t *err)
+int gpurun_search_path_find(const char *what, const char *sub, const char *name, const char *job_dir,
+                            char **pathp, gpurun_error_t *err)
 {
     struct gpurun_conf_shown a;
     *pathp = NULL;
     if (!gpurun_conf_plain_name_ok(name))
         return gpurun_err(err, GPURUN_EXIT_CONFIG,
-                          "template '%s': not a valid template name (letters, digits, '_', '-', "
+                          "%s '%s': not a valid %s name (letters, digits, '_', '-', "
                           "'.'; a name on the search path, not a file)",
-                          gpurun_conf_shown(&a, name));
+                          what, gpurun_conf_shown(&a, name), what);
     struct dirs d = {0};
     search_path(job_dir, &d);
+    const char *slash = sub ? "/" : "", *s = sub ? sub : "";
     for (size_t i = 0; i < d.n; i++) {
-        char *path = gpurun_xasprintf("%s/%s.conf", d.v[i], name);
+        char *path = gpurun_xasprintf("%s%s%s/%s.conf", d.v[i], slash, s, name);
         struct stat st;
         /* There, or there but unreadable: reading it then says why. */
         if (stat(path, &st) == 0 || (errno != ENOENT && errno != ENOTDIR)) {
@@ -128,20 +132,24 @@ int gpurun_template_find(const char *name, const char *job_dir, char **pathp, gp
     char looked[1536] = "";
     for (size_t i = 0; i < d.n; i++) {
         size_t len = strlen(looked);
-        snprintf(looked + len, sizeof looked - len, "%s%s", i ? ", " : "", d.v[i]);
+        snprintf(looked + len, sizeof looked - len, "%s%s%s%s", i ? ", " : "", d.v[i], slash, s);
     }
-    char *near = nearest_template(name, &d);
+    char *near = nearest_name(name, &d, sub);
     if (near)
-        gpurun_err(err, GPURUN_EXIT_CONFIG,
-                   "template '%s' not found (did you mean '%s'?); looked in %s", name, near,
-                   looked);
+        gpurun_err(err, GPURUN_EXIT_CONFIG, "%s '%s' not found (did you mean '%s'?); looked in %s",
+                   what, name, near, looked);
     else
         gpurun_err(err, GPURUN_EXIT_CONFIG,
-                   "template '%s' not found; looked in %s (GPURUN_TEMPLATE_PATH adds folders)",
+                   "%s '%s' not found; looked in %s (GPURUN_TEMPLATE_PATH adds folders)", what,
                    name, looked);
     free(near);
     dirs_free(&d);
     return -1;
+}
+
+int gpurun_template_find(const char *name, const char *job_dir, char **pathp, gpurun_error_t *err)
+{
+    return gpurun_search_path_find("template", NULL, name, job_dir, pathp, err);
 }
 
 /* ---- pass 3: what a template needs ------------------------------------ */
@@ -172,9 +180,11 @@ static void check_command(struct gpurun_conf_ctx *ctx, int line, const char *wha
     gpurun_free_words(words);
 }
 
-/* A regex gpurun reads output with: it compiles, and its first group is
- * what it reads.  One with a ${name} in it is whole only once expanded. */
-static void check_regex(struct gpurun_conf_ctx *ctx, const char *name, const char *value)
+/* A regex gpurun reads output with: it compiles, and (with `group`) its
+ * first group is what it reads.  One with a ${name} in it is whole only once
+ * expanded. */
+static void check_regex_group(struct gpurun_conf_ctx *ctx, const char *name, const char *value,
+                              bool group)
 {
     int line = gpurun_conf_record_line(ctx, name);
     if (!line || !value || !*value)
@@ -195,7 +205,7 @@ static void check_regex(struct gpurun_conf_ctx *ctx, const char *name, const cha
                          what, gpurun_conf_shown(&b, value), why);
         return;
     }
-    if (re.re_nsub < 1)
+    if (group && re.re_nsub < 1)
         gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK,
                          "%s: '%s' has no group: put what it reads in parentheses, as in "
                          "\"([0-9.]+) ns/day\"",
@@ -203,10 +213,66 @@ static void check_regex(struct gpurun_conf_ctx *ctx, const char *name, const cha
     regfree(&re);
 }
 
+static void check_regex(struct gpurun_conf_ctx *ctx, const char *name, const char *value)
+{
+    check_regex_group(ctx, name, value, true);
+}
+
+static int cb_bool(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
+{
+    struct gpurun_conf_shown a;
+    int b = value ? cfg_parse_boolean(value) : -1;
+    if (b < 0)
+        return gpurun_conf_value_error(cfg, opt, "expected true or false, got '%s'",
+                                       gpurun_conf_shown(&a, value));
+    *(int *)result = b;
+    return 0;
+}
+
+/* A fom reads by `regex`, or by `header` and `row` (fom.h); `after`
+ * either way. */
+static void check_fom_keys(struct gpurun_conf_ctx *ctx, cfg_t *fom, const char *base,
+                           bool complete)
+{
+    struct gpurun_conf_shown a;
+    char name[512];
+    const char *regex = cfg_getstr(fom, "regex"), *header = cfg_getstr(fom, "header"),
+               *row = cfg_getstr(fom, "row");
+    int line = gpurun_conf_record_line(ctx, base);
+    snprintf(name, sizeof name, "%s.header", base);
+    int hline = gpurun_conf_record_line(ctx, name);
+    if (regex && header && hline)
+        gpurun_conf_note(ctx, hline, GPURUN_CONF_CHECK,
+                         "key '%s': not with 'regex': a fom reads by a regex, or by a column's "
+                         "header and its row",
+                         gpurun_conf_shown(&a, name));
+    if (complete && line && header && !row)
+        gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK,
+                         "key '%s': 'header' without 'row' (a regex the line of values matches, "
+                         "as in \"^Performance:\")",
+                         gpurun_conf_shown(&a, base));
+    snprintf(name, sizeof name, "%s.row", base);
+    int rline = gpurun_conf_record_line(ctx, name);
+    if (row && !header && rline)
+        gpurun_conf_note(ctx, rline, GPURUN_CONF_CHECK,
+                         "key '%s': 'row' without 'header' (the heading of the value's column, "
+                         "as in \"(ns/day)\")",
+                         gpurun_conf_shown(&a, name));
+    check_regex_group(ctx, name, row, false);
+    snprintf(name, sizeof name, "%s.after", base);
+    check_regex_group(ctx, name, cfg_getstr(fom, "after"), false);
+    snprintf(name, sizeof name, "%s.header", base);
+    if (hline && header && strstr(header, "${")) {
+        char what[600];
+        snprintf(what, sizeof what, "key '%s'", gpurun_conf_shown(&a, name));
+        check_command(ctx, hline, what, header, false);
+    }
+}
+
 static void check_fom(struct gpurun_conf_ctx *ctx, cfg_t *fom, bool complete)
 {
     char *base = gpurun_xasprintf("fom.%s", cfg_title(fom));
-    static const char *const fields[] = {"file", "regex", "units", "better"};
+    static const char *const fields[] = {"file", "regex", "units", "better", "header", "row", "after"};
     struct gpurun_conf_shown a, b;
     char name[512];
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
@@ -215,13 +281,14 @@ static void check_fom(struct gpurun_conf_ctx *ctx, cfg_t *fom, bool complete)
     }
 
     int line = gpurun_conf_record_line(ctx, base);
-    if (complete && line && !cfg_getstr(fom, "regex"))
+    if (complete && line && !cfg_getstr(fom, "regex") && !cfg_getstr(fom, "header"))
         gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK,
                          "key '%s': no 'regex' (a POSIX extended regex whose first group is the "
                          "value)",
                          gpurun_conf_shown(&a, base));
     snprintf(name, sizeof name, "%s.regex", base);
     check_regex(ctx, name, cfg_getstr(fom, "regex"));
+    check_fom_keys(ctx, fom, base, complete);
 
     snprintf(name, sizeof name, "%s.file", base);
     line = gpurun_conf_record_line(ctx, name);
@@ -342,7 +409,11 @@ static gpurun_template_t *convert(cfg_t *cfg, const char *label)
         struct gpurun_fom *fom = &t->foms[i];
         fom->name = gpurun_xstrdup(cfg_title(f));
         fom->file = opt_strdup(cfg_getstr(f, "file"));
-        fom->regex = gpurun_xstrdup(cfg_getstr(f, "regex"));
+        fom->regex = opt_strdup(cfg_getstr(f, "regex"));
+        fom->header = opt_strdup(cfg_getstr(f, "header"));
+        fom->row = opt_strdup(cfg_getstr(f, "row"));
+        fom->after = opt_strdup(cfg_getstr(f, "after"));
+        fom->optional = cfg_getbool(f, "optional");
         fom->units = gpurun_xstrdup(cfg_getstr(f, "units") ? cfg_getstr(f, "units") : "");
         fom->better = gpurun_xstrdup(cfg_getstr(f, "better") ? cfg_getstr(f, "better") : "higher");
     }
@@ -364,6 +435,10 @@ int gpurun_template_parse(const char *text, size_t len, const char *label, gpuru
         CFG_STR("regex", NULL, CFGF_NONE),
         CFG_STR("units", NULL, CFGF_NONE),
         CFG_STR("better", NULL, CFGF_NONE),
+        CFG_STR("header", NULL, CFGF_NONE),
+        CFG_STR("row", NULL, CFGF_NONE),
+        CFG_STR("after", NULL, CFGF_NONE),
+        CFG_BOOL_CB("optional", cfg_false, CFGF_NONE, cb_bool),
         CFG_END(),
     };
     cfg_opt_t opts[] = {
@@ -442,6 +517,9 @@ void gpurun_template_destroy(gpurun_template_t *t)
         free(t->foms[i].regex);
         free(t->foms[i].units);
         free(t->foms[i].better);
+        free(t->foms[i].header);
+        free(t->foms[i].row);
+        free(t->foms[i].after);
     }
     free(t->foms);
     free(t->sanity);

@@ -5,6 +5,7 @@
 /* Workload templates (SPEC §3) as plain structs: only template.c sees
  * libconfuse.  Also the search path and ${name} expansion they use. */
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "error.h"
@@ -14,9 +15,16 @@ struct gpurun_fom {
     char *name;   /* the section title: ns_per_day */
     char *file;   /* where to read it, ${name} unexpanded; NULL: the rank output */
     char *regex;  /* POSIX extended regex, first group is the value; checked
-                     when read, unless it holds a ${name} */
+                     when read, unless it holds a ${name}; NULL with header */
     char *units;  /* "ns/day"; "" when not given */
     char *better; /* "higher" (the default) | "lower" */
+    char *header; /* instead of regex: the heading of the value's column in a
+                     table ("(ns/day)"); read with `row` (fom.h) */
+    char *row;    /* with header: a regex the line of values matches */
+    char *after;  /* a regex: each line matching it admits one value; NULL:
+                     every value counts */
+    bool optional; /* may be missing without failing the run (a template
+                      whose program prints one of several figures) */
 };
 
 typedef struct gpurun_template {
@@ -39,6 +47,10 @@ typedef struct gpurun_template {
  * $GPURUN_TEMPLATE_PATH (colon-separated), ~/.config/gpurun/templates, then
  * the installed templates folder.  Errors (exit 2) list where it looked. */
 int gpurun_template_find(const char *name, const char *job_dir, char **pathp, gpurun_error_t *err);
+/* The same search for `what` ("template", "site") NAME.conf in the folder
+ * `sub` ("sites"; NULL: none) of each folder of the path. */
+int gpurun_search_path_find(const char *what, const char *sub, const char *name, const char *job_dir,
+                            char **pathp, gpurun_error_t *err);
 
 /* Read a template file; errors name the file, line and key (exit 2). */
 int gpurun_template_load(const char *path, gpurun_template_t **tp, gpurun_error_t *err);

@@ -1,0 +1,111 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# gpurun collect: the shipped templates' figures of merit read from real
+# GROMACS, LAMMPS and hpcc output (tests/logs), as a table and as JSON, and
+# its exit status: 1 when a file lacks a figure or the sanity text, 2 for a
+# file that cannot be read, an unknown template or a bad option.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+if ! command -v jq >/dev/null 2>&1; then
+    echo "1..0 # SKIP jq not found (Debian: jq)"
+    exit 0
+fi
+LOGS=$top_srcdir/tests/logs
+GPURUN_TEMPLATE_PATH=$top_srcdir/templates
+export GPURUN_TEMPLATE_PATH
+
+# ---- GROMACS -----------------------------------------------------------------
+run "$GPURUN" collect --template gromacs "$LOGS/gromacs-water-2ranks.log"
+expect_rc 0 "collect --template gromacs md.log"
+contains "$TMP/out" "ns_per_day   12.218  ns/day" "the table: ns_per_day, its value and units"
+contains "$TMP/out" "hour_per_ns  1.964   hour/ns" "... and hour_per_ns"
+# The figure is GROMACS's own: the (ns/day) column of its Performance: line.
+own=$(awk '/\(ns\/day\)/ { getline; if ($1 == "Performance:") print $2 }' "$LOGS/gromacs-water-2ranks.log")
+run "$GPURUN" collect --template gromacs "$LOGS/gromacs-water-2ranks.log" --json
+expect_rc 0 "collect --json"
+[ "$(jq -r '.files[0].foms.ns_per_day.value' "$TMP/out")" = "$own" ]
+ok $? "JSON ns_per_day is the md.log's own Performance: figure ($own)"
+[ "$(jq -r '[.gpurun_collect, .template, .ok, .files[0].sanity, .files[0].foms.ns_per_day.units] | join(" ")' \
+    "$TMP/out")" = "1 gromacs true true ns/day" ]
+ok $? "JSON: version 1, template, ok, sanity found, units"
+
+run "$GPURUN" collect -t gromacs "$LOGS/gromacs-water-detailed.log" --json
+expect_rc 0 "GMX_DETAILED_PERF_STATS layout"
+[ "$(jq -c '[.files[0].foms.ns_per_day.values, .files[0].foms.hour_per_ns.values]' "$TMP/out")" = "[[60.916],[0.394]]" ]
+ok $? "... read by the (ns/day) and (hour/ns) headers, not by position"
+
+run "$GPURUN" collect --template gromacs "$LOGS/gromacs-water-em.log"
+expect_rc 1 "a minimisation log has no ns/day: exit 1"
+contains "$TMP/err" "gromacs-water-em.log: no figure of merit of template 'gromacs' found" "... and says so"
+contains "$TMP/out" "(not found)" "... the table says not found"
+
+run "$GPURUN" collect --template gromacs "$LOGS/gromacs-water-2ranks.log" "$LOGS/gromacs-water-em.log" --json
+expect_rc 1 "two files, one without a figure: exit 1"
+[ "$(jq -c '[.ok, .files[0].foms.ns_per_day.value, .files[1].foms.ns_per_day.value, .files[1].foms.ns_per_day.values]' \
+    "$TMP/out")" = '[false,12.218,null,[]]' ]
+ok $? "... JSON: the figure of the first, null and [] for the second, ok false"
+
+# A log cut short before mdrun's final report: no figure, no sanity text.
+head -n 500 "$LOGS/gromacs-water-2ranks.log" >"$TMP/cut.log"
+run "$GPURUN" collect --template gromacs "$TMP/cut.log"
+expect_rc 1 "a log cut short: exit 1"
+contains "$TMP/err" "the sanity text 'Finished mdrun' of template 'gromacs' does not appear" "... the sanity text is missing"
+
+# ---- LAMMPS ------------------------------------------------------------------
+run "$GPURUN" collect --template lammps "$LOGS/lammps-lj-2runs.log" --json
+expect_rc 0 "collect --template lammps, a log of two runs"
+[ "$(jq -c '.files[0].foms | [.tau_per_day.values, .timesteps_per_s.values, .loop_time.values]' "$TMP/out")" = \
+    "[[413628.071,536655.071],[957.472,1242.257],[0.522208,0.402493]]" ]
+ok $? "every run's figures, in order"
+[ "$(jq -c '.files[0].foms.ns_per_day | [.value, .optional]' "$TMP/out")" = "[null,true]" ]
+ok $? "lj units: no ns/day, an optional figure"
+run "$GPURUN" collect --template lammps "$LOGS/lammps-lj-2runs.log"
+contains "$TMP/out" "413628.071, 536655.071" "the table lists both runs"
+run "$GPURUN" collect --template lammps "$LOGS/lammps-argon-real.log" "$LOGS/lammps-print-fake.log" --json
+expect_rc 0 "real units, and a script printing fake Performance: lines"
+[ "$(jq -c '[.files[0].foms.ns_per_day.value, .files[0].foms.hours_per_ns.value, .files[1].foms.tau_per_day.values]' \
+    "$TMP/out")" = "[381.169,0.063,[505099.572]]" ]
+ok $? "ns/day and hours/ns in real units; the fake lines are not read"
+
+# ---- HPL (hpcc) --------------------------------------------------------------
+run "$GPURUN" collect --template hpl "$LOGS/hpcc-2tests-hpccoutf.txt" --json
+expect_rc 0 "collect --template hpl hpccoutf.txt"
+[ "$(jq -c '.files[0].foms | [.gflops.values, .gflops.units, .time_s.values]' "$TMP/out")" = \
+    '[[4.184,5.456],"GFLOP/s",[0.16,0.41]]' ]
+ok $? "both HPL tests' GFLOP/s and times"
+
+# ---- a template next to where collect runs -----------------------------------
+mkdir "$TMP/here"
+cat >"$TMP/here/mine.conf" <<'EOF'
+description = "test"
+command     = "true"
+fom rate    { regex = "rate: ([^ ]+)"  units = "items/s" }
+EOF
+printf 'rate: 1.5\nrate: nan\nrate: 2\n' >"$TMP/here/out.txt"
+(cd "$TMP/here" && "$GPURUN" collect --template mine out.txt) >"$TMP/out" 2>"$TMP/err"
+rc=$?
+expect_rc 0 "a template in the current folder"
+contains "$TMP/out" "out.txt  rate  1.5, 2  items/s" "... every finite value"
+contains "$TMP/out" "note: out.txt: rate: line 2: 'nan' is not a finite number, skipped" "... nan skipped, said"
+
+# ---- errors --------------------------------------------------------------------
+run "$GPURUN" collect --template gromacs "$TMP/no-such.log"
+expect_rc 2 "a missing file: exit 2"
+contains "$TMP/err" "no-such.log: No such file or directory" "... named"
+run "$GPURUN" collect --template gromacs "$TMP"
+expect_rc 2 "a folder: exit 2"
+run "$GPURUN" collect --template gromcs "$LOGS/gromacs-water-2ranks.log"
+expect_rc 2 "an unknown template: exit 2"
+contains "$TMP/err" "template 'gromcs' not found (did you mean 'gromacs'?)" "... with the nearest name"
+run "$GPURUN" collect "$LOGS/gromacs-water-2ranks.log"
+expect_rc 2 "no --template: exit 2"
+run "$GPURUN" collect --template gromacs
+expect_rc 2 "no file: exit 2"
+run "$GPURUN" collect --template gromacs --csv "$LOGS/gromacs-water-2ranks.log"
+expect_rc 2 "an unknown option: exit 2"
+contains "$TMP/err" "unknown or incomplete option '--csv'" "... named"
+run "$GPURUN" collect --help
+expect_rc 0 "--help"
+contains "$TMP/out" "Usage: gpurun collect --template NAME FILE... [--json]" "... shows the usage"
+
+done_testing

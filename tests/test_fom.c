@@ -1,0 +1,683 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Figures of merit (fom.h): the shipped gromacs, lammps and hpl templates on
+ * real output of those programs (tests/logs, README.md there says how each
+ * was made), then on hand-made hostile files: several runs in one log, a
+ * log cut short, nan, inf, overflow, a fake Performance: line, the
+ * GMX_DETAILED_PERF_STATS layout, a minimisation, an empty file, binary
+ * junk, a folder, a FIFO.  Then the sanity check, the fom keys of a
+ * template, and the reference bands. */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fom.h"
+#include "tap.h"
+#include "template.h"
+
+static const char *top;
+static char tmpdir[] = "/tmp/gpurun-test-fom.XXXXXX";
+
+/* ---- helpers ----------------------------------------------------------- */
+
+static char *src_path(const char *rel)
+{
+    char *p = NULL;
+    if (asprintf(&p, "%s/%s", top, rel) < 0)
+        abort();
+    return p;
+}
+
+static char *tmp_path(const char *name)
+{
+    char *p = NULL;
+    if (asprintf(&p, "%s/%s", tmpdir, name) < 0)
+        abort();
+    return p;
+}
+
+/* Write `len` bytes (strlen when len is 0) to TMP/name; its path. */
+static char *put_file(const char *name, const char *text, size_t len)
+{
+    char *p = tmp_path(name);
+    FILE *f = fopen(p, "wb");
+    if (!f || fwrite(text, 1, len ? len : strlen(text), f) != (len ? len : strlen(text)))
+        abort();
+    fclose(f);
+    return p;
+}
+
+static gpurun_template_t *load_tpl(const char *rel)
+{
+    gpurun_template_t *t = NULL;
+    gpurun_error_t err = {0};
+    char *p = src_path(rel);
+    if (!ok(gpurun_template_load(p, &t, &err) == 0, "%s loads", rel))
+        diag("%s", err.text);
+    free(p);
+    return t;
+}
+
+static gpurun_template_t *parse_tpl(const char *text, gpurun_error_t *err)
+{
+    gpurun_template_t *t = NULL;
+    gpurun_template_parse(text, strlen(text), "tpl.conf", &t, err);
+    return t;
+}
+
+static const struct gpurun_fom_values *get(const gpurun_foms_t *f, const char *file, const char *name)
+{
+    for (size_t i = 0; i < f->n; i++)
+        if (!strcmp(f->f[i].name, name) && (!file || !strcmp(f->f[i].file, file)))
+            return &f->f[i];
+    return NULL;
+}
+
+/* Every fom of t from the one file `path` (as gpurun collect reads). */
+static int read_file(const gpurun_template_t *t, const char *path, gpurun_foms_t *out, gpurun_error_t *err)
+{
+    char *files[] = {(char *)path, NULL};
+    return gpurun_fom_read(t, ".", NULL, NULL, files, out, err);
+}
+
+/* The values of `name` are exactly want[0..n). */
+static void want_values(const gpurun_foms_t *f, const char *name, const double *want, size_t n, const char *what)
+{
+    const struct gpurun_fom_values *v = get(f, NULL, name);
+    bool same = v && v->n == n;
+    for (size_t i = 0; same && i < n; i++)
+        same = v->values[i] == want[i];
+    if (!ok(same, "%s: %s = %zu value(s)", what, name, n)) {
+        if (!v) {
+            diag("no fom %s", name);
+            return;
+        }
+        for (size_t i = 0; i < v->n; i++)
+            diag("got %.17g", v->values[i]);
+        if (v->note)
+            diag("note: %s", v->note);
+    }
+}
+
+#define WANT(f, name, what, ...)                                                                 \
+    do {                                                                                         \
+        const double w_[] = {__VA_ARGS__};                                                       \
+        want_values((f), (name), w_, sizeof w_ / sizeof *w_, (what));                            \
+    } while (0)
+
+static void want_none(const gpurun_foms_t *f, const char *name, const char *note, const char *what)
+{
+    const struct gpurun_fom_values *v = get(f, NULL, name);
+    if (!ok(v && v->n == 0, "%s: no %s", what, name) && v)
+        diag("got %zu value(s), the first %g", v->n, v->values[0]);
+    if (note) {
+        if (!ok(v && v->note && strstr(v->note, note), "%s: the note says '%s'", what, note))
+            diag("note: %s", v && v->note ? v->note : "(none)");
+    }
+}
+
+/* ---- real output ------------------------------------------------------- */
+
+static void test_real_gromacs(void)
+{
+    gpurun_template_t *t = load_tpl("templates/gromacs.conf");
+    if (!t)
+        return;
+    gpurun_foms_t f;
+    gpurun_error_t err = {0};
+    char *p = src_path("tests/logs/gromacs-water-2ranks.log");
+    ok(read_file(t, p, &f, &err) == 0, "GROMACS md.log of 2 ranks reads");
+    WANT(&f, "ns_per_day", "md.log, 2 ranks", 12.218);
+    WANT(&f, "hour_per_ns", "md.log, 2 ranks", 1.964);
+    is_str(get(&f, NULL, "ns_per_day")->units, "ns/day", "units of ns_per_day");
+    is_str(get(&f, NULL, "hour_per_ns")->better, "lower", "hour_per_ns: lower is better");
+    ok(gpurun_sanity_in_file(t, p) == 1, "... 'Finished mdrun' is in it");
+    gpurun_foms_free(&f);
+    free(p);
+
+    p = src_path("tests/logs/gromacs-water-detailed.log");
+    ok(read_file(t, p, &f, &err) == 0, "GMX_DETAILED_PERF_STATS md.log reads");
+    WANT(&f, "ns_per_day", "(Mnbf/s) (GFlops) (ns/day) (hour/ns) layout", 60.916);
+    WANT(&f, "hour_per_ns", "(Mnbf/s) (GFlops) (ns/day) (hour/ns) layout", 0.394);
+    gpurun_foms_free(&f);
+    free(p);
+
+    p = src_path("tests/logs/gromacs-water-em.log");
+    ok(read_file(t, p, &f, &err) == 0, "minimisation md.log reads");
+    want_none(&f, "ns_per_day", NULL, "minimisation (no performance table)");
+    want_none(&f, "hour_per_ns", NULL, "minimisation");
+    ok(gpurun_sanity_in_file(t, p) == 1, "... yet it finished");
+    gpurun_foms_free(&f);
+    free(p);
+    gpurun_template_destroy(t);
+
+    /* The example's own template reads alike. */
+    t = load_tpl("examples/water-box/water-box.conf");
+    if (t) {
+        p = src_path("tests/logs/gromacs-water-2ranks.log");
+        ok(read_file(t, p, &f, &err) == 0, "examples/water-box/water-box.conf reads the md.log");
+        WANT(&f, "ns_per_day", "water-box template", 12.218);
+        ok(t->nsetup == 3, "water-box: 3 setup steps");
+        gpurun_foms_free(&f);
+        free(p);
+        gpurun_template_destroy(t);
+    }
+}
+
+static void test_real_lammps(void)
+{
+    gpurun_template_t *t = load_tpl("templates/lammps.conf");
+    if (!t)
+        return;
+    gpurun_foms_t f;
+    gpurun_error_t err = {0};
+    char *p = src_path("tests/logs/lammps-lj-2runs.log");
+    ok(read_file(t, p, &f, &err) == 0, "LAMMPS log of two runs reads");
+    WANT(&f, "tau_per_day", "lj units, 2 runs", 413628.071, 536655.071);
+    WANT(&f, "timesteps_per_s", "lj units, 2 runs", 957.472, 1242.257);
+    WANT(&f, "loop_time", "lj units, 2 runs", 0.522208, 0.402493);
+    want_none(&f, "ns_per_day", NULL, "lj units");
+    ok(get(&f, NULL, "ns_per_day")->optional && !get(&f, NULL, "loop_time")->optional,
+       "ns_per_day is optional, loop_time is not");
+    ok(gpurun_sanity_in_file(t, p) == 1, "... 'Total wall time:' is in it");
+    gpurun_foms_free(&f);
+    free(p);
+
+    p = src_path("tests/logs/lammps-argon-real.log");
+    ok(read_file(t, p, &f, &err) == 0, "LAMMPS log in real units reads");
+    WANT(&f, "ns_per_day", "real units", 381.169);
+    WANT(&f, "hours_per_ns", "real units", 0.063);
+    WANT(&f, "timesteps_per_s", "real units", 2205.838);
+    want_none(&f, "tau_per_day", NULL, "real units");
+    gpurun_foms_free(&f);
+    free(p);
+
+    /* The script printed "Performance: 999999.0 tau/day, ..." and another
+     * before its run ended: LAMMPS wrote both into the log. */
+    p = src_path("tests/logs/lammps-print-fake.log");
+    ok(read_file(t, p, &f, &err) == 0, "LAMMPS log with fake Performance lines reads");
+    WANT(&f, "tau_per_day", "fake lines printed by the script are not read", 505099.572);
+    WANT(&f, "timesteps_per_s", "fake lines printed by the script are not read", 1169.212);
+    gpurun_foms_free(&f);
+    free(p);
+    gpurun_template_destroy(t);
+}
+
+static void test_real_hpl(void)
+{
+    gpurun_template_t *t = load_tpl("templates/hpl.conf");
+    if (!t)
+        return;
+    gpurun_foms_t f;
+    gpurun_error_t err = {0};
+    char *p = src_path("tests/logs/hpcc-2tests-hpccoutf.txt");
+    ok(read_file(t, p, &f, &err) == 0, "hpccoutf.txt with two HPL tests reads");
+    WANT(&f, "gflops", "HPL, N = 1000 and 1500", 4.184, 5.456);
+    WANT(&f, "time_s", "HPL, N = 1000 and 1500", 0.16, 0.41);
+    ok(gpurun_sanity_in_file(t, p) == 1, "... every residual check passed");
+    gpurun_foms_free(&f);
+    gpurun_template_destroy(t);
+
+    /* The same output with the HPL residual check failed. */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *in = fopen(p, "rb");
+    if (in) {
+        text = calloc(1, 1 << 20);
+        len = fread(text, 1, (1 << 20) - 1, in);
+        fclose(in);
+    }
+    free(p);
+    char *at = text ? strstr(text, "              0 tests completed and failed residual checks,") : NULL;
+    if (!ok(at != NULL, "hpccoutf.txt has HPL's residual summary")) {
+        free(text);
+        return;
+    }
+    at[14] = '1';
+    p = put_file("hpccoutf-failed.txt", text, len);
+    t = load_tpl("templates/hpl.conf");
+    ok(t && gpurun_sanity_in_file(t, p) == 0, "a failed HPL residual check fails the sanity check");
+    gpurun_template_destroy(t);
+    free(p);
+    free(text);
+}
+
+/* ---- hostile GROMACS logs --------------------------------------------- */
+
+#define ACCOUNTING "     R E A L   C Y C L E   A N D   T I M E   A C C O U N T I N G\n\n"
+#define TIME_LINES                                                                         \
+    "               Core t (s)   Wall t (s)        (%)\n"                                    \
+    "       Time:        1.234        0.617      200.0\n"
+/* As GROMACS prints it: "%12s %12s %12s" over "%12s %12.3f %12.3f"; NS and H
+ * are 12 characters wide. */
+#define PERF(NS, H)                                                                        \
+    "                 (ns/day)    (hour/ns)\n"                                               \
+    "Performance: " NS " " H "\n"
+#define FINISHED "Finished mdrun on rank 0 Mon Nov 30 01:37:41 2026\n"
+
+struct gmx_case {
+    const char *what;
+    const char *log;
+    size_t nns, nh; /* values of each */
+    double ns[2], h[2];
+    const char *note; /* in the ns_per_day note, when not NULL */
+    int sanity;
+};
+
+static const struct gmx_case gmx_cases[] = {
+    {"one run", ACCOUNTING TIME_LINES PERF("     140.044", "       0.171") FINISHED, 1, 1, {140.044}, {0.171}, NULL, 1},
+    {"several runs in one log (appended)",
+     ACCOUNTING TIME_LINES PERF("     140.044", "       0.171") FINISHED "\nLog file opened again\n" ACCOUNTING
+         TIME_LINES PERF("     150.500", "       0.159") FINISHED,
+     2, 2, {140.044, 150.5}, {0.171, 0.159}, NULL, 1},
+    {"a fake Performance: line before the real one",
+     "Performance:      999.000        0.024\n" PERF("     888.000", "       0.027") ACCOUNTING TIME_LINES
+         PERF("     140.044", "       0.171") FINISHED,
+     1, 1, {140.044}, {0.171}, NULL, 1},
+    {"a fake Performance: line after the accounting, with no header above it",
+     ACCOUNTING "Performance:      999.000        0.024\n" TIME_LINES PERF("     140.044", "       0.171") FINISHED, 1, 1,
+     {140.044}, {0.171}, NULL, 1},
+    {"cut short inside the Performance line (no newline)",
+     ACCOUNTING TIME_LINES "                 (ns/day)    (hour/ns)\nPerformance:       62.0", 0, 0, {0}, {0},
+     "no newline", 0},
+    {"cut short before the table", ACCOUNTING TIME_LINES, 0, 0, {0}, {0}, NULL, 0},
+    {"nan and inf", ACCOUNTING TIME_LINES PERF("         nan", "         inf") FINISHED, 0, 0, {0}, {0},
+     "'nan' is not a finite number", 1},
+    {"a number that overflows a double", ACCOUNTING TIME_LINES PERF("       1e999", "       0.171") FINISHED, 0, 1,
+     {0}, {0.171}, "'1e999' is out of range", 1},
+    {"-nan and a word", ACCOUNTING TIME_LINES PERF("        -nan", "        fast") FINISHED, 0, 0, {0}, {0},
+     "not a finite number", 1},
+    {"1.2.3 is not a number", ACCOUNTING TIME_LINES PERF("       1.2.3", "       0.171") FINISHED, 0, 1, {0},
+     {0.171}, "'1.2.3' is not a number", 1},
+    {"GMX_DETAILED_PERF_STATS, 4 numbers",
+     ACCOUNTING TIME_LINES "                 (Mnbf/s)     (GFlops)     (ns/day)    (hour/ns)\n"
+                           "Performance:        0.000       37.015       60.916        0.394\n" FINISHED,
+     1, 1, {60.916}, {0.394}, NULL, 1},
+    {"GMX_DETAILED_PERF_STATS, numbers wider than their columns",
+     ACCOUNTING TIME_LINES "                 (Mnbf/s)     (GFlops)     (ns/day)    (hour/ns)\n"
+                           "Performance: 123456789.000 1234567890.015       60.916        0.394\n" FINISHED,
+     1, 1, {60.916}, {0.394}, NULL, 1},
+    {"a minimisation: (steps/hour)",
+     ACCOUNTING TIME_LINES "                 (steps/hour)\n" "Performance:       123456.7\n" FINISHED, 0, 0, {0},
+     {0}, NULL, 1},
+    {"CRLF line ends",
+     ACCOUNTING TIME_LINES "                 (ns/day)    (hour/ns)\r\nPerformance:      140.044        0.171\r\n",
+     1, 1, {140.044}, {0.171}, NULL, 0},
+    {"tabs between the columns", ACCOUNTING "\t\t(ns/day)\t(hour/ns)\nPerformance:\t\t140.044\t0.171\n" FINISHED, 1,
+     1, {140.044}, {0.171}, NULL, 1},
+    {"the header, another line, then the row",
+     ACCOUNTING "                 (ns/day)    (hour/ns)\nsomething else\nPerformance:        3.000        4.000\n", 0, 0,
+     {0}, {0}, NULL, 0},
+    {"a rule between the header and the row",
+     ACCOUNTING "                 (ns/day)    (hour/ns)\n-------------------------------\n"
+                "Performance:       62.028        0.387\n",
+     1, 1, {62.028}, {0.387}, NULL, 0},
+    {"an empty file", "", 0, 0, {0}, {0}, NULL, 0},
+};
+
+static bool same_values(const struct gpurun_fom_values *v, const double *want, size_t n)
+{
+    bool same = v && v->n == n;
+    for (size_t k = 0; same && k < n; k++)
+        same = v->values[k] == want[k];
+    if (!same && v) {
+        for (size_t k = 0; k < v->n; k++)
+            diag("got %.17g", v->values[k]);
+        if (v->note)
+            diag("note: %s", v->note);
+    }
+    return same;
+}
+
+static void test_hostile_gromacs(void)
+{
+    gpurun_template_t *t = load_tpl("templates/gromacs.conf");
+    if (!t)
+        return;
+    for (size_t i = 0; i < sizeof gmx_cases / sizeof *gmx_cases; i++) {
+        const struct gmx_case *c = &gmx_cases[i];
+        char name[32];
+        snprintf(name, sizeof name, "gmx-%zu.log", i);
+        char *p = put_file(name, c->log, 0);
+        gpurun_foms_t f;
+        gpurun_error_t err = {0};
+        if (!ok(read_file(t, p, &f, &err) == 0, "%s: reads", c->what)) {
+            diag("%s", err.text);
+            free(p);
+            continue;
+        }
+        const struct gpurun_fom_values *ns = get(&f, NULL, "ns_per_day"), *h = get(&f, NULL, "hour_per_ns");
+        ok(same_values(ns, c->ns, c->nns), "%s: ns/day read %zu time(s), as written", c->what, c->nns);
+        ok(same_values(h, c->h, c->nh), "%s: hour/ns read %zu time(s), as written", c->what, c->nh);
+        if (c->note && !ok(ns->note && strstr(ns->note, c->note), "%s: the note says '%s'", c->what, c->note))
+            diag("note: %s", ns->note ? ns->note : "(none)");
+        is_int(gpurun_sanity_in_file(t, p), c->sanity, "%s: sanity %s", c->what, c->sanity ? "found" : "missing");
+        gpurun_foms_free(&f);
+        free(p);
+    }
+
+    /* Binary junk, with NUL bytes and the very words looked for. */
+    char junk[70000];
+    unsigned s = 12345;
+    for (size_t i = 0; i < sizeof junk; i++) {
+        s = s * 1103515245u + 12345u;
+        junk[i] = (char)(s >> 16);
+    }
+    static const char words[] = "R E A L   C Y C L E   A N D   T I M E   A C C O U N T I N G\n"
+                                "Performance:\0 1.0 2.0\n";
+    memcpy(junk + 1000, words, sizeof words - 1);
+    char *p = put_file("junk.bin", junk, sizeof junk);
+    gpurun_foms_t f;
+    gpurun_error_t err = {0};
+    ok(read_file(t, p, &f, &err) == 0, "binary junk reads without harm");
+    want_none(&f, "ns_per_day", NULL, "binary junk");
+    gpurun_foms_free(&f);
+    free(p);
+
+    /* A line of 100000 characters, then a real table. */
+    size_t big = 100000;
+    char *longlog = malloc(big + 512);
+    memset(longlog, 'x', big);
+    longlog[big] = '\0';
+    strcat(longlog, "\n" ACCOUNTING PERF("       7.500", "       3.200"));
+    p = put_file("long.log", longlog, 0);
+    ok(read_file(t, p, &f, &err) == 0, "a line of 100000 characters reads");
+    WANT(&f, "ns_per_day", "after a line of 100000 characters", 7.5);
+    gpurun_foms_free(&f);
+    free(p);
+    free(longlog);
+    gpurun_template_destroy(t);
+}
+
+/* ---- files that cannot be read ---------------------------------------- */
+
+static void test_unreadable(void)
+{
+    gpurun_template_t *t = load_tpl("templates/gromacs.conf");
+    if (!t)
+        return;
+    gpurun_foms_t f;
+    gpurun_error_t err = {0};
+    char *p = tmp_path("missing.log");
+    ok(read_file(t, p, &f, &err) == -1 && err.code == GPURUN_EXIT_CONFIG && f.n == 0,
+       "a missing file is an error (exit 2)");
+    ok(strstr(err.text, "missing.log") && strstr(err.text, "No such file"), "... naming it: %s", err.text);
+    free(p);
+    ok(read_file(t, tmpdir, &f, &err) == -1 && strstr(err.text, "a folder"), "a folder is an error: %s", err.text);
+    p = tmp_path("fifo");
+    if (mkfifo(p, 0600) == 0) {
+        ok(read_file(t, p, &f, &err) == -1 && strstr(err.text, "not a regular file"),
+           "a FIFO is an error, not a hang: %s", err.text);
+        unlink(p);
+    } else {
+        skip("mkfifo: %s", strerror(errno));
+    }
+    free(p);
+    ok(read_file(t, "/dev/zero", &f, &err) == -1, "/dev/zero is an error, not a hang");
+    ok(gpurun_sanity_in_file(t, "/dev/zero") == -1, "... and no sanity either");
+    gpurun_template_destroy(t);
+}
+
+/* ---- regex foms, run folders, several files ---------------------------- */
+
+static void test_regex(void)
+{
+    gpurun_error_t err = {0};
+    gpurun_template_t *t = parse_tpl("description = \"t\"\ncommand = \"x\"\n"
+                                     "fom rate { regex = \"rate=([^ ]+)\"  units = \"${u}\" }\n"
+                                     "fom first { regex = \"^first ([0-9.]+)\"  after = \"^BEGIN$\" }\n"
+                                     "defaults { u = \"items/s\" }\n",
+                                     &err);
+    if (!ok(t != NULL, "a template of regex foms parses")) {
+        diag("%s", err.text);
+        return;
+    }
+    char *p = put_file("regex.out",
+                       "rate=1.5 rate=2.5\n"          /* two on one line */
+                       "rate=0x10 rate=1e5 rate=\n"   /* hex, a value, nothing */
+                       "first 9\nBEGIN\nfirst 1\nfirst 2\nBEGIN\nfirst 3\n"
+                       "rate=inf rate=-3\n",
+                       0);
+    gpurun_foms_t f;
+    ok(read_file(t, p, &f, &err) == 0, "regex foms read");
+    WANT(&f, "rate", "every match, several on a line, in order", 1.5, 2.5, 1e5, -3);
+    is_str(get(&f, NULL, "rate")->units, "items/s", "units expanded from the defaults");
+    ok(get(&f, NULL, "rate")->note && strstr(get(&f, NULL, "rate")->note, "'0x10' is not a decimal number") &&
+           strstr(get(&f, NULL, "rate")->note, "(and 1 more)"),
+       "hex and inf skipped, said: %s", get(&f, NULL, "rate")->note);
+    WANT(&f, "first", "each `after` line admits one value", 1, 3);
+    gpurun_foms_free(&f);
+
+    /* Several files: each fom from each file, file by file. */
+    char *q = put_file("regex2.out", "rate=7\n", 0);
+    char *files[] = {p, q, NULL};
+    ok(gpurun_fom_read(t, ".", NULL, NULL, files, &f, &err) == 0 && f.n == 4, "two files: 2 x 2 figures");
+    ok(f.n == 4 && !strcmp(f.f[0].file, p) && !strcmp(f.f[0].name, "rate") && !strcmp(f.f[2].file, q) &&
+           f.f[2].n == 1 && f.f[2].values[0] == 7 && f.f[3].n == 0,
+       "... in file order, the foms of the first file first");
+    json_t *j = gpurun_foms_json(&f);
+    ok(j && json_real_value(json_object_get(json_object_get(j, "rate"), "value")) == 7 &&
+           json_is_null(json_object_get(json_object_get(j, "first"), "value")),
+       "JSON: the last value; null when not found");
+    json_decref(j);
+    gpurun_foms_free(&f);
+    gpurun_template_destroy(t);
+    free(q);
+
+    /* A run folder: files relative to it, ${name} from the run, the rank
+     * output without `file`. */
+    t = parse_tpl("description = \"t\"\ncommand = \"x\"\n"
+                  "fom a { file = \"${job}.log\"  regex = \"a=([0-9]+)\" }\n"
+                  "fom b { regex = \"b=([0-9]+)\" }\nsanity = \"all done\"\n",
+                  &err);
+    if (!ok(t != NULL, "a template with file = \"${job}.log\" parses"))
+        return;
+    free(put_file("run.log", "a=42\n", 0));
+    free(put_file("rank.0.out", "b=7\nall done\n", 0));
+    struct gpurun_kvlist vars = {0};
+    gpurun_kvlist_set(&vars, "job", "run");
+    ok(gpurun_fom_read(t, tmpdir, gpurun_kvlist_lookup, &vars, NULL, &f, &err) == 0 && f.n == 2,
+       "a run folder reads");
+    WANT(&f, "a", "${job}.log in the run folder", 42);
+    WANT(&f, "b", "rank.0.out without file", 7);
+    char where[256];
+    ok(gpurun_sanity_ok(t, tmpdir, gpurun_kvlist_lookup, &vars, where, sizeof where), "sanity found in rank.0.out");
+    is_str(where, "run.log, rank.0.out", "... where: the fom files, then rank 0's output");
+    gpurun_foms_free(&f);
+    gpurun_kvlist_set(&vars, "job", "other");
+    ok(gpurun_fom_read(t, tmpdir, gpurun_kvlist_lookup, &vars, NULL, &f, &err) == -1 && strstr(err.text, "other.log"),
+       "a fom file that is not there is an error: %s", err.text);
+    gpurun_kvlist_clear(&vars);
+    ok(gpurun_fom_read(t, tmpdir, gpurun_kvlist_lookup, &vars, NULL, &f, &err) == -1 &&
+           strstr(err.text, "'${job}' is not set"),
+       "an unset ${name} in file is an error: %s", err.text);
+    gpurun_template_destroy(t);
+    free(p);
+
+    /* The generic template: its regex is a ${name} with a default. */
+    t = load_tpl("templates/generic.conf");
+    if (t) {
+        p = put_file("generic.out", "FOM: 12.5\nFOM: nan\n", 0);
+        ok(read_file(t, p, &f, &err) == 0, "generic template reads");
+        WANT(&f, "value", "generic: its default regex", 12.5);
+        gpurun_foms_free(&f);
+        gpurun_kvlist_set(&vars, "fom_units", "");
+        gpurun_kvlist_set(&vars, "fom_regex", "(((");
+        ok(gpurun_fom_read(t, tmpdir, gpurun_kvlist_lookup, &vars, NULL, &f, &err) == -1 &&
+               strstr(err.text, "not a POSIX extended regex"),
+           "a regex that does not compile once expanded is an error: %s", err.text);
+        gpurun_kvlist_clear(&vars);
+        gpurun_template_destroy(t);
+        free(p);
+    }
+}
+
+/* ---- tables: header and row ------------------------------------------ */
+
+static void test_table(void)
+{
+    gpurun_error_t err = {0};
+    gpurun_template_t *t = parse_tpl("description = \"t\"\ncommand = \"x\"\n"
+                                     "fom core { header = \"Core t (s)\"  row = \"^ *Time:\" }\n"
+                                     "fom wall { header = \"Wall t (s)\"  row = \"^ *Time:\" }\n"
+                                     "fom pct  { header = \"(%)\"  row = \"^ *Time:\" }\n"
+                                     "fom tie  { header = \"(ab)\"  row = \"^R \" }\n"
+                                     "fom none { header = \"(x)\"  row = \"^S \" }\n",
+                                     &err);
+    if (!ok(t != NULL, "a template of table foms parses")) {
+        diag("%s", err.text);
+        return;
+    }
+    char *p = put_file("table.out",
+                       TIME_LINES              /* headings of several words */
+                       "  (ab)\nR 1 3\n"       /* 1 and 3 each under one column of (ab) */
+                       "  (x) (y) (z)\nS        1\n", /* nothing under (x), and too few words */
+                       0);
+    gpurun_foms_t f;
+    ok(read_file(t, p, &f, &err) == 0, "table foms read");
+    WANT(&f, "core", "heading 'Core t (s)'", 1.234);
+    WANT(&f, "wall", "heading 'Wall t (s)'", 0.617);
+    WANT(&f, "pct", "heading '(%)'", 200.0);
+    want_none(&f, "tie", "stands over two words of its row equally", "a heading over two words equally");
+    want_none(&f, "none", "has no word under it", "a heading with no word under it");
+    gpurun_foms_free(&f);
+    gpurun_template_destroy(t);
+    free(p);
+}
+
+/* ---- the template's fom keys ------------------------------------------ */
+
+#define HEAD "description = \"t\"\ncommand = \"x\"\n"
+
+struct bad_tpl {
+    const char *what, *text, *want;
+};
+
+static const struct bad_tpl bad_tpls[] = {
+    {"header without row", HEAD "fom a { header = \"(ns/day)\" }\n",
+     "tpl.conf:3: key 'fom.a': 'header' without 'row' (a regex the line of values matches, as in "
+     "\"^Performance:\")"},
+    {"row without header", HEAD "fom a { regex = \"(x)\"\n row = \"^P\" }\n",
+     "tpl.conf:4: key 'fom.a.row': 'row' without 'header' (the heading of the value's column, as in "
+     "\"(ns/day)\")"},
+    {"header and regex", HEAD "fom a { regex = \"(x)\"\n header = \"(ns/day)\"  row = \"^P\" }\n",
+     "tpl.conf:4: key 'fom.a.header': not with 'regex': a fom reads by a regex, or by a column's header and "
+     "its row"},
+    {"neither", HEAD "fom a { units = \"s\" }\n",
+     "tpl.conf:3: key 'fom.a': no 'regex' (a POSIX extended regex whose first group is the value)"},
+    {"optional not a boolean", HEAD "fom a { regex = \"(x)\"\n optional = maybe }\n",
+     "tpl.conf:4: key 'fom.a.optional': expected true or false, got 'maybe'"},
+    {"after does not compile", HEAD "fom a { regex = \"(x)\"\n after = \"(\" }\n",
+     "tpl.conf:4: key 'fom.a.after': '(' is not a POSIX extended regex: "},
+    {"empty header", HEAD "fom a { header = \"\"  row = \"^P\" }\n", "tpl.conf:3: key 'fom.a.header': empty value"},
+};
+
+static void test_keys(void)
+{
+    gpurun_error_t err = {0};
+    gpurun_template_t *t = parse_tpl(HEAD "fom a {\n header = \"(ns/day)\"\n row = \"^Performance:\"\n"
+                                          " after = \"R E A L\"\n optional = true\n}\n"
+                                          "fom b { regex = \"([0-9]+)\" }\n",
+                                     &err);
+    if (ok(t != NULL, "header, row, after and optional parse")) {
+        is_str(t->foms[0].header, "(ns/day)", "header");
+        is_str(t->foms[0].row, "^Performance:", "row");
+        is_str(t->foms[0].after, "R E A L", "after");
+        ok(t->foms[0].regex == NULL && t->foms[0].optional, "no regex; optional");
+        ok(!t->foms[1].optional && !t->foms[1].header && !t->foms[1].after, "defaults: not optional, no header");
+        gpurun_template_destroy(t);
+    } else {
+        diag("%s", err.text);
+    }
+    for (size_t i = 0; i < sizeof bad_tpls / sizeof *bad_tpls; i++) {
+        const struct bad_tpl *b = &bad_tpls[i];
+        err.text[0] = '\0';
+        t = parse_tpl(b->text, &err);
+        ok(t == NULL && err.code == GPURUN_EXIT_CONFIG, "%s: refused (exit 2)", b->what);
+        if (!ok(strncmp(err.text, b->want, strlen(b->want)) == 0, "%s: message", b->what))
+            diag("got:  %s\n# want: %s", err.text, b->want);
+        gpurun_template_destroy(t);
+    }
+}
+
+/* ---- reference bands --------------------------------------------------- */
+
+struct band_case {
+    const char *spec;
+    double value;
+    int want; /* 1 inside, 0 outside, -1 refused */
+};
+
+static const struct band_case bands[] = {
+    {"90 +-10%", 90, 1},       {"90 +-10%", 81, 1},        {"90 +-10%", 99, 1},      {"90 +-10%", 80.9, 0},
+    {"90 +-10%", 99.1, 0},     {"90+-10%", 95, 1},         {"  90 +- 10 % ", 95, 1}, {"-50 +-10%", -54, 1},
+    {"-50 +-10%", -56, 0},     {"90 +- 5", 85, 1},         {"90 +- 5", 95.5, 0},     {"90 +- 0", 90, 1},
+    {">= 80", 80, 1},          {">= 80", 79.99, 0},        {">80", 80, 0},           {"> 80", 80.01, 1},
+    {"<= 2.5", 2.5, 1},        {"<= 2.5", 2.6, 0},         {"< 2.5", 2.5, 0},        {"<2.5e0", 1, 1},
+    {"80..100", 80, 1},        {"80..100", 100, 1},        {"80 .. 100", 100.5, 0},  {"-1e3..-5", -6, 1},
+    {"1e2 +-1%", 100.5, 1},    {">= 80", NAN, 0},          {"90", 90, -1},           {"", 1, -1},
+    {"ninety", 1, -1},         {"90 +-", 1, -1},           {"90 +- -5", 1, -1},      {"100..80", 90, -1},
+    {">= nan", 1, -1},         {"<= inf", 1, -1},          {"90 +-10%%", 1, -1},     {"90 +-10% extra", 1, -1},
+    {"0x10..0x20", 17, -1},    {">= 1e999", 1, -1},        {"=> 80", 1, -1},         {"80...100", 90, -1},
+};
+
+static void test_bands(void)
+{
+    for (size_t i = 0; i < sizeof bands / sizeof *bands; i++) {
+        const struct band_case *b = &bands[i];
+        char why[256] = "";
+        gpurun_error_t err = {0};
+        int got = gpurun_reference_check(b->spec, b->value, why, sizeof why, &err);
+        if (!is_int(got, b->want, "'%s' with %g: %s", b->spec, b->value,
+                    b->want == 1 ? "inside" : b->want == 0 ? "outside" : "refused"))
+            diag("why: %s; err: %s", why, err.text);
+        if (b->want < 0) {
+            char quoted[128];
+            snprintf(quoted, sizeof quoted, "reference '%s': ", b->spec);
+            ok(err.code == GPURUN_EXIT_CONFIG && strncmp(err.text, quoted, strlen(quoted)) == 0,
+               "... exit 2, quoting the text: %s", err.text);
+        }
+    }
+    char why[256];
+    gpurun_error_t err = {0};
+    gpurun_reference_check("90 +-10%", 62.03, why, sizeof why, &err);
+    is_str(why, "62.03 is outside '90 +-10%' (81 .. 99)", "why, outside");
+    gpurun_reference_check(">= 80", 95, why, sizeof why, &err);
+    is_str(why, "95 is inside '>= 80' (>= 80)", "why, inside");
+    gpurun_reference_check("90", 90, why, sizeof why, &err);
+    ok(strstr(err.text, "a bare number is not a band"), "a bare number: %s", err.text);
+    struct gpurun_band band;
+    ok(gpurun_reference_parse("> 3", &band, &err) == 0 && band.lo == 3 && band.lo_open && isinf(band.hi),
+       "parse: > 3 is (3, inf)");
+}
+
+int main(void)
+{
+    top = getenv("top_srcdir");
+    if (!top || !*top)
+        top = ".";
+    if (!mkdtemp(tmpdir)) {
+        skip_all("mkdtemp: %s", strerror(errno));
+        return 0;
+    }
+    test_real_gromacs();
+    test_real_lammps();
+    test_real_hpl();
+    test_hostile_gromacs();
+    test_unreadable();
+    test_regex();
+    test_table();
+    test_keys();
+    test_bands();
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0)
+        diag("could not remove %s", tmpdir);
+    return done_testing();
+}
