@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gpurun results: the runs of a results folder, from its index (SPEC §7),
+ * as a table, a JSON array or CSV (RFC 4180). */
+#include "config.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd.h"
+#include "report.h"
+#include "results.h"
+#include "util.h"
+
+static const char results_usage[] =
+    "Usage: gpurun results [--results DIR] [--job NAME] [--json|--csv] [--rebuild]\n"
+    "\n"
+    "List the runs of a results folder: run id, job, state, ranks, GPUs, the scan\n"
+    "combination, the figures of merit and the wall time. The index RESULTS/results.db\n"
+    "is brought up to date with the records RESULTS/JOB/RUN-ID/record.json first.\n"
+    "\n"
+    "  --results DIR   the results folder (default: ./results)\n"
+    "  --job NAME      only the runs of this job\n"
+    "  --json          a JSON array of the records (without plan, bindings and rank_status)\n"
+    "  --csv           CSV (RFC 4180): a row per run, a column per figure of merit\n"
+    "  --rebuild       drop the index and read every record again\n"
+    "  -h, --help      this help\n"
+    "\n"
+    "Exit status: 0 listed (no runs included), 2 bad option or no such folder,\n"
+    "3 the index cannot be read or written.\n";
+
+/* ---- the table -------------------------------------------------------- */
+
+static char *foms_text(const json_t *run)
+{
+    char *out = gpurun_xstrdup("");
+    const char *name;
+    json_t *fom;
+    json_object_foreach(json_object_get(run, "foms"), name, fom)
+    {
+        double v;
+        char *num =
+            gpurun_record_fom_value(fom, &v) ? gpurun_report_number(v) : gpurun_xstrdup("-");
+        const char *units = gpurun_record_str(fom, "units");
+        char *next = gpurun_xasprintf("%s%s%s=%s%s%s", out, *out ? ", " : "", name, num,
+                                      units && *units ? " " : "", units ? units : "");
+        free(num);
+        free(out);
+        out = next;
+    }
+    if (!*out) {
+        free(out);
+        out = gpurun_xstrdup("-");
+    }
+    return out;
+}
+
+enum { C_ID, C_JOB, C_STATE, C_RANKS, C_GPUS, C_CONFIG, C_FOMS, C_WALL, NCOLS };
+
+static void print_table(const json_t *runs)
+{
+    static const char *const head[NCOLS] = {
+        "run id", "job", "state", "ranks", "GPUs", "config", "figures of merit", "wall s"};
+    static const bool right[NCOLS] = {[C_RANKS] = true, [C_GPUS] = true, [C_WALL] = true};
+    size_t n = json_array_size(runs);
+    char **cells = gpurun_xcalloc((n + 1) * NCOLS, sizeof *cells);
+    size_t w[NCOLS] = {0};
+    for (size_t c = 0; c < NCOLS; c++)
+        cells[c] = gpurun_xstrdup(head[c]);
+    for (size_t i = 0; i < n; i++) {
+        const json_t *run = json_array_get(runs, i);
+        char **row = &cells[(i + 1) * NCOLS];
+        long ranks = gpurun_record_int(run, "ranks", -1), gpus = gpurun_record_gpus(run);
+        double wall = gpurun_record_num(run, "wall_s");
+        const char *state = gpurun_record_str(run, "state");
+        row[C_ID] = gpurun_printable(gpurun_record_str(run, "run_id"));
+        row[C_JOB] = gpurun_printable(gpurun_record_str(run, "job"));
+        row[C_STATE] = gpurun_printable(state ? state : "?");
+        row[C_RANKS] = ranks >= 0 ? gpurun_xasprintf("%ld", ranks) : gpurun_xstrdup("-");
+        row[C_GPUS] = gpus >= 0 ? gpurun_xasprintf("%ld", gpus) : gpurun_xstrdup("-");
+        char *cfg = gpurun_record_config_text(run), *foms = foms_text(run);
+        row[C_CONFIG] = gpurun_printable(cfg);
+        row[C_FOMS] = gpurun_printable(foms);
+        free(cfg);
+        free(foms);
+        row[C_WALL] = isnan(wall) ? gpurun_xstrdup("-") : gpurun_xasprintf("%.1f", wall);
+    }
+    for (size_t i = 0; i < (n + 1) * NCOLS; i++) {
+        size_t cw = 0;
+        for (const char *p = cells[i]; *p; p++)
+            cw += ((unsigned char)*p & 0xc0) != 0x80;
+        if (cw > w[i % NCOLS])
+            w[i % NCOLS] = cw;
+    }
+    for (size_t r = 0; r <= n; r++) {
+        for (size_t c = 0; c < NCOLS; c++) {
+            const char *s = cells[r * NCOLS + c];
+            size_t cw = 0;
+            for (const char *p = s; *p; p++)
+                cw += ((unsigned char)*p & 0xc0) != 0x80;
+            int pad = (int)(w[c] - cw);
+            if (right[c])
+                printf("%*s%s", pad, "", s);
+            else
+                printf("%s%*s", s, c + 1 < NCOLS ? pad : 0, "");
+            fputs(c + 1 < NCOLS ? "  " : "\n", stdout);
+        }
+    }
+    for (size_t i = 0; i < (n + 1) * NCOLS; i++)
+        free(cells[i]);
+    free(cells);
+}
+
+/* ---- CSV (RFC 4180) --------------------------------------------------- */
+
+static void csv_field(const char *s, bool last)
+{
+    if (!s)
+        s = "";
+    if (strpbrk(s, ",\"\r\n")) {
+        putchar('"');
+        for (; *s; s++) {
+            if (*s == '"')
+                putchar('"');
+            putchar(*s);
+        }
+        putchar('"');
+    } else {
+        fputs(s, stdout);
+    }
+    fputs(last ? "\r\n" : ",", stdout);
+}
+
+static void csv_long(long v, bool ok)
+{
+    char b[32] = "";
+    if (ok)
+        snprintf(b, sizeof b, "%ld", v);
+    csv_field(b, false);
+}
+
+static void csv_num(double v)
+{
+    char b[32] = "";
+    if (!isnan(v))
+        snprintf(b, sizeof b, "%.10g", v);
+    csv_field(b, false);
+}
+
+static void print_csv(const json_t *runs)
+{
+    /* A column per figure of merit, in order of appearance. */
+    json_t *foms = json_object(); /* name -> units */
+    json_t *names = json_array();
+    size_t i;
+    json_t *run;
+    json_array_foreach((json_t *)runs, i, run)
+    {
+        const char *name;
+        json_t *fom;
+        json_object_foreach(json_object_get(run, "foms"), name, fom)
+        {
+            if (json_object_get(foms, name))
+                continue;
+            const char *u = gpurun_record_str(fom, "units");
+            json_object_set_new(foms, name, json_string(u ? u : ""));
+            json_array_append_new(names, json_string(name));
+        }
+    }
+    static const char *const head[] = {
+        "run_id",    "job",   "state",         "exit_status",      "start", "end",      "wall_s",
+        "nodes",     "ranks", "gpus_per_rank", "threads_per_rank", "gpus",  "template", "site",
+        "gpu_model", "config"};
+    for (size_t k = 0; k < sizeof head / sizeof *head; k++)
+        csv_field(head[k], false);
+    json_t *nm;
+    json_array_foreach(names, i, nm)
+    {
+        const char *units = json_string_value(json_object_get(foms, json_string_value(nm)));
+        char *h = *units ? gpurun_xasprintf("%s (%s)", json_string_value(nm), units)
+                         : gpurun_xstrdup(json_string_value(nm));
+        csv_field(h, false);
+        free(h);
+    }
+    csv_field("record", true);
+
+    json_array_foreach((json_t *)runs, i, run)
+    {
+        csv_field(gpurun_record_str(run, "run_id"), false);
+        csv_field(gpurun_record_str(run, "job"), false);
+        csv_field(gpurun_record_str(run, "state"), false);
+        long ex = gpurun_record_int(run, "exit_status", -1000);
+        csv_long(ex, ex != -1000);
+        csv_field(gpurun_record_str(run, "start"), false);
+        csv_field(gpurun_record_str(run, "end"), false);
+        csv_num(gpurun_record_num(run, "wall_s"));
+        static const char *const ints[] = {"nodes", "ranks", "gpus_per_rank", "threads_per_rank"};
+        for (size_t k = 0; k < sizeof ints / sizeof *ints; k++) {
+            long v = gpurun_record_int(run, ints[k], -1);
+            csv_long(v, v >= 0);
+        }
+        long g = gpurun_record_gpus(run);
+        csv_long(g, g >= 0);
+        csv_field(gpurun_record_str(run, "template"), false);
+        csv_field(gpurun_record_str(run, "site"), false);
+        csv_field(gpurun_record_str(run, "gpu_model"), false);
+        char *cfg = gpurun_record_config_text(run);
+        csv_field(strcmp(cfg, "-") ? cfg : "", false);
+        free(cfg);
+        size_t k;
+        json_array_foreach(names, k, nm)
+        {
+            json_t *fom = json_object_get(json_object_get(run, "foms"), json_string_value(nm));
+            double v;
+            csv_num(fom && gpurun_record_fom_value(fom, &v) ? v : NAN);
+        }
+        csv_field(gpurun_record_str(run, "record"), true);
+    }
+    json_decref(foms);
+    json_decref(names);
+}
+
+/* ---- the command ------------------------------------------------------ */
+
+int cmd_results(int argc, char **argv, gpurun_error_t *err)
+{
+    enum { O_RESULTS = 1000, O_JOB, O_JSON, O_CSV, O_REBUILD };
+    static const struct option opts[] = {
+        {"results", required_argument, NULL, O_RESULTS},
+        {"job", required_argument, NULL, O_JOB},
+        {"json", no_argument, NULL, O_JSON},
+        {"csv", no_argument, NULL, O_CSV},
+        {"rebuild", no_argument, NULL, O_REBUILD},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *dir = "results", *job = NULL;
+    bool json = false, csv = false, rebuild = false;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_RESULTS: dir = optarg; break;
+        case O_JOB: job = optarg; break;
+        case O_JSON: json = true; break;
+        case O_CSV: csv = true; break;
+        case O_REBUILD: rebuild = true; break;
+        case 'h': fputs(results_usage, stdout); return 0;
+        default:
+            gpurun_err(err, GPURUN_EXIT_CONFIG,
+                       "results: unknown or incomplete option '%s' (see gpurun results --help)",
+                       argv[optind - 1]);
+            return GPURUN_EXIT_CONFIG;
+        }
+    }
+    if (optind < argc) {
+        gpurun_err(err, GPURUN_EXIT_CONFIG,
+                   "results: unexpected argument '%s' (the folder is --results DIR)", argv[optind]);
+        return GPURUN_EXIT_CONFIG;
+    }
+    if (json && csv) {
+        gpurun_err(err, GPURUN_EXIT_CONFIG, "results: --json or --csv, not both");
+        return GPURUN_EXIT_CONFIG;
+    }
+
+    struct gpurun_results_log log = {0};
+    gpurun_results_t *r = NULL;
+    json_t *runs = NULL;
+    int rc = 0;
+    if (gpurun_results_open(dir, rebuild, &r, &log, err) < 0 ||
+        gpurun_results_sync(r, rebuild, &log, err) < 0 ||
+        gpurun_results_runs(r, job, &runs, err) < 0)
+        rc = err->code ? err->code : GPURUN_EXIT_ENV;
+    for (size_t i = 0; i < log.nwarnings; i++)
+        fprintf(stderr, "gpurun: warning: %s\n", log.warnings[i]);
+    if (rc == 0 && rebuild)
+        fprintf(stderr, "gpurun: %s/%s rebuilt: %zu record%s indexed, %zu skipped\n", dir,
+                GPURUN_RESULTS_DB, log.indexed, log.indexed == 1 ? "" : "s", log.skipped);
+    if (rc == 0) {
+        if (json) {
+            json_dumpf(runs, stdout, JSON_INDENT(2));
+            putchar('\n');
+        } else if (csv) {
+            print_csv(runs);
+        } else if (json_array_size(runs) == 0) {
+            char *shown = gpurun_printable(job);
+            printf("no runs%s%s in %s\n", job ? " of job " : "", job ? shown : "", dir);
+            free(shown);
+        } else {
+            print_table(runs);
+        }
+    }
+    json_decref(runs);
+    gpurun_results_close(r);
+    gpurun_results_log_free(&log);
+    return rc;
+}

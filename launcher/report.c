@@ -1,0 +1,1393 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gpurun report (SPEC §7): runs grouped per job and configuration, their
+ * statistics, scaling and cost; written as text, SVG or HTML by hand.
+ *
+ * Every string that comes from a record (job names, params, units, GPU
+ * models) is untrusted: escaped for XML/HTML where it goes into the SVG or
+ * the page, its control characters written \xNN where it goes to a
+ * terminal.  The page has no script and loads nothing (its
+ * Content-Security-Policy says so too). */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "report.h"
+#include "results.h"
+#include "util.h"
+
+/* ---- a growing string ------------------------------------------------- */
+
+struct buf {
+    char *s;
+    size_t len, cap;
+};
+
+static void bput(struct buf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        b->cap = (b->len + n + 1) * 2;
+        b->s = gpurun_xrealloc(b->s, b->cap);
+    }
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+}
+
+static void bputs(struct buf *b, const char *s)
+{
+    bput(b, s, strlen(s));
+}
+
+__attribute__((format(printf, 2, 3))) static void bprintf(struct buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        abort(); /* out of memory, as gpurun_xmalloc() would */
+    bput(b, s, (size_t)n);
+    free(s);
+}
+
+/* XML/HTML text and attribute values: the five special characters, and
+ * control characters (not allowed in XML 1.0) written as visible \xNN. */
+static void besc(struct buf *b, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        switch (*p) {
+        case '&': bputs(b, "&amp;"); break;
+        case '<': bputs(b, "&lt;"); break;
+        case '>': bputs(b, "&gt;"); break;
+        case '"': bputs(b, "&quot;"); break;
+        case '\'': bputs(b, "&#39;"); break;
+        default:
+            if (*p < 0x20 || *p == 0x7f)
+                bprintf(b, "\\x%02x", *p);
+            else
+                bput(b, (const char *)p, 1);
+        }
+    }
+}
+
+static char *bdone(struct buf *b)
+{
+    if (!b->s)
+        bputs(b, "");
+    return b->s;
+}
+
+char *gpurun_xml_escape(const char *s)
+{
+    struct buf b = {0};
+    besc(&b, s);
+    return bdone(&b);
+}
+
+int gpurun_write_text(const char *path, const char *text, gpurun_error_t *err)
+{
+    char *tmp = gpurun_xasprintf("%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    size_t n = strlen(text);
+    bool ok = f && fwrite(text, 1, n, f) == n;
+    int e = errno;
+    if (f && fclose(f) != 0 && ok) {
+        ok = false;
+        e = errno;
+    }
+    if (ok && rename(tmp, path) < 0) {
+        ok = false;
+        e = errno;
+    }
+    if (!ok) {
+        unlink(tmp);
+        free(tmp);
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: cannot write: %s", path, strerror(e));
+    }
+    free(tmp);
+    return 0;
+}
+
+/* ---- units and cost --------------------------------------------------- */
+
+/* Hours in one `u`, 0 when `u` is no time unit. */
+static double time_hours(const char *u, size_t n)
+{
+    static const struct {
+        const char *name;
+        double hours;
+    } units[] = {
+        {"s", 1 / 3600.0},
+        {"sec", 1 / 3600.0},
+        {"secs", 1 / 3600.0},
+        {"second", 1 / 3600.0},
+        {"seconds", 1 / 3600.0},
+        {"ms", 1 / 3600e3},
+        {"min", 1 / 60.0},
+        {"mins", 1 / 60.0},
+        {"minute", 1 / 60.0},
+        {"minutes", 1 / 60.0},
+        {"h", 1},
+        {"hr", 1},
+        {"hrs", 1},
+        {"hour", 1},
+        {"hours", 1},
+        {"d", 24},
+        {"day", 24},
+        {"days", 24},
+    };
+    for (size_t i = 0; i < sizeof units / sizeof *units; i++)
+        if (strlen(units[i].name) == n && strncasecmp(u, units[i].name, n) == 0)
+            return units[i].hours;
+    return 0;
+}
+
+/* "FLOP", "GFLOP", "TFlop", "kflop", "GFLOPS": the prefix's power of ten in
+ * *scale; *per_s when the unit ends in S (FLOP per second).  0 when `u` is
+ * no FLOP count. */
+static int flop_unit(const char *u, size_t n, double *scale, bool *per_s)
+{
+    static const char prefixes[] = "kMGTPE";
+    *scale = 1;
+    if (n >= 5 && strncasecmp(u + 1, "flop", 4) == 0) {
+        const char *p = u[0] == 'K' ? prefixes : strchr(prefixes, u[0]);
+        if (!p)
+            return 0;
+        *scale = pow(1000, (double)(p - prefixes + 1));
+        u++;
+        n--;
+    }
+    if (n == 4 && strncasecmp(u, "flop", 4) == 0) {
+        *per_s = false;
+        return 1;
+    }
+    if (n == 5 && strncasecmp(u, "flops", 5) == 0) {
+        *per_s = true;
+        return 1;
+    }
+    return 0;
+}
+
+static bool work_name_ok(const char *s, size_t n)
+{
+    if (n == 0 || n >= sizeof((struct gpurun_cost_basis *)0)->work)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return false;
+    return true;
+}
+
+int gpurun_cost_basis(const char *units, const char *better, struct gpurun_cost_basis *b)
+{
+    memset(b, 0, sizeof *b);
+    b->kind = GPURUN_COST_NONE;
+    b->prefix = 1;
+    if (!units || !*units)
+        return -1;
+    bool lower = better && strcmp(better, "lower") == 0;
+    const char *slash = strrchr(units, '/');
+    double scale;
+    bool per_s;
+    if (!slash) {
+        size_t n = strlen(units);
+        if (!lower && flop_unit(units, n, &scale, &per_s) && per_s) { /* "GFLOPS" */
+            b->kind = GPURUN_COST_RATE;
+            b->hours = 1 / 3600.0;
+            b->prefix = scale;
+            b->flop = true;
+            snprintf(b->work, sizeof b->work, "FLOP");
+        } else if (lower && time_hours(units, n) > 0) { /* time to solution */
+            b->kind = GPURUN_COST_TIME;
+            b->hours = time_hours(units, n);
+            snprintf(b->work, sizeof b->work, "run");
+        }
+        return b->kind == GPURUN_COST_NONE ? -1 : 0;
+    }
+    const char *num = units, *den = slash + 1;
+    size_t nnum = (size_t)(slash - units), nden = strlen(den);
+    if (!lower) {
+        double h = time_hours(den, nden);
+        if (h <= 0)
+            return -1;
+        if (flop_unit(num, nnum, &scale, &per_s) && !per_s) {
+            b->prefix = scale;
+            b->flop = true;
+            snprintf(b->work, sizeof b->work, "FLOP");
+        } else if (work_name_ok(num, nnum)) {
+            snprintf(b->work, sizeof b->work, "%.*s", (int)nnum, num);
+        } else {
+            return -1;
+        }
+        b->kind = GPURUN_COST_RATE;
+        b->hours = h;
+        return 0;
+    }
+    double h = time_hours(num, nnum);
+    if (h <= 0 || !work_name_ok(den, nden))
+        return -1;
+    b->kind = GPURUN_COST_TIME;
+    b->hours = h;
+    snprintf(b->work, sizeof b->work, "%s", den);
+    return 0;
+}
+
+double gpurun_cost_hours(const struct gpurun_cost_basis *b, double value)
+{
+    if (!(value > 0) || !isfinite(value))
+        return NAN;
+    switch (b->kind) {
+    case GPURUN_COST_RATE: return b->hours / (value * b->prefix);
+    case GPURUN_COST_TIME: return value * b->hours;
+    default: return NAN;
+    }
+}
+
+/* ---- grouping --------------------------------------------------------- */
+
+static char *params_text(const json_t *params)
+{
+    struct buf b = {0};
+    const char *k;
+    json_t *v;
+    /* Sorted, as the key is. */
+    const char **keys = gpurun_xcalloc(json_object_size(params) + 1, sizeof *keys);
+    size_t n = 0;
+    json_object_foreach((json_t *)params, k, v) keys[n++] = k;
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && strcmp(keys[j - 1], keys[j]) > 0; j--) {
+            const char *t = keys[j];
+            keys[j] = keys[j - 1];
+            keys[j - 1] = t;
+        }
+    for (size_t i = 0; i < n; i++) {
+        v = json_object_get(params, keys[i]);
+        char *val = json_is_string(v) ? gpurun_xstrdup(json_string_value(v))
+                                      : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        bprintf(&b, "%s%s=%s", i ? " " : "", keys[i], val ? val : "?");
+        free(val);
+    }
+    free(keys);
+    if (!n)
+        bputs(&b, "-");
+    return bdone(&b);
+}
+
+struct pending {   /* what a job needs while it is being grouped */
+    char **series; /* params keys in order of appearance */
+};
+
+static size_t find_fom(struct gpurun_report_job *job, const char *name, const json_t *fom)
+{
+    for (size_t i = 0; i < job->nfoms; i++)
+        if (strcmp(job->foms[i].name, name) == 0)
+            return i;
+    job->foms = gpurun_xrealloc(job->foms, (job->nfoms + 1) * sizeof *job->foms);
+    struct gpurun_report_fom *f = &job->foms[job->nfoms];
+    memset(f, 0, sizeof *f);
+    f->name = gpurun_xstrdup(name);
+    const char *u = gpurun_record_str(fom, "units"), *b = gpurun_record_str(fom, "better");
+    f->units = gpurun_xstrdup(u ? u : "");
+    f->better = gpurun_xstrdup(b && strcmp(b, "lower") == 0 ? "lower" : "higher");
+    return job->nfoms++;
+}
+
+static struct gpurun_report_config *find_config(struct gpurun_report_job *job, struct pending *p,
+                                                const json_t *run)
+{
+    long nodes = gpurun_record_int(run, "nodes", -1), ranks = gpurun_record_int(run, "ranks", -1);
+    long gpr = gpurun_record_int(run, "gpus_per_rank", -1),
+         tpr = gpurun_record_int(run, "threads_per_rank", -1);
+    json_t *params = json_object_get(run, "params");
+    char *key = json_is_object(params) ? json_dumps(params, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+    if (!key)
+        key = gpurun_xstrdup("{}");
+    for (size_t i = 0; i < job->nconfigs; i++) {
+        struct gpurun_report_config *c = &job->configs[i];
+        if (c->nodes == nodes && c->ranks == ranks && c->gpus_per_rank == gpr &&
+            c->threads_per_rank == tpr && strcmp(c->params, key) == 0) {
+            free(key);
+            return c;
+        }
+    }
+    size_t s = 0;
+    while (s < job->nseries && strcmp(p->series[s], key) != 0)
+        s++;
+    if (s == job->nseries) {
+        p->series = gpurun_xrealloc(p->series, (s + 1) * sizeof *p->series);
+        p->series[s] = gpurun_xstrdup(key);
+        job->nseries++;
+    }
+    job->configs = gpurun_xrealloc(job->configs, (job->nconfigs + 1) * sizeof *job->configs);
+    struct gpurun_report_config *c = &job->configs[job->nconfigs++];
+    memset(c, 0, sizeof *c);
+    c->nodes = nodes;
+    c->ranks = ranks;
+    c->gpus_per_rank = gpr;
+    c->threads_per_rank = tpr;
+    c->gpus = gpurun_record_gpus(run);
+    c->params = key;
+    c->params_text = json_is_object(params) ? params_text(params) : gpurun_xstrdup("-");
+    c->label = gpurun_record_config_text(run);
+    c->series = s;
+    c->price = c->spot_price = NAN;
+    return c;
+}
+
+static bool is_ok(const json_t *run)
+{
+    const char *s = gpurun_record_str(run, "state");
+    return s && strcmp(s, "ok") == 0;
+}
+
+static int cmp_config(const void *pa, const void *pb)
+{
+    const struct gpurun_report_config *a = pa, *b = pb;
+    const long ka[] = {(long)a->series, a->resources,     a->nodes,
+                       a->ranks,        a->gpus_per_rank, a->threads_per_rank};
+    const long kb[] = {(long)b->series, b->resources,     b->nodes,
+                       b->ranks,        b->gpus_per_rank, b->threads_per_rank};
+    for (size_t i = 0; i < sizeof ka / sizeof *ka; i++)
+        if (ka[i] != kb[i])
+            return ka[i] < kb[i] ? -1 : 1;
+    return 0;
+}
+
+static int cmp_job(const void *pa, const void *pb)
+{
+    const struct gpurun_report_job *a = pa, *b = pb;
+    return strcmp(a->name, b->name);
+}
+
+/* Speedup, efficiency against each series' smallest configuration. */
+static void scaling(struct gpurun_report_job *job, size_t f)
+{
+    bool lower = strcmp(job->foms[f].better, "lower") == 0;
+    for (size_t s = 0; s < job->nseries; s++) {
+        const struct gpurun_report_config *base = NULL;
+        for (size_t i = 0; i < job->nconfigs && !base; i++) {
+            const struct gpurun_report_config *c = &job->configs[i];
+            if (c->series == s && c->resources > 0 && c->stats[f].n > 0 && c->stats[f].mean > 0)
+                base = c; /* sorted: the first is the smallest */
+        }
+        if (!base)
+            continue;
+        double bm = base->stats[f].mean;
+        for (size_t i = 0; i < job->nconfigs; i++) {
+            struct gpurun_report_config *c = &job->configs[i];
+            struct gpurun_report_stat *st = &c->stats[f];
+            if (c->series != s || c->resources <= 0 || st->n == 0 || !(st->mean > 0))
+                continue;
+            st->speedup = lower ? bm / st->mean : st->mean / bm;
+            st->efficiency = st->speedup / ((double)c->resources / (double)base->resources);
+        }
+    }
+}
+
+/* Cost per unit of work shown, in a unit that puts the smallest at 0.01 or
+ * more (prices are cents; a cost of 2e-07 per FLOP helps nobody). */
+static void costs(struct gpurun_report_job *job, size_t f)
+{
+    struct gpurun_report_fom *fom = &job->foms[f];
+    if (gpurun_cost_basis(fom->units, fom->better, &fom->basis) < 0)
+        return;
+    double least = INFINITY;
+    for (size_t i = 0; i < job->nconfigs; i++) {
+        struct gpurun_report_config *c = &job->configs[i];
+        struct gpurun_report_stat *st = &c->stats[f];
+        double h = st->n ? gpurun_cost_hours(&fom->basis, st->mean) : NAN;
+        if (c->gpus > 0 && !isnan(h)) {
+            st->cost = c->price >= 0 ? (double)c->gpus * c->price * h : NAN;
+            st->spot_cost = c->spot_price >= 0 ? (double)c->gpus * c->spot_price * h : NAN;
+        }
+        if (st->cost > 0 && st->cost < least)
+            least = st->cost;
+        if (st->spot_cost > 0 && st->spot_cost < least)
+            least = st->spot_cost;
+    }
+    static const char *const flop_names[] = {"FLOP",  "kFLOP", "MFLOP", "GFLOP",
+                                             "TFLOP", "PFLOP", "EFLOP"};
+    static const char *const scale_names[] = {"", "1000 ", "million ", "billion ", "trillion "};
+    size_t steps = 0, max_steps = fom->basis.flop ? 6 : 4;
+    double scale = 1;
+    while (isfinite(least) && least * scale < 0.01 && steps < max_steps) {
+        scale *= 1000;
+        steps++;
+    }
+    fom->work_scale = scale;
+    fom->work_label = fom->basis.flop
+                          ? gpurun_xstrdup(flop_names[steps])
+                          : gpurun_xasprintf("%s%s", scale_names[steps], fom->basis.work);
+    for (size_t i = 0; i < job->nconfigs; i++) {
+        job->configs[i].stats[f].cost *= scale;
+        job->configs[i].stats[f].spot_cost *= scale;
+    }
+}
+
+static void finish_job(struct gpurun_report_job *job)
+{
+    job->by_gpus = false;
+    for (size_t i = 0; i < job->nconfigs; i++)
+        job->by_gpus |= job->configs[i].gpus > 0;
+    for (size_t i = 0; i < job->nconfigs; i++) {
+        struct gpurun_report_config *c = &job->configs[i];
+        c->resources = job->by_gpus ? c->gpus : c->ranks;
+        for (size_t f = 0; f < job->nfoms; f++) {
+            struct gpurun_report_stat *st = &c->stats[f];
+            if (st->n)
+                st->mean /= (double)st->n; /* the sum until now */
+            else
+                st->mean = st->min = st->max = NAN;
+        }
+    }
+    if (job->nconfigs > 1)
+        qsort(job->configs, job->nconfigs, sizeof *job->configs, cmp_config);
+    for (size_t f = 0; f < job->nfoms; f++) {
+        scaling(job, f);
+        costs(job, f);
+    }
+}
+
+gpurun_report_t *gpurun_report_build(const json_t *runs)
+{
+    gpurun_report_t *r = gpurun_xcalloc(1, sizeof *r);
+    struct pending *pend = NULL;
+    size_t i;
+    json_t *run;
+
+    /* Pass 1: jobs, configurations and figures, in order of appearance. */
+    json_array_foreach((json_t *)runs, i, run)
+    {
+        const char *name = gpurun_record_str(run, "job");
+        if (!json_is_object(run) || !name)
+            continue;
+        size_t j = 0;
+        while (j < r->njobs && strcmp(r->jobs[j].name, name) != 0)
+            j++;
+        if (j == r->njobs) {
+            r->jobs = gpurun_xrealloc(r->jobs, (j + 1) * sizeof *r->jobs);
+            pend = gpurun_xrealloc(pend, (j + 1) * sizeof *pend);
+            memset(&r->jobs[j], 0, sizeof r->jobs[j]);
+            r->jobs[j].name = gpurun_xstrdup(name);
+            pend[j].series = NULL;
+            r->njobs++;
+        }
+        struct gpurun_report_job *job = &r->jobs[j];
+        if (!job->template_name && gpurun_record_str(run, "template"))
+            job->template_name = gpurun_xstrdup(gpurun_record_str(run, "template"));
+        find_config(job, &pend[j], run);
+        const char *fname;
+        json_t *fom;
+        json_object_foreach(json_object_get(run, "foms"), fname, fom)
+        {
+            if (json_is_object(fom))
+                find_fom(job, fname, fom);
+        }
+    }
+    for (size_t j = 0; j < r->njobs; j++)
+        for (size_t c = 0; c < r->jobs[j].nconfigs; c++) {
+            struct gpurun_report_config *cf = &r->jobs[j].configs[c];
+            cf->stats = gpurun_xcalloc(r->jobs[j].nfoms + 1, sizeof *cf->stats);
+            for (size_t f = 0; f < r->jobs[j].nfoms; f++) {
+                cf->stats[f].speedup = cf->stats[f].efficiency = NAN;
+                cf->stats[f].cost = cf->stats[f].spot_cost = NAN;
+            }
+        }
+
+    /* Pass 2: the values.  Runs not ok are counted apart, never averaged. */
+    json_array_foreach((json_t *)runs, i, run)
+    {
+        const char *name = gpurun_record_str(run, "job");
+        if (!json_is_object(run) || !name)
+            continue;
+        size_t j = 0;
+        while (strcmp(r->jobs[j].name, name) != 0)
+            j++;
+        struct gpurun_report_job *job = &r->jobs[j];
+        struct gpurun_report_config *c = find_config(job, &pend[j], run);
+        job->nruns++;
+        r->nruns++;
+        if (!is_ok(run)) {
+            c->nfailed++;
+            job->nfailed++;
+            r->nfailed++;
+            continue;
+        }
+        c->nok++;
+        double price = gpurun_record_num(run, "price_per_gpu_hour"),
+               spot = gpurun_record_num(run, "spot_price_per_gpu_hour");
+        if (price >= 0)
+            c->price = price;
+        if (spot >= 0)
+            c->spot_price = spot;
+        const char *cur = gpurun_record_str(run, "currency");
+        if (cur && (price >= 0 || spot >= 0)) {
+            free(c->currency);
+            c->currency = gpurun_xstrdup(cur);
+        }
+        const char *model = gpurun_record_str(run, "gpu_model");
+        if (model && !c->gpu_model)
+            c->gpu_model = gpurun_xstrdup(model);
+        json_t *mon = json_object_get(run, "gpus_monitor");
+        if (mon) {
+            json_decref(c->monitor);
+            c->monitor = json_incref(mon);
+        }
+        const char *fname;
+        json_t *fom;
+        json_object_foreach(json_object_get(run, "foms"), fname, fom)
+        {
+            double v;
+            if (!json_is_object(fom) || !gpurun_record_fom_value(fom, &v))
+                continue;
+            struct gpurun_report_stat *st = &c->stats[find_fom(job, fname, fom)];
+            st->min = st->n == 0 || v < st->min ? v : st->min;
+            st->max = st->n == 0 || v > st->max ? v : st->max;
+            st->mean += v;
+            st->n++;
+        }
+    }
+    for (size_t j = 0; j < r->njobs; j++) {
+        finish_job(&r->jobs[j]);
+        for (size_t s = 0; s < r->jobs[j].nseries; s++)
+            free(pend[j].series[s]);
+        free(pend[j].series);
+    }
+    free(pend);
+    if (r->njobs > 1)
+        qsort(r->jobs, r->njobs, sizeof *r->jobs, cmp_job);
+    return r;
+}
+
+void gpurun_report_destroy(gpurun_report_t *r)
+{
+    if (!r)
+        return;
+    for (size_t j = 0; j < r->njobs; j++) {
+        struct gpurun_report_job *job = &r->jobs[j];
+        for (size_t f = 0; f < job->nfoms; f++) {
+            free(job->foms[f].name);
+            free(job->foms[f].units);
+            free(job->foms[f].better);
+            free(job->foms[f].work_label);
+        }
+        free(job->foms);
+        for (size_t c = 0; c < job->nconfigs; c++) {
+            struct gpurun_report_config *cf = &job->configs[c];
+            free(cf->params);
+            free(cf->params_text);
+            free(cf->label);
+            free(cf->gpu_model);
+            free(cf->currency);
+            free(cf->stats);
+            json_decref(cf->monitor);
+        }
+        free(job->configs);
+        free(job->name);
+        free(job->template_name);
+    }
+    free(r->jobs);
+    free(r);
+}
+
+long gpurun_report_main_fom(const struct gpurun_report_job *job)
+{
+    for (size_t f = 0; f < job->nfoms; f++)
+        for (size_t c = 0; c < job->nconfigs; c++)
+            if (job->configs[c].stats[f].n > 0)
+                return (long)f;
+    return -1;
+}
+
+/* ---- tables ----------------------------------------------------------- */
+
+char *gpurun_report_number(double v)
+{
+    if (isnan(v))
+        return gpurun_xstrdup("-");
+    double a = fabs(v);
+    if (a == 0)
+        return gpurun_xstrdup("0");
+    if (a >= 1e7 || a < 1e-3)
+        return gpurun_xasprintf("%.3e", v);
+    int digits = 3 - (int)floor(log10(a));
+    return gpurun_xasprintf("%.*f", digits < 0 ? 0 : digits, v);
+}
+
+static char *fmt_ratio(double v)
+{
+    return isnan(v) ? gpurun_xstrdup("-") : gpurun_xasprintf("%.2f", v);
+}
+
+static char *fmt_cost(double v, const char *currency)
+{
+    if (isnan(v))
+        return gpurun_xstrdup("-");
+    char *n = gpurun_report_number(v);
+    char *s = gpurun_xasprintf("%s%s%s", n, currency ? " " : "", currency ? currency : "");
+    free(n);
+    return s;
+}
+
+static char *fmt_long(long v)
+{
+    return v < 0 ? gpurun_xstrdup("-") : gpurun_xasprintf("%ld", v);
+}
+
+/* What per-GPU monitoring says of a configuration.  A record's gpus_monitor
+ * (monitor.c) is an array with an object per GPU: util_mean (%),
+ * mem_peak_mib, power_mean_w, ... each null when the GPU does not report it.
+ * Shown: utilisation and power averaged over the GPUs, the highest memory
+ * peak.  A flat object of numbers (a summary) is shown as key=value. */
+static char *fmt_monitor(const json_t *m)
+{
+    struct buf b = {0};
+    if (json_is_array(m)) {
+        double util = 0, power = 0, mem = -1;
+        size_t nu = 0, np = 0;
+        size_t i;
+        json_t *g;
+        json_array_foreach((json_t *)m, i, g)
+        {
+            double v = gpurun_record_num(g, "util_mean");
+            if (!isnan(v)) {
+                util += v;
+                nu++;
+            }
+            v = gpurun_record_num(g, "power_mean_w");
+            if (!isnan(v)) {
+                power += v;
+                np++;
+            }
+            v = gpurun_record_num(g, "mem_peak_mib");
+            if (!isnan(v) && v > mem)
+                mem = v;
+        }
+        if (nu)
+            bprintf(&b, "util %.0f%%", util / (double)nu);
+        if (mem >= 0)
+            bprintf(&b, "%smem peak %.1f GiB", b.len ? ", " : "", mem / 1024);
+        if (np)
+            bprintf(&b, "%spower %.0f W", b.len ? ", " : "", power / (double)np);
+    } else if (json_is_object(m)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)m, k, v)
+        {
+            if (!json_is_number(v))
+                continue;
+            char *n = gpurun_report_number(json_number_value(v));
+            bprintf(&b, "%s%s=%s", b.len ? " " : "", k, n);
+            free(n);
+        }
+    }
+    if (!b.len)
+        bputs(&b, "-");
+    return bdone(&b);
+}
+
+struct table {
+    size_t ncols, nrows;
+    const char **head;
+    bool *right;
+    char **cells; /* nrows x ncols, owned */
+};
+
+static void table_col(struct table *t, const char *head, bool right)
+{
+    t->head = gpurun_xrealloc(t->head, (t->ncols + 1) * sizeof *t->head);
+    t->right = gpurun_xrealloc(t->right, (t->ncols + 1) * sizeof *t->right);
+    t->head[t->ncols] = head;
+    t->right[t->ncols++] = right;
+}
+
+static void table_free(struct table *t)
+{
+    for (size_t i = 0; i < t->nrows * t->ncols; i++)
+        free(t->cells[i]);
+    free(t->cells);
+    free(t->head);
+    free(t->right);
+}
+
+static bool any_monitor(const struct gpurun_report_job *job)
+{
+    for (size_t c = 0; c < job->nconfigs; c++)
+        if (job->configs[c].monitor)
+            return true;
+    return false;
+}
+
+/* The table of one figure of a job: a row per configuration.  Column
+ * heads point into `heads` (freed by the caller). */
+static struct table fom_table(const struct gpurun_report_job *job, size_t f, char **heads)
+{
+    const struct gpurun_report_fom *fom = &job->foms[f];
+    struct table t = {0};
+    bool params = job->nseries > 1;
+    table_col(&t, "GPUs", true);
+    table_col(&t, "nodes", true);
+    table_col(&t, "ranks", true);
+    table_col(&t, "GPUs/rank", true);
+    table_col(&t, "threads/rank", true);
+    if (params)
+        table_col(&t, "params", false);
+    table_col(&t, "config", false);
+    table_col(&t, "n", true);
+    table_col(&t, "failed", true);
+    table_col(&t, "mean", true);
+    table_col(&t, "min", true);
+    table_col(&t, "max", true);
+    table_col(&t, "speedup", true);
+    table_col(&t, "efficiency", true);
+    heads[0] =
+        fom->work_label ? gpurun_xasprintf("cost/%s", fom->work_label) : gpurun_xstrdup("cost");
+    heads[1] =
+        fom->work_label ? gpurun_xasprintf("spot/%s", fom->work_label) : gpurun_xstrdup("spot");
+    table_col(&t, heads[0], true);
+    table_col(&t, heads[1], true);
+
+    t.nrows = job->nconfigs;
+    t.cells = gpurun_xcalloc(t.nrows * t.ncols, sizeof *t.cells);
+    for (size_t r = 0; r < job->nconfigs; r++) {
+        const struct gpurun_report_config *c = &job->configs[r];
+        const struct gpurun_report_stat *st = &c->stats[f];
+        char **row = &t.cells[r * t.ncols];
+        size_t k = 0;
+        row[k++] = fmt_long(c->gpus);
+        row[k++] = fmt_long(c->nodes);
+        row[k++] = fmt_long(c->ranks);
+        row[k++] = fmt_long(c->gpus_per_rank);
+        row[k++] = fmt_long(c->threads_per_rank);
+        if (params)
+            row[k++] = gpurun_xstrdup(c->params_text);
+        row[k++] = gpurun_xstrdup(c->label);
+        row[k++] = gpurun_xasprintf("%zu", st->n);
+        row[k++] = gpurun_xasprintf("%zu", c->nfailed);
+        row[k++] = gpurun_report_number(st->mean);
+        row[k++] = gpurun_report_number(st->min);
+        row[k++] = gpurun_report_number(st->max);
+        row[k++] = fmt_ratio(st->speedup);
+        row[k++] = fmt_ratio(st->efficiency);
+        row[k++] = fmt_cost(st->cost, c->currency);
+        row[k++] = fmt_cost(st->spot_cost, c->currency);
+    }
+    return t;
+}
+
+/* Per-GPU monitoring of each configuration, when the records carry it:
+ * one table per job, not a column of every figure's. */
+static struct table monitor_table(const struct gpurun_report_job *job)
+{
+    struct table t = {0};
+    bool params = job->nseries > 1;
+    table_col(&t, "GPUs", true);
+    table_col(&t, "nodes", true);
+    table_col(&t, "ranks", true);
+    if (params)
+        table_col(&t, "params", false);
+    table_col(&t, "config", false);
+    table_col(&t, "GPU monitoring (last ok run)", false);
+    t.nrows = job->nconfigs;
+    t.cells = gpurun_xcalloc(t.nrows * t.ncols, sizeof *t.cells);
+    for (size_t r = 0; r < job->nconfigs; r++) {
+        const struct gpurun_report_config *c = &job->configs[r];
+        char **row = &t.cells[r * t.ncols];
+        size_t k = 0;
+        row[k++] = fmt_long(c->gpus);
+        row[k++] = fmt_long(c->nodes);
+        row[k++] = fmt_long(c->ranks);
+        if (params)
+            row[k++] = gpurun_xstrdup(c->params_text);
+        row[k++] = gpurun_xstrdup(c->label);
+        row[k++] = fmt_monitor(c->monitor);
+    }
+    return t;
+}
+
+/* Display width of UTF-8 text: one column per character. */
+static size_t width(const char *s)
+{
+    size_t w = 0;
+    for (; *s; s++)
+        w += ((unsigned char)*s & 0xc0) != 0x80;
+    return w;
+}
+
+static void table_print(const struct table *t, FILE *out)
+{
+    size_t *w = gpurun_xcalloc(t->ncols, sizeof *w);
+    char **shown = gpurun_xcalloc(t->nrows * t->ncols, sizeof *shown);
+    for (size_t c = 0; c < t->ncols; c++)
+        w[c] = width(t->head[c]);
+    for (size_t i = 0; i < t->nrows * t->ncols; i++) {
+        shown[i] = gpurun_printable(t->cells[i]);
+        size_t cw = width(shown[i]);
+        if (cw > w[i % t->ncols])
+            w[i % t->ncols] = cw;
+    }
+    for (size_t r = 0; r <= t->nrows; r++) {
+        fputs("  ", out);
+        for (size_t c = 0; c < t->ncols; c++) {
+            const char *s = r == 0 ? t->head[c] : shown[(r - 1) * t->ncols + c];
+            size_t pad = w[c] - width(s);
+            if (t->right[c])
+                fprintf(out, "%*s%s", (int)pad, "", s);
+            else
+                fprintf(out, "%s%*s", s, c + 1 < t->ncols ? (int)pad : 0, "");
+            fputs(c + 1 < t->ncols ? "  " : "\n", out);
+        }
+    }
+    for (size_t i = 0; i < t->nrows * t->ncols; i++)
+        free(shown[i]);
+    free(shown);
+    free(w);
+}
+
+static const char definitions[] =
+    "speedup = mean / mean of the smallest configuration with the same params (its inverse "
+    "when lower is better); efficiency = speedup / (GPUs / GPUs of that configuration), ranks "
+    "for a CPU-only job; cost = GPUs x price per GPU-hour x hours the configuration takes "
+    "for one unit of work at the mean figure (for ns/day: GPUs x price / (ns_per_day / 24) "
+    "per ns), on demand and spot, from the prices the records carry (a site profile); - "
+    "where there is none.  Only runs of state ok are averaged; the others are counted as "
+    "failed.";
+
+/* The params of a job of one series (with several, each row shows its
+ * own); NULL when none. */
+static const char *job_params(const struct gpurun_report_job *job)
+{
+    return job->nseries == 1 && job->nconfigs && strcmp(job->configs[0].params_text, "-") != 0
+               ? job->configs[0].params_text
+               : NULL;
+}
+
+static const char *job_gpu_model(const struct gpurun_report_job *job)
+{
+    for (size_t c = 0; c < job->nconfigs; c++)
+        if (job->configs[c].gpu_model)
+            return job->configs[c].gpu_model;
+    return NULL;
+}
+
+static void print_job(const struct gpurun_report_job *job, FILE *out)
+{
+    char *name = gpurun_printable(job->name), *tpl = gpurun_printable(job->template_name);
+    fprintf(out, "\nJob %s%s%s: %zu run%s, %zu not ok; scaling against %s\n", name,
+            job->template_name ? ", template " : "", job->template_name ? tpl : "", job->nruns,
+            job->nruns == 1 ? "" : "s", job->nfailed, job->by_gpus ? "GPUs" : "ranks (CPU-only)");
+    free(name);
+    free(tpl);
+    const char *params = job_params(job), *model = job_gpu_model(job);
+    if (params || model) {
+        char *p = gpurun_printable(params), *m = gpurun_printable(model);
+        fprintf(out, "  %s%s%s%s%s\n", params ? "params: " : "", params ? p : "",
+                params && model ? "; " : "", model ? "GPU: " : "", model ? m : "");
+        free(p);
+        free(m);
+    }
+    if (job->nfoms == 0)
+        fprintf(out, "  no figures of merit in these runs\n");
+    for (size_t f = 0; f < job->nfoms; f++) {
+        const struct gpurun_report_fom *fom = &job->foms[f];
+        char *fn = gpurun_printable(fom->name), *fu = gpurun_printable(fom->units);
+        fprintf(out, "\n  %s (%s%s%s is better)\n", fn, fu, *fu ? ", " : "", fom->better);
+        free(fn);
+        free(fu);
+        char *heads[2];
+        struct table t = fom_table(job, f, heads);
+        table_print(&t, out);
+        table_free(&t);
+        free(heads[0]);
+        free(heads[1]);
+    }
+    if (any_monitor(job)) {
+        fprintf(out, "\n  GPU monitoring\n");
+        struct table t = monitor_table(job);
+        table_print(&t, out);
+        table_free(&t);
+    }
+}
+
+void gpurun_report_print(const gpurun_report_t *r, const char *source, FILE *out)
+{
+    char *src = gpurun_printable(source);
+    fprintf(out, "gpurun report of %s: %zu run%s of %zu job%s, %zu not ok\n", src, r->nruns,
+            r->nruns == 1 ? "" : "s", r->njobs, r->njobs == 1 ? "" : "s", r->nfailed);
+    free(src);
+    for (size_t j = 0; j < r->njobs; j++)
+        print_job(&r->jobs[j], out);
+    if (!r->njobs)
+        return;
+    /* The definitions, folded for a terminal. */
+    fputc('\n', out);
+    const char *p = definitions;
+    while (*p) {
+        size_t n = strlen(p);
+        if (n > 100) {
+            n = 100;
+            while (n > 0 && p[n] != ' ')
+                n--;
+            if (n == 0)
+                n = 100;
+        }
+        fprintf(out, "%.*s\n", (int)n, p);
+        p += n;
+        while (*p == ' ')
+            p++;
+    }
+}
+
+/* ---- the plot --------------------------------------------------------- */
+
+#define SVG_W 840
+#define SVG_H 440
+#define PLOT_L 80
+#define PLOT_R 560
+#define PLOT_T 50
+#define PLOT_B 370
+
+static const char *const palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
+                                      "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
+
+struct axis {
+    double lo, hi; /* of the value, or of its logarithm */
+    int log;       /* 0: linear; else the base of a log scale (2, 10) */
+    int px0, px1;  /* pixels of lo and hi */
+};
+
+static double ax_px(const struct axis *a, double v)
+{
+    double u = a->log ? log(v) / log(a->log) : v;
+    return a->px0 + (u - a->lo) / (a->hi - a->lo) * (a->px1 - a->px0);
+}
+
+/* A step of 1, 2 or 5 times a power of ten giving about `n` ticks. */
+static double nice_step(double range, int n)
+{
+    double raw = range / n, mag = pow(10, floor(log10(raw))), f = raw / mag;
+    return mag * (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10);
+}
+
+static void svg_text(struct buf *b, double x, double y, const char *anchor, const char *extra,
+                     const char *text)
+{
+    bprintf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\"%s>", x, y, anchor, extra);
+    besc(b, text);
+    bputs(b, "</text>\n");
+}
+
+/* A tick label: 250, 0.5, 2.5k, 4M, 1.2G; no exponents. */
+static void svg_number(double v, char *out, size_t n)
+{
+    double a = fabs(v);
+    if (a < 1e-12)
+        snprintf(out, n, "0");
+    else if (a >= 1e9)
+        snprintf(out, n, "%gG", v / 1e9);
+    else if (a >= 1e6)
+        snprintf(out, n, "%gM", v / 1e6);
+    else if (a >= 1e4)
+        snprintf(out, n, "%gk", v / 1e3);
+    else
+        snprintf(out, n, "%g", v);
+}
+
+static void y_tick(struct buf *b, const struct axis *ya, double v)
+{
+    char num[64];
+    double py = ax_px(ya, v);
+    bprintf(b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e6e6e6\"/>\n", PLOT_L,
+            py, PLOT_R, py);
+    bprintf(b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#333333\"/>\n",
+            PLOT_L - 5, py, PLOT_L, py);
+    svg_number(v, num, sizeof num);
+    svg_text(b, PLOT_L - 8, py + 4, "end", "", num);
+}
+
+static void svg_panel(struct buf *b, const struct gpurun_report_job *job, double y0)
+{
+    bprintf(b, "<g transform=\"translate(0,%.0f)\">\n", y0);
+    bprintf(b,
+            "<rect x=\"0.5\" y=\"0.5\" width=\"%d\" height=\"%d\" fill=\"#ffffff\" "
+            "stroke=\"#d0d0d0\"/>\n",
+            SVG_W - 1, SVG_H - 1);
+    long f = gpurun_report_main_fom(job);
+    const char *xname = job->by_gpus ? "GPUs" : "ranks";
+    if (f < 0) {
+        char *t =
+            gpurun_xasprintf("%s: no run of state ok with a figure of merit to plot", job->name);
+        svg_text(b, SVG_W / 2.0, SVG_H / 2.0, "middle", " font-size=\"14\"", t);
+        free(t);
+        bputs(b, "</g>\n");
+        return;
+    }
+    const struct gpurun_report_fom *fom = &job->foms[f];
+    bool lower = strcmp(fom->better, "lower") == 0;
+    char *title =
+        gpurun_xasprintf("%s: %s%s%s%s against %s", job->name, fom->name, *fom->units ? " (" : "",
+                         fom->units, *fom->units ? ")" : "", xname);
+    svg_text(b, PLOT_L, 28, "start", " font-size=\"15\" font-weight=\"bold\"", title);
+    free(title);
+
+    /* The extent of the data and of each series' ideal line. */
+    double xmin = INFINITY, xmax = 0, ymin = INFINITY, ymax = 0;
+    for (size_t c = 0; c < job->nconfigs; c++) {
+        const struct gpurun_report_config *cf = &job->configs[c];
+        const struct gpurun_report_stat *st = &cf->stats[f];
+        if (st->n == 0 || cf->resources <= 0)
+            continue;
+        xmin = fmin(xmin, (double)cf->resources);
+        xmax = fmax(xmax, (double)cf->resources);
+        ymax = fmax(ymax, st->max);
+        if (st->min > 0)
+            ymin = fmin(ymin, st->min);
+    }
+    /* The baseline of each series: the first configuration with a value. */
+    const struct gpurun_report_config **base = gpurun_xcalloc(job->nseries + 1, sizeof *base);
+    for (size_t c = 0; c < job->nconfigs; c++) {
+        const struct gpurun_report_config *cf = &job->configs[c];
+        if (!base[cf->series] && cf->stats[f].n > 0 && cf->resources > 0 && cf->stats[f].mean > 0)
+            base[cf->series] = cf;
+    }
+    for (size_t s = 0; s < job->nseries; s++)
+        if (base[s]) {
+            double bx = (double)base[s]->resources, by = base[s]->stats[f].mean;
+            ymax = fmax(ymax, lower ? by : by * xmax / bx);
+            ymin = fmin(ymin, lower ? by * bx / xmax : by);
+        }
+    if (!isfinite(xmin)) { /* values, but no GPU or rank count to plot them at */
+        svg_text(b, SVG_W / 2.0, SVG_H / 2.0, "middle", " font-size=\"14\"",
+                 "no GPU or rank count in these records to plot against");
+        bputs(b, "</g>\n");
+        free(base);
+        return;
+    }
+
+    struct axis xa = {.px0 = PLOT_L, .px1 = PLOT_R}, ya = {.px0 = PLOT_B, .px1 = PLOT_T};
+    /* GPUs from 1 to 64: log-log, where ideal scaling is a straight line. */
+    xa.log = xmax / xmin >= 16 ? 2 : 0;
+    ya.log = xa.log && ymin > 0 && isfinite(ymin) ? 10 : 0;
+    double xstep = 1;
+    if (xa.log) {
+        xa.lo = floor(log2(xmin)) - 0.3;
+        xa.hi = ceil(log2(xmax)) + 0.3;
+    } else {
+        xstep = nice_step(xmax > 0 ? xmax : 1, 6);
+        if (xstep < 1)
+            xstep = 1;
+        xa.lo = 0;
+        xa.hi = ceil(xmax * 1.05 / xstep) * xstep;
+        if (xa.hi <= xmax)
+            xa.hi += xstep;
+    }
+    /* Grid, ticks and their labels. */
+    char num[64];
+    bputs(b, "<g font-size=\"12\" fill=\"#333333\">\n");
+    if (ya.log) {
+        ya.lo = log10(ymin);
+        ya.hi = log10(ymax);
+        double pad = fmax(0.08 * (ya.hi - ya.lo), (0.6 - (ya.hi - ya.lo)) / 2);
+        ya.lo -= pad;
+        ya.hi += pad;
+        static const double fine[] = {1, 1.5, 2, 3, 4, 5, 6, 7, 8, 9}, some[] = {1, 2, 5},
+                            one[] = {1};
+        double span = ya.hi - ya.lo;
+        const double *m = span < 1.2 ? fine : span < 3 ? some : one;
+        size_t nm = span < 1.2 ? 10 : span < 3 ? 3 : 1;
+        for (int e = (int)floor(ya.lo); e <= (int)ceil(ya.hi); e++)
+            for (size_t k = 0; k < nm; k++) {
+                double v = m[k] * pow(10, e);
+                if (log10(v) >= ya.lo && log10(v) <= ya.hi)
+                    y_tick(b, &ya, v);
+            }
+    } else {
+        double ystep = nice_step(ymax > 0 ? ymax * 1.05 : 1, 6);
+        ya.lo = 0;
+        ya.hi = ceil((ymax > 0 ? ymax * 1.05 : 1) / ystep) * ystep;
+        for (int i = 0; ya.lo + i * ystep <= ya.hi + ystep * 1e-9; i++)
+            y_tick(b, &ya, ya.lo + i * ystep);
+    }
+    if (xa.log) {
+        for (int e = (int)ceil(xa.lo); e <= (int)floor(xa.hi); e++) {
+            double px = ax_px(&xa, pow(2, e));
+            bprintf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e6e6e6\"/>\n",
+                    px, PLOT_T, px, PLOT_B);
+            bprintf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#333333\"/>\n",
+                    px, PLOT_B, px, PLOT_B + 5);
+            svg_number(pow(2, e), num, sizeof num);
+            svg_text(b, px, PLOT_B + 19, "middle", "", num);
+        }
+    } else {
+        for (int i = 0; xa.lo + i * xstep <= xa.hi + xstep * 1e-9; i++) {
+            double v = xa.lo + i * xstep, px = ax_px(&xa, v);
+            bprintf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e6e6e6\"/>\n",
+                    px, PLOT_T, px, PLOT_B);
+            bprintf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#333333\"/>\n",
+                    px, PLOT_B, px, PLOT_B + 5);
+            svg_number(v, num, sizeof num);
+            svg_text(b, px, PLOT_B + 19, "middle", "", num);
+        }
+    }
+    bputs(b, "</g>\n");
+    bprintf(b,
+            "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
+            "stroke=\"#333333\"/>\n",
+            PLOT_L, PLOT_T, PLOT_R - PLOT_L, PLOT_B - PLOT_T);
+    char *xlabel = gpurun_xasprintf("%s%s", xname, xa.log ? " (log scale)" : "");
+    svg_text(b, (PLOT_L + PLOT_R) / 2.0, PLOT_B + 42, "middle", " font-size=\"13\"", xlabel);
+    free(xlabel);
+    char *ylabel = gpurun_xasprintf("%s%s%s%s%s", fom->name, *fom->units || ya.log ? " (" : "",
+                                    fom->units, *fom->units && ya.log ? ", " : "",
+                                    ya.log        ? "log scale)"
+                                    : *fom->units ? ")"
+                                                  : "");
+    bprintf(b,
+            "<text x=\"0\" y=\"0\" text-anchor=\"middle\" font-size=\"13\" "
+            "transform=\"translate(22,%.1f) rotate(-90)\">",
+            (PLOT_T + PLOT_B) / 2.0);
+    besc(b, ylabel);
+    bputs(b, "</text>\n");
+    free(ylabel);
+
+    /* Per series: the ideal line, the measured line, min-max bars, points. */
+    double ly = PLOT_T + 8;
+    for (size_t s = 0; s < job->nseries; s++) {
+        if (!base[s])
+            continue;
+        const char *color = palette[s % (sizeof palette / sizeof *palette)];
+        double bx = (double)base[s]->resources, by = base[s]->stats[f].mean;
+        bprintf(b,
+                "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" "
+                "stroke-dasharray=\"6 4\" opacity=\"0.7\" points=\"",
+                color);
+        for (int i = 0; i <= 48; i++) {
+            double x = xa.log ? pow(2, log2(bx) + (log2(xmax) - log2(bx)) * i / 48.0)
+                              : bx + (xmax - bx) * i / 48.0;
+            double y = lower ? by * bx / x : by * x / bx;
+            bprintf(b, "%s%.1f,%.1f", i ? " " : "", ax_px(&xa, x), ax_px(&ya, y));
+        }
+        bputs(b, "\"/>\n");
+        bprintf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", color);
+        bool first = true;
+        for (size_t c = 0; c < job->nconfigs; c++) {
+            const struct gpurun_report_config *cf = &job->configs[c];
+            if (cf->series != s || cf->stats[f].n == 0 || cf->resources <= 0)
+                continue;
+            bprintf(b, "%s%.1f,%.1f", first ? "" : " ", ax_px(&xa, (double)cf->resources),
+                    ax_px(&ya, cf->stats[f].mean));
+            first = false;
+        }
+        bputs(b, "\"/>\n");
+        for (size_t c = 0; c < job->nconfigs; c++) {
+            const struct gpurun_report_config *cf = &job->configs[c];
+            const struct gpurun_report_stat *st = &cf->stats[f];
+            if (cf->series != s || st->n == 0 || cf->resources <= 0)
+                continue;
+            double px = ax_px(&xa, (double)cf->resources);
+            if (st->max > st->min)
+                bprintf(b,
+                        "<path d=\"M%.1f %.1fV%.1fM%.1f %.1fH%.1fM%.1f %.1fH%.1f\" "
+                        "stroke=\"%s\" fill=\"none\"/>\n",
+                        px, ax_px(&ya, st->min), ax_px(&ya, st->max), px - 4, ax_px(&ya, st->min),
+                        px + 4, px - 4, ax_px(&ya, st->max), px + 4, color);
+            bprintf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"><title>", px,
+                    ax_px(&ya, st->mean), color);
+            char *m = gpurun_report_number(st->mean), *e = fmt_ratio(st->efficiency);
+            const char *unit = cf->resources == 1 ? (job->by_gpus ? "GPU" : "rank") : xname;
+            char *tip = gpurun_xasprintf("%ld %s: mean %s, efficiency %s (n = %zu)", cf->resources,
+                                         unit, m, e, st->n);
+            besc(b, tip);
+            free(tip);
+            free(m);
+            free(e);
+            bputs(b, "</title></circle>\n");
+        }
+
+        /* Legend, right of the plot, as far as it has room. */
+        if (ly > SVG_H - 40)
+            continue;
+        char *what = job->nseries > 1 ? gpurun_xasprintf("measured: %s", base[s]->params_text)
+                                      : gpurun_xstrdup("measured (mean, min-max)");
+        bprintf(b,
+                "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" "
+                "stroke-width=\"2\"/><circle cx=\"%d\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>\n",
+                PLOT_R + 16, ly, PLOT_R + 44, ly, color, PLOT_R + 30, ly, color);
+        char cut[40]; /* what fits right of the plot; cut at a character */
+        snprintf(cut, sizeof cut, "%s", what);
+        if (strlen(what) >= sizeof cut)
+            for (size_t k = sizeof cut - 4; k > 0; k--)
+                if (((unsigned char)cut[k] & 0xc0) != 0x80) {
+                    snprintf(cut + k, sizeof cut - k, "...");
+                    break;
+                }
+        svg_text(b, PLOT_R + 52, ly + 4, "start", " font-size=\"12\"", cut);
+        free(what);
+        ly += 20;
+        char *ideal =
+            gpurun_xasprintf("ideal, from %ld %s", base[s]->resources,
+                             base[s]->resources == 1 ? (job->by_gpus ? "GPU" : "rank") : xname);
+        bprintf(b,
+                "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" "
+                "stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/>\n",
+                PLOT_R + 16, ly, PLOT_R + 44, ly, color);
+        svg_text(b, PLOT_R + 52, ly + 4, "start", " font-size=\"12\"", ideal);
+        free(ideal);
+        ly += 28;
+    }
+    free(base);
+    bputs(b, "</g>\n");
+}
+
+/* The panels, one per job, stacked; `standalone` adds the XML prolog. */
+static void svg_document(struct buf *b, const gpurun_report_t *r, bool standalone)
+{
+    size_t n = r->njobs ? r->njobs : 1;
+    if (standalone)
+        bputs(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    bprintf(b,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%zu\" "
+            "viewBox=\"0 0 %d %zu\" font-family=\"DejaVu Sans, Helvetica, Arial, "
+            "sans-serif\" role=\"img\">\n",
+            SVG_W, SVG_H * n + 10 * (n - 1), SVG_W, SVG_H * n + 10 * (n - 1));
+    bputs(b, "<title>gpurun report: figure of merit against GPUs, with ideal scaling</title>\n");
+    if (!r->njobs)
+        svg_text(b, SVG_W / 2.0, SVG_H / 2.0, "middle", " font-size=\"14\"", "no runs to plot");
+    for (size_t j = 0; j < r->njobs; j++)
+        svg_panel(b, &r->jobs[j], (double)j * (SVG_H + 10));
+    bputs(b, "</svg>\n");
+}
+
+char *gpurun_report_svg(const gpurun_report_t *r)
+{
+    struct buf b = {0};
+    svg_document(&b, r, true);
+    return bdone(&b);
+}
+
+/* ---- the page --------------------------------------------------------- */
+
+static const char css[] =
+    "body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,'DejaVu Sans',sans-serif;"
+    "margin:24px auto;max-width:1160px;padding:0 16px;color:#1d1d1f;background:#fff}"
+    "h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;margin:28px 0 6px;padding-top:12px;"
+    "border-top:1px solid #ddd}h3{font-size:15px;margin:16px 0 6px}"
+    ".meta,.note{color:#555;font-size:13px}.scroll{overflow-x:auto}"
+    "table{border-collapse:collapse;font-size:12.5px;margin:4px 0 12px}"
+    "th,td{border:1px solid #d6d6d6;padding:3px 6px;white-space:nowrap}"
+    "th{background:#eef2f7;text-align:left}td.n{text-align:right;"
+    "font-variant-numeric:tabular-nums}tr:nth-child(even) td{background:#fafafa}"
+    "svg{max-width:100%;height:auto;display:block;margin:8px 0}"
+    "code{font-size:12px}";
+
+static void html_table(struct buf *b, const struct table *t)
+{
+    bputs(b, "<div class=\"scroll\"><table>\n<tr>");
+    for (size_t c = 0; c < t->ncols; c++) {
+        bputs(b, "<th>");
+        besc(b, t->head[c]);
+        bputs(b, "</th>");
+    }
+    bputs(b, "</tr>\n");
+    for (size_t r = 0; r < t->nrows; r++) {
+        bputs(b, "<tr>");
+        for (size_t c = 0; c < t->ncols; c++) {
+            bputs(b, t->right[c] ? "<td class=\"n\">" : "<td>");
+            besc(b, t->cells[r * t->ncols + c]);
+            bputs(b, "</td>");
+        }
+        bputs(b, "</tr>\n");
+    }
+    bputs(b, "</table></div>\n");
+}
+
+char *gpurun_report_html(const gpurun_report_t *r, const char *source)
+{
+    struct buf b = {0};
+    bputs(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+              "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+              "style-src 'unsafe-inline'\">\n"
+              "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+              "<title>gpurun report: ");
+    besc(&b, source);
+    bprintf(&b, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>gpurun report</h1>\n", css);
+
+    char stamp[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    bputs(&b, "<p class=\"meta\">");
+    bprintf(&b, "%zu run%s of %zu job%s, %zu not ok, in <code>", r->nruns, r->nruns == 1 ? "" : "s",
+            r->njobs, r->njobs == 1 ? "" : "s", r->nfailed);
+    besc(&b, source);
+    bprintf(&b, "</code>; written %s by gpurun %s.</p>\n", stamp, PACKAGE_VERSION);
+
+    for (size_t j = 0; j < r->njobs; j++) {
+        const struct gpurun_report_job *job = &r->jobs[j];
+        bputs(&b, "<section>\n<h2>Job ");
+        besc(&b, job->name);
+        bputs(&b, "</h2>\n<p class=\"meta\">");
+        if (job->template_name) {
+            bputs(&b, "Template <code>");
+            besc(&b, job->template_name);
+            bputs(&b, "</code>; ");
+        }
+        const char *params = job_params(job), *model = job_gpu_model(job);
+        if (params) {
+            bputs(&b, job->template_name ? "params <code>" : "Params <code>");
+            besc(&b, params);
+            bputs(&b, "</code>; ");
+        }
+        if (model) {
+            bputs(&b, "GPU ");
+            besc(&b, model);
+            bputs(&b, "; ");
+        }
+        bprintf(&b, "%zu run%s, %zu not ok; scaling against %s.</p>\n", job->nruns,
+                job->nruns == 1 ? "" : "s", job->nfailed,
+                job->by_gpus ? "GPUs" : "ranks (CPU-only)");
+        if (job->nfoms == 0)
+            bputs(&b, "<p>No figures of merit in these runs.</p>\n");
+        for (size_t f = 0; f < job->nfoms; f++) {
+            const struct gpurun_report_fom *fom = &job->foms[f];
+            bputs(&b, "<h3>");
+            besc(&b, fom->name);
+            bputs(&b, " <span class=\"meta\">(");
+            besc(&b, fom->units);
+            bprintf(&b, "%s%s is better)</span></h3>\n", *fom->units ? ", " : "", fom->better);
+            char *heads[2];
+            struct table t = fom_table(job, f, heads);
+            html_table(&b, &t);
+            table_free(&t);
+            free(heads[0]);
+            free(heads[1]);
+        }
+        if (any_monitor(job)) {
+            bputs(&b, "<h3>GPU monitoring <span class=\"meta\">(utilisation and power: mean "
+                      "over the GPUs; memory: the highest peak)</span></h3>\n");
+            struct table t = monitor_table(job);
+            html_table(&b, &t);
+            table_free(&t);
+        }
+        /* The job's plot: its own one-panel SVG. */
+        gpurun_report_t one = {.jobs = (struct gpurun_report_job *)job, .njobs = 1};
+        svg_document(&b, &one, false);
+        bputs(&b, "</section>\n");
+    }
+    if (!r->njobs)
+        bputs(&b, "<p>No runs.</p>\n");
+    bputs(&b, "<p class=\"note\">");
+    besc(&b, definitions);
+    bputs(&b, "</p>\n</body>\n</html>\n");
+    return bdone(&b);
+}

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef GPURUN_REPORT_H
+#define GPURUN_REPORT_H
+
+/* `gpurun report` (SPEC §7): the runs of the results store grouped per job
+ * and configuration, with the statistics over repeats, the scaling against
+ * the smallest configuration and the cost per unit of work; as a text
+ * table, an SVG plot, or one self-contained HTML page.  Pure: runs in
+ * (the summaries gpurun_results_runs() gives), text out. */
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "error.h"
+
+/* How a figure's units turn into hours of the whole configuration per unit
+ * of work, the basis of its cost:
+ *   a rate (better = higher), WORK/TIME: "ns/day", "GFLOP/s", "tau/day",
+ *     "timesteps/s", "GFLOPS": hours per unit of WORK = 1 / (value per hour);
+ *   a time per work (better = lower), TIME/WORK: "hour/ns", "s/step":
+ *     hours per unit of WORK = value in hours;
+ *   a time to solution (better = lower), TIME: "s": hours per run.
+ * TIME is s, ms, min, h (hour), day (and their plurals).  FLOP counts with
+ * an SI prefix are counted in FLOP; the report then picks the prefix
+ * (GFLOP, PFLOP) or, for other work, a power of 1000 ("1000 tau") that
+ * puts the smallest cost at 0.01 or more.  Other units have no cost. */
+struct gpurun_cost_basis {
+    enum { GPURUN_COST_NONE, GPURUN_COST_RATE, GPURUN_COST_TIME } kind;
+    double hours;  /* of TIME: 1/3600 for "s", 24 for "day" */
+    double prefix; /* units of WORK in the figure's: 1e9 for GFLOP */
+    bool flop;     /* WORK is FLOP, named by SI prefix */
+    char work[64]; /* WORK: "ns", "FLOP", "tau", "run" */
+};
+int gpurun_cost_basis(const char *units, const char *better, struct gpurun_cost_basis *b);
+/* Hours of the configuration per base unit of work at figure `value`; NAN
+ * when the basis has none or the value cannot give one (<= 0). */
+double gpurun_cost_hours(const struct gpurun_cost_basis *b, double value);
+
+struct gpurun_report_stat {
+    size_t n;                   /* runs of state ok with this figure */
+    double mean, min, max;      /* NAN when n = 0 */
+    double speedup, efficiency; /* against the series' smallest configuration; NAN: none */
+    double cost, spot_cost;     /* per `work_label` of the figure, in `currency`; NAN: no price */
+};
+
+/* One configuration of a job: the runs with the same nodes, ranks, GPUs per
+ * rank, threads per rank and params. */
+struct gpurun_report_config {
+    long nodes, ranks, gpus_per_rank, threads_per_rank, gpus; /* -1: unknown */
+    long resources;    /* GPUs, or ranks when the job is CPU-only; <= 0: unknown */
+    char *params;      /* canonical JSON of the params: the series key */
+    char *params_text; /* "key=value ...", "-" when none */
+    char *label;       /* the run's scan combination ("config"), "-" when none */
+    char *gpu_model;   /* NULL when unknown */
+    size_t series;     /* index of its params among the job's */
+    size_t nok, nfailed;
+    double price, spot_price;         /* per GPU-hour; NAN: none */
+    char *currency;                   /* NULL: none */
+    struct gpurun_report_stat *stats; /* one per figure of the job */
+    /* Per-GPU monitoring: the `gpus_monitor` of the configuration's last ok
+     * run when records carry one (shown in a table of its own: mean
+     * utilisation and power over the GPUs, highest memory peak), NULL
+     * otherwise. */
+    json_t *monitor;
+};
+
+struct gpurun_report_fom {
+    char *name;   /* ns_per_day */
+    char *units;  /* "ns/day"; "" when not known */
+    char *better; /* "higher" | "lower" */
+    struct gpurun_cost_basis basis;
+    double work_scale; /* base units of work per unit shown (1e15: PFLOP) */
+    char *work_label;  /* "ns", "PFLOP", "1000 tau"; NULL: no cost for these units */
+};
+
+struct gpurun_report_job {
+    char *name;
+    char *template_name;            /* NULL when none */
+    bool by_gpus;                   /* resources are GPUs; else ranks (CPU-only) */
+    struct gpurun_report_fom *foms; /* in the records' order: the first is the main one */
+    size_t nfoms;
+    struct gpurun_report_config *configs; /* by series, then resources, nodes, ranks */
+    size_t nconfigs;
+    size_t nseries;
+    size_t nruns, nfailed;
+};
+
+typedef struct gpurun_report {
+    struct gpurun_report_job *jobs; /* by name */
+    size_t njobs;
+    size_t nruns, nfailed;
+} gpurun_report_t;
+
+/* Group and compute.  `runs` is a JSON array of records (or their
+ * summaries); fields that are missing or of the wrong type are unknown. */
+gpurun_report_t *gpurun_report_build(const json_t *runs);
+void gpurun_report_destroy(gpurun_report_t *r);
+
+/* The figure the plot shows for a job: the first with a value; -1 none. */
+long gpurun_report_main_fom(const struct gpurun_report_job *job);
+
+/* Text tables, for a terminal (control characters escaped). */
+void gpurun_report_print(const gpurun_report_t *r, const char *source, FILE *out);
+/* An SVG document: per job, its main figure against GPUs (or ranks), with
+ * min-max bars and the ideal-scaling line.  Every text escaped. */
+char *gpurun_report_svg(const gpurun_report_t *r);
+/* One HTML page: inline CSS and SVG, no script, no external resource. */
+char *gpurun_report_html(const gpurun_report_t *r, const char *source);
+
+/* A figure as the tables show it: four significant digits, without an
+ * exponent from 0.001 to 10^7; "-" for NAN. */
+char *gpurun_report_number(double v);
+
+/* `s` escaped for XML and HTML text and attribute values. */
+char *gpurun_xml_escape(const char *s);
+
+/* Write `text` to `path` completely or not at all (temporary file, rename). */
+int gpurun_write_text(const char *path, const char *text, gpurun_error_t *err);
+
+#endif

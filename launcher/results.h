@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef GPURUN_RESULTS_H
+#define GPURUN_RESULTS_H
+
+/* The results store (SPEC §7): RESULTS/results.db, an SQLite index of the
+ * records RESULTS/JOB/RUN-ID/record.json.  The records are the truth; the
+ * database can always be dropped and rebuilt from them, and is brought up
+ * to date with them (new records indexed, vanished ones dropped) whenever
+ * it is read.  Only results.c sees SQLite. */
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
+
+#define GPURUN_RESULTS_DB "results.db"
+#define GPURUN_RESULTS_SCHEMA 1 /* the schema_version table's value */
+
+typedef struct gpurun_results gpurun_results_t;
+
+/* What an indexing pass met.  Warnings are whole sentences naming the
+ * record ("RESULTS/j/r/record.json: skipped: not JSON: ..."). */
+struct gpurun_results_log {
+    size_t indexed; /* records added */
+    size_t skipped; /* records that could not be read, each with a warning */
+    size_t dropped; /* rows whose record is gone */
+    char **warnings;
+    size_t nwarnings;
+};
+void gpurun_results_log_free(struct gpurun_results_log *log);
+
+/* Open (create) RESULTS/results.db.  Where it cannot be written (a folder
+ * of someone else's results, a read-only mount), the index is kept in
+ * memory for this process and `log` (may be NULL) says so.  A database of
+ * an older schema is rebuilt; one gpurun cannot read is an error that
+ * names --rebuild.  Errors: exit 2 for a missing folder, 3 otherwise. */
+int gpurun_results_open(const char *results_dir, bool rebuild, gpurun_results_t **rp,
+                        struct gpurun_results_log *log, gpurun_error_t *err);
+void gpurun_results_close(gpurun_results_t *r);
+
+/* Index one record (a path inside the results folder); idempotent on the
+ * record's (job, run_id): adding it again replaces the row. */
+int gpurun_results_index(gpurun_results_t *r, const char *record_path, gpurun_error_t *err);
+
+/* Bring the index up to date with RESULTS/(*)/(*)/record.json; with
+ * `rebuild`, drop every row first and index every record again.  A record
+ * that cannot be read is skipped with a warning (once, until it changes). */
+int gpurun_results_sync(gpurun_results_t *r, bool rebuild, struct gpurun_results_log *log,
+                        gpurun_error_t *err);
+
+/* The runs (of `job`, or of every job when NULL), by job then start time:
+ * a JSON array of the records without their bulk (plan, bindings,
+ * rank_status), each with "record": its path relative to the folder. */
+int gpurun_results_runs(gpurun_results_t *r, const char *job, json_t **runsp, gpurun_error_t *err);
+
+/* One call each, for run.c and `gpurun results --rebuild`. */
+int gpurun_results_add(const char *results_dir, const char *record_path, gpurun_error_t *err);
+int gpurun_results_rebuild(const char *results_dir, struct gpurun_results_log *log,
+                           gpurun_error_t *err);
+
+/* ---- reading a record defensively (any field may be missing) ---------- */
+
+/* An integer field, or `dflt` when missing or not an integer. */
+long gpurun_record_int(const json_t *run, const char *key, long dflt);
+/* A number field, or NAN. */
+double gpurun_record_num(const json_t *run, const char *key);
+/* A string field, or NULL. */
+const char *gpurun_record_str(const json_t *run, const char *key);
+/* Total GPUs: "gpus", else ranks * gpus_per_rank; -1 unknown. */
+long gpurun_record_gpus(const json_t *run);
+/* The value of one entry of "foms": its "value", else the last of its
+ * "values"; false when there is none. */
+bool gpurun_record_fom_value(const json_t *fom, double *v);
+/* The run's configuration as "key=value key=value" ("config", else "-"). */
+char *gpurun_record_config_text(const json_t *run);
+
+/* `s` with every control character written \xNN: what a terminal may be
+ * shown of a string from a file. */
+char *gpurun_printable(const char *s);
+
+#endif

@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Site profiles (SPEC §4): what a cluster's onboarding page tells a
+ * newcomer, read with the job file's machinery (confparse.c) so that its
+ * errors read "FILE:LINE: key 'KEY': WHAT" too.  Found as sites/NAME.conf on
+ * the template search path.  Only this file sees libconfuse's cfg_t. */
+#include "config.h"
+
+#include <confuse.h>
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "confparse.h"
+#include "site.h"
+#include "template.h"
+#include "util.h"
+
+#define SITE_FILE_MAX (256 * 1024)
+#define GPUS_PER_NODE_MAX 1024
+#define PRICE_MAX 1000000.0 /* per GPU-hour: anything above is a typo */
+
+/* Indexed by the enums: what libconfuse stores for the two keys. */
+enum { SCHED_SLURM, SCHED_NONE };
+enum { LAUNCH_AUTO, LAUNCH_SRUN, LAUNCH_MPIRUN, LAUNCH_LOCAL };
+static const char *const scheduler_names[] = {[SCHED_SLURM] = "slurm", [SCHED_NONE] = "none", NULL};
+static const char *const launcher_names[] = {[LAUNCH_AUTO] = "auto",
+                                             [LAUNCH_SRUN] = "srun",
+                                             [LAUNCH_MPIRUN] = "mpirun",
+                                             [LAUNCH_LOCAL] = "local",
+                                             NULL};
+
+static const struct enum_key {
+    const char *key;
+    const char *const *names;
+} enum_keys[] = {
+    {"scheduler", scheduler_names},
+    {"launcher", launcher_names},
+};
+
+/* ---- parse callbacks: each value checked as libconfuse reads it -------- */
+
+static int cb_enum(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
+{
+    const char *const *names = NULL;
+    for (size_t i = 0; i < sizeof enum_keys / sizeof *enum_keys; i++)
+        if (strcmp(enum_keys[i].key, cfg_opt_name(opt)) == 0)
+            names = enum_keys[i].names;
+    size_t n = 0;
+    while (names && names[n]) {
+        if (value && strcmp(value, names[n]) == 0) {
+            *(long *)result = (long)n;
+            return 0;
+        }
+        n++;
+    }
+    char list[128] = "";
+    for (size_t i = 0; i < n; i++) {
+        strncat(list, names[i], sizeof list - strlen(list) - 1);
+        if (i + 1 < n)
+            strncat(list, ", ", sizeof list - strlen(list) - 1);
+    }
+    struct gpurun_conf_shown a;
+    const char *near = value ? gpurun_conf_closest(value, names, n) : NULL;
+    if (near)
+        return gpurun_conf_value_error(cfg, opt, "'%s' is not one of %s (did you mean '%s'?)",
+                                       gpurun_conf_shown(&a, value), list, near);
+    return gpurun_conf_value_error(cfg, opt, "'%s' is not one of %s", gpurun_conf_shown(&a, value),
+                                   list);
+}
+
+static int cb_gpus(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
+{
+    struct gpurun_conf_shown a;
+    const char *p = value ? value : "";
+    bool digits = *p != '\0';
+    for (const char *c = p; *c; c++)
+        digits = digits && *c >= '0' && *c <= '9';
+    if (!digits)
+        return gpurun_conf_value_error(cfg, opt, "expected an integer, got '%s'",
+                                       gpurun_conf_shown(&a, value));
+    errno = 0;
+    long v = strtol(p, NULL, 10);
+    if (errno == ERANGE || v > GPUS_PER_NODE_MAX)
+        return gpurun_conf_value_error(cfg, opt, "%s is out of range (0 to %d)",
+                                       gpurun_conf_shown(&a, value), GPUS_PER_NODE_MAX);
+    *(long *)result = v;
+    return 0;
+}
+
+/* A plain decimal number: no hex, no inf/nan, no currency sign. */
+static int cb_price(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
+{
+    struct gpurun_conf_shown a;
+    const char *p = value ? value : "";
+    size_t i = *p == '-' || *p == '+' ? 1 : 0;
+    bool ok = (p[i] >= '0' && p[i] <= '9') || (p[i] == '.' && p[i + 1] >= '0' && p[i + 1] <= '9');
+    for (const char *c = p + i; ok && *c; c++)
+        ok = (*c >= '0' && *c <= '9') || *c == '.' || *c == 'e' || *c == 'E' || *c == '-' ||
+             *c == '+';
+    char *end = NULL;
+    errno = 0;
+    double v = ok ? strtod(p, &end) : 0;
+    if (!ok || *end || errno == ERANGE || !isfinite(v))
+        return gpurun_conf_value_error(
+            cfg, opt,
+            "expected a price per GPU-hour such as 4.50 (a number without a currency "
+            "sign: the key 'currency' names it), got '%s'",
+            gpurun_conf_shown(&a, value));
+    if (v < 0 || v > PRICE_MAX)
+        return gpurun_conf_value_error(cfg, opt, "%s is out of range (0 to %.0f)",
+                                       gpurun_conf_shown(&a, value), PRICE_MAX);
+    *(double *)result = v;
+    return 0;
+}
+
+/* ---- pass 3: checks that need the whole file --------------------------- */
+
+static bool module_name_ok(const char *s)
+{
+    if (!*s || *s == '-' || *s == '/')
+        return false;
+    for (; *s; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+              strchr("/._+-:@", *s)))
+            return false;
+    return true;
+}
+
+/* Each item of a string list: no control character, not empty, and what
+ * `item_ok` wants (NULL when any text will do; `hint` says what). */
+static void check_list(struct gpurun_conf_ctx *ctx, cfg_t *cfg, const char *key,
+                       bool (*item_ok)(const char *), const char *hint)
+{
+    int line = gpurun_conf_record_line(ctx, key);
+    unsigned n = line ? cfg_size(cfg, key) : 0;
+    struct gpurun_conf_shown a;
+    for (unsigned i = 0; i < n; i++) {
+        const char *v = cfg_getnstr(cfg, key, i);
+        char buf[128];
+        const char *why = v ? gpurun_conf_value_problem(v, true, buf, sizeof buf) : NULL;
+        if (why)
+            gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK, "key '%s', item %u: %s", key, i + 1,
+                             why);
+        else if (v && item_ok && !item_ok(v))
+            gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK, "key '%s', item %u: '%s' %s", key, i + 1,
+                             gpurun_conf_shown(&a, v), hint);
+    }
+}
+
+static bool sbatch_option_ok(const char *s)
+{
+    return s[0] == '-' && s[1] != '\0' && s[1] != ' ';
+}
+
+/* Two keys that cannot both hold: reported on the later one's line, in the
+ * words of the job file's contradictions. */
+static void contradiction(struct gpurun_conf_ctx *ctx, const char *k1, const char *k2,
+                          const char *why)
+{
+    int l1 = gpurun_conf_record_line(ctx, k1), l2 = gpurun_conf_record_line(ctx, k2);
+    if (!l1 || !l2)
+        return;
+    if (l2 >= l1)
+        gpurun_conf_note(ctx, l2, GPURUN_CONF_CHECK, "key '%s': contradicts '%s' on line %d: %s",
+                         k2, k1, l1, why);
+    else
+        gpurun_conf_note(ctx, l1, GPURUN_CONF_CHECK, "key '%s': contradicts '%s' on line %d: %s",
+                         k1, k2, l2, why);
+}
+
+static const char *const string_keys[] = {"description", "partition", "account", "scratch",
+                                          "currency"};
+
+/* `complete`: libconfuse read the whole file, so a key it lacks is missing. */
+static void check_site(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complete)
+{
+    struct gpurun_conf_shown a;
+    for (size_t i = 0; i < sizeof string_keys / sizeof *string_keys; i++)
+        gpurun_conf_check_string(ctx, string_keys[i], cfg_getstr(cfg, string_keys[i]), true);
+    if (complete && !cfg_getstr(cfg, "description"))
+        gpurun_conf_note(ctx, GPURUN_CONF_NO_LINE, GPURUN_CONF_CHECK,
+                         "key 'description' missing: one line naming the site and its machines");
+
+    check_list(ctx, cfg, "modules", module_name_ok,
+               "is not a module name (letters, digits, '/', '.', '_', '+', '-', ':', '@'; one "
+               "module per item, as in \"cuda/12.4\")");
+    check_list(ctx, cfg, "sbatch", sbatch_option_ok,
+               "is not an sbatch option: write the option alone, as in \"--qos=normal\" (gpurun "
+               "adds '#SBATCH')");
+
+    const char *scratch = cfg_getstr(cfg, "scratch");
+    int line = gpurun_conf_record_line(ctx, "scratch");
+    if (line && scratch && *scratch && scratch[0] != '/' && scratch[0] != '$')
+        gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK,
+                         "key 'scratch': '%s' is not an absolute path (a folder such as "
+                         "\"/scratch/${USER}\")",
+                         gpurun_conf_shown(&a, scratch));
+
+    const char *cur = cfg_getstr(cfg, "currency");
+    line = gpurun_conf_record_line(ctx, "currency");
+    if (line && cur && *cur &&
+        !(strlen(cur) == 3 && cur[0] >= 'A' && cur[0] <= 'Z' && cur[1] >= 'A' && cur[1] <= 'Z' &&
+          cur[2] >= 'A' && cur[2] <= 'Z'))
+        gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK,
+                         "key 'currency': '%s' is not an ISO 4217 currency code (three capital "
+                         "letters, such as USD or EUR)",
+                         gpurun_conf_shown(&a, cur));
+
+    /* What only Slurm has, on a site without it. */
+    if (gpurun_conf_record_line(ctx, "scheduler") && cfg_getint(cfg, "scheduler") == SCHED_NONE) {
+        contradiction(ctx, "scheduler", "partition", "scheduler \"none\" has no partitions");
+        contradiction(ctx, "scheduler", "account", "scheduler \"none\" has no accounts");
+        contradiction(ctx, "scheduler", "sbatch", "scheduler \"none\" runs no batch scripts");
+        if (cfg_getint(cfg, "launcher") == LAUNCH_SRUN)
+            contradiction(ctx, "scheduler", "launcher", "srun needs scheduler \"slurm\"");
+    }
+}
+
+/* ---- conversion ------------------------------------------------------- */
+
+static char *opt_strdup(const char *s)
+{
+    return s ? gpurun_xstrdup(s) : NULL;
+}
+
+static char **take_list(cfg_t *cfg, const char *key, size_t *np)
+{
+    *np = cfg_size(cfg, key);
+    char **v = gpurun_xcalloc(*np + 1, sizeof *v);
+    for (size_t i = 0; i < *np; i++)
+        v[i] = gpurun_xstrdup(cfg_getnstr(cfg, key, (unsigned)i));
+    return v;
+}
+
+static gpurun_site_t *convert(cfg_t *cfg, const char *label)
+{
+    gpurun_site_t *s = gpurun_xcalloc(1, sizeof *s);
+    s->path = gpurun_xstrdup(label);
+    const char *slash = strrchr(label, '/');
+    const char *base = slash ? slash + 1 : label;
+    size_t n = strlen(base);
+    if (n > 5 && strcmp(base + n - 5, ".conf") == 0)
+        n -= 5;
+    s->name = gpurun_xstrndup(base, n);
+    s->description = gpurun_xstrdup(cfg_getstr(cfg, "description"));
+    s->scheduler = gpurun_xstrdup(scheduler_names[cfg_getint(cfg, "scheduler")]);
+    s->launcher = gpurun_xstrdup(launcher_names[cfg_getint(cfg, "launcher")]);
+    s->partition = opt_strdup(cfg_getstr(cfg, "partition"));
+    s->account = opt_strdup(cfg_getstr(cfg, "account"));
+    s->modules = take_list(cfg, "modules", &s->nmodules);
+    s->sbatch = take_list(cfg, "sbatch", &s->nsbatch);
+    s->gpus_per_node = (int)cfg_getint(cfg, "gpus_per_node");
+    s->scratch = opt_strdup(cfg_getstr(cfg, "scratch"));
+    s->price_per_gpu_hour = cfg_getfloat(cfg, "price_per_gpu_hour");
+    s->spot_price_per_gpu_hour = cfg_getfloat(cfg, "spot_price_per_gpu_hour");
+    s->currency = gpurun_xstrdup(cfg_getstr(cfg, "currency"));
+    return s;
+}
+
+/* ---- entry points ----------------------------------------------------- */
+
+int gpurun_site_parse(const char *text, size_t len, const char *label, gpurun_site_t **sp,
+                      gpurun_error_t *err)
+{
+    /* The schema.  Local: cfg_init() copies it. */
+    cfg_opt_t opts[] = {
+        CFG_STR("description", NULL, CFGF_NONE),
+        CFG_INT_CB("scheduler", SCHED_NONE, CFGF_NONE, cb_enum),
+        CFG_INT_CB("launcher", LAUNCH_AUTO, CFGF_NONE, cb_enum),
+        CFG_STR("partition", NULL, CFGF_NONE),
+        CFG_STR("account", NULL, CFGF_NONE),
+        CFG_STR_LIST("modules", NULL, CFGF_NONE),
+        CFG_STR_LIST("sbatch", NULL, CFGF_NONE),
+        CFG_INT_CB("gpus_per_node", -1, CFGF_NONE, cb_gpus),
+        CFG_STR("scratch", NULL, CFGF_NONE),
+        CFG_FLOAT_CB("price_per_gpu_hour", -1.0, CFGF_NONE, cb_price),
+        CFG_FLOAT_CB("spot_price_per_gpu_hour", -1.0, CFGF_NONE, cb_price),
+        CFG_STR("currency", "USD", CFGF_NONE),
+        CFG_END(),
+    };
+
+    *sp = NULL;
+    struct gpurun_conf_ctx ctx = {.label = label};
+    char *norm = gpurun_conf_normalize(&ctx, text, len);
+    cfg_t *cfg = cfg_init(opts, CFGF_NONE);
+    if (!cfg) {
+        free(norm);
+        gpurun_conf_ctx_release(&ctx);
+        return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                          "%s: cannot parse the site profile: out of memory", label);
+    }
+    int rc = gpurun_conf_parse(&ctx, cfg, norm);
+    free(norm);
+    if (rc == CFG_FILE_ERROR) {
+        int e = errno;
+        cfg_free(cfg);
+        gpurun_conf_ctx_release(&ctx);
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: cannot parse the site profile: %s", label,
+                          strerror(e));
+    }
+
+    gpurun_conf_check_duplicates(&ctx);
+    check_site(&ctx, cfg, rc == CFG_SUCCESS);
+
+    int ret = gpurun_conf_finish(&ctx, NULL, err);
+    if (ret == 0)
+        *sp = convert(cfg, label);
+    cfg_free(cfg);
+    gpurun_conf_ctx_release(&ctx);
+    return ret;
+}
+
+int gpurun_site_load(const char *name, const char *job_dir, gpurun_site_t **sp, gpurun_error_t *err)
+{
+    char *path, *text;
+    size_t len;
+    *sp = NULL;
+    if (gpurun_search_path_find("site", "sites", name, job_dir, &path, err) < 0)
+        return -1;
+    int rc = gpurun_read_file(path, "site profile", SITE_FILE_MAX, &text, &len, err);
+    if (rc == 0) {
+        rc = gpurun_site_parse(text, len, path, sp, err);
+        free(text);
+    }
+    free(path);
+    return rc;
+}
+
+void gpurun_site_destroy(gpurun_site_t *s)
+{
+    if (!s)
+        return;
+    free(s->path);
+    free(s->name);
+    free(s->description);
+    free(s->scheduler);
+    free(s->launcher);
+    free(s->partition);
+    free(s->account);
+    for (size_t i = 0; i < s->nmodules; i++)
+        free(s->modules[i]);
+    free(s->modules);
+    for (size_t i = 0; i < s->nsbatch; i++)
+        free(s->sbatch[i]);
+    free(s->sbatch);
+    free(s->scratch);
+    free(s->currency);
+    free(s);
+}

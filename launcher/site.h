@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef GPURUN_SITE_H
+#define GPURUN_SITE_H
+
+/* Site profiles (SPEC §4): templates/sites/NAME.conf, found on the template
+ * search path under sites/. */
+
+#include <stddef.h>
+
+#include "error.h"
+#include "job.h"
+
+typedef struct gpurun_site {
+    char *path;
+    char *name;
+    char *description;
+    char *scheduler;          /* "slurm" | "none" */
+    char *launcher;           /* "auto" | "srun" | "mpirun" | "local" */
+    char *partition;          /* NULL when none */
+    char *account;
+    char **modules;           /* module load lines */
+    size_t nmodules;
+    char **sbatch;            /* extra #SBATCH option lines, e.g. "--qos=normal" */
+    size_t nsbatch;
+    int gpus_per_node;        /* -1 unknown */
+    char *scratch;
+    double price_per_gpu_hour;      /* on demand; < 0 unknown */
+    double spot_price_per_gpu_hour; /* < 0 unknown */
+    char *currency;                 /* "USD" */
+} gpurun_site_t;
+
+/* Find sites/NAME.conf on the template search path and read it; errors name
+ * the file, line and key (exit 2). */
+int gpurun_site_load(const char *name, const char *job_dir, gpurun_site_t **sp, gpurun_error_t *err);
+int gpurun_site_parse(const char *text, size_t len, const char *label, gpurun_site_t **sp, gpurun_error_t *err);
+void gpurun_site_destroy(gpurun_site_t *s);
+
+#endif

@@ -1,0 +1,175 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# gpurun results and gpurun report on a results folder of hand-made records:
+# the table, JSON, CSV, --rebuild, the text report, the SVG plot and the HTML
+# page, which headless Chromium renders to a PNG when it is installed.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+if ! command -v jq >/dev/null 2>&1; then
+    echo "1..0 # SKIP jq not found (Debian: jq)"
+    exit 0
+fi
+
+R=$TMP/results
+XSS='<script>alert(1)</script>'
+EVIL="'; DROP TABLE runs; --"
+
+# record FOLDER RUN-ID JOB STATE RANKS NS_PER_DAY|-: a record as run.c
+# writes it, at 4 USD (spot 1.60) per GPU-hour.
+record() {
+    mkdir -p "$R/$1/$2"
+    jq -n --arg id "$2" --arg job "$3" --arg state "$4" --argjson ranks "$5" --arg ns "$6" '{
+        run_id: $id, job: $job, template: "gromacs",
+        start: ("2025-01-01T00:" + ($id | .[11:13]) + ":00Z"), end: "2025-01-01T01:00:00Z",
+        wall_s: 61.5, exit_status: (if $state == "ok" then 0 else 1 end), state: $state,
+        nodes: 1, ranks: $ranks, gpus_per_rank: 1, threads_per_rank: 8,
+        launcher: "local", launcher_choice: "test", hosts: ["node1"], gpu_model: "NVIDIA H200",
+        params: {nsteps: "5000"}, repeat_index: 0, command: ["gmx_mpi", "mdrun"],
+        plan: {gpurun_plan: 1}, bindings: [], rank_status: [], gpurun_version: "0.1.0",
+        config: {ranks_per_node: $ranks}, site: "aws-p5en",
+        price_per_gpu_hour: 4.0, spot_price_per_gpu_hour: 1.6, currency: "USD",
+        gpus: $ranks, references: {},
+        foms: (if $ns == "-" then {} else {ns_per_day: {value: ($ns | tonumber),
+               values: [($ns | tonumber)], units: "ns/day", better: "higher", file: "md.log"}} end)
+    }' >"$R/$1/$2/record.json"
+}
+
+record water 20250101T000100Z-1 water ok 1 98
+record water 20250101T000200Z-1 water ok 1 102
+record water 20250101T000300Z-1 water ok 2 190
+record water 20250101T000400Z-1 water ok 4 330
+record water 20250101T000500Z-1 water ok 4 350
+record water 20250101T000600Z-1 water failed 4 -
+record xss 20250101T000700Z-1 "$XSS" ok 1 50
+record xss 20250101T000800Z-1 "$XSS" ok 8 300
+record evil 20250101T000900Z-1 "$EVIL" ok 1 10
+record comma 20250101T001000Z-1 'a,"b"' ok 1 10
+mkdir -p "$R/water/20250101T001100Z-1" # a run still going: no record yet
+mkdir -p "$R/water/20250101T001200Z-1" # a record cut off
+printf '{"run_id": "x", "job": ' >"$R/water/20250101T001200Z-1/record.json"
+NRUNS=10
+
+# ---- gpurun results ---------------------------------------------------
+
+run "$GPURUN" results --results "$R"
+expect_rc 0 "results: a table"
+contains "$TMP/out" "run id" "results: the header"
+contains "$TMP/out" "ns_per_day=190.0 ns/day" "results: figures with units"
+contains "$TMP/out" "ranks_per_node=2" "results: the scan combination"
+contains "$TMP/err" "20250101T001200Z-1/record.json: skipped: not JSON" "results: a corrupt record skipped, with a warning"
+[ -f "$R/results.db" ]
+ok $? "results: RESULTS/results.db created"
+ok "$([ "$(grep -c '^2025' "$TMP/out")" -eq "$NRUNS" ] && echo 0 || echo 1)" "results: one line per run"
+
+run "$GPURUN" results --results "$R"
+ok "$([ ! -s "$TMP/err" ] && echo 0 || echo 1)" "results again: the corrupt record is not warned about twice"
+
+run "$GPURUN" results --results "$R" --json
+expect_rc 0 "results --json"
+ok "$(jq -e "length == $NRUNS" "$TMP/out" >/dev/null && echo 0 || echo 1)" "--json: an array of every run"
+ok "$(jq -e 'all(.[]; .plan == null and .bindings == null and (.record | endswith("/record.json")))' "$TMP/out" >/dev/null && echo 0 || echo 1)" \
+    "--json: records without their bulk, each saying where it is"
+ok "$(jq -e --arg e "$EVIL" 'map(select(.job == $e)) | length == 1' "$TMP/out" >/dev/null && echo 0 || echo 1)" \
+    "--json: a job name with SQL in it, verbatim"
+ok "$(jq -e '[.[] | select(.job == "water")] | length == 6' "$TMP/out" >/dev/null && echo 0 || echo 1)" \
+    "--json: no table was dropped"
+
+run "$GPURUN" results --results "$R" --csv
+expect_rc 0 "results --csv"
+head -1 "$TMP/out" | grep -q '^run_id,job,state,exit_status,.*,ns_per_day (ns/day),record'
+ok $? "--csv: the header, a column per figure with its units"
+ok "$([ "$(tr -cd '\r' <"$TMP/out" | wc -c)" -eq $((NRUNS + 1)) ] && echo 0 || echo 1)" "--csv: CRLF line ends (RFC 4180)"
+contains "$TMP/out" '20250101T001000Z-1,"a,""b""",ok,' "--csv: a field with a comma and quotes, quoted"
+contains "$TMP/out" "20250101T000300Z-1,water,ok,0,2025-01-01T00:03:00Z," "--csv: fields in order"
+
+run "$GPURUN" results --results "$R" --job water --json
+ok "$(jq -e 'length == 6 and all(.[]; .job == "water")' "$TMP/out" >/dev/null && echo 0 || echo 1)" "--job: that job's runs"
+
+rm -f "$R/results.db" "$R/results.db-wal" "$R/results.db-shm"
+run "$GPURUN" results --results "$R" --rebuild --json
+expect_rc 0 "results --rebuild without a database"
+contains "$TMP/err" "rebuilt: $NRUNS records indexed, 1 skipped" "--rebuild: every record read again"
+ok "$(jq -e "length == $NRUNS" "$TMP/out" >/dev/null && echo 0 || echo 1)" "--rebuild: every run listed"
+
+rm -rf "$R/comma"
+run "$GPURUN" results --results "$R" --json
+ok "$(jq -e "length == $((NRUNS - 1))" "$TMP/out" >/dev/null && echo 0 || echo 1)" "a removed run folder leaves the index"
+NRUNS=$((NRUNS - 1))
+
+run "$GPURUN" results --results "$TMP/nowhere"
+expect_rc 2 "results: no such folder: exit 2"
+contains "$TMP/err" "results folder '$TMP/nowhere' not found" "results: no such folder: said"
+run "$GPURUN" results --results "$R" --json --csv
+expect_rc 2 "results: --json and --csv: exit 2"
+run "$GPURUN" results --results "$R" --tabel
+expect_rc 2 "results: an unknown option: exit 2"
+run "$GPURUN" results --help
+expect_rc 0 "results --help"
+
+# ---- gpurun report ----------------------------------------------------
+
+run "$GPURUN" report --results "$R" --job water
+expect_rc 0 "report: text tables"
+contains "$TMP/out" "ns_per_day (ns/day, higher is better)" "report: the figure, its units and direction"
+contains "$TMP/out" "0.9600 USD" "report: cost per ns on 1 GPU (4 USD x 24 / 100)"
+grep -E '^ +4 +1 +4 +1 +8 +ranks_per_node=4 +2 +1 +340\.0 +330\.0 +350\.0 +3\.40 +0\.85 ' "$TMP/out" >/dev/null
+ok $? "report: 4 GPUs: n 2, 1 failed, mean/min/max 340/330/350, speedup 3.40, efficiency 0.85"
+contains "$TMP/out" "  0.95  " "report: efficiency 0.95 on 2 GPUs"
+
+run "$GPURUN" report --results "$R" --html "$TMP/report.html" --svg "$TMP/plot.svg"
+expect_rc 0 "report --html --svg"
+[ -s "$TMP/report.html" ] && [ -s "$TMP/plot.svg" ]
+ok $? "report: both files written"
+ok "$(grep -q '<script' "$TMP/report.html" "$TMP/plot.svg" && echo 1 || echo 0)" "report: no <script> anywhere"
+contains "$TMP/report.html" '&lt;script&gt;alert(1)&lt;/script&gt;' "report: the job name escaped in the page"
+contains "$TMP/plot.svg" '&lt;script&gt;alert(1)&lt;/script&gt;' "report: the job name escaped in the plot"
+ok "$(grep -Eq '(src|href)=|@import|url\(' "$TMP/report.html" && echo 1 || echo 0)" "report: the page loads nothing"
+if command -v xmllint >/dev/null 2>&1; then
+    xmllint --noout "$TMP/plot.svg" 2>"$TMP/err"
+    ok $? "report: the SVG is well-formed XML"
+else
+    skip "xmllint not found (Debian: libxml2-utils): SVG well-formedness not checked"
+fi
+ls "$TMP" | grep -q '\.tmp\.'
+ok $((1 - $?)) "report: no temporary file left"
+
+run "$GPURUN" report --results "$R" --svg "$TMP/no/such/plot.svg"
+expect_rc 2 "report: an SVG file that cannot be written: exit 2"
+
+run "$GPURUN" report --results "$R" --job nosuch
+expect_rc 0 "report: a job without runs"
+contains "$TMP/out" "0 runs of 0 jobs" "report: says there are none"
+
+# ---- the page in a browser --------------------------------------------
+
+chromium=
+for c in chromium chromium-browser google-chrome; do
+    if command -v "$c" >/dev/null 2>&1; then
+        chromium=$c
+        break
+    fi
+done
+if [ -z "$chromium" ]; then
+    skip "chromium not found (Debian: chromium): the page is not rendered"
+else
+    mkdir -p "$TMP/home" "$TMP/profile"
+    HOME=$TMP/home timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --disable-quic \
+        --no-first-run --disable-background-networking --disable-component-update --disable-sync \
+        --user-data-dir="$TMP/profile" --screenshot="$TMP/report.png" --window-size=1200,900 \
+        "file://$TMP/report.html" >"$TMP/chromium.log" 2>&1
+    if [ ! -s "$TMP/report.png" ]; then
+        ok 1 "chromium renders the page"
+        tail -5 "$TMP/chromium.log" | sed 's/^/#   /'
+    else
+        sig=$(head -c 8 "$TMP/report.png" | od -An -tx1 | tr -d ' \n')
+        width=$(od -An -j16 -N4 -tu1 "$TMP/report.png" | awk '{print $1*16777216 + $2*65536 + $3*256 + $4}')
+        size=$(wc -c <"$TMP/report.png")
+        [ "$sig" = 89504e470d0a1a0a ] && [ "$width" -eq 1200 ] && [ "$size" -gt 20000 ]
+        ok $? "chromium renders the page: a 1200-pixel-wide PNG of $size bytes"
+        if [ -n "${GPURUN_KEEP_SCREENSHOT:-}" ]; then
+            cp "$TMP/report.png" "$GPURUN_KEEP_SCREENSHOT"
+        fi
+    fi
+fi
+
+done_testing

@@ -1,0 +1,823 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Site profiles (SPEC §4), the results store and the report (SPEC §7):
+ * profiles good and bad, every shipped profile, the SQLite index (add,
+ * idempotence, rebuild, a corrupt record, hostile strings), the report's
+ * arithmetic on hand-made records, and the escaping of SVG and HTML. */
+#include "config.h"
+
+#include <errno.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "report.h"
+#include "results.h"
+#include "site.h"
+#include "tap.h"
+
+#define near(got, want, eps, ...)                                                                  \
+    (ok(fabs((got) - (want)) <= (eps), __VA_ARGS__)                                                \
+         ? 1                                                                                       \
+         : (printf("#   got:  %.6g\n#   want: %.6g\n", (double)(got), (double)(want)), 0))
+
+static const char *srcdir(void)
+{
+    const char *d = getenv("top_srcdir");
+    return d && *d ? d : ".";
+}
+
+/* ---- site profiles ---------------------------------------------------- */
+
+static gpurun_site_t *site_ok(const char *text, const char *what)
+{
+    gpurun_site_t *s = NULL;
+    gpurun_error_t err = {0};
+    int rc = gpurun_site_parse(text, strlen(text), "sites/s.conf", &s, &err);
+    if (!ok(rc == 0 && s, "%s: parses", what))
+        diag("error: %s", err.text);
+    return rc == 0 ? s : NULL;
+}
+
+static void test_site_good(void)
+{
+    setenv("USER", "EVIL", 1); /* libconfuse must not expand ${USER} */
+    gpurun_site_t *s = site_ok("# a cluster\n"
+                               "description = \"Uni HPC: 4 x A100 per node\"\n"
+                               "scheduler = \"slurm\"\n"
+                               "launcher  = \"srun\"\n"
+                               "partition = \"gpu\"\n"
+                               "account   = \"proj-1\"\n"
+                               "modules   = { \"gcc/12.2.0\", \"cuda/12.4\" }\n"
+                               "sbatch    = { \"--qos=normal\", \"--exclusive\" }\n"
+                               "gpus_per_node = 4\n"
+                               "scratch   = \"/scratch/${USER}\"\n"
+                               "price_per_gpu_hour = 2.5\n"
+                               "spot_price_per_gpu_hour = 1\n"
+                               "currency  = \"EUR\"\n",
+                               "every key");
+    if (s) {
+        is_str(s->name, "s", "name from the file name");
+        is_str(s->path, "sites/s.conf", "path");
+        is_str(s->description, "Uni HPC: 4 x A100 per node", "description");
+        is_str(s->scheduler, "slurm", "scheduler");
+        is_str(s->launcher, "srun", "launcher");
+        is_str(s->partition, "gpu", "partition");
+        is_str(s->account, "proj-1", "account");
+        ok(s->nmodules == 2 && !strcmp(s->modules[0], "gcc/12.2.0") &&
+               !strcmp(s->modules[1], "cuda/12.4"),
+           "modules, in order");
+        ok(s->nsbatch == 2 && !strcmp(s->sbatch[0], "--qos=normal"), "sbatch lines");
+        is_int(s->gpus_per_node, 4, "gpus_per_node");
+        is_str(s->scratch, "/scratch/${USER}", "scratch keeps ${USER} for the batch script");
+        ok(s->price_per_gpu_hour == 2.5 && s->spot_price_per_gpu_hour == 1.0, "prices");
+        is_str(s->currency, "EUR", "currency");
+    }
+    gpurun_site_destroy(s);
+    unsetenv("USER");
+
+    s = site_ok("description = \"a workstation\"\n", "description alone");
+    if (s) {
+        is_str(s->scheduler, "none", "default scheduler: none");
+        is_str(s->launcher, "auto", "default launcher: auto");
+        ok(!s->partition && !s->account && !s->scratch && s->nmodules == 0 && s->nsbatch == 0,
+           "optional keys absent");
+        ok(s->gpus_per_node == -1 && s->price_per_gpu_hour < 0 && s->spot_price_per_gpu_hour < 0,
+           "unknown GPUs and prices are negative");
+        is_str(s->currency, "USD", "default currency");
+    }
+    gpurun_site_destroy(s);
+}
+
+static void test_site_bad(void)
+{
+    static const struct {
+        const char *text, *want;
+    } cases[] = {
+        {"description = \"d\"\npartiton = \"gpu\"\n",
+         "s.conf:2: unknown key 'partiton' (did you mean 'partition'?)"},
+        {"description = \"d\"\nscheduler = \"slrum\"\n",
+         "s.conf:2: key 'scheduler': 'slrum' is not one of slurm, none (did you mean 'slurm'?)"},
+        {"launcher = \"pbs\"\n",
+         "s.conf:1: key 'launcher': 'pbs' is not one of auto, srun, mpirun, local"},
+        {"gpus_per_node = \"four\"\n",
+         "s.conf:1: key 'gpus_per_node': expected an integer, got 'four'"},
+        {"gpus_per_node = 5000\n",
+         "s.conf:1: key 'gpus_per_node': 5000 is out of range (0 to 1024)"},
+        {"gpus_per_node = {4, 8}\n",
+         "s.conf:1: key 'gpus_per_node': expected one value, not a list"},
+        {"price_per_gpu_hour = -1\n",
+         "s.conf:1: key 'price_per_gpu_hour': -1 is out of range (0 to 1000000)"},
+        {"spot_price_per_gpu_hour = \"$4\"\n",
+         "s.conf:1: key 'spot_price_per_gpu_hour': expected a price per GPU-hour such as 4.50 (a "
+         "number without a currency sign: the key 'currency' names it), got '$4'"},
+        {"price_per_gpu_hour = nan\n",
+         "s.conf:1: key 'price_per_gpu_hour': expected a price per GPU-hour such as 4.50 (a "
+         "number without a currency sign: the key 'currency' names it), got 'nan'"},
+        {"description = \"d\"\ncurrency = \"usd\"\n",
+         "s.conf:2: key 'currency': 'usd' is not an ISO 4217 currency code (three capital "
+         "letters, such as USD or EUR)"},
+        {"description = \"d\"\nsbatch = { \"--qos=normal\", \"#SBATCH --exclusive\" }\n",
+         "s.conf:2: key 'sbatch', item 2: '#SBATCH --exclusive' is not an sbatch option: write "
+         "the option alone, as in \"--qos=normal\" (gpurun adds '#SBATCH')"},
+        {"description = \"d\"\nmodules = { \"gcc/12\", \"cuda 12\" }\n",
+         "s.conf:2: key 'modules', item 2: 'cuda 12' is not a module name (letters, digits, "
+         "'/', '.', '_', '+', '-', ':', '@'; one module per item, as in \"cuda/12.4\")"},
+        {"description = \"d\"\npartition = \"a\"\npartition = \"b\"\n",
+         "s.conf:3: key 'partition': given twice (first on line 2)"},
+        {"description = \"d\"\nscheduler = \"none\"\naccount = \"p\"\n",
+         "s.conf:3: key 'account': contradicts 'scheduler' on line 2: scheduler \"none\" has "
+         "no accounts"},
+        {"description = \"d\"\nlauncher = \"srun\"\nscheduler = \"none\"\n",
+         "s.conf:3: key 'scheduler': contradicts 'launcher' on line 2: srun needs scheduler "
+         "\"slurm\""},
+        {"description = \"d\"\nscratch = \"scratch/me\"\n",
+         "s.conf:2: key 'scratch': 'scratch/me' is not an absolute path (a folder such as "
+         "\"/scratch/${USER}\")"},
+        {"description = \"d\"\naccount = \"a\tb\"\n",
+         "s.conf:2: key 'account': control character 0x09 (tab) in the value"},
+        {"scheduler = \"slurm\"\n",
+         "s.conf: key 'description' missing: one line naming the site and its machines"},
+        {"description = \"d\"\npartition = \"gpu\n",
+         "s.conf:2: unterminated string: the '\"' here is never closed"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        gpurun_site_t *s = NULL;
+        gpurun_error_t err = {0};
+        int rc = gpurun_site_parse(cases[i].text, strlen(cases[i].text), "s.conf", &s, &err);
+        ok(rc == -1 && !s && err.code == GPURUN_EXIT_CONFIG, "bad profile %zu: refused, exit 2",
+           i + 1);
+        is_str(err.text, cases[i].want, "bad profile %zu: message", i + 1);
+        gpurun_site_destroy(s);
+    }
+}
+
+/* Every profile shipped in templates/sites parses, found by name. */
+static void test_site_shipped(void)
+{
+    char *tpath = NULL, *sites = NULL;
+    if (asprintf(&tpath, "%s/templates", srcdir()) < 0 || asprintf(&sites, "%s/sites", tpath) < 0) {
+        ok(0, "asprintf");
+        return;
+    }
+    setenv("GPURUN_TEMPLATE_PATH", tpath, 1);
+    static const char *const shipped[] = {"local", "example-univ", "aws-p5en"};
+    for (size_t i = 0; i < sizeof shipped / sizeof *shipped; i++) {
+        gpurun_site_t *s = NULL;
+        gpurun_error_t err = {0};
+        if (!ok(gpurun_site_load(shipped[i], NULL, &s, &err) == 0 && s, "shipped site %s loads",
+                shipped[i]))
+            diag("error: %s", err.text);
+        if (s)
+            is_str(s->name, shipped[i], "site %s: its name", shipped[i]);
+        gpurun_site_destroy(s);
+    }
+    /* And any other profile in the folder. */
+    DIR *dp = opendir(sites);
+    struct dirent *de;
+    size_t n = 0;
+    while (dp && (de = readdir(dp))) {
+        size_t len = strlen(de->d_name);
+        if (len <= 5 || strcmp(de->d_name + len - 5, ".conf") != 0)
+            continue;
+        char *name = strndup(de->d_name, len - 5);
+        gpurun_site_t *s = NULL;
+        gpurun_error_t err = {0};
+        if (!ok(gpurun_site_load(name, NULL, &s, &err) == 0, "templates/sites/%s parses",
+                de->d_name))
+            diag("error: %s", err.text);
+        gpurun_site_destroy(s);
+        free(name);
+        n++;
+    }
+    if (dp)
+        closedir(dp);
+    ok(n >= 3, "templates/sites holds the shipped profiles (%zu)", n);
+
+    gpurun_site_t *s = NULL;
+    gpurun_error_t err = {0};
+    if (gpurun_site_load("aws-p5en", NULL, &s, &err) == 0) {
+        ok(s->price_per_gpu_hour > 0 && s->spot_price_per_gpu_hour > 0 &&
+               s->spot_price_per_gpu_hour < s->price_per_gpu_hour && s->gpus_per_node == 8,
+           "aws-p5en: on-demand and spot prices, 8 GPUs");
+        gpurun_site_destroy(s);
+    }
+    if (gpurun_site_load("example-univ", NULL, &s, &err) == 0) {
+        ok(!strcmp(s->scheduler, "slurm") && s->partition && !strcmp(s->partition, "gpu") &&
+               s->account && s->nmodules > 0 && s->nsbatch > 0,
+           "example-univ: Slurm, partition gpu, account, modules, sbatch lines");
+        gpurun_site_destroy(s);
+    }
+    if (gpurun_site_load("local", NULL, &s, &err) == 0) {
+        ok(!strcmp(s->scheduler, "none") && !strcmp(s->launcher, "auto"),
+           "local: no scheduler, launcher auto");
+        gpurun_site_destroy(s);
+    }
+    ok(gpurun_site_load("exmple-univ", NULL, &s, &err) == -1 && err.code == GPURUN_EXIT_CONFIG &&
+           strncmp(err.text,
+                   "site 'exmple-univ' not found (did you mean 'example-univ'?); looked in ",
+                   71) == 0 &&
+           strstr(err.text, sites),
+       "misspelt site: the nearest offered, sites/ folders listed");
+    if (err.text[0])
+        diag("%s", err.text);
+    ok(gpurun_site_load("../x", NULL, &s, &err) == -1 &&
+           !strcmp(err.text, "site '../x': not a valid site name (letters, digits, '_', '-', '.'; "
+                             "a name on the search path, not a file)"),
+       "a path is no site name");
+    unsetenv("GPURUN_TEMPLATE_PATH");
+    free(tpath);
+    free(sites);
+}
+
+/* ---- the results store ------------------------------------------------ */
+
+static char base[] = "/tmp/gpurun-test-results.XXXXXX";
+
+static void mkdir_p(const char *path)
+{
+    char *p = strdup(path);
+    for (char *s = p + 1; *s; s++)
+        if (*s == '/') {
+            *s = '\0';
+            mkdir(p, 0755);
+            *s = '/';
+        }
+    mkdir(p, 0755);
+    free(p);
+}
+
+/* A record as run.c writes it (some of its fields). */
+static json_t *make_run(const char *job, const char *id, const char *state, long ranks, long gpr,
+                        double ns, double price)
+{
+    json_t *r =
+        json_pack("{s:s, s:s, s:s, s:s, s:s, s:f, s:i, s:s, s:i, s:i, s:i, s:i, s:s, "
+                  "s:{s:s}, s:i, s:{s:i}, s:o, s:s, s:i}",
+                  "run_id", id, "job", job, "template", "gromacs", "start", "2025-01-01T00:00:00Z",
+                  "end", "2025-01-01T00:01:00Z", "wall_s", 60.0, "exit_status",
+                  strcmp(state, "ok") ? 1 : 0, "state", state, "nodes", 1, "ranks", (int)ranks,
+                  "gpus_per_rank", (int)gpr, "threads_per_rank", 8, "gpu_model", "H200", "params",
+                  "nsteps", "5000", "repeat_index", 0, "config", "ranks_per_node", (int)ranks,
+                  "plan", json_object(), "gpurun_version", "0.1.0", "gpus", (int)(ranks * gpr));
+    if (!isnan(ns))
+        json_object_set_new(r, "foms",
+                            json_pack("{s:{s:f, s:[f], s:s, s:s, s:s}}", "ns_per_day", "value", ns,
+                                      "values", ns, "units", "ns/day", "better", "higher", "file",
+                                      "md.log"));
+    if (!isnan(price)) {
+        json_object_set_new(r, "price_per_gpu_hour", json_real(price));
+        json_object_set_new(r, "spot_price_per_gpu_hour", json_real(price * 0.4));
+        json_object_set_new(r, "currency", json_string("USD"));
+    } else {
+        json_object_set_new(r, "price_per_gpu_hour", json_null());
+    }
+    return r;
+}
+
+/* RESULTS/FOLDER/ID/record.json holding `rec` (stolen); its path. */
+static char *put_record(const char *folder, const char *id, json_t *rec)
+{
+    char *dir = NULL, *path = NULL;
+    if (asprintf(&dir, "%s/%s/%s", base, folder, id) < 0 ||
+        asprintf(&path, "%s/record.json", dir) < 0)
+        abort();
+    mkdir_p(dir);
+    json_dump_file(rec, path, JSON_INDENT(2));
+    json_decref(rec);
+    free(dir);
+    return path;
+}
+
+static size_t count_runs(gpurun_results_t *r, const char *job)
+{
+    json_t *runs = NULL;
+    gpurun_error_t err = {0};
+    if (gpurun_results_runs(r, job, &runs, &err) < 0) {
+        diag("runs: %s", err.text);
+        return (size_t)-1;
+    }
+    size_t n = json_array_size(runs);
+    json_decref(runs);
+    return n;
+}
+
+static size_t count_all(void)
+{
+    gpurun_results_t *r;
+    gpurun_error_t err = {0};
+    if (gpurun_results_open(base, false, &r, NULL, &err) < 0) {
+        diag("open: %s", err.text);
+        return (size_t)-1;
+    }
+    size_t n = count_runs(r, NULL);
+    gpurun_results_close(r);
+    return n;
+}
+
+static void unlink_db(void)
+{
+    static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
+    for (size_t i = 0; i < 4; i++) {
+        char p[512];
+        snprintf(p, sizeof p, "%s/results.db%s", base, sfx[i]);
+        unlink(p);
+    }
+}
+
+static void test_store(void)
+{
+    if (!mkdtemp(base)) {
+        ok(0, "mkdtemp: %s", strerror(errno));
+        return;
+    }
+    gpurun_error_t err = {0};
+    char *p1 = put_record("water", "20250101T000000Z-1",
+                          make_run("water", "20250101T000000Z-1", "ok", 1, 1, 100, 4));
+    if (!ok(gpurun_results_add(base, p1, &err) == 0, "add a record"))
+        diag("error: %s", err.text);
+    char *db = NULL;
+    if (asprintf(&db, "%s/results.db", base) < 0)
+        abort();
+    ok(access(db, F_OK) == 0, "RESULTS/results.db created");
+    is_int(count_all(), 1, "one run indexed");
+    ok(gpurun_results_add(base, p1, &err) == 0, "add it again");
+    is_int(count_all(), 1, "idempotent: still one run");
+
+    /* More runs, a corrupt record, a run folder still without a record. */
+    char *p2 = put_record("water", "20250101T000100Z-1",
+                          make_run("water", "20250101T000100Z-1", "ok", 2, 1, 190, 4));
+    char *p3 = put_record("water", "20250101T000200Z-1",
+                          make_run("water", "20250101T000200Z-1", "failed", 4, 1, NAN, 4));
+    char *bad = NULL;
+    if (asprintf(&bad, "%s/water/20250101T000300Z-1", base) < 0)
+        abort();
+    mkdir_p(bad);
+    char *badrec = NULL;
+    if (asprintf(&badrec, "%s/record.json", bad) < 0)
+        abort();
+    FILE *f = fopen(badrec, "w");
+    if (f) {
+        fputs("{\"run_id\": \"x\", \"job\": ", f); /* cut off mid-write, by hand */
+        fclose(f);
+    }
+    char *inprogress = NULL;
+    if (asprintf(&inprogress, "%s/water/20250101T000400Z-1", base) < 0)
+        abort();
+    mkdir_p(inprogress);
+
+    gpurun_results_t *r = NULL;
+    struct gpurun_results_log log = {0};
+    ok(gpurun_results_open(base, false, &r, &log, &err) == 0, "open");
+    if (!r)
+        return;
+    ok(gpurun_results_sync(r, false, &log, &err) == 0, "sync with the records");
+    is_int(log.indexed, 2, "two new records indexed");
+    is_int(log.skipped, 1, "the corrupt one skipped");
+    ok(log.nwarnings == 1 &&
+           strstr(log.warnings[0], "/water/20250101T000300Z-1/record.json: skipped: not JSON: ") !=
+               NULL,
+       "with a warning naming it");
+    if (log.nwarnings)
+        diag("%s", log.warnings[0]);
+    is_int(count_runs(r, NULL), 3, "three runs");
+    is_int(count_runs(r, "water"), 3, "three of job water");
+    is_int(count_runs(r, "wat"), 0, "none of job wat");
+    gpurun_results_log_free(&log);
+    ok(gpurun_results_sync(r, false, &log, &err) == 0 && log.indexed == 0 && log.nwarnings == 0,
+       "sync again: nothing new, the corrupt record not warned about twice");
+    gpurun_results_log_free(&log);
+
+    /* What the commands read back. */
+    json_t *runs = NULL;
+    gpurun_results_runs(r, "water", &runs, &err);
+    json_t *first = json_array_get(runs, 0);
+    is_str(gpurun_record_str(first, "run_id"), "20250101T000000Z-1", "by start time");
+    ok(json_object_get(first, "plan") == NULL, "the summary leaves the plan in the record");
+    is_str(gpurun_record_str(first, "record"), "water/20250101T000000Z-1/record.json",
+           "and says where the record is");
+    json_decref(runs);
+    gpurun_results_close(r);
+
+    /* The index follows the records: a removed run is dropped. */
+    unlink(p3);
+    ok(gpurun_results_open(base, false, &r, &log, &err) == 0 &&
+           gpurun_results_sync(r, false, &log, &err) == 0 && log.dropped == 1,
+       "a removed record is dropped from the index");
+    is_int(count_runs(r, NULL), 2, "two runs left");
+    gpurun_results_close(r);
+    gpurun_results_log_free(&log);
+
+    /* Rebuild after the database is deleted. */
+    unlink_db();
+    ok(gpurun_results_rebuild(base, &log, &err) == 0, "rebuild without a database");
+    is_int(log.indexed, 2, "rebuild: every good record indexed");
+    is_int(log.skipped, 1, "rebuild: the corrupt one skipped again, with a warning");
+    is_int(count_all(), 2, "rebuild: two runs");
+    gpurun_results_log_free(&log);
+
+    /* A database that is no database: an error naming --rebuild; --rebuild mends it. */
+    gpurun_results_close(r = NULL);
+    unlink_db();
+    f = fopen(db, "w");
+    if (f) {
+        fputs("this is not an SQLite database, not at all, but it is long enough to look at\n", f);
+        fclose(f);
+    }
+    ok(gpurun_results_open(base, false, &r, NULL, &err) == -1 && strstr(err.text, "--rebuild"),
+       "a corrupt database: an error naming --rebuild");
+    diag("%s", err.text);
+    ok(gpurun_results_rebuild(base, &log, &err) == 0 && log.indexed == 2, "--rebuild recreates it");
+    gpurun_results_log_free(&log);
+
+    /* Hostile strings are data. */
+    const char *evil = "'; DROP TABLE runs; --";
+    json_t *rec = make_run(evil, "20250101T000500Z-1", "ok", 1, 1, 50, NAN);
+    json_object_set_new(rec, "params", json_pack("{s:s}", "x\"'); DELETE FROM foms; --", "'||'"));
+    char *p4 = put_record("evil", "20250101T000500Z-1", rec);
+    ok(gpurun_results_add(base, p4, &err) == 0, "a record with SQL in its job name and params");
+    ok(gpurun_results_open(base, false, &r, NULL, &err) == 0, "open");
+    is_int(count_runs(r, NULL), 3, "no table dropped: three runs");
+    is_int(count_runs(r, evil), 1, "the job name found verbatim");
+    gpurun_results_runs(r, evil, &runs, &err);
+    json_t *params = json_object_get(json_array_get(runs, 0), "params");
+    is_str(json_string_value(json_object_get(params, "x\"'); DELETE FROM foms; --")), "'||'",
+           "params stored verbatim");
+    json_decref(runs);
+    gpurun_results_close(r);
+
+    /* The runs of a scan and array jobs index at once: each waits its turn. */
+    enum { WRITERS = 6, EACH = 8 };
+    char *paths[WRITERS][EACH];
+    for (int w = 0; w < WRITERS; w++)
+        for (int i = 0; i < EACH; i++) {
+            char id[64];
+            snprintf(id, sizeof id, "20250102T0000%02dZ-%d", i, w + 1);
+            paths[w][i] =
+                put_record("scan", id, make_run("scan", id, "ok", 1 + w, 1, 10.0 * (w + 1), 4));
+        }
+    fflush(stdout);
+    pid_t pids[WRITERS];
+    for (int w = 0; w < WRITERS; w++) {
+        pids[w] = fork();
+        if (pids[w] == 0) {
+            int nbad = 0;
+            for (int i = 0; i < EACH; i++) {
+                gpurun_error_t e = {0};
+                if (gpurun_results_add(base, paths[w][i], &e) < 0) {
+                    fprintf(stderr, "writer %d: %s\n", w, e.text);
+                    nbad++;
+                }
+            }
+            _exit(nbad ? 1 : 0);
+        }
+    }
+    int failed = 0;
+    for (int w = 0; w < WRITERS; w++) {
+        int st = 0;
+        if (pids[w] < 0 || waitpid(pids[w], &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+            failed++;
+    }
+    is_int(failed, 0, "%d processes adding records at once: none fails", WRITERS);
+    ok(gpurun_results_open(base, false, &r, NULL, &err) == 0, "open");
+    is_int(count_runs(r, "scan"), WRITERS * EACH, "every record of the parallel writers indexed");
+    gpurun_results_close(r);
+    for (int w = 0; w < WRITERS; w++)
+        for (int i = 0; i < EACH; i++)
+            free(paths[w][i]);
+
+    /* A record outside the folder is refused. */
+    ok(gpurun_results_add(base, "/etc/hostname", &err) == -1,
+       "a file outside the folder is refused");
+    ok(gpurun_results_open("/nonexistent/results", false, &r, NULL, &err) == -1 &&
+           err.code == GPURUN_EXIT_CONFIG,
+       "no such folder: exit 2");
+
+    free(p1);
+    free(p2);
+    free(p3);
+    free(p4);
+    free(bad);
+    free(badrec);
+    free(inprogress);
+    free(db);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+    ok(system(cmd) == 0, "clean up");
+}
+
+/* ---- the report ------------------------------------------------------- */
+
+static json_t *run_fom(const char *job, const char *id, const char *state, long ranks, long gpr,
+                       const char *fom, double v, const char *units, const char *better,
+                       double price)
+{
+    json_t *r = make_run(job, id, state, ranks, gpr, NAN, price);
+    json_object_set_new(
+        r, "foms",
+        json_pack("{s:{s:f, s:s, s:s}}", fom, "value", v, "units", units, "better", better));
+    return r;
+}
+
+static const struct gpurun_report_config *row(const struct gpurun_report_job *j, long res)
+{
+    for (size_t i = 0; i < j->nconfigs; i++)
+        if (j->configs[i].resources == res)
+            return &j->configs[i];
+    return NULL;
+}
+
+static void test_report_scaling(void)
+{
+    /* 1 GPU 100 ns/day (98, 102), 2 GPUs 190, 4 GPUs 340 (330, 350); a
+     * failed 4-GPU run with a figure that must not count. */
+    json_t *runs = json_array();
+    json_array_append_new(runs, make_run("md", "a", "ok", 1, 1, 98, 4));
+    json_array_append_new(runs, make_run("md", "b", "ok", 1, 1, 102, 4));
+    json_array_append_new(runs, make_run("md", "c", "ok", 2, 1, 190, 4));
+    json_array_append_new(runs, make_run("md", "d", "ok", 4, 1, 330, 4));
+    json_array_append_new(runs, make_run("md", "e", "ok", 4, 1, 350, 4));
+    json_array_append_new(runs, make_run("md", "f", "failed", 4, 1, 9999, 4));
+    json_array_append_new(runs, make_run("md", "g", "timeout", 4, 1, NAN, 4));
+    gpurun_report_t *r = gpurun_report_build(runs);
+    json_decref(runs);
+    is_int(r->njobs, 1, "one job");
+    const struct gpurun_report_job *j = &r->jobs[0];
+    is_int(j->nconfigs, 3, "three configurations");
+    is_int(j->nfoms, 1, "one figure");
+    ok(j->by_gpus, "scaling against GPUs");
+    is_int(j->nruns, 7, "seven runs");
+    is_int(j->nfailed, 2, "two not ok");
+    const struct gpurun_report_config *c1 = row(j, 1), *c2 = row(j, 2), *c4 = row(j, 4);
+    if (!c1 || !c2 || !c4) {
+        ok(0, "configurations by GPUs");
+        gpurun_report_destroy(r);
+        return;
+    }
+    ok(j->configs[0].resources == 1 && j->configs[2].resources == 4, "sorted by GPUs");
+    is_int(c1->stats[0].n, 2, "1 GPU: two repeats");
+    near(c1->stats[0].mean, 100, 1e-9, "1 GPU: mean 100");
+    near(c1->stats[0].min, 98, 1e-9, "1 GPU: min 98");
+    near(c1->stats[0].max, 102, 1e-9, "1 GPU: max 102");
+    is_int(c4->stats[0].n, 2, "4 GPUs: the failed runs are not averaged");
+    is_int(c4->nfailed, 2, "4 GPUs: two failed, counted apart");
+    near(c4->stats[0].mean, 340, 1e-9, "4 GPUs: mean 340");
+    near(c4->stats[0].max, 350, 1e-9, "4 GPUs: max 350, not the failed run's 9999");
+    near(c1->stats[0].speedup, 1.0, 1e-12, "speedup 1 at the smallest");
+    near(c2->stats[0].speedup, 1.9, 1e-12, "speedup 1.9 on 2 GPUs");
+    near(c4->stats[0].speedup, 3.4, 1e-12, "speedup 3.4 on 4 GPUs");
+    near(c1->stats[0].efficiency, 1.00, 1e-12, "efficiency 1.00 on 1 GPU");
+    near(c2->stats[0].efficiency, 0.95, 1e-12, "efficiency 0.95 on 2 GPUs");
+    near(c4->stats[0].efficiency, 0.85, 1e-12, "efficiency 0.85 on 4 GPUs");
+    /* cost per ns = GPUs * price / (ns_per_day / 24) */
+    is_str(j->foms[0].work_label, "ns", "cost per ns");
+    near(c1->stats[0].cost, 1 * 4.0 / (100 / 24.0), 1e-12, "1 GPU: 0.96 USD per ns");
+    near(c2->stats[0].cost, 2 * 4.0 / (190 / 24.0), 1e-12, "2 GPUs: cost per ns");
+    near(c4->stats[0].cost, 4 * 4.0 / (340 / 24.0), 1e-12, "4 GPUs: cost per ns");
+    near(c1->stats[0].spot_cost, 1 * 1.6 / (100 / 24.0), 1e-12, "1 GPU: spot cost per ns");
+    is_str(c1->currency, "USD", "currency");
+    is_int(gpurun_report_main_fom(j), 0, "the main figure");
+
+    FILE *out = tmpfile();
+    gpurun_report_print(r, "results", out);
+    rewind(out);
+    char text[16384];
+    size_t n = fread(text, 1, sizeof text - 1, out);
+    text[n] = '\0';
+    fclose(out);
+    ok(strstr(text, "0.9600 USD") && strstr(text, "  0.95  ") && strstr(text, "  0.85  "),
+       "the text table shows cost and efficiencies");
+    gpurun_report_destroy(r);
+
+    /* Lower is better: the inverse; no price: no cost. */
+    runs = json_array();
+    json_array_append_new(
+        runs, run_fom("t", "a", "ok", 1, 1, "hour_per_ns", 0.24, "hour/ns", "lower", NAN));
+    json_array_append_new(
+        runs, run_fom("t", "b", "ok", 2, 1, "hour_per_ns", 0.15, "hour/ns", "lower", NAN));
+    r = gpurun_report_build(runs);
+    json_decref(runs);
+    j = &r->jobs[0];
+    near(row(j, 2)->stats[0].speedup, 1.6, 1e-12, "lower is better: speedup 0.24 / 0.15");
+    near(row(j, 2)->stats[0].efficiency, 0.8, 1e-12, "lower is better: efficiency 0.8");
+    ok(isnan(row(j, 2)->stats[0].cost) && isnan(row(j, 2)->stats[0].spot_cost),
+       "no price: no cost");
+    gpurun_report_destroy(r);
+
+    /* GFLOP/s on 8 GPUs at 8 USD: per PFLOP; tau/day: per 1000 tau. */
+    runs = json_array();
+    json_array_append_new(runs,
+                          run_fom("hpl", "a", "ok", 8, 1, "gflops", 50000, "GFLOP/s", "higher", 8));
+    json_array_append_new(
+        runs, run_fom("lj", "a", "ok", 1, 1, "tau_per_day", 1e6, "tau/day", "higher", 4));
+    r = gpurun_report_build(runs);
+    json_decref(runs);
+    is_str(r->jobs[0].name, "hpl", "jobs by name");
+    is_str(r->jobs[0].foms[0].work_label, "PFLOP", "GFLOP/s: cost per PFLOP");
+    near(r->jobs[0].configs[0].stats[0].cost, 8 * 8.0 / (50000e9 * 3600) * 1e15, 1e-9,
+         "HPL: 8 GPUs x 8 USD / (50 TFLOP/s x 3600 s) per PFLOP");
+    is_str(r->jobs[1].foms[0].work_label, "1000 tau", "tau/day: cost per 1000 tau");
+    near(r->jobs[1].configs[0].stats[0].cost, 4.0 * 24 / 1e6 * 1000, 1e-12, "LJ: per 1000 tau");
+    gpurun_report_destroy(r);
+
+    /* From 1 to 64 GPUs: log-log, the ideal line straight. */
+    runs = json_array();
+    json_array_append_new(runs, make_run("wide", "a", "ok", 1, 1, 1000, NAN));
+    json_array_append_new(runs, make_run("wide", "b", "ok", 64, 1, 50000, NAN));
+    r = gpurun_report_build(runs);
+    json_decref(runs);
+    char *svg = gpurun_report_svg(r);
+    ok(strstr(svg, ">GPUs (log scale)<") && strstr(svg, ">ns_per_day (ns/day, log scale)<") &&
+           strstr(svg, ">50k<") && !strstr(svg, "e+0"),
+       "1 to 64 GPUs: log-log axes, ticks without exponents");
+    free(svg);
+    gpurun_report_destroy(r);
+
+    /* CPU-only: scaling against ranks, no cost per GPU-hour. */
+    runs = json_array();
+    json_array_append_new(runs,
+                          run_fom("cg", "a", "ok", 2, 0, "gflops", 10, "GFLOP/s", "higher", 4));
+    json_array_append_new(runs,
+                          run_fom("cg", "b", "ok", 8, 0, "gflops", 36, "GFLOP/s", "higher", 4));
+    r = gpurun_report_build(runs);
+    json_decref(runs);
+    j = &r->jobs[0];
+    ok(!j->by_gpus, "CPU-only: against ranks");
+    near(row(j, 8)->stats[0].efficiency, 0.9, 1e-12, "CPU-only: efficiency 36/10 / (8/2)");
+    ok(isnan(row(j, 8)->stats[0].cost), "CPU-only: no cost per GPU-hour");
+    gpurun_report_destroy(r);
+
+    /* Two params: two series, each against its own smallest configuration. */
+    runs = json_array();
+    json_t *a = make_run("s", "a", "ok", 1, 1, 100, NAN),
+           *b = make_run("s", "b", "ok", 2, 1, 180, NAN);
+    json_t *c = make_run("s", "c", "ok", 2, 1, 50, NAN),
+           *d = make_run("s", "d", "ok", 4, 1, 100, NAN);
+    json_object_set_new(c, "params", json_pack("{s:s}", "nsteps", "100"));
+    json_object_set_new(d, "params", json_pack("{s:s}", "nsteps", "100"));
+    json_array_append_new(runs, a);
+    json_array_append_new(runs, b);
+    json_array_append_new(runs, c);
+    json_array_append_new(runs, d);
+    r = gpurun_report_build(runs);
+    json_decref(runs);
+    j = &r->jobs[0];
+    is_int(j->nseries, 2, "two series of params");
+    ok(j->nconfigs == 4 && j->configs[0].series == 0 && j->configs[2].series == 1 &&
+           fabs(j->configs[1].stats[0].efficiency - 0.9) < 1e-12 &&
+           fabs(j->configs[3].stats[0].efficiency - 1.0) < 1e-12,
+       "each series against its own baseline");
+    gpurun_report_destroy(r);
+
+    /* Per-GPU monitoring, as monitor.c writes it into the record. */
+    runs = json_array();
+    a = make_run("mon", "a", "ok", 2, 1, 100, 4);
+    json_object_set_new(a, "gpus_monitor",
+                        json_pack("[{s:s, s:f, s:f, s:f}, {s:s, s:f, s:f, s:n}]", "pci",
+                                  "0000:03:00.0", "util_mean", 90.0, "mem_peak_mib", 1024.0,
+                                  "power_mean_w", 500.0, "pci", "0000:04:00.0", "util_mean", 80.0,
+                                  "mem_peak_mib", 2048.0, "power_mean_w"));
+    json_array_append_new(runs, a);
+    r = gpurun_report_build(runs);
+    json_decref(runs);
+    out = tmpfile();
+    gpurun_report_print(r, "results", out);
+    rewind(out);
+    n = fread(text, 1, sizeof text - 1, out);
+    text[n] = '\0';
+    fclose(out);
+    ok(strstr(text, "GPU monitoring (last ok run)") &&
+           strstr(text, "util 85%, mem peak 2.0 GiB, power 500 W"),
+       "gpus_monitor: mean utilisation, highest memory peak, mean power of the GPUs reporting it");
+    gpurun_report_destroy(r);
+
+    /* An old record: only run_id, job and state. */
+    runs = json_pack("[{s:s, s:s, s:s}, {s:s, s:s}, i]", "run_id", "x", "job", "old", "state", "ok",
+                     "job", "noid", "ranks", "two", 3);
+    r = gpurun_report_build(runs);
+    json_decref(runs);
+    ok(r->njobs == 2 && r->jobs[1].nconfigs == 1 && r->jobs[1].configs[0].gpus == -1 &&
+           gpurun_report_main_fom(&r->jobs[1]) == -1,
+       "old records: unknown fields, no crash");
+    svg = gpurun_report_svg(r);
+    char *html = gpurun_report_html(r, "results");
+    ok(svg && strstr(svg, "no run of state ok with a figure of merit") && html,
+       "old records: a plot saying there is nothing to plot");
+    free(svg);
+    free(html);
+    gpurun_report_destroy(r);
+}
+
+static void test_cost_basis(void)
+{
+    static const struct {
+        const char *units, *better;
+        int kind;
+        double hours, prefix;
+        const char *work;
+    } cases[] = {
+        {"ns/day", "higher", GPURUN_COST_RATE, 24, 1, "ns"},
+        {"GFLOP/s", "higher", GPURUN_COST_RATE, 1 / 3600.0, 1e9, "FLOP"},
+        {"TFLOPS", "higher", GPURUN_COST_RATE, 1 / 3600.0, 1e12, "FLOP"},
+        {"timesteps/s", "higher", GPURUN_COST_RATE, 1 / 3600.0, 1, "timesteps"},
+        {"tau/day", "higher", GPURUN_COST_RATE, 24, 1, "tau"},
+        {"hour/ns", "lower", GPURUN_COST_TIME, 1, 1, "ns"},
+        {"s", "lower", GPURUN_COST_TIME, 1 / 3600.0, 1, "run"},
+        {"iterations", "higher", GPURUN_COST_NONE, 0, 1, ""},
+        {"ns/day", "lower", GPURUN_COST_NONE, 0, 1, ""},
+        {"", "higher", GPURUN_COST_NONE, 0, 1, ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct gpurun_cost_basis b;
+        gpurun_cost_basis(cases[i].units, cases[i].better, &b);
+        ok((int)b.kind == cases[i].kind && fabs(b.hours - cases[i].hours) < 1e-15 &&
+               b.prefix == cases[i].prefix && !strcmp(b.work, cases[i].work),
+           "cost basis of '%s' (%s)", cases[i].units, cases[i].better);
+    }
+    struct gpurun_cost_basis b;
+    gpurun_cost_basis("ns/day", "higher", &b);
+    near(gpurun_cost_hours(&b, 100), 0.24, 1e-15, "100 ns/day: 0.24 hours per ns");
+    ok(isnan(gpurun_cost_hours(&b, 0)) && isnan(gpurun_cost_hours(&b, -1)), "no cost at 0");
+}
+
+/* ---- escaping --------------------------------------------------------- */
+
+static void test_escaping(void)
+{
+    char *e = gpurun_xml_escape("<a href=\"x\">&'\x01</a>");
+    is_str(e, "&lt;a href=&quot;x&quot;&gt;&amp;&#39;\\x01&lt;/a&gt;", "XML escaping");
+    free(e);
+
+    const char *xss = "<script>alert(1)</script>";
+    json_t *runs = json_array();
+    json_t *a = make_run(xss, "a", "ok", 1, 1, 50, 4), *b = make_run(xss, "b", "ok", 8, 1, 300, 4);
+    json_object_set_new(a, "params", json_pack("{s:s}", "<b>p</b>", "\"&'"));
+    json_object_set_new(b, "params", json_pack("{s:s}", "<b>p</b>", "\"&'"));
+    json_object_set_new(a, "template", json_string("<img src=x onerror=alert(2)>"));
+    json_object_set_new(a, "foms",
+                        json_pack("{s:{s:f, s:s, s:s}}", "</text><script>", "value", 50.0, "units",
+                                  "ns/day<", "better", "higher"));
+    json_array_append_new(runs, a);
+    json_array_append_new(runs, b);
+    gpurun_report_t *r = gpurun_report_build(runs);
+    json_decref(runs);
+    char *svg = gpurun_report_svg(r), *html = gpurun_report_html(r, "<results>");
+    ok(svg && !strstr(svg, "<script") && strstr(svg, "&lt;script&gt;alert(1)&lt;/script&gt;"),
+       "SVG: the job name escaped");
+    ok(svg && !strstr(svg, "</text><script>") && !strstr(svg, "<b>"),
+       "SVG: figure and params escaped");
+    ok(svg && !strncmp(svg, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=", 50) &&
+           strstr(svg, "</svg>\n"),
+       "SVG: a whole document");
+    ok(html && !strstr(html, "<script") &&
+           strstr(html, "<h2>Job &lt;script&gt;alert(1)&lt;/script&gt;</h2>"),
+       "HTML: the job name escaped");
+    ok(html && !strstr(html, "<img") && strstr(html, "&lt;img src=x onerror=alert(2)&gt;"),
+       "HTML: the template name escaped");
+    ok(html && !strstr(html, "<b>") &&
+           strstr(html, "params <code>&lt;b&gt;p&lt;/b&gt;=&quot;&amp;&#39;</code>"),
+       "HTML: params escaped");
+    ok(html && strstr(html, "&lt;results&gt;") && !strstr(html, "<results>"),
+       "HTML: the source escaped");
+    ok(html && strstr(html, "Content-Security-Policy") && !strstr(html, "<link") &&
+           !strstr(html, "<iframe") && !strstr(html, "url(") && !strstr(html, "https://") &&
+           strstr(html, "<svg"),
+       "HTML: self-contained, inline SVG, nothing loaded");
+    free(svg);
+    free(html);
+    gpurun_report_destroy(r);
+
+    /* Files are written whole, or not at all. */
+    char dir[] = "/tmp/gpurun-test-write.XXXXXX";
+    if (!mkdtemp(dir))
+        return;
+    char path[256], bad[256];
+    snprintf(path, sizeof path, "%s/out.svg", dir);
+    snprintf(bad, sizeof bad, "%s/no/such/out.svg", dir);
+    gpurun_error_t err = {0};
+    ok(gpurun_write_text(path, "<svg/>\n", &err) == 0 && access(path, F_OK) == 0, "write a file");
+    ok(gpurun_write_text(bad, "x", &err) == -1 && err.code == GPURUN_EXIT_CONFIG &&
+           strstr(err.text, "cannot write"),
+       "a folder that does not exist: exit 2");
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "test $(ls -A '%s' | wc -l) -eq 1 && rm -rf '%s'", dir, dir);
+    ok(system(cmd) == 0, "no temporary file left");
+}
+
+int main(void)
+{
+    test_site_good();
+    test_site_bad();
+    test_site_shipped();
+    test_store();
+    test_cost_basis();
+    test_report_scaling();
+    test_escaping();
+    return done_testing();
+}
