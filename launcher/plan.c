@@ -38,6 +38,35 @@ void gpurun_request_from_job(gpurun_request_t *req, const gpurun_job_t *job)
     req->gpu_visibility = job->gpu_visibility;
 }
 
+json_t *gpurun_request_json(const gpurun_request_t *r)
+{
+    return json_pack("{s:i, s:i, s:i, s:i, s:b, s:b, s:s, s:s}", "nodes", r->nodes, "ranks_per_node",
+                     r->ranks_per_node, "gpus_per_rank", r->gpus_per_rank, "threads_per_rank", r->threads_per_rank,
+                     "smt", r->smt, "oversubscribe", r->oversubscribe, "bind",
+                     r->bind == GPURUN_BIND_NONE ? "none" : "closest", "gpu_visibility",
+                     r->gpu_visibility == GPURUN_GPUVIS_SHARED ? "shared" : "isolate");
+}
+
+void gpurun_request_from_json(gpurun_request_t *r, json_t *j)
+{
+    gpurun_request_init(r);
+    json_t *v;
+    if ((v = json_object_get(j, "nodes")))
+        r->nodes = (int)json_integer_value(v);
+    if ((v = json_object_get(j, "ranks_per_node")))
+        r->ranks_per_node = (int)json_integer_value(v);
+    if ((v = json_object_get(j, "gpus_per_rank")))
+        r->gpus_per_rank = (int)json_integer_value(v);
+    if ((v = json_object_get(j, "threads_per_rank")))
+        r->threads_per_rank = (int)json_integer_value(v);
+    r->smt = json_is_true(json_object_get(j, "smt"));
+    r->oversubscribe = json_is_true(json_object_get(j, "oversubscribe"));
+    const char *b = json_string_value(json_object_get(j, "bind"));
+    r->bind = b && !strcmp(b, "none") ? GPURUN_BIND_NONE : GPURUN_BIND_CLOSEST;
+    const char *g = json_string_value(json_object_get(j, "gpu_visibility"));
+    r->gpu_visibility = g && !strcmp(g, "shared") ? GPURUN_GPUVIS_SHARED : GPURUN_GPUVIS_ISOLATE;
+}
+
 static void plan_warn(gpurun_plan_t *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void plan_warn(gpurun_plan_t *p, const char *fmt, ...)
 {

@@ -63,6 +63,11 @@ int gpurun_plan_create(const gpurun_topo_t *topo, const gpurun_request_t *req, g
                        gpurun_error_t *err);
 void gpurun_plan_destroy(gpurun_plan_t *plan);
 
+/* The request as JSON and back (run folders keep it, so that every host
+ * of a job plans its own ranks with it). */
+json_t *gpurun_request_json(const gpurun_request_t *req);
+void gpurun_request_from_json(gpurun_request_t *req, json_t *j);
+
 /* The version-1 document of SPEC §5. */
 json_t *gpurun_plan_json(const gpurun_plan_t *plan);
 

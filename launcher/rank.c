@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -16,6 +17,8 @@
 
 #include <hwloc.h>
 
+#include "alloc.h"
+#include "plan.h"
 #include "rank.h"
 #include "topology.h"
 #include "util.h"
@@ -203,6 +206,82 @@ static void set_env_object(json_t *obj)
     json_object_foreach(obj, k, v) if (json_is_string(v)) setenv(k, json_string_value(v), 1);
 }
 
+/* plan.HOST.json: the plan of this host's ranks.  gpurun writes its own
+ * host's; on another host the first rank step to get the lock discovers
+ * that host's topology once, plans its ranks with the job's request, and
+ * the others read what it wrote (a heterogeneous job plans each host for
+ * what it has). */
+static char *host_file(const char *run_dir, const char *host, const char *ext)
+{
+    char safe[256];
+    snprintf(safe, sizeof safe, "%s", host);
+    for (char *c = safe; *c; c++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_", *c))
+            *c = '_';
+    return gpurun_xasprintf("%s/%s.%s.%s", run_dir, !strcmp(ext, "xml") ? "topology" : "plan", safe, ext);
+}
+
+char *gpurun_host_plan_path(const char *run_dir, const char *host)
+{
+    return host_file(run_dir, host, "json");
+}
+
+json_t *gpurun_host_plan(const char *run_dir, const char *host, gpurun_error_t *err)
+{
+    char *path = host_file(run_dir, host, "json");
+    json_t *plan = json_load_file(path, 0, NULL);
+    if (plan) {
+        free(path);
+        return plan;
+    }
+    char *lock = host_file(run_dir, host, "lock");
+    int fd = open(lock, O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+    free(lock);
+    if (fd < 0 || flock(fd, LOCK_EX) < 0) {
+        gpurun_err(err, GPURUN_EXIT_ENV, "rank step: cannot lock %s's plan in %s: %s", host, run_dir, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        free(path);
+        return NULL;
+    }
+    plan = json_load_file(path, 0, NULL);
+    if (!plan) {
+        char *rpath = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_REQUEST);
+        json_t *rj = json_load_file(rpath, 0, NULL);
+        free(rpath);
+        gpurun_request_t req;
+        gpurun_request_from_json(&req, rj);
+        json_decref(rj);
+        req.nodes = 1;
+        gpurun_topo_t *topo = NULL;
+        gpurun_plan_t *p = NULL;
+        char note[256];
+        if (gpurun_topo_load(NULL, &topo, err) == 0) {
+            gpurun_alloc_apply(topo, &req, note, sizeof note);
+            if (gpurun_plan_create(topo, &req, &p, err) == 0) {
+                plan = gpurun_plan_json(p);
+                if (gpurun_write_json(path, plan, err) < 0) {
+                    json_decref(plan);
+                    plan = NULL;
+                }
+                char *xml = host_file(run_dir, host, "xml");
+                gpurun_topo_export(topo, xml, NULL);
+                free(xml);
+            } else {
+                char *m = gpurun_xasprintf("%s", err->text);
+                gpurun_err(err, err->code, "host %s cannot run its ranks: %s", host, m);
+                free(m);
+            }
+        }
+        gpurun_plan_destroy(p);
+        gpurun_topo_destroy(topo);
+    }
+    flock(fd, LOCK_UN);
+    close(fd);
+    free(path);
+    return plan;
+}
+
 static volatile sig_atomic_t child_pid;
 
 static void forward(int sig)
@@ -223,46 +302,37 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, gpurun_error_t 
         return gpurun_err(err, GPURUN_EXIT_ENV,
                           "rank step: no rank in the environment (none of GPURUN_LAUNCH_RANK, OMPI_COMM_WORLD_RANK, "
                           "PMIX_RANK, SLURM_PROCID, PMI_RANK)");
-    char *plan_path = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_PLAN);
-    json_error_t jerr;
-    json_t *plan = json_load_file(plan_path, 0, &jerr);
-    free(plan_path);
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    if (env_first_int(local_vars, &local, &local_var) < 0)
+        return gpurun_err(err, GPURUN_EXIT_ENV,
+                          "rank step: rank %d has no local rank in the environment (none of GPURUN_LAUNCH_LOCAL_RANK, "
+                          "OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID, MPI_LOCALRANKID, PMI_LOCAL_RANK)",
+                          rank);
+    json_t *plan = gpurun_host_plan(run_dir, host, err);
     if (!plan)
-        return gpurun_err(err, GPURUN_EXIT_ENV, "rank step: %s/%s: %s", run_dir, GPURUN_RUN_PLAN, jerr.text);
+        return -1;
     json_t *ranks = json_object_get(plan, "ranks");
-    json_t *entry = json_array_get(ranks, (size_t)rank);
-    if (!entry) {
+    json_t *entry = json_array_get(ranks, (size_t)local);
+    if (!entry || json_integer_value(json_object_get(entry, "node")) != 0) {
         json_decref(plan);
-        return gpurun_err(err, GPURUN_EXIT_ENV, "rank step: rank %d (from %s) is not in the plan of %zu ranks", rank,
-                          rank_var, json_array_size(ranks));
+        return gpurun_err(err, GPURUN_EXIT_ENV, "rank step: local rank %d (from %s) is not in %s's plan", local,
+                          local_var, host);
     }
     json_t *report = json_object();
     json_object_set_new(report, "warnings", json_array());
-    int planned_local = (int)json_integer_value(json_object_get(entry, "local_rank"));
-    if (env_first_int(local_vars, &local, &local_var) == 0 && local != planned_local) {
-        /* Resources are per node: the launcher's mapping wins, with a warning. */
-        int node = (int)json_integer_value(json_object_get(entry, "node"));
-        int rpn = (int)json_array_size(ranks) / (int)(json_integer_value(json_object_get(
-                                                          json_array_get(ranks, json_array_size(ranks) - 1), "node")) +
-                                                      1);
-        json_t *alt = json_array_get(ranks, (size_t)(node * rpn + local));
-        json_array_append_new(json_object_get(report, "warnings"),
-                              json_sprintf("rank %d is local rank %d here (%s), the plan said %d; bound as local rank %d",
-                                           rank, local, local_var, planned_local, local));
-        if (alt)
-            entry = alt;
-    }
-    char host[256] = "";
-    gethostname(host, sizeof host - 1);
     json_object_set_new(report, "rank", json_integer(rank));
-    json_object_set_new(report, "local_rank", json_integer(json_integer_value(json_object_get(entry, "local_rank"))));
+    json_object_set_new(report, "local_rank", json_integer(local));
     json_object_set_new(report, "host", json_string(host));
     json_object_set_new(report, "planned_cpus", json_copy(json_object_get(entry, "cpus")));
     json_object_set_new(report, "planned_numa", json_copy(json_object_get(entry, "numa")));
 
     set_env_object(json_object_get(entry, "env"));
+    char num[32];
+    snprintf(num, sizeof num, "%d", rank); /* the host plan numbers its ranks from 0 */
+    setenv("GPURUN_RANK", num, 1);
     char *env_path = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_ENV);
-    json_t *jobenv = json_load_file(env_path, 0, &jerr);
+    json_t *jobenv = json_load_file(env_path, 0, NULL);
     free(env_path);
     if (jobenv) /* the job's own env{} wins: the user asked for it */
         set_env_object(jobenv);

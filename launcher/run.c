@@ -14,11 +14,14 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "fom.h"
 #include "launch.h"
 #include "plan.h"
 #include "plugin.h"
 #include "rank.h"
+#include "results.h"
 #include "run.h"
+#include "site.h"
 #include "template.h"
 #include "topology.h"
 #include "util.h"
@@ -41,6 +44,7 @@ struct vars {
     const gpurun_template_t *tpl;
     const gpurun_plan_t *plan;
     const char *run_dir;
+    const char *job_dir; /* absolute: ranks and setup steps run in the run folder */
     char num[8][32];
     int slot;
 };
@@ -84,7 +88,7 @@ static const char *lookup(const char *name, void *ctx)
     if (!strcmp(name, "repeat"))
         return num(v, v->job->repeat);
     if (!strcmp(name, "job_dir"))
-        return v->job->dir;
+        return v->job_dir;
     if (!strcmp(name, "run_dir"))
         return v->run_dir;
     if (!strcmp(name, "template"))
@@ -305,7 +309,63 @@ struct run_ctx {
     char alloc_note[256];
     char *command;       /* template command (+ gpu_args), unexpanded */
     char *results;
+    gpurun_site_t *site;
+    json_t *config;      /* this configuration's scan values: {"ranks_per_node": 2} */
+    gpurun_request_t req; /* as the job asks, before this node resolved it: other hosts plan with it */
+    char *job_dir;        /* the job file's folder, absolute */
 };
+
+/* The ranks succeeded: read the figures of merit, then the template's
+ * sanity text and the job's reference bands (exit 1 when one fails). */
+static int check_results(struct run_ctx *c, struct vars *v, const char *run_dir, gpurun_foms_t *foms, json_t *refs,
+                         const char **state, gpurun_error_t *err)
+{
+    if (!c->tpl) {
+        if (c->job->references.n)
+            fprintf(stderr, "gpurun: warning: references need a template's figures of merit; not checked\n");
+        return 0;
+    }
+    if (gpurun_fom_read(c->tpl, run_dir, lookup, v, NULL, foms, err) < 0) {
+        *state = "sanity_failed";
+        err->code = GPURUN_EXIT_CHECK;
+        return GPURUN_EXIT_CHECK;
+    }
+    char where[512] = "";
+    if (!gpurun_sanity_ok(c->tpl, run_dir, lookup, v, where, sizeof where)) {
+        *state = "sanity_failed";
+        gpurun_err(err, GPURUN_EXIT_CHECK, "the ranks ended well, but '%s' does not appear in %s; run folder %s",
+                   c->tpl->sanity, where, run_dir);
+        return GPURUN_EXIT_CHECK;
+    }
+    for (size_t i = 0; i < foms->n; i++)
+        if (foms->f[i].n == 0 && !foms->f[i].optional) {
+            *state = "sanity_failed";
+            gpurun_err(err, GPURUN_EXIT_CHECK, "the ranks ended well, but no figure '%s' was found in %s",
+                       foms->f[i].name, foms->f[i].file ? foms->f[i].file : run_dir);
+            return GPURUN_EXIT_CHECK;
+        }
+    int rc = 0;
+    for (size_t r = 0; r < c->job->references.n; r++) {
+        const char *name = c->job->references.items[r].key, *spec = c->job->references.items[r].value;
+        const struct gpurun_fom_values *fv = NULL;
+        for (size_t i = 0; i < foms->n; i++)
+            if (!strcmp(foms->f[i].name, name))
+                fv = &foms->f[i];
+        char why[256] = "";
+        int in = 0;
+        if (!fv || fv->n == 0)
+            snprintf(why, sizeof why, "the template has no figure '%s'", name);
+        else if ((in = gpurun_reference_check(spec, fv->values[fv->n - 1], why, sizeof why, err)) < 0)
+            return err->code;
+        json_object_set_new(refs, name, json_pack("{s:s, s:b}", "spec", spec, "ok", in == 1));
+        if (in != 1 && rc == 0) {
+            *state = "reference_failed";
+            rc = GPURUN_EXIT_CHECK;
+            gpurun_err(err, rc, "reference check failed for %s: %s", name, why);
+        }
+    }
+    return rc;
+}
 
 static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
 {
@@ -313,7 +373,7 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     char *run_dir = make_run_dir(c->results, job->name, err);
     if (!run_dir)
         return err->code;
-    struct vars v = {.job = job, .tpl = c->tpl, .plan = c->plan, .run_dir = run_dir};
+    struct vars v = {.job = job, .tpl = c->tpl, .plan = c->plan, .run_dir = run_dir, .job_dir = c->job_dir};
     char **app = NULL;
     int rc = 0;
     json_t *record = NULL;
@@ -329,7 +389,19 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     char *p = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_PLAN);
     json_t *pj = gpurun_plan_json(c->plan);
     int wrc = gpurun_write_json(p, pj, err);
+    free(p);
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    p = gpurun_host_plan_path(run_dir, host); /* this host's ranks need not plan again */
+    if (wrc == 0)
+        wrc = gpurun_write_json(p, pj, err);
     json_decref(pj);
+    free(p);
+    p = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_REQUEST);
+    json_t *rj = gpurun_request_json(&c->req);
+    if (wrc == 0)
+        wrc = gpurun_write_json(p, rj, err);
+    json_decref(rj);
     free(p);
     p = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_TOPOLOGY);
     if (wrc == 0)
@@ -419,6 +491,8 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     collect_ranks(run_dir, c->plan->nranks, &rr);
 
     const char *state = "ok";
+    gpurun_foms_t foms = {0};
+    json_t *refs = json_object();
     if (oc.interrupted) {
         rc = 128 + oc.interrupted;
         state = "failed";
@@ -445,6 +519,8 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
         gpurun_err(err, rc, "%s failed (exit status %d) with %d of %d ranks finished; it said:\n%s",
                    c->launcher->name, oc.launcher_status, rr.finished, c->plan->nranks, tail ? tail : "(nothing)");
         free(tail);
+    } else {
+        rc = check_results(c, &v, run_dir, &foms, refs, &state, err);
     }
     /* A binding the kernel did not give as planned is said, not hidden. */
     size_t i;
@@ -462,8 +538,19 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
 
     char *s0 = iso_time(start), *s1 = iso_time(time(NULL));
     const gpurun_gpu_t *g0 = c->plan->ranks[0].ngpus ? &c->topo->gpus[c->plan->ranks[0].gpus[0]] : NULL;
+    /* The hosts the ranks really ran on, in rank order. */
     json_t *hosts = json_array();
-    json_array_append_new(hosts, json_string(c->topo->hostname));
+    json_t *bnd;
+    size_t bi;
+    json_array_foreach(rr.bindings, bi, bnd)
+    {
+        const char *h = json_string_value(json_object_get(bnd, "host"));
+        bool seen = false;
+        for (size_t hi = 0; h && hi < json_array_size(hosts); hi++)
+            seen |= !strcmp(json_string_value(json_array_get(hosts, hi)), h);
+        if (h && !seen)
+            json_array_append_new(hosts, json_string(h));
+    }
     record = json_pack("{s:s, s:s, s:s?, s:s, s:s, s:f, s:i, s:s, s:i, s:i, s:i, s:i, s:s, s:o, s:s?, s:o, s:i}",
                        "run_id", strrchr(run_dir, '/') + 1, "job", job->name, "template", job->template_name,
                        "start", s0, "end", s1, "wall_s", oc.wall_s, "exit_status", rc, "state", state, "nodes",
@@ -481,15 +568,38 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     json_object_set_new(record, "bindings", json_incref(rr.bindings));
     json_object_set_new(record, "rank_status", json_incref(rr.statuses));
     json_object_set_new(record, "gpurun_version", json_string(PACKAGE_VERSION));
+    json_object_set_new(record, "foms", gpurun_foms_json(&foms));
+    json_object_set_new(record, "references", json_incref(refs));
+    json_object_set_new(record, "config", json_incref(c->config));
+    json_object_set_new(record, "gpus", json_integer((json_int_t)c->plan->nranks * c->plan->req.gpus_per_rank));
+    json_object_set_new(record, "site", c->site ? json_string(c->site->name) : json_null());
+    json_object_set_new(record, "price_per_gpu_hour",
+                        c->site && c->site->price_per_gpu_hour >= 0 ? json_real(c->site->price_per_gpu_hour)
+                                                                     : json_null());
+    json_object_set_new(record, "spot_price_per_gpu_hour",
+                        c->site && c->site->spot_price_per_gpu_hour >= 0 ? json_real(c->site->spot_price_per_gpu_hour)
+                                                                          : json_null());
+    json_object_set_new(record, "currency", c->site && c->site->currency ? json_string(c->site->currency) : json_null());
     free(s0);
     free(s1);
     p = gpurun_xasprintf("%s/record.json", run_dir);
     gpurun_error_t werr;
     if (gpurun_write_json(p, record, &werr) < 0)
         fprintf(stderr, "gpurun: warning: %s\n", werr.text);
+    else if (gpurun_results_add(c->results, p, &werr) < 0)
+        fprintf(stderr, "gpurun: warning: the record is kept, but the results database was not updated: %s\n",
+                werr.text);
     free(p);
-    if (rc == 0 && !c->opts->quiet)
-        printf("gpurun: %s: ok in %.1f s; record %s/record.json\n", job->name, oc.wall_s, run_dir);
+    if (!c->opts->quiet) {
+        for (size_t f = 0; f < foms.n; f++)
+            if (foms.f[f].n)
+                printf("gpurun: %s: %s = %g %s\n", job->name, foms.f[f].name, foms.f[f].values[foms.f[f].n - 1],
+                       foms.f[f].units ? foms.f[f].units : "");
+        if (rc == 0)
+            printf("gpurun: %s: ok in %.1f s; record %s/record.json\n", job->name, oc.wall_s, run_dir);
+    }
+    gpurun_foms_free(&foms);
+    json_decref(refs);
 out:
     json_decref(record);
     json_decref(rr.bindings);
@@ -543,10 +653,75 @@ static void dry_run(struct run_ctx *c, char *const *app, const struct gpurun_lau
         printf("warning: %s\n", c->plan->warnings[w]);
 }
 
+/* Print what one configuration would run, starting nothing. */
+static int dry_run_config(struct run_ctx *c, gpurun_error_t *err)
+{
+    char *rd = gpurun_xasprintf("%s/%s/<run-id>", c->results, c->job->name);
+    struct vars v = {.job = c->job, .tpl = c->tpl, .plan = c->plan, .run_dir = rd, .job_dir = c->job_dir};
+    char **app = NULL;
+    int rc = 0;
+    if (command_argv("command", c->command, &v, &app, err) < 0 || resolve_program(app, c->job->dir, err) < 0) {
+        free(rd);
+        if (app)
+            gpurun_free_words(app);
+        return err->code;
+    }
+    char self[PATH_MAX];
+    ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[sl > 0 ? sl : 0] = '\0';
+    char *export_env[] = {"PATH", "LD_LIBRARY_PATH", NULL};
+    struct gpurun_launch_request lr = {.nodes = c->plan->req.nodes,
+                                       .ranks_per_node = c->plan->req.ranks_per_node,
+                                       .nranks = c->plan->nranks,
+                                       .oversubscribe = c->plan->req.oversubscribe,
+                                       .rank_step = self,
+                                       .run_dir = rd,
+                                       .app_argv = app,
+                                       .export_env = export_env};
+    struct gpurun_launch_cmds cmds = {0};
+    if (c->launcher->commands(&lr, &cmds, err) == 0)
+        dry_run(c, app, &cmds);
+    else
+        rc = err->code;
+    gpurun_launch_cmds_free(&cmds);
+    gpurun_free_words(app);
+    free(rd);
+    return rc;
+}
+
+/* The value of scan axis `a` in combination `k` (first axis outermost). */
+static long scan_value(const gpurun_job_t *job, size_t a, size_t k)
+{
+    size_t inner = 1;
+    for (size_t b = a + 1; b < job->nscan; b++)
+        inner *= job->scan[b].n;
+    return job->scan[a].values[(k / inner) % job->scan[a].n];
+}
+
+static void apply_scan(const gpurun_job_t *job, size_t k, gpurun_request_t *req, json_t *config)
+{
+    for (size_t a = 0; a < job->nscan; a++) {
+        long val = scan_value(job, a, k);
+        const char *key = job->scan[a].key;
+        json_object_set_new(config, key, json_integer(val));
+        if (!strcmp(key, "nodes"))
+            req->nodes = (int)val;
+        else if (!strcmp(key, "ranks_per_node"))
+            req->ranks_per_node = (int)val;
+        else if (!strcmp(key, "gpus_per_rank"))
+            req->gpus_per_rank = (int)val;
+        else if (!strcmp(key, "threads_per_rank"))
+            req->threads_per_rank = (int)val;
+    }
+}
+
 int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun_error_t *err)
 {
     struct run_ctx c = {.job = job, .opts = opts};
     int rc = 0;
+    c.job_dir = realpath(job->dir, NULL);
+    if (!c.job_dir)
+        c.job_dir = abs_path(job->dir, ".");
     if (job->template_name) {
         char *path;
         if (gpurun_template_find(job->template_name, job->dir, &path, err) < 0)
@@ -561,66 +736,77 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
                           "`command = \"PROGRAM ARGS\"`",
                           job->path ? job->path : job->name);
     }
-    if (gpurun_topo_load(NULL, &c.topo, err) < 0) {
+    if (job->site && gpurun_site_load(job->site, job->dir, &c.site, err) < 0) {
         rc = err->code;
         goto out;
     }
-    gpurun_request_t req;
-    gpurun_request_from_job(&req, job);
-    gpurun_alloc_apply(c.topo, &req, c.alloc_note, sizeof c.alloc_note);
-    if (gpurun_plan_create(c.topo, &req, &c.plan, err) < 0) {
+    if (gpurun_topo_load(NULL, &c.topo, err) < 0 ||
+        gpurun_launcher_choose(job->launcher, &c.launcher, c.launcher_why, sizeof c.launcher_why, err) < 0) {
         rc = err->code;
         goto out;
     }
-    if (gpurun_launcher_choose(job->launcher, &c.launcher, c.launcher_why, sizeof c.launcher_why, err) < 0) {
-        rc = err->code;
-        goto out;
-    }
-    c.command = c.tpl ? (c.plan->req.gpus_per_rank > 0 && c.tpl->gpu_args
-                             ? gpurun_xasprintf("%s %s", c.tpl->command, c.tpl->gpu_args)
-                             : gpurun_xstrdup(c.tpl->command))
-                      : gpurun_xstrdup(job->command);
     const char *results = opts->results ? opts->results : job->results;
     c.results = results[0] == '/' || opts->results ? gpurun_xstrdup(results) : abs_path(job->dir, results);
 
-    if (opts->dry_run) {
-        char *rd = gpurun_xasprintf("%s/%s/<run-id>", c.results, job->name);
-        struct vars v = {.job = job, .tpl = c.tpl, .plan = c.plan, .run_dir = rd};
-        char **app;
-        if (command_argv("command", c.command, &v, &app, err) < 0 || resolve_program(app, job->dir, err) < 0) {
-            rc = err->code;
-            free(rd);
-            goto out;
+    /* One configuration per scan combination, each run `repeat` times.  A
+     * failed run does not stop the sweep; an interrupted one does. */
+    size_t ncombo = 1;
+    for (size_t a = 0; a < job->nscan; a++)
+        ncombo *= job->scan[a].n;
+    for (size_t k = 0; k < ncombo; k++) {
+        gpurun_request_t req;
+        gpurun_request_from_job(&req, job);
+        c.config = json_object();
+        apply_scan(job, k, &req, c.config);
+        c.req = req;
+        gpurun_alloc_apply(c.topo, &req, c.alloc_note, sizeof c.alloc_note);
+        int crc = 0;
+        if (gpurun_plan_create(c.topo, &req, &c.plan, err) < 0) {
+            crc = err->code;
+        } else {
+            free(c.command);
+            c.command = c.tpl ? (c.plan->req.gpus_per_rank > 0 && c.tpl->gpu_args
+                                     ? gpurun_xasprintf("%s %s", c.tpl->command, c.tpl->gpu_args)
+                                     : gpurun_xstrdup(c.tpl->command))
+                              : gpurun_xstrdup(job->command);
+            if (opts->dry_run) {
+                if (job->nscan) {
+                    char *cfg = json_dumps(c.config, JSON_COMPACT);
+                    printf("%s# configuration %zu of %zu: %s\n", k ? "\n" : "", k + 1, ncombo, cfg);
+                    free(cfg);
+                }
+                crc = dry_run_config(&c, err);
+            }
+            for (int i = 0; !opts->dry_run && i < job->repeat && crc != 130 && crc != 143; i++) {
+                int one = run_once(&c, i, err);
+                if (one != 0 && (ncombo > 1 || job->repeat > 1))
+                    fprintf(stderr, "gpurun: %s\n", err->text);
+                if (one != 0 && crc == 0)
+                    crc = one;
+                if (one == 130 || one == 143)
+                    crc = one;
+            }
         }
-        char self[PATH_MAX];
-        ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
-        self[sl > 0 ? sl : 0] = '\0';
-        char *export_env[] = {"PATH", "LD_LIBRARY_PATH", NULL};
-        struct gpurun_launch_request lr = {.nodes = c.plan->req.nodes,
-                                           .ranks_per_node = c.plan->req.ranks_per_node,
-                                           .nranks = c.plan->nranks,
-                                           .oversubscribe = c.plan->req.oversubscribe,
-                                           .rank_step = self,
-                                           .run_dir = rd,
-                                           .app_argv = app,
-                                           .export_env = export_env};
-        struct gpurun_launch_cmds cmds = {0};
-        if (c.launcher->commands(&lr, &cmds, err) == 0)
-            dry_run(&c, app, &cmds);
-        else
-            rc = err->code;
-        gpurun_launch_cmds_free(&cmds);
-        gpurun_free_words(app);
-        free(rd);
-        goto out;
+        gpurun_plan_destroy(c.plan);
+        c.plan = NULL;
+        json_decref(c.config);
+        c.config = NULL;
+        if (crc != 0 && rc == 0)
+            rc = crc;
+        /* Interrupted, or a request this node cannot meet: stop the sweep. */
+        if (crc == 130 || crc == 143 || crc == GPURUN_EXIT_ENV || crc == GPURUN_EXIT_CONFIG)
+            break;
     }
-    for (int i = 0; i < job->repeat && rc == 0; i++)
-        rc = run_once(&c, i, err);
+    /* Each failure was printed as it came; main prints the first again. */
+    if (rc != 0 && (ncombo > 1 || job->repeat > 1) && rc != GPURUN_EXIT_ENV && rc != GPURUN_EXIT_CONFIG)
+        gpurun_err(err, rc, "%s: at least one run failed (exit status %d); see gpurun results", job->name, rc);
 out:
+    free(c.job_dir);
     free(c.command);
     free(c.results);
     gpurun_plan_destroy(c.plan);
     gpurun_topo_destroy(c.topo);
     gpurun_template_destroy(c.tpl);
+    gpurun_site_destroy(c.site);
     return rc;
 }
