@@ -746,7 +746,8 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
         goto out;
     }
     const char *results = opts->results ? opts->results : job->results;
-    c.results = results[0] == '/' || opts->results ? gpurun_xstrdup(results) : abs_path(job->dir, results);
+    /* Absolute: ranks start in the run folder and must find it by name. */
+    c.results = abs_path(opts->results ? "." : c.job_dir, results);
 
     /* One configuration per scan combination, each run `repeat` times.  A
      * failed run does not stop the sweep; an interrupted one does. */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "confparse.h"
 #include "template.h"
@@ -73,6 +74,30 @@ static void search_path(const char *job_dir, struct dirs *d)
     if (home && *home)
         dirs_add(d, gpurun_xasprintf("%s/.config/gpurun/templates", home));
     dirs_add(d, gpurun_xstrdup(GPURUN_PKGDATADIR "/templates"));
+    /* Installed elsewhere than configured (a moved --prefix): next to the
+     * program, as PREFIX/bin/gpurun and PREFIX/share/gpurun/templates. */
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            char *rel = gpurun_xasprintf("%s/../share/gpurun/templates", exe);
+            char *real = realpath(rel, NULL);
+            free(rel);
+            if (real && strcmp(real, GPURUN_PKGDATADIR "/templates"))
+                dirs_add(d, real);
+            else
+                free(real);
+        }
+    }
+#ifdef GPURUN_SOURCE_TEMPLATES
+    /* Run from a build folder, before `make install`: the source tree's. */
+    char *src = realpath(GPURUN_SOURCE_TEMPLATES, NULL);
+    if (src)
+        dirs_add(d, src);
+#endif
 }
 
 /* The nearest name that exists in `sub` of the folders, for a misspelt one. */

@@ -349,10 +349,18 @@ static void test_search(void)
     /* Not found: every folder named, in order; the nearest name offered. */
     char *want = NULL;
     found = (char *)&found;
+    /* A build also looks in its source tree's templates, last. */
+    char *src = NULL;
+#ifdef GPURUN_SOURCE_TEMPLATES
+    char *real = realpath(GPURUN_SOURCE_TEMPLATES, NULL);
+    if (real && asprintf(&src, ", %s", real) < 0)
+        src = NULL;
+    free(real);
+#endif
     if (asprintf(&want,
-                 "template 't' not found; looked in %s, %s, %s, %s, %s (GPURUN_TEMPLATE_PATH adds "
+                 "template 't' not found; looked in %s, %s, %s, %s, %s%s (GPURUN_TEMPLATE_PATH adds "
                  "folders)",
-                 jobdir, p1, p2, user, GPURUN_PKGDATADIR "/templates") < 0)
+                 jobdir, p1, p2, user, GPURUN_PKGDATADIR "/templates", src ? src : "") < 0)
         want = NULL;
     ok(gpurun_template_find("t", jobdir, &found, &err) == -1 && err.code == GPURUN_EXIT_CONFIG &&
            !found,
@@ -363,13 +371,14 @@ static void test_search(void)
     put(p2, "gromacs.conf", text);
     if (asprintf(&want,
                  "template 'gromcs' not found (did you mean 'gromacs'?); looked in %s, %s, "
-                 "%s, %s, %s",
-                 jobdir, p1, p2, user, GPURUN_PKGDATADIR "/templates") < 0)
+                 "%s, %s, %s%s",
+                 jobdir, p1, p2, user, GPURUN_PKGDATADIR "/templates", src ? src : "") < 0)
         want = NULL;
     ok(gpurun_template_find("gromcs", jobdir, &found, &err) == -1, "misspelt: not found");
     is_str(err.text, want, "misspelt: the nearest template offered");
     free(want);
     drop(p2, "gromacs.conf");
+    free(src);
 
     static const char *const badnames[] = {"../t", "a/b", "", "t conf"};
     for (size_t i = 0; i < sizeof badnames / sizeof *badnames; i++) {
