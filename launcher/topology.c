@@ -250,11 +250,33 @@ static void find_devices(gpurun_topo_t *t)
                                : 0;
 }
 
+static int topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err);
+
 int gpurun_topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err)
 {
-    /* A site or test can stand in another node's export for the live one. */
-    if (!xml && getenv("GPURUN_TOPOLOGY") && *getenv("GPURUN_TOPOLOGY"))
-        xml = getenv("GPURUN_TOPOLOGY");
+    /* A site or test can stand in another node's export for the live one;
+     * %h names this host's own (one variable serves every host of a job). */
+    char *per_host = NULL;
+    const char *env = getenv("GPURUN_TOPOLOGY");
+    if (!xml && env && *env) {
+        const char *h = strstr(env, "%h");
+        if (h) {
+            char host[256] = "";
+            gethostname(host, sizeof host - 1);
+            char *dot = strchr(host, '.');
+            if (dot)
+                *dot = '\0';
+            per_host = gpurun_xasprintf("%.*s%s%s", (int)(h - env), env, host, h + 2);
+        }
+        xml = per_host ? per_host : env;
+    }
+    int rc = topo_load(xml, topop, err);
+    free(per_host);
+    return rc;
+}
+
+static int topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err)
+{
     gpurun_topo_t *t = gpurun_xcalloc(1, sizeof *t);
     char *buf = NULL;
     size_t len = 0;

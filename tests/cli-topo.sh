@@ -34,6 +34,13 @@ run env GPURUN_TOPOLOGY="$FIXTURES/cpu-only-2numa.xml" "$GPURUN" topo --json
 run jq -e '.topology.hostname == "fix-cpuonly"' "$TMP/out"
 expect_rc 0 "GPURUN_TOPOLOGY stands in an export for the live node"
 
+# %h: one variable names each host's own export.
+short=$(hostname | cut -d. -f1)
+cp "$FIXTURES/2s-4gpu-2nic.xml" "$TMP/topo-$short.xml"
+run env GPURUN_TOPOLOGY="$TMP/topo-%h.xml" "$GPURUN" topo --json
+run jq -e '.topology.hostname == "fix-2s4g"' "$TMP/out"
+expect_rc 0 "GPURUN_TOPOLOGY's %h is this host's name"
+
 # The live node: gpurun must count what hwloc's own tools count.
 unset GPURUN_TOPOLOGY
 run "$GPURUN" topo --json
