@@ -48,14 +48,14 @@ expect_rc 3 "more ranks than GPUs is exit 3"
 contains "$TMP/err" "gpurun: 8 ranks with 1 GPU each need 8 GPUs, but fix-2s4g has 4; use ranks_per_node = 4" "... saying why and what would work"
 run "$GPURUN" plan --topology "$X" --ranks-per-node 8 --oversubscribe --json
 expect_rc 0 "--oversubscribe shares instead"
-run jq -e '(.warnings | length) > 0 and .ranks[1].gpus == [0]' "$TMP/out"
+jq_out '(.warnings | length) > 0 and .ranks[1].gpus == [0]'
 expect_rc 0 "... with a warning in the plan"
 run "$GPURUN" plan --topology "$X" --nodes two
 expect_rc 2 "a malformed flag value is exit 2"
 contains "$TMP/err" "gpurun: plan: --nodes: expected an integer from 1 to 100000, got 'two'" "... naming the flag"
 run "$GPURUN" plan --topology "$X" --gpus-per-rank 2 --threads-per-rank 3 --nodes 2 --json
-run jq -e '(.ranks | length) == 4 and .ranks[3].node == 1 and .ranks[3].env.CUDA_VISIBLE_DEVICES == "2,3"
-           and .ranks[0].threads == 3 and .ranks[0].cpus == "0-2"' "$TMP/out"
+jq_out '(.ranks | length) == 4 and .ranks[3].node == 1 and .ranks[3].env.CUDA_VISIBLE_DEVICES == "2,3"
+           and .ranks[0].threads == 3 and .ranks[0].cpus == "0-2"'
 expect_rc 0 "flags: 2 nodes x 2 ranks, 2 GPUs and 3 threads per rank"
 run "$GPURUN" plan --topology "$FIXTURES/cpu-only-2numa.xml" --gpus-per-rank 1
 expect_rc 3 "GPUs asked of a CPU-only node is exit 3"
@@ -69,10 +69,10 @@ threads_per_rank = 2
 JOB
 run "$GPURUN" plan "$TMP/job.conf" --topology "$X" --json
 expect_rc 0 "plan from a job file"
-run jq -e '(.ranks | length) == 2 and .ranks[1].gpus == [2] and .ranks[0].threads == 2' "$TMP/out"
+jq_out '(.ranks | length) == 2 and .ranks[1].gpus == [2] and .ranks[0].threads == 2'
 expect_rc 0 "... with the job's ranks, GPUs and threads"
 run "$GPURUN" plan --topology "$X" "$TMP/job.conf" --ranks-per-node 4 --json
-run jq -e '(.ranks | length) == 4 and .ranks[0].threads == 2' "$TMP/out"
+jq_out '(.ranks | length) == 4 and .ranks[0].threads == 2'
 expect_rc 0 "a flag overrides the job file, the rest of the job stays"
 run "$GPURUN" plan "$top_srcdir/examples/plan/job.conf" --topology "$X"
 expect_rc 0 "examples/plan/job.conf plans"

@@ -13,13 +13,13 @@ contains "$TMP/out" "Ethernet (not planned for MPI): eth0 (0000:01:00.0)" "plain
 
 run "$GPURUN" topo --topology "$FIXTURES/2s-4gpu-2nic.xml" --json
 expect_rc 0 "topo --json"
-run jq -e '.gpurun_topo == 1 and .topology.cores == 16 and (.topology.gpus | length) == 4
-           and .topology.affinity.gpu_nic[0] == ["PIX","SYS"] and (.topology.ethernet[0].name == "eth0")' "$TMP/out"
+jq_out '.gpurun_topo == 1 and .topology.cores == 16 and (.topology.gpus | length) == 4
+           and .topology.affinity.gpu_nic[0] == ["PIX","SYS"] and (.topology.ethernet[0].name == "eth0")'
 expect_rc 0 "topo --json has the topology and the affinity matrix"
 cp "$TMP/out" "$TMP/topo.json"
 
 run "$GPURUN" topo --topology "$FIXTURES/gpu-order-not-numa.xml" --json
-run jq -e '.topology.offline_pus == "7,15,31" and .topology.pus == 29' "$TMP/out"
+jq_out '.topology.offline_pus == "7,15,31" and .topology.pus == 29'
 expect_rc 0 "offline PUs are reported and not counted"
 
 run "$GPURUN" topo --topology "$FIXTURES/2s-4gpu-2nic.xml" --export "$TMP/exported.xml"
@@ -31,14 +31,14 @@ cmp -s "$TMP/a.json" "$TMP/b.json"
 ok $? "an exported topology plans exactly like the original"
 
 run env GPURUN_TOPOLOGY="$FIXTURES/cpu-only-2numa.xml" "$GPURUN" topo --json
-run jq -e '.topology.hostname == "fix-cpuonly"' "$TMP/out"
+jq_out '.topology.hostname == "fix-cpuonly"'
 expect_rc 0 "GPURUN_TOPOLOGY stands in an export for the live node"
 
 # %h: one variable names each host's own export.
 short=$(hostname | cut -d. -f1)
 cp "$FIXTURES/2s-4gpu-2nic.xml" "$TMP/topo-$short.xml"
 run env GPURUN_TOPOLOGY="$TMP/topo-%h.xml" "$GPURUN" topo --json
-run jq -e '.topology.hostname == "fix-2s4g"' "$TMP/out"
+jq_out '.topology.hostname == "fix-2s4g"'
 expect_rc 0 "GPURUN_TOPOLOGY's %h is this host's name"
 
 # The live node: gpurun must count what hwloc's own tools count.

@@ -35,6 +35,13 @@ run() {
     "$@" >"$TMP/out" 2>"$TMP/err" || rc=$?
 }
 
+# jq_out FILTER: jq -e FILTER on the last command's stdout, read from a copy
+# (run would truncate $TMP/out before jq could read it); sets $rc.
+jq_out() {
+    cp "$TMP/out" "$TMP/out.json"
+    run jq -e "$1" "$TMP/out.json"
+}
+
 expect_rc() { # expect_rc WANT DESCRIPTION (after run)
     if [ "$rc" -eq "$1" ]; then
         ok 0 "$2"
