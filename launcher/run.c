@@ -13,8 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../plugins/monitor.h"
 #include "alloc.h"
 #include "fom.h"
+#include "gpudirect.h"
 #include "launch.h"
 #include "plan.h"
 #include "plugin.h"
@@ -312,6 +314,8 @@ struct run_ctx {
     gpurun_site_t *site;
     json_t *config;      /* this configuration's scan values: {"ranks_per_node": 2} */
     gpurun_request_t req; /* as the job asks, before this node resolved it: other hosts plan with it */
+    gpurun_gdr_probe_t *gdr_probe; /* this node's GPUDirect pieces: probed once per gpurun run */
+    json_t *gdr;                   /* this configuration's GPUDirect decision, for its records */
     char *job_dir;        /* the job file's folder, absolute */
 };
 
@@ -381,6 +385,8 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     time_t start = time(NULL);
     struct gpurun_outcome oc = {0};
     struct gpurun_launch_cmds cmds = {0};
+    json_t *gpus_monitor = NULL;
+    char mon_why[512] = "";
 
     if (command_argv("command", c->command, &v, &app, err) < 0 || resolve_program(app, job->dir, err) < 0) {
         rc = err->code;
@@ -412,6 +418,14 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     if (wrc == 0)
         wrc = gpurun_write_json(p, env, err);
     json_decref(env);
+    free(p);
+    /* Another host's rank step decides GPUDirect for its own ranks with these. */
+    p = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_GPUDIRECT);
+    json_t *gj = json_pack("{s:s, s:o}", "mode", gpurun_gdr_mode_name(job->gpudirect), "env",
+                           c->tpl ? kv_json(&c->tpl->env) : json_object());
+    if (wrc == 0)
+        wrc = gpurun_write_json(p, gj, err);
+    json_decref(gj);
     free(p);
     if (wrc < 0) {
         rc = err->code;
@@ -484,7 +498,25 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
                c->launcher->name, run_dir);
         fflush(stdout);
     }
-    if (gpurun_launch(&cmds, &sv, &oc, err) < 0) {
+    /* Utilisation, memory and power of this node's NVIDIA GPUs while the
+     * ranks run; a node without NVML only says so in the record. */
+    const char **pcis = gpurun_xcalloc((size_t)c->plan->nranks * (size_t)(c->plan->req.gpus_per_rank + 1),
+                                       sizeof *pcis);
+    int npci = 0;
+    for (int r = 0; r < c->plan->nranks; r++)
+        for (int g = 0; c->plan->ranks[r].node == 0 && g < c->plan->ranks[r].ngpus; g++) {
+            const gpurun_gpu_t *gpu = &c->topo->gpus[c->plan->ranks[r].gpus[g]];
+            bool seen = strcmp(gpu->vendor, "nvidia") != 0;
+            for (int k = 0; k < npci && !seen; k++)
+                seen = !strcmp(pcis[k], gpu->pci);
+            if (!seen)
+                pcis[npci++] = gpu->pci;
+        }
+    gpurun_monitor_session_t *mon = gpurun_monitor_begin(pcis, npci, mon_why, sizeof mon_why);
+    free(pcis);
+    int lrc = gpurun_launch(&cmds, &sv, &oc, err);
+    gpus_monitor = gpurun_monitor_end(mon);
+    if (lrc < 0) {
         rc = err->code;
         goto out;
     }
@@ -568,6 +600,10 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     json_object_set_new(record, "bindings", json_incref(rr.bindings));
     json_object_set_new(record, "rank_status", json_incref(rr.statuses));
     json_object_set_new(record, "gpurun_version", json_string(PACKAGE_VERSION));
+    json_object_set_new(record, "gpudirect", c->gdr ? json_incref(c->gdr) : json_null());
+    json_object_set_new(record, "gpus_monitor", gpus_monitor ? json_incref(gpus_monitor) : json_null());
+    if (!gpus_monitor && mon_why[0])
+        json_object_set_new(record, "gpus_monitor_note", json_string(mon_why));
     json_object_set_new(record, "foms", gpurun_foms_json(&foms));
     json_object_set_new(record, "references", json_incref(refs));
     json_object_set_new(record, "config", json_incref(c->config));
@@ -601,6 +637,7 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     gpurun_foms_free(&foms);
     json_decref(refs);
 out:
+    json_decref(gpus_monitor);
     json_decref(record);
     json_decref(rr.bindings);
     json_decref(rr.statuses);
@@ -615,6 +652,9 @@ static void dry_run(struct run_ctx *c, char *const *app, const struct gpurun_lau
 {
     printf("# gpurun dry run of job %s: nothing is started\n", c->job->name);
     printf("# launcher: %s\n", c->launcher_why);
+    if (c->gdr)
+        printf("# gpudirect = %s: on for %lld of %d ranks\n", json_string_value(json_object_get(c->gdr, "mode")),
+               json_integer_value(json_object_get(c->gdr, "on_ranks")), c->plan->nranks);
     if (c->alloc_note[0])
         printf("# allocation: %s\n", c->alloc_note);
     for (size_t i = 0; c->tpl && i < c->tpl->nsetup; i++)
@@ -724,17 +764,23 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
         c.job_dir = abs_path(job->dir, ".");
     if (job->template_name) {
         char *path;
-        if (gpurun_template_find(job->template_name, job->dir, &path, err) < 0)
-            return err->code;
+        if (gpurun_template_find(job->template_name, job->dir, &path, err) < 0) {
+            rc = err->code;
+            goto out;
+        }
         rc = gpurun_template_load(path, &c.tpl, err);
         free(path);
-        if (rc < 0)
-            return err->code;
+        if (rc < 0) {
+            rc = err->code;
+            goto out;
+        }
     } else if (!job->command) {
-        return gpurun_err(err, GPURUN_EXIT_CONFIG,
-                          "%s: the job names neither a template nor a command; add `template = \"NAME\"` or "
-                          "`command = \"PROGRAM ARGS\"`",
-                          job->path ? job->path : job->name);
+        gpurun_err(err, GPURUN_EXIT_CONFIG,
+                   "%s: the job names neither a template nor a command; add `template = \"NAME\"` or "
+                   "`command = \"PROGRAM ARGS\"`",
+                   job->path ? job->path : job->name);
+        rc = GPURUN_EXIT_CONFIG;
+        goto out;
     }
     if (job->site && gpurun_site_load(job->site, job->dir, &c.site, err) < 0) {
         rc = err->code;
@@ -762,8 +808,9 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
         c.req = req;
         gpurun_alloc_apply(c.topo, &req, c.alloc_note, sizeof c.alloc_note);
         int crc = 0;
-        if (gpurun_plan_create(c.topo, &req, &c.plan, err) < 0) {
-            crc = err->code;
+        if (gpurun_plan_create(c.topo, &req, &c.plan, err) < 0 ||
+            gpurun_gdr_setup(c.plan, job->gpudirect, c.tpl ? &c.tpl->env : NULL, &c.gdr_probe, &c.gdr, err) < 0) {
+            crc = err->code; /* gpudirect = on that this node cannot do: exit 3, nothing started */
         } else {
             free(c.command);
             c.command = c.tpl ? (c.plan->req.gpus_per_rank > 0 && c.tpl->gpu_args
@@ -790,6 +837,8 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
         }
         gpurun_plan_destroy(c.plan);
         c.plan = NULL;
+        json_decref(c.gdr);
+        c.gdr = NULL;
         json_decref(c.config);
         c.config = NULL;
         if (crc != 0 && rc == 0)
@@ -806,6 +855,7 @@ out:
     free(c.command);
     free(c.results);
     gpurun_plan_destroy(c.plan);
+    gpurun_gdr_probe_destroy(c.gdr_probe);
     gpurun_topo_destroy(c.topo);
     gpurun_template_destroy(c.tpl);
     gpurun_site_destroy(c.site);
