@@ -13,6 +13,7 @@ int cmd_plan(int argc, char **argv, gpurun_error_t *err);
 int cmd_run(int argc, char **argv, gpurun_error_t *err);
 int cmd_rank(int argc, char **argv, gpurun_error_t *err);
 int cmd_submit(int argc, char **argv, gpurun_error_t *err);
+int cmd_doctor(int argc, char **argv, gpurun_error_t *err);
 int cmd_collect(int argc, char **argv, gpurun_error_t *err);
 int cmd_results(int argc, char **argv, gpurun_error_t *err);
 int cmd_report(int argc, char **argv, gpurun_error_t *err);

@@ -18,8 +18,10 @@
 #include <hwloc.h>
 
 #include "alloc.h"
+#include "gpudirect.h"
 #include "plan.h"
 #include "rank.h"
+#include "template.h" /* gpurun_kvlist_set */
 #include "topology.h"
 #include "util.h"
 
@@ -258,8 +260,20 @@ json_t *gpurun_host_plan(const char *run_dir, const char *host, gpurun_error_t *
         char note[256];
         if (gpurun_topo_load(NULL, &topo, err) == 0) {
             gpurun_alloc_apply(topo, &req, note, sizeof note);
-            if (gpurun_plan_create(topo, &req, &p, err) == 0) {
+            char *gpath = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_GPUDIRECT);
+            json_t *gj = json_load_file(gpath, 0, NULL);
+            free(gpath);
+            struct gpurun_kvlist genv = {0};
+            const char *k;
+            json_t *v;
+            json_object_foreach(json_object_get(gj, "env"), k, v) gpurun_kvlist_set(&genv, k, json_string_value(v));
+            gpurun_gdr_probe_t *probe = NULL;
+            json_t *gdr = NULL;
+            if (gpurun_plan_create(topo, &req, &p, err) == 0 &&
+                gpurun_gdr_setup(p, gpurun_gdr_mode_from_name(json_string_value(json_object_get(gj, "mode"))),
+                                 &genv, &probe, &gdr, err) == 0) {
                 plan = gpurun_plan_json(p);
+                json_object_set_new(plan, "gpudirect", gdr); /* this host's decision, for the record */
                 if (gpurun_write_json(path, plan, err) < 0) {
                     json_decref(plan);
                     plan = NULL;
@@ -272,6 +286,9 @@ json_t *gpurun_host_plan(const char *run_dir, const char *host, gpurun_error_t *
                 gpurun_err(err, err->code, "host %s cannot run its ranks: %s", host, m);
                 free(m);
             }
+            gpurun_gdr_probe_destroy(probe);
+            gpurun_kvlist_clear(&genv);
+            json_decref(gj);
         }
         gpurun_plan_destroy(p);
         gpurun_topo_destroy(topo);

@@ -16,6 +16,7 @@
 #define GPURUN_RUN_TOPOLOGY "topology.xml"
 #define GPURUN_RUN_ENV "env.json"
 #define GPURUN_RUN_REQUEST "request.json"
+#define GPURUN_RUN_GPUDIRECT "gpudirect.json" /* {"mode": "auto", "env": {the template's env}} */
 /* rank.N.out (stdout and stderr), rank.N.binding.json, rank.N.status.json */
 char *gpurun_rank_file(const char *run_dir, int rank, const char *what);
 

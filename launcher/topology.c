@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gpu_partitions.h"
 #include "topology.h"
 #include "util.h"
 
@@ -198,6 +199,39 @@ static int nic_cmp(const void *a, const void *b)
     return pci_cmp(x->pcidev, y->pcidev);
 }
 
+/* A PCI GPU that the runtime shows as several devices (AMD CPX partitions:
+ * several rsmi OS devices on one function) becomes one gpurun_gpu_t per
+ * device, each with the runtime's number, so that the planner gives ranks
+ * partitions as it gives them GPUs.  AMD GPUs take their rsmi numbers even
+ * when whole: they are what ROCR_VISIBLE_DEVICES counts. */
+static void split_partitions(gpurun_topo_t *t)
+{
+    gpurun_gpu_units_t *u = NULL;
+    if (t->ngpus == 0 || gpurun_gpu_units_list(t, &u, NULL) < 0)
+        return;
+    gpurun_gpu_t *g = gpurun_xcalloc((size_t)u->nunits, sizeof *g);
+    for (int i = 0; i < u->nunits; i++) {
+        const gpurun_gpu_unit_t *x = &u->units[i];
+        const gpurun_gpu_t *whole = &t->gpus[x->gpu];
+        g[i] = *whole;
+        g[i].index = x->index;
+        g[i].partition = x->partition;
+        g[i].partitions = u->count[x->gpu];
+        g[i].name = gpurun_xstrdup(whole->name);
+        g[i].cpuset = hwloc_bitmap_dup(whole->cpuset);
+        g[i].nodeset = hwloc_bitmap_dup(whole->nodeset);
+    }
+    for (int i = 0; i < t->ngpus; i++) {
+        free(t->gpus[i].name);
+        hwloc_bitmap_free(t->gpus[i].cpuset);
+        hwloc_bitmap_free(t->gpus[i].nodeset);
+    }
+    free(t->gpus);
+    t->gpus = g;
+    t->ngpus = u->nunits;
+    gpurun_gpu_units_destroy(u);
+}
+
 static void find_devices(gpurun_topo_t *t)
 {
     int ngpu = 0, nnic = 0;
@@ -248,6 +282,7 @@ static void find_devices(gpurun_topo_t *t)
         t->gpus[i].index = (i > 0 && !strcmp(t->gpus[i - 1].vendor, t->gpus[i].vendor))
                                ? t->gpus[i - 1].index + 1
                                : 0;
+    split_partitions(t);
 }
 
 static int topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err);
@@ -429,6 +464,10 @@ enum gpurun_affinity gpurun_pci_affinity(const gpurun_topo_t *t, hwloc_obj_t a, 
     int dummy;
     if (!rank)
         rank = &dummy;
+    if (a == b) { /* two partitions of one GPU */
+        *rank = GPURUN_AFF_PIX * AFFINITY_SPAN;
+        return GPURUN_AFF_PIX;
+    }
     hwloc_obj_t common = common_ancestor(a, b);
     if (common && common->type == HWLOC_OBJ_BRIDGE && !is_host_bridge(common)) {
         int ha = bridges_below(a, common), hb = bridges_below(b, common);
@@ -538,9 +577,14 @@ json_t *gpurun_topo_json(const gpurun_topo_t *t, bool full)
         json_array_append_new(numa, json_integer(n->os_index));
     for (int i = 0; i < t->ngpus; i++) {
         const gpurun_gpu_t *g = &t->gpus[i];
-        json_array_append_new(gpus, json_pack("{s:i, s:s, s:s, s:s, s:o, s:o}", "index", g->index, "pci", g->pci,
-                                              "vendor", g->vendor, "name", g->name, "numa",
-                                              gpurun_nodeset_json(g->nodeset), "cpus", cpus_json(g->cpuset)));
+        json_t *gj = json_pack("{s:i, s:s, s:s, s:s, s:o, s:o}", "index", g->index, "pci", g->pci, "vendor",
+                               g->vendor, "name", g->name, "numa", gpurun_nodeset_json(g->nodeset), "cpus",
+                               cpus_json(g->cpuset));
+        if (full && g->partitions > 1) {
+            json_object_set_new(gj, "partition", json_integer(g->partition));
+            json_object_set_new(gj, "partitions", json_integer(g->partitions));
+        }
+        json_array_append_new(gpus, gj);
     }
     for (int i = 0; i < t->nnics; i++)
         json_array_append_new(t->nics[i].high_speed ? nics : eth, nic_json(&t->nics[i], full));

@@ -22,7 +22,9 @@ enum gpurun_affinity {
 };
 
 typedef struct gpurun_gpu {
-    int index;            /* what the vendor runtime calls it (PCI bus order per vendor) */
+    int index;            /* what the vendor runtime calls it (PCI bus order per vendor; rsmi number for AMD) */
+    int partition;        /* which compute partition of its PCI GPU (0..partitions-1) */
+    int partitions;       /* 1, or how many devices the runtime makes of this PCI GPU (MI300X CPX: 8) */
     char pci[20];         /* "0000:03:00.0" */
     const char *vendor;   /* "nvidia", "amd", "intel" */
     char *name;           /* model, or "10de:20b0" when the export names none */

@@ -1,0 +1,505 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gpurun doctor: one screen telling a newcomer whether this node can run GPU
+ * jobs well, and what to fix.  Each check adds one line; nothing here
+ * changes the machine. */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../plugins/monitor.h"
+#include "doctor.h"
+#include "gpudirect.h"
+#include "plugin.h"
+#include "topology.h"
+#include "util.h"
+
+#define VERSION_OUTPUT_MAX (64u << 10)
+
+static const char *const status_names[] = {"PASS", "WARN", "FAIL"};
+
+struct doctor {
+    json_t *checks;
+    int counts[3];
+    double timeout;
+};
+
+static void check(struct doctor *d, const char *id, const char *title, enum gpurun_check_status st, const char *fix,
+                  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static void check(struct doctor *d, const char *id, const char *title, enum gpurun_check_status st, const char *fix,
+                  const char *fmt, ...)
+{
+    char detail[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    json_array_append_new(d->checks, json_pack("{s:s, s:s, s:s, s:s, s:o}", "id", id, "title", title, "status",
+                                               status_names[st], "detail", detail, "fix",
+                                               st != GPURUN_CHECK_PASS && fix ? json_string(fix) : json_null()));
+    d->counts[st]++;
+}
+
+/* What a tool says, in one line: the first line holding `want` (else the
+ * first line) when it succeeds, its last line (where tools put the fatal
+ * error) when it fails.  Returns the tool's exit status, or -1 when it is
+ * not on PATH. */
+static int tool_line(struct doctor *d, char *const argv[], const char *want, char *buf, size_t len)
+{
+    char *out = NULL;
+    int status;
+    buf[0] = '\0';
+    if (gpurun_tool_run(argv, d->timeout, VERSION_OUTPUT_MAX, &out, &status) < 0)
+        return -1;
+    const char *line = out;
+    if (status != 0) {
+        size_t n = strlen(out);
+        while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\r' || out[n - 1] == ' '))
+            out[--n] = '\0';
+        const char *nl = strrchr(out, '\n');
+        line = nl ? nl + 1 : out;
+    } else if (want) { /* the first line that holds `want`, else the first line */
+        const char *w = strstr(out, want);
+        if (w) {
+            while (w > out && w[-1] != '\n')
+                w--;
+            line = w;
+        }
+    }
+    while (*line == ' ' || *line == '\t')
+        line++;
+    size_t n = strcspn(line, "\r\n");
+    snprintf(buf, len, "%.*s", (int)(n < len ? n : len - 1), line);
+    free(out);
+    return status;
+}
+
+/* --- launchers, MPI, PMIx, Slurm ------------------------------------------------- */
+
+static void check_launcher(struct doctor *d)
+{
+    const gpurun_launcher_plugin_t *p;
+    char why[256] = "";
+    gpurun_error_t err = {0};
+    if (gpurun_launcher_choose(GPURUN_LAUNCHER_AUTO, &p, why, sizeof why, &err) < 0) {
+        check(d, "launcher", "Launcher", GPURUN_CHECK_FAIL, "reinstall gpurun: its built-in launchers are missing",
+              "%s", err.text);
+        return;
+    }
+    if (!strcmp(p->name, "local"))
+        check(d, "launcher", "Launcher", GPURUN_CHECK_WARN,
+              "install Open MPI (Debian: apt install openmpi-bin) or run inside a Slurm allocation, so that ranks "
+              "form one MPI job",
+              "%s: ranks start as single-process MPI jobs on this node only", why);
+    else
+        check(d, "launcher", "Launcher", GPURUN_CHECK_PASS, NULL, "%s", why);
+}
+
+static void check_mpi(struct doctor *d, const gpurun_gdr_probe_t *probe, bool nvidia, bool amd)
+{
+    char line[256];
+    char *argv[] = {"mpirun", "--version", NULL};
+    int st = tool_line(d, argv, "mpirun", line, sizeof line);
+    if (st < 0) {
+        check(d, "mpi", "MPI", GPURUN_CHECK_WARN,
+              "install Open MPI (Debian: apt install openmpi-bin libopenmpi-dev) or load your site's MPI module",
+              "no mpirun on PATH");
+        return;
+    }
+    if (!line[0])
+        snprintf(line, sizeof line, "mpirun (version unknown)");
+    bool cuda = probe->ompi_cuda == GPURUN_YES || probe->ucx_cuda == GPURUN_YES;
+    bool rocm = probe->ompi_rocm == GPURUN_YES || probe->ucx_rocm == GPURUN_YES;
+    bool known = probe->ompi || probe->ucx;
+    char aware[128];
+    snprintf(aware, sizeof aware, "%s%s%s", cuda ? "CUDA-aware" : "", cuda && rocm ? ", " : "",
+             rocm ? "ROCm-aware" : "");
+    if ((nvidia && !cuda) || (amd && !rocm)) {
+        const char *what = nvidia ? "CUDA" : "ROCm";
+        if (!known)
+            check(d, "mpi", "MPI", GPURUN_CHECK_WARN,
+                  "ask your site which MPI module is GPU-aware; without it GPU buffers go through host memory",
+                  "%s; cannot tell whether it is %s-aware (no ompi_info or ucx_info on PATH)", line, what);
+        else
+            check(d, "mpi", "MPI", GPURUN_CHECK_WARN,
+                  "use an Open MPI or UCX built with GPU support (often a module such as openmpi/cuda); without it "
+                  "GPU buffers go through host memory",
+                  "%s; not %s-aware (Open MPI: %s; UCX: %s)", line, what,
+                  probe->ompi ? "built without it" : "no ompi_info", probe->ucx ? "built without it" : "no ucx_info");
+        return;
+    }
+    check(d, "mpi", "MPI", GPURUN_CHECK_PASS, NULL, "%s%s%s", line, aware[0] ? "; " : "", aware);
+}
+
+static void check_pmix(struct doctor *d, bool slurm)
+{
+    char line[256];
+    char *argv[] = {"pmix_info", NULL};
+    int st = tool_line(d, argv, "PMIx:", line, sizeof line);
+    if (st == 0) {
+        check(d, "pmix", "PMIx", GPURUN_CHECK_PASS, NULL, "pmix_info: %s", line[0] ? line : "found");
+        return;
+    }
+    const char *lib = getenv("GPURUN_PMIX_LIBRARY");
+    void *h = dlopen(lib && *lib ? lib : "libpmix.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (h) {
+        const char *(*version)(void) = NULL;
+        void *s = dlsym(h, "PMIx_Get_version");
+        memcpy(&version, &s, sizeof s);
+        check(d, "pmix", "PMIx", GPURUN_CHECK_PASS, NULL, "libpmix: %s", version ? version() : "found");
+        dlclose(h);
+        return;
+    }
+    if (slurm)
+        check(d, "pmix", "PMIx", GPURUN_CHECK_WARN,
+              "install PMIx (Debian: libpmix2 libpmix-bin) and a Slurm built with it, so that srun --mpi=pmix works",
+              "neither pmix_info nor libpmix.so.2 found: srun --mpi=pmix cannot start MPI ranks");
+    else
+        check(d, "pmix", "PMIx", GPURUN_CHECK_PASS, NULL,
+              "not found; only srun --mpi=pmix needs it (mpirun brings its own)");
+}
+
+/* Slurm: returns whether srun is here. */
+static bool check_slurm(struct doctor *d)
+{
+    char srun[256], sbatch[256];
+    char *a1[] = {"srun", "--version", NULL}, *a2[] = {"sbatch", "--version", NULL};
+    int s1 = tool_line(d, a1, "slurm", srun, sizeof srun);
+    int s2 = tool_line(d, a2, "slurm", sbatch, sizeof sbatch);
+    if (s1 < 0 && s2 < 0) {
+        check(d, "slurm", "Slurm", GPURUN_CHECK_PASS, NULL,
+              "not installed; gpurun runs jobs with mpirun or by itself (not needed on one node)");
+        return false;
+    }
+    if (s1 != 0 || s2 != 0) {
+        check(d, "slurm", "Slurm", GPURUN_CHECK_WARN,
+              "check that slurm.conf is readable (/etc/slurm/slurm.conf or $SLURM_CONF) and slurmctld is up",
+              "%s does not work: %s", s1 != 0 ? "srun" : "sbatch", s1 != 0 ? (s1 < 0 ? "not found" : srun)
+                                                                          : (s2 < 0 ? "not found" : sbatch));
+        return s1 >= 0;
+    }
+    const char *job = getenv("SLURM_JOB_ID"), *nodes = getenv("SLURM_JOB_NUM_NODES");
+    if (job)
+        check(d, "slurm", "Slurm", GPURUN_CHECK_PASS, NULL, "%s; inside allocation %s (%s node%s)", srun, job,
+              nodes ? nodes : "?", nodes && !strcmp(nodes, "1") ? "" : "s");
+    else
+        check(d, "slurm", "Slurm", GPURUN_CHECK_PASS, NULL,
+              "%s (srun, sbatch); not inside an allocation: gpurun submit or salloc gives one", srun);
+    return true;
+}
+
+/* --- hwloc, GPUs, driver, affinity ------------------------------------------------------- */
+
+/* Whether topo->gpus[i] is the first entry of its PCI function (a GPU split
+ * into partitions is listed once per partition). */
+static bool first_of_pci(const gpurun_topo_t *t, int i)
+{
+    for (int e = 0; e < i; e++)
+        if (t->gpus[e].pcidev == t->gpus[i].pcidev)
+            return false;
+    return true;
+}
+
+static void check_hwloc(struct doctor *d, const gpurun_topo_t *t)
+{
+    unsigned v = hwloc_get_api_version();
+    int npci = hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_PCI_DEVICE);
+    if ((v >> 16) != (HWLOC_API_VERSION >> 16)) {
+        check(d, "hwloc", "hwloc", GPURUN_CHECK_FAIL, "rebuild gpurun against the hwloc it runs with",
+              "runtime hwloc %u.%u.%u, but gpurun was built for %u.x", v >> 16, (v >> 8) & 0xff, v & 0xff,
+              (unsigned)(HWLOC_API_VERSION >> 16));
+        return;
+    }
+    if (npci == 0) {
+        check(d, "hwloc", "hwloc", GPURUN_CHECK_WARN,
+              "install hwloc with PCI support (Debian: libhwloc-plugins) so GPUs and NICs can be placed",
+              "hwloc %u.%u.%u sees no PCI device in %s", v >> 16, (v >> 8) & 0xff, v & 0xff, t->source);
+        return;
+    }
+    check(d, "hwloc", "hwloc", GPURUN_CHECK_PASS, NULL, "hwloc %s (API %u.%u at run time); %d PCI devices in %s",
+          HWLOC_VERSION, v >> 16, (v >> 8) & 0xff, npci, t->source);
+}
+
+static void check_gpus(struct doctor *d, const gpurun_topo_t *t)
+{
+    if (t->ngpus == 0) {
+        check(d, "gpus", "GPUs", GPURUN_CHECK_FAIL,
+              "run on a GPU node; if this one has GPUs, check lspci and that hwloc has PCI support",
+              "no GPU in %s's topology", t->hostname);
+        return;
+    }
+    char list[512] = "", parts[64] = "";
+    size_t l = 0;
+    int npci = 0;
+    for (int i = 0; i < t->ngpus; i++)
+        if (first_of_pci(t, i)) {
+            npci++;
+            if (l < sizeof list - 1)
+                l += (size_t)snprintf(list + l, sizeof list - l, "%s%s", l ? ", " : "", t->gpus[i].pci);
+        }
+    bool same = true;
+    for (int i = 1; i < t->ngpus; i++)
+        same &= !strcmp(t->gpus[i].name, t->gpus[0].name);
+    if (npci < t->ngpus)
+        snprintf(parts, sizeof parts, ", %d partitions", t->ngpus);
+    check(d, "gpus", "GPUs", GPURUN_CHECK_PASS, NULL, "%d x %s (%s%s)", npci, same ? t->gpus[0].name : "mixed models",
+          list, parts);
+}
+
+/* Driver and health; NVML only for NVIDIA GPUs. */
+static void check_driver(struct doctor *d, const gpurun_gdr_probe_t *probe, int nnvidia, int namd)
+{
+    if (namd > 0) {
+        if (probe->amdgpu)
+            check(d, "driver_amd", "AMD driver", GPURUN_CHECK_PASS, NULL, "amdgpu kernel driver loaded (%d GPU%s)",
+                  namd, namd == 1 ? "" : "s");
+        else
+            check(d, "driver_amd", "AMD driver", GPURUN_CHECK_FAIL,
+                  "install ROCm's amdgpu-dkms and reboot (rocm-smi should then list the GPUs)",
+                  "AMD GPUs are on the PCI bus, but the amdgpu kernel driver is not loaded");
+    }
+    if (nnvidia == 0)
+        return;
+    const gpurun_monitor_plugin_t *nvml;
+    gpurun_error_t err = {0};
+    struct gpurun_gpu_health *h = NULL;
+    int nh = 0;
+    char driver[96] = "";
+    if (gpurun_monitor_find("nvml", &nvml, &err) < 0 || !nvml->health ||
+        nvml->health(&h, &nh, driver, sizeof driver, &err) < 0) {
+        check(d, "driver", "NVIDIA driver", GPURUN_CHECK_FAIL,
+              "install the NVIDIA driver (nvidia-smi must work) and reboot if its kernel module is new",
+              "%d NVIDIA GPU%s on the PCI bus, but %s", nnvidia, nnvidia == 1 ? "" : "s", err.text);
+        return;
+    }
+    if (nh != nnvidia)
+        check(d, "driver", "NVIDIA driver", GPURUN_CHECK_WARN,
+              "check nvidia-smi and dmesg for GPUs that fell off the bus (Xid errors), or CUDA_VISIBLE_DEVICES-style "
+              "limits of a container",
+              "driver %s; NVML sees %d GPU%s, the topology %d", driver[0] ? driver : "?", nh, nh == 1 ? "" : "s",
+              nnvidia);
+    else
+        check(d, "driver", "NVIDIA driver", GPURUN_CHECK_PASS, NULL, "driver %s; NVML sees all %d GPU%s",
+              driver[0] ? driver : "(version unknown)", nh, nh == 1 ? "" : "s");
+
+    for (int i = 0; i < nh; i++) {
+        const struct gpurun_gpu_health *g = &h[i];
+        char id[32], title[64], detail[512] = "", problem[512] = "";
+        const char *fix = NULL;
+        snprintf(id, sizeof id, "gpu%d", g->index);
+        snprintf(title, sizeof title, "GPU %d health", g->index);
+        size_t dl = 0;
+        enum gpurun_check_status st = GPURUN_CHECK_PASS;
+        if (g->pcie_gen > 0 && g->pcie_width > 0)
+            dl += (size_t)snprintf(detail + dl, sizeof detail - dl, "%s PCIe Gen%d x%d (max Gen%d x%d)", g->pci,
+                                   g->pcie_gen, g->pcie_width, g->pcie_gen_max, g->pcie_width_max);
+        else
+            dl += (size_t)snprintf(detail + dl, sizeof detail - dl, "%s", g->pci);
+        if (g->sm_clock_mhz > 0 && dl < sizeof detail)
+            dl += (size_t)snprintf(detail + dl, sizeof detail - dl, ", SM %d of %d MHz", g->sm_clock_mhz,
+                                   g->sm_clock_max_mhz);
+        if (g->temperature_c >= 0 && dl < sizeof detail)
+            dl += (size_t)snprintf(detail + dl, sizeof detail - dl, ", %d C", g->temperature_c);
+        if (g->power_w >= 0 && dl < sizeof detail)
+            dl += (size_t)snprintf(detail + dl, sizeof detail - dl, ", %.0f W of %.0f W", g->power_w,
+                                   g->power_limit_w);
+        unsigned long long bad = GPURUN_THROTTLE_HW_SLOWDOWN | GPURUN_THROTTLE_HW_THERMAL |
+                                 GPURUN_THROTTLE_SW_THERMAL | GPURUN_THROTTLE_HW_POWER_BRAKE;
+        if (g->pcie_width > 0 && g->pcie_width_max > 0 && g->pcie_width < g->pcie_width_max) {
+            st = GPURUN_CHECK_WARN;
+            snprintf(problem, sizeof problem, "PCIe link x%d of x%d", g->pcie_width, g->pcie_width_max);
+            fix = "reseat the GPU or check the slot and BIOS bifurcation: a narrow link cuts host-GPU bandwidth";
+        } else if (g->throttle_known && (g->throttle & bad)) {
+            st = GPURUN_CHECK_WARN;
+            snprintf(problem, sizeof problem, "clocks held down:%s%s%s%s",
+                     g->throttle & GPURUN_THROTTLE_HW_SLOWDOWN ? " HW slowdown" : "",
+                     g->throttle & GPURUN_THROTTLE_HW_THERMAL ? " HW thermal" : "",
+                     g->throttle & GPURUN_THROTTLE_SW_THERMAL ? " SW thermal" : "",
+                     g->throttle & GPURUN_THROTTLE_HW_POWER_BRAKE ? " power brake" : "");
+            fix = "check cooling, airflow and power supply (nvidia-smi -q -d PERFORMANCE shows the reasons)";
+        } else if (g->power_limit_w > 0 && g->power_default_limit_w > 0 &&
+                   g->power_limit_w < 0.95 * g->power_default_limit_w) {
+            st = GPURUN_CHECK_WARN;
+            snprintf(problem, sizeof problem, "power limit %.0f W, below the default %.0f W", g->power_limit_w,
+                     g->power_default_limit_w);
+            fix = "raise it (sudo nvidia-smi -pl DEFAULT) or ask the admins why the GPU is capped";
+        }
+        if (st == GPURUN_CHECK_PASS && g->pcie_gen > 0 && g->pcie_gen < g->pcie_gen_max)
+            check(d, id, title, st, fix, "%s (an idle GPU lowers its link speed; check under load)", detail);
+        else if (st == GPURUN_CHECK_PASS)
+            check(d, id, title, st, fix, "%s", detail);
+        else
+            check(d, id, title, st, fix, "%s: %s", problem, detail);
+    }
+    free(h);
+}
+
+/* GPUs with a high-speed NIC at PIX/PXB: returns how many. */
+static int check_affinity(struct doctor *d, const gpurun_topo_t *t)
+{
+    if (t->nhsnics == 0) {
+        check(d, "affinity", "GPU-NIC affinity", GPURUN_CHECK_WARN,
+              "fine on one node; for several, use nodes with InfiniBand, RoCE, EFA or Slingshot",
+              "no high-speed NIC: jobs across nodes go over Ethernet");
+        return 0;
+    }
+    int near = 0, npci = 0;
+    enum gpurun_affinity worst = GPURUN_AFF_PIX;
+    for (int g = 0; g < t->ngpus; g++) {
+        if (!first_of_pci(t, g))
+            continue;
+        npci++;
+        enum gpurun_affinity best = GPURUN_AFF_SYS;
+        for (int n = 0; n < t->nhsnics; n++) {
+            enum gpurun_affinity a = gpurun_pci_affinity(t, t->gpus[g].pcidev, t->nics[n].pcidev, NULL);
+            if (a < best)
+                best = a;
+        }
+        near += best <= GPURUN_AFF_PXB;
+        if (best > worst)
+            worst = best;
+    }
+    if (near == npci)
+        check(d, "affinity", "GPU-NIC affinity", GPURUN_CHECK_PASS, NULL,
+              "%d of %d GPUs have a high-speed NIC on their PCIe switch (PIX/PXB); %d NIC%s", near, npci,
+              t->nhsnics, t->nhsnics == 1 ? "" : "s");
+    else
+        check(d, "affinity", "GPU-NIC affinity", GPURUN_CHECK_WARN,
+              "nothing to fix on this node: gpurun still picks the nearest NIC, and gpudirect = auto stays off where "
+              "the path crosses the CPU",
+              "%d of %d GPUs have a high-speed NIC on their PCIe switch; the farthest GPU's nearest NIC is %s away",
+              near, npci, gpurun_affinity_name(worst));
+    return near;
+}
+
+/* --- GPUDirect pieces ----------------------------------------------------------- */
+
+static void check_gpudirect(struct doctor *d, const gpurun_gdr_probe_t *p, int nnvidia, int namd, int near, int ngpus)
+{
+    if (nnvidia > 0) {
+        if (p->peermem[0])
+            check(d, "peermem", "Peer memory", GPURUN_CHECK_PASS, NULL, "%s loaded", p->peermem);
+        else
+            check(d, "peermem", "Peer memory", GPURUN_CHECK_WARN,
+                  "sudo modprobe nvidia_peermem (and list it in /etc/modules-load.d/) for GPUDirect RDMA",
+                  "neither nvidia_peermem nor nv_peer_mem is loaded: NICs cannot read GPU memory");
+        if (p->gdrcopy)
+            check(d, "gdrcopy", "GDRCopy", GPURUN_CHECK_PASS, NULL, "/dev/gdrdrv present");
+        else
+            check(d, "gdrcopy", "GDRCopy", GPURUN_CHECK_WARN,
+                  "install GDRCopy and load its gdrdrv module for low-latency small GPU messages (optional)",
+                  "/dev/gdrdrv not found");
+    }
+    if (p->nports == 0) {
+        check(d, "rdma", "RDMA ports", GPURUN_CHECK_WARN,
+              "install rdma-core and the NIC's driver where the node has an InfiniBand/RoCE/EFA NIC",
+              "no RDMA device in /sys/class/infiniband");
+    } else {
+        char list[512] = "";
+        size_t l = 0;
+        for (int i = 0; i < p->nports && l < sizeof list - 1; i++)
+            if (p->ports[i].active)
+                l += (size_t)snprintf(list + l, sizeof list - l, "%s%s:%d", l ? ", " : "", p->ports[i].device,
+                                      p->ports[i].port);
+        if (p->nactive == 0)
+            check(d, "rdma", "RDMA ports", GPURUN_CHECK_WARN,
+                  "check the cable and the subnet manager (ibstat shows each port's state)",
+                  "%d RDMA port%s, none ACTIVE", p->nports, p->nports == 1 ? "" : "s");
+        else
+            check(d, "rdma", "RDMA ports", GPURUN_CHECK_PASS, NULL, "%d of %d ACTIVE: %s", p->nactive, p->nports,
+                  list);
+    }
+    if (p->memlock_unlimited)
+        check(d, "memlock", "Locked memory", GPURUN_CHECK_PASS, NULL, "unlimited");
+    else
+        check(d, "memlock", "Locked memory", GPURUN_CHECK_WARN,
+              "set '* - memlock unlimited' in /etc/security/limits.conf (under Slurm also "
+              "PropagateResourceLimitsExcept=MEMLOCK); RDMA needs to pin buffers",
+              "limited to %llu KiB", p->memlock_bytes / 1024);
+    if (ngpus == 0)
+        return;
+    char miss[1024] = "";
+    int nmiss = nnvidia > 0 ? gpurun_gdr_node_missing(p, "nvidia", miss, sizeof miss)
+                            : gpurun_gdr_node_missing(p, namd > 0 ? "amd" : "nvidia", miss, sizeof miss);
+    if (nmiss)
+        check(d, "gpudirect", "GPUDirect RDMA", GPURUN_CHECK_WARN,
+              "see the lines above; gpudirect = auto turns it off until then, and GPU buffers go through host memory",
+              "not possible here: %s", miss);
+    else if (near == 0)
+        check(d, "gpudirect", "GPUDirect RDMA", GPURUN_CHECK_WARN,
+              "nothing to install: this node's GPUs and NICs meet only through the CPU (gpudirect = auto keeps it off)",
+              "every piece is there, but no GPU has a NIC on its PCIe switch");
+    else
+        check(d, "gpudirect", "GPUDirect RDMA", GPURUN_CHECK_PASS, NULL,
+              "ready for %d of %d GPUs (the others' NICs are across the CPU)%s", near, ngpus,
+              p->gdrcopy ? "; GDRCopy too" : "");
+}
+
+int gpurun_doctor_run(const struct gpurun_doctor_opts *opts, json_t **reportp, gpurun_error_t *err)
+{
+    struct gpurun_doctor_opts none = {0};
+    if (!opts)
+        opts = &none;
+    gpurun_topo_t *t = NULL;
+    if (gpurun_topo_load(opts->topology, &t, err) < 0)
+        return -1;
+    struct gpurun_gdr_probe_opts po = {.root = opts->root, .memlock = opts->memlock,
+                                       .tool_timeout_s = opts->tool_timeout_s};
+    gpurun_gdr_probe_t *probe = NULL;
+    if (gpurun_gdr_probe(&po, &probe, err) < 0) {
+        gpurun_topo_destroy(t);
+        return -1;
+    }
+    struct doctor d = {.checks = json_array(), .timeout = opts->tool_timeout_s > 0 ? opts->tool_timeout_s : 10};
+    int nnvidia = 0, namd = 0, npci = 0; /* PCI GPUs, partitions counted once */
+    for (int i = 0; i < t->ngpus; i++) {
+        if (!first_of_pci(t, i))
+            continue;
+        npci++;
+        nnvidia += !strcmp(t->gpus[i].vendor, "nvidia");
+        namd += !strcmp(t->gpus[i].vendor, "amd");
+    }
+
+    check_launcher(&d);
+    check_mpi(&d, probe, nnvidia > 0, namd > 0);
+    bool slurm = check_slurm(&d);
+    check_pmix(&d, slurm);
+    check_hwloc(&d, t);
+    check_gpus(&d, t);
+    check_driver(&d, probe, nnvidia, namd);
+    int near = t->ngpus > 0 ? check_affinity(&d, t) : 0;
+    check_gpudirect(&d, probe, nnvidia, namd, near, npci);
+
+    *reportp = json_pack("{s:i, s:s, s:s, s:o, s:i, s:i, s:i, s:o}", "gpurun_doctor", 1, "host", t->hostname,
+                         "topology", t->source, "checks", d.checks, "pass", d.counts[GPURUN_CHECK_PASS], "warn",
+                         d.counts[GPURUN_CHECK_WARN], "fail", d.counts[GPURUN_CHECK_FAIL], "gpudirect",
+                         gpurun_gdr_probe_json(probe));
+    gpurun_gdr_probe_destroy(probe);
+    gpurun_topo_destroy(t);
+    return 0;
+}
+
+void gpurun_doctor_print(const json_t *r, FILE *f)
+{
+    fprintf(f, "gpurun doctor: can %s run GPU jobs well? (%s)\n\n",
+            json_string_value(json_object_get(r, "host")), json_string_value(json_object_get(r, "topology")));
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(r, "checks"), i, c)
+    {
+        fprintf(f, "%-4s  %-17s %s\n", json_string_value(json_object_get(c, "status")),
+                json_string_value(json_object_get(c, "title")), json_string_value(json_object_get(c, "detail")));
+        const char *fix = json_string_value(json_object_get(c, "fix"));
+        if (fix)
+            fprintf(f, "      %-17s fix: %s\n", "", fix);
+    }
+    long long fail = json_integer_value(json_object_get(r, "fail"));
+    fprintf(f, "\n%lld PASS, %lld WARN, %lld FAIL: %s\n", json_integer_value(json_object_get(r, "pass")),
+            json_integer_value(json_object_get(r, "warn")), fail,
+            fail ? "fix the FAIL lines before running GPU jobs here"
+                 : json_integer_value(json_object_get(r, "warn")) ? "GPU jobs can run; the WARN lines cost performance"
+                                                                 : "this node is ready for GPU jobs");
+}

@@ -1,0 +1,447 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* nvml: the GPU monitor for NVIDIA GPUs.  libnvidia-ml.so.1 is dlopen()ed at
+ * run time ($GPURUN_NVML_LIBRARY names another file, for tests), so nothing
+ * of NVML is needed to build, and a node without the driver only makes the
+ * monitor "unavailable".  The few NVML types and functions used are declared
+ * here, as Slurm's gpu/nvml plugin does; GPUs are found by PCI bus id. */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "monitor.h"
+
+/* --- the parts of nvml.h gpurun uses --------------------------------------- */
+
+typedef int nvmlReturn_t; /* NVML_SUCCESS = 0 */
+#define NVML_SUCCESS 0
+typedef struct nvmlDevice_st *nvmlDevice_t;
+typedef struct {
+    unsigned int gpu, memory; /* % of the last sample period */
+} nvmlUtilization_t;
+typedef struct {
+    unsigned long long total, free, used; /* bytes */
+} nvmlMemory_t;
+typedef struct {
+    char busIdLegacy[16];
+    unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+    char busId[32]; /* "00000000:13:00.0" */
+} nvmlPciInfo_t;
+#define NVML_CLOCK_SM 1
+#define NVML_TEMPERATURE_GPU 0
+
+struct nvml {
+    void *handle;
+    char *path;
+    nvmlReturn_t (*init)(void);
+    nvmlReturn_t (*shutdown)(void);
+    const char *(*error_string)(nvmlReturn_t);
+    nvmlReturn_t (*count)(unsigned int *);
+    nvmlReturn_t (*by_index)(unsigned int, nvmlDevice_t *);
+    nvmlReturn_t (*by_pci)(const char *, nvmlDevice_t *);
+    nvmlReturn_t (*utilization)(nvmlDevice_t, nvmlUtilization_t *);
+    nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t *);
+    nvmlReturn_t (*power)(nvmlDevice_t, unsigned int *);
+    /* optional */
+    nvmlReturn_t (*driver_version)(char *, unsigned int);
+    nvmlReturn_t (*index)(nvmlDevice_t, unsigned int *);
+    nvmlReturn_t (*name)(nvmlDevice_t, char *, unsigned int);
+    nvmlReturn_t (*pci_info)(nvmlDevice_t, nvmlPciInfo_t *);
+    nvmlReturn_t (*link_gen)(nvmlDevice_t, unsigned int *);
+    nvmlReturn_t (*link_gen_max)(nvmlDevice_t, unsigned int *);
+    nvmlReturn_t (*link_width)(nvmlDevice_t, unsigned int *);
+    nvmlReturn_t (*link_width_max)(nvmlDevice_t, unsigned int *);
+    nvmlReturn_t (*throttle)(nvmlDevice_t, unsigned long long *);
+    nvmlReturn_t (*power_limit)(nvmlDevice_t, unsigned int *);
+    nvmlReturn_t (*power_default_limit)(nvmlDevice_t, unsigned int *);
+    nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned int *);
+    nvmlReturn_t (*clock_max)(nvmlDevice_t, int, unsigned int *);
+    nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned int *);
+};
+
+static pthread_mutex_t nvml_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct nvml *loaded; /* kept for the life of the process: its code may be in use */
+
+static void *sym(void *h, const char *name)
+{
+    return dlsym(h, name);
+}
+
+/* Assign a symbol to a function pointer without a cast from void *. */
+#define LOAD(field, name) memcpy(&n->field, &(void *){sym(h, name)}, sizeof(void *))
+
+static const char *library_path(void)
+{
+    const char *p = getenv("GPURUN_NVML_LIBRARY");
+    return p && *p ? p : "libnvidia-ml.so.1";
+}
+
+/* The library's functions, loaded once per path; NULL with why. */
+static const struct nvml *nvml_load(gpurun_error_t *why)
+{
+    const char *path = library_path();
+    pthread_mutex_lock(&nvml_lock);
+    if (loaded && !strcmp(loaded->path, path)) {
+        pthread_mutex_unlock(&nvml_lock);
+        return loaded;
+    }
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        pthread_mutex_unlock(&nvml_lock);
+        gpurun_err(why, GPURUN_EXIT_ENV, "NVML is not available: %s (the NVIDIA driver installs libnvidia-ml.so.1)",
+                   e ? e : path);
+        return NULL;
+    }
+    struct nvml *n = calloc(1, sizeof *n);
+    if (!n)
+        abort();
+    n->handle = h;
+    n->path = strdup(path);
+    if (!n->path)
+        abort();
+    LOAD(init, "nvmlInit_v2");
+    if (!n->init)
+        LOAD(init, "nvmlInit");
+    LOAD(shutdown, "nvmlShutdown");
+    LOAD(error_string, "nvmlErrorString");
+    LOAD(count, "nvmlDeviceGetCount_v2");
+    LOAD(by_index, "nvmlDeviceGetHandleByIndex_v2");
+    LOAD(by_pci, "nvmlDeviceGetHandleByPciBusId_v2");
+    LOAD(utilization, "nvmlDeviceGetUtilizationRates");
+    LOAD(memory, "nvmlDeviceGetMemoryInfo");
+    LOAD(power, "nvmlDeviceGetPowerUsage");
+    LOAD(driver_version, "nvmlSystemGetDriverVersion");
+    LOAD(index, "nvmlDeviceGetIndex");
+    LOAD(name, "nvmlDeviceGetName");
+    LOAD(pci_info, "nvmlDeviceGetPciInfo_v3");
+    LOAD(link_gen, "nvmlDeviceGetCurrPcieLinkGeneration");
+    LOAD(link_gen_max, "nvmlDeviceGetMaxPcieLinkGeneration");
+    LOAD(link_width, "nvmlDeviceGetCurrPcieLinkWidth");
+    LOAD(link_width_max, "nvmlDeviceGetMaxPcieLinkWidth");
+    LOAD(throttle, "nvmlDeviceGetCurrentClocksEventReasons");
+    if (!n->throttle)
+        LOAD(throttle, "nvmlDeviceGetCurrentClocksThrottleReasons");
+    LOAD(power_limit, "nvmlDeviceGetEnforcedPowerLimit");
+    LOAD(power_default_limit, "nvmlDeviceGetPowerManagementDefaultLimit");
+    LOAD(clock, "nvmlDeviceGetClockInfo");
+    LOAD(clock_max, "nvmlDeviceGetMaxClockInfo");
+    LOAD(temperature, "nvmlDeviceGetTemperature");
+    if (!n->init || !n->shutdown || !n->count || !n->by_index || !n->by_pci || !n->utilization || !n->memory ||
+        !n->power) {
+        dlclose(h);
+        free(n->path);
+        free(n);
+        pthread_mutex_unlock(&nvml_lock);
+        gpurun_err(why, GPURUN_EXIT_ENV, "%s lacks NVML functions gpurun needs (a driver older than 2017?)", path);
+        return NULL;
+    }
+    loaded = n; /* a previous one (another path, in tests) stays loaded */
+    pthread_mutex_unlock(&nvml_lock);
+    return n;
+}
+
+static const char *nvml_error(const struct nvml *n, nvmlReturn_t rc)
+{
+    const char *s = n->error_string ? n->error_string(rc) : NULL;
+    return s ? s : "unknown NVML error";
+}
+
+/* "00000000:13:00.0" -> "0000:13:00.0" */
+static void pci_normalise(const char *in, char *out, size_t len)
+{
+    unsigned dom, bus, dev, fn;
+    if (sscanf(in, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) == 4)
+        snprintf(out, len, "%04x:%02x:%02x.%x", dom & 0xffff, bus & 0xff, dev & 0x1f, fn & 0x7);
+    else if (sscanf(in, "%x:%x.%x", &bus, &dev, &fn) == 3)
+        snprintf(out, len, "0000:%02x:%02x.%x", bus & 0xff, dev & 0x1f, fn & 0x7);
+    else
+        snprintf(out, len, "%.*s", (int)len - 1, in);
+}
+
+static void describe(const struct nvml *n, nvmlDevice_t d, char *pci, size_t pcilen, int *index, char *name,
+                     size_t namelen)
+{
+    nvmlPciInfo_t info;
+    if (n->pci_info && n->pci_info(d, &info) == NVML_SUCCESS) {
+        info.busId[sizeof info.busId - 1] = '\0';
+        pci_normalise(info.busId, pci, pcilen);
+    }
+    unsigned idx;
+    if (n->index && n->index(d, &idx) == NVML_SUCCESS)
+        *index = (int)idx;
+    if (n->name && n->name(d, name, (unsigned)namelen) == NVML_SUCCESS)
+        name[namelen - 1] = '\0';
+}
+
+static int nvml_available(gpurun_error_t *why)
+{
+    const struct nvml *n = nvml_load(why);
+    if (!n)
+        return -1;
+    nvmlReturn_t rc = n->init();
+    if (rc != NVML_SUCCESS)
+        return gpurun_err(why, GPURUN_EXIT_ENV, "NVML did not start: %s", nvml_error(n, rc));
+    unsigned count = 0;
+    rc = n->count(&count);
+    n->shutdown();
+    if (rc != NVML_SUCCESS)
+        return gpurun_err(why, GPURUN_EXIT_ENV, "NVML cannot count GPUs: %s", nvml_error(n, rc));
+    if (count == 0)
+        return gpurun_err(why, GPURUN_EXIT_ENV, "NVML sees no GPU");
+    return 0;
+}
+
+/* --- sampling --------------------------------------------------------------- */
+
+struct gpu {
+    nvmlDevice_t dev;
+    struct gpurun_gpu_stats s;
+    double util_sum, mem_sum, power_sum;
+};
+
+struct gpurun_monitor {
+    const struct nvml *n;
+    int ngpus;
+    struct gpu *gpus;
+    double interval_s;
+    struct timespec t0;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stopping;
+};
+
+static void sample(struct gpurun_monitor *m)
+{
+    for (int i = 0; i < m->ngpus; i++) {
+        struct gpu *g = &m->gpus[i];
+        nvmlUtilization_t u;
+        nvmlMemory_t mem;
+        unsigned mw;
+        g->s.samples++;
+        if (m->n->utilization(g->dev, &u) == NVML_SUCCESS) {
+            double v = u.gpu;
+            g->util_sum += v;
+            if (g->s.util_n++ == 0 || v > g->s.util_peak)
+                g->s.util_peak = v;
+        }
+        if (m->n->memory(g->dev, &mem) == NVML_SUCCESS) {
+            double v = (double)mem.used / (1024.0 * 1024.0);
+            g->mem_sum += v;
+            if (g->s.mem_n++ == 0 || v > g->s.mem_peak_mib)
+                g->s.mem_peak_mib = v;
+        }
+        if (m->n->power(g->dev, &mw) == NVML_SUCCESS) {
+            double v = mw / 1000.0;
+            g->power_sum += v;
+            if (g->s.power_n++ == 0 || v > g->s.power_peak_w)
+                g->s.power_peak_w = v;
+        }
+    }
+}
+
+static void *sampler(void *arg)
+{
+    struct gpurun_monitor *m = arg;
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    pthread_mutex_lock(&m->mu);
+    while (!m->stopping) {
+        pthread_mutex_unlock(&m->mu);
+        sample(m);
+        pthread_mutex_lock(&m->mu);
+        /* The next tick on a fixed grid, so sampling does not drift. */
+        long ns = (long)(m->interval_s * 1e9);
+        next.tv_sec += ns / 1000000000L;
+        next.tv_nsec += ns % 1000000000L;
+        if (next.tv_nsec >= 1000000000L) {
+            next.tv_sec++;
+            next.tv_nsec -= 1000000000L;
+        }
+        while (!m->stopping && pthread_cond_timedwait(&m->cv, &m->mu, &next) != ETIMEDOUT)
+            ;
+    }
+    pthread_mutex_unlock(&m->mu);
+    return NULL;
+}
+
+static void monitor_free(struct gpurun_monitor *m)
+{
+    free(m->gpus);
+    free(m);
+}
+
+static int nvml_start(const char *const *ids, int nids, double interval_s, gpurun_monitor_t **monp,
+                      gpurun_error_t *err)
+{
+    const struct nvml *n = nvml_load(err);
+    if (!n)
+        return -1;
+    nvmlReturn_t rc = n->init();
+    if (rc != NVML_SUCCESS)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "NVML did not start: %s", nvml_error(n, rc));
+    unsigned count = 0;
+    if (nids <= 0 && (rc = n->count(&count)) != NVML_SUCCESS) {
+        n->shutdown();
+        return gpurun_err(err, GPURUN_EXIT_ENV, "NVML cannot count GPUs: %s", nvml_error(n, rc));
+    }
+    struct gpurun_monitor *m = calloc(1, sizeof *m);
+    int ngpus = nids > 0 ? nids : (int)count;
+    if (!m || !(m->gpus = calloc((size_t)(ngpus > 0 ? ngpus : 1), sizeof *m->gpus)))
+        abort();
+    m->n = n;
+    m->ngpus = ngpus;
+    m->interval_s = interval_s > 0.001 ? interval_s : 0.001;
+    for (int i = 0; i < ngpus; i++) {
+        struct gpu *g = &m->gpus[i];
+        const char *id = nids > 0 ? ids[i] : NULL;
+        char *end = NULL;
+        unsigned long idx = id ? strtoul(id, &end, 10) : (unsigned long)i;
+        bool by_index = !id || (*id && end && !*end);
+        rc = by_index ? n->by_index((unsigned)idx, &g->dev) : n->by_pci(id, &g->dev);
+        if (rc != NVML_SUCCESS) {
+            gpurun_err(err, GPURUN_EXIT_ENV, "NVML has no GPU %s: %s", id ? id : "?", nvml_error(n, rc));
+            monitor_free(m);
+            n->shutdown();
+            return -1;
+        }
+        g->s.index = -1;
+        if (id && !by_index)
+            pci_normalise(id, g->s.pci, sizeof g->s.pci);
+        describe(n, g->dev, g->s.pci, sizeof g->s.pci, &g->s.index, g->s.name, sizeof g->s.name);
+    }
+    pthread_mutex_init(&m->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&m->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    clock_gettime(CLOCK_MONOTONIC, &m->t0);
+    /* The sampler blocks every signal: gpurun's supervisor waits for
+     * SIGCHLD, SIGINT and SIGTERM with sigwaitinfo(), and a thread that let
+     * them through would take them instead (SIGINT would end gpurun). */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int e = pthread_create(&m->thread, NULL, sampler, m);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e) {
+        pthread_cond_destroy(&m->cv);
+        pthread_mutex_destroy(&m->mu);
+        monitor_free(m);
+        n->shutdown();
+        return gpurun_err(err, GPURUN_EXIT_ENV, "cannot start the NVML sampling thread: %s", strerror(e));
+    }
+    *monp = m;
+    return 0;
+}
+
+static int nvml_stop(gpurun_monitor_t *m, struct gpurun_monitor_result *out)
+{
+    pthread_mutex_lock(&m->mu);
+    m->stopping = true;
+    pthread_cond_signal(&m->cv);
+    pthread_mutex_unlock(&m->mu);
+    pthread_join(m->thread, NULL);
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    memset(out, 0, sizeof *out);
+    out->ngpus = m->ngpus;
+    out->interval_s = m->interval_s;
+    out->seconds = (double)(t1.tv_sec - m->t0.tv_sec) + (double)(t1.tv_nsec - m->t0.tv_nsec) / 1e9;
+    out->gpus = calloc((size_t)(m->ngpus > 0 ? m->ngpus : 1), sizeof *out->gpus);
+    if (!out->gpus)
+        abort();
+    for (int i = 0; i < m->ngpus; i++) {
+        struct gpu *g = &m->gpus[i];
+        struct gpurun_gpu_stats *s = &out->gpus[i];
+        *s = g->s;
+        s->util_mean = s->util_n ? g->util_sum / (double)s->util_n : 0;
+        s->mem_mean_mib = s->mem_n ? g->mem_sum / (double)s->mem_n : 0;
+        s->power_mean_w = s->power_n ? g->power_sum / (double)s->power_n : 0;
+    }
+    m->n->shutdown();
+    pthread_cond_destroy(&m->cv);
+    pthread_mutex_destroy(&m->mu);
+    monitor_free(m);
+    return 0;
+}
+
+/* --- health ------------------------------------------------------------------ */
+
+static int nvml_health(struct gpurun_gpu_health **healthp, int *np, char *driver, size_t driver_len,
+                       gpurun_error_t *err)
+{
+    const struct nvml *n = nvml_load(err);
+    if (!n)
+        return -1;
+    nvmlReturn_t rc = n->init();
+    if (rc != NVML_SUCCESS)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "NVML did not start: %s", nvml_error(n, rc));
+    if (driver && driver_len) {
+        driver[0] = '\0';
+        if (n->driver_version && n->driver_version(driver, (unsigned)driver_len) == NVML_SUCCESS)
+            driver[driver_len - 1] = '\0';
+        else
+            driver[0] = '\0';
+    }
+    unsigned count = 0;
+    if ((rc = n->count(&count)) != NVML_SUCCESS) {
+        n->shutdown();
+        return gpurun_err(err, GPURUN_EXIT_ENV, "NVML cannot count GPUs: %s", nvml_error(n, rc));
+    }
+    struct gpurun_gpu_health *h = calloc(count ? count : 1, sizeof *h);
+    if (!h)
+        abort();
+    int got = 0;
+    for (unsigned i = 0; i < count; i++) {
+        nvmlDevice_t d;
+        if (n->by_index(i, &d) != NVML_SUCCESS)
+            continue;
+        struct gpurun_gpu_health *g = &h[got++];
+        unsigned v;
+        g->index = (int)i;
+        describe(n, d, g->pci, sizeof g->pci, &g->index, g->name, sizeof g->name);
+#define ASK(fn, field)                                                     \
+    g->field = -1;                                                         \
+    if (n->fn && n->fn(d, &v) == NVML_SUCCESS)                             \
+        g->field = (int)v;
+        ASK(link_gen, pcie_gen)
+        ASK(link_gen_max, pcie_gen_max)
+        ASK(link_width, pcie_width)
+        ASK(link_width_max, pcie_width_max)
+#undef ASK
+        unsigned long long reasons;
+        g->throttle_known = n->throttle && n->throttle(d, &reasons) == NVML_SUCCESS;
+        g->throttle = g->throttle_known ? reasons : 0;
+        g->power_w = n->power(d, &v) == NVML_SUCCESS ? v / 1000.0 : -1;
+        g->power_limit_w = n->power_limit && n->power_limit(d, &v) == NVML_SUCCESS ? v / 1000.0 : -1;
+        g->power_default_limit_w =
+            n->power_default_limit && n->power_default_limit(d, &v) == NVML_SUCCESS ? v / 1000.0 : -1;
+        g->sm_clock_mhz = n->clock && n->clock(d, NVML_CLOCK_SM, &v) == NVML_SUCCESS ? (int)v : -1;
+        g->sm_clock_max_mhz = n->clock_max && n->clock_max(d, NVML_CLOCK_SM, &v) == NVML_SUCCESS ? (int)v : -1;
+        g->temperature_c =
+            n->temperature && n->temperature(d, NVML_TEMPERATURE_GPU, &v) == NVML_SUCCESS ? (int)v : -1;
+    }
+    n->shutdown();
+    *healthp = h;
+    *np = got;
+    return 0;
+}
+
+const gpurun_monitor_plugin_t gpurun_monitor_nvml = {
+    .abi = GPURUN_MONITOR_ABI,
+    .name = "nvml",
+    .summary = "NVIDIA GPUs through NVML (libnvidia-ml.so.1, loaded at run time)",
+    .available = nvml_available,
+    .start = nvml_start,
+    .stop = nvml_stop,
+    .health = nvml_health,
+};

@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The NVML monitor against the fake libnvidia-ml.so.1 (tests/fake_nvml.c):
+ * `make check` builds it and names it in $FAKE_NVML; run by hand, this test
+ * builds it itself with cc.  Means and peaks are checked against the fake's
+ * script; a missing library leaves the monitor unavailable, not failing. */
+#include "config.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "gpudirect.h" /* gpurun_tool_run */
+#include "monitor.h"
+#include "tap.h"
+
+static char tmp[256];
+
+static const char *fake_library(void)
+{
+    static char path[512];
+    const char *made = getenv("FAKE_NVML");
+    if (made && access(made, R_OK) == 0)
+        return made;
+    const char *top = getenv("top_srcdir");
+    char src[512];
+    snprintf(src, sizeof src, "%s/tests/fake_nvml.c", top ? top : ".");
+    snprintf(path, sizeof path, "%s/libnvidia-ml.so.1", tmp);
+    const char *cc = getenv("CC") && *getenv("CC") && !strchr(getenv("CC"), ' ') ? getenv("CC") : "cc";
+    char *argv[] = {(char *)cc, "-std=c11", "-D_GNU_SOURCE", "-shared", "-fPIC", "-o", path, src, NULL};
+    char *out = NULL;
+    int st = -1;
+    if (gpurun_tool_run(argv, 60, 65536, &out, &st) < 0 || st != 0) {
+        diag("could not build the fake NVML: %s", out ? out : "no compiler");
+        free(out);
+        return NULL;
+    }
+    free(out);
+    return path;
+}
+
+static void sleep_s(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) < 0)
+        ;
+}
+
+/* The fake's script: reading k of GPU d. */
+static double util_at(int d, long k) { return 10.0 * (d + 1) + 10.0 * (double)(k % 4); }
+static double mem_at(int d, long k) { return 1024.0 * (d + 1) + 256.0 * (double)(k % 4); }
+static double power_at(int d, long k) { return 100.0 + 50.0 * d + 25.0 * (double)(k % 4); }
+
+static void expect(double (*f)(int, long), int d, long n, double *mean, double *peak)
+{
+    double sum = 0, max = 0;
+    for (long k = 0; k < n; k++) {
+        sum += f(d, k);
+        if (k == 0 || f(d, k) > max)
+            max = f(d, k);
+    }
+    *mean = n ? sum / (double)n : 0;
+    *peak = max;
+}
+
+static bool near(double a, double b)
+{
+    return fabs(a - b) < 1e-6;
+}
+
+static void test_missing(const gpurun_monitor_plugin_t *p)
+{
+    setenv("GPURUN_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1", 1);
+    gpurun_error_t why = {0};
+    ok(p->available(&why) < 0 && strstr(why.text, "NVML is not available"),
+       "missing library: unavailable, with why (%s)", why.text);
+    const char *pcis[] = {"0000:13:00.0"};
+    char note[512];
+    gpurun_monitor_session_t *s = gpurun_monitor_begin(pcis, 1, note, sizeof note);
+    ok(s == NULL && strstr(note, "libnvidia-ml.so.1"), "missing library: begin() gives no session and a note");
+    ok(gpurun_monitor_end(NULL) == NULL, "missing library: end(NULL) is NULL, the run goes on");
+}
+
+static void test_sampling(const gpurun_monitor_plugin_t *p, const char *lib)
+{
+    setenv("GPURUN_NVML_LIBRARY", lib, 1);
+    setenv("FAKE_NVML_DEVICES", "0000:13:00.0,0000:15:00.0,0000:83:00.0", 1);
+    unsetenv("FAKE_NVML_NO_POWER");
+    gpurun_error_t err = {0};
+    ok(p->available(&err) == 0, "fake NVML: available (%s)", err.text);
+
+    /* Two of the three GPUs, by PCI address (one in NVML's long form). */
+    const char *ids[] = {"0000:15:00.0", "00000000:13:00.0"};
+    gpurun_monitor_t *m = NULL;
+    if (!ok(p->start(ids, 2, 0.02, &m, &err) == 0, "start on two GPUs by PCI bus id (%s)", err.text))
+        return;
+    sleep_s(0.25);
+    struct gpurun_monitor_result r = {0};
+    ok(p->stop(m, &r) == 0 && r.ngpus == 2, "stop: two GPUs");
+    if (r.ngpus == 2) {
+        const struct gpurun_gpu_stats *a = &r.gpus[0], *b = &r.gpus[1];
+        is_str(a->pci, "0000:15:00.0", "first GPU as asked");
+        is_str(b->pci, "0000:13:00.0", "NVML's long bus id normalised");
+        ok(a->index == 1 && b->index == 0, "NVML indexes (%d, %d)", a->index, b->index);
+        ok(a->samples >= 2 && a->samples <= 40, "about 0.25 s / 0.02 s: a dozen samples (%ld)", a->samples);
+        ok(a->util_n == a->samples && a->mem_n == a->samples && a->power_n == a->samples,
+           "every metric read at every sample");
+        for (int g = 0; g < 2; g++) {
+            const struct gpurun_gpu_stats *s = &r.gpus[g];
+            int d = s->index;
+            double mean, peak;
+            expect(util_at, d, s->util_n, &mean, &peak);
+            ok(near(s->util_mean, mean) && near(s->util_peak, peak),
+               "GPU %d utilisation mean %.3f peak %.0f (want %.3f, %.0f)", d, s->util_mean, s->util_peak, mean, peak);
+            expect(mem_at, d, s->mem_n, &mean, &peak);
+            ok(near(s->mem_mean_mib, mean) && near(s->mem_peak_mib, peak), "GPU %d memory mean %.3f peak %.0f MiB", d,
+               s->mem_mean_mib, s->mem_peak_mib);
+            expect(power_at, d, s->power_n, &mean, &peak);
+            ok(near(s->power_mean_w, mean) && near(s->power_peak_w, peak), "GPU %d power mean %.3f peak %.0f W", d,
+               s->power_mean_w, s->power_peak_w);
+        }
+        ok(r.seconds >= 0.2 && r.seconds < 5, "the session lasted %.2f s", r.seconds);
+        json_t *j = gpurun_monitor_json(&r);
+        json_t *g0 = json_array_get(j, 0);
+        ok(json_array_size(j) == 2 && !strcmp(json_string_value(json_object_get(g0, "pci")), "0000:15:00.0") &&
+               json_integer_value(json_object_get(g0, "index")) == 1 &&
+               json_is_real(json_object_get(g0, "util_mean")) &&
+               json_is_real(json_object_get(g0, "util_peak")) && json_is_real(json_object_get(g0, "mem_mean_mib")) &&
+               json_is_real(json_object_get(g0, "mem_peak_mib")) && json_is_real(json_object_get(g0, "power_mean_w")) &&
+               json_is_real(json_object_get(g0, "power_peak_w")) &&
+               json_integer_value(json_object_get(g0, "samples")) == a->samples,
+           "gpus_monitor JSON has every key");
+        json_decref(j);
+    }
+    gpurun_monitor_result_free(&r);
+
+    /* By index, and a GPU that does not report its power. */
+    setenv("FAKE_NVML_NO_POWER", "1", 1);
+    const char *idx[] = {"2"};
+    m = NULL;
+    if (ok(p->start(idx, 1, 0.01, &m, &err) == 0, "start by index")) {
+        sleep_s(0.05);
+        memset(&r, 0, sizeof r);
+        p->stop(m, &r);
+        ok(r.ngpus == 1 && !strcmp(r.gpus[0].pci, "0000:83:00.0") && r.gpus[0].samples >= 1 && r.gpus[0].power_n == 0,
+           "by index: PCI address found, power not supported");
+        json_t *j = gpurun_monitor_json(&r);
+        ok(json_is_null(json_object_get(json_array_get(j, 0), "power_mean_w")) &&
+               json_is_null(json_object_get(json_array_get(j, 0), "power_peak_w")),
+           "unsupported power is null in the JSON");
+        json_decref(j);
+        gpurun_monitor_result_free(&r);
+    }
+    unsetenv("FAKE_NVML_NO_POWER");
+
+    /* A GPU NVML does not know: start fails, saying which. */
+    const char *bad[] = {"0000:99:00.0"};
+    m = NULL;
+    gpurun_error_clear(&err);
+    ok(p->start(bad, 1, 0.1, &m, &err) < 0 && strstr(err.text, "0000:99:00.0") && strstr(err.text, "Not Found"),
+       "an unknown PCI address is refused (%s)", err.text);
+
+    /* The sampler must not take signals gpurun waits for with sigwaitinfo(). */
+    sigset_t usr1, old;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &usr1, &old);
+    m = NULL;
+    if (p->start(ids, 1, 0.01, &m, &err) == 0) {
+        kill(getpid(), SIGUSR1); /* delivered to the sampler, it would end this test */
+        struct timespec wait = {2, 0};
+        ok(sigtimedwait(&usr1, NULL, &wait) == SIGUSR1,
+           "the sampling thread blocks signals: the main thread gets them");
+        memset(&r, 0, sizeof r);
+        p->stop(m, &r);
+        gpurun_monitor_result_free(&r);
+    }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+
+    /* The run's two calls. */
+    setenv("GPURUN_MONITOR_INTERVAL", "0.02", 1);
+    const char *pcis[] = {"0000:13:00.0"};
+    char note[256] = "x";
+    gpurun_monitor_session_t *s = gpurun_monitor_begin(pcis, 1, note, sizeof note);
+    ok(s != NULL && note[0] == '\0', "begin(): a session");
+    sleep_s(0.1);
+    json_t *j = gpurun_monitor_end(s);
+    ok(json_is_array(j) && json_array_size(j) == 1 &&
+           json_integer_value(json_object_get(json_array_get(j, 0), "samples")) >= 2,
+       "end(): the gpus_monitor array");
+    json_decref(j);
+
+    /* NVML that does not start. */
+    setenv("FAKE_NVML_INIT_FAIL", "1", 1);
+    gpurun_error_clear(&err);
+    ok(p->available(&err) < 0 && strstr(err.text, "Unknown Error"), "nvmlInit failing: unavailable (%s)", err.text);
+    unsetenv("FAKE_NVML_INIT_FAIL");
+}
+
+static void test_health(const gpurun_monitor_plugin_t *p)
+{
+    setenv("FAKE_NVML_DEVICES", "0000:13:00.0,0000:15:00.0", 1);
+    setenv("FAKE_NVML_LINK", "3,4,8,16", 1);
+    setenv("FAKE_NVML_THROTTLE", "0x48", 1);
+    setenv("FAKE_NVML_DRIVER", "535.104.05", 1);
+    struct gpurun_gpu_health *h = NULL;
+    int n = 0;
+    char driver[80];
+    gpurun_error_t err = {0};
+    if (!ok(p->health && p->health(&h, &n, driver, sizeof driver, &err) == 0, "health (%s)", err.text))
+        return;
+    is_str(driver, "535.104.05", "health: driver version");
+    ok(n == 2 && !strcmp(h[1].pci, "0000:15:00.0") && h[1].index == 1, "health: two GPUs by PCI address");
+    ok(n == 2 && h[0].pcie_gen == 3 && h[0].pcie_gen_max == 4 && h[0].pcie_width == 8 && h[0].pcie_width_max == 16,
+       "health: PCIe link current vs max");
+    ok(n == 2 && h[0].throttle_known &&
+           h[0].throttle == (GPURUN_THROTTLE_HW_SLOWDOWN | GPURUN_THROTTLE_HW_THERMAL),
+       "health: throttle reasons");
+    ok(n == 2 && near(h[0].power_limit_w, 400) && h[0].sm_clock_max_mhz == 1410 && h[0].temperature_c == 35,
+       "health: power limit, clocks, temperature");
+    free(h);
+    unsetenv("FAKE_NVML_LINK");
+    unsetenv("FAKE_NVML_THROTTLE");
+    unsetenv("FAKE_NVML_DRIVER");
+}
+
+int main(void)
+{
+    snprintf(tmp, sizeof tmp, "%s/gpurun-mon.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(tmp)) {
+        skip_all("cannot make a temp folder");
+        return 0;
+    }
+    const gpurun_monitor_plugin_t *p = NULL;
+    gpurun_error_t err = {0};
+    ok(gpurun_monitor_find("nvml", &p, &err) == 0 && p && p->abi == GPURUN_MONITOR_ABI, "the nvml monitor is built in");
+    ok(gpurun_monitor_find("nosuch", &p, &err) < 0 && strstr(err.text, "monitor_nosuch.so"),
+       "an unknown monitor names where it looked");
+    gpurun_monitor_find("nvml", &p, &err);
+    test_missing(p);
+    const char *lib = fake_library();
+    if (lib) {
+        test_sampling(p, lib);
+        test_health(p);
+    } else {
+        skip("no fake NVML: no C compiler to build tests/fake_nvml.c");
+    }
+    char path[512];
+    snprintf(path, sizeof path, "%s/libnvidia-ml.so.1", tmp);
+    unlink(path);
+    rmdir(tmp);
+    return done_testing();
+}
