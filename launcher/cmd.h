@@ -17,6 +17,8 @@ int cmd_doctor(int argc, char **argv, gpurun_error_t *err);
 int cmd_collect(int argc, char **argv, gpurun_error_t *err);
 int cmd_results(int argc, char **argv, gpurun_error_t *err);
 int cmd_report(int argc, char **argv, gpurun_error_t *err);
+int cmd_init(int argc, char **argv, gpurun_error_t *err);
+int cmd_templates(int argc, char **argv, gpurun_error_t *err);
 
 /* Strict integer option parsing shared by the commands. */
 int cmd_parse_int(const char *cmd, const char *opt, const char *s, int min, int max, int *out,

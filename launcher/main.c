@@ -23,6 +23,8 @@ static const struct {
     {"collect", cmd_collect, "figures of merit of a template from existing output files"},
     {"results", cmd_results, "list the runs of a results folder (table, JSON or CSV)"},
     {"report", cmd_report, "statistics, scaling and cost per configuration; SVG plot, HTML page"},
+    {"init", cmd_init, "write a commented job file for a template and a site, laid out for this node"},
+    {"templates", cmd_templates, "list the templates (or --sites: site profiles) a job can name"},
     {"rank", cmd_rank, NULL}, /* the per-rank step launchers start */
 };
 

@@ -172,6 +172,20 @@ int gpurun_search_path_find(const char *what, const char *sub, const char *name,
     return -1;
 }
 
+char **gpurun_search_path(const char *job_dir, size_t *np)
+{
+    struct dirs d = {0};
+    search_path(job_dir, &d);
+    *np = d.n;
+    return d.v;
+}
+
+void gpurun_search_path_free(char **dirs, size_t n)
+{
+    struct dirs d = {.v = dirs, .n = n};
+    dirs_free(&d);
+}
+
 int gpurun_template_find(const char *name, const char *job_dir, char **pathp, gpurun_error_t *err)
 {
     return gpurun_search_path_find("template", NULL, name, job_dir, pathp, err);

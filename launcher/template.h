@@ -51,6 +51,10 @@ int gpurun_template_find(const char *name, const char *job_dir, char **pathp, gp
  * `sub` ("sites"; NULL: none) of each folder of the path. */
 int gpurun_search_path_find(const char *what, const char *sub, const char *name, const char *job_dir,
                             char **pathp, gpurun_error_t *err);
+/* The folders of that path, in search order, each once (job_dir first when
+ * not NULL); *np of them.  Free with gpurun_search_path_free(). */
+char **gpurun_search_path(const char *job_dir, size_t *np);
+void gpurun_search_path_free(char **dirs, size_t n);
 
 /* Read a template file; errors name the file, line and key (exit 2). */
 int gpurun_template_load(const char *path, gpurun_template_t **tp, gpurun_error_t *err);

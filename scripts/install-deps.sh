@@ -10,7 +10,7 @@ fi
 PACKAGES="build-essential autoconf automake libtool pkg-config
   libhwloc-dev hwloc libconfuse-dev libjansson-dev libsqlite3-dev libpmix-dev
   openmpi-bin libopenmpi-dev slurm-wlm munge procps
-  gromacs lammps hpcc chromium
+  gromacs lammps hpcc chromium lmod bash-completion
   jq man-db"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
