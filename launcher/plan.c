@@ -713,7 +713,8 @@ int gpurun_plan_create(const gpurun_topo_t *t, const gpurun_request_t *req_in, g
     int gpr = req->gpus_per_rank;
     if (gpr > 0 && t->ngpus == 0) {
         gpurun_err(err, GPURUN_EXIT_ENV,
-                   "gpus_per_rank = %d, but %s has no GPUs; set gpus_per_rank = 0 to run on CPUs only", gpr,
+                   "gpus_per_rank = %d, but %s has no GPUs; set gpus_per_rank = 0 to run on CPUs only, or run "
+                   "on (or gpurun submit to) a node with GPUs", gpr,
                    t->hostname);
         goto fail;
     }

@@ -173,9 +173,21 @@ static int resolve_program(char **argv, const char *job_dir, gpurun_error_t *err
     } else {
         found = gpurun_which(argv[0]);
     }
-    if (!found)
-        return gpurun_err(err, GPURUN_EXIT_ENV, "program '%s' not found%s; nothing was started", argv[0],
-                          strchr(argv[0], '/') ? " (relative to the job file's folder)" : " on PATH");
+    if (!found) {
+        if (strchr(argv[0], '/')) {
+            char *p = abs_path(job_dir, argv[0]);
+            gpurun_err(err, GPURUN_EXIT_ENV,
+                       "program '%s' not found (looked for %s, relative to the job file's folder); nothing was "
+                       "started: fix the path in the job's command or params",
+                       argv[0], p);
+            free(p);
+            return -1;
+        }
+        return gpurun_err(err, GPURUN_EXIT_ENV,
+                          "program '%s' not found on PATH; nothing was started: install it or load its module, "
+                          "or give its full path in the job's command or params",
+                          argv[0]);
+    }
     free(argv[0]);
     argv[0] = found;
     return 0;

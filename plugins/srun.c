@@ -12,7 +12,8 @@ static int srun_available(gpurun_error_t *why)
 {
     if (!getenv("SLURM_JOB_ID"))
         return gpurun_err(why, GPURUN_EXIT_ENV,
-                          "srun runs jobs inside a Slurm allocation (sbatch or salloc); SLURM_JOB_ID is not set");
+                          "launcher = srun runs jobs inside a Slurm allocation and SLURM_JOB_ID is not set: "
+                          "submit with gpurun submit JOB.conf, run inside salloc, or set launcher = \"auto\"");
     char *p = gpurun_which("srun");
     if (!p)
         return gpurun_err(why, GPURUN_EXIT_ENV, "srun was not found on PATH");
