@@ -309,6 +309,22 @@ static void forward(int sig)
 
 static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT};
 
+/* The rank step failed before the program started: say so in the rank's
+ * status, so that gpurun names this rank, its host and why (and not the
+ * ranks the launcher stopped because of it). */
+static int failed_before_start(const char *run_dir, int rank, const char *host, gpurun_error_t *err)
+{
+    char *end = iso_now();
+    json_t *st = json_pack("{s:i, s:s, s:i, s:i, s:s, s:I, s:s}", "rank", rank, "host", host, "exit_code", err->code,
+                           "signal", 0, "end", end, "end_ns", now_ns(), "error", err->text);
+    char *spath = gpurun_rank_file(run_dir, rank, "status.json");
+    gpurun_write_json(spath, st, NULL);
+    free(spath);
+    json_decref(st);
+    free(end);
+    return -1;
+}
+
 int gpurun_rank_step(const char *run_dir, char *const *app_argv, gpurun_error_t *err)
 {
     /* Whatever started us dies: so do we, and so does the program below. */
@@ -321,20 +337,23 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, gpurun_error_t 
                           "PMIX_RANK, SLURM_PROCID, PMI_RANK)");
     char host[256] = "";
     gethostname(host, sizeof host - 1);
-    if (env_first_int(local_vars, &local, &local_var) < 0)
-        return gpurun_err(err, GPURUN_EXIT_ENV,
-                          "rank step: rank %d has no local rank in the environment (none of GPURUN_LAUNCH_LOCAL_RANK, "
-                          "OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID, MPI_LOCALRANKID, PMI_LOCAL_RANK)",
-                          rank);
+    if (env_first_int(local_vars, &local, &local_var) < 0) {
+        gpurun_err(err, GPURUN_EXIT_ENV,
+                   "rank step: rank %d has no local rank in the environment (none of GPURUN_LAUNCH_LOCAL_RANK, "
+                   "OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID, MPI_LOCALRANKID, PMI_LOCAL_RANK)",
+                   rank);
+        return failed_before_start(run_dir, rank, host, err);
+    }
     json_t *plan = gpurun_host_plan(run_dir, host, err);
     if (!plan)
-        return -1;
+        return failed_before_start(run_dir, rank, host, err);
     json_t *ranks = json_object_get(plan, "ranks");
     json_t *entry = json_array_get(ranks, (size_t)local);
     if (!entry || json_integer_value(json_object_get(entry, "node")) != 0) {
         json_decref(plan);
-        return gpurun_err(err, GPURUN_EXIT_ENV, "rank step: local rank %d (from %s) is not in %s's plan", local,
-                          local_var, host);
+        gpurun_err(err, GPURUN_EXIT_ENV, "rank step: local rank %d (from %s) is not in %s's plan", local, local_var,
+                   host);
+        return failed_before_start(run_dir, rank, host, err);
     }
     json_t *report = json_object();
     json_object_set_new(report, "warnings", json_array());

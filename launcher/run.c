@@ -250,11 +250,27 @@ static char *iso_time(time_t t)
     return gpurun_xstrdup(buf);
 }
 
+/* The variables ranks on other hosts must inherit.  mpirun passes on only
+ * what -x names (and warns about a name that is not set); GPURUN_TOPOLOGY
+ * is how each host's rank step finds its own topology (%h). */
+static void export_names(char **out)
+{
+    static const char *const names[] = {"PATH", "LD_LIBRARY_PATH", "GPURUN_TOPOLOGY", NULL};
+    size_t n = 0;
+    for (size_t i = 0; names[i]; i++)
+        if (getenv(names[i]))
+            out[n++] = (char *)names[i];
+    out[n] = NULL;
+}
+
 struct rank_result {
     int failed_rank;    /* first rank to fail, -1 if none */
     int failed_code;
     char failed_host[256];
+    char failed_error[512]; /* why its rank step could not start the program, or "" */
     int finished;       /* ranks that wrote a status */
+    int nlost;          /* ranks that started (a binding) and never reported an end */
+    char lost[512];     /* "h2 (ranks 2, 3)": their hosts */
     json_t *bindings;   /* what every rank reported */
     json_t *statuses;
 };
@@ -286,7 +302,39 @@ static void collect_ranks(const char *run_dir, int nranks, struct rank_result *r
             snprintf(rr->failed_host, sizeof rr->failed_host, "%s",
                      json_string_value(json_object_get(s, "host")) ? json_string_value(json_object_get(s, "host"))
                                                                     : "?");
+            const char *why = json_string_value(json_object_get(s, "error"));
+            snprintf(rr->failed_error, sizeof rr->failed_error, "%s", why ? why : "");
         }
+    }
+    /* Ranks that reported their binding but never their end: their host,
+     * or the launcher's link to it, was lost.  Grouped by host. */
+    rr->nlost = 0;
+    rr->lost[0] = '\0';
+    size_t used = 0;
+    for (int i = 0; i < nranks; i++) {
+        json_t *b = json_array_get(rr->bindings, (size_t)i);
+        const char *h = json_string_value(json_object_get(b, "host"));
+        if (!h || !json_is_null(json_array_get(rr->statuses, (size_t)i)))
+            continue;
+        rr->nlost++;
+        bool seen = false;
+        for (int j = 0; j < i && !seen; j++) {
+            const char *hj = json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)j), "host"));
+            seen = hj && !strcmp(hj, h) && json_is_null(json_array_get(rr->statuses, (size_t)j));
+        }
+        if (seen)
+            continue;
+        int n = 0;
+        char ranks[256] = "";
+        size_t ru = 0;
+        for (int j = i; j < nranks; j++) {
+            const char *hj = json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)j), "host"));
+            if (hj && !strcmp(hj, h) && json_is_null(json_array_get(rr->statuses, (size_t)j)) && ru < sizeof ranks)
+                ru += (size_t)snprintf(ranks + ru, sizeof ranks - ru, "%s%d", n++ ? ", " : "", j);
+        }
+        if (used < sizeof rr->lost)
+            used += (size_t)snprintf(rr->lost + used, sizeof rr->lost - used, "%s%s (rank%s %s)", used ? ", " : "",
+                                     h, n == 1 ? "" : "s", ranks);
     }
 }
 
@@ -295,7 +343,10 @@ static const char *signal_name(int code)
     return code > 128 && code < 128 + 65 ? strsignal(code - 128) : NULL;
 }
 
-/* The last lines a launcher printed, for a message when it failed alone. */
+/* What a launcher said, for a message when it failed alone: its last
+ * whole lines outside Open MPI's "-----" help boxes (the line that names
+ * the host, as "ssh: Could not resolve hostname h7", comes before the box),
+ * without mpirun's warnings about variables -x names; else its last lines. */
 static char *launcher_tail(const char *run_dir)
 {
     char *p = gpurun_xasprintf("%s/launcher.out", run_dir);
@@ -304,9 +355,47 @@ static char *launcher_tail(const char *run_dir)
     gpurun_error_t e;
     char *tail = NULL;
     if (gpurun_read_file(p, "launcher output", 16u << 20, &buf, &len, &e) == 0) {
-        size_t from = len > 600 ? len - 600 : 0;
-        tail = gpurun_xstrdup(buf + from);
+        enum { KEEP = 8 };
+        const char *kept[KEEP], *all[KEEP];
+        size_t klen[KEEP], alen[KEEP];
+        int nk = 0, na = 0;
+        bool box = false;
+        for (char *line = buf; line < buf + len;) {
+            char *nl = memchr(line, '\n', (size_t)(buf + len - line));
+            size_t ll = nl ? (size_t)(nl - line) : (size_t)(buf + len - line);
+            bool rule = ll >= 10 && strspn(line, "-") >= 10;
+            if (ll) {
+                memmove(all, all + (na == KEEP), sizeof all[0] * (size_t)(na == KEEP ? KEEP - 1 : 0));
+                memmove(alen, alen + (na == KEEP), sizeof alen[0] * (size_t)(na == KEEP ? KEEP - 1 : 0));
+                all[na == KEEP ? KEEP - 1 : na] = line;
+                alen[na == KEEP ? KEEP - 1 : na++] = ll;
+            }
+            if (rule)
+                box = !box;
+            else if (ll && !box && !memmem(line, ll, "could not find environment variable", 35)) {
+                memmove(kept, kept + (nk == KEEP), sizeof kept[0] * (size_t)(nk == KEEP ? KEEP - 1 : 0));
+                memmove(klen, klen + (nk == KEEP), sizeof klen[0] * (size_t)(nk == KEEP ? KEEP - 1 : 0));
+                kept[nk == KEEP ? KEEP - 1 : nk] = line;
+                klen[nk == KEEP ? KEEP - 1 : nk++] = ll;
+            }
+            line += ll + 1;
+        }
+        const char **l = nk ? kept : all;
+        size_t *ln = nk ? klen : alen;
+        int n = nk ? nk : na;
+        size_t total = 1;
+        for (int i = 0; i < n; i++)
+            total += ln[i] + 1;
+        tail = gpurun_xcalloc(1, total);
+        for (int i = 0, o = 0; i < n; i++) {
+            memcpy(tail + o, l[i], ln[i]);
+            o += (int)ln[i];
+            tail[o++] = i + 1 < n ? '\n' : '\0';
+        }
         free(buf);
+        char *lines = tail;
+        tail = gpurun_xasprintf("%s\n(all of it: %s)", lines, p);
+        free(lines);
     }
     free(p);
     return tail;
@@ -478,7 +567,8 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
         goto out;
     }
     self[sl] = '\0';
-    char *export_env[] = {"PATH", "LD_LIBRARY_PATH", NULL};
+    char *export_env[4];
+    export_names(export_env);
     struct gpurun_launch_request lr = {
         .nodes = c->plan->req.nodes,
         .ranks_per_node = c->plan->req.ranks_per_node,
@@ -537,23 +627,45 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     const char *state = "ok";
     gpurun_foms_t foms = {0};
     json_t *refs = json_object();
+    /* A rank stopped by SIGTERM or SIGKILL while others were lost with
+     * their host was stopped because of that loss: it is not the cause. */
+    bool collateral = rr.failed_rank >= 0 && (rr.failed_code == 128 + SIGTERM || rr.failed_code == 128 + SIGKILL);
     if (oc.interrupted) {
         rc = 128 + oc.interrupted;
         state = "failed";
-        gpurun_err(err, rc, "interrupted by %s: every rank was stopped; run folder %s", strsignal(oc.interrupted),
-                   run_dir);
+        if (rr.nlost)
+            gpurun_err(err, rc,
+                       "interrupted by %s; %s never reported an end (killed, or their host lost); every other rank was stopped; "
+                       "run folder %s",
+                       strsignal(oc.interrupted), rr.lost, run_dir);
+        else
+            gpurun_err(err, rc, "interrupted by %s: every rank was stopped; run folder %s", strsignal(oc.interrupted),
+                       run_dir);
     } else if (oc.timed_out) {
         rc = GPURUN_EXIT_TIMEOUT;
         state = "timeout";
         gpurun_err(err, rc, "time limit of %lds reached: every rank was stopped; run folder %s", job->timeout_s,
                    run_dir);
+    } else if (rr.nlost && (rr.failed_rank < 0 || collateral)) {
+        rc = GPURUN_EXIT_ENV;
+        state = "failed";
+        char *tail = launcher_tail(run_dir);
+        gpurun_err(err, rc,
+                   "lost %s: these ranks started and never reported an end (the host, or %s's link to it, failed); "
+                   "the other ranks were stopped; run folder %s; %s said:\n%s",
+                   rr.lost, c->launcher->name, run_dir, c->launcher->name, tail ? tail : "(nothing)");
+        free(tail);
     } else if (rr.failed_rank >= 0) {
         rc = rr.failed_code;
         state = "failed";
         const char *sig = signal_name(rc);
-        gpurun_err(err, rc, "rank %d on %s failed first: %s %d%s%s%s; its output: %s/rank.%d.out", rr.failed_rank,
-                   rr.failed_host, sig ? "killed by signal" : "exit status", sig ? rc - 128 : rc, sig ? " (" : "",
-                   sig ? sig : "", sig ? ")" : "", run_dir, rr.failed_rank);
+        if (rr.failed_error[0])
+            gpurun_err(err, rc, "rank %d on %s could not start (exit status %d): %s; run folder %s", rr.failed_rank,
+                       rr.failed_host, rc, rr.failed_error, run_dir);
+        else
+            gpurun_err(err, rc, "rank %d on %s failed first: %s %d%s%s%s; its output: %s/rank.%d.out",
+                       rr.failed_rank, rr.failed_host, sig ? "killed by signal" : "exit status", sig ? rc - 128 : rc,
+                       sig ? " (" : "", sig ? sig : "", sig ? ")" : "", run_dir, rr.failed_rank);
     } else if (oc.launcher_status != 0 || rr.finished < c->plan->nranks) {
         rc = oc.launcher_status ? oc.launcher_status : GPURUN_EXIT_ENV;
         if (rr.finished == 0)
@@ -721,7 +833,8 @@ static int dry_run_config(struct run_ctx *c, gpurun_error_t *err)
     char self[PATH_MAX];
     ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
     self[sl > 0 ? sl : 0] = '\0';
-    char *export_env[] = {"PATH", "LD_LIBRARY_PATH", NULL};
+    char *export_env[4];
+    export_names(export_env);
     struct gpurun_launch_request lr = {.nodes = c->plan->req.nodes,
                                        .ranks_per_node = c->plan->req.ranks_per_node,
                                        .nranks = c->plan->nranks,
