@@ -891,3 +891,27 @@ void gpurun_conf_ctx_release(struct gpurun_conf_ctx *ctx)
     ctx->sorted = NULL;
     ctx->nrecs = ctx->caprecs = 0;
 }
+
+int gpurun_conf_enum(cfg_t *cfg, cfg_opt_t *opt, const char *value, const char *const *names, long *result)
+{
+    size_t n = 0;
+    while (names && names[n]) {
+        if (value && strcmp(value, names[n]) == 0) {
+            *result = (long)n;
+            return 0;
+        }
+        n++;
+    }
+    char list[256] = "";
+    for (size_t i = 0; i < n; i++) {
+        strncat(list, names[i], sizeof list - strlen(list) - 1);
+        if (i + 1 < n)
+            strncat(list, ", ", sizeof list - strlen(list) - 1);
+    }
+    struct gpurun_conf_shown a;
+    const char *near = value ? gpurun_conf_closest(value, names, n) : NULL;
+    if (near)
+        return gpurun_conf_value_error(cfg, opt, "'%s' is not one of %s (did you mean '%s'?)",
+                                       gpurun_conf_shown(&a, value), list, near);
+    return gpurun_conf_value_error(cfg, opt, "'%s' is not one of %s", gpurun_conf_shown(&a, value), list);
+}

@@ -160,4 +160,8 @@ int gpurun_conf_finish(const struct gpurun_conf_ctx *ctx, const char *prefix, gp
 /* Frees what the passes allocated in ctx. */
 void gpurun_conf_ctx_release(struct gpurun_conf_ctx *ctx);
 
+/* A value that must be one of `names` (NULL-terminated): its index in
+ * *result, else an error listing them, with the nearest when one is close. */
+int gpurun_conf_enum(cfg_t *cfg, cfg_opt_t *opt, const char *value, const char *const *names, long *result);
+
 #endif

@@ -48,27 +48,7 @@ static int cb_enum(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
     for (size_t i = 0; i < sizeof enum_keys / sizeof *enum_keys; i++)
         if (strcmp(enum_keys[i].key, cfg_opt_name(opt)) == 0)
             names = enum_keys[i].names;
-    size_t n = 0;
-    while (names && names[n]) {
-        if (value && strcmp(value, names[n]) == 0) {
-            *(long *)result = (long)n;
-            return 0;
-        }
-        n++;
-    }
-    char list[128] = "";
-    for (size_t i = 0; i < n; i++) {
-        strncat(list, names[i], sizeof list - strlen(list) - 1);
-        if (i + 1 < n)
-            strncat(list, ", ", sizeof list - strlen(list) - 1);
-    }
-    struct gpurun_conf_shown a;
-    const char *near = value ? gpurun_conf_closest(value, names, n) : NULL;
-    if (near)
-        return gpurun_conf_value_error(cfg, opt, "'%s' is not one of %s (did you mean '%s'?)",
-                                       gpurun_conf_shown(&a, value), list, near);
-    return gpurun_conf_value_error(cfg, opt, "'%s' is not one of %s", gpurun_conf_shown(&a, value),
-                                   list);
+    return gpurun_conf_enum(cfg, opt, value, names, (long *)result);
 }
 
 static int cb_gpus(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
