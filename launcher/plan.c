@@ -687,9 +687,11 @@ static void replicate(gpurun_plan_t *p, int rpn)
             gpurun_rank_plan_t *dst = &p->ranks[node * rpn + l];
             *dst = *src;
             dst->gpus = gpurun_xcalloc((size_t)(src->ngpus ? src->ngpus : 1), sizeof(int));
-            memcpy(dst->gpus, src->gpus, (size_t)src->ngpus * sizeof(int));
+            if (src->ngpus) /* memcpy from NULL is undefined even for 0 bytes */
+                memcpy(dst->gpus, src->gpus, (size_t)src->ngpus * sizeof(int));
             dst->nics = gpurun_xcalloc((size_t)(src->nnics ? src->nnics : 1), sizeof(int));
-            memcpy(dst->nics, src->nics, (size_t)src->nnics * sizeof(int));
+            if (src->nnics)
+                memcpy(dst->nics, src->nics, (size_t)src->nnics * sizeof(int));
             dst->cpuset = hwloc_bitmap_dup(src->cpuset);
             dst->nodeset = hwloc_bitmap_dup(src->nodeset);
             dst->node = node;
