@@ -255,7 +255,10 @@ static char *iso_time(time_t t)
  * is how each host's rank step finds its own topology (%h). */
 static void export_names(char **out)
 {
-    static const char *const names[] = {"PATH", "LD_LIBRARY_PATH", "GPURUN_TOPOLOGY", NULL};
+    /* The rank step on another host needs these as gpurun has them; the
+     * sanitizers' options too, in a checking build. */
+    static const char *const names[] = {"PATH",         "LD_LIBRARY_PATH", "GPURUN_TOPOLOGY", "ASAN_OPTIONS",
+                                        "LSAN_OPTIONS", "UBSAN_OPTIONS",   NULL};
     size_t n = 0;
     for (size_t i = 0; names[i]; i++)
         if (getenv(names[i]))
@@ -567,7 +570,7 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
         goto out;
     }
     self[sl] = '\0';
-    char *export_env[4];
+    char *export_env[8];
     export_names(export_env);
     struct gpurun_launch_request lr = {
         .nodes = c->plan->req.nodes,
@@ -833,7 +836,7 @@ static int dry_run_config(struct run_ctx *c, gpurun_error_t *err)
     char self[PATH_MAX];
     ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
     self[sl > 0 ? sl : 0] = '\0';
-    char *export_env[4];
+    char *export_env[8];
     export_names(export_env);
     struct gpurun_launch_request lr = {.nodes = c->plan->req.nodes,
                                        .ranks_per_node = c->plan->req.ranks_per_node,

@@ -264,6 +264,14 @@ static void cpu_only(void)
     }
     gpurun_plan_destroy(p);
 
+    r.ranks_per_node = 2;
+    r.nodes = 2;
+    p = plan(t, r, &err, "cpu 2 nodes");
+    ok(p != NULL && p->nranks == 4 && p->ranks[3].node == 1 && p->ranks[3].ngpus == 0,
+       "cpu: 2 nodes replicate CPU-only ranks");
+    gpurun_plan_destroy(p);
+    r.nodes = 1;
+
     r.ranks_per_node = 1;
     p = plan(t, r, &err, "cpu 1 rank");
     if (ok(p != NULL, "cpu: 1 rank"))
