@@ -247,6 +247,8 @@ json_t *gpurun_host_plan(const char *run_dir, const char *host, gpurun_error_t *
         return NULL;
     }
     plan = json_load_file(path, 0, NULL);
+    gpurun_topo_t *topo = NULL;
+    bool export_topo = false;
     if (!plan) {
         char *rpath = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_REQUEST);
         json_t *rj = json_load_file(rpath, 0, NULL);
@@ -255,7 +257,6 @@ json_t *gpurun_host_plan(const char *run_dir, const char *host, gpurun_error_t *
         gpurun_request_from_json(&req, rj);
         json_decref(rj);
         req.nodes = 1;
-        gpurun_topo_t *topo = NULL;
         gpurun_plan_t *p = NULL;
         char note[256];
         if (gpurun_topo_load(NULL, &topo, err) == 0) {
@@ -278,9 +279,7 @@ json_t *gpurun_host_plan(const char *run_dir, const char *host, gpurun_error_t *
                     json_decref(plan);
                     plan = NULL;
                 }
-                char *xml = host_file(run_dir, host, "xml");
-                gpurun_topo_export(topo, xml, NULL);
-                free(xml);
+                export_topo = true;
             } else {
                 char *m = gpurun_xasprintf("%s", err->text);
                 gpurun_err(err, err->code, "host %s cannot run its ranks: %s", host, m);
@@ -291,10 +290,21 @@ json_t *gpurun_host_plan(const char *run_dir, const char *host, gpurun_error_t *
             json_decref(gj);
         }
         gpurun_plan_destroy(p);
-        gpurun_topo_destroy(topo);
     }
+    /* The plan is written (atomically): whoever waits on the lock reads it
+     * from now on, so the lock file goes and the topology, kept for the
+     * record only, is written after the others are let go. */
+    char *lock_path = host_file(run_dir, host, "lock");
+    unlink(lock_path);
+    free(lock_path);
     flock(fd, LOCK_UN);
     close(fd);
+    if (export_topo) {
+        char *xml = host_file(run_dir, host, "xml");
+        gpurun_topo_export(topo, xml, NULL);
+        free(xml);
+    }
+    gpurun_topo_destroy(topo);
     free(path);
     return plan;
 }

@@ -724,6 +724,20 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     if (c->alloc_note[0])
         json_object_set_new(record, "allocation", json_string(c->alloc_note));
     json_object_set_new(record, "plan", gpurun_plan_json(c->plan));
+    if (json_array_size(hosts) > 1) {
+        /* "plan" is the head's topology repeated for every node; what each
+         * host really planned for its own ranks is its plan.HOST.json. */
+        json_t *host_plans = json_object();
+        json_t *hj;
+        json_array_foreach(hosts, bi, hj)
+        {
+            char *hp = gpurun_host_plan_path(run_dir, json_string_value(hj));
+            json_t *doc = json_load_file(hp, 0, NULL);
+            free(hp);
+            json_object_set_new(host_plans, json_string_value(hj), doc ? doc : json_null());
+        }
+        json_object_set_new(record, "host_plans", host_plans);
+    }
     json_object_set_new(record, "bindings", json_incref(rr.bindings));
     json_object_set_new(record, "rank_status", json_incref(rr.statuses));
     json_object_set_new(record, "gpurun_version", json_string(PACKAGE_VERSION));

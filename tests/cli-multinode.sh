@@ -222,6 +222,15 @@ check_hello() {
     done
     [ -z "$missing" ]
     ok $? "$what: the run folder has plan.HOST.json for every host"
+    locks=$(cd "$d" && ls plan.*.lock 2>/dev/null)
+    [ -z "$locks" ]
+    ok $? "$what: no plan lock file is left in the run folder"
+    if [ "$nn" -gt 1 ]; then
+        hp=$(jq -r '.host_plans | to_entries | map(select(.value.ranks | length > 0) | .key) | sort | join(" ")' \
+            "$d/record.json" 2>/dev/null)
+        [ "$hp" = "$(hosts_of "$nn" | tr ' ' '\n' | sort | tr '\n' ' ' | sed 's/ $//')" ]
+        ok $? "$what: record.json's host_plans has each host's own plan (got '$hp')"
+    fi
 }
 
 # check_netcheck RUNDIR NODES LAUNCHER WHAT
