@@ -13,7 +13,13 @@
  *    quoting can carry (line breaks and other control characters,
  *    'hetjob', 'packjob') is refused.
  *  - bash reads the body: every word there is single-quoted, a quote
- *    inside spelled '\'', so no byte is ever code. */
+ *    inside spelled '\'', so no byte is ever code.  Comment lines carry
+ *    no control character, so no text ends one early.
+ *
+ * A site profile (SPEC §4) adds what every job of the site needs: its
+ * #SBATCH options where the job gives none of the same name, its module
+ * loads, its scratch folder.  Before any of it, gpurun_batch_check() does
+ * the checks `gpurun run` makes before it looks at the node. */
 #include "config.h"
 
 #include <errno.h>
@@ -24,12 +30,17 @@
 #include <unistd.h>
 
 #include "batch.h"
+#include "confparse.h"
+#include "template.h"
 #include "util.h"
 
 /* Per run, on top of the job's timeout: gpurun's own grace period to stop
  * the ranks, then the record (SPEC §7).  A batch limit of exactly the
  * timeout would let Slurm kill gpurun before it says why the run ended. */
 #define STOP_GRACE_S 60
+
+/* A job file or site profile scanned again for a key's line. */
+#define FILE_SCAN_MAX (1024 * 1024)
 
 int gpurun_batch_abspath(const char *path, char **absp, gpurun_error_t *err)
 {
@@ -186,7 +197,308 @@ static bool asks_for_gpus(const char *name, const char *value)
            (!strcmp(name, "gres") && strstr(value, "gpu"));
 }
 
-/* ---- the script --------------------------------------------------------- */
+/* ---- what `gpurun run` would refuse --------------------------------------- */
+
+/* The line of the last `name =` in a job file or site profile, 0 when the
+ * file does not set it or cannot be read: the structs keep no lines, so the
+ * file is scanned again with the parser's own scanner. */
+static int file_key_line(const char *path, const char *name)
+{
+    char *text;
+    size_t len;
+    gpurun_error_t ignored;
+    if (!path || gpurun_read_file(path, "file", FILE_SCAN_MAX, &text, &len, &ignored) < 0)
+        return 0;
+    struct gpurun_conf_ctx ctx = {.label = path};
+    char *norm = gpurun_conf_normalize(&ctx, text, len);
+    int line = 0;
+    for (size_t i = 0; i < ctx.nrecs; i++)
+        if (!strcmp(ctx.recs[i].name, name))
+            line = ctx.recs[i].line;
+    free(norm);
+    free(text);
+    gpurun_conf_ctx_release(&ctx);
+    return line;
+}
+
+/* "FILE:LINE", or "FILE" when the line is unknown. */
+static char *file_origin(const char *path, const char *key)
+{
+    int line = file_key_line(path, key);
+    return line ? gpurun_xasprintf("%s:%d", path, line) : gpurun_xstrdup(path);
+}
+
+/* err's message put on the place that set the job's `key`: the last --set
+ * of it, else the job file's line. */
+static void locate(const gpurun_job_t *job, char *const *sets, size_t nset, const char *key, gpurun_error_t *err)
+{
+    char *where = NULL;
+    size_t klen = strlen(key);
+    for (size_t i = nset; i-- > 0 && !where;)
+        if (!strncmp(sets[i], key, klen) && sets[i][klen] == '=') {
+            struct gpurun_conf_shown a;
+            where = gpurun_xasprintf("--set %s", gpurun_conf_shown(&a, sets[i]));
+        }
+    if (!where)
+        where = file_origin(job->path ? job->path : job->name, key);
+    char *text = gpurun_xstrdup(err->text);
+    gpurun_err(err, err->code, "%s: key '%s': %s", where, key, text);
+    free(text);
+    free(where);
+}
+
+/* `text` expanded with `names` and split into words, as `gpurun run` will;
+ * what it would refuse is refused here, said as "WHAT: ...". */
+static int check_words(struct gpurun_kvlist *names, const char *what, const char *text, gpurun_error_t *err)
+{
+    char *expanded, **words;
+    if (gpurun_expand(text, gpurun_kvlist_lookup, names, what, &expanded, err) < 0)
+        return -1;
+    int rc = gpurun_split_words(expanded, &words, err);
+    free(expanded);
+    if (rc < 0) {
+        char *why = gpurun_xstrdup(err->text);
+        gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: %s", what, why);
+        free(why);
+        return -1;
+    }
+    if (!words[0])
+        rc = gpurun_err(err, GPURUN_EXIT_CONFIG, "%s is empty after expansion", what);
+    gpurun_free_words(words);
+    return rc;
+}
+
+static void set_number(struct gpurun_kvlist *names, const char *key, long v)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%ld", v == GPURUN_UNSET ? 1 : v);
+    gpurun_kvlist_set(names, key, buf);
+}
+
+/* The program line, the template's gpu_args (when a run may have GPUs) and
+ * setup steps, with the names run.c's lookup() gives them: params over the
+ * template's defaults over the job's keys.  Numbers the node decides stand
+ * in as 1: only whether a name is set, and the words, are checked. */
+static int check_commands(const gpurun_job_t *job, const gpurun_template_t *tpl, gpurun_error_t *err)
+{
+    struct gpurun_kvlist names = {0};
+    long nodes = layout_max(job, "nodes", job->nodes), rpn = layout_max(job, "ranks_per_node", job->ranks_per_node);
+    long gpr = layout_max(job, "gpus_per_rank", job->gpus_per_rank);
+    char *dir = NULL, *folder = NULL;
+    int rc = -1;
+    if (gpurun_batch_abspath(job->dir, &dir, err) < 0 || gpurun_batch_job_folder(job, &folder, err) < 0)
+        goto out;
+    gpurun_kvlist_set(&names, "job", job->name);
+    set_number(&names, "nodes", nodes);
+    set_number(&names, "ranks_per_node", rpn);
+    set_number(&names, "ranks", nodes == GPURUN_UNSET || rpn == GPURUN_UNSET ? GPURUN_UNSET : nodes * rpn);
+    set_number(&names, "gpus_per_rank", gpr);
+    set_number(&names, "threads_per_rank", layout_max(job, "threads_per_rank", job->threads_per_rank));
+    set_number(&names, "repeat", job->repeat);
+    gpurun_kvlist_set(&names, "job_dir", dir);
+    char *run_dir = gpurun_xasprintf("%s/RUN-ID", folder);
+    gpurun_kvlist_set(&names, "run_dir", run_dir);
+    free(run_dir);
+    if (job->template_name)
+        gpurun_kvlist_set(&names, "template", job->template_name);
+    for (size_t i = 0; tpl && i < tpl->defaults.n; i++)
+        gpurun_kvlist_set(&names, tpl->defaults.items[i].key, tpl->defaults.items[i].value);
+    for (size_t i = 0; i < job->params.n; i++)
+        gpurun_kvlist_set(&names, job->params.items[i].key, job->params.items[i].value);
+
+    const char *label = tpl ? tpl->path : job->path ? job->path : job->name;
+    char *what = gpurun_xasprintf("%s: key 'command'", label);
+    rc = check_words(&names, what, tpl ? tpl->command : job->command, err);
+    free(what);
+    if (rc == 0 && tpl && tpl->gpu_args && gpr != 0) {
+        what = gpurun_xasprintf("%s: key 'gpu_args'", label);
+        rc = check_words(&names, what, tpl->gpu_args, err);
+        free(what);
+    }
+    for (size_t i = 0; rc == 0 && tpl && i < tpl->nsetup; i++) {
+        what = gpurun_xasprintf("%s: key 'setup', item %zu", label, i + 1);
+        rc = check_words(&names, what, tpl->setup[i], err);
+        free(what);
+    }
+out:
+    gpurun_kvlist_clear(&names);
+    free(dir);
+    free(folder);
+    return rc;
+}
+
+int gpurun_batch_check(const gpurun_job_t *job, char *const *set_args, size_t nset, gpurun_site_t **sitep,
+                       gpurun_error_t *err)
+{
+    gpurun_template_t *tpl = NULL;
+    gpurun_site_t *site = NULL;
+    char *path = NULL;
+    int rc = -1;
+    *sitep = NULL;
+    if (job->template_name) {
+        if (gpurun_template_find(job->template_name, job->dir, &path, err) < 0) {
+            locate(job, set_args, nset, "template", err);
+            goto out;
+        }
+        if (gpurun_template_load(path, &tpl, err) < 0)
+            goto out;
+    } else if (!job->command) {
+        gpurun_err(err, GPURUN_EXIT_CONFIG,
+                   "%s: the job names neither a template nor a command; add `template = \"NAME\"` or "
+                   "`command = \"PROGRAM ARGS\"`",
+                   job->path ? job->path : job->name);
+        goto out;
+    }
+    if (job->site) {
+        free(path);
+        if (gpurun_search_path_find("site", "sites", job->site, job->dir, &path, err) < 0) {
+            locate(job, set_args, nset, "site", err);
+            goto out;
+        }
+        if (gpurun_site_load(job->site, job->dir, &site, err) < 0)
+            goto out;
+    }
+    if (check_commands(job, tpl, err) < 0)
+        goto out;
+    *sitep = site;
+    site = NULL;
+    rc = 0;
+out:
+    free(path);
+    gpurun_template_destroy(tpl);
+    gpurun_site_destroy(site);
+    return rc;
+}
+
+/* ---- the site's #SBATCH options ------------------------------------------ */
+
+/* sbatch's short options, for telling that "-p gpu" and a job's
+ * slurm.partition set one thing. */
+static const struct {
+    char opt;
+    const char *name;
+} short_options[] = {
+    {'A', "account"}, {'a', "array"},     {'b', "begin"},     {'C', "constraint"}, {'c', "cpus-per-task"},
+    {'D', "chdir"},   {'d', "dependency"}, {'e', "error"},    {'G', "gpus"},       {'J', "job-name"},
+    {'L', "licenses"}, {'M', "clusters"}, {'N', "nodes"},     {'n', "ntasks"},     {'o', "output"},
+    {'p', "partition"}, {'q', "qos"},     {'t', "time"},      {'w', "nodelist"},   {'x', "exclude"},
+};
+
+/* One #SBATCH option of the site: the line as the profile writes it, and
+ * the long option it sets, for the job to replace. */
+struct site_option {
+    char *line;   /* "--qos=normal", "-p gpu" */
+    char *name;   /* "qos", "partition"; "-X" for a short option not above */
+    const char *value; /* into line: after '=' or the blank; "" when none */
+    bool gpus;    /* asks for GPUs in its own words */
+    bool dropped; /* the job gives the option itself */
+};
+
+static void site_options_free(struct site_option *o, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(o[i].line);
+        free(o[i].name);
+    }
+    free(o);
+}
+
+/* The site's partition and account, then its sbatch list, each checked and
+ * named; the errors name the profile's line.  *np options. */
+static int site_options(const gpurun_site_t *site, struct site_option **optsp, size_t *np, gpurun_error_t *err)
+{
+    struct site_option *o = gpurun_xcalloc(site->nsbatch + 2, sizeof *o);
+    size_t n = 0;
+    char why[128];
+    const char *no;
+    *optsp = NULL;
+    *np = 0;
+    const struct {
+        const char *key, *value;
+    } keys[] = {{"partition", site->partition}, {"account", site->account}};
+    for (size_t k = 0; k < 2; k++) {
+        if (!keys[k].value)
+            continue;
+        if ((no = sbatch_refusal(keys[k].value, why, sizeof why))) {
+            char *where = file_origin(site->path, keys[k].key);
+            gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: key '%s': cannot go on an #SBATCH line: %s", where,
+                       keys[k].key, no);
+            free(where);
+            site_options_free(o, n);
+            return -1;
+        }
+        /* A value written as a job's slurm{} value is: quoted when needed. */
+        char *line = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&line, &len);
+        if (!f)
+            abort();
+        fprintf(f, "--%s=", keys[k].key);
+        put_sbatch_value(f, keys[k].value);
+        fclose(f);
+        o[n].line = line;
+        o[n].name = gpurun_xstrdup(keys[k].key);
+        o[n].value = keys[k].value;
+        n++;
+    }
+    for (size_t i = 0; i < site->nsbatch; i++) {
+        const char *item = site->sbatch[i];
+        bool is_long = item[0] == '-' && item[1] == '-';
+        const char *p = item + (is_long ? 2 : 1), *v = p;
+        char *name = NULL;
+        no = NULL;
+        if (item[0] != '-' || !*p) {
+            no = "not an sbatch option (write it as \"--qos=normal\")";
+        } else if (!(no = sbatch_refusal(item, why, sizeof why)) && is_long) {
+            size_t l = strcspn(p, "= \t");
+            v = p + l + (p[l] != '\0');
+            name = gpurun_xstrndup(p, l);
+            if (!option_name_ok(name))
+                no = "not an sbatch option (write it as \"--qos=normal\")";
+        } else if (!no) {
+            for (size_t s = 0; s < sizeof short_options / sizeof *short_options && !name; s++)
+                if (short_options[s].opt == *p)
+                    name = gpurun_xstrdup(short_options[s].name);
+            if (!name)
+                name = gpurun_xasprintf("-%c", *p);
+            v = p + 1;
+        }
+        if (no) {
+            char *where = file_origin(site->path, "sbatch");
+            struct gpurun_conf_shown a;
+            gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: key 'sbatch', item %zu: '%s': cannot go on an #SBATCH line: %s",
+                       where, i + 1, gpurun_conf_shown(&a, item), no);
+            free(where);
+            free(name);
+            site_options_free(o, n);
+            return -1;
+        }
+        while (*v == ' ' || *v == '\t')
+            v++;
+        for (size_t r = 0; r < sizeof refused / sizeof *refused; r++)
+            if (!strcmp(name, refused[r].name)) {
+                char *where = file_origin(site->path, "sbatch");
+                gpurun_err(err, GPURUN_EXIT_CONFIG,
+                           "%s: key 'sbatch', item %zu: '%s' contradicts the job's layout, which sets --%s (from "
+                           "'%s'): take it out of the site profile",
+                           where, i + 1, item, refused[r].name, refused[r].use);
+                free(where);
+                free(name);
+                site_options_free(o, n);
+                return -1;
+            }
+        o[n].line = gpurun_xstrdup(item);
+        o[n].name = name;
+        o[n].value = o[n].line + (v - item);
+        o[n].gpus = asks_for_gpus(name, o[n].value) || !strcmp(name, "gpus-per-node");
+        n++;
+    }
+    *optsp = o;
+    *np = n;
+    return 0;
+}
+
+/* ---- the body ------------------------------------------------------------- */
 
 static void put_shell_word(FILE *f, const char *s)
 {
@@ -199,6 +511,56 @@ static void put_shell_word(FILE *f, const char *s)
     }
     fputc('\'', f);
 }
+
+/* Text for a comment line: a control character would end the comment (a
+ * line break) or act on a terminal, so each is written '?'. */
+static void put_comment_text(FILE *f, const char *s)
+{
+    for (; *s; s++)
+        fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+}
+
+static bool env_name_char(char c, bool first)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' || (!first && c >= '0' && c <= '9');
+}
+
+/* The site's scratch folder as one bash word: its ${NAME} and $NAME left
+ * for bash to expand ("${NAME}"), everything else single-quoted.  Any other
+ * '$' is refused: it would ask bash for more than a variable. */
+static int put_scratch(FILE *f, const gpurun_site_t *site, gpurun_error_t *err)
+{
+    const char *s = site->scratch;
+    while (*s) {
+        size_t lit = strcspn(s, "$");
+        if (lit) {
+            char *part = gpurun_xstrndup(s, lit);
+            put_shell_word(f, part);
+            free(part);
+            s += lit;
+            continue;
+        }
+        bool braced = s[1] == '{';
+        const char *name = s + 1 + braced, *e = name;
+        while (env_name_char(*e, e == name))
+            e++;
+        if (e == name || (braced && *e != '}')) {
+            char *where = file_origin(site->path, "scratch");
+            struct gpurun_conf_shown a;
+            gpurun_err(err, GPURUN_EXIT_CONFIG,
+                       "%s: key 'scratch': '%s': only ${NAME} and $NAME are expanded in the batch script (a '$' "
+                       "followed by anything else asks the shell for more than a variable)",
+                       where, gpurun_conf_shown(&a, site->scratch));
+            free(where);
+            return -1;
+        }
+        fprintf(f, "\"${%.*s}\"", (int)(e - name), name);
+        s = e + braced;
+    }
+    return 0;
+}
+
+/* ---- the script ------------------------------------------------------------ */
 
 /* Checks every value that goes on an #SBATCH line, before any is written. */
 static int check_line(const gpurun_job_t *job, const char *what, const char *v, gpurun_error_t *err)
@@ -219,8 +581,39 @@ static void free_lines(struct option_line *lines, size_t n, char **names, size_t
         free(names[i]);
 }
 
-int gpurun_batch_script(const gpurun_job_t *job, const char *job_path, const char *gpurun_path,
-                        char *const *set_args, size_t nset, char **scriptp, gpurun_error_t *err)
+/* A layout the site's nodes cannot hold is refused here as `gpurun run`
+ * would refuse it on such a node (exit 3), unless the job allows sharing. */
+static int check_site_room(const gpurun_job_t *job, const gpurun_site_t *site, long rpn, long gpr, long tpr,
+                           bool gpus_from_layout, gpurun_error_t *err)
+{
+    if (!site || job->oversubscribe)
+        return 0;
+    long cores = site->cores_per_node;
+    /* With smt a thread is a hardware thread: the cores it needs depend on
+     * threads per core, which the profile does not give. */
+    if (cores > 0 && tpr != GPURUN_UNSET && !job->smt && tpr * rpn > cores)
+        return gpurun_err(err, GPURUN_EXIT_ENV,
+                          "%s: keys 'ranks_per_node' and 'threads_per_rank': %ld ranks x %ld threads need %ld "
+                          "cores on a node; site %s's nodes have %ld (cores_per_node in %s): lower them, or set "
+                          "oversubscribe = true to share cores",
+                          job->path, rpn, tpr, rpn * tpr, site->name, cores, site->path);
+    if (cores > 0 && tpr == GPURUN_UNSET && rpn > cores)
+        return gpurun_err(err, GPURUN_EXIT_ENV,
+                          "%s: key 'ranks_per_node': %ld ranks on a node of %ld cores (site %s, cores_per_node in "
+                          "%s): lower it, or set oversubscribe = true to share cores",
+                          job->path, rpn, cores, site->name, site->path);
+    if (gpus_from_layout && site->gpus_per_node >= 0 && gpr != GPURUN_UNSET && rpn * gpr > site->gpus_per_node)
+        return gpurun_err(err, GPURUN_EXIT_ENV,
+                          "%s: keys 'ranks_per_node' and 'gpus_per_rank': %ld ranks x %ld GPUs need %ld GPUs on a "
+                          "node; site %s's nodes have %d (gpus_per_node in %s): lower them, or set oversubscribe "
+                          "= true to share GPUs",
+                          job->path, rpn, gpr, rpn * gpr, site->name, site->gpus_per_node, site->path);
+    return 0;
+}
+
+int gpurun_batch_script(const gpurun_job_t *job, const gpurun_site_t *site, const char *job_path,
+                        const char *gpurun_path, char *const *set_args, size_t nset, char **scriptp,
+                        gpurun_error_t *err)
 {
     *scriptp = NULL;
     long nodes = layout_max(job, "nodes", job->nodes);
@@ -249,6 +642,8 @@ int gpurun_batch_script(const gpurun_job_t *job, const char *job_path, const cha
     char *buf = NULL;
     size_t len = 0;
     FILE *f = NULL;
+    struct site_option *sopts = NULL;
+    size_t nsopts = 0;
 
     for (size_t i = 0; i < job->slurm.n; i++) {
         const struct gpurun_kv *kv = &job->slurm.items[i];
@@ -280,13 +675,23 @@ int gpurun_batch_script(const gpurun_job_t *job, const char *job_path, const cha
             if (!strcmp(names[i], lines[l].name))
                 lines[l].user = kv; /* the last one wins, as in sbatch */
     }
+    if (site && site_options(site, &sopts, &nsopts, err) < 0)
+        goto out;
+    /* The job's GPU request, in any words, replaces the site's; a job that
+     * says nothing of GPUs takes the site's. */
+    bool job_gpus = gpus_asked || lines[L_GPUS].user || gpr != GPURUN_UNSET, site_gpus = false;
+    for (size_t i = 0; i < nsopts; i++) {
+        if (sopts[i].gpus && job_gpus)
+            sopts[i].dropped = true;
+        site_gpus |= sopts[i].gpus && !sopts[i].dropped;
+    }
 
     if (check_line(job, "job", job->name, err) < 0)
         goto out;
     lines[L_NAME].value = gpurun_xstrdup(job->name);
     lines[L_NODES].value = gpurun_xasprintf("%ld", nodes);
     lines[L_TASKS].value = gpurun_xasprintf("%ld", rpn);
-    if (!gpus_asked && !lines[L_GPUS].user) {
+    if (!gpus_asked && !lines[L_GPUS].user && !site_gpus) {
         if (gpr == GPURUN_UNSET) {
             gpurun_err(err, GPURUN_EXIT_CONFIG,
                        "%s: key 'gpus_per_rank': gpurun submit needs it, since the compute node's GPUs are "
@@ -298,8 +703,12 @@ int gpurun_batch_script(const gpurun_job_t *job, const char *job_path, const cha
         if (rpn * gpr > 0)
             lines[L_GPUS].value = gpurun_xasprintf("%ld", rpn * gpr);
     }
+    if (check_site_room(job, site, rpn, gpr, tpr, !gpus_asked && !lines[L_GPUS].user, err) < 0)
+        goto out;
     if (tpr != GPURUN_UNSET)
         lines[L_CPUS].value = gpurun_xasprintf("%ld", tpr);
+    else if (site && site->cores_per_node > 0 && site->cores_per_node / rpn > 0)
+        lines[L_CPUS].value = gpurun_xasprintf("%ld", site->cores_per_node / rpn); /* each rank's share */
     if (job->timeout_s > 0)
         lines[L_TIME].value = slurm_time(runs_of(job) * (job->timeout_s + STOP_GRACE_S));
     if (!lines[L_OUTPUT].user) {
@@ -330,17 +739,25 @@ int gpurun_batch_script(const gpurun_job_t *job, const char *job_path, const cha
         if (check_line(job, "results", lines[L_OUTPUT].value, err) < 0)
             goto out;
     }
+    /* No option twice: what the job writes replaces the site's, and the
+     * site's first of a name its later ones. */
+    for (size_t i = 0; i < nsopts; i++) {
+        for (size_t l = 0; l < L_N && !sopts[i].dropped; l++)
+            sopts[i].dropped = (lines[l].value || lines[l].user) && !strcmp(sopts[i].name, lines[l].name);
+        for (size_t k = 0; k < job->slurm.n && !sopts[i].dropped; k++)
+            sopts[i].dropped = !strcmp(sopts[i].name, names[k]);
+        for (size_t k = 0; k < i && !sopts[i].dropped; k++)
+            sopts[i].dropped = !sopts[k].dropped && !strcmp(sopts[i].name, sopts[k].name);
+    }
     if (gpurun_batch_abspath(job_path, &abs_job, err) < 0)
         goto out;
 
     f = open_memstream(&buf, &len);
     if (!f)
         abort();
-    fprintf(f,
-            "#!/bin/bash\n"
-            "# Slurm batch script written by gpurun %s (gpurun submit) for job '%s'.\n"
-            "# On the compute node it runs the job file again with gpurun run.\n",
-            PACKAGE_VERSION, job->name);
+    fputs("#!/bin/bash\n# Slurm batch script written by gpurun " PACKAGE_VERSION " (gpurun submit) for job '", f);
+    put_comment_text(f, job->name);
+    fputs("'.\n# On the compute node it runs the job file again with gpurun run.\n", f);
     if (lines[L_TIME].value && !lines[L_TIME].user)
         fprintf(f, "# --time: %ld run%s x (timeout %lds + %ds for gpurun to stop the ranks and write the record)\n",
                 runs_of(job), runs_of(job) == 1 ? "" : "s", job->timeout_s, STOP_GRACE_S);
@@ -362,10 +779,44 @@ int gpurun_batch_script(const gpurun_job_t *job, const char *job_path, const cha
         put_sbatch_value(f, job->slurm.items[i].value);
         fputc('\n', f);
     }
-    /* Hook: a site profile (SPEC §4) adds its #SBATCH lines here, before
-     * the first command (sbatch stops reading options there), and its
-     * module loads after `set`. */
+    /* The site's options, before the first command: sbatch stops reading
+     * options there. */
+    bool heading = false;
+    for (size_t i = 0; i < nsopts; i++) {
+        if (sopts[i].dropped)
+            continue;
+        if (!heading) {
+            fputs("# Site ", f);
+            put_comment_text(f, site->name);
+            fputs(" (", f);
+            put_comment_text(f, site->path);
+            fputs("):\n", f);
+            heading = true;
+        }
+        fprintf(f, "#SBATCH %s\n", sopts[i].line);
+    }
     fputs("set -euo pipefail\n", f);
+    if (site && site->nmodules) {
+        fputs("# Site ", f);
+        put_comment_text(f, site->name);
+        fputs("'s modules.  `module` comes with the environment sbatch passes on,\n"
+              "# else from /etc/profile; module scripts may read unset variables: +u.\n"
+              "set +u\n"
+              "type module >/dev/null 2>&1 || . /etc/profile || true\n",
+              f);
+        for (size_t i = 0; i < site->nmodules; i++) {
+            fputs("module load ", f);
+            put_shell_word(f, site->modules[i]);
+            fputc('\n', f);
+        }
+        fputs("set -u\n", f);
+    }
+    if (site && site->scratch && *site->scratch) {
+        fputs("export GPURUN_SCRATCH=", f);
+        if (put_scratch(f, site, err) < 0)
+            goto out;
+        fputs("   # the site's scratch folder\n", f);
+    }
     fputs("exec ", f);
     put_shell_word(f, gpurun_path);
     fputs(" run ", f);
@@ -388,5 +839,6 @@ out:
     free(abs_job);
     free_lines(lines, L_N, names, job->slurm.n);
     free(names);
+    site_options_free(sopts, nsopts);
     return rc;
 }

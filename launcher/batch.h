@@ -8,21 +8,45 @@
 
 #include "error.h"
 #include "job.h"
+#include "site.h"
+
+/* What `gpurun run` checks before it looks at the node, done here so that a
+ * mistake costs no time in the queue: the job's template (found on the
+ * search path and read) or its command; every ${name} of the command, the
+ * template's gpu_args and setup steps, and their words; the site profile
+ * (found and read).  A template or site the job names but the search path
+ * lacks is reported on the job file's line of the key, or on the --set
+ * (among set_args) that gave it: "job.conf:2: key 'template': template
+ * 'gromacz' not found (did you mean 'gromacs'?); looked in ...".  Errors
+ * carry run's exit status (2).  *sitep: the job's site profile, NULL when
+ * it names none; free with gpurun_site_destroy(). */
+int gpurun_batch_check(const gpurun_job_t *job, char *const *set_args, size_t nset, gpurun_site_t **sitep,
+                       gpurun_error_t *err);
 
 /* A complete `#!/bin/bash` batch script for `job` (with its --set already
  * applied): #SBATCH lines for the job's layout (the largest of its scan),
- * time limit, output file and `slurm {}` section, then a body that runs
- * `GPURUN_PATH run JOB_PATH --set ASSIGNMENT...` again on the compute node.
+ * time limit, output file and `slurm {}` section, then those of the site
+ * profile `site` (NULL: none) that the job does not give itself (its
+ * partition, account and sbatch list; the job's GPU request replaces the
+ * site's GPU options); then a body: `set -euo pipefail`, the site's
+ * `module load`s, its scratch folder as GPURUN_SCRATCH, and `exec
+ * GPURUN_PATH run JOB_PATH --set ASSIGNMENT...` on the compute node.
  * job_path is made absolute from the current directory; every word of the
- * body is single-quoted, so any byte of a path or assignment stays data.
+ * body is single-quoted, so any byte of a path, module name or assignment
+ * stays data.  With a site's cores_per_node and no threads_per_rank, each
+ * rank asks for its share of the node's cores (--cpus-per-task).
  *
  * Errors carry GPURUN_EXIT_CONFIG and name the key: a layout Slurm needs
  * and the job leaves to the node's topology (ranks_per_node, gpus_per_rank),
- * a slurm{} key that contradicts the layout (slurm.nodes), a value that an
- * #SBATCH line cannot carry (control character, 'hetjob').  *scriptp is
- * malloc'ed. */
-int gpurun_batch_script(const gpurun_job_t *job, const char *job_path, const char *gpurun_path,
-                        char *const *set_args, size_t nset, char **scriptp, gpurun_error_t *err);
+ * a slurm{} key or site sbatch option that contradicts the layout
+ * (slurm.nodes), a value that an #SBATCH line cannot carry (control
+ * character, 'hetjob'), a site scratch folder with a '$' other than ${NAME}.
+ * A layout the site's nodes cannot hold (cores_per_node, gpus_per_node;
+ * unless oversubscribe) is GPURUN_EXIT_ENV, as on a node that small.
+ * *scriptp is malloc'ed. */
+int gpurun_batch_script(const gpurun_job_t *job, const gpurun_site_t *site, const char *job_path,
+                        const char *gpurun_path, char *const *set_args, size_t nset, char **scriptp,
+                        gpurun_error_t *err);
 
 /* The job's results folder, absolute: RESULTS/<job> with RESULTS relative to
  * the job file's folder.  GPURUN_EXIT_ENV when the current directory is

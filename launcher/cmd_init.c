@@ -360,7 +360,9 @@ static void put_header(FILE *f, const struct init_ctx *c)
         fputs("#   modules: module load", f);
         for (size_t i = 0; i < s->nmodules; i++)
             fprintf(f, " %s", s->modules[i]);
-        fputs("   (before gpurun run, and in batch scripts)\n", f);
+        fputs(!strcmp(s->scheduler, "slurm") ? "   (submit's batch script loads them; for gpurun run, load them)\n"
+                                             : "   (before gpurun run)\n",
+              f);
     }
     if (s->scratch)
         fprintf(f, "#   scratch: %s   (large inputs and results folders belong there)\n", s->scratch);
@@ -405,6 +407,12 @@ static void put_layout(FILE *f, const struct init_ctx *c)
     if (l->threads_per_rank != GPURUN_UNSET)
         put_int(f, w, "threads_per_rank", l->threads_per_rank,
                 "cores (OMP_NUM_THREADS) per rank: its share of the node");
+    else if (l->for_site && c->site->cores_per_node >= l->ranks_per_node) {
+        /* submit asks the rank's share of the site's cores for it. */
+        int n = fprintf(f, "#threads_per_rank = %d", c->site->cores_per_node / l->ranks_per_node);
+        fprintf(f, "%*s# unset: --cpus-per-task = %s's cores_per_node / ranks\n", n < 40 ? 40 - n : 1, "",
+                c->site->name);
+    }
     else
         fprintf(f, "#threads_per_rank = 8%*s# set it: without it, sbatch gives a rank 1 cpu\n", 19, "");
     put_line(f, "", w, "smt", "false", "true: every hardware thread of a core");
@@ -503,8 +511,8 @@ static void put_slurm(FILE *f, const struct init_ctx *c)
         fprintf(f, "# %s's profile also lists #SBATCH", s->name);
         for (size_t i = 0; i < nrest; i++)
             fprintf(f, " %s", rest[i]);
-        fprintf(f, ":\n# no key = value line carries %s: gpurun submit leaves %s out.\n", nrest == 1 ? "it" : "them",
-                nrest == 1 ? "it" : "them");
+        fprintf(f, ":\n# no key = value line carries %s; gpurun submit adds %s from the profile.\n",
+                nrest == 1 ? "it" : "them", nrest == 1 ? "it" : "them");
     }
     free(rest);
     free(from);

@@ -19,6 +19,7 @@
 #include "batch.h"
 #include "cmd.h"
 #include "job.h"
+#include "site.h"
 #include "util.h"
 
 #define SBATCH_OUT_MAX 4096 /* `sbatch --parsable` prints "ID[;CLUSTER]" */
@@ -26,8 +27,10 @@
 static const char submit_usage[] =
     "Usage: gpurun submit JOB.conf [--dry-run] [--set KEY=VALUE]... [--results DIR]\n"
     "\n"
-    "Write a Slurm batch script for the job into RESULTS/<job>/submit-<UTC time>.sbatch,\n"
-    "then submit it with sbatch.  On the compute node the script runs\n"
+    "Check the job as gpurun run would (its template or command, every ${name},\n"
+    "its site profile), write a Slurm batch script for it into\n"
+    "RESULTS/<job>/submit-<UTC time>.sbatch, then submit it with sbatch.  On the\n"
+    "compute node the script loads the site's modules and runs\n"
     "`gpurun run JOB.conf` with the same --set options.\n"
     "\n"
     "  --dry-run           write and print the script, submit nothing\n"
@@ -36,11 +39,14 @@ static const char submit_usage[] =
     "  -h, --help          this help\n"
     "\n"
     "The job's layout becomes --nodes, --ntasks-per-node, --gpus-per-node and\n"
-    "--cpus-per-task; its timeout (times the runs of repeat and scan) --time; each\n"
-    "key of its slurm {} section one `#SBATCH --KEY=VALUE` line.\n"
+    "--cpus-per-task (without threads_per_rank: the site's cores_per_node shared\n"
+    "by the ranks); its timeout (times the runs of repeat and scan) --time; each\n"
+    "key of its slurm {} section one `#SBATCH --KEY=VALUE` line.  The site's\n"
+    "partition, account and sbatch options follow, unless the job sets the same.\n"
     "\n"
-    "Exit status: 0 submitted (or written, with --dry-run), 2 bad job file or option,\n"
-    "3 sbatch missing or refusing the job.\n";
+    "Exit status: 0 submitted (or written, with --dry-run); 2 bad job file, template,\n"
+    "site profile or option; 3 a layout the site's nodes cannot hold, sbatch missing\n"
+    "or refusing the job.\n";
 
 /* ---- files -------------------------------------------------------------- */
 
@@ -295,6 +301,7 @@ int cmd_submit(int argc, char **argv, gpurun_error_t *err)
     size_t nset = 0;
     int c, rc = GPURUN_EXIT_CONFIG;
     gpurun_job_t *job = NULL;
+    gpurun_site_t *site = NULL;
     char *results_abs = NULL, *self = NULL, *script = NULL, *folder = NULL, *path = NULL, *out = NULL;
 
     optind = 0; /* a full restart (glibc, musl): tests call commands again */
@@ -332,7 +339,9 @@ int cmd_submit(int argc, char **argv, gpurun_error_t *err)
         if (gpurun_job_set(job, sets[nset++], err) < 0)
             goto fail;
     }
-    if (self_path(&self, err) < 0 || gpurun_batch_script(job, job_path, self, sets, nset, &script, err) < 0 ||
+    /* Everything checked before anything is written. */
+    if (gpurun_batch_check(job, sets, nset, &site, err) < 0 || self_path(&self, err) < 0 ||
+        gpurun_batch_script(job, site, job_path, self, sets, nset, &script, err) < 0 ||
         gpurun_batch_job_folder(job, &folder, err) < 0 || mkdir_p(folder, err) < 0 ||
         write_script(folder, script, &path, err) < 0)
         goto fail;
@@ -355,6 +364,7 @@ out:
         free(sets[i]);
     free(sets);
     gpurun_job_destroy(job);
+    gpurun_site_destroy(site);
     free(results_abs);
     free(self);
     free(script);

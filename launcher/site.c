@@ -20,6 +20,7 @@
 
 #define SITE_FILE_MAX (256 * 1024)
 #define GPUS_PER_NODE_MAX 1024
+#define CORES_PER_NODE_MAX 65536
 #define PRICE_MAX 1000000.0 /* per GPU-hour: anything above is a typo */
 
 /* Indexed by the enums: what libconfuse stores for the two keys. */
@@ -66,6 +67,26 @@ static int cb_gpus(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
     if (errno == ERANGE || v > GPUS_PER_NODE_MAX)
         return gpurun_conf_value_error(cfg, opt, "%s is out of range (0 to %d)",
                                        gpurun_conf_shown(&a, value), GPUS_PER_NODE_MAX);
+    *(long *)result = v;
+    return 0;
+}
+
+/* A node has at least one core. */
+static int cb_cores(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
+{
+    struct gpurun_conf_shown a;
+    const char *p = value ? value : "";
+    bool digits = *p != '\0';
+    for (const char *c = p; *c; c++)
+        digits = digits && *c >= '0' && *c <= '9';
+    if (!digits)
+        return gpurun_conf_value_error(cfg, opt, "expected an integer, got '%s'",
+                                       gpurun_conf_shown(&a, value));
+    errno = 0;
+    long v = strtol(p, NULL, 10);
+    if (errno == ERANGE || v < 1 || v > CORES_PER_NODE_MAX)
+        return gpurun_conf_value_error(cfg, opt, "%s is out of range (1 to %d)",
+                                       gpurun_conf_shown(&a, value), CORES_PER_NODE_MAX);
     *(long *)result = v;
     return 0;
 }
@@ -233,6 +254,7 @@ static gpurun_site_t *convert(cfg_t *cfg, const char *label)
     s->modules = take_list(cfg, "modules", &s->nmodules);
     s->sbatch = take_list(cfg, "sbatch", &s->nsbatch);
     s->gpus_per_node = (int)cfg_getint(cfg, "gpus_per_node");
+    s->cores_per_node = (int)cfg_getint(cfg, "cores_per_node");
     s->scratch = opt_strdup(cfg_getstr(cfg, "scratch"));
     s->price_per_gpu_hour = cfg_getfloat(cfg, "price_per_gpu_hour");
     s->spot_price_per_gpu_hour = cfg_getfloat(cfg, "spot_price_per_gpu_hour");
@@ -255,6 +277,7 @@ int gpurun_site_parse(const char *text, size_t len, const char *label, gpurun_si
         CFG_STR_LIST("modules", NULL, CFGF_NONE),
         CFG_STR_LIST("sbatch", NULL, CFGF_NONE),
         CFG_INT_CB("gpus_per_node", -1, CFGF_NONE, cb_gpus),
+        CFG_INT_CB("cores_per_node", -1, CFGF_NONE, cb_cores),
         CFG_STR("scratch", NULL, CFGF_NONE),
         CFG_FLOAT_CB("price_per_gpu_hour", -1.0, CFGF_NONE, cb_price),
         CFG_FLOAT_CB("spot_price_per_gpu_hour", -1.0, CFGF_NONE, cb_price),

@@ -23,6 +23,7 @@ typedef struct gpurun_site {
     char **sbatch;            /* extra #SBATCH option lines, e.g. "--qos=normal" */
     size_t nsbatch;
     int gpus_per_node;        /* -1 unknown */
+    int cores_per_node;       /* physical cores of a compute node; -1 unknown */
     char *scratch;
     double price_per_gpu_hour;      /* on demand; < 0 unknown */
     double spot_price_per_gpu_hour; /* < 0 unknown */

@@ -20,6 +20,7 @@
 #include "batch.h"
 #include "cmd.h"
 #include "job.h"
+#include "site.h"
 #include "tap.h"
 #include "util.h"
 
@@ -43,7 +44,7 @@ static char *script_of(const char *text, char *const *sets, size_t nset, gpurun_
     gpurun_job_t *job = parse(label, text);
     char *s = NULL;
     if (job)
-        gpurun_batch_script(job, label, "/opt/gpurun/bin/gpurun", sets, nset, &s, err);
+        gpurun_batch_script(job, NULL, label, "/opt/gpurun/bin/gpurun", sets, nset, &s, err);
     gpurun_job_destroy(job);
     free(label);
     return s;
@@ -316,7 +317,7 @@ static void test_defaults(void)
     /* A relative job path is made absolute from the current folder. */
     gpurun_job_t *job = parse("job.conf", "ranks_per_node = 1\ngpus_per_rank = 0\nresults = \"out\"\n");
     s = NULL;
-    if (job && gpurun_batch_script(job, "./job.conf", "/g", NULL, 0, &s, &err) == 0) {
+    if (job && gpurun_batch_script(job, NULL, "./job.conf", "/g", NULL, 0, &s, &err) == 0) {
         char *q = quoted(tmp, "/job.conf");
         char *want = gpurun_xasprintf("exec '/g' run %s", q);
         free(q);
@@ -445,7 +446,7 @@ static void test_refused(void)
             job->slurm.items[0].value = gpurun_xstrdup(hostile[i].value);
             gpurun_error_t err = {0};
             char *s = NULL;
-            int rc = gpurun_batch_script(job, label, "/g", NULL, 0, &s, &err);
+            int rc = gpurun_batch_script(job, NULL, label, "/g", NULL, 0, &s, &err);
             ok(rc < 0 && !s && err.code == GPURUN_EXIT_CONFIG && strstr(err.text, hostile[i].want),
                "refused (exit 2) and named: slurm %s = %s", hostile[i].key,
                hostile[i].value[strcspn(hostile[i].value, "\r\n\t")] ? "(control character)" : hostile[i].value);
@@ -473,7 +474,7 @@ static void test_sbatch_reads_values(void)
         char *s = NULL;
         char words[4][512];
         int n = -1;
-        if (gpurun_batch_script(job, label, "/g", NULL, 0, &s, &err) == 0)
+        if (gpurun_batch_script(job, NULL, label, "/g", NULL, 0, &s, &err) == 0)
             n = sbatch_words(line_of(s, "#SBATCH --comment="), words, 4);
         char *want = gpurun_xasprintf("--comment=%s", values[i]);
         ok(n == 1 && strcmp(words[0], want) == 0, "sbatch reads back one word --comment=%s", values[i]);
@@ -530,7 +531,7 @@ static void test_body_hostile(void)
     gpurun_error_t err = {0};
     char *s = NULL;
     if (gpurun_job_load(job_path, &job, &err) == 0)
-        gpurun_batch_script(job, job_path, fake, sets, nset, &s, &err);
+        gpurun_batch_script(job, NULL, job_path, fake, sets, nset, &s, &err);
     if (!ok(s != NULL, "a script for hostile paths and values"))
         diag("%s", err.text);
     gpurun_job_destroy(job);
@@ -582,6 +583,476 @@ static void test_body_hostile(void)
     free(script_path);
 }
 
+/* ---- site profiles ------------------------------------------------------- */
+
+/* A site profile read from a file in the test folder, so that its errors
+ * can name the file's lines. */
+static gpurun_site_t *site_of(const char *name, const char *text)
+{
+    char *path = gpurun_xasprintf("%s/%s.conf", tmp, name);
+    gpurun_site_t *site = NULL;
+    gpurun_error_t err = {0};
+    write_file(path, text, 0644);
+    if (gpurun_site_parse(text, strlen(text), path, &site, &err) < 0)
+        diag("site parse failed: %s", err.text);
+    free(path);
+    return site;
+}
+
+static char *site_script(const gpurun_site_t *site, const char *text, gpurun_error_t *err)
+{
+    char *label = gpurun_xasprintf("%s/job.conf", tmp);
+    gpurun_job_t *job = parse(label, text);
+    char *s = NULL;
+    gpurun_error_clear(err);
+    if (job)
+        gpurun_batch_script(job, site, label, "/g", NULL, 0, &s, err);
+    gpurun_job_destroy(job);
+    free(label);
+    return s;
+}
+
+/* The text after the last #SBATCH line: what bash runs. */
+static const char *body_of(const char *s)
+{
+    const char *body = s;
+    for (const char *p = s; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        if (strncmp(p, "#SBATCH", 7) == 0 && nl)
+            body = nl + 1;
+        p = nl ? nl + 1 : NULL;
+    }
+    return body;
+}
+
+static void test_site_lines(void)
+{
+    gpurun_site_t *site = site_of("uni", "description = \"a cluster\"\nscheduler = \"slurm\"\n"
+                                         "partition = \"gpu a100\"\naccount = \"proj-x\"\n"
+                                         "modules = { \"gcc/12.2.0\", \"cuda/12.4\" }\n"
+                                         "sbatch = { \"--qos=normal\", \"--constraint=a100\", \"--exclusive\",\n"
+                                         "           \"-t 2:00:00\", \"--mail-type END\", \"--qos=low\" }\n"
+                                         "gpus_per_node = 4\n");
+    if (!ok(site != NULL, "a Slurm site profile"))
+        return;
+    gpurun_error_t err = {0};
+    char *s = site_script(site, "ranks_per_node = 2\ngpus_per_rank = 1\n", &err);
+    if (!ok(s != NULL, "a job of the site gives a script"))
+        diag("%s", err.text);
+    if (s) {
+        is_str(sbatch_reads(s, "--partition="), "--partition=gpu a100", "the site's partition, quoted for sbatch");
+        is_int(count_line(s, "#SBATCH --account=proj-x"), 1, "the site's account");
+        is_int(count_line(s, "#SBATCH --qos=normal"), 1, "the site's sbatch options, as the profile writes them");
+        is_int(count_line(s, "#SBATCH --constraint=a100"), 1, "... --constraint");
+        is_int(count_line(s, "#SBATCH --exclusive"), 1, "... --exclusive, which takes no value");
+        is_int(count_line(s, "#SBATCH -t 2:00:00"), 1, "... a short option with its value (no timeout in the job)");
+        is_int(count_line(s, "#SBATCH --mail-type END"), 1, "... an option and its value after a blank");
+        is_int(count_prefix(s, "#SBATCH --qos"), 1, "the site's second --qos is left out: no option twice");
+        ok(sbatch_lines_first(s), "every #SBATCH line comes before the first command");
+        char *heading = gpurun_xasprintf("# Site uni (%s/uni.conf):", tmp);
+        is_int(count_line(s, heading), 1, "a comment says which site profile the lines come from");
+        free(heading);
+        is_int(count_line(s, "set -euo pipefail"), 1, "set -euo pipefail");
+        is_int(count_line(s, "module load 'gcc/12.2.0'"), 1, "module load, the name single-quoted");
+        is_int(count_line(s, "module load 'cuda/12.4'"), 1, "... each module, in order");
+        const char *set = strstr(s, "set -euo pipefail\n"), *mod = strstr(s, "module load"), *ex = strstr(s, "exec ");
+        ok(set && mod && ex && set < mod && mod < ex, "set, then the modules, then exec gpurun");
+        ok(strstr(body_of(s), "#SBATCH") == NULL && !strstr(s, "GPURUN_SCRATCH"),
+           "no option after the first command; no scratch folder when the site has none");
+    }
+    free(s);
+
+    /* The job's own words win, once each. */
+    s = site_script(site,
+                    "ranks_per_node = 2\ngpus_per_rank = 1\ntimeout = \"10m\"\n"
+                    "slurm { partition = \"debug\" qos = \"high\" mail_type = \"FAIL\" }\n",
+                    &err);
+    if (s) {
+        ok(count_line(s, "#SBATCH --partition=debug") == 1 && count_prefix(s, "#SBATCH --partition") == 1,
+           "slurm.partition replaces the site's partition");
+        ok(count_line(s, "#SBATCH --qos=high") == 1 && count_prefix(s, "#SBATCH --qos") == 1,
+           "slurm.qos replaces the site's --qos lines");
+        ok(count_prefix(s, "#SBATCH -t") == 0 && count_prefix(s, "#SBATCH --time=") == 1,
+           "the job's timeout (--time) replaces the site's -t");
+        ok(count_prefix(s, "#SBATCH --mail-type") == 1, "slurm.mail_type replaces the site's --mail-type END");
+        is_int(count_line(s, "#SBATCH --account=proj-x"), 1, "what the job does not give still comes from the site");
+    } else {
+        ok(0, "a job overriding its site: %s", err.text);
+    }
+    free(s);
+    s = site_script(site,
+                    "ranks_per_node = 1\ngpus_per_rank = 0\ntimeout = \"1m\"\n"
+                    "slurm { partition = \"p\" account = \"a\" qos = \"q\" constraint = \"c\" exclusive = \"user\"\n"
+                    "        mail_type = \"NONE\" }\n",
+                    &err);
+    ok(s && !strstr(s, "# Site uni (") && count_prefix(s, "#SBATCH --exclusive") == 1,
+       "a job that replaces every site option: no site heading, nothing twice");
+    free(s);
+    gpurun_site_destroy(site);
+
+    /* GPUs: the job's request, in any words, replaces the site's. */
+    site = site_of("gres", "description = \"d\"\nscheduler = \"slurm\"\nsbatch = { \"--gres=gpu:4\", \"--gres-flags=enforce-binding\" }\n");
+    s = site ? site_script(site, "ranks_per_node = 4\n", &err) : NULL;
+    ok(s && count_line(s, "#SBATCH --gres=gpu:4") == 1 && count_prefix(s, "#SBATCH --gpus-per-node") == 0,
+       "a job silent on GPUs takes the site's --gres=gpu:4 (gpus_per_rank may stay unset)");
+    if (!s)
+        diag("%s", err.text);
+    free(s);
+    s = site ? site_script(site, "ranks_per_node = 2\ngpus_per_rank = 1\n", &err) : NULL;
+    ok(s && count_prefix(s, "#SBATCH --gres=gpu") == 0 && count_line(s, "#SBATCH --gpus-per-node=2") == 1 &&
+           count_line(s, "#SBATCH --gres-flags=enforce-binding") == 1,
+       "gpus_per_rank replaces the site's GPU option (and no other)");
+    free(s);
+    s = site ? site_script(site, "ranks_per_node = 2\ngpus_per_rank = 0\n", &err) : NULL;
+    ok(s && count_prefix(s, "#SBATCH --gres=gpu") == 0 && count_prefix(s, "#SBATCH --gpus") == 0,
+       "a CPU-only job (gpus_per_rank = 0) asks for no GPU, whatever the site says");
+    free(s);
+    gpurun_site_destroy(site);
+
+    /* Site options the script cannot carry, named on the profile's line. */
+    static const struct {
+        const char *sbatch, *want, *what;
+    } bad[] = {
+        {"\"--nodes=1\"", "/bad.conf:3: key 'sbatch', item 1: '--nodes=1' contradicts the job's layout, which sets --nodes",
+         "--nodes"},
+        {"\"--qos=a\", \"-n 4\"", "/bad.conf:3: key 'sbatch', item 2: '-n 4' contradicts the job's layout, which sets --ntasks",
+         "-n (--ntasks)"},
+        {"\"--comment=my hetjob\"", "/bad.conf:3: key 'sbatch', item 1: '--comment=my hetjob': cannot go on an #SBATCH line: 'hetjob'",
+         "'hetjob'"},
+        {"\"--=x\"", "key 'sbatch', item 1: '--=x': cannot go on an #SBATCH line: not an sbatch option", "no option name"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char *text = gpurun_xasprintf("description = \"d\"\nscheduler = \"slurm\"\nsbatch = { %s }\n", bad[i].sbatch);
+        site = site_of("bad", text);
+        s = site ? site_script(site, "ranks_per_node = 2\ngpus_per_rank = 0\n", &err) : NULL;
+        ok(site && !s && err.code == 2 && strstr(err.text, bad[i].want), "a site's %s: refused (exit 2), named", bad[i].what);
+        if (site && !strstr(err.text, bad[i].want))
+            diag("got: %s", s ? "a script" : err.text);
+        free(s);
+        free(text);
+        gpurun_site_destroy(site);
+    }
+}
+
+static void test_site_cores(void)
+{
+    gpurun_error_t err = {0};
+    gpurun_site_t *site = site_of("cores", "description = \"d\"\nscheduler = \"slurm\"\n"
+                                           "gpus_per_node = 4\ncores_per_node = 64\n");
+    if (!ok(site && site->cores_per_node == 64, "cores_per_node is read"))
+        return;
+    char *s = site_script(site, "ranks_per_node = 4\ngpus_per_rank = 1\n", &err);
+    ok(s && count_line(s, "#SBATCH --cpus-per-task=16") == 1,
+       "no threads_per_rank: --cpus-per-task is the rank's share of cores_per_node");
+    free(s);
+    s = site_script(site, "ranks_per_node = 2\ngpus_per_rank = 1\nscan { ranks_per_node = {1, 4} }\n", &err);
+    ok(s && count_line(s, "#SBATCH --cpus-per-task=16") == 1, "... shared by the most ranks of the scan");
+    free(s);
+    s = site_script(site, "ranks_per_node = 4\ngpus_per_rank = 1\nthreads_per_rank = 8\n", &err);
+    ok(s && count_line(s, "#SBATCH --cpus-per-task=8") == 1, "threads_per_rank still gives --cpus-per-task");
+    free(s);
+    s = site_script(site, "ranks_per_node = 4\ngpus_per_rank = 1\nslurm { cpus_per_task = \"2\" }\n", &err);
+    ok(s && count_line(s, "#SBATCH --cpus-per-task=2") == 1 && count_prefix(s, "#SBATCH --cpus-per-task") == 1,
+       "slurm.cpus_per_task replaces the share");
+    free(s);
+
+    s = site_script(site, "ranks_per_node = 4\ngpus_per_rank = 1\nthreads_per_rank = 32\n", &err);
+    ok(!s && err.code == 3 && strstr(err.text, "4 ranks x 32 threads need 128 cores on a node; site cores's nodes "
+                                               "have 64 (cores_per_node in "),
+       "threads_per_rank x ranks_per_node over cores_per_node: exit 3, said so");
+    if (s || err.code != 3)
+        diag("got: %s", s ? "a script" : err.text);
+    free(s);
+    s = site_script(site, "ranks_per_node = 2\ngpus_per_rank = 1\nthreads_per_rank = 16\n"
+                          "scan { ranks_per_node = {2, 8} }\n", &err);
+    ok(!s && err.code == 3, "... for the largest run of a scan");
+    free(s);
+    s = site_script(site, "ranks_per_node = 4\ngpus_per_rank = 1\nthreads_per_rank = 32\nsmt = true\n", &err);
+    ok(s != NULL, "... not with smt = true (hardware threads: the profile counts cores)");
+    free(s);
+    s = site_script(site, "ranks_per_node = 4\ngpus_per_rank = 1\nthreads_per_rank = 32\noversubscribe = true\n", &err);
+    ok(s != NULL, "... nor with oversubscribe = true");
+    free(s);
+    s = site_script(site, "ranks_per_node = 8\ngpus_per_rank = 1\n", &err);
+    ok(!s && err.code == 3 && strstr(err.text, "need 8 GPUs on a node; site cores's nodes have 4 (gpus_per_node"),
+       "ranks_per_node x gpus_per_rank over gpus_per_node: exit 3");
+    free(s);
+    s = site_script(site, "ranks_per_node = 100\ngpus_per_rank = 0\n", &err);
+    ok(!s && err.code == 3 && strstr(err.text, "100 ranks on a node of 64 cores"), "more ranks than cores: exit 3");
+    free(s);
+    gpurun_site_destroy(site);
+
+    /* The key itself. */
+    static const struct {
+        const char *value, *want;
+    } bad[] = {
+        {"0", "cores.conf:2: key 'cores_per_node': 0 is out of range (1 to 65536)"},
+        {"65537", "key 'cores_per_node': 65537 is out of range (1 to 65536)"},
+        {"\"many\"", "key 'cores_per_node': expected an integer, got 'many'"},
+        {"-4", "key 'cores_per_node'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char *text = gpurun_xasprintf("description = \"d\"\ncores_per_node = %s\n", bad[i].value);
+        gpurun_site_t *b = NULL;
+        gpurun_error_clear(&err);
+        int rc = gpurun_site_parse(text, strlen(text), "cores.conf", &b, &err);
+        ok(rc < 0 && !b && err.code == 2 && strstr(err.text, bad[i].want), "cores_per_node = %s: refused, named",
+           bad[i].value);
+        if (!strstr(err.text, bad[i].want))
+            diag("got: %s", err.text);
+        gpurun_site_destroy(b);
+        free(text);
+    }
+    site = site_of("nocores", "description = \"d\"\n");
+    ok(site && site->cores_per_node == -1, "cores_per_node defaults to unknown");
+    gpurun_site_destroy(site);
+}
+
+/* Module names and the scratch folder reach bash as data: a fake `module`
+ * and a fake gpurun record what they got. */
+static void test_site_body_hostile(void)
+{
+    char *bin = gpurun_xasprintf("%s/modbin", tmp);
+    char *module = gpurun_xasprintf("%s/module", bin);
+    char *fake = gpurun_xasprintf("%s/fake-gpurun", tmp);
+    char *margs = gpurun_xasprintf("%s/module.args", tmp);
+    char *scratch_out = gpurun_xasprintf("%s/scratch.txt", tmp);
+    char *script_path = gpurun_xasprintf("%s/site.sbatch", tmp);
+    mkdir(bin, 0755);
+    write_file(module, "#!/bin/sh\nprintf '%s\\0' \"$@\" >> \"$FAKE_MODULE_ARGS\"\n", 0755);
+    write_file(fake, "#!/bin/sh\nprintf '%s' \"$GPURUN_SCRATCH\" > \"$FAKE_SCRATCH\"\n", 0755);
+    unlink(margs);
+
+    /* site.c refuses such names in a file; the script must not rely on it. */
+    static const char *const modules[] = {
+        "gcc/12.2.0", "foo; touch pwned-m0", "it's $(touch pwned-m1)", "`touch pwned-m2`", "a\nb", "-x",
+    };
+    gpurun_site_t *site = gpurun_xcalloc(1, sizeof *site);
+    site->path = gpurun_xasprintf("%s/odd\ntouch pwned-m3.conf", tmp);
+    site->name = gpurun_xstrdup("odd\ntouch pwned-m4");
+    site->scheduler = gpurun_xstrdup("slurm");
+    site->launcher = gpurun_xstrdup("auto");
+    site->nmodules = sizeof modules / sizeof *modules;
+    site->modules = gpurun_xcalloc(site->nmodules, sizeof *site->modules);
+    for (size_t i = 0; i < site->nmodules; i++)
+        site->modules[i] = gpurun_xstrdup(modules[i]);
+    site->nsbatch = 1;
+    site->sbatch = gpurun_xcalloc(1, sizeof *site->sbatch);
+    site->sbatch[0] = gpurun_xstrdup("--qos=normal");
+    site->gpus_per_node = -1;
+    site->cores_per_node = -1;
+    site->scratch = gpurun_xstrdup("/scratch/${FAKE_USER}/$FAKE_SUB/it's x`y`");
+
+    char *label = gpurun_xasprintf("%s/job.conf", tmp);
+    gpurun_job_t *job = parse(label, "ranks_per_node = 1\ngpus_per_rank = 0\n");
+    gpurun_error_t err = {0};
+    char *s = NULL;
+    if (job)
+        gpurun_batch_script(job, site, label, fake, NULL, 0, &s, &err);
+    if (!ok(s != NULL, "a script for hostile module names and scratch folder"))
+        diag("%s", err.text);
+    if (s) {
+        write_file(script_path, s, 0644);
+        ok(count_line(s, "module load 'foo; touch pwned-m0'") == 1, "a module name is one single-quoted word");
+        char *bash_n[] = {"/bin/bash", "-n", script_path, NULL};
+        is_int(run(bash_n), 0, "bash -n accepts the script");
+        char *path_old = gpurun_xstrdup(getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+        char *path_new = gpurun_xasprintf("%s:%s", bin, path_old);
+        setenv("PATH", path_new, 1);
+        setenv("FAKE_MODULE_ARGS", margs, 1);
+        setenv("FAKE_SCRATCH", scratch_out, 1);
+        setenv("FAKE_USER", "u s", 1);
+        setenv("FAKE_SUB", "$(touch pwned-m5)", 1);
+        char *bash[] = {"/bin/bash", script_path, NULL};
+        is_int(run(bash), 0, "bash runs it: the fake module, then the fake gpurun");
+
+        char *want = NULL;
+        size_t wlen = 0;
+        FILE *w = open_memstream(&want, &wlen);
+        for (size_t i = 0; i < sizeof modules / sizeof *modules; i++)
+            fprintf(w, "load%c%s%c", 0, modules[i], 0);
+        fclose(w);
+        char *got = NULL;
+        size_t glen = 0;
+        gpurun_read_file(margs, "args", 1 << 20, &got, &glen, &err);
+        ok(got && glen == wlen && memcmp(got, want, wlen) == 0, "module got 'load' and each name byte for byte");
+        free(got);
+        free(want);
+        got = NULL;
+        gpurun_read_file(scratch_out, "scratch", 1 << 20, &got, NULL, &err);
+        is_str(got ? got : "", "/scratch/u s/$(touch pwned-m5)/it's x`y`",
+               "GPURUN_SCRATCH: ${NAME} and $NAME expanded by bash, nothing else");
+        free(got);
+        for (int i = 0; i <= 5; i++) {
+            char *p = gpurun_xasprintf("%s/pwned-m%d", tmp, i);
+            ok(!exists(p), "nothing in a module name, site name or path or scratch ran (pwned-m%d)", i);
+            free(p);
+        }
+
+        unsetenv("FAKE_USER");
+        unlink(scratch_out);
+        ok(run(bash) != 0 && !exists(scratch_out), "a scratch variable unset on the node stops the script before gpurun");
+        setenv("PATH", path_old, 1);
+        unsetenv("FAKE_MODULE_ARGS");
+        unsetenv("FAKE_SCRATCH");
+        unsetenv("FAKE_SUB");
+        free(path_old);
+        free(path_new);
+    }
+    free(s);
+
+    /* A '$' that asks bash for more than a variable. */
+    static const char *const scratch_bad[] = {"/scratch/$(whoami)", "/s/${USER:-x}", "/s/$", "/s/${USER"};
+    for (size_t i = 0; job && i < sizeof scratch_bad / sizeof *scratch_bad; i++) {
+        free(site->scratch);
+        site->scratch = gpurun_xstrdup(scratch_bad[i]);
+        s = NULL;
+        gpurun_error_clear(&err);
+        int rc = gpurun_batch_script(job, site, label, fake, NULL, 0, &s, &err);
+        ok(rc < 0 && !s && err.code == 2 && strstr(err.text, "key 'scratch'") &&
+               strstr(err.text, "only ${NAME} and $NAME are expanded"),
+           "scratch %s: refused (exit 2)", scratch_bad[i]);
+        free(s);
+    }
+    gpurun_job_destroy(job);
+    gpurun_site_destroy(site);
+    free(label);
+    free(bin);
+    free(module);
+    free(fake);
+    free(margs);
+    free(scratch_out);
+    free(script_path);
+}
+
+/* ---- what run would refuse, refused before the queue ----------------------- */
+
+static int check_of(const char *dir, const char *text, char *const *sets, size_t nset, gpurun_site_t **sitep,
+                    gpurun_error_t *err)
+{
+    char *path = gpurun_xasprintf("%s/%s/job.conf", tmp, dir);
+    gpurun_job_t *job = NULL;
+    *sitep = NULL;
+    write_file(path, text, 0644);
+    gpurun_error_clear(err);
+    int rc = gpurun_job_load(path, &job, err);
+    for (size_t i = 0; rc == 0 && i < nset; i++)
+        rc = gpurun_job_set(job, sets[i], err);
+    if (rc == 0)
+        rc = gpurun_batch_check(job, sets, nset, sitep, err);
+    gpurun_job_destroy(job);
+    free(path);
+    return rc;
+}
+
+static void test_check(void)
+{
+    char *dir = gpurun_xasprintf("%s/chk", tmp);
+    mkdir(dir, 0755);
+    char *tpl = gpurun_xasprintf("%s/mytpl.conf", dir);
+    write_file(tpl,
+               "description = \"a test template\"\ncommand = \"prog -n ${nsteps} -t ${threads_per_rank} "
+               "-o ${run_dir}/${job}.out\"\n"
+               "gpu_args = \"--gpu ${gpu_flag}\"\nsetup = { \"prep ${input}\" }\ndefaults { nsteps = 10 }\n",
+               0644);
+    gpurun_error_t err = {0};
+    gpurun_site_t *site = NULL;
+
+    int rc = check_of("chk", "template = \"mytpl\"\ngpus_per_rank = 0\nparams { input = \"in\" }\n", NULL, 0, &site, &err);
+    ok(rc == 0 && !site, "a job whose template's names are all set: checked, no site");
+    if (rc)
+        diag("%s", err.text);
+
+    rc = check_of("chk", "job = \"j\"\ntemplate = \"gromacz\"\n", NULL, 0, &site, &err);
+    char *want = gpurun_xasprintf("%s/job.conf:2: key 'template': template 'gromacz' not found (did you mean "
+                                  "'gromacs'?); looked in ",
+                                  dir);
+    ok(rc < 0 && err.code == 2 && strncmp(err.text, want, strlen(want)) == 0,
+       "a template not on the search path: exit 2, on the job file's line and key");
+    if (strncmp(err.text, want, strlen(want)))
+        diag("got: %s", err.text);
+    free(want);
+
+    char *sets[] = {"template=nosuch"};
+    rc = check_of("chk", "template = \"mytpl\"\n", sets, 1, &site, &err);
+    ok(rc < 0 && err.code == 2 && strncmp(err.text, "--set template=nosuch: key 'template': template 'nosuch' not "
+                                                    "found", 60) == 0,
+       "... or on the --set that named it");
+    if (rc == 0 || strncmp(err.text, "--set template=nosuch", 21))
+        diag("got: %s", err.text);
+
+    rc = check_of("chk", "template = \"mytpl\"\nparams { input = \"in\" }\n\nsite = \"exampl-univ\"\n", NULL, 0, &site,
+                  &err);
+    want = gpurun_xasprintf("%s/job.conf:4: key 'site': site 'exampl-univ' not found (did you mean 'example-univ'?)", dir);
+    ok(rc < 0 && err.code == 2 && strncmp(err.text, want, strlen(want)) == 0, "a site not found: exit 2, its line");
+    if (strncmp(err.text, want, strlen(want)))
+        diag("got: %s", err.text);
+    free(want);
+
+    rc = check_of("chk", "gpus_per_rank = 0\n", NULL, 0, &site, &err);
+    ok(rc < 0 && err.code == 2 && strstr(err.text, "the job names neither a template nor a command"),
+       "neither a template nor a command: exit 2");
+
+    rc = check_of("chk", "template = \"mytpl\"\ngpus_per_rank = 0\nparams { nstep = 5 input = \"in\" }\n", NULL, 0,
+                  &site, &err);
+    ok(rc == 0, "a misspelt param the template does not use is no error (as in run)");
+    rc = check_of("chk", "template = \"mytpl\"\ngpus_per_rank = 0\n", NULL, 0, &site, &err);
+    want = gpurun_xasprintf("%s: key 'setup', item 1: '${input}' is not set", tpl);
+    ok(rc < 0 && err.code == 2 && strncmp(err.text, want, strlen(want)) == 0,
+       "a setup step's ${name} unset: exit 2, naming the template and key");
+    if (strncmp(err.text, want, strlen(want)))
+        diag("got: %s", err.text);
+    free(want);
+    rc = check_of("chk", "template = \"mytpl\"\ngpus_per_rank = 1\nparams { input = \"in\" }\n", NULL, 0, &site,
+                  &err);
+    want = gpurun_xasprintf("%s: key 'gpu_args': '${gpu_flag}' is not set", tpl);
+    ok(rc < 0 && err.code == 2 && strncmp(err.text, want, strlen(want)) == 0,
+       "gpu_args of a job with GPUs: its ${name}s must be set too");
+    if (strncmp(err.text, want, strlen(want)))
+        diag("got: %s", err.text);
+    free(want);
+    rc = check_of("chk", "template = \"mytpl\"\nparams { input = \"in; rm -rf x\" gpu_flag = \"1\" }\n", NULL, 0,
+                  &site, &err);
+    ok(rc < 0 && err.code == 2 && strstr(err.text, "key 'setup', item 1: 'prep in; rm -rf x'"),
+       "a value that makes the words a shell's: exit 2, as run would");
+    if (rc == 0 || !strstr(err.text, "key 'setup', item 1"))
+        diag("got: %s", rc ? err.text : "accepted");
+
+    write_file(tpl, "description = \"broken\"\ncommand = \"prog\"\nnosuchkey = 1\n", 0644);
+    rc = check_of("chk", "template = \"mytpl\"\n", NULL, 0, &site, &err);
+    want = gpurun_xasprintf("%s:3: ", tpl);
+    ok(rc < 0 && err.code == 2 && strncmp(err.text, want, strlen(want)) == 0 && strstr(err.text, "nosuchkey"),
+       "a template with an error: exit 2, the template's own file, line and key");
+    if (strncmp(err.text, want, strlen(want)))
+        diag("got: %s", err.text);
+    free(want);
+
+    rc = check_of("chk", "template = \"gromacs\"\nsite = \"example-univ\"\nparams { tpr = \"b.tpr\" }\n", NULL, 0,
+                  &site, &err);
+    ok(rc == 0 && site && !strcmp(site->name, "example-univ") && site->cores_per_node == 64,
+       "a shipped template and site: checked, the site profile returned");
+    if (rc)
+        diag("%s", err.text);
+    gpurun_site_destroy(site);
+    site = NULL;
+
+    char *sites = gpurun_xasprintf("%s/sites", dir);
+    char *bad = gpurun_xasprintf("%s/sites/bad.conf", dir);
+    mkdir(sites, 0755);
+    write_file(bad, "description = \"d\"\nmodules = { \"foo; rm -rf /\" }\n", 0644);
+    rc = check_of("chk", "command = \"hostname\"\nsite = \"bad\"\n", NULL, 0, &site, &err);
+    want = gpurun_xasprintf("%s:2: key 'modules', item 1: 'foo; rm -rf /' is not a module name", bad);
+    ok(rc < 0 && err.code == 2 && !site && strncmp(err.text, want, strlen(want)) == 0,
+       "a site profile with a hostile module name: exit 2, its line");
+    if (strncmp(err.text, want, strlen(want)))
+        diag("got: %s", err.text);
+    free(want);
+    free(sites);
+    free(bad);
+    free(tpl);
+    free(dir);
+}
+
 /* ---- the command, with a fake sbatch -------------------------------------- */
 
 /* cmd_submit() with stdout into a file; returns its exit status. */
@@ -628,7 +1099,8 @@ static void test_command(void)
     char *job = gpurun_xasprintf("%s/job.conf", jobdir);
     char *folder = gpurun_xasprintf("%s/results/hello", jobdir);
     mkdir(jobdir, 0755);
-    write_file(job, "job = \"hello\"\nranks_per_node = 2\ngpus_per_rank = 0\ntimeout = \"5m\"\n", 0644);
+    write_file(job, "job = \"hello\"\ncommand = \"hostname\"\nranks_per_node = 2\ngpus_per_rank = 0\ntimeout = \"5m\"\n",
+               0644);
     gpurun_error_t err = {0};
     char *out = NULL, *first = NULL;
 
@@ -733,7 +1205,7 @@ static void test_command(void)
     ok(rc == 2 && strstr(err.text, "--frobnicate"), "an unknown option: exit 2, named");
     free(out);
     char *job2 = gpurun_xasprintf("%s/nolayout.conf", jobdir);
-    write_file(job2, "job = \"nolayout\"\n", 0644);
+    write_file(job2, "job = \"nolayout\"\ncommand = \"hostname\"\n", 0644);
     char *nolayout[] = {"submit", job2, "--dry-run", NULL};
     rc = submit(nolayout, 3, &out, &err);
     char *f2 = gpurun_xasprintf("%s/results/nolayout", jobdir);
@@ -767,6 +1239,10 @@ int main(void)
     test_refused();
     test_sbatch_reads_values();
     test_body_hostile();
+    test_site_lines();
+    test_site_cores();
+    test_site_body_hostile();
+    test_check();
     test_command();
     if (chdir("/") == 0)
         nftw(tmp, rm_one, 16, FTW_DEPTH | FTW_PHYS);
