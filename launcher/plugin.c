@@ -167,6 +167,15 @@ void gpurun_launch_cmds_free(struct gpurun_launch_cmds *c)
     c->count = 0;
 }
 
+void gpurun_launch_cmds_one(struct gpurun_launch_cmds *out, char **argv)
+{
+    out->count = 1;
+    out->argv = gpurun_xcalloc(1, sizeof(char **));
+    out->env = gpurun_xcalloc(1, sizeof(char **));
+    out->argv[0] = argv;
+    out->env[0] = gpurun_argv_new();
+}
+
 void gpurun_argv_add_rank_step(char ***argv, const struct gpurun_launch_request *req)
 {
     gpurun_argv_add(argv, req->rank_step);
@@ -200,4 +209,14 @@ char *gpurun_which(const char *prog)
     }
     free(dirs);
     return found;
+}
+
+int gpurun_need_program(const char *prog, const char *hint, gpurun_error_t *why)
+{
+    char *p = gpurun_which(prog);
+    if (!p)
+        return gpurun_err(why, GPURUN_EXIT_ENV, "%s was not found on PATH%s%s%s", prog, hint ? " (" : "",
+                          hint ? hint : "", hint ? ")" : "");
+    free(p);
+    return 0;
 }
