@@ -4,12 +4,12 @@
  * HTML page written to files. */
 #include "config.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmd.h"
+#include "cmd_common.h"
 #include "report.h"
 #include "results.h"
 #include "util.h"
@@ -35,50 +35,18 @@ static const char report_usage[] =
 
 int cmd_report(int argc, char **argv, gpurun_error_t *err)
 {
-    enum { O_RESULTS = 1000, O_JOB, O_HTML, O_SVG };
-    static const struct option opts[] = {
-        {"results", required_argument, NULL, O_RESULTS},
-        {"job", required_argument, NULL, O_JOB},
-        {"html", required_argument, NULL, O_HTML},
-        {"svg", required_argument, NULL, O_SVG},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     const char *dir = "results", *job = NULL, *html = NULL, *svg = NULL;
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case O_RESULTS: dir = optarg; break;
-        case O_JOB: job = optarg; break;
-        case O_HTML: html = optarg; break;
-        case O_SVG: svg = optarg; break;
-        case 'h': fputs(report_usage, stdout); return 0;
-        default:
-            gpurun_err(err, GPURUN_EXIT_CONFIG,
-                       "report: unknown or incomplete option '%s' (see gpurun report --help)",
-                       argv[optind - 1]);
-            return GPURUN_EXIT_CONFIG;
-        }
-    }
-    if (optind < argc) {
-        gpurun_err(err, GPURUN_EXIT_CONFIG,
-                   "report: unexpected argument '%s' (the folder is --results DIR)", argv[optind]);
-        return GPURUN_EXIT_CONFIG;
-    }
+    const struct cmd_option own[] = {
+        {"html", &html, NULL},
+        {"svg", &svg, NULL},
+        {NULL, NULL, NULL},
+    };
+    int rc = cmd_results_options("report", report_usage, argc, argv, own, &dir, &job, err);
+    if (rc != 0)
+        return rc < 0 ? err->code : 0;
 
-    struct gpurun_results_log log = {0};
-    gpurun_results_t *r = NULL;
     json_t *runs = NULL;
-    int rc = 0;
-    if (gpurun_results_open(dir, false, &r, &log, err) < 0 ||
-        gpurun_results_sync(r, false, &log, err) < 0 || gpurun_results_runs(r, job, &runs, err) < 0)
-        rc = err->code ? err->code : GPURUN_EXIT_ENV;
-    for (size_t i = 0; i < log.nwarnings; i++)
-        fprintf(stderr, "gpurun: warning: %s\n", log.warnings[i]);
-    gpurun_results_close(r);
-    gpurun_results_log_free(&log);
+    rc = cmd_results_load(dir, job, false, &runs, err);
     if (rc != 0)
         return rc;
 

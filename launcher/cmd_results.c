@@ -3,13 +3,13 @@
  * as a table, a JSON array or CSV (RFC 4180). */
 #include "config.h"
 
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmd.h"
+#include "cmd_common.h"
 #include "report.h"
 #include "results.h"
 #include "util.h"
@@ -226,59 +226,24 @@ static void print_csv(const json_t *runs)
 
 int cmd_results(int argc, char **argv, gpurun_error_t *err)
 {
-    enum { O_RESULTS = 1000, O_JOB, O_JSON, O_CSV, O_REBUILD };
-    static const struct option opts[] = {
-        {"results", required_argument, NULL, O_RESULTS},
-        {"job", required_argument, NULL, O_JOB},
-        {"json", no_argument, NULL, O_JSON},
-        {"csv", no_argument, NULL, O_CSV},
-        {"rebuild", no_argument, NULL, O_REBUILD},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     const char *dir = "results", *job = NULL;
     bool json = false, csv = false, rebuild = false;
-    int c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case O_RESULTS: dir = optarg; break;
-        case O_JOB: job = optarg; break;
-        case O_JSON: json = true; break;
-        case O_CSV: csv = true; break;
-        case O_REBUILD: rebuild = true; break;
-        case 'h': fputs(results_usage, stdout); return 0;
-        default:
-            gpurun_err(err, GPURUN_EXIT_CONFIG,
-                       "results: unknown or incomplete option '%s' (see gpurun results --help)",
-                       argv[optind - 1]);
-            return GPURUN_EXIT_CONFIG;
-        }
-    }
-    if (optind < argc) {
-        gpurun_err(err, GPURUN_EXIT_CONFIG,
-                   "results: unexpected argument '%s' (the folder is --results DIR)", argv[optind]);
-        return GPURUN_EXIT_CONFIG;
-    }
+    const struct cmd_option own[] = {
+        {"json", NULL, &json},
+        {"csv", NULL, &csv},
+        {"rebuild", NULL, &rebuild},
+        {NULL, NULL, NULL},
+    };
+    int rc = cmd_results_options("results", results_usage, argc, argv, own, &dir, &job, err);
+    if (rc != 0)
+        return rc < 0 ? err->code : 0;
     if (json && csv) {
         gpurun_err(err, GPURUN_EXIT_CONFIG, "results: --json or --csv, not both");
         return GPURUN_EXIT_CONFIG;
     }
 
-    struct gpurun_results_log log = {0};
-    gpurun_results_t *r = NULL;
     json_t *runs = NULL;
-    int rc = 0;
-    if (gpurun_results_open(dir, rebuild, &r, &log, err) < 0 ||
-        gpurun_results_sync(r, rebuild, &log, err) < 0 ||
-        gpurun_results_runs(r, job, &runs, err) < 0)
-        rc = err->code ? err->code : GPURUN_EXIT_ENV;
-    for (size_t i = 0; i < log.nwarnings; i++)
-        fprintf(stderr, "gpurun: warning: %s\n", log.warnings[i]);
-    if (rc == 0 && rebuild)
-        fprintf(stderr, "gpurun: %s/%s rebuilt: %zu record%s indexed, %zu skipped\n", dir,
-                GPURUN_RESULTS_DB, log.indexed, log.indexed == 1 ? "" : "s", log.skipped);
+    rc = cmd_results_load(dir, job, rebuild, &runs, err);
     if (rc == 0) {
         if (json) {
             json_dumpf(runs, stdout, JSON_INDENT(2));
@@ -294,7 +259,5 @@ int cmd_results(int argc, char **argv, gpurun_error_t *err)
         }
     }
     json_decref(runs);
-    gpurun_results_close(r);
-    gpurun_results_log_free(&log);
     return rc;
 }

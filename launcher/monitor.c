@@ -1,71 +1,56 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* GPU monitors: the loader (built-in nvml, or monitor_NAME.so), a run's
- * monitoring in two calls, and the record's `gpus_monitor` JSON. */
+/* GPU monitors: finding one (built-in nvml, or monitor_NAME.so through the
+ * loader in plugin.c), a run's monitoring in two calls, and the record's
+ * `gpus_monitor` JSON. */
 #include "config.h"
 
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <jansson.h>
 
 #include "../plugins/monitor.h"
+#include "plugin.h"
 #include "util.h"
-
-#ifndef GPURUN_PKGLIBDIR
-#define GPURUN_PKGLIBDIR "/usr/local/lib/gpurun"
-#endif
 
 extern const gpurun_monitor_plugin_t gpurun_monitor_nvml;
 
-static const gpurun_monitor_plugin_t *const builtin[] = {
+static const void *const builtin[] = {
     &gpurun_monitor_nvml,
+    NULL,
 };
 
 #define DEFAULT_INTERVAL_S 1.0
 
-static int check_abi(const gpurun_monitor_plugin_t *p, const char *where, gpurun_error_t *err)
+static const char *monitor_name(const void *plugin)
 {
+    return ((const gpurun_monitor_plugin_t *)plugin)->name;
+}
+
+static int check_abi(const void *plugin, const char *where, gpurun_error_t *err)
+{
+    const gpurun_monitor_plugin_t *p = plugin;
     if (p->abi != GPURUN_MONITOR_ABI || !p->name || !p->available || !p->start || !p->stop)
         return gpurun_err(err, GPURUN_EXIT_ENV, "%s: monitor plugin interface version %d, gpurun needs %d", where,
                           p->abi, GPURUN_MONITOR_ABI);
     return 0;
 }
 
-static const gpurun_monitor_plugin_t *load_so(const char *dir, const char *name)
-{
-    char *path = gpurun_xasprintf("%s/monitor_%s.so", dir, name);
-    void *h = access(path, R_OK) == 0 ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
-    free(path);
-    return h ? dlsym(h, "gpurun_monitor_plugin") : NULL; /* kept open: its code is in use */
-}
+static const struct gpurun_plugin_kind monitors = {
+    .kind = "monitor",
+    .builtin_names = "built in is nvml",
+    .builtin = builtin,
+    .name = monitor_name,
+    .check_abi = check_abi,
+};
 
 int gpurun_monitor_find(const char *name, const gpurun_monitor_plugin_t **pp, gpurun_error_t *err)
 {
-    for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++)
-        if (!strcmp(builtin[i]->name, name)) {
-            *pp = builtin[i];
-            return check_abi(*pp, name, err);
-        }
-    if (strchr(name, '/') || !*name)
-        return gpurun_err(err, GPURUN_EXIT_CONFIG, "'%s' is not a monitor name", name);
-    const char *path = getenv("GPURUN_PLUGIN_PATH");
-    char *dirs = gpurun_xstrdup(path ? path : "");
-    const gpurun_monitor_plugin_t *p = NULL;
-    for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d && !p; d = strtok_r(NULL, ":", &save))
-        p = load_so(d, name);
-    free(dirs);
-    if (!p)
-        p = load_so(GPURUN_PKGLIBDIR, name);
-    if (!p)
-        return gpurun_err(err, GPURUN_EXIT_ENV,
-                          "no monitor '%s': built in is nvml; plugins are looked for as monitor_%s.so in "
-                          "$GPURUN_PLUGIN_PATH and %s",
-                          name, name, GPURUN_PKGLIBDIR);
+    const void *p = NULL;
+    int rc = gpurun_plugin_find(&monitors, name, &p, err);
     *pp = p;
-    return check_abi(p, name, err);
+    return rc;
 }
 
 void gpurun_monitor_result_free(struct gpurun_monitor_result *r)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Launcher plugins: the loader and the helpers plugins build argv with. */
+/* Plugins: the loader (launchers and monitors), and the helpers launcher
+ * plugins build argv with. */
 #include "config.h"
 
 #include <dlfcn.h>
@@ -17,53 +18,81 @@ extern const gpurun_launcher_plugin_t gpurun_launcher_local;
 extern const gpurun_launcher_plugin_t gpurun_launcher_mpirun;
 extern const gpurun_launcher_plugin_t gpurun_launcher_srun;
 
-static const gpurun_launcher_plugin_t *const builtin[] = {
+static const void *const builtin[] = {
     &gpurun_launcher_local,
     &gpurun_launcher_mpirun,
     &gpurun_launcher_srun,
+    NULL,
 };
 
-static int check_abi(const gpurun_launcher_plugin_t *p, const char *where, gpurun_error_t *err)
+static const char *launcher_name(const void *plugin)
 {
+    return ((const gpurun_launcher_plugin_t *)plugin)->name;
+}
+
+static int check_abi(const void *plugin, const char *where, gpurun_error_t *err)
+{
+    const gpurun_launcher_plugin_t *p = plugin;
     if (p->abi != GPURUN_LAUNCHER_ABI || !p->name || !p->available || !p->commands)
         return gpurun_err(err, GPURUN_EXIT_ENV, "%s: launcher plugin interface version %d, gpurun needs %d", where,
                           p->abi, GPURUN_LAUNCHER_ABI);
     return 0;
 }
 
-static const gpurun_launcher_plugin_t *load_so(const char *dir, const char *name)
+static const struct gpurun_plugin_kind launchers = {
+    .kind = "launcher",
+    .builtin_names = "built in are local, mpirun and srun",
+    .builtin = builtin,
+    .name = launcher_name,
+    .check_abi = check_abi,
+};
+
+/* KIND_NAME.so in DIR: its gpurun_KIND_plugin, or NULL. */
+static const void *load_so(const char *dir, const char *kind, const char *name)
 {
-    char *path = gpurun_xasprintf("%s/launcher_%s.so", dir, name);
+    char *path = gpurun_xasprintf("%s/%s_%s.so", dir, kind, name);
     void *h = access(path, R_OK) == 0 ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
     free(path);
+    if (!h)
+        return NULL;
     /* Kept open for the life of the process: the plugin's code is in use. */
-    return h ? dlsym(h, "gpurun_launcher_plugin") : NULL;
+    char *symbol = gpurun_xasprintf("gpurun_%s_plugin", kind);
+    const void *p = dlsym(h, symbol);
+    free(symbol);
+    return p;
+}
+
+int gpurun_plugin_find(const struct gpurun_plugin_kind *k, const char *name, const void **pp, gpurun_error_t *err)
+{
+    for (const void *const *b = k->builtin; *b; b++)
+        if (!strcmp(k->name(*b), name)) {
+            *pp = *b;
+            return k->check_abi(*pp, name, err);
+        }
+    if (strchr(name, '/') || !*name)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "'%s' is not a %s name", name, k->kind);
+    const char *path = getenv("GPURUN_PLUGIN_PATH");
+    char *dirs = gpurun_xstrdup(path ? path : "");
+    const void *p = NULL;
+    for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d && !p; d = strtok_r(NULL, ":", &save))
+        p = load_so(d, k->kind, name);
+    free(dirs);
+    if (!p)
+        p = load_so(GPURUN_PKGLIBDIR, k->kind, name);
+    if (!p)
+        return gpurun_err(err, GPURUN_EXIT_ENV,
+                          "no %s '%s': %s; plugins are looked for as %s_%s.so in $GPURUN_PLUGIN_PATH and %s", k->kind,
+                          name, k->builtin_names, k->kind, name, GPURUN_PKGLIBDIR);
+    *pp = p;
+    return k->check_abi(p, name, err);
 }
 
 int gpurun_launcher_find(const char *name, const gpurun_launcher_plugin_t **pp, gpurun_error_t *err)
 {
-    for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++)
-        if (!strcmp(builtin[i]->name, name)) {
-            *pp = builtin[i];
-            return check_abi(*pp, name, err);
-        }
-    if (strchr(name, '/') || !*name)
-        return gpurun_err(err, GPURUN_EXIT_CONFIG, "'%s' is not a launcher name", name);
-    const char *path = getenv("GPURUN_PLUGIN_PATH");
-    char *dirs = gpurun_xstrdup(path ? path : "");
-    const gpurun_launcher_plugin_t *p = NULL;
-    for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d && !p; d = strtok_r(NULL, ":", &save))
-        p = load_so(d, name);
-    free(dirs);
-    if (!p)
-        p = load_so(GPURUN_PKGLIBDIR, name);
-    if (!p)
-        return gpurun_err(err, GPURUN_EXIT_ENV,
-                          "no launcher '%s': built in are local, mpirun and srun; plugins are looked for as "
-                          "launcher_%s.so in $GPURUN_PLUGIN_PATH and %s",
-                          name, name, GPURUN_PKGLIBDIR);
+    const void *p = NULL;
+    int rc = gpurun_plugin_find(&launchers, name, &p, err);
     *pp = p;
-    return check_abi(p, name, err);
+    return rc;
 }
 
 int gpurun_launcher_choose(enum gpurun_launcher want, const gpurun_launcher_plugin_t **pp, char *why,
@@ -138,6 +167,15 @@ void gpurun_launch_cmds_free(struct gpurun_launch_cmds *c)
     c->count = 0;
 }
 
+void gpurun_launch_cmds_one(struct gpurun_launch_cmds *out, char **argv)
+{
+    out->count = 1;
+    out->argv = gpurun_xcalloc(1, sizeof(char **));
+    out->env = gpurun_xcalloc(1, sizeof(char **));
+    out->argv[0] = argv;
+    out->env[0] = gpurun_argv_new();
+}
+
 void gpurun_argv_add_rank_step(char ***argv, const struct gpurun_launch_request *req)
 {
     gpurun_argv_add(argv, req->rank_step);
@@ -171,4 +209,14 @@ char *gpurun_which(const char *prog)
     }
     free(dirs);
     return found;
+}
+
+int gpurun_need_program(const char *prog, const char *hint, gpurun_error_t *why)
+{
+    char *p = gpurun_which(prog);
+    if (!p)
+        return gpurun_err(why, GPURUN_EXIT_ENV, "%s was not found on PATH%s%s%s", prog, hint ? " (" : "",
+                          hint ? hint : "", hint ? ")" : "");
+    free(p);
+    return 0;
 }

@@ -5,6 +5,22 @@
 #include "../plugins/launcher.h"
 #include "job.h"
 
+/* A kind of plugin, for the one loader: a plugin is found by name among the
+ * built-in ones first, else as KIND_NAME.so exporting gpurun_KIND_plugin in
+ * $GPURUN_PLUGIN_PATH, else in the installed plugin folder. */
+struct gpurun_plugin_kind {
+    const char *kind;                /* "launcher": file names, symbol, messages */
+    const char *builtin_names;       /* "built in is nvml", for the message when none is found */
+    const void *const *builtin;      /* the built-in plugins, NULL-terminated */
+    const char *(*name)(const void *plugin);
+    /* 0 when the plugin has the interface gpurun was built for; else -1 with err. */
+    int (*check_abi)(const void *plugin, const char *where, gpurun_error_t *err);
+};
+
+/* The plugin of kind k named `name` in *pp, checked with k->check_abi;
+ * -1 with err when none is found or it does not pass. */
+int gpurun_plugin_find(const struct gpurun_plugin_kind *k, const char *name, const void **pp, gpurun_error_t *err);
+
 /* Find a launcher by name: built-in ones first, else
  * $GPURUN_PLUGIN_PATH/launcher_NAME.so, else the installed plugin folder;
  * every one is checked for GPURUN_LAUNCHER_ABI. */

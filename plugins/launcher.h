@@ -54,5 +54,10 @@ void gpurun_launch_cmds_free(struct gpurun_launch_cmds *c);
 void gpurun_argv_add_rank_step(char ***argv, const struct gpurun_launch_request *req);
 /* Full path of a program on PATH, or NULL. */
 char *gpurun_which(const char *prog);
+/* 0 when prog is on PATH; else -1 with why: "PROG was not found on PATH",
+ * then " (HINT)" when hint is not NULL (where to get it). */
+int gpurun_need_program(const char *prog, const char *hint, gpurun_error_t *why);
+/* out becomes one process, argv (out owns it now), with no extra environment. */
+void gpurun_launch_cmds_one(struct gpurun_launch_cmds *out, char **argv);
 
 #endif

@@ -3,18 +3,11 @@
  * is told not to (--bind-to none). */
 #include "config.h"
 
-#include <stdlib.h>
-
 #include "launcher.h"
-#include "util.h"
 
 static int mpirun_available(gpurun_error_t *why)
 {
-    char *p = gpurun_which("mpirun");
-    if (!p)
-        return gpurun_err(why, GPURUN_EXIT_ENV, "mpirun was not found on PATH (Debian: openmpi-bin)");
-    free(p);
-    return 0;
+    return gpurun_need_program("mpirun", "Debian: openmpi-bin", why);
 }
 
 static int mpirun_commands(const struct gpurun_launch_request *req, struct gpurun_launch_cmds *out,
@@ -37,11 +30,7 @@ static int mpirun_commands(const struct gpurun_launch_request *req, struct gpuru
         gpurun_argv_add(&a, *e);
     }
     gpurun_argv_add_rank_step(&a, req);
-    out->count = 1;
-    out->argv = gpurun_xcalloc(1, sizeof(char **));
-    out->env = gpurun_xcalloc(1, sizeof(char **));
-    out->argv[0] = a;
-    out->env[0] = gpurun_argv_new();
+    gpurun_launch_cmds_one(out, a);
     return 0;
 }
 

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 
 #include "launcher.h"
-#include "util.h"
 
 static int srun_available(gpurun_error_t *why)
 {
@@ -14,11 +13,7 @@ static int srun_available(gpurun_error_t *why)
         return gpurun_err(why, GPURUN_EXIT_ENV,
                           "launcher = srun runs jobs inside a Slurm allocation and SLURM_JOB_ID is not set: "
                           "submit with gpurun submit JOB.conf, run inside salloc, or set launcher = \"auto\"");
-    char *p = gpurun_which("srun");
-    if (!p)
-        return gpurun_err(why, GPURUN_EXIT_ENV, "srun was not found on PATH");
-    free(p);
-    return 0;
+    return gpurun_need_program("srun", NULL, why);
 }
 
 static int srun_commands(const struct gpurun_launch_request *req, struct gpurun_launch_cmds *out,
@@ -37,11 +32,7 @@ static int srun_commands(const struct gpurun_launch_request *req, struct gpurun_
     gpurun_argv_add(&a, "--kill-on-bad-exit=1");
     gpurun_argv_add(&a, "--export=ALL");
     gpurun_argv_add_rank_step(&a, req);
-    out->count = 1;
-    out->argv = gpurun_xcalloc(1, sizeof(char **));
-    out->env = gpurun_xcalloc(1, sizeof(char **));
-    out->argv[0] = a;
-    out->env[0] = gpurun_argv_new();
+    gpurun_launch_cmds_one(out, a);
     return 0;
 }
 

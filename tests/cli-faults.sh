@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Faults: a failing rank's status passes through and the rank is named; the
 # time limit, SIGTERM and SIGKILL to gpurun leave no process behind; a
-# missing program fails at once.  Under mpirun and under the local launcher.
+# missing program, or a launcher that cannot run here, fails at once.  Under
+# mpirun and under the local launcher.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 if [ ! -x "${HELLO:-}" ]; then
@@ -107,5 +108,24 @@ expect_rc 3 "a missing program is exit 3"
 [ $(( $(date +%s) - start )) -le 2 ]
 ok $? "... at once"
 contains "$TMP/err" "program 'no-such-program-$$' not found on PATH; nothing was started" "... saying which program"
+
+# A launcher that cannot run here fails before anything starts, saying why:
+# srun outside an allocation or not on PATH, mpirun not on PATH.  On a saved
+# topology: live discovery dlopens hwloc plugins that crash LeakSanitizer's
+# exit check (GCC 12), which would turn exit 3 into 1.
+mkdir -p "$TMP/nobin"
+for L in srun mpirun; do
+    printf 'command = "%s"\nlauncher = "%s"\nranks_per_node = 2\n' "$TMP/$mark" "$L" >"$TMP/$L.conf"
+done
+export GPURUN_TOPOLOGY="$FIXTURES/cpu-only-2numa.xml"
+run env -u SLURM_JOB_ID "$GPURUN" run "$TMP/srun.conf"
+expect_rc 3 "launcher = srun outside a Slurm allocation: exit 3"
+contains "$TMP/err" "gpurun: launcher = srun runs jobs inside a Slurm allocation and SLURM_JOB_ID is not set: submit with gpurun submit JOB.conf, run inside salloc, or set launcher = \"auto\"" "... saying how to get one"
+run env SLURM_JOB_ID=4242 PATH="$TMP/nobin" "$GPURUN" run "$TMP/srun.conf"
+expect_rc 3 "launcher = srun without srun on PATH: exit 3"
+contains "$TMP/err" "gpurun: srun was not found on PATH" "... saying so"
+run env PATH="$TMP/nobin" "$GPURUN" run "$TMP/mpirun.conf"
+expect_rc 3 "launcher = mpirun without mpirun on PATH: exit 3"
+contains "$TMP/err" "gpurun: mpirun was not found on PATH (Debian: openmpi-bin)" "... saying where to get it"
 
 done_testing

@@ -101,8 +101,12 @@ expect_rc 2 "results: no such folder: exit 2"
 contains "$TMP/err" "results folder '$TMP/nowhere' not found" "results: no such folder: said"
 run "$GPURUN" results --results "$R" --json --csv
 expect_rc 2 "results: --json and --csv: exit 2"
-run "$GPURUN" results --results "$R" --tabel
-expect_rc 2 "results: an unknown option: exit 2"
+contains "$TMP/err" "gpurun: results: --json or --csv, not both" "results: --json and --csv: said"
+run "$GPURUN" results --results "$R" --job
+contains "$TMP/err" "gpurun: results: unknown or incomplete option '--job' (see gpurun results --help)" \
+    "results: an option without its value: named"
+run "$GPURUN" results --re "$R"
+contains "$TMP/err" "gpurun: results: unknown or incomplete option '--re'" "results: --re is --results or --rebuild"
 run "$GPURUN" results --help
 expect_rc 0 "results --help"
 
@@ -139,6 +143,25 @@ expect_rc 2 "report: an SVG file that cannot be written: exit 2"
 run "$GPURUN" report --results "$R" --job nosuch
 expect_rc 0 "report: a job without runs"
 contains "$TMP/out" "0 runs of 0 jobs" "report: says there are none"
+
+run "$GPURUN" report --results "$R" --svg
+contains "$TMP/err" "gpurun: report: unknown or incomplete option '--svg' (see gpurun report --help)" \
+    "report: an option without its value: named"
+run "$GPURUN" report --re "$R" --jo water
+expect_rc 0 "report: --re and --jo are --results and --job (report has no --rebuild)"
+contains "$TMP/out" "ns_per_day (ns/day, higher is better)" "... the report of water"
+
+# ---- what results and report share ------------------------------------
+
+for cmd in results report; do
+    run "$GPURUN" $cmd --results "$R" --tabel
+    expect_rc 2 "$cmd: an unknown option: exit 2"
+    contains "$TMP/err" "gpurun: $cmd: unknown or incomplete option '--tabel' (see gpurun $cmd --help)" \
+        "$cmd: an unknown option: named"
+    run "$GPURUN" $cmd --results "$R" "$R"
+    expect_rc 2 "$cmd: an argument: exit 2"
+    contains "$TMP/err" "gpurun: $cmd: unexpected argument '$R' (the folder is --results DIR)" "$cmd: an argument: said"
+done
 
 # ---- the page in a browser --------------------------------------------
 

@@ -17,9 +17,31 @@
 
 #include "gpudirect.h" /* gpurun_tool_run */
 #include "monitor.h"
+#include "plugin.h"
 #include "tap.h"
 
 static char tmp[256];
+
+/* tests/SRC built with cc into the shared object SO, with one -D flag;
+ * false, with a note, when it cannot be (no compiler). */
+static bool build_so(const char *src_name, const char *so, const char *define)
+{
+    const char *top = getenv("top_srcdir") ? getenv("top_srcdir") : ".";
+    char src[512], inc_l[512], inc_p[512];
+    snprintf(src, sizeof src, "%s/tests/%s", top, src_name);
+    snprintf(inc_l, sizeof inc_l, "-I%s/launcher", top);
+    snprintf(inc_p, sizeof inc_p, "-I%s/plugins", top);
+    const char *cc = getenv("CC") && *getenv("CC") && !strchr(getenv("CC"), ' ') ? getenv("CC") : "cc";
+    char *argv[] = {(char *)cc, "-std=c11", (char *)define, "-shared", "-fPIC", inc_l, inc_p, "-o", (char *)so, src,
+                    NULL};
+    char *out = NULL;
+    int st = -1;
+    bool built = gpurun_tool_run(argv, 60, 65536, &out, &st) == 0 && st == 0;
+    if (!built)
+        diag("could not build %s: %s", so, out ? out : "no compiler");
+    free(out);
+    return built;
+}
 
 static const char *fake_library(void)
 {
@@ -27,21 +49,58 @@ static const char *fake_library(void)
     const char *made = getenv("FAKE_NVML");
     if (made && access(made, R_OK) == 0)
         return made;
-    const char *top = getenv("top_srcdir");
-    char src[512];
-    snprintf(src, sizeof src, "%s/tests/fake_nvml.c", top ? top : ".");
     snprintf(path, sizeof path, "%s/libnvidia-ml.so.1", tmp);
-    const char *cc = getenv("CC") && *getenv("CC") && !strchr(getenv("CC"), ' ') ? getenv("CC") : "cc";
-    char *argv[] = {(char *)cc, "-std=c11", "-D_GNU_SOURCE", "-shared", "-fPIC", "-o", path, src, NULL};
-    char *out = NULL;
-    int st = -1;
-    if (gpurun_tool_run(argv, 60, 65536, &out, &st) < 0 || st != 0) {
-        diag("could not build the fake NVML: %s", out ? out : "no compiler");
-        free(out);
-        return NULL;
+    return build_so("fake_nvml.c", path, "-D_GNU_SOURCE") ? path : NULL;
+}
+
+/* Monitors and launchers from shared objects go through one loader: the
+ * search path, the symbol, the interface check and its messages. */
+static void test_shared_objects(void)
+{
+    char mon[512], launch[512], old[512];
+    snprintf(mon, sizeof mon, "%s/monitor_fake.so", tmp);
+    snprintf(launch, sizeof launch, "%s/launcher_fake.so", tmp);
+    snprintf(old, sizeof old, "%s/monitor_old.so", tmp);
+    if (!build_so("fake_plugin.c", mon, "-DFAKE_ABI_DELTA=0") ||
+        !build_so("fake_plugin.c", launch, "-DFAKE_ABI_DELTA=0") ||
+        !build_so("fake_plugin.c", old, "-DFAKE_ABI_DELTA=1")) {
+        skip("no C compiler to build tests/fake_plugin.c");
+        return;
     }
-    free(out);
-    return path;
+    char path[600];
+    snprintf(path, sizeof path, "/nonexistent:%s", tmp);
+    setenv("GPURUN_PLUGIN_PATH", path, 1);
+    gpurun_error_t err = {0};
+    const gpurun_monitor_plugin_t *m = NULL;
+    ok(gpurun_monitor_find("fake", &m, &err) == 0 && m && !strcmp(m->summary, "a monitor for the loader's tests"),
+       "monitor_fake.so found on $GPURUN_PLUGIN_PATH (%s)", err.text);
+    const gpurun_launcher_plugin_t *l = NULL;
+    ok(gpurun_launcher_find("fake", &l, &err) == 0 && l && !strcmp(l->summary, "a launcher for the loader's tests"),
+       "launcher_fake.so found on $GPURUN_PLUGIN_PATH (%s)", err.text);
+    ok(gpurun_launcher_find("local", &l, &err) == 0 && !strcmp(l->name, "local"), "a built-in launcher comes first");
+    ok(gpurun_monitor_find("old", &m, &err) < 0 && err.code == GPURUN_EXIT_ENV, "another interface version: refused");
+    char want[1024];
+    snprintf(want, sizeof want, "old: monitor plugin interface version %d, gpurun needs %d", GPURUN_MONITOR_ABI + 1,
+             GPURUN_MONITOR_ABI);
+    is_str(err.text, want, "the version message");
+    ok(gpurun_monitor_find("a/b", &m, &err) < 0 && err.code == GPURUN_EXIT_CONFIG, "a path is no monitor name");
+    is_str(err.text, "'a/b' is not a monitor name", "the monitor name message");
+    ok(gpurun_launcher_find("", &l, &err) < 0 && err.code == GPURUN_EXIT_CONFIG, "nor is an empty launcher name");
+    is_str(err.text, "'' is not a launcher name", "the launcher name message");
+    ok(gpurun_monitor_find("nosuch", &m, &err) < 0 && err.code == GPURUN_EXIT_ENV, "no such monitor");
+    is_str(err.text,
+           "no monitor 'nosuch': built in is nvml; plugins are looked for as monitor_nosuch.so in "
+           "$GPURUN_PLUGIN_PATH and " GPURUN_PKGLIBDIR,
+           "the missing monitor message");
+    ok(gpurun_launcher_find("nosuch", &l, &err) < 0 && err.code == GPURUN_EXIT_ENV, "no such launcher");
+    is_str(err.text,
+           "no launcher 'nosuch': built in are local, mpirun and srun; plugins are looked for as "
+           "launcher_nosuch.so in $GPURUN_PLUGIN_PATH and " GPURUN_PKGLIBDIR,
+           "the missing launcher message");
+    unsetenv("GPURUN_PLUGIN_PATH");
+    unlink(mon);
+    unlink(launch);
+    unlink(old);
 }
 
 static void sleep_s(double s)
@@ -242,6 +301,7 @@ int main(void)
     ok(gpurun_monitor_find("nosuch", &p, &err) < 0 && strstr(err.text, "monitor_nosuch.so"),
        "an unknown monitor names where it looked");
     gpurun_monitor_find("nvml", &p, &err);
+    test_shared_objects();
     test_missing(p);
     const char *lib = fake_library();
     if (lib) {

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The options and the loading of runs that gpurun results and gpurun report
+ * share. */
+#include "config.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cmd_common.h"
+#include "results.h"
+#include "util.h"
+
+int cmd_results_options(const char *cmd, const char *usage, int argc, char **argv, const struct cmd_option *extra,
+                        const char **dir, const char **job, gpurun_error_t *err)
+{
+    enum { O_RESULTS = 1000, O_JOB, O_EXTRA };
+    size_t n = 0;
+    while (extra && extra[n].name)
+        n++;
+    /* Built per command: getopt_long's abbreviations depend on the whole set. */
+    struct option *opts = gpurun_xcalloc(n + 4, sizeof *opts);
+    opts[0] = (struct option){"results", required_argument, NULL, O_RESULTS};
+    opts[1] = (struct option){"job", required_argument, NULL, O_JOB};
+    for (size_t i = 0; i < n; i++)
+        opts[2 + i] = (struct option){extra[i].name, extra[i].arg ? required_argument : no_argument, NULL,
+                                      O_EXTRA + (int)i};
+    opts[2 + n] = (struct option){"help", no_argument, NULL, 'h'};
+    int c, rc = 0;
+    optind = 1;
+    opterr = 0;
+    while (rc == 0 && (c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (c == O_RESULTS)
+            *dir = optarg;
+        else if (c == O_JOB)
+            *job = optarg;
+        else if (c >= O_EXTRA && c < O_EXTRA + (int)n) {
+            const struct cmd_option *o = &extra[c - O_EXTRA];
+            if (o->arg)
+                *o->arg = optarg;
+            else
+                *o->flag = true;
+        } else if (c == 'h') {
+            fputs(usage, stdout);
+            rc = 1;
+        } else
+            rc = gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: unknown or incomplete option '%s' (see gpurun %s --help)",
+                            cmd, argv[optind - 1], cmd);
+    }
+    free(opts);
+    if (rc == 0 && optind < argc)
+        rc = gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: unexpected argument '%s' (the folder is --results DIR)", cmd,
+                        argv[optind]);
+    return rc;
+}
+
+int cmd_results_load(const char *dir, const char *job, bool rebuild, json_t **runsp, gpurun_error_t *err)
+{
+    struct gpurun_results_log log = {0};
+    gpurun_results_t *r = NULL;
+    int rc = 0;
+    *runsp = NULL;
+    if (gpurun_results_open(dir, rebuild, &r, &log, err) < 0 || gpurun_results_sync(r, rebuild, &log, err) < 0 ||
+        gpurun_results_runs(r, job, runsp, err) < 0)
+        rc = err->code ? err->code : GPURUN_EXIT_ENV;
+    for (size_t i = 0; i < log.nwarnings; i++)
+        fprintf(stderr, "gpurun: warning: %s\n", log.warnings[i]);
+    if (rc == 0 && rebuild)
+        fprintf(stderr, "gpurun: %s/%s rebuilt: %zu record%s indexed, %zu skipped\n", dir, GPURUN_RESULTS_DB,
+                log.indexed, log.indexed == 1 ? "" : "s", log.skipped);
+    gpurun_results_close(r);
+    gpurun_results_log_free(&log);
+    return rc;
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef GPURUN_CMD_COMMON_H
+#define GPURUN_CMD_COMMON_H
+
+/* What the commands that read a results folder (results, report) share:
+ * their options and the loading of the runs. */
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "error.h"
+
+/* One of a command's own long options: one with an argument stores it in
+ * *arg; one without (arg NULL) sets *flag. */
+struct cmd_option {
+    const char *name;
+    const char **arg;
+    bool *flag;
+};
+
+/* Parses CMD's options: --results DIR (*dir keeps its default without it),
+ * --job NAME, -h/--help and the command's own `extra` (ended by a NULL
+ * name); nothing else.  0 parsed; 1 when --help printed `usage`; -1 with err
+ * (GPURUN_EXIT_CONFIG) for an unknown option or an argument. */
+int cmd_results_options(const char *cmd, const char *usage, int argc, char **argv, const struct cmd_option *extra,
+                        const char **dir, const char **job, gpurun_error_t *err);
+
+/* The runs of the results folder dir (only job's when job is not NULL), from
+ * its index brought up to date first (rebuilt from every record with
+ * `rebuild`); the index's warnings, and what a rebuild did, go to stderr.
+ * 0, or an exit status with err. */
+int cmd_results_load(const char *dir, const char *job, bool rebuild, json_t **runsp, gpurun_error_t *err);
+
+#endif
