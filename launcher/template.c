@@ -257,17 +257,6 @@ static void check_regex(struct gpurun_conf_ctx *ctx, const char *name, const cha
     check_regex_group(ctx, name, value, true);
 }
 
-static int cb_bool(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
-{
-    struct gpurun_conf_shown a;
-    int b = value ? cfg_parse_boolean(value) : -1;
-    if (b < 0)
-        return gpurun_conf_value_error(cfg, opt, "expected true or false, got '%s'",
-                                       gpurun_conf_shown(&a, value));
-    *(int *)result = b;
-    return 0;
-}
-
 /* A fom reads by `regex`, or by `header` and `row` (fom.h); `after`
  * either way. */
 static void check_fom_keys(struct gpurun_conf_ctx *ctx, cfg_t *fom, const char *base,
@@ -405,38 +394,20 @@ static void check_template(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complet
     for (unsigned i = 0; i < nfoms; i++)
         check_fom(ctx, cfg_getnsec(cfg, "fom", i), complete);
 
-    for (size_t s = 0; s < sizeof free_sections / sizeof *free_sections; s++) {
-        cfg_t *sec = cfg_getsec(cfg, free_sections[s]);
-        unsigned n = sec ? cfg_num(sec) : 0;
-        for (unsigned i = 0; i < n; i++) {
-            cfg_opt_t *opt = cfg_getnopt(sec, i);
-            char *name = gpurun_xasprintf("%s.%s", free_sections[s], cfg_opt_name(opt));
-            gpurun_conf_check_string(ctx, name, cfg_opt_getnstr(opt, 0), false);
-            free(name);
-        }
-    }
+    for (size_t s = 0; s < sizeof free_sections / sizeof *free_sections; s++)
+        gpurun_conf_check_section(ctx, cfg, free_sections[s]);
 }
 
 /* ---- conversion ------------------------------------------------------- */
 
-static char *opt_strdup(const char *s)
-{
-    return s ? gpurun_xstrdup(s) : NULL;
-}
-
-static gpurun_template_t *convert(cfg_t *cfg, const char *label)
+static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
 {
     gpurun_template_t *t = gpurun_xcalloc(1, sizeof *t);
-    t->path = gpurun_xstrdup(label);
-    const char *slash = strrchr(label, '/');
-    const char *base = slash ? slash + 1 : label;
-    size_t n = strlen(base);
-    if (n > 5 && strcmp(base + n - 5, ".conf") == 0)
-        n -= 5;
-    t->name = gpurun_xstrndup(base, n);
+    t->path = gpurun_xstrdup(ctx->label);
+    t->name = gpurun_conf_label_name(ctx->label);
     t->description = gpurun_xstrdup(cfg_getstr(cfg, "description"));
     t->command = gpurun_xstrdup(cfg_getstr(cfg, "command"));
-    t->gpu_args = opt_strdup(cfg_getstr(cfg, "gpu_args"));
+    t->gpu_args = gpurun_conf_strdup(cfg_getstr(cfg, "gpu_args"));
     t->nsetup = cfg_size(cfg, "setup");
     t->setup = gpurun_xcalloc(t->nsetup, sizeof *t->setup);
     for (size_t i = 0; i < t->nsetup; i++)
@@ -447,17 +418,17 @@ static gpurun_template_t *convert(cfg_t *cfg, const char *label)
         cfg_t *f = cfg_getnsec(cfg, "fom", (unsigned)i);
         struct gpurun_fom *fom = &t->foms[i];
         fom->name = gpurun_xstrdup(cfg_title(f));
-        fom->file = opt_strdup(cfg_getstr(f, "file"));
-        fom->regex = opt_strdup(cfg_getstr(f, "regex"));
-        fom->header = opt_strdup(cfg_getstr(f, "header"));
-        fom->row = opt_strdup(cfg_getstr(f, "row"));
-        fom->after = opt_strdup(cfg_getstr(f, "after"));
+        fom->file = gpurun_conf_strdup(cfg_getstr(f, "file"));
+        fom->regex = gpurun_conf_strdup(cfg_getstr(f, "regex"));
+        fom->header = gpurun_conf_strdup(cfg_getstr(f, "header"));
+        fom->row = gpurun_conf_strdup(cfg_getstr(f, "row"));
+        fom->after = gpurun_conf_strdup(cfg_getstr(f, "after"));
         fom->optional = cfg_getbool(f, "optional");
         fom->units = gpurun_xstrdup(cfg_getstr(f, "units") ? cfg_getstr(f, "units") : "");
         fom->better = gpurun_xstrdup(cfg_getstr(f, "better") ? cfg_getstr(f, "better") : "higher");
     }
-    t->sanity = opt_strdup(cfg_getstr(cfg, "sanity"));
-    t->progress = opt_strdup(cfg_getstr(cfg, "progress"));
+    t->sanity = gpurun_conf_strdup(cfg_getstr(cfg, "sanity"));
+    t->progress = gpurun_conf_strdup(cfg_getstr(cfg, "progress"));
     gpurun_conf_take_kvlist(cfg, "env", &t->env);
     gpurun_conf_take_kvlist(cfg, "defaults", &t->defaults);
     return t;
@@ -477,7 +448,7 @@ int gpurun_template_parse(const char *text, size_t len, const char *label, gpuru
         CFG_STR("header", NULL, CFGF_NONE),
         CFG_STR("row", NULL, CFGF_NONE),
         CFG_STR("after", NULL, CFGF_NONE),
-        CFG_BOOL_CB("optional", cfg_false, CFGF_NONE, cb_bool),
+        CFG_BOOL_CB("optional", cfg_false, CFGF_NONE, gpurun_conf_cb_bool),
         CFG_END(),
     };
     cfg_opt_t opts[] = {
@@ -493,37 +464,16 @@ int gpurun_template_parse(const char *text, size_t len, const char *label, gpuru
         CFG_END(),
     };
 
-    *tp = NULL;
-    struct gpurun_conf_ctx ctx = {.label = label, .titled = titled};
-    char *norm = gpurun_conf_normalize(&ctx, text, len);
-    cfg_t *cfg = cfg_init(opts, CFGF_NONE);
-    if (!cfg) {
-        free(norm);
-        gpurun_conf_ctx_release(&ctx);
-        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: cannot parse the template: out of memory",
-                          label);
-    }
-    int rc = gpurun_conf_parse(&ctx, cfg, norm);
-    free(norm);
-    if (rc == CFG_FILE_ERROR) {
-        int e = errno;
-        cfg_free(cfg);
-        gpurun_conf_ctx_release(&ctx);
-        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: cannot parse the template: %s", label,
-                          strerror(e));
-    }
-
-    /* As for job files: what was read before an error is checked too, and
-     * may hold an earlier one. */
-    gpurun_conf_check_duplicates(&ctx);
-    check_template(&ctx, cfg, rc == CFG_SUCCESS);
-
-    int ret = gpurun_conf_finish(&ctx, NULL, err);
-    if (ret == 0)
-        *tp = convert(cfg, label);
-    cfg_free(cfg);
-    gpurun_conf_ctx_release(&ctx);
-    return ret;
+    struct gpurun_conf_file f = {.label = label,
+                                 .what = "the template",
+                                 .schema = opts,
+                                 .titled = titled,
+                                 .check = check_template,
+                                 .convert = convert};
+    void *t;
+    int rc = gpurun_conf_read(&f, text, len, &t, err);
+    *tp = t;
+    return rc;
 }
 
 int gpurun_template_load(const char *path, gpurun_template_t **tp, gpurun_error_t *err)
