@@ -467,6 +467,13 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     job->repeat = (int)cfg_getint(cfg, "repeat");
     job->results = gpurun_xstrdup(cfg_getstr(cfg, "results"));
     gpurun_conf_take_kvlist(cfg, "params", &job->params);
+    for (size_t i = 0; i < job->params.n; i++) {
+        char *name = gpurun_xasprintf("params.%s", job->params.items[i].key);
+        char *where = gpurun_xasprintf("%s:%d", label, gpurun_conf_record_line(ctx, name));
+        gpurun_kvlist_set(&job->params_from, job->params.items[i].key, where);
+        free(where);
+        free(name);
+    }
     gpurun_conf_take_kvlist(cfg, "env", &job->env);
     gpurun_conf_take_kvlist(cfg, "slurm", &job->slurm);
     gpurun_conf_take_kvlist(cfg, "references", &job->references);
@@ -752,6 +759,8 @@ static int set_section_key(gpurun_job_t *job, const char *prefix, const char *ke
         const struct gpurun_kvlist *got = section_list(one, section);
         if (got->n == 1)
             gpurun_kvlist_set(section_list(job, section), got->items[0].key, got->items[0].value);
+        if (got->n == 1 && got == &one->params)
+            gpurun_kvlist_set(&job->params_from, got->items[0].key, prefix);
         gpurun_job_destroy(one);
     }
 out:
@@ -846,6 +855,7 @@ void gpurun_job_destroy(gpurun_job_t *job)
     free(job->site);
     free(job->results);
     gpurun_kvlist_clear(&job->params);
+    gpurun_kvlist_clear(&job->params_from);
     gpurun_kvlist_clear(&job->env);
     gpurun_kvlist_clear(&job->slurm);
     gpurun_kvlist_clear(&job->references);

@@ -318,12 +318,15 @@ static void check_fom(struct gpurun_conf_ctx *ctx, cfg_t *fom, bool complete)
     check_regex(ctx, name, cfg_getstr(fom, "regex"));
     check_fom_keys(ctx, fom, base, complete);
 
-    snprintf(name, sizeof name, "%s.file", base);
-    line = gpurun_conf_record_line(ctx, name);
-    if (line && cfg_getstr(fom, "file")) {
-        char what[600];
-        snprintf(what, sizeof what, "key '%s'", gpurun_conf_shown(&a, name));
-        check_command(ctx, line, what, cfg_getstr(fom, "file"), false);
+    static const char *const expanded[] = {"file", "units"}; /* the regexes are checked above */
+    for (size_t i = 0; i < sizeof expanded / sizeof *expanded; i++) {
+        snprintf(name, sizeof name, "%s.%s", base, expanded[i]);
+        line = gpurun_conf_record_line(ctx, name);
+        if (line && cfg_getstr(fom, expanded[i])) {
+            char what[600];
+            snprintf(what, sizeof what, "key '%s'", gpurun_conf_shown(&a, name));
+            check_command(ctx, line, what, cfg_getstr(fom, expanded[i]), false);
+        }
     }
 
     snprintf(name, sizeof name, "%s.better", base);
@@ -432,6 +435,88 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     gpurun_conf_take_kvlist(cfg, "env", &t->env);
     gpurun_conf_take_kvlist(cfg, "defaults", &t->defaults);
     return t;
+}
+
+/* ---- the job's params ------------------------------------------------- */
+
+/* A lookup that knows every name and notes it in the list `ctx`. */
+static const char *note_name(const char *name, void *ctx)
+{
+    gpurun_kvlist_set(ctx, name, "");
+    return "";
+}
+
+/* Every ${name} of `s` (NULL: none) into `names`; an error only where `s`
+ * does not expand (the job's command, checked when it is run). */
+static int note_names(const char *s, const char *what, struct gpurun_kvlist *names,
+                      gpurun_error_t *err)
+{
+    char *out = NULL;
+    int rc = s ? gpurun_expand(s, note_name, names, what, &out, err) : 0;
+    free(out);
+    return rc;
+}
+
+/* The names the template declares or uses and the job's command uses. */
+static int used_names(const gpurun_template_t *t, const gpurun_job_t *job,
+                      struct gpurun_kvlist *names, gpurun_error_t *err)
+{
+    int rc = note_names(job->command, "command", names, err);
+    if (!t || rc < 0)
+        return rc;
+    for (size_t i = 0; i < t->defaults.n; i++)
+        gpurun_kvlist_set(names, t->defaults.items[i].key, "");
+    rc = note_names(t->command, "key 'command'", names, err);
+    if (rc == 0)
+        rc = note_names(t->gpu_args, "key 'gpu_args'", names, err);
+    for (size_t i = 0; rc == 0 && i < t->nsetup; i++)
+        rc = note_names(t->setup[i], "key 'setup'", names, err);
+    for (size_t i = 0; rc == 0 && i < t->nfoms; i++) {
+        const struct gpurun_fom *f = &t->foms[i];
+        const char *const fields[] = {f->file, f->regex, f->header, f->row, f->after, f->units};
+        struct gpurun_conf_shown a;
+        char what[128];
+        snprintf(what, sizeof what, "key 'fom.%s'", gpurun_conf_shown(&a, f->name));
+        for (size_t k = 0; rc == 0 && k < sizeof fields / sizeof *fields; k++)
+            rc = note_names(fields[k], what, names, err);
+    }
+    return rc;
+}
+
+/* "KEY: not used: ..." for the params key `key`, which `used` lacks. */
+static int unused_param(const gpurun_template_t *t, const gpurun_job_t *job, const char *key,
+                        const struct gpurun_kvlist *used, gpurun_error_t *err)
+{
+    const char **names = gpurun_xcalloc(used->n, sizeof *names);
+    for (size_t i = 0; i < used->n; i++)
+        names[i] = used->items[i].key;
+    const char *near = gpurun_conf_closest(key, names, used->n);
+    const char *from = gpurun_kvlist_get(&job->params_from, key);
+    struct gpurun_conf_shown a, b, c;
+    char whom[512], hint[128] = "";
+    if (t)
+        snprintf(whom, sizeof whom, "template '%s' has no '${%s}' and no default of that name",
+                 gpurun_conf_shown(&a, t->name), gpurun_conf_shown(&b, key));
+    else
+        snprintf(whom, sizeof whom, "the command has no '${%s}'", gpurun_conf_shown(&b, key));
+    if (near)
+        snprintf(hint, sizeof hint, " (did you mean 'params.%s'?)", gpurun_conf_shown(&c, near));
+    free(names);
+    return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: key 'params.%s': not used: %s%s",
+                      from ? from : job->path ? job->path : job->name, gpurun_conf_shown(&b, key),
+                      whom, hint);
+}
+
+int gpurun_template_check_params(const gpurun_template_t *t, const gpurun_job_t *job,
+                                 gpurun_error_t *err)
+{
+    struct gpurun_kvlist used = {0};
+    int rc = used_names(t, job, &used, err);
+    for (size_t i = 0; rc == 0 && i < job->params.n; i++)
+        if (!gpurun_kvlist_get(&used, job->params.items[i].key))
+            rc = unused_param(t, job, job->params.items[i].key, &used, err);
+    gpurun_kvlist_clear(&used);
+    return rc;
 }
 
 /* ---- entry points ----------------------------------------------------- */
