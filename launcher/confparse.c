@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Reading a libconfuse file with gpurun's errors (see confparse.h): the
  * scanner that keeps lines and records keys, the capture of libconfuse's
- * messages, and the checks that job files and templates share. */
+ * messages, the checks that job files, templates and site profiles share,
+ * and the one reader that drives the passes for each of them. */
 #include "config.h"
 
 #include <confuse.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -538,7 +540,9 @@ static void scan_word(struct scanner *sc)
     grammar(sc, T_WORD, text + from, sc->i - from, line);
 }
 
-char *gpurun_conf_normalize(struct gpurun_conf_ctx *ctx, const char *text, size_t len)
+/* The text libconfuse is to parse (free() it), with ctx->recs filled and
+ * lexical errors noted. */
+static char *normalize(struct gpurun_conf_ctx *ctx, const char *text, size_t len)
 {
     struct scanner sc = {.ctx = ctx, .in = text, .len = len, .line = 1, .state = G_KEY};
     /* `${` grows by one byte: 3 per 2 at worst. */
@@ -802,7 +806,10 @@ int gpurun_conf_value_error(cfg_t *cfg, cfg_opt_t *opt, const char *fmt, ...)
     return -1;
 }
 
-int gpurun_conf_parse(struct gpurun_conf_ctx *ctx, cfg_t *cfg, const char *norm)
+/* cfg_parse_buf() with the error capture; libconfuse's first error is
+ * noted.  Returns cfg_parse_buf()'s code; sorts the records for
+ * gpurun_conf_find_record(). */
+static int parse(struct gpurun_conf_ctx *ctx, cfg_t *cfg, const char *norm)
 {
     cfg_set_error_function(cfg, on_confuse_error);
     parsing = ctx;
@@ -823,7 +830,8 @@ int gpurun_conf_parse(struct gpurun_conf_ctx *ctx, cfg_t *cfg, const char *norm)
 
 /* ---- pass 3 ----------------------------------------------------------- */
 
-void gpurun_conf_check_duplicates(struct gpurun_conf_ctx *ctx)
+/* A key given twice. */
+static void check_duplicates(struct gpurun_conf_ctx *ctx)
 {
     struct gpurun_conf_shown a;
     for (size_t i = 1; ctx->sorted && i < ctx->nrecs; i++) {
@@ -866,19 +874,21 @@ void gpurun_conf_take_kvlist(cfg_t *cfg, const char *section, struct gpurun_kvli
     }
 }
 
-int gpurun_conf_finish(const struct gpurun_conf_ctx *ctx, const char *prefix, gpurun_error_t *err)
+/* The noted error, if any, into err; 0 when nothing was noted. */
+static int finish(const struct gpurun_conf_ctx *ctx, gpurun_error_t *err)
 {
     if (!ctx->failed)
         return 0;
-    if (prefix)
-        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: %s", prefix, ctx->err_text);
+    if (ctx->prefix)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: %s", ctx->prefix, ctx->err_text);
     if (ctx->err_line == GPURUN_CONF_NO_LINE)
         return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: %s", ctx->label, ctx->err_text);
     return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s:%d: %s", ctx->label, ctx->err_line,
                       ctx->err_text);
 }
 
-void gpurun_conf_ctx_release(struct gpurun_conf_ctx *ctx)
+/* Frees what the passes allocated in ctx. */
+static void ctx_release(struct gpurun_conf_ctx *ctx)
 {
     for (size_t i = 0; i < ctx->nrecs; i++) {
         free(ctx->recs[i].name);
@@ -914,4 +924,109 @@ int gpurun_conf_enum(cfg_t *cfg, cfg_opt_t *opt, const char *value, const char *
         return gpurun_conf_value_error(cfg, opt, "'%s' is not one of %s (did you mean '%s'?)",
                                        gpurun_conf_shown(&a, value), list, near);
     return gpurun_conf_value_error(cfg, opt, "'%s' is not one of %s", gpurun_conf_shown(&a, value), list);
+}
+
+int gpurun_conf_enum_key(cfg_t *cfg, cfg_opt_t *opt, const char *value,
+                         const struct gpurun_conf_enum_key *keys, size_t nkeys, long *result)
+{
+    const char *const *names = NULL;
+    for (size_t i = 0; i < nkeys; i++)
+        if (strcmp(keys[i].key, cfg_opt_name(opt)) == 0)
+            names = keys[i].names;
+    return gpurun_conf_enum(cfg, opt, value, names, result);
+}
+
+int gpurun_conf_cb_bool(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
+{
+    struct gpurun_conf_shown a;
+    int b = value ? cfg_parse_boolean(value) : -1;
+    if (b < 0)
+        return gpurun_conf_value_error(cfg, opt, "expected true or false, got '%s'",
+                                       gpurun_conf_shown(&a, value));
+    *(int *)result = b;
+    return 0;
+}
+
+void gpurun_conf_check_section(struct gpurun_conf_ctx *ctx, cfg_t *cfg, const char *section)
+{
+    cfg_t *sec = cfg_getsec(cfg, section);
+    unsigned n = sec ? cfg_num(sec) : 0;
+    for (unsigned i = 0; i < n; i++) {
+        cfg_opt_t *opt = cfg_getnopt(sec, i);
+        char *name = gpurun_xasprintf("%s.%s", section, cfg_opt_name(opt));
+        gpurun_conf_check_string(ctx, name, cfg_opt_getnstr(opt, 0), false);
+        free(name);
+    }
+}
+
+void gpurun_conf_contradiction(struct gpurun_conf_ctx *ctx, const char *k1, const char *k2,
+                               const char *why_fmt, ...)
+{
+    int l1 = gpurun_conf_record_line(ctx, k1), l2 = gpurun_conf_record_line(ctx, k2);
+    if (!l1 || !l2)
+        return;
+    char why[512];
+    va_list ap;
+    va_start(ap, why_fmt);
+    vsnprintf(why, sizeof why, why_fmt, ap);
+    va_end(ap);
+    if (l2 >= l1)
+        gpurun_conf_note(ctx, l2, GPURUN_CONF_CHECK, "key '%s': contradicts '%s' on line %d: %s",
+                         k2, k1, l1, why);
+    else
+        gpurun_conf_note(ctx, l1, GPURUN_CONF_CHECK, "key '%s': contradicts '%s' on line %d: %s",
+                         k1, k2, l2, why);
+}
+
+char *gpurun_conf_strdup(const char *s)
+{
+    return s ? gpurun_xstrdup(s) : NULL;
+}
+
+/* ---- reading a file --------------------------------------------------- */
+
+int gpurun_conf_read(const struct gpurun_conf_file *f, const char *text, size_t len, void **out,
+                     gpurun_error_t *err)
+{
+    *out = NULL;
+    struct gpurun_conf_ctx ctx = {.label = f->label, .prefix = f->prefix, .titled = f->titled};
+    char *norm = normalize(&ctx, text, len);
+    cfg_t *cfg = cfg_init(f->schema, CFGF_NONE);
+    if (!cfg) {
+        free(norm);
+        ctx_release(&ctx);
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: cannot parse %s: out of memory", f->label,
+                          f->what);
+    }
+    int rc = parse(&ctx, cfg, norm);
+    free(norm);
+    if (rc == CFG_FILE_ERROR) {
+        int e = errno;
+        cfg_free(cfg);
+        ctx_release(&ctx);
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: cannot parse %s: %s", f->label, f->what,
+                          strerror(e));
+    }
+
+    /* What the file holds up to the first error is sound: checking it may
+     * find an earlier error. */
+    check_duplicates(&ctx);
+    f->check(&ctx, cfg, rc == CFG_SUCCESS);
+
+    int ret = finish(&ctx, err);
+    if (ret == 0)
+        *out = f->convert(&ctx, cfg);
+    cfg_free(cfg);
+    ctx_release(&ctx);
+    return ret;
+}
+
+char *gpurun_conf_label_name(const char *label)
+{
+    const char *slash = strrchr(label, '/');
+    const char *base = slash ? slash + 1 : label;
+    size_t n = strlen(base);
+    if (n > 5 && strcmp(base + n - 5, ".conf") == 0)
+        n -= 5;
+    return gpurun_xstrndup(base, n);
 }

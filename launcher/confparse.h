@@ -5,19 +5,20 @@
 /* Reading a libconfuse file with gpurun's errors: what the job file (job.c)
  * and templates (template.c) share.  Internal to the library.
  *
- *  1. gpurun_conf_normalize(): a scanner that mirrors libconfuse's lexer.  It
- *     blanks the comments (libconfuse 3.3 miscounts lines after every
- *     comment), escapes `${` inside double-quoted strings (libconfuse would
- *     replace it from the environment, and gpurun's own ${name} must
- *     survive), and records every `key =` and `key {` with its line:
- *     libconfuse keeps no lines, silently keeps the last of two equal keys
- *     and creates free-form keys on the fly.
- *  2. gpurun_conf_parse(): cfg_parse_buf() on the normalized text, its
- *     messages rewritten as `key 'KEY': WHAT`; parse callbacks report through
+ * gpurun_conf_read() makes three passes over a file:
+ *  1. A scanner that mirrors libconfuse's lexer.  It blanks the comments
+ *     (libconfuse 3.3 miscounts lines after every comment), escapes `${`
+ *     inside double-quoted strings (libconfuse would replace it from the
+ *     environment, and gpurun's own ${name} must survive), and records every
+ *     `key =` and `key {` with its line: libconfuse keeps no lines, silently
+ *     keeps the last of two equal keys and creates free-form keys on the fly.
+ *  2. cfg_parse_buf() on the normalized text, its messages rewritten as
+ *     `key 'KEY': WHAT`; parse callbacks report through
  *     gpurun_conf_value_error().
- *  3. The caller's checks on the whole file, each proposing an error with
- *     gpurun_conf_note(); gpurun_conf_finish() reports the earliest one as
- *     "FILE:LINE: WHAT", so that the user fixes a file from the top down. */
+ *  3. The duplicates check, then the caller's checks on the whole file, each
+ *     proposing an error with gpurun_conf_note(); the earliest one is
+ *     reported as "FILE:LINE: WHAT", so that the user fixes a file from the
+ *     top down.  Only then is the file converted to the caller's struct. */
 
 #include <confuse.h>
 #include <limits.h>
@@ -95,7 +96,9 @@ struct gpurun_conf_record {
 };
 
 struct gpurun_conf_ctx {
-    const char *label; /* the file name in messages */
+    const char *label;  /* the file name in messages */
+    const char *prefix; /* not NULL: errors read "PREFIX: WHAT" (a --set
+                           assignment written as a file) */
     /* Sections written `name TITLE { ... }` (CFGF_TITLE), dotted, NULL-ended;
      * NULL for none. */
     const char *const *titled;
@@ -125,15 +128,6 @@ struct gpurun_conf_ctx {
 void gpurun_conf_note(struct gpurun_conf_ctx *ctx, int line, enum gpurun_conf_rank rank,
                       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-/* Pass 1: the text libconfuse is to parse (free() it), with ctx->recs
- * filled and lexical errors noted. */
-char *gpurun_conf_normalize(struct gpurun_conf_ctx *ctx, const char *text, size_t len);
-
-/* Pass 2: cfg_parse_buf() with the error capture; libconfuse's first error
- * is noted.  Returns cfg_parse_buf()'s code; sorts the records for
- * gpurun_conf_find_record(). */
-int gpurun_conf_parse(struct gpurun_conf_ctx *ctx, cfg_t *cfg, const char *norm);
-
 /* For libconfuse parse callbacks: notes `key 'KEY': WHAT` on the value's
  * line and returns -1. */
 int gpurun_conf_value_error(cfg_t *cfg, cfg_opt_t *opt, const char *fmt, ...)
@@ -144,24 +138,64 @@ const struct gpurun_conf_record *gpurun_conf_find_record(const struct gpurun_con
                                                          const char *name);
 int gpurun_conf_record_line(const struct gpurun_conf_ctx *ctx, const char *name); /* 0: none */
 
-/* Pass 3 helpers: a key given twice; control characters (and emptiness) in
- * the value of the key `name` (nothing when the file does not set it). */
-void gpurun_conf_check_duplicates(struct gpurun_conf_ctx *ctx);
+/* Pass 3 helper: control characters (and emptiness) in the value of the key
+ * `name` (nothing when the file does not set it). */
 void gpurun_conf_check_string(struct gpurun_conf_ctx *ctx, const char *name, const char *value,
                               bool nonempty);
 
 /* The free-form section `section` of cfg (CFGF_KEYSTRVAL) as a list. */
 void gpurun_conf_take_kvlist(cfg_t *cfg, const char *section, struct gpurun_kvlist *kv);
 
-/* The noted error, if any, into err as "LABEL:LINE: WHAT" (exit 2); or, when
- * `prefix` is not NULL, as "PREFIX: WHAT".  0 when nothing was noted. */
-int gpurun_conf_finish(const struct gpurun_conf_ctx *ctx, const char *prefix, gpurun_error_t *err);
-
-/* Frees what the passes allocated in ctx. */
-void gpurun_conf_ctx_release(struct gpurun_conf_ctx *ctx);
-
 /* A value that must be one of `names` (NULL-terminated): its index in
  * *result, else an error listing them, with the nearest when one is close. */
 int gpurun_conf_enum(cfg_t *cfg, cfg_opt_t *opt, const char *value, const char *const *names, long *result);
+
+/* The names of each key of a file that takes one of a list.  libconfuse's
+ * callbacks get no user data: a file's callback hands its table to
+ * gpurun_conf_enum_key(), which finds the option's own names in it. */
+struct gpurun_conf_enum_key {
+    const char *key;
+    const char *const *names;
+};
+int gpurun_conf_enum_key(cfg_t *cfg, cfg_opt_t *opt, const char *value,
+                         const struct gpurun_conf_enum_key *keys, size_t nkeys, long *result);
+
+/* A libconfuse parse callback for a true/false key. */
+int gpurun_conf_cb_bool(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result);
+
+/* Pass 3 helpers: control characters in each value of the free-form
+ * section `section`; two keys that cannot both hold, when the file sets
+ * both: "key 'K2': contradicts 'K1' on line L: WHY" on the later line. */
+void gpurun_conf_check_section(struct gpurun_conf_ctx *ctx, cfg_t *cfg, const char *section);
+void gpurun_conf_contradiction(struct gpurun_conf_ctx *ctx, const char *k1, const char *k2,
+                               const char *why_fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* A copy of a value that may be NULL (then NULL). */
+char *gpurun_conf_strdup(const char *s);
+
+/* ---- reading a file --------------------------------------------------- */
+
+/* A file of one kind (job file, template, site profile), to be read. */
+struct gpurun_conf_file {
+    const char *label;         /* the file name in messages */
+    const char *prefix;        /* as in gpurun_conf_ctx */
+    const char *what;          /* "LABEL: cannot parse WHAT: out of memory" */
+    cfg_opt_t *schema;         /* cfg_init() copies it */
+    const char *const *titled; /* as in gpurun_conf_ctx */
+    /* Pass 3 after the duplicates check.  `complete`: libconfuse read the
+     * whole file, so a key it lacks is missing (not merely after an error). */
+    void (*check)(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complete);
+    /* The plain struct, made only when no error was noted. */
+    void *(*convert)(const struct gpurun_conf_ctx *ctx, cfg_t *cfg);
+};
+
+/* The three passes over `text`, then f->convert(): its result in *out, or
+ * NULL and the earliest error in err (exit 2) as "LABEL:LINE: WHAT", "LABEL:
+ * WHAT" when it has no line, or "PREFIX: WHAT" when f->prefix is set. */
+int gpurun_conf_read(const struct gpurun_conf_file *f, const char *text, size_t len, void **out,
+                     gpurun_error_t *err);
+
+/* The name a file gives by default: its base name without ".conf". */
+char *gpurun_conf_label_name(const char *label);
 
 #endif

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The job file (SPEC §2): libconfuse does the grammar, this file the rest.
  *
- * Three passes over a job file (the machinery is confparse.c's, shared with
- * templates):
- *  1. gpurun_conf_normalize(): comments blanked, `${` kept from libconfuse's
- *     environment expansion, every `key =` recorded with its line.
- *  2. gpurun_conf_parse(): cfg_parse_buf() on the normalized text, with
- *     parse callbacks that check each typed value as it is read.
- *  3. Checks that need the whole file (duplicates, free-form sections,
+ * Three passes over a job file (gpurun_conf_read(), shared with templates
+ * and site profiles):
+ *  1. comments blanked, `${` kept from libconfuse's environment expansion,
+ *     every `key =` recorded with its line;
+ *  2. cfg_parse_buf() on the normalized text, with parse callbacks that
+ *     check each typed value as it is read;
+ *  3. checks that need the whole file (duplicates, free-form sections,
  *     contradicting keys, ${name} in `command`), then conversion to the plain
  *     gpurun_job_t.
  * Every check proposes an error with its line; the earliest in the file wins,
@@ -20,7 +20,6 @@
 
 #include <confuse.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,10 +60,7 @@ static const char *const gpudirect_names[] = {[GPURUN_GPUDIRECT_AUTO] = "auto",
                                               [GPURUN_GPUDIRECT_OFF] = "off",
                                               NULL};
 
-static const struct enum_key {
-    const char *key;
-    const char *const *names;
-} enum_keys[] = {
+static const struct gpurun_conf_enum_key enum_keys[] = {
     {"launcher", launcher_names},
     {"bind", bind_names},
     {"gpu_visibility", gpuvis_names},
@@ -115,22 +111,8 @@ static int cb_int(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
 
 static int cb_enum(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
 {
-    const char *const *names = NULL;
-    for (size_t i = 0; i < sizeof enum_keys / sizeof *enum_keys; i++)
-        if (strcmp(enum_keys[i].key, cfg_opt_name(opt)) == 0)
-            names = enum_keys[i].names;
-    return gpurun_conf_enum(cfg, opt, value, names, (long *)result);
-}
-
-static int cb_bool(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
-{
-    struct gpurun_conf_shown a;
-    int b = value ? cfg_parse_boolean(value) : -1;
-    if (b < 0)
-        return gpurun_conf_value_error(cfg, opt, "expected true or false, got '%s'",
-                                       gpurun_conf_shown(&a, value));
-    *(int *)result = b;
-    return 0;
+    return gpurun_conf_enum_key(cfg, opt, value, enum_keys, sizeof enum_keys / sizeof *enum_keys,
+                                result);
 }
 
 /* Up to 9 digits: no overflow in the sums below. */
@@ -271,36 +253,8 @@ static void check_strings(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
                          "'_', '-', '.'; a name on the search path, not a file)",
                          gpurun_conf_shown(&a, tpl));
 
-    for (size_t s = 0; s < sizeof free_sections / sizeof *free_sections; s++) {
-        cfg_t *sec = cfg_getsec(cfg, free_sections[s]);
-        unsigned n = sec ? cfg_num(sec) : 0;
-        for (unsigned i = 0; i < n; i++) {
-            cfg_opt_t *opt = cfg_getnopt(sec, i);
-            char *name = gpurun_xasprintf("%s.%s", free_sections[s], cfg_opt_name(opt));
-            gpurun_conf_check_string(ctx, name, cfg_opt_getnstr(opt, 0), false);
-            free(name);
-        }
-    }
-}
-
-/* Two keys that cannot both hold: reported on the later one's line. */
-__attribute__((format(printf, 4, 5))) static void
-contradiction(struct gpurun_conf_ctx *ctx, const char *k1, const char *k2, const char *why_fmt, ...)
-{
-    int l1 = gpurun_conf_record_line(ctx, k1), l2 = gpurun_conf_record_line(ctx, k2);
-    if (!l1 || !l2)
-        return;
-    char why[512];
-    va_list ap;
-    va_start(ap, why_fmt);
-    vsnprintf(why, sizeof why, why_fmt, ap);
-    va_end(ap);
-    if (l2 >= l1)
-        gpurun_conf_note(ctx, l2, GPURUN_CONF_CHECK, "key '%s': contradicts '%s' on line %d: %s",
-                         k2, k1, l1, why);
-    else
-        gpurun_conf_note(ctx, l1, GPURUN_CONF_CHECK, "key '%s': contradicts '%s' on line %d: %s",
-                         k1, k2, l2, why);
+    for (size_t s = 0; s < sizeof free_sections / sizeof *free_sections; s++)
+        gpurun_conf_check_section(ctx, cfg, free_sections[s]);
 }
 
 static const char *const scan_keys[] = {"nodes", "ranks_per_node", "gpus_per_rank",
@@ -375,24 +329,26 @@ static bool is_zero(long v)
 static void check_contradictions(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
 {
     cfg_t *scan = cfg_getsec(cfg, "scan");
-    contradiction(ctx, "template", "command", "a job runs a template or a command, not both");
+    gpurun_conf_contradiction(ctx, "template", "command",
+                              "a job runs a template or a command, not both");
     if (cfg_getint(cfg, "launcher") == GPURUN_LAUNCHER_LOCAL) {
         if (cfg_getint(cfg, "nodes") > 1)
-            contradiction(ctx, "launcher", "nodes",
-                          "launcher \"local\" runs on this node only, nodes = %ld",
-                          cfg_getint(cfg, "nodes"));
+            gpurun_conf_contradiction(ctx, "launcher", "nodes",
+                                      "launcher \"local\" runs on this node only, nodes = %ld",
+                                      cfg_getint(cfg, "nodes"));
         if (list_has(scan, "nodes", more_than_one))
-            contradiction(
+            gpurun_conf_contradiction(
                 ctx, "launcher", "scan.nodes",
                 "launcher \"local\" runs on this node only, the scan asks for more nodes");
     }
     if (cfg_getint(cfg, "gpu_visibility") == GPURUN_GPUVIS_SHARED) {
         if (cfg_getint(cfg, "gpus_per_rank") == 0)
-            contradiction(ctx, "gpu_visibility", "gpus_per_rank",
-                          "\"shared\" chooses a GPU for each rank, gpus_per_rank = 0");
+            gpurun_conf_contradiction(ctx, "gpu_visibility", "gpus_per_rank",
+                                      "\"shared\" chooses a GPU for each rank, gpus_per_rank = 0");
         if (list_has(scan, "gpus_per_rank", is_zero))
-            contradiction(ctx, "gpu_visibility", "scan.gpus_per_rank",
-                          "\"shared\" chooses a GPU for each rank, the scan has gpus_per_rank = 0");
+            gpurun_conf_contradiction(
+                ctx, "gpu_visibility", "scan.gpus_per_rank",
+                "\"shared\" chooses a GPU for each rank, the scan has gpus_per_rank = 0");
     }
 }
 
@@ -476,13 +432,9 @@ static void take_scan(const struct gpurun_conf_ctx *ctx, cfg_t *cfg, gpurun_job_
     }
 }
 
-static char *opt_strdup(const char *s)
+static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
 {
-    return s ? gpurun_xstrdup(s) : NULL;
-}
-
-static gpurun_job_t *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg, const char *label)
-{
+    const char *label = ctx->label;
     gpurun_job_t *job = gpurun_xcalloc(1, sizeof *job);
     job->path = gpurun_xstrdup(label);
     const char *slash = strrchr(label, '/');
@@ -492,15 +444,15 @@ static gpurun_job_t *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg, cons
     if (cfg_getstr(cfg, "job")) {
         job->name = gpurun_xstrdup(cfg_getstr(cfg, "job"));
     } else {
-        const char *base = slash ? slash + 1 : label;
-        size_t n = strlen(base);
-        if (n > 5 && strcmp(base + n - 5, ".conf") == 0)
-            n -= 5;
-        job->name = n ? gpurun_xstrndup(base, n) : gpurun_xstrdup("job");
+        job->name = gpurun_conf_label_name(label);
+        if (!*job->name) {
+            free(job->name);
+            job->name = gpurun_xstrdup("job");
+        }
     }
-    job->template_name = opt_strdup(cfg_getstr(cfg, "template"));
-    job->command = opt_strdup(cfg_getstr(cfg, "command"));
-    job->site = opt_strdup(cfg_getstr(cfg, "site"));
+    job->template_name = gpurun_conf_strdup(cfg_getstr(cfg, "template"));
+    job->command = gpurun_conf_strdup(cfg_getstr(cfg, "command"));
+    job->site = gpurun_conf_strdup(cfg_getstr(cfg, "site"));
     job->nodes = (int)cfg_getint(cfg, "nodes");
     job->ranks_per_node = (int)cfg_getint(cfg, "ranks_per_node");
     job->gpus_per_rank = (int)cfg_getint(cfg, "gpus_per_rank");
@@ -515,11 +467,31 @@ static gpurun_job_t *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg, cons
     job->repeat = (int)cfg_getint(cfg, "repeat");
     job->results = gpurun_xstrdup(cfg_getstr(cfg, "results"));
     gpurun_conf_take_kvlist(cfg, "params", &job->params);
+    for (size_t i = 0; i < job->params.n; i++) {
+        char *name = gpurun_xasprintf("params.%s", job->params.items[i].key);
+        char *where = gpurun_xasprintf("%s:%d", label, gpurun_conf_record_line(ctx, name));
+        gpurun_kvlist_set(&job->params_from, job->params.items[i].key, where);
+        free(where);
+        free(name);
+    }
     gpurun_conf_take_kvlist(cfg, "env", &job->env);
     gpurun_conf_take_kvlist(cfg, "slurm", &job->slurm);
     gpurun_conf_take_kvlist(cfg, "references", &job->references);
     take_scan(ctx, cfg, job);
     return job;
+}
+
+/* Pass 3.  A --set assignment alone (ctx->prefix) gets the checks of its
+ * own value: gpurun_job_set() checks what needs the whole job. */
+static void check_job(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complete)
+{
+    check_strings(ctx, cfg);
+    check_scan(ctx, cfg);
+    if (ctx->prefix)
+        return;
+    check_contradictions(ctx, cfg);
+    if (complete) /* unset names need the whole file */
+        check_command_names(ctx, cfg);
 }
 
 /* ---- entry points ----------------------------------------------------- */
@@ -547,8 +519,8 @@ static int parse_job(const char *text, size_t len, const char *label, const char
         CFG_INT_CB("ranks_per_node", GPURUN_UNSET, CFGF_NONE, cb_int),
         CFG_INT_CB("gpus_per_rank", GPURUN_UNSET, CFGF_NONE, cb_int),
         CFG_INT_CB("threads_per_rank", GPURUN_UNSET, CFGF_NONE, cb_int),
-        CFG_BOOL_CB("smt", cfg_false, CFGF_NONE, cb_bool),
-        CFG_BOOL_CB("oversubscribe", cfg_false, CFGF_NONE, cb_bool),
+        CFG_BOOL_CB("smt", cfg_false, CFGF_NONE, gpurun_conf_cb_bool),
+        CFG_BOOL_CB("oversubscribe", cfg_false, CFGF_NONE, gpurun_conf_cb_bool),
         CFG_INT_CB("launcher", GPURUN_LAUNCHER_AUTO, CFGF_NONE, cb_enum),
         CFG_INT_CB("bind", GPURUN_BIND_CLOSEST, CFGF_NONE, cb_enum),
         CFG_INT_CB("gpu_visibility", GPURUN_GPUVIS_ISOLATE, CFGF_NONE, cb_enum),
@@ -564,44 +536,16 @@ static int parse_job(const char *text, size_t len, const char *label, const char
         CFG_END(),
     };
 
-    *jobp = NULL;
-    struct gpurun_conf_ctx ctx = {.label = label};
-    char *norm = gpurun_conf_normalize(&ctx, text, len);
-
-    cfg_t *cfg = cfg_init(opts, CFGF_NONE);
-    if (!cfg) {
-        free(norm);
-        gpurun_conf_ctx_release(&ctx);
-        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: cannot parse the job file: out of memory",
-                          label);
-    }
-    int rc = gpurun_conf_parse(&ctx, cfg, norm);
-    free(norm);
-    if (rc == CFG_FILE_ERROR) {
-        int e = errno;
-        cfg_free(cfg);
-        gpurun_conf_ctx_release(&ctx);
-        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: cannot parse the job file: %s", label,
-                          strerror(e));
-    }
-
-    /* What the file holds up to the first error is sound: checking it may
-     * find an earlier error.  Unset names need the whole file. */
-    gpurun_conf_check_duplicates(&ctx);
-    check_strings(&ctx, cfg);
-    check_scan(&ctx, cfg);
-    if (!set_prefix) {
-        check_contradictions(&ctx, cfg);
-        if (rc == CFG_SUCCESS)
-            check_command_names(&ctx, cfg);
-    }
-
-    int ret = gpurun_conf_finish(&ctx, set_prefix, err);
-    if (ret == 0)
-        *jobp = convert(&ctx, cfg, label);
-    cfg_free(cfg);
-    gpurun_conf_ctx_release(&ctx);
-    return ret;
+    struct gpurun_conf_file f = {.label = label,
+                                 .prefix = set_prefix,
+                                 .what = "the job file",
+                                 .schema = opts,
+                                 .check = check_job,
+                                 .convert = convert};
+    void *job;
+    int rc = gpurun_conf_read(&f, text, len, &job, err);
+    *jobp = job;
+    return rc;
 }
 
 int gpurun_job_parse(const char *text, size_t len, const char *label, gpurun_job_t **jobp,
@@ -815,6 +759,8 @@ static int set_section_key(gpurun_job_t *job, const char *prefix, const char *ke
         const struct gpurun_kvlist *got = section_list(one, section);
         if (got->n == 1)
             gpurun_kvlist_set(section_list(job, section), got->items[0].key, got->items[0].value);
+        if (got->n == 1 && got == &one->params)
+            gpurun_kvlist_set(&job->params_from, got->items[0].key, prefix);
         gpurun_job_destroy(one);
     }
 out:
@@ -909,6 +855,7 @@ void gpurun_job_destroy(gpurun_job_t *job)
     free(job->site);
     free(job->results);
     gpurun_kvlist_clear(&job->params);
+    gpurun_kvlist_clear(&job->params_from);
     gpurun_kvlist_clear(&job->env);
     gpurun_kvlist_clear(&job->slurm);
     gpurun_kvlist_clear(&job->references);

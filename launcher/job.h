@@ -59,6 +59,9 @@ typedef struct gpurun_job {
     char *results;        /* default "results" */
 
     struct gpurun_kvlist params;
+    /* params key -> where it was set, for messages: "FILE:LINE", or the
+     * "--set params.KEY=VALUE" that last set it */
+    struct gpurun_kvlist params_from;
     struct gpurun_kvlist env;
     struct gpurun_kvlist slurm;
     struct gpurun_kvlist references;

@@ -924,6 +924,10 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
         rc = GPURUN_EXIT_CONFIG;
         goto out;
     }
+    if (gpurun_template_check_params(c.tpl, job, err) < 0) {
+        rc = err->code;
+        goto out;
+    }
     if (job->site && gpurun_site_load(job->site, job->dir, &c.site, err) < 0) {
         rc = err->code;
         goto out;

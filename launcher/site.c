@@ -33,10 +33,7 @@ static const char *const launcher_names[] = {[LAUNCH_AUTO] = "auto",
                                              [LAUNCH_LOCAL] = "local",
                                              NULL};
 
-static const struct enum_key {
-    const char *key;
-    const char *const *names;
-} enum_keys[] = {
+static const struct gpurun_conf_enum_key enum_keys[] = {
     {"scheduler", scheduler_names},
     {"launcher", launcher_names},
 };
@@ -45,11 +42,8 @@ static const struct enum_key {
 
 static int cb_enum(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
 {
-    const char *const *names = NULL;
-    for (size_t i = 0; i < sizeof enum_keys / sizeof *enum_keys; i++)
-        if (strcmp(enum_keys[i].key, cfg_opt_name(opt)) == 0)
-            names = enum_keys[i].names;
-    return gpurun_conf_enum(cfg, opt, value, names, (long *)result);
+    return gpurun_conf_enum_key(cfg, opt, value, enum_keys, sizeof enum_keys / sizeof *enum_keys,
+                                result);
 }
 
 static int cb_gpus(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
@@ -156,22 +150,6 @@ static bool sbatch_option_ok(const char *s)
     return s[0] == '-' && s[1] != '\0' && s[1] != ' ';
 }
 
-/* Two keys that cannot both hold: reported on the later one's line, in the
- * words of the job file's contradictions. */
-static void contradiction(struct gpurun_conf_ctx *ctx, const char *k1, const char *k2,
-                          const char *why)
-{
-    int l1 = gpurun_conf_record_line(ctx, k1), l2 = gpurun_conf_record_line(ctx, k2);
-    if (!l1 || !l2)
-        return;
-    if (l2 >= l1)
-        gpurun_conf_note(ctx, l2, GPURUN_CONF_CHECK, "key '%s': contradicts '%s' on line %d: %s",
-                         k2, k1, l1, why);
-    else
-        gpurun_conf_note(ctx, l1, GPURUN_CONF_CHECK, "key '%s': contradicts '%s' on line %d: %s",
-                         k1, k2, l2, why);
-}
-
 static const char *const string_keys[] = {"description", "partition", "account", "scratch",
                                           "currency"};
 
@@ -212,20 +190,19 @@ static void check_site(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complete)
 
     /* What only Slurm has, on a site without it. */
     if (gpurun_conf_record_line(ctx, "scheduler") && cfg_getint(cfg, "scheduler") == SCHED_NONE) {
-        contradiction(ctx, "scheduler", "partition", "scheduler \"none\" has no partitions");
-        contradiction(ctx, "scheduler", "account", "scheduler \"none\" has no accounts");
-        contradiction(ctx, "scheduler", "sbatch", "scheduler \"none\" runs no batch scripts");
+        gpurun_conf_contradiction(ctx, "scheduler", "partition",
+                                  "scheduler \"none\" has no partitions");
+        gpurun_conf_contradiction(ctx, "scheduler", "account",
+                                  "scheduler \"none\" has no accounts");
+        gpurun_conf_contradiction(ctx, "scheduler", "sbatch",
+                                  "scheduler \"none\" runs no batch scripts");
         if (cfg_getint(cfg, "launcher") == LAUNCH_SRUN)
-            contradiction(ctx, "scheduler", "launcher", "srun needs scheduler \"slurm\"");
+            gpurun_conf_contradiction(ctx, "scheduler", "launcher",
+                                      "srun needs scheduler \"slurm\"");
     }
 }
 
 /* ---- conversion ------------------------------------------------------- */
-
-static char *opt_strdup(const char *s)
-{
-    return s ? gpurun_xstrdup(s) : NULL;
-}
 
 static char **take_list(cfg_t *cfg, const char *key, size_t *np)
 {
@@ -236,26 +213,21 @@ static char **take_list(cfg_t *cfg, const char *key, size_t *np)
     return v;
 }
 
-static gpurun_site_t *convert(cfg_t *cfg, const char *label)
+static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
 {
     gpurun_site_t *s = gpurun_xcalloc(1, sizeof *s);
-    s->path = gpurun_xstrdup(label);
-    const char *slash = strrchr(label, '/');
-    const char *base = slash ? slash + 1 : label;
-    size_t n = strlen(base);
-    if (n > 5 && strcmp(base + n - 5, ".conf") == 0)
-        n -= 5;
-    s->name = gpurun_xstrndup(base, n);
+    s->path = gpurun_xstrdup(ctx->label);
+    s->name = gpurun_conf_label_name(ctx->label);
     s->description = gpurun_xstrdup(cfg_getstr(cfg, "description"));
     s->scheduler = gpurun_xstrdup(scheduler_names[cfg_getint(cfg, "scheduler")]);
     s->launcher = gpurun_xstrdup(launcher_names[cfg_getint(cfg, "launcher")]);
-    s->partition = opt_strdup(cfg_getstr(cfg, "partition"));
-    s->account = opt_strdup(cfg_getstr(cfg, "account"));
+    s->partition = gpurun_conf_strdup(cfg_getstr(cfg, "partition"));
+    s->account = gpurun_conf_strdup(cfg_getstr(cfg, "account"));
     s->modules = take_list(cfg, "modules", &s->nmodules);
     s->sbatch = take_list(cfg, "sbatch", &s->nsbatch);
     s->gpus_per_node = (int)cfg_getint(cfg, "gpus_per_node");
     s->cores_per_node = (int)cfg_getint(cfg, "cores_per_node");
-    s->scratch = opt_strdup(cfg_getstr(cfg, "scratch"));
+    s->scratch = gpurun_conf_strdup(cfg_getstr(cfg, "scratch"));
     s->price_per_gpu_hour = cfg_getfloat(cfg, "price_per_gpu_hour");
     s->spot_price_per_gpu_hour = cfg_getfloat(cfg, "spot_price_per_gpu_hour");
     s->currency = gpurun_xstrdup(cfg_getstr(cfg, "currency"));
@@ -285,35 +257,15 @@ int gpurun_site_parse(const char *text, size_t len, const char *label, gpurun_si
         CFG_END(),
     };
 
-    *sp = NULL;
-    struct gpurun_conf_ctx ctx = {.label = label};
-    char *norm = gpurun_conf_normalize(&ctx, text, len);
-    cfg_t *cfg = cfg_init(opts, CFGF_NONE);
-    if (!cfg) {
-        free(norm);
-        gpurun_conf_ctx_release(&ctx);
-        return gpurun_err(err, GPURUN_EXIT_CONFIG,
-                          "%s: cannot parse the site profile: out of memory", label);
-    }
-    int rc = gpurun_conf_parse(&ctx, cfg, norm);
-    free(norm);
-    if (rc == CFG_FILE_ERROR) {
-        int e = errno;
-        cfg_free(cfg);
-        gpurun_conf_ctx_release(&ctx);
-        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: cannot parse the site profile: %s", label,
-                          strerror(e));
-    }
-
-    gpurun_conf_check_duplicates(&ctx);
-    check_site(&ctx, cfg, rc == CFG_SUCCESS);
-
-    int ret = gpurun_conf_finish(&ctx, NULL, err);
-    if (ret == 0)
-        *sp = convert(cfg, label);
-    cfg_free(cfg);
-    gpurun_conf_ctx_release(&ctx);
-    return ret;
+    struct gpurun_conf_file f = {.label = label,
+                                 .what = "the site profile",
+                                 .schema = opts,
+                                 .check = check_site,
+                                 .convert = convert};
+    void *site;
+    int rc = gpurun_conf_read(&f, text, len, &site, err);
+    *sp = site;
+    return rc;
 }
 
 int gpurun_site_load(const char *name, const char *job_dir, gpurun_site_t **sp, gpurun_error_t *err)

@@ -257,17 +257,6 @@ static void check_regex(struct gpurun_conf_ctx *ctx, const char *name, const cha
     check_regex_group(ctx, name, value, true);
 }
 
-static int cb_bool(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
-{
-    struct gpurun_conf_shown a;
-    int b = value ? cfg_parse_boolean(value) : -1;
-    if (b < 0)
-        return gpurun_conf_value_error(cfg, opt, "expected true or false, got '%s'",
-                                       gpurun_conf_shown(&a, value));
-    *(int *)result = b;
-    return 0;
-}
-
 /* A fom reads by `regex`, or by `header` and `row` (fom.h); `after`
  * either way. */
 static void check_fom_keys(struct gpurun_conf_ctx *ctx, cfg_t *fom, const char *base,
@@ -329,12 +318,15 @@ static void check_fom(struct gpurun_conf_ctx *ctx, cfg_t *fom, bool complete)
     check_regex(ctx, name, cfg_getstr(fom, "regex"));
     check_fom_keys(ctx, fom, base, complete);
 
-    snprintf(name, sizeof name, "%s.file", base);
-    line = gpurun_conf_record_line(ctx, name);
-    if (line && cfg_getstr(fom, "file")) {
-        char what[600];
-        snprintf(what, sizeof what, "key '%s'", gpurun_conf_shown(&a, name));
-        check_command(ctx, line, what, cfg_getstr(fom, "file"), false);
+    static const char *const expanded[] = {"file", "units"}; /* the regexes are checked above */
+    for (size_t i = 0; i < sizeof expanded / sizeof *expanded; i++) {
+        snprintf(name, sizeof name, "%s.%s", base, expanded[i]);
+        line = gpurun_conf_record_line(ctx, name);
+        if (line && cfg_getstr(fom, expanded[i])) {
+            char what[600];
+            snprintf(what, sizeof what, "key '%s'", gpurun_conf_shown(&a, name));
+            check_command(ctx, line, what, cfg_getstr(fom, expanded[i]), false);
+        }
     }
 
     snprintf(name, sizeof name, "%s.better", base);
@@ -405,38 +397,20 @@ static void check_template(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complet
     for (unsigned i = 0; i < nfoms; i++)
         check_fom(ctx, cfg_getnsec(cfg, "fom", i), complete);
 
-    for (size_t s = 0; s < sizeof free_sections / sizeof *free_sections; s++) {
-        cfg_t *sec = cfg_getsec(cfg, free_sections[s]);
-        unsigned n = sec ? cfg_num(sec) : 0;
-        for (unsigned i = 0; i < n; i++) {
-            cfg_opt_t *opt = cfg_getnopt(sec, i);
-            char *name = gpurun_xasprintf("%s.%s", free_sections[s], cfg_opt_name(opt));
-            gpurun_conf_check_string(ctx, name, cfg_opt_getnstr(opt, 0), false);
-            free(name);
-        }
-    }
+    for (size_t s = 0; s < sizeof free_sections / sizeof *free_sections; s++)
+        gpurun_conf_check_section(ctx, cfg, free_sections[s]);
 }
 
 /* ---- conversion ------------------------------------------------------- */
 
-static char *opt_strdup(const char *s)
-{
-    return s ? gpurun_xstrdup(s) : NULL;
-}
-
-static gpurun_template_t *convert(cfg_t *cfg, const char *label)
+static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
 {
     gpurun_template_t *t = gpurun_xcalloc(1, sizeof *t);
-    t->path = gpurun_xstrdup(label);
-    const char *slash = strrchr(label, '/');
-    const char *base = slash ? slash + 1 : label;
-    size_t n = strlen(base);
-    if (n > 5 && strcmp(base + n - 5, ".conf") == 0)
-        n -= 5;
-    t->name = gpurun_xstrndup(base, n);
+    t->path = gpurun_xstrdup(ctx->label);
+    t->name = gpurun_conf_label_name(ctx->label);
     t->description = gpurun_xstrdup(cfg_getstr(cfg, "description"));
     t->command = gpurun_xstrdup(cfg_getstr(cfg, "command"));
-    t->gpu_args = opt_strdup(cfg_getstr(cfg, "gpu_args"));
+    t->gpu_args = gpurun_conf_strdup(cfg_getstr(cfg, "gpu_args"));
     t->nsetup = cfg_size(cfg, "setup");
     t->setup = gpurun_xcalloc(t->nsetup, sizeof *t->setup);
     for (size_t i = 0; i < t->nsetup; i++)
@@ -447,20 +421,102 @@ static gpurun_template_t *convert(cfg_t *cfg, const char *label)
         cfg_t *f = cfg_getnsec(cfg, "fom", (unsigned)i);
         struct gpurun_fom *fom = &t->foms[i];
         fom->name = gpurun_xstrdup(cfg_title(f));
-        fom->file = opt_strdup(cfg_getstr(f, "file"));
-        fom->regex = opt_strdup(cfg_getstr(f, "regex"));
-        fom->header = opt_strdup(cfg_getstr(f, "header"));
-        fom->row = opt_strdup(cfg_getstr(f, "row"));
-        fom->after = opt_strdup(cfg_getstr(f, "after"));
+        fom->file = gpurun_conf_strdup(cfg_getstr(f, "file"));
+        fom->regex = gpurun_conf_strdup(cfg_getstr(f, "regex"));
+        fom->header = gpurun_conf_strdup(cfg_getstr(f, "header"));
+        fom->row = gpurun_conf_strdup(cfg_getstr(f, "row"));
+        fom->after = gpurun_conf_strdup(cfg_getstr(f, "after"));
         fom->optional = cfg_getbool(f, "optional");
         fom->units = gpurun_xstrdup(cfg_getstr(f, "units") ? cfg_getstr(f, "units") : "");
         fom->better = gpurun_xstrdup(cfg_getstr(f, "better") ? cfg_getstr(f, "better") : "higher");
     }
-    t->sanity = opt_strdup(cfg_getstr(cfg, "sanity"));
-    t->progress = opt_strdup(cfg_getstr(cfg, "progress"));
+    t->sanity = gpurun_conf_strdup(cfg_getstr(cfg, "sanity"));
+    t->progress = gpurun_conf_strdup(cfg_getstr(cfg, "progress"));
     gpurun_conf_take_kvlist(cfg, "env", &t->env);
     gpurun_conf_take_kvlist(cfg, "defaults", &t->defaults);
     return t;
+}
+
+/* ---- the job's params ------------------------------------------------- */
+
+/* A lookup that knows every name and notes it in the list `ctx`. */
+static const char *note_name(const char *name, void *ctx)
+{
+    gpurun_kvlist_set(ctx, name, "");
+    return "";
+}
+
+/* Every ${name} of `s` (NULL: none) into `names`; an error only where `s`
+ * does not expand (the job's command, checked when it is run). */
+static int note_names(const char *s, const char *what, struct gpurun_kvlist *names,
+                      gpurun_error_t *err)
+{
+    char *out = NULL;
+    int rc = s ? gpurun_expand(s, note_name, names, what, &out, err) : 0;
+    free(out);
+    return rc;
+}
+
+/* The names the template declares or uses and the job's command uses. */
+static int used_names(const gpurun_template_t *t, const gpurun_job_t *job,
+                      struct gpurun_kvlist *names, gpurun_error_t *err)
+{
+    int rc = note_names(job->command, "command", names, err);
+    if (!t || rc < 0)
+        return rc;
+    for (size_t i = 0; i < t->defaults.n; i++)
+        gpurun_kvlist_set(names, t->defaults.items[i].key, "");
+    rc = note_names(t->command, "key 'command'", names, err);
+    if (rc == 0)
+        rc = note_names(t->gpu_args, "key 'gpu_args'", names, err);
+    for (size_t i = 0; rc == 0 && i < t->nsetup; i++)
+        rc = note_names(t->setup[i], "key 'setup'", names, err);
+    for (size_t i = 0; rc == 0 && i < t->nfoms; i++) {
+        const struct gpurun_fom *f = &t->foms[i];
+        const char *const fields[] = {f->file, f->regex, f->header, f->row, f->after, f->units};
+        struct gpurun_conf_shown a;
+        char what[128];
+        snprintf(what, sizeof what, "key 'fom.%s'", gpurun_conf_shown(&a, f->name));
+        for (size_t k = 0; rc == 0 && k < sizeof fields / sizeof *fields; k++)
+            rc = note_names(fields[k], what, names, err);
+    }
+    return rc;
+}
+
+/* "KEY: not used: ..." for the params key `key`, which `used` lacks. */
+static int unused_param(const gpurun_template_t *t, const gpurun_job_t *job, const char *key,
+                        const struct gpurun_kvlist *used, gpurun_error_t *err)
+{
+    const char **names = gpurun_xcalloc(used->n, sizeof *names);
+    for (size_t i = 0; i < used->n; i++)
+        names[i] = used->items[i].key;
+    const char *near = gpurun_conf_closest(key, names, used->n);
+    const char *from = gpurun_kvlist_get(&job->params_from, key);
+    struct gpurun_conf_shown a, b, c;
+    char whom[512], hint[128] = "";
+    if (t)
+        snprintf(whom, sizeof whom, "template '%s' has no '${%s}' and no default of that name",
+                 gpurun_conf_shown(&a, t->name), gpurun_conf_shown(&b, key));
+    else
+        snprintf(whom, sizeof whom, "the command has no '${%s}'", gpurun_conf_shown(&b, key));
+    if (near)
+        snprintf(hint, sizeof hint, " (did you mean 'params.%s'?)", gpurun_conf_shown(&c, near));
+    free(names);
+    return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: key 'params.%s': not used: %s%s",
+                      from ? from : job->path ? job->path : job->name, gpurun_conf_shown(&b, key),
+                      whom, hint);
+}
+
+int gpurun_template_check_params(const gpurun_template_t *t, const gpurun_job_t *job,
+                                 gpurun_error_t *err)
+{
+    struct gpurun_kvlist used = {0};
+    int rc = used_names(t, job, &used, err);
+    for (size_t i = 0; rc == 0 && i < job->params.n; i++)
+        if (!gpurun_kvlist_get(&used, job->params.items[i].key))
+            rc = unused_param(t, job, job->params.items[i].key, &used, err);
+    gpurun_kvlist_clear(&used);
+    return rc;
 }
 
 /* ---- entry points ----------------------------------------------------- */
@@ -477,7 +533,7 @@ int gpurun_template_parse(const char *text, size_t len, const char *label, gpuru
         CFG_STR("header", NULL, CFGF_NONE),
         CFG_STR("row", NULL, CFGF_NONE),
         CFG_STR("after", NULL, CFGF_NONE),
-        CFG_BOOL_CB("optional", cfg_false, CFGF_NONE, cb_bool),
+        CFG_BOOL_CB("optional", cfg_false, CFGF_NONE, gpurun_conf_cb_bool),
         CFG_END(),
     };
     cfg_opt_t opts[] = {
@@ -493,37 +549,16 @@ int gpurun_template_parse(const char *text, size_t len, const char *label, gpuru
         CFG_END(),
     };
 
-    *tp = NULL;
-    struct gpurun_conf_ctx ctx = {.label = label, .titled = titled};
-    char *norm = gpurun_conf_normalize(&ctx, text, len);
-    cfg_t *cfg = cfg_init(opts, CFGF_NONE);
-    if (!cfg) {
-        free(norm);
-        gpurun_conf_ctx_release(&ctx);
-        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: cannot parse the template: out of memory",
-                          label);
-    }
-    int rc = gpurun_conf_parse(&ctx, cfg, norm);
-    free(norm);
-    if (rc == CFG_FILE_ERROR) {
-        int e = errno;
-        cfg_free(cfg);
-        gpurun_conf_ctx_release(&ctx);
-        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: cannot parse the template: %s", label,
-                          strerror(e));
-    }
-
-    /* As for job files: what was read before an error is checked too, and
-     * may hold an earlier one. */
-    gpurun_conf_check_duplicates(&ctx);
-    check_template(&ctx, cfg, rc == CFG_SUCCESS);
-
-    int ret = gpurun_conf_finish(&ctx, NULL, err);
-    if (ret == 0)
-        *tp = convert(cfg, label);
-    cfg_free(cfg);
-    gpurun_conf_ctx_release(&ctx);
-    return ret;
+    struct gpurun_conf_file f = {.label = label,
+                                 .what = "the template",
+                                 .schema = opts,
+                                 .titled = titled,
+                                 .check = check_template,
+                                 .convert = convert};
+    void *t;
+    int rc = gpurun_conf_read(&f, text, len, &t, err);
+    *tp = t;
+    return rc;
 }
 
 int gpurun_template_load(const char *path, gpurun_template_t **tp, gpurun_error_t *err)

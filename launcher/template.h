@@ -62,6 +62,17 @@ int gpurun_template_parse(const char *text, size_t len, const char *label, gpuru
                           gpurun_error_t *err);
 void gpurun_template_destroy(gpurun_template_t *t);
 
+/* Every params key of `job` must be used (SPEC §2: an unknown key is an
+ * error): a default of the template `t`, or a ${key} in a string gpurun
+ * expands from it (command, gpu_args, setup, each fom's file, regex,
+ * header, row, after and units) or from the job (its command; the only one
+ * when `t` is NULL).  An unused key is an error (exit 2) naming where it was
+ * set: "job.conf:12: key 'params.nstep': not used: template 'gromacs' has
+ * no '${nstep}' and no default of that name (did you mean 'params.nsteps'?)",
+ * or "--set params.nstep=10: key ...". */
+int gpurun_template_check_params(const gpurun_template_t *t, const gpurun_job_t *job,
+                                 gpurun_error_t *err);
+
 /* ${name} expansion: every ${name} in `in` is replaced by lookup(name).
  * A name lookup does not know is an error naming it and `what` (exit 2):
  * "WHAT: '${nstep}' is not set (did you mean '${nsteps}'?)"; the suggestion

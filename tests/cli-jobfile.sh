@@ -79,4 +79,48 @@ expect_rc 0 "a valid job file: exit 0"
 test -s "$TMP/out"
 ok $? "a valid job file: a plan on stdout"
 
+# A params key that the job's template neither declares nor uses is an
+# unknown key (SPEC §2): exit 2 on its line, before anything starts.
+dry() { # dry JOBFILE [ARGS]: `gpurun run --dry-run` of it on the fixture
+    f=$1
+    shift
+    GPURUN_TOPOLOGY=$topo GPURUN_TEMPLATE_PATH=$top_srcdir/templates \
+        run $limit "$GPURUN" run "$f" --dry-run --results "$TMP/results" "$@"
+}
+
+cat >"$TMP/typo.conf" <<'EOF'
+template = "gromacs"
+params {
+    tpr   = "bench.tpr"
+    nstep = 10
+}
+EOF
+dry "$TMP/typo.conf"
+expect_rc 2 "a params key the template does not use: exit 2"
+contains "$TMP/err" \
+    "gpurun: $TMP/typo.conf:4: key 'params.nstep': not used: template 'gromacs' has no '\${nstep}' and no default of that name (did you mean 'params.nsteps'?)" \
+    "a params key the template does not use: file, line, key and the one near it"
+test ! -e "$TMP/results"
+ok $? "a params key the template does not use: nothing started"
+
+sed 's/nstep = 10/nsteps = 10/' "$TMP/typo.conf" >"$TMP/fixed.conf"
+dry "$TMP/fixed.conf" --set params.pmee=gpu
+expect_rc 2 "a params key from --set the template does not use: exit 2"
+contains "$TMP/err" \
+    "gpurun: --set params.pmee=gpu: key 'params.pmee': not used: template 'gromacs' has no '\${pmee}' and no default of that name (did you mean 'params.pme'?)" \
+    "a params key from --set the template does not use: named as the --set"
+
+cat >"$TMP/cmd.conf" <<'EOF'
+command  = "true ${n}"
+launcher = "local"
+ranks_per_node = 2
+params { n = 1  m = 2 }
+EOF
+dry "$TMP/cmd.conf"
+expect_rc 2 "a params key the command does not use: exit 2"
+contains "$TMP/err" "gpurun: $TMP/cmd.conf:4: key 'params.m': not used: the command has no '\${m}'" \
+    "a params key the command does not use: file, line and key"
+dry "$TMP/cmd.conf" --set 'command=true ${n} ${m}'
+expect_rc 0 "... used by the command --set gives it: exit 0"
+
 done_testing

@@ -182,6 +182,8 @@ static const struct bad bad[] = {
      "runs no shell: quote it to pass it to the program)"},
     {"${ without } in command", "description = \"d\"\ncommand = \"./app -n ${n\"\n",
      "tpl.conf:2: key 'command': '${' without a closing '}'"},
+    {"${ without } in fom units", HEAD "fom a { regex = \"(x)\"  units = \"${u\" }\n",
+     "tpl.conf:3: key 'fom.a.units': '${' without a closing '}'"},
     {"bad ${name} in gpu_args", HEAD "gpu_args = \"-gpu ${gpu id}\"\n",
      "tpl.conf:3: key 'gpu_args': '${gpu id}' is not a valid name (a letter or '_', then "
      "letters, digits, '_')"},
@@ -772,6 +774,110 @@ static void test_set_bad(void)
     }
 }
 
+/* ---- params the template does not use -------------------------------- */
+
+/* Each string gpurun expands names one parameter; `d` is only a default. */
+static const char params_tpl[] =
+    "description = \"d\"\n"
+    "command = \"./app ${c} -n ${job}\"\n"
+    "gpu_args = \"${g}\"\n"
+    "setup = { \"./prep ${s}\" }\n"
+    "fom a { file = \"${f}.log\"  regex = \"${r}\"  units = \"${u}\" }\n"
+    "fom b { header = \"${h}\"  row = \"^${w}\"  after = \"${x}\" }\n"
+    "sanity = \"done\"\n"
+    "defaults { d = \"1\" }\n";
+
+/* The error of gpurun_template_check_params() for `job_text` after the
+ * --set assignments `sets` (NULL-ended), "" when none. */
+static char *check_params(const gpurun_template_t *t, const char *job_text,
+                          const char *const *sets)
+{
+    gpurun_job_t *job = job_from(job_text);
+    if (!job)
+        return strdup("(the job does not parse)");
+    gpurun_error_t err = {0};
+    for (size_t i = 0; sets && sets[i]; i++)
+        if (gpurun_job_set(job, sets[i], &err) < 0) {
+            gpurun_job_destroy(job);
+            return strdup(err.text);
+        }
+    int rc = gpurun_template_check_params(t, job, &err);
+    gpurun_job_destroy(job);
+    if (rc < 0 && err.code != GPURUN_EXIT_CONFIG)
+        return strdup("(not exit 2)");
+    return strdup(rc < 0 ? err.text : "");
+}
+
+static void want_params(const gpurun_template_t *t, const char *job_text,
+                        const char *const *sets, const char *want, const char *what)
+{
+    char *got = check_params(t, job_text, sets);
+    is_str(got, want, "%s", what);
+    free(got);
+}
+
+static void test_params(void)
+{
+    gpurun_template_t *t = parse_ok(params_tpl, "templates/tpl.conf", "params template");
+    if (!t)
+        return;
+    static const char *const used[] = {"c", "g", "s", "f", "r", "u", "h", "w", "x", "d", "job"};
+    for (size_t i = 0; i < sizeof used / sizeof *used; i++) {
+        char job[128], what[128];
+        snprintf(job, sizeof job, "template = \"tpl\"\nparams { %s = \"1\" }\n", used[i]);
+        snprintf(what, sizeof what, "params.%s: used by the template", used[i]);
+        want_params(t, job, NULL, "", what);
+    }
+
+    want_params(t, "template = \"tpl\"\n# the file's own line\nparams {\n  c = 1\n  cc = 2\n}\n",
+                NULL,
+                "jobs/water.conf:5: key 'params.cc': not used: template 'tpl' has no '${cc}' and "
+                "no default of that name (did you mean 'params.c'?)",
+                "an unused key: file, line, and the used key near it");
+    want_params(t, "template = \"tpl\"\nparams { zzzzz = 1  yyyyy = 2 }\n", NULL,
+                "jobs/water.conf:2: key 'params.zzzzz': not used: template 'tpl' has no "
+                "'${zzzzz}' and no default of that name",
+                "an unused key, nothing near: the first in the file");
+    want_params(t, "template = \"tpl\"\nparams { sanity = 1 }\n", NULL,
+                "jobs/water.conf:2: key 'params.sanity': not used: template 'tpl' has no "
+                "'${sanity}' and no default of that name",
+                "a template key's name is no parameter");
+
+    static const char *const set_new[] = {"params.dd=3", NULL};
+    want_params(t, "template = \"tpl\"\nparams { d = 1 }\n", set_new,
+                "--set params.dd=3: key 'params.dd': not used: template 'tpl' has no '${dd}' and "
+                "no default of that name (did you mean 'params.d'?)",
+                "an unused key from --set: named as the --set");
+    static const char *const set_old[] = {"params.q=3", NULL};
+    want_params(t, "template = \"tpl\"\nparams {\n  q = 1\n}\n", set_old,
+                "--set params.q=3: key 'params.q': not used: template 'tpl' has no '${q}' and no "
+                "default of that name",
+                "a file's unused key set again by --set: named as the --set");
+    static const char *const set_used[] = {"params.c=3", NULL};
+    want_params(t, "template = \"tpl\"\nparams { c = 1 }\n", set_used, "",
+                "--set of a used key");
+
+    /* A job without a template: its command alone uses params. */
+    want_params(NULL, "command = \"./app ${a}\"\nparams { a = 1 }\n", NULL, "",
+                "command: a key it uses");
+    want_params(NULL, "command = \"./app ${a}\"\nparams {\n  a = 1\n  b = 2\n}\n", NULL,
+                "jobs/water.conf:4: key 'params.b': not used: the command has no '${b}'",
+                "command: a key it does not use");
+    want_params(NULL, "command = \"./app ${nsteps}\"\nparams { nstep = 1  nsteps = 2 }\n",
+                NULL,
+                "jobs/water.conf:2: key 'params.nstep': not used: the command has no '${nstep}' "
+                "(did you mean 'params.nsteps'?)",
+                "command: a misspelt key, and the one near it");
+    static const char *const set_cmd[] = {"params.b=1", "command=./app ${b}", NULL};
+    want_params(NULL, "command = \"./app\"\n", set_cmd, "",
+                "command: a key, then a command that uses it, both by --set");
+    static const char *const set_bad_cmd[] = {"params.b=1", "command=./app ${b", NULL};
+    want_params(NULL, "command = \"./app\"\n", set_bad_cmd,
+                "command: '${' without a closing '}'",
+                "command by --set that does not expand: that error");
+    gpurun_template_destroy(t);
+}
+
 /* Every shipped template parses (make check sets top_srcdir). */
 static void test_shipped(void)
 {
@@ -818,5 +924,6 @@ int main(void)
     test_words();
     test_set_good();
     test_set_bad();
+    test_params();
     return done_testing();
 }
