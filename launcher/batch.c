@@ -199,52 +199,10 @@ static bool asks_for_gpus(const char *name, const char *value)
 
 /* ---- what `gpurun run` would refuse --------------------------------------- */
 
-/* The line of the last `name =` in a job file or site profile, 0 when the
- * file does not set it or cannot be read: the structs keep no lines, so the
- * file is scanned again with the parser's own scanner. */
-static int file_key_line(const char *path, const char *name)
+/* "FILE:LINE" of a site profile's key, as a string of its own. */
+static char *file_origin(const gpurun_site_t *site, const char *key)
 {
-    char *text;
-    size_t len;
-    gpurun_error_t ignored;
-    if (!path || gpurun_read_file(path, "file", FILE_SCAN_MAX, &text, &len, &ignored) < 0)
-        return 0;
-    struct gpurun_conf_ctx ctx = {.label = path};
-    char *norm = gpurun_conf_normalize(&ctx, text, len);
-    int line = 0;
-    for (size_t i = 0; i < ctx.nrecs; i++)
-        if (!strcmp(ctx.recs[i].name, name))
-            line = ctx.recs[i].line;
-    free(norm);
-    free(text);
-    gpurun_conf_ctx_release(&ctx);
-    return line;
-}
-
-/* "FILE:LINE", or "FILE" when the line is unknown. */
-static char *file_origin(const char *path, const char *key)
-{
-    int line = file_key_line(path, key);
-    return line ? gpurun_xasprintf("%s:%d", path, line) : gpurun_xstrdup(path);
-}
-
-/* err's message put on the place that set the job's `key`: the last --set
- * of it, else the job file's line. */
-static void locate(const gpurun_job_t *job, char *const *sets, size_t nset, const char *key, gpurun_error_t *err)
-{
-    char *where = NULL;
-    size_t klen = strlen(key);
-    for (size_t i = nset; i-- > 0 && !where;)
-        if (!strncmp(sets[i], key, klen) && sets[i][klen] == '=') {
-            struct gpurun_conf_shown a;
-            where = gpurun_xasprintf("--set %s", gpurun_conf_shown(&a, sets[i]));
-        }
-    if (!where)
-        where = file_origin(job->path ? job->path : job->name, key);
-    char *text = gpurun_xstrdup(err->text);
-    gpurun_err(err, err->code, "%s: key '%s': %s", where, key, text);
-    free(text);
-    free(where);
+    return gpurun_xstrdup(gpurun_site_origin(site, key));
 }
 
 /* `text` expanded with `names` and split into words, as `gpurun run` will;
@@ -327,37 +285,15 @@ out:
     return rc;
 }
 
-int gpurun_batch_check(const gpurun_job_t *job, char *const *set_args, size_t nset, gpurun_site_t **sitep,
-                       gpurun_error_t *err)
+int gpurun_batch_check(const gpurun_job_t *job, gpurun_site_t **sitep, gpurun_error_t *err)
 {
     gpurun_template_t *tpl = NULL;
     gpurun_site_t *site = NULL;
     char *path = NULL;
     int rc = -1;
     *sitep = NULL;
-    if (job->template_name) {
-        if (gpurun_template_find(job->template_name, job->dir, &path, err) < 0) {
-            locate(job, set_args, nset, "template", err);
-            goto out;
-        }
-        if (gpurun_template_load(path, &tpl, err) < 0)
-            goto out;
-    } else if (!job->command) {
-        gpurun_err(err, GPURUN_EXIT_CONFIG,
-                   "%s: the job names neither a template nor a command; add `template = \"NAME\"` or "
-                   "`command = \"PROGRAM ARGS\"`",
-                   job->path ? job->path : job->name);
+    if (gpurun_template_for_job(job, &tpl, err) < 0 || gpurun_site_for_job(job, &site, err) < 0)
         goto out;
-    }
-    if (job->site) {
-        free(path);
-        if (gpurun_search_path_find("site", "sites", job->site, job->dir, &path, err) < 0) {
-            locate(job, set_args, nset, "site", err);
-            goto out;
-        }
-        if (gpurun_site_load(job->site, job->dir, &site, err) < 0)
-            goto out;
-    }
     if (check_commands(job, tpl, err) < 0)
         goto out;
     *sitep = site;
@@ -420,7 +356,7 @@ static int site_options(const gpurun_site_t *site, struct site_option **optsp, s
         if (!keys[k].value)
             continue;
         if ((no = sbatch_refusal(keys[k].value, why, sizeof why))) {
-            char *where = file_origin(site->path, keys[k].key);
+            char *where = file_origin(site, keys[k].key);
             gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: key '%s': cannot go on an #SBATCH line: %s", where,
                        keys[k].key, no);
             free(where);
@@ -464,7 +400,7 @@ static int site_options(const gpurun_site_t *site, struct site_option **optsp, s
             v = p + 1;
         }
         if (no) {
-            char *where = file_origin(site->path, "sbatch");
+            char *where = file_origin(site, "sbatch");
             struct gpurun_conf_shown a;
             gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: key 'sbatch', item %zu: '%s': cannot go on an #SBATCH line: %s",
                        where, i + 1, gpurun_conf_shown(&a, item), no);
@@ -477,7 +413,7 @@ static int site_options(const gpurun_site_t *site, struct site_option **optsp, s
             v++;
         for (size_t r = 0; r < sizeof refused / sizeof *refused; r++)
             if (!strcmp(name, refused[r].name)) {
-                char *where = file_origin(site->path, "sbatch");
+                char *where = file_origin(site, "sbatch");
                 gpurun_err(err, GPURUN_EXIT_CONFIG,
                            "%s: key 'sbatch', item %zu: '%s' contradicts the job's layout, which sets --%s (from "
                            "'%s'): take it out of the site profile",
@@ -545,7 +481,7 @@ static int put_scratch(FILE *f, const gpurun_site_t *site, gpurun_error_t *err)
         while (env_name_char(*e, e == name))
             e++;
         if (e == name || (braced && *e != '}')) {
-            char *where = file_origin(site->path, "scratch");
+            char *where = file_origin(site, "scratch");
             struct gpurun_conf_shown a;
             gpurun_err(err, GPURUN_EXIT_CONFIG,
                        "%s: key 'scratch': '%s': only ${NAME} and $NAME are expanded in the batch script (a '$' "

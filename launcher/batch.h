@@ -16,12 +16,11 @@
  * template's gpu_args and setup steps, and their words; the site profile
  * (found and read).  A template or site the job names but the search path
  * lacks is reported on the job file's line of the key, or on the --set
- * (among set_args) that gave it: "job.conf:2: key 'template': template
+ * that gave it: "job.conf:2: key 'template': template
  * 'gromacz' not found (did you mean 'gromacs'?); looked in ...".  Errors
  * carry run's exit status (2).  *sitep: the job's site profile, NULL when
  * it names none; free with gpurun_site_destroy(). */
-int gpurun_batch_check(const gpurun_job_t *job, char *const *set_args, size_t nset, gpurun_site_t **sitep,
-                       gpurun_error_t *err);
+int gpurun_batch_check(const gpurun_job_t *job, gpurun_site_t **sitep, gpurun_error_t *err);
 
 /* A complete `#!/bin/bash` batch script for `job` (with its --set already
  * applied): #SBATCH lines for the job's layout (the largest of its scan),

@@ -340,7 +340,7 @@ int cmd_submit(int argc, char **argv, gpurun_error_t *err)
             goto fail;
     }
     /* Everything checked before anything is written. */
-    if (gpurun_batch_check(job, sets, nset, &site, err) < 0 || self_path(&self, err) < 0 ||
+    if (gpurun_batch_check(job, &site, err) < 0 || self_path(&self, err) < 0 ||
         gpurun_batch_script(job, site, job_path, self, sets, nset, &script, err) < 0 ||
         gpurun_batch_job_folder(job, &folder, err) < 0 || mkdir_p(folder, err) < 0 ||
         write_script(folder, script, &path, err) < 0)

@@ -631,6 +631,17 @@ int gpurun_conf_record_line(const struct gpurun_conf_ctx *ctx, const char *name)
     return r ? r->line : 0;
 }
 
+void gpurun_conf_origins(const struct gpurun_conf_ctx *ctx, struct gpurun_kvlist *from)
+{
+    for (size_t i = 0; i < ctx->nrecs; i++) {
+        if (ctx->recs[i].is_section)
+            continue;
+        char *where = gpurun_xasprintf("%s:%d", ctx->label, ctx->recs[i].line);
+        gpurun_kvlist_set(from, ctx->recs[i].name, where);
+        free(where);
+    }
+}
+
 /* ---- pass 2: libconfuse ----------------------------------------------- */
 
 /* The section cfg stands for, dotted as records name it: "" at the top

@@ -137,6 +137,10 @@ int gpurun_conf_value_error(cfg_t *cfg, cfg_opt_t *opt, const char *fmt, ...)
 const struct gpurun_conf_record *gpurun_conf_find_record(const struct gpurun_conf_ctx *ctx,
                                                          const char *name);
 int gpurun_conf_record_line(const struct gpurun_conf_ctx *ctx, const char *name); /* 0: none */
+/* Every key the file set, dotted ("template", "params.nsteps"), to
+ * "LABEL:LINE": the structs keep no lines, and later messages (a template
+ * not found, a --set checked against it) must still point at the file. */
+void gpurun_conf_origins(const struct gpurun_conf_ctx *ctx, struct gpurun_kvlist *from);
 
 /* Pass 3 helper: control characters (and emptiness) in the value of the key
  * `name` (nothing when the file does not set it). */

@@ -467,13 +467,7 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     job->repeat = (int)cfg_getint(cfg, "repeat");
     job->results = gpurun_xstrdup(cfg_getstr(cfg, "results"));
     gpurun_conf_take_kvlist(cfg, "params", &job->params);
-    for (size_t i = 0; i < job->params.n; i++) {
-        char *name = gpurun_xasprintf("params.%s", job->params.items[i].key);
-        char *where = gpurun_xasprintf("%s:%d", label, gpurun_conf_record_line(ctx, name));
-        gpurun_kvlist_set(&job->params_from, job->params.items[i].key, where);
-        free(where);
-        free(name);
-    }
+    gpurun_conf_origins(ctx, &job->from);
     gpurun_conf_take_kvlist(cfg, "env", &job->env);
     gpurun_conf_take_kvlist(cfg, "slurm", &job->slurm);
     gpurun_conf_take_kvlist(cfg, "references", &job->references);
@@ -759,8 +753,11 @@ static int set_section_key(gpurun_job_t *job, const char *prefix, const char *ke
         const struct gpurun_kvlist *got = section_list(one, section);
         if (got->n == 1)
             gpurun_kvlist_set(section_list(job, section), got->items[0].key, got->items[0].value);
-        if (got->n == 1 && got == &one->params)
-            gpurun_kvlist_set(&job->params_from, got->items[0].key, prefix);
+        if (got->n == 1) {
+            char *dotted = gpurun_xasprintf("%s.%s", section, got->items[0].key);
+            gpurun_kvlist_set(&job->from, dotted, prefix);
+            free(dotted);
+        }
         gpurun_job_destroy(one);
     }
 out:
@@ -788,6 +785,7 @@ static int set_key(gpurun_job_t *job, const char *prefix, const char *key, const
     if (optional && !*value) {
         free(*optional);
         *optional = NULL;
+        gpurun_kvlist_set(&job->from, key, prefix);
         return 0;
     }
 
@@ -816,9 +814,25 @@ static int set_key(gpurun_job_t *job, const char *prefix, const char *key, const
     if (rc == 0) {
         take_key(job, one, key, true);
         drop_scan_axis(job, key);
+        gpurun_kvlist_set(&job->from, key, prefix);
     }
     gpurun_job_destroy(one);
     return rc;
+}
+
+const char *gpurun_job_origin(const gpurun_job_t *job, const char *key)
+{
+    const char *from = gpurun_kvlist_get(&job->from, key);
+    return from ? from : job->path ? job->path : job->name;
+}
+
+int gpurun_job_locate(const gpurun_job_t *job, const char *key, gpurun_error_t *err)
+{
+    char *text = gpurun_xstrdup(err->text);
+    struct gpurun_conf_shown a;
+    gpurun_err(err, err->code, "%s: key '%s': %s", gpurun_job_origin(job, key), gpurun_conf_shown(&a, key), text);
+    free(text);
+    return -1;
 }
 
 int gpurun_job_set(gpurun_job_t *job, const char *assignment, gpurun_error_t *err)
@@ -855,7 +869,7 @@ void gpurun_job_destroy(gpurun_job_t *job)
     free(job->site);
     free(job->results);
     gpurun_kvlist_clear(&job->params);
-    gpurun_kvlist_clear(&job->params_from);
+    gpurun_kvlist_clear(&job->from);
     gpurun_kvlist_clear(&job->env);
     gpurun_kvlist_clear(&job->slurm);
     gpurun_kvlist_clear(&job->references);

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "error.h"
+#include "util.h"
 
 enum gpurun_launcher { GPURUN_LAUNCHER_AUTO, GPURUN_LAUNCHER_MPIRUN, GPURUN_LAUNCHER_SRUN, GPURUN_LAUNCHER_LOCAL };
 enum gpurun_bind { GPURUN_BIND_CLOSEST, GPURUN_BIND_NONE };
@@ -15,16 +16,6 @@ enum gpurun_gpu_visibility { GPURUN_GPUVIS_ISOLATE, GPURUN_GPUVIS_SHARED };
 enum gpurun_gpudirect { GPURUN_GPUDIRECT_AUTO, GPURUN_GPUDIRECT_ON, GPURUN_GPUDIRECT_OFF };
 
 /* One `key = value` of a free-form section (params, env, slurm, references). */
-struct gpurun_kv {
-    char *key;
-    char *value;
-};
-
-struct gpurun_kvlist {
-    struct gpurun_kv *items;
-    size_t n;
-};
-
 /* One axis of `scan { key = {v1, v2} }`. */
 struct gpurun_scan_axis {
     char *key;
@@ -59,15 +50,24 @@ typedef struct gpurun_job {
     char *results;        /* default "results" */
 
     struct gpurun_kvlist params;
-    /* params key -> where it was set, for messages: "FILE:LINE", or the
-     * "--set params.KEY=VALUE" that last set it */
-    struct gpurun_kvlist params_from;
+    /* dotted key ("template", "params.nsteps") -> where it was set, for
+     * messages: "FILE:LINE", or the "--set KEY=VALUE" that last set it */
+    struct gpurun_kvlist from;
     struct gpurun_kvlist env;
     struct gpurun_kvlist slurm;
     struct gpurun_kvlist references;
     struct gpurun_scan_axis *scan;
     size_t nscan;
 } gpurun_job_t;
+
+/* Where the job's dotted `key` was set: "FILE:LINE", the "--set ..." that
+ * last set it, or the job file's name when neither is known. */
+const char *gpurun_job_origin(const gpurun_job_t *job, const char *key);
+
+/* err's message put on the place that set the job's `key`:
+ * "job.conf:2: key 'template': WHAT" (or "--set template=x: key ...").
+ * Returns -1. */
+int gpurun_job_locate(const gpurun_job_t *job, const char *key, gpurun_error_t *err);
 
 /* Read a job file.  Errors name the file, the line and the key
  * ("job.conf:3: unknown key 'rank_per_node' (did you mean 'ranks_per_node'?)")

@@ -21,7 +21,6 @@
 #include "gpudirect.h"
 #include "plan.h"
 #include "rank.h"
-#include "template.h" /* gpurun_kvlist_set */
 #include "topology.h"
 #include "util.h"
 

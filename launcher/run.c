@@ -904,31 +904,7 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
     c.job_dir = realpath(job->dir, NULL);
     if (!c.job_dir)
         c.job_dir = abs_path(job->dir, ".");
-    if (job->template_name) {
-        char *path;
-        if (gpurun_template_find(job->template_name, job->dir, &path, err) < 0) {
-            rc = err->code;
-            goto out;
-        }
-        rc = gpurun_template_load(path, &c.tpl, err);
-        free(path);
-        if (rc < 0) {
-            rc = err->code;
-            goto out;
-        }
-    } else if (!job->command) {
-        gpurun_err(err, GPURUN_EXIT_CONFIG,
-                   "%s: the job names neither a template nor a command; add `template = \"NAME\"` or "
-                   "`command = \"PROGRAM ARGS\"`",
-                   job->path ? job->path : job->name);
-        rc = GPURUN_EXIT_CONFIG;
-        goto out;
-    }
-    if (gpurun_template_check_params(c.tpl, job, err) < 0) {
-        rc = err->code;
-        goto out;
-    }
-    if (job->site && gpurun_site_load(job->site, job->dir, &c.site, err) < 0) {
+    if (gpurun_template_for_job(job, &c.tpl, err) < 0 || gpurun_site_for_job(job, &c.site, err) < 0) {
         rc = err->code;
         goto out;
     }

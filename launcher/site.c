@@ -227,6 +227,7 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     s->sbatch = take_list(cfg, "sbatch", &s->nsbatch);
     s->gpus_per_node = (int)cfg_getint(cfg, "gpus_per_node");
     s->cores_per_node = (int)cfg_getint(cfg, "cores_per_node");
+    gpurun_conf_origins(ctx, &s->from);
     s->scratch = gpurun_conf_strdup(cfg_getstr(cfg, "scratch"));
     s->price_per_gpu_hour = cfg_getfloat(cfg, "price_per_gpu_hour");
     s->spot_price_per_gpu_hour = cfg_getfloat(cfg, "spot_price_per_gpu_hour");
@@ -268,26 +269,40 @@ int gpurun_site_parse(const char *text, size_t len, const char *label, gpurun_si
     return rc;
 }
 
-int gpurun_site_load(const char *name, const char *job_dir, gpurun_site_t **sp, gpurun_error_t *err)
+static int site_read(const char *path, gpurun_site_t **sp, gpurun_error_t *err)
 {
-    char *path, *text;
+    char *text;
     size_t len;
-    *sp = NULL;
-    if (gpurun_search_path_find("site", "sites", name, job_dir, &path, err) < 0)
-        return -1;
     int rc = gpurun_read_file(path, "site profile", SITE_FILE_MAX, &text, &len, err);
     if (rc == 0) {
         rc = gpurun_site_parse(text, len, path, sp, err);
         free(text);
     }
+    return rc;
+}
+
+int gpurun_site_load(const char *name, const char *job_dir, gpurun_site_t **sp, gpurun_error_t *err)
+{
+    char *path;
+    *sp = NULL;
+    if (gpurun_search_path_find("site", "sites", name, job_dir, &path, err) < 0)
+        return -1;
+    int rc = site_read(path, sp, err);
     free(path);
     return rc;
+}
+
+const char *gpurun_site_origin(const gpurun_site_t *s, const char *key)
+{
+    const char *from = gpurun_kvlist_get(&s->from, key);
+    return from ? from : s->path;
 }
 
 void gpurun_site_destroy(gpurun_site_t *s)
 {
     if (!s)
         return;
+    gpurun_kvlist_clear(&s->from);
     free(s->path);
     free(s->name);
     free(s->description);
@@ -304,4 +319,17 @@ void gpurun_site_destroy(gpurun_site_t *s)
     free(s->scratch);
     free(s->currency);
     free(s);
+}
+
+int gpurun_site_for_job(const gpurun_job_t *job, gpurun_site_t **sp, gpurun_error_t *err)
+{
+    char *path;
+    *sp = NULL;
+    if (!job->site)
+        return 0;
+    if (gpurun_search_path_find("site", "sites", job->site, job->dir, &path, err) < 0)
+        return gpurun_job_locate(job, "site", err);
+    int rc = site_read(path, sp, err);
+    free(path);
+    return rc;
 }

@@ -28,11 +28,18 @@ typedef struct gpurun_site {
     double price_per_gpu_hour;      /* on demand; < 0 unknown */
     double spot_price_per_gpu_hour; /* < 0 unknown */
     char *currency;                 /* "USD" */
+    struct gpurun_kvlist from;      /* key -> "FILE:LINE", for messages */
 } gpurun_site_t;
+
+/* "FILE:LINE" of the profile's `key`, or the file name when unknown. */
+const char *gpurun_site_origin(const gpurun_site_t *s, const char *key);
 
 /* Find sites/NAME.conf on the template search path and read it; errors name
  * the file, line and key (exit 2). */
 int gpurun_site_load(const char *name, const char *job_dir, gpurun_site_t **sp, gpurun_error_t *err);
+/* The site profile the job names (NULL when none); one the search path
+ * lacks is reported on the job's line of `site` (or its --set). */
+int gpurun_site_for_job(const gpurun_job_t *job, gpurun_site_t **sp, gpurun_error_t *err);
 int gpurun_site_parse(const char *text, size_t len, const char *label, gpurun_site_t **sp, gpurun_error_t *err);
 void gpurun_site_destroy(gpurun_site_t *s);
 

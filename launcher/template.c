@@ -491,7 +491,9 @@ static int unused_param(const gpurun_template_t *t, const gpurun_job_t *job, con
     for (size_t i = 0; i < used->n; i++)
         names[i] = used->items[i].key;
     const char *near = gpurun_conf_closest(key, names, used->n);
-    const char *from = gpurun_kvlist_get(&job->params_from, key);
+    char *dotted = gpurun_xasprintf("params.%s", key);
+    const char *from = gpurun_job_origin(job, dotted);
+    free(dotted);
     struct gpurun_conf_shown a, b, c;
     char whom[512], hint[128] = "";
     if (t)
@@ -503,7 +505,7 @@ static int unused_param(const gpurun_template_t *t, const gpurun_job_t *job, con
         snprintf(hint, sizeof hint, " (did you mean 'params.%s'?)", gpurun_conf_shown(&c, near));
     free(names);
     return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: key 'params.%s': not used: %s%s",
-                      from ? from : job->path ? job->path : job->name, gpurun_conf_shown(&b, key),
+                      from, gpurun_conf_shown(&b, key),
                       whom, hint);
 }
 
@@ -601,4 +603,29 @@ void gpurun_template_destroy(gpurun_template_t *t)
     gpurun_kvlist_clear(&t->env);
     gpurun_kvlist_clear(&t->defaults);
     free(t);
+}
+
+int gpurun_template_for_job(const gpurun_job_t *job, gpurun_template_t **tp, gpurun_error_t *err)
+{
+    *tp = NULL;
+    if (job->template_name) {
+        char *path;
+        if (gpurun_template_find(job->template_name, job->dir, &path, err) < 0)
+            return gpurun_job_locate(job, "template", err);
+        int rc = gpurun_template_load(path, tp, err);
+        free(path);
+        if (rc < 0)
+            return -1;
+    } else if (!job->command) {
+        return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                          "%s: the job names neither a template nor a command; add `template = \"NAME\"` or "
+                          "`command = \"PROGRAM ARGS\"`",
+                          job->path ? job->path : job->name);
+    }
+    if (gpurun_template_check_params(*tp, job, err) < 0) {
+        gpurun_template_destroy(*tp);
+        *tp = NULL;
+        return -1;
+    }
+    return 0;
 }

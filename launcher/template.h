@@ -62,6 +62,12 @@ int gpurun_template_parse(const char *text, size_t len, const char *label, gpuru
                           gpurun_error_t *err);
 void gpurun_template_destroy(gpurun_template_t *t);
 
+/* The job's template, found on the search path and read (NULL for a job
+ * that gives a command instead), its params checked as below.  A template
+ * not found is reported on the job's line of `template` (or its --set); a
+ * job with neither template nor command is an error.  Exit 2 either way. */
+int gpurun_template_for_job(const gpurun_job_t *job, gpurun_template_t **tp, gpurun_error_t *err);
+
 /* Every params key of `job` must be used (SPEC §2: an unknown key is an
  * error): a default of the template `t`, or a ${key} in a string gpurun
  * expands from it (command, gpu_args, setup, each fom's file, regex,
@@ -83,14 +89,9 @@ typedef const char *(*gpurun_lookup_fn)(const char *name, void *ctx);
 int gpurun_expand(const char *in, gpurun_lookup_fn lookup, void *ctx, const char *what, char **outp,
                   gpurun_error_t *err);
 
-/* A gpurun_kvlist as the table of names for gpurun_expand(): fill it with
- * gpurun_kvlist_set() (a key set again is replaced, so set the weakest
- * first: template defaults, then params, then job keys) and pass
- * gpurun_kvlist_lookup with the list as ctx. */
-void gpurun_kvlist_set(struct gpurun_kvlist *l, const char *key, const char *value);
-const char *gpurun_kvlist_get(const struct gpurun_kvlist *l, const char *key); /* NULL: none */
-const char *gpurun_kvlist_lookup(const char *name, void *list);
-void gpurun_kvlist_clear(struct gpurun_kvlist *l); /* frees the items, leaves it empty */
+/* A gpurun_kvlist (util.h) is the usual table of names for
+ * gpurun_expand(): set the weakest first (template defaults, then params,
+ * then job keys) and pass gpurun_kvlist_lookup with the list as ctx. */
 
 /* Split a command line into words the way a POSIX shell splits a simple
  * command: blanks separate, '...' and "..." quote, backslash escapes; no

@@ -149,3 +149,45 @@ size_t gpurun_edit_distance(const char *a, const char *b)
     free(row);
     return d;
 }
+
+/* ---- key/value lists ------------------------------------------------- */
+
+void gpurun_kvlist_set(struct gpurun_kvlist *l, const char *key, const char *value)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        if (strcmp(l->items[i].key, key) == 0) {
+            char *v = gpurun_xstrdup(value); /* value may be the old one */
+            free(l->items[i].value);
+            l->items[i].value = v;
+            return;
+        }
+    }
+    l->items = gpurun_xrealloc(l->items, (l->n + 1) * sizeof *l->items);
+    l->items[l->n].key = gpurun_xstrdup(key);
+    l->items[l->n].value = gpurun_xstrdup(value);
+    l->n++;
+}
+
+const char *gpurun_kvlist_get(const struct gpurun_kvlist *l, const char *key)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->items[i].key, key) == 0)
+            return l->items[i].value;
+    return NULL;
+}
+
+const char *gpurun_kvlist_lookup(const char *name, void *list)
+{
+    return gpurun_kvlist_get(list, name);
+}
+
+void gpurun_kvlist_clear(struct gpurun_kvlist *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->items[i].key);
+        free(l->items[i].value);
+    }
+    free(l->items);
+    l->items = NULL;
+    l->n = 0;
+}

@@ -24,4 +24,22 @@ char *gpurun_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 /* Levenshtein distance, for "did you mean" suggestions. */
 size_t gpurun_edit_distance(const char *a, const char *b);
 
+/* An ordered list of string pairs, keys unique: job sections, name tables
+ * for ${name}, where each key of a file was set. */
+struct gpurun_kv {
+    char *key;
+    char *value;
+};
+
+struct gpurun_kvlist {
+    struct gpurun_kv *items;
+    size_t n;
+};
+
+/* A key set again is replaced (in place: the order is the first setting's). */
+void gpurun_kvlist_set(struct gpurun_kvlist *l, const char *key, const char *value);
+const char *gpurun_kvlist_get(const struct gpurun_kvlist *l, const char *key); /* NULL: none */
+const char *gpurun_kvlist_lookup(const char *name, void *list); /* a gpurun_lookup_fn */
+void gpurun_kvlist_clear(struct gpurun_kvlist *l); /* frees the items, leaves it empty */
+
 #endif

@@ -139,5 +139,10 @@ ok $? "... and no rank was started"
 run "$GPURUN" run "$TMP/t.conf"
 expect_rc 2 "a template that is nowhere on the search path is exit 2"
 contains "$TMP/err" "template 'hellot' not found" "... saying so"
+ln=$(grep -n '^template' "$TMP/t.conf" | cut -d: -f1)
+contains "$TMP/err" "$TMP/t.conf:$ln: key 'template': template 'hellot' not found" "... on the job file's line of the key"
+run "$GPURUN" run "$TMP/t.conf" --set template=hellott
+expect_rc 2 "a --set template that is nowhere is exit 2"
+contains "$TMP/err" "--set template=hellott: key 'template': template 'hellott' not found" "... naming the --set"
 
 done_testing

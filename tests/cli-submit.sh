@@ -63,9 +63,9 @@ gpus_per_rank = 0
 params { prgram = "./a.out" }
 JOB
 run "$GPURUN" submit unset-name.conf --dry-run
-expect_rc 2 "a template's \${name} the job leaves unset: exit 2, as gpurun run would"
-contains "$TMP/err" "generic.conf: key 'command': '\${program}' is not set (did you mean '\${prgram}'?)" \
-    "... naming the template, key and name, with the nearest name"
+expect_rc 2 "a misspelt params key: exit 2, as gpurun run would"
+contains "$TMP/err" "unset-name.conf:5: key 'params.prgram': not used: template 'generic' has no '\${prgram}' and no default of that name (did you mean 'params.program'?)" \
+    "... naming the job file, line and key, with the nearest name"
 no_script unsetname
 ok $? "... and no batch script written"
 

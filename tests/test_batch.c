@@ -939,7 +939,7 @@ static int check_of(const char *dir, const char *text, char *const *sets, size_t
     for (size_t i = 0; rc == 0 && i < nset; i++)
         rc = gpurun_job_set(job, sets[i], err);
     if (rc == 0)
-        rc = gpurun_batch_check(job, sets, nset, sitep, err);
+        rc = gpurun_batch_check(job, sitep, err);
     gpurun_job_destroy(job);
     free(path);
     return rc;
@@ -995,7 +995,12 @@ static void test_check(void)
 
     rc = check_of("chk", "template = \"mytpl\"\ngpus_per_rank = 0\nparams { nstep = 5 input = \"in\" }\n", NULL, 0,
                   &site, &err);
-    ok(rc == 0, "a misspelt param the template does not use is no error (as in run)");
+    want = gpurun_xasprintf("%s/job.conf:3: key 'params.nstep': not used: template 'mytpl' has no '${nstep}'", dir);
+    ok(rc < 0 && err.code == 2 && strncmp(err.text, want, strlen(want)) == 0,
+       "a params key the template does not use: exit 2 on its line, as in run");
+    if (rc == 0 || strncmp(err.text, want, strlen(want)))
+        diag("got: %s", rc ? err.text : "accepted");
+    free(want);
     rc = check_of("chk", "template = \"mytpl\"\ngpus_per_rank = 0\n", NULL, 0, &site, &err);
     want = gpurun_xasprintf("%s: key 'setup', item 1: '${input}' is not set", tpl);
     ok(rc < 0 && err.code == 2 && strncmp(err.text, want, strlen(want)) == 0,
@@ -1104,7 +1109,7 @@ static void test_command(void)
     gpurun_error_t err = {0};
     char *out = NULL, *first = NULL;
 
-    char *dry[] = {"submit", job, "--dry-run", "--set", "params.x=it's $(x)", NULL};
+    char *dry[] = {"submit", job, "--dry-run", "--set", "env.GREETING=it's $(x)", NULL};
     int rc = submit(dry, 5, &out, &err);
     is_int(rc, 0, "submit --dry-run: exit 0");
     if (rc)
@@ -1114,7 +1119,7 @@ static void test_command(void)
     struct stat st;
     if (first && gpurun_read_file(first, "script", 1 << 20, &file, NULL, &err) == 0) {
         ok(out && strcmp(out, file) == 0, "it printed exactly the script it wrote");
-        ok(strstr(file, " --set 'params.x=it'\\''s $(x)'\n") != NULL, "the --set is in the script, quoted");
+        ok(strstr(file, " --set 'env.GREETING=it'\\''s $(x)'\n") != NULL, "the --set is in the script, quoted");
         ok(stat(first, &st) == 0 && (st.st_mode & 0777) == 0644, "the script is mode 0644");
         const char *base = strrchr(first, '/') + 1;
         ok(strlen(base) == strlen("submit-20250101T120000Z.sbatch") && base[15] == 'T' && base[22] == 'Z',
