@@ -16,29 +16,6 @@
 #include "template.h"
 #include "util.h"
 
-/* ---- a growing string ------------------------------------------------- */
-
-struct buf {
-    char *s;
-    size_t len, cap;
-};
-
-static void buf_add(struct buf *b, const char *s, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        b->cap = (b->len + n + 1) * 2;
-        b->s = gpurun_xrealloc(b->s, b->cap);
-    }
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = '\0';
-}
-
-static void buf_addc(struct buf *b, char c)
-{
-    buf_add(b, &c, 1);
-}
-
 /* ---- ${name} ---------------------------------------------------------- */
 
 static bool name_start(char c)
@@ -75,20 +52,20 @@ static int unset_name(const char *name, gpurun_lookup_fn lookup, void *ctx, cons
 int gpurun_expand(const char *in, gpurun_lookup_fn lookup, void *ctx, const char *what, char **outp,
                   gpurun_error_t *err)
 {
-    struct buf b = {0};
+    struct gpurun_strbuf b = {0};
     struct gpurun_conf_shown a;
     const char *p = in;
     *outp = NULL;
     if (!what)
         what = "value";
-    buf_add(&b, "", 0);
+    gpurun_strbuf_add(&b, "", 0);
     for (;;) {
         const char *d = strstr(p, "${");
         if (!d) {
-            buf_add(&b, p, strlen(p));
+            gpurun_strbuf_add(&b, p, strlen(p));
             break;
         }
-        buf_add(&b, p, (size_t)(d - p));
+        gpurun_strbuf_add(&b, p, (size_t)(d - p));
         const char *n = d + 2, *e = n;
         if (name_start(*e))
             for (e++; name_char(*e); e++)
@@ -113,7 +90,7 @@ int gpurun_expand(const char *in, gpurun_lookup_fn lookup, void *ctx, const char
             free(b.s);
             return -1;
         }
-        buf_add(&b, value, strlen(value));
+        gpurun_strbuf_add(&b, value, strlen(value));
         free(name);
         p = e + 1;
     }
@@ -166,7 +143,7 @@ __attribute__((format(printf, 3, 4))) static int refuse(gpurun_error_t *err, con
 int gpurun_split_words(const char *line, char ***argvp, gpurun_error_t *err)
 {
     struct words w = {0};
-    struct buf cur = {0};
+    struct gpurun_strbuf cur = {0};
     bool in_word = false;
     bool plain = true; /* the word so far has no quote or escape */
     size_t i = 0;
@@ -179,9 +156,9 @@ int gpurun_split_words(const char *line, char ***argvp, gpurun_error_t *err)
         size_t pos = i + 1; /* positions count from 1, as an editor does */
         if (c == ' ' || c == '\t') {
             if (in_word) {
-                buf_add(&cur, "", 0);
+                gpurun_strbuf_add(&cur, "", 0);
                 words_add(&w, cur.s);
-                cur = (struct buf){0};
+                cur = (struct gpurun_strbuf){0};
                 in_word = false;
                 plain = true;
             }
@@ -194,10 +171,10 @@ int gpurun_split_words(const char *line, char ***argvp, gpurun_error_t *err)
             if (line[i + 1] == '\n') { /* a line continuation */
                 i += 2;
             } else if (!line[i + 1]) { /* escapes nothing: kept, as sh does */
-                buf_addc(&cur, c);
+                gpurun_strbuf_addc(&cur, c);
                 i++;
             } else {
-                buf_addc(&cur, line[i + 1]);
+                gpurun_strbuf_addc(&cur, line[i + 1]);
                 i += 2;
             }
             continue;
@@ -206,7 +183,7 @@ int gpurun_split_words(const char *line, char ***argvp, gpurun_error_t *err)
             const char *end = strchr(line + i + 1, '\'');
             if (!end)
                 goto unterminated;
-            buf_add(&cur, line + i + 1, (size_t)(end - (line + i + 1)));
+            gpurun_strbuf_add(&cur, line + i + 1, (size_t)(end - (line + i + 1)));
             in_word = true;
             plain = false;
             i = (size_t)(end - line) + 1;
@@ -214,7 +191,7 @@ int gpurun_split_words(const char *line, char ***argvp, gpurun_error_t *err)
         }
         if (c == '"') {
             size_t j = i + 1;
-            buf_add(&cur, "", 0); /* "" is a word, if an empty one */
+            gpurun_strbuf_add(&cur, "", 0); /* "" is a word, if an empty one */
             for (;;) {
                 char d = line[j];
                 if (!d)
@@ -222,7 +199,7 @@ int gpurun_split_words(const char *line, char ***argvp, gpurun_error_t *err)
                 if (d == '"')
                     break;
                 if (d == '\\' && line[j + 1] && strchr("\"\\$`", line[j + 1])) {
-                    buf_addc(&cur, line[j + 1]);
+                    gpurun_strbuf_addc(&cur, line[j + 1]);
                     j += 2;
                 } else if (d == '\\' && line[j + 1] == '\n') {
                     j += 2;
@@ -232,7 +209,7 @@ int gpurun_split_words(const char *line, char ***argvp, gpurun_error_t *err)
                     return refuse(err, line, "'%s' at position %zu: " NO_SUBST,
                                   d == '`' ? "`" : "$(", j + 1);
                 } else {
-                    buf_addc(&cur, d);
+                    gpurun_strbuf_addc(&cur, d);
                     j++;
                 }
             }
@@ -271,12 +248,12 @@ int gpurun_split_words(const char *line, char ***argvp, gpurun_error_t *err)
             free(cur.s);
             return refuse(err, line, refusal, pos);
         }
-        buf_addc(&cur, c);
+        gpurun_strbuf_addc(&cur, c);
         in_word = true;
         i++;
     }
     if (in_word) {
-        buf_add(&cur, "", 0);
+        gpurun_strbuf_add(&cur, "", 0);
         words_add(&w, cur.s);
     }
     *argvp = w.v;

@@ -23,72 +23,36 @@
 #include "results.h"
 #include "util.h"
 
-/* ---- a growing string ------------------------------------------------- */
-
-struct buf {
-    char *s;
-    size_t len, cap;
-};
-
-static void bput(struct buf *b, const char *s, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        b->cap = (b->len + n + 1) * 2;
-        b->s = gpurun_xrealloc(b->s, b->cap);
-    }
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = '\0';
-}
-
-static void bputs(struct buf *b, const char *s)
-{
-    bput(b, s, strlen(s));
-}
-
-__attribute__((format(printf, 2, 3))) static void bprintf(struct buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = NULL;
-    int n = vasprintf(&s, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        abort(); /* out of memory, as gpurun_xmalloc() would */
-    bput(b, s, (size_t)n);
-    free(s);
-}
-
 /* XML/HTML text and attribute values: the five special characters, and
  * control characters (not allowed in XML 1.0) written as visible \xNN. */
-static void besc(struct buf *b, const char *s)
+static void besc(struct gpurun_strbuf *b, const char *s)
 {
     for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
         switch (*p) {
-        case '&': bputs(b, "&amp;"); break;
-        case '<': bputs(b, "&lt;"); break;
-        case '>': bputs(b, "&gt;"); break;
-        case '"': bputs(b, "&quot;"); break;
-        case '\'': bputs(b, "&#39;"); break;
+        case '&': gpurun_strbuf_puts(b, "&amp;"); break;
+        case '<': gpurun_strbuf_puts(b, "&lt;"); break;
+        case '>': gpurun_strbuf_puts(b, "&gt;"); break;
+        case '"': gpurun_strbuf_puts(b, "&quot;"); break;
+        case '\'': gpurun_strbuf_puts(b, "&#39;"); break;
         default:
             if (*p < 0x20 || *p == 0x7f)
-                bprintf(b, "\\x%02x", *p);
+                gpurun_strbuf_printf(b, "\\x%02x", *p);
             else
-                bput(b, (const char *)p, 1);
+                gpurun_strbuf_add(b, (const char *)p, 1);
         }
     }
 }
 
-static char *bdone(struct buf *b)
+static char *bdone(struct gpurun_strbuf *b)
 {
     if (!b->s)
-        bputs(b, "");
+        gpurun_strbuf_puts(b, "");
     return b->s;
 }
 
 char *gpurun_xml_escape(const char *s)
 {
-    struct buf b = {0};
+    struct gpurun_strbuf b = {0};
     besc(&b, s);
     return bdone(&b);
 }
@@ -256,7 +220,7 @@ double gpurun_cost_hours(const struct gpurun_cost_basis *b, double value)
 
 static char *params_text(const json_t *params)
 {
-    struct buf b = {0};
+    struct gpurun_strbuf b = {0};
     const char *k;
     json_t *v;
     /* Sorted, as the key is. */
@@ -273,12 +237,12 @@ static char *params_text(const json_t *params)
         v = json_object_get(params, keys[i]);
         char *val = json_is_string(v) ? gpurun_xstrdup(json_string_value(v))
                                       : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-        bprintf(&b, "%s%s=%s", i ? " " : "", keys[i], val ? val : "?");
+        gpurun_strbuf_printf(&b, "%s%s=%s", i ? " " : "", keys[i], val ? val : "?");
         free(val);
     }
     free(keys);
     if (!n)
-        bputs(&b, "-");
+        gpurun_strbuf_puts(&b, "-");
     return bdone(&b);
 }
 
@@ -650,7 +614,7 @@ static char *fmt_long(long v)
  * peak.  A flat object of numbers (a summary) is shown as key=value. */
 static char *fmt_monitor(const json_t *m)
 {
-    struct buf b = {0};
+    struct gpurun_strbuf b = {0};
     if (json_is_array(m)) {
         double util = 0, power = 0, mem = -1;
         size_t nu = 0, np = 0;
@@ -673,11 +637,11 @@ static char *fmt_monitor(const json_t *m)
                 mem = v;
         }
         if (nu)
-            bprintf(&b, "util %.0f%%", util / (double)nu);
+            gpurun_strbuf_printf(&b, "util %.0f%%", util / (double)nu);
         if (mem >= 0)
-            bprintf(&b, "%smem peak %.1f GiB", b.len ? ", " : "", mem / 1024);
+            gpurun_strbuf_printf(&b, "%smem peak %.1f GiB", b.len ? ", " : "", mem / 1024);
         if (np)
-            bprintf(&b, "%spower %.0f W", b.len ? ", " : "", power / (double)np);
+            gpurun_strbuf_printf(&b, "%spower %.0f W", b.len ? ", " : "", power / (double)np);
     } else if (json_is_object(m)) {
         const char *k;
         json_t *v;
@@ -686,12 +650,12 @@ static char *fmt_monitor(const json_t *m)
             if (!json_is_number(v))
                 continue;
             char *n = gpurun_report_number(json_number_value(v));
-            bprintf(&b, "%s%s=%s", b.len ? " " : "", k, n);
+            gpurun_strbuf_printf(&b, "%s%s=%s", b.len ? " " : "", k, n);
             free(n);
         }
     }
     if (!b.len)
-        bputs(&b, "-");
+        gpurun_strbuf_puts(&b, "-");
     return bdone(&b);
 }
 
@@ -978,12 +942,12 @@ static double nice_step(double range, int n)
     return mag * (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10);
 }
 
-static void svg_text(struct buf *b, double x, double y, const char *anchor, const char *extra,
+static void svg_text(struct gpurun_strbuf *b, double x, double y, const char *anchor, const char *extra,
                      const char *text)
 {
-    bprintf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\"%s>", x, y, anchor, extra);
+    gpurun_strbuf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\"%s>", x, y, anchor, extra);
     besc(b, text);
-    bputs(b, "</text>\n");
+    gpurun_strbuf_puts(b, "</text>\n");
 }
 
 /* A tick label: 250, 0.5, 2.5k, 4M, 1.2G; no exponents. */
@@ -1002,22 +966,22 @@ static void svg_number(double v, char *out, size_t n)
         snprintf(out, n, "%g", v);
 }
 
-static void y_tick(struct buf *b, const struct axis *ya, double v)
+static void y_tick(struct gpurun_strbuf *b, const struct axis *ya, double v)
 {
     char num[64];
     double py = ax_px(ya, v);
-    bprintf(b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e6e6e6\"/>\n", PLOT_L,
+    gpurun_strbuf_printf(b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e6e6e6\"/>\n", PLOT_L,
             py, PLOT_R, py);
-    bprintf(b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#333333\"/>\n",
+    gpurun_strbuf_printf(b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#333333\"/>\n",
             PLOT_L - 5, py, PLOT_L, py);
     svg_number(v, num, sizeof num);
     svg_text(b, PLOT_L - 8, py + 4, "end", "", num);
 }
 
-static void svg_panel(struct buf *b, const struct gpurun_report_job *job, double y0)
+static void svg_panel(struct gpurun_strbuf *b, const struct gpurun_report_job *job, double y0)
 {
-    bprintf(b, "<g transform=\"translate(0,%.0f)\">\n", y0);
-    bprintf(b,
+    gpurun_strbuf_printf(b, "<g transform=\"translate(0,%.0f)\">\n", y0);
+    gpurun_strbuf_printf(b,
             "<rect x=\"0.5\" y=\"0.5\" width=\"%d\" height=\"%d\" fill=\"#ffffff\" "
             "stroke=\"#d0d0d0\"/>\n",
             SVG_W - 1, SVG_H - 1);
@@ -1028,7 +992,7 @@ static void svg_panel(struct buf *b, const struct gpurun_report_job *job, double
             gpurun_xasprintf("%s: no run of state ok with a figure of merit to plot", job->name);
         svg_text(b, SVG_W / 2.0, SVG_H / 2.0, "middle", " font-size=\"14\"", t);
         free(t);
-        bputs(b, "</g>\n");
+        gpurun_strbuf_puts(b, "</g>\n");
         return;
     }
     const struct gpurun_report_fom *fom = &job->foms[f];
@@ -1068,7 +1032,7 @@ static void svg_panel(struct buf *b, const struct gpurun_report_job *job, double
     if (!isfinite(xmin)) { /* values, but no GPU or rank count to plot them at */
         svg_text(b, SVG_W / 2.0, SVG_H / 2.0, "middle", " font-size=\"14\"",
                  "no GPU or rank count in these records to plot against");
-        bputs(b, "</g>\n");
+        gpurun_strbuf_puts(b, "</g>\n");
         free(base);
         return;
     }
@@ -1092,7 +1056,7 @@ static void svg_panel(struct buf *b, const struct gpurun_report_job *job, double
     }
     /* Grid, ticks and their labels. */
     char num[64];
-    bputs(b, "<g font-size=\"12\" fill=\"#333333\">\n");
+    gpurun_strbuf_puts(b, "<g font-size=\"12\" fill=\"#333333\">\n");
     if (ya.log) {
         ya.lo = log10(ymin);
         ya.hi = log10(ymax);
@@ -1120,9 +1084,9 @@ static void svg_panel(struct buf *b, const struct gpurun_report_job *job, double
     if (xa.log) {
         for (int e = (int)ceil(xa.lo); e <= (int)floor(xa.hi); e++) {
             double px = ax_px(&xa, pow(2, e));
-            bprintf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e6e6e6\"/>\n",
+            gpurun_strbuf_printf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e6e6e6\"/>\n",
                     px, PLOT_T, px, PLOT_B);
-            bprintf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#333333\"/>\n",
+            gpurun_strbuf_printf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#333333\"/>\n",
                     px, PLOT_B, px, PLOT_B + 5);
             svg_number(pow(2, e), num, sizeof num);
             svg_text(b, px, PLOT_B + 19, "middle", "", num);
@@ -1130,16 +1094,16 @@ static void svg_panel(struct buf *b, const struct gpurun_report_job *job, double
     } else {
         for (int i = 0; xa.lo + i * xstep <= xa.hi + xstep * 1e-9; i++) {
             double v = xa.lo + i * xstep, px = ax_px(&xa, v);
-            bprintf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e6e6e6\"/>\n",
+            gpurun_strbuf_printf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e6e6e6\"/>\n",
                     px, PLOT_T, px, PLOT_B);
-            bprintf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#333333\"/>\n",
+            gpurun_strbuf_printf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#333333\"/>\n",
                     px, PLOT_B, px, PLOT_B + 5);
             svg_number(v, num, sizeof num);
             svg_text(b, px, PLOT_B + 19, "middle", "", num);
         }
     }
-    bputs(b, "</g>\n");
-    bprintf(b,
+    gpurun_strbuf_puts(b, "</g>\n");
+    gpurun_strbuf_printf(b,
             "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
             "stroke=\"#333333\"/>\n",
             PLOT_L, PLOT_T, PLOT_R - PLOT_L, PLOT_B - PLOT_T);
@@ -1151,12 +1115,12 @@ static void svg_panel(struct buf *b, const struct gpurun_report_job *job, double
                                     ya.log        ? "log scale)"
                                     : *fom->units ? ")"
                                                   : "");
-    bprintf(b,
+    gpurun_strbuf_printf(b,
             "<text x=\"0\" y=\"0\" text-anchor=\"middle\" font-size=\"13\" "
             "transform=\"translate(22,%.1f) rotate(-90)\">",
             (PLOT_T + PLOT_B) / 2.0);
     besc(b, ylabel);
-    bputs(b, "</text>\n");
+    gpurun_strbuf_puts(b, "</text>\n");
     free(ylabel);
 
     /* Per series: the ideal line, the measured line, min-max bars, points. */
@@ -1166,7 +1130,7 @@ static void svg_panel(struct buf *b, const struct gpurun_report_job *job, double
             continue;
         const char *color = palette[s % (sizeof palette / sizeof *palette)];
         double bx = (double)base[s]->resources, by = base[s]->stats[f].mean;
-        bprintf(b,
+        gpurun_strbuf_printf(b,
                 "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" "
                 "stroke-dasharray=\"6 4\" opacity=\"0.7\" points=\"",
                 color);
@@ -1174,20 +1138,20 @@ static void svg_panel(struct buf *b, const struct gpurun_report_job *job, double
             double x = xa.log ? pow(2, log2(bx) + (log2(xmax) - log2(bx)) * i / 48.0)
                               : bx + (xmax - bx) * i / 48.0;
             double y = lower ? by * bx / x : by * x / bx;
-            bprintf(b, "%s%.1f,%.1f", i ? " " : "", ax_px(&xa, x), ax_px(&ya, y));
+            gpurun_strbuf_printf(b, "%s%.1f,%.1f", i ? " " : "", ax_px(&xa, x), ax_px(&ya, y));
         }
-        bputs(b, "\"/>\n");
-        bprintf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", color);
+        gpurun_strbuf_puts(b, "\"/>\n");
+        gpurun_strbuf_printf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", color);
         bool first = true;
         for (size_t c = 0; c < job->nconfigs; c++) {
             const struct gpurun_report_config *cf = &job->configs[c];
             if (cf->series != s || cf->stats[f].n == 0 || cf->resources <= 0)
                 continue;
-            bprintf(b, "%s%.1f,%.1f", first ? "" : " ", ax_px(&xa, (double)cf->resources),
+            gpurun_strbuf_printf(b, "%s%.1f,%.1f", first ? "" : " ", ax_px(&xa, (double)cf->resources),
                     ax_px(&ya, cf->stats[f].mean));
             first = false;
         }
-        bputs(b, "\"/>\n");
+        gpurun_strbuf_puts(b, "\"/>\n");
         for (size_t c = 0; c < job->nconfigs; c++) {
             const struct gpurun_report_config *cf = &job->configs[c];
             const struct gpurun_report_stat *st = &cf->stats[f];
@@ -1195,12 +1159,12 @@ static void svg_panel(struct buf *b, const struct gpurun_report_job *job, double
                 continue;
             double px = ax_px(&xa, (double)cf->resources);
             if (st->max > st->min)
-                bprintf(b,
+                gpurun_strbuf_printf(b,
                         "<path d=\"M%.1f %.1fV%.1fM%.1f %.1fH%.1fM%.1f %.1fH%.1f\" "
                         "stroke=\"%s\" fill=\"none\"/>\n",
                         px, ax_px(&ya, st->min), ax_px(&ya, st->max), px - 4, ax_px(&ya, st->min),
                         px + 4, px - 4, ax_px(&ya, st->max), px + 4, color);
-            bprintf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"><title>", px,
+            gpurun_strbuf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"><title>", px,
                     ax_px(&ya, st->mean), color);
             char *m = gpurun_report_number(st->mean), *e = fmt_ratio(st->efficiency);
             const char *unit = cf->resources == 1 ? (job->by_gpus ? "GPU" : "rank") : xname;
@@ -1210,7 +1174,7 @@ static void svg_panel(struct buf *b, const struct gpurun_report_job *job, double
             free(tip);
             free(m);
             free(e);
-            bputs(b, "</title></circle>\n");
+            gpurun_strbuf_puts(b, "</title></circle>\n");
         }
 
         /* Legend, right of the plot, as far as it has room. */
@@ -1218,7 +1182,7 @@ static void svg_panel(struct buf *b, const struct gpurun_report_job *job, double
             continue;
         char *what = job->nseries > 1 ? gpurun_xasprintf("measured: %s", base[s]->params_text)
                                       : gpurun_xstrdup("measured (mean, min-max)");
-        bprintf(b,
+        gpurun_strbuf_printf(b,
                 "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" "
                 "stroke-width=\"2\"/><circle cx=\"%d\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>\n",
                 PLOT_R + 16, ly, PLOT_R + 44, ly, color, PLOT_R + 30, ly, color);
@@ -1236,7 +1200,7 @@ static void svg_panel(struct buf *b, const struct gpurun_report_job *job, double
         char *ideal =
             gpurun_xasprintf("ideal, from %ld %s", base[s]->resources,
                              base[s]->resources == 1 ? (job->by_gpus ? "GPU" : "rank") : xname);
-        bprintf(b,
+        gpurun_strbuf_printf(b,
                 "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" "
                 "stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/>\n",
                 PLOT_R + 16, ly, PLOT_R + 44, ly, color);
@@ -1245,31 +1209,31 @@ static void svg_panel(struct buf *b, const struct gpurun_report_job *job, double
         ly += 28;
     }
     free(base);
-    bputs(b, "</g>\n");
+    gpurun_strbuf_puts(b, "</g>\n");
 }
 
 /* The panels, one per job, stacked; `standalone` adds the XML prolog. */
-static void svg_document(struct buf *b, const gpurun_report_t *r, bool standalone)
+static void svg_document(struct gpurun_strbuf *b, const gpurun_report_t *r, bool standalone)
 {
     size_t n = r->njobs ? r->njobs : 1;
     if (standalone)
-        bputs(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    bprintf(b,
+        gpurun_strbuf_puts(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    gpurun_strbuf_printf(b,
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%zu\" "
             "viewBox=\"0 0 %d %zu\" font-family=\"DejaVu Sans, Helvetica, Arial, "
             "sans-serif\" role=\"img\">\n",
             SVG_W, SVG_H * n + 10 * (n - 1), SVG_W, SVG_H * n + 10 * (n - 1));
-    bputs(b, "<title>gpurun report: figure of merit against GPUs, with ideal scaling</title>\n");
+    gpurun_strbuf_puts(b, "<title>gpurun report: figure of merit against GPUs, with ideal scaling</title>\n");
     if (!r->njobs)
         svg_text(b, SVG_W / 2.0, SVG_H / 2.0, "middle", " font-size=\"14\"", "no runs to plot");
     for (size_t j = 0; j < r->njobs; j++)
         svg_panel(b, &r->jobs[j], (double)j * (SVG_H + 10));
-    bputs(b, "</svg>\n");
+    gpurun_strbuf_puts(b, "</svg>\n");
 }
 
 char *gpurun_report_svg(const gpurun_report_t *r)
 {
-    struct buf b = {0};
+    struct gpurun_strbuf b = {0};
     svg_document(&b, r, true);
     return bdone(&b);
 }
@@ -1289,82 +1253,82 @@ static const char css[] =
     "svg{max-width:100%;height:auto;display:block;margin:8px 0}"
     "code{font-size:12px}";
 
-static void html_table(struct buf *b, const struct table *t)
+static void html_table(struct gpurun_strbuf *b, const struct table *t)
 {
-    bputs(b, "<div class=\"scroll\"><table>\n<tr>");
+    gpurun_strbuf_puts(b, "<div class=\"scroll\"><table>\n<tr>");
     for (size_t c = 0; c < t->ncols; c++) {
-        bputs(b, "<th>");
+        gpurun_strbuf_puts(b, "<th>");
         besc(b, t->head[c]);
-        bputs(b, "</th>");
+        gpurun_strbuf_puts(b, "</th>");
     }
-    bputs(b, "</tr>\n");
+    gpurun_strbuf_puts(b, "</tr>\n");
     for (size_t r = 0; r < t->nrows; r++) {
-        bputs(b, "<tr>");
+        gpurun_strbuf_puts(b, "<tr>");
         for (size_t c = 0; c < t->ncols; c++) {
-            bputs(b, t->right[c] ? "<td class=\"n\">" : "<td>");
+            gpurun_strbuf_puts(b, t->right[c] ? "<td class=\"n\">" : "<td>");
             besc(b, t->cells[r * t->ncols + c]);
-            bputs(b, "</td>");
+            gpurun_strbuf_puts(b, "</td>");
         }
-        bputs(b, "</tr>\n");
+        gpurun_strbuf_puts(b, "</tr>\n");
     }
-    bputs(b, "</table></div>\n");
+    gpurun_strbuf_puts(b, "</table></div>\n");
 }
 
 char *gpurun_report_html(const gpurun_report_t *r, const char *source)
 {
-    struct buf b = {0};
-    bputs(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+    struct gpurun_strbuf b = {0};
+    gpurun_strbuf_puts(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
               "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
               "style-src 'unsafe-inline'\">\n"
               "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
               "<title>gpurun report: ");
     besc(&b, source);
-    bprintf(&b, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>gpurun report</h1>\n", css);
+    gpurun_strbuf_printf(&b, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>gpurun report</h1>\n", css);
 
     char stamp[32];
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    bputs(&b, "<p class=\"meta\">");
-    bprintf(&b, "%zu run%s of %zu job%s, %zu not ok, in <code>", r->nruns, r->nruns == 1 ? "" : "s",
+    gpurun_strbuf_puts(&b, "<p class=\"meta\">");
+    gpurun_strbuf_printf(&b, "%zu run%s of %zu job%s, %zu not ok, in <code>", r->nruns, r->nruns == 1 ? "" : "s",
             r->njobs, r->njobs == 1 ? "" : "s", r->nfailed);
     besc(&b, source);
-    bprintf(&b, "</code>; written %s by gpurun %s.</p>\n", stamp, PACKAGE_VERSION);
+    gpurun_strbuf_printf(&b, "</code>; written %s by gpurun %s.</p>\n", stamp, PACKAGE_VERSION);
 
     for (size_t j = 0; j < r->njobs; j++) {
         const struct gpurun_report_job *job = &r->jobs[j];
-        bputs(&b, "<section>\n<h2>Job ");
+        gpurun_strbuf_puts(&b, "<section>\n<h2>Job ");
         besc(&b, job->name);
-        bputs(&b, "</h2>\n<p class=\"meta\">");
+        gpurun_strbuf_puts(&b, "</h2>\n<p class=\"meta\">");
         if (job->template_name) {
-            bputs(&b, "Template <code>");
+            gpurun_strbuf_puts(&b, "Template <code>");
             besc(&b, job->template_name);
-            bputs(&b, "</code>; ");
+            gpurun_strbuf_puts(&b, "</code>; ");
         }
         const char *params = job_params(job), *model = job_gpu_model(job);
         if (params) {
-            bputs(&b, job->template_name ? "params <code>" : "Params <code>");
+            gpurun_strbuf_puts(&b, job->template_name ? "params <code>" : "Params <code>");
             besc(&b, params);
-            bputs(&b, "</code>; ");
+            gpurun_strbuf_puts(&b, "</code>; ");
         }
         if (model) {
-            bputs(&b, "GPU ");
+            gpurun_strbuf_puts(&b, "GPU ");
             besc(&b, model);
-            bputs(&b, "; ");
+            gpurun_strbuf_puts(&b, "; ");
         }
-        bprintf(&b, "%zu run%s, %zu not ok; scaling against %s.</p>\n", job->nruns,
+        gpurun_strbuf_printf(&b, "%zu run%s, %zu not ok; scaling against %s.</p>\n", job->nruns,
                 job->nruns == 1 ? "" : "s", job->nfailed,
                 job->by_gpus ? "GPUs" : "ranks (CPU-only)");
         if (job->nfoms == 0)
-            bputs(&b, "<p>No figures of merit in these runs.</p>\n");
+            gpurun_strbuf_puts(&b, "<p>No figures of merit in these runs.</p>\n");
         for (size_t f = 0; f < job->nfoms; f++) {
             const struct gpurun_report_fom *fom = &job->foms[f];
-            bputs(&b, "<h3>");
+            gpurun_strbuf_puts(&b, "<h3>");
             besc(&b, fom->name);
-            bputs(&b, " <span class=\"meta\">(");
+            gpurun_strbuf_puts(&b, " <span class=\"meta\">(");
             besc(&b, fom->units);
-            bprintf(&b, "%s%s is better)</span></h3>\n", *fom->units ? ", " : "", fom->better);
+            gpurun_strbuf_printf(&b, "%s%s is better)</span></h3>\n", *fom->units ? ", " : "", fom->better);
             char *heads[2];
             struct table t = fom_table(job, f, heads);
             html_table(&b, &t);
@@ -1373,7 +1337,7 @@ char *gpurun_report_html(const gpurun_report_t *r, const char *source)
             free(heads[1]);
         }
         if (any_monitor(job)) {
-            bputs(&b, "<h3>GPU monitoring <span class=\"meta\">(utilisation and power: mean "
+            gpurun_strbuf_puts(&b, "<h3>GPU monitoring <span class=\"meta\">(utilisation and power: mean "
                       "over the GPUs; memory: the highest peak)</span></h3>\n");
             struct table t = monitor_table(job);
             html_table(&b, &t);
@@ -1382,12 +1346,12 @@ char *gpurun_report_html(const gpurun_report_t *r, const char *source)
         /* The job's plot: its own one-panel SVG. */
         gpurun_report_t one = {.jobs = (struct gpurun_report_job *)job, .njobs = 1};
         svg_document(&b, &one, false);
-        bputs(&b, "</section>\n");
+        gpurun_strbuf_puts(&b, "</section>\n");
     }
     if (!r->njobs)
-        bputs(&b, "<p>No runs.</p>\n");
-    bputs(&b, "<p class=\"note\">");
+        gpurun_strbuf_puts(&b, "<p>No runs.</p>\n");
+    gpurun_strbuf_puts(&b, "<p class=\"note\">");
     besc(&b, definitions);
-    bputs(&b, "</p>\n</body>\n</html>\n");
+    gpurun_strbuf_puts(&b, "</p>\n</body>\n</html>\n");
     return bdone(&b);
 }

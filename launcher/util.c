@@ -191,3 +191,39 @@ void gpurun_kvlist_clear(struct gpurun_kvlist *l)
     l->items = NULL;
     l->n = 0;
 }
+
+/* ---- growing strings ---------------------------------------------------- */
+
+void gpurun_strbuf_add(struct gpurun_strbuf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        b->cap = (b->len + n + 1) * 2;
+        b->s = gpurun_xrealloc(b->s, b->cap);
+    }
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+}
+
+void gpurun_strbuf_addc(struct gpurun_strbuf *b, char c)
+{
+    gpurun_strbuf_add(b, &c, 1);
+}
+
+void gpurun_strbuf_puts(struct gpurun_strbuf *b, const char *s)
+{
+    gpurun_strbuf_add(b, s, strlen(s));
+}
+
+void gpurun_strbuf_printf(struct gpurun_strbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        abort(); /* out of memory, as gpurun_xmalloc() would */
+    gpurun_strbuf_add(b, s, (size_t)n);
+    free(s);
+}

@@ -42,4 +42,14 @@ const char *gpurun_kvlist_get(const struct gpurun_kvlist *l, const char *key); /
 const char *gpurun_kvlist_lookup(const char *name, void *list); /* a gpurun_lookup_fn */
 void gpurun_kvlist_clear(struct gpurun_kvlist *l); /* frees the items, leaves it empty */
 
+/* A string that grows as it is written; s is NULL until something is. */
+struct gpurun_strbuf {
+    char *s;
+    size_t len, cap;
+};
+void gpurun_strbuf_add(struct gpurun_strbuf *b, const char *s, size_t n);
+void gpurun_strbuf_addc(struct gpurun_strbuf *b, char c);
+void gpurun_strbuf_puts(struct gpurun_strbuf *b, const char *s);
+void gpurun_strbuf_printf(struct gpurun_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif
