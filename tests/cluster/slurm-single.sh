@@ -47,7 +47,7 @@ check_settings GPURUN_SLURM_DIR "$CTLD_PORT" "$SLURMD_PORT" "$UP_TIMEOUT"
 our_stepds() {
     command -v pgrep >/dev/null 2>&1 || return 0
     for p in $(pgrep -x slurmstepd); do
-        if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qxF "SLURM_CONF=$CONF"; then
+        if tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qxF "SLURM_CONF=$CONF"; then
             echo "$p"
         fi
     done
