@@ -42,49 +42,27 @@ SLURMD_TIMEOUT=${GPURUN_NETNS_SLURMD_TIMEOUT:-30}
 UP_TIMEOUT=${GPURUN_NETNS_UP_TIMEOUT:-60}
 MARK=.gpurun-netns-cluster
 CONF=$DIR/slurm.conf
-MUNGE_DIR=$DIR/munge
-SOCKET=$MUNGE_DIR/munge.socket
-MUNGE_PID=$MUNGE_DIR/munged.pid
-CTLD_PID=$DIR/run/slurmctld.pid
 CREATED=$DIR/created # "netns NAME" / "link NAME" lines, as they are made
 AGENT=$DIR/rsh-agent
 HOSTFILE=$DIR/hostfile
 SCRATCH=$DIR/scratch
 BRIDGE=${PREFIX}br
+ME=netns-cluster
+TORN_DOWN="cluster taken down"
+USAGE="up|down|status|exec HOST CMD...|ps HOST"
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
 
-# Slurm and munge binaries usually live in sbin, which a non-login PATH lacks.
-PATH=$PATH:/usr/sbin:/sbin:/usr/local/sbin
-export PATH
-
-say() { printf 'netns-cluster: %s\n' "$*" >&2; }
-die() { say "$*"; exit 1; }
-
-usage() {
-    echo "usage: $0 up|down|status|exec HOST CMD...|ps HOST" >&2
-    exit 2
-}
-
-case $DIR in
-    /*) ;;
-    *) die "GPURUN_NETNS_DIR must be an absolute path: $DIR" ;;
-esac
-case $DIR in
-    *[!A-Za-z0-9/._-]*) die "GPURUN_NETNS_DIR may hold only letters, digits and / . _ -: $DIR" ;;
-esac
-case $DIR in
-    / | /tmp | /tmp/* | /dev/shm* | /etc* | /usr* | /proc* | /sys* | /run | /var | /home | /root | /srv)
-        die "refusing to use $DIR as the state folder (and each host's /tmp is private: keep it outside /tmp)" ;;
-esac
-# Unix socket paths (munge.socket, slurmd's per-step sockets in the spool
-# folder) must fit in 108 bytes.
-if [ ${#DIR} -gt 64 ]; then
-    die "state folder path too long for Unix sockets (over 64 bytes): $DIR"
-fi
-for p in "$CTLD_PORT" "$SLURMD_PORT" "$UP_TIMEOUT" "$SLURMD_TIMEOUT" "$NHOSTS"; do
-    case $p in
-        '' | *[!0-9]*) die "not a number: '$p'" ;;
+dir_refused() {
+    case $DIR in
+        *[!A-Za-z0-9/._-]*) die "GPURUN_NETNS_DIR may hold only letters, digits and / . _ -: $DIR" ;;
     esac
-done
+    case $DIR in
+        / | /tmp | /tmp/* | /dev/shm* | /etc* | /usr* | /proc* | /sys* | /run | /var | /home | /root | /srv)
+            die "refusing to use $DIR as the state folder (and each host's /tmp is private: keep it outside /tmp)" ;;
+    esac
+}
+check_settings GPURUN_NETNS_DIR "$CTLD_PORT" "$SLURMD_PORT" "$UP_TIMEOUT" "$SLURMD_TIMEOUT" "$NHOSTS"
 [ "$NHOSTS" -ge 1 ] && [ "$NHOSTS" -le 9 ] || die "GPURUN_NETNS_NHOSTS must be 1..9: $NHOSTS"
 # Interface names are at most 15 bytes: PREFIX + "h9" / "br".
 case $PREFIX in
@@ -125,25 +103,6 @@ is_host() {
     return 1
 }
 
-# pid_alive PIDFILE NAME: prints the pid when PIDFILE names a live process
-# whose program is NAME and whose command line names this state folder
-# (each daemon is started with -f $CONF or --socket=$SOCKET): a stale file
-# or a reused pid never makes us signal someone else's process.
-pid_alive() {
-    [ -r "$1" ] || return 1
-    pid=$(head -n 1 "$1" 2>/dev/null | tr -dc 0-9)
-    [ -n "$pid" ] || return 1
-    [ -r "/proc/$pid/cmdline" ] || return 1
-    cmdline=$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null)
-    exe=$(printf '%s\n' "$cmdline" | head -n 1)
-    [ "${exe##*/}" = "$2" ] || return 1
-    case $cmdline in
-        *"$DIR/"*) ;;
-        *) return 1 ;;
-    esac
-    echo "$pid"
-}
-
 # holder_alive HOST: prints the pid of the host's namespace holder (a
 # "sleep infinity" inside the host's network, UTS and mount namespaces) when
 # it lives and sits in this cluster's network namespace for HOST.
@@ -171,63 +130,6 @@ in_host() {
     nsenter --target "$hp" --net --uts --mount -- "$@"
 }
 
-# running PID: the process exists and is not a zombie.  This machine's
-# init reaps exited processes only after a second or two; a zombie has
-# already let go of its ports and namespaces, so the teardown moves on and
-# waits for the reaping once, at the end (wait_reaped).
-running() {
-    st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
-    [ -n "$st" ] && [ "${st%% *}" != Z ]
-}
-
-REAP= # every pid the teardown signalled
-
-# stop_daemons PIDFILE NAME [PIDFILE NAME]...: SIGTERM to each live one
-# together, wait up to $STOP_WAIT tenths of a second (20 s), then SIGKILL.
-STOP_WAIT=200
-stop_daemons() {
-    pids=
-    while [ $# -ge 2 ]; do
-        if p=$(pid_alive "$1" "$2"); then
-            kill -TERM "$p" 2>/dev/null
-            pids="$pids $p:$2"
-            REAP="$REAP $p"
-        fi
-        shift 2
-    done
-    i=0
-    left=
-    while [ "$i" -lt "$STOP_WAIT" ]; do
-        left=
-        for e in $pids; do
-            running "${e%%:*}" && left="$left $e"
-        done
-        [ -n "$left" ] || return 0
-        sleep 0.1
-        i=$((i + 1))
-    done
-    for e in $left; do
-        say "${e#*:} (pid ${e%%:*}) did not stop on SIGTERM; sending SIGKILL"
-        kill -KILL "${e%%:*}" 2>/dev/null
-    done
-    sleep 0.2
-}
-
-# wait_reaped: until no pid in $REAP is left in /proc, zombies included, so
-# that "pgrep" right after "down" shows nothing of ours (3 s at most).
-wait_reaped() {
-    i=0
-    while [ "$i" -lt 30 ]; do
-        left=
-        for p in $REAP; do
-            [ -d "/proc/$p" ] && left=1
-        done
-        [ -n "$left" ] || return 0
-        sleep 0.1
-        i=$((i + 1))
-    done
-}
-
 # kill_netns NS...: every process still inside these network namespaces
 # (the holders, step daemons and tasks left over, orted, what "exec"
 # started): SIGTERM, up to 1 s, SIGKILL, up to 2 s more.  Only namespaces
@@ -237,31 +139,28 @@ netns_pids() {
         [ -e "/run/netns/$ns" ] && ip netns pids "$ns" 2>/dev/null
     done | tr '\n' ' '
 }
+netns_empty() { # sets $left
+    left=$(netns_pids "$@")
+    [ -z "${left% }" ]
+}
 kill_netns() {
     victims=$(netns_pids "$@")
     [ -n "${victims% }" ] || return 0
     REAP="$REAP $victims"
     # shellcheck disable=SC2086 # a list of pids
     kill -TERM $victims 2>/dev/null
-    i=0
-    while [ "$i" -lt 30 ]; do
-        # (a zombie has left its namespace already)
-        left=$(netns_pids "$@")
-        [ -n "${left% }" ] || return 0
-        # slurmstepd ignores SIGTERM: no use waiting long.
-        if [ "$i" -eq 10 ]; then
-            REAP="$REAP $left"
-            # shellcheck disable=SC2086 # a list of pids
-            kill -KILL $left 2>/dev/null
-        fi
-        sleep 0.1
-        i=$((i + 1))
-    done
+    # (a zombie has left its namespace already)
+    # slurmstepd ignores SIGTERM: no use waiting long.
+    retry 10 0.1 netns_empty "$@" && return 0
+    REAP="$REAP $left"
+    # shellcheck disable=SC2086 # a list of pids
+    kill -KILL $left 2>/dev/null
+    retry 20 0.1 netns_empty "$@" && return 0
     say "processes left in namespaces $*: $left"
 }
 
 node_states() { # "h1 idle" lines as sinfo sees them
-    SLURM_CONF=$CONF timeout 5 sinfo -h -N -o '%N %T' 2>/dev/null
+    slurm_cmd 5 sinfo -h -N -o '%N %T' 2>/dev/null
 }
 
 exports() {
@@ -277,9 +176,7 @@ exports() {
 }
 
 is_up() {
-    [ -f "$DIR/$MARK" ] || return 1
-    pid_alive "$MUNGE_PID" munged >/dev/null || return 1
-    pid_alive "$CTLD_PID" slurmctld >/dev/null || return 1
+    ctl_up || return 1
     for h in $HOSTS; do
         holder_alive "$h" >/dev/null || return 1
         pid_alive "$(slurmd_pidfile "$h")" slurmd >/dev/null || return 1
@@ -294,14 +191,7 @@ is_up() {
     return 0
 }
 
-cmd_status() {
-    if is_up; then
-        echo "up: $DIR ($(node_states | tr '\n' ',' | sed 's/,$//; s/,/, /g'))"
-        return 0
-    fi
-    echo "down: $DIR"
-    return 1
-}
+up_detail() { node_states | tr '\n' ',' | sed 's/,$//; s/,/, /g'; }
 
 # teardown: stop the daemons, empty and delete the namespaces, delete the
 # links; what was made is listed in $CREATED.  The folder stays.
@@ -311,9 +201,7 @@ teardown() {
     for h in $HOSTS; do
         set -- "$@" "$(slurmd_pidfile "$h")" slurmd
     done
-    stop_daemons "$@" "$CTLD_PID" slurmctld
-    # munged last: the Slurm daemons may still sign messages while stopping.
-    stop_daemons "$MUNGE_PID" munged
+    stop_slurm "$@"
     [ -f "$CREATED" ] || { wait_reaped; return 0; }
     # Their processes first, then the links (a veth pair goes with its root
     # end), then the namespaces.
@@ -339,47 +227,18 @@ cmd_down() {
         done
         return 0
     fi
-    # Only ever remove a folder this script made (or an empty one).
-    if [ ! -f "$DIR/$MARK" ] && ! { [ -d "$DIR" ] && [ -z "$(ls -A "$DIR")" ]; }; then
-        die "$DIR exists but was not made by this script; not touching it"
-    fi
     # Cancel what is still queued or running, so that slurmd ends its steps
     # (waiting 1 s at most); kill_netns gets whatever is left (a host whose
     # slurmd was killed keeps its steps).
-    if pid_alive "$CTLD_PID" slurmctld >/dev/null &&
-        pid_alive "$MUNGE_PID" munged >/dev/null; then
-        jobs=$(SLURM_CONF=$CONF timeout 5 squeue -h -o %i 2>/dev/null)
-        if [ -n "$jobs" ]; then
-            # shellcheck disable=SC2086 # a list of job ids
-            SLURM_CONF=$CONF timeout 5 scancel $jobs >/dev/null 2>&1
-            i=0
-            while [ "$i" -lt 5 ] &&
-                [ -n "$(SLURM_CONF=$CONF timeout 5 squeue -h -o %i -t PD,R,CG 2>/dev/null)" ]; do
-                sleep 0.2
-                i=$((i + 1))
-            done
-        fi
-    fi
-    teardown
-    rm -rf "$DIR"
+    down_state 5 0.2 -t PD,R,CG
 }
 
 # Prints why the cluster cannot be brought up here, or nothing.
 missing_prereq() {
-    if [ "$(id -u)" != 0 ]; then
-        echo "needs root (network namespaces, bridge, slurmd with SlurmUser=root)"
-        return
-    fi
-    for b in ip nsenter unshare setsid stat timeout munged slurmctld slurmd sinfo squeue scancel; do
-        command -v "$b" >/dev/null 2>&1 || {
-            echo "no $b binary (install iproute2, util-linux, munge, slurmctld, slurmd, slurm-client)"
-            return
-        }
-    done
-    if ! command -v mungekey >/dev/null 2>&1 && [ ! -r /dev/urandom ]; then
-        echo "no mungekey and no /dev/urandom to make a munge key"
-        return
-    fi
+    need_root "network namespaces, bridge, slurmd with SlurmUser=root" &&
+        need_bins "iproute2, util-linux, munge, slurmctld, slurmd, slurm-client" \
+            ip nsenter unshare setsid stat timeout munged slurmctld slurmd sinfo squeue scancel &&
+        need_mungekey || return
     # What each host's holder does (start_holder), on a throwaway tmpfs.
     # shellcheck disable=SC2016 # runs in the new namespaces
     if ! err=$(unshare --net --uts --mount --propagation private sh -c '
@@ -392,25 +251,6 @@ missing_prereq() {
     fi
 }
 
-show_logs() {
-    for f in "$MUNGE_DIR/munged.log" "$DIR/log/"*; do
-        [ -s "$f" ] || continue
-        echo "----- $f (last 40 lines)" >&2
-        tail -n 40 "$f" >&2
-    done
-}
-
-# fail_up MESSAGE: print it and the logs, take down what this run made
-# (the folder and its logs stay until "down"), exit 1.
-fail_up() {
-    say "$*"
-    show_logs
-    STOP_WAIT=30
-    teardown
-    say "cluster taken down; logs kept in $DIR/log until \"$0 down\""
-    exit 1
-}
-
 # no_net MESSAGE: the kernel or container does not let us build the network.
 no_net() {
     say "$*"
@@ -418,11 +258,6 @@ no_net() {
     teardown
     rm -rf "$DIR"
     exit 77
-}
-
-port_busy() { # port_busy PORT: something listens on TCP PORT here (needs ss)
-    command -v ss >/dev/null 2>&1 || return 1
-    [ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ]
 }
 
 # v6off IFACE [NS]: no IPv6 addresses on the cluster's links, so that nothing
@@ -501,90 +336,31 @@ start_holder() {
         </dev/null >>"$DIR/log/holder-$1.out" 2>&1 &
 }
 
-start_munged() {
-    mkdir -p "$MUNGE_DIR" || return 1
-    # munged wants: the key 0600 and owned by its user; the socket folder
-    # searchable by all (0755) and not writable by group/other.
-    chmod 0755 "$DIR" "$MUNGE_DIR"
-    if command -v mungekey >/dev/null 2>&1; then
-        mungekey --create --keyfile="$MUNGE_DIR/munge.key" >/dev/null 2>&1
-    fi
-    if [ ! -s "$MUNGE_DIR/munge.key" ]; then
-        dd if=/dev/urandom of="$MUNGE_DIR/munge.key" bs=1024 count=1 2>/dev/null || return 1
-    fi
-    chmod 0600 "$MUNGE_DIR/munge.key"
-    set -- --socket="$SOCKET" --key-file="$MUNGE_DIR/munge.key" \
-        --pid-file="$MUNGE_PID" --log-file="$MUNGE_DIR/munged.log" \
-        --seed-file="$MUNGE_DIR/munged.seed"
-    if ! munged "$@" </dev/null >>"$DIR/log/munged.out" 2>&1; then
-        say "munged refused to start; retrying with --force"
-        munged --force "$@" </dev/null >>"$DIR/log/munged.out" 2>&1 || return 1
-    fi
-    [ -S "$SOCKET" ]
-}
-
 write_conf() {
     # The machine as slurmd sees it; every host claims all of it.
-    node=$(SLURM_CONF=/dev/null slurmd -C 2>/dev/null | sed -n '/^NodeName=/p' | head -n 1)
-    [ -n "$node" ] || node=$(slurmd -C 2>/dev/null | sed -n '/^NodeName=/p' | head -n 1)
-    [ -n "$node" ] || return 1
+    slurmd_node || return 1
     hw=$(printf '%s\n' "$node" | sed 's/^NodeName=[^ ]* *//')
     CPUS=$(printf '%s\n' "$hw" | sed -n 's/.*CPUs=\([0-9]*\).*/\1/p')
     [ -n "$CPUS" ] || CPUS=1
     nodes=$(echo "$HOSTS" | tr ' ' ',')
     {
+        conf_head gpurun-netns
         cat <<EOF
-# Written by tests/cluster/netns-cluster.sh; removed by "down".
-ClusterName=gpurun-netns
-# Job ids apart from any other test cluster on this machine (see
-# slurm-single.sh): the slurmctld port times 1000.
-FirstJobId=$((CTLD_PORT * 1000 + 1))
 SlurmctldHost=$ROOTHOST($GATEWAY)
-SlurmctldPort=$CTLD_PORT
-SlurmdPort=$SLURMD_PORT
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-AuthInfo=socket=$SOCKET
-CredType=cred/munge
-StateSaveLocation=$DIR/state
 # %n: the node name; every host has its own spool, pid and log file.
 SlurmdSpoolDir=$DIR/spool/%n
-SlurmctldPidFile=$CTLD_PID
 SlurmdPidFile=$DIR/run/slurmd-%n.pid
-SlurmctldLogFile=$DIR/log/slurmctld.log
 SlurmdLogFile=$DIR/log/slurmd-%n.log
-SlurmctldDebug=info
-SlurmdDebug=info
 # Each host's /tmp is its own (PMIx makes /tmp/spmix_appdir_<uid>_<job>.<step>
 # on every host of a step; a shared /tmp collides).
 TmpFS=/tmp
-PlugStackConfig=$DIR/plugstack.conf
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/affinity
-MpiDefault=pmix
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-SchedulerType=sched/backfill
-EnforcePartLimits=ALL
-MailProg=/bin/true
-ReturnToService=2
-AccountingStorageType=accounting_storage/none
-JobAcctGatherType=jobacct_gather/none
-JobCompType=jobcomp/none
-SlurmctldTimeout=30
-SlurmdTimeout=$SLURMD_TIMEOUT
-InactiveLimit=0
-MinJobAge=300
-KillWait=5
-Waittime=0
 EOF
+        conf_common
         for h in $HOSTS; do
             echo "NodeName=$h NodeAddr=$(addr_of "$h") $hw State=UNKNOWN"
         done
         echo "PartitionName=batch Nodes=$nodes Default=YES MaxTime=INFINITE State=UP"
     } >"$CONF"
-    : >"$DIR/plugstack.conf"
     for h in $HOSTS; do
         echo "$h slots=$CPUS"
     done >"$HOSTFILE"
@@ -638,18 +414,26 @@ EOF
     chmod 0755 "$AGENT"
 }
 
+holders_up() { # sets $h to the first host whose holder is not (yet) there
+    for h in $HOSTS; do
+        holder_alive "$h" >/dev/null || return 1
+    done
+}
+all_idle() {
+    states=$(node_states)
+    [ "$(printf '%s\n' "$states" | grep -c ' idle$')" -eq "$NHOSTS" ]
+}
+daemons_alive() {
+    [ "$1" -ge 2 ] || return 0
+    exited_if_dead "$CTLD_PID" slurmctld slurmctld
+    for h in $HOSTS; do
+        exited_if_dead "$(slurmd_pidfile "$h")" slurmd "slurmd on $h"
+    done
+}
+not_idle() { echo "hosts not all idle after ${UP_TIMEOUT}s (sinfo: $(echo "$states" | tr '\n' ' '))"; }
+
 cmd_up() {
-    reason=$(missing_prereq)
-    if [ -n "$reason" ]; then
-        say "$reason"
-        exit 77
-    fi
-    if is_up; then
-        exports
-        return 0
-    fi
-    # Half up, or left over from a failed run: start again from nothing.
-    cmd_down || exit 1
+    up_begin
     for h in $HOSTS; do
         [ ! -e "/run/netns/$(ns_of "$h")" ] ||
             die "network namespace $(ns_of "$h") exists and is not this cluster's; set GPURUN_NETNS_PREFIX"
@@ -665,15 +449,12 @@ cmd_up() {
         die "TCP port $CTLD_PORT is in use (another cluster?); set GPURUN_NETNS_SLURMCTLD_PORT"
     fi
     ROOTHOST=$(hostname -s 2>/dev/null || hostname 2>/dev/null || cat /proc/sys/kernel/hostname)
-    umask 022
-    mkdir -p "$DIR" || die "cannot create $DIR"
-    : >"$DIR/$MARK"
-    mkdir -p "$DIR/state" "$DIR/spool" "$DIR/run" "$DIR/log" "$DIR/etc" "$SCRATCH" ||
-        fail_up "cannot create folders in $DIR"
-    chmod 1777 "$SCRATCH"
+    set -- state spool run log etc scratch
     for h in $HOSTS; do
-        mkdir -p "$DIR/spool/$h" || fail_up "cannot create folders in $DIR"
+        set -- "$@" "spool/$h"
     done
+    make_state "$@"
+    chmod 1777 "$SCRATCH"
     : >"$CREATED"
     make_network
     write_hosts
@@ -683,41 +464,12 @@ cmd_up() {
     start_munged || fail_up "munged did not start"
     write_conf || fail_up "could not write slurm.conf (slurmd -C failed?)"
     write_agent
-    i=0
+    retry 100 0.1 holders_up || fail_up "host $h: namespace holder did not start"
+    start_slurmctld
     for h in $HOSTS; do
-        while ! holder_alive "$h" >/dev/null; do
-            [ "$i" -lt 100 ] || fail_up "host $h: namespace holder did not start"
-            sleep 0.1
-            i=$((i + 1))
-        done
+        start_daemon "slurmd-$h" "slurmd on $h" in_host "$h" slurmd -f "$CONF" -N "$h"
     done
-    SLURM_CONF=$CONF
-    export SLURM_CONF
-    # The daemons fork into the background; their stdio must not hold the
-    # caller's pipe (eval "$(... up)" would wait for them).
-    slurmctld -f "$CONF" </dev/null >>"$DIR/log/slurmctld.out" 2>&1 ||
-        fail_up "slurmctld failed to start"
-    for h in $HOSTS; do
-        in_host "$h" slurmd -f "$CONF" -N "$h" </dev/null >>"$DIR/log/slurmd-$h.out" 2>&1 ||
-            fail_up "slurmd on $h failed to start"
-    done
-    start=$(date +%s)
-    while :; do
-        states=$(node_states)
-        nidle=$(printf '%s\n' "$states" | grep -c ' idle$')
-        [ "$nidle" -eq "$NHOSTS" ] && break
-        now=$(date +%s)
-        if [ $((now - start)) -ge 2 ]; then
-            pid_alive "$CTLD_PID" slurmctld >/dev/null || fail_up "slurmctld exited"
-            for h in $HOSTS; do
-                pid_alive "$(slurmd_pidfile "$h")" slurmd >/dev/null || fail_up "slurmd on $h exited"
-            done
-        fi
-        if [ $((now - start)) -ge "$UP_TIMEOUT" ]; then
-            fail_up "hosts not all idle after ${UP_TIMEOUT}s (sinfo: $(echo "$states" | tr '\n' ' '))"
-        fi
-        sleep 0.2
-    done
+    wait_up 0.2 all_idle daemons_alive not_idle
     exports
 }
 
