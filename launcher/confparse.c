@@ -947,6 +947,25 @@ int gpurun_conf_enum_key(cfg_t *cfg, cfg_opt_t *opt, const char *value,
     return gpurun_conf_enum(cfg, opt, value, names, result);
 }
 
+int gpurun_conf_int_in(cfg_t *cfg, cfg_opt_t *opt, const char *value, long min, long max, void *result)
+{
+    struct gpurun_conf_shown a;
+    const char *p = value ? value : "";
+    const char *d = *p == '-' ? p + 1 : p; /* "-1": out of range, not "not an integer" */
+    bool digits = *d != '\0';
+    for (const char *c = d; *c; c++)
+        digits = digits && *c >= '0' && *c <= '9';
+    if (!digits)
+        return gpurun_conf_value_error(cfg, opt, "expected an integer, got '%s'", gpurun_conf_shown(&a, value));
+    errno = 0;
+    long v = strtol(p, NULL, 10);
+    if (errno == ERANGE || v < min || v > max)
+        return gpurun_conf_value_error(cfg, opt, "%s is out of range (%ld to %ld)", gpurun_conf_shown(&a, value),
+                                       min, max);
+    *(long *)result = v;
+    return 0;
+}
+
 int gpurun_conf_cb_bool(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
 {
     struct gpurun_conf_shown a;

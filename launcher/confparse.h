@@ -164,6 +164,11 @@ struct gpurun_conf_enum_key {
 int gpurun_conf_enum_key(cfg_t *cfg, cfg_opt_t *opt, const char *value,
                          const struct gpurun_conf_enum_key *keys, size_t nkeys, long *result);
 
+/* For an integer key's parse callback: `value` as digits only, from min to
+ * max, into *(long *)result; else "expected an integer, got 'X'" or "X is
+ * out of range (MIN to MAX)". */
+int gpurun_conf_int_in(cfg_t *cfg, cfg_opt_t *opt, const char *value, long min, long max, void *result);
+
 /* A libconfuse parse callback for a true/false key. */
 int gpurun_conf_cb_bool(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result);
 

@@ -70,43 +70,15 @@ static const struct gpurun_conf_enum_key enum_keys[] = {
 /* The sections whose keys the user chooses. */
 static const char *const free_sections[] = {"params", "env", "slurm", "references"};
 
-/* Decimal only: libconfuse's strtol(..., 0) would read "010" as 8. */
-static int parse_long(const char *s, long *out)
-{
-    const char *p = s;
-    if (*p == '-')
-        p++;
-    if (*p < '0' || *p > '9')
-        return -1;
-    for (; *p; p++)
-        if (*p < '0' || *p > '9')
-            return -1;
-    errno = 0;
-    long v = strtol(s, NULL, 10);
-    if (errno == ERANGE)
-        return -2;
-    *out = v;
-    return 0;
-}
-
+/* Decimal only (libconfuse's strtol(..., 0) would read "010" as 8), within
+ * the key's limits. */
 static int cb_int(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
 {
     const struct int_limit *lim = NULL;
     for (size_t i = 0; i < sizeof int_limits / sizeof *int_limits; i++)
         if (strcmp(int_limits[i].key, cfg_opt_name(opt)) == 0)
             lim = &int_limits[i];
-    struct gpurun_conf_shown a;
-    long v;
-    int rc = parse_long(value ? value : "", &v);
-    if (rc == -1)
-        return gpurun_conf_value_error(cfg, opt, "expected an integer, got '%s'",
-                                       gpurun_conf_shown(&a, value));
-    if (rc == -2 || !lim || v < lim->min || v > lim->max)
-        return gpurun_conf_value_error(cfg, opt, "%s is out of range (%ld to %ld)",
-                                       gpurun_conf_shown(&a, value), lim ? lim->min : 0,
-                                       lim ? lim->max : 0);
-    *(long *)result = v;
-    return 0;
+    return gpurun_conf_int_in(cfg, opt, value, lim ? lim->min : 0, lim ? lim->max : 0, result);
 }
 
 static int cb_enum(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)

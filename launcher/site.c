@@ -48,41 +48,13 @@ static int cb_enum(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
 
 static int cb_gpus(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
 {
-    struct gpurun_conf_shown a;
-    const char *p = value ? value : "";
-    bool digits = *p != '\0';
-    for (const char *c = p; *c; c++)
-        digits = digits && *c >= '0' && *c <= '9';
-    if (!digits)
-        return gpurun_conf_value_error(cfg, opt, "expected an integer, got '%s'",
-                                       gpurun_conf_shown(&a, value));
-    errno = 0;
-    long v = strtol(p, NULL, 10);
-    if (errno == ERANGE || v > GPUS_PER_NODE_MAX)
-        return gpurun_conf_value_error(cfg, opt, "%s is out of range (0 to %d)",
-                                       gpurun_conf_shown(&a, value), GPUS_PER_NODE_MAX);
-    *(long *)result = v;
-    return 0;
+    return gpurun_conf_int_in(cfg, opt, value, 0, GPUS_PER_NODE_MAX, result);
 }
 
 /* A node has at least one core. */
 static int cb_cores(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
 {
-    struct gpurun_conf_shown a;
-    const char *p = value ? value : "";
-    bool digits = *p != '\0';
-    for (const char *c = p; *c; c++)
-        digits = digits && *c >= '0' && *c <= '9';
-    if (!digits)
-        return gpurun_conf_value_error(cfg, opt, "expected an integer, got '%s'",
-                                       gpurun_conf_shown(&a, value));
-    errno = 0;
-    long v = strtol(p, NULL, 10);
-    if (errno == ERANGE || v < 1 || v > CORES_PER_NODE_MAX)
-        return gpurun_conf_value_error(cfg, opt, "%s is out of range (1 to %d)",
-                                       gpurun_conf_shown(&a, value), CORES_PER_NODE_MAX);
-    *(long *)result = v;
-    return 0;
+    return gpurun_conf_int_in(cfg, opt, value, 1, CORES_PER_NODE_MAX, result);
 }
 
 /* A plain decimal number: no hex, no inf/nan, no currency sign. */
