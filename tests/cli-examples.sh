@@ -112,19 +112,20 @@ if [ ! -x "${NETCHECK:-}" ]; then
 else
     mpi 2 "$NETCHECK" --min 1 --max 65536 --iters 50
     expect_rc 0 "netcheck on 2 ranks"
-    # Every line is a comment, a pair, a measurement or a summary; every
+    # Every line is a comment, the buffers, a pair, a measurement or a summary; every
     # number positive and finite; 17 sizes (1 B .. 64 KiB) per test, the
     # allreduce from 8 B (14 sizes).
     awk '
         function num(v) { return v ~ /^[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?$/ && v + 0 > 0 }
         /^#/ { next }
+        /^NETCHECK buffers: host$/ { buffers++; next }
         /^pair 0-1 [^ ]+ [^ ]+$/ { pairs++; next }
         $1 == "latency" && NF == 6 && $3 == "B" && $5 == "us" && $6 == "pair=0-1" && num($2) && num($4) { lat++; next }
         $1 == "bandwidth" && NF == 6 && $3 == "B" && $5 == "GB/s" && $6 == "pair=0-1" && num($2) && num($4) { bw++; next }
         $1 == "allreduce" && NF == 5 && $3 == "B" && $5 == "us" && num($2) && num($4) { ar++; next }
         /^NETCHECK (latency_us|bandwidth_GBps|allreduce_us): / && NF == 3 && num($3) { sum[$2]++; next }
         { print "bad line: " $0; bad++ }
-        END { exit !(!bad && pairs == 1 && lat == 17 && bw == 17 && ar == 14 &&
+        END { exit !(!bad && buffers == 1 && pairs == 1 && lat == 17 && bw == 17 && ar == 14 &&
                      sum["latency_us:"] == 1 && sum["bandwidth_GBps:"] == 1 && sum["allreduce_us:"] == 1) }
     ' "$TMP/out" >"$TMP/bad"
     ok $? "every netcheck line parses, every figure is positive and finite"

@@ -12,6 +12,7 @@
  *
  * Output (rank 0, stdout): a '#' line before each table, then
  *
+ *   NETCHECK buffers: host            (or gpu, and how MPI gets the data)
  *   pair 0-1 node1 node2
  *   latency 8 B 1.234 us pair=0-1
  *   bandwidth 1048576 B 9.874 GB/s pair=0-1
@@ -22,13 +23,18 @@
  *
  * Every message is checked: the ping-pong's echo against what was sent, each
  * bandwidth window and each allreduce result against the known answer.  Exit
- * status: 0 ok, 1 a message arrived wrong (no NETCHECK lines then), 2 usage
- * error or fewer than 2 ranks.
+ * status: 0 ok, 1 a message arrived wrong (no NETCHECK figures then), 2 usage
+ * error or fewer than 2 ranks, 3 the buffers could not be set up.
  *
- * Buffers are allocated and checked through `struct buffers` (host memory
- * here); a CUDA build (issue 5) adds a "device" kind next to the host one,
- * selected with --buffers device.  A stand-alone program:
- * `mpicc -O2 -o netcheck netcheck.c` builds it. */
+ * --buffers gpu (netcheck-cuda: this file linked with netcheck_gpu_cuda.cu)
+ * puts the buffers in the rank's GPU, as the OSU benchmarks' `-d cuda` does.
+ * A CUDA-aware MPI (Open MPI's MPIX_Query_cuda_support) is handed the device
+ * pointers; any other MPI gets pinned host copies, each message copied off
+ * the sender's GPU and onto the receiver's inside the timed loop, and the
+ * output says so (NETCHECK_CUDA_AWARE=1 or 0 overrides the question).  The
+ * data are filled and checked on the host, through copies.  Without CUDA
+ * (netcheck_gpu_none.c), --buffers gpu is refused.
+ * By hand: `mpicc -O2 -o netcheck netcheck.c netcheck_gpu_none.c`. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -36,14 +42,19 @@
 #include <errno.h>
 #include <math.h>
 #include <mpi.h>
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h> /* MPIX_Query_cuda_support */
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "netcheck_gpu.h"
+
 static const char usage[] =
     "Usage: netcheck [--min BYTES] [--max BYTES] [--iters N] [--warmup N] [--window W]\n"
-    "                [--buffers host]\n"
+    "                [--buffers host|gpu]\n"
     "\n"
     "Measures point-to-point latency (ping-pong, half the round trip) and bandwidth\n"
     "(windows of nonblocking sends) between the pairs of ranks (i, i + size/2),\n"
@@ -57,16 +68,24 @@ static const char usage[] =
     "  --warmup N    untimed iterations first (default a tenth of --iters)\n"
     "  --window W    messages in flight per bandwidth window (default 64; fewer\n"
     "                for large messages: at most 64 MiB in flight)\n"
-    "  --buffers K   where the buffers live: host (device buffers: a CUDA build)\n"
+    "  --buffers K   where the buffers live: host (default) or gpu (device memory,\n"
+    "                netcheck-cuda only: handed to MPI when it is CUDA-aware, else\n"
+    "                staged through pinned host memory, copies included in the\n"
+    "                figures; every rank takes one GPU).  NETCHECK_CUDA_AWARE=1\n"
+    "                or 0 in the environment says whether MPI is CUDA-aware,\n"
+    "                for MPIs that cannot be asked (Open MPI can)\n"
     "\n"
     "Output: `latency 8 B 1.234 us pair=0-1`, `bandwidth 1048576 B 9.874 GB/s\n"
     "pair=0-1`, `allreduce 8 B 4.560 us` lines (allreduce from 8 B: doubles), the\n"
     "host names of each pair, and the summary lines `NETCHECK latency_us: X`\n"
     "(smallest message), `NETCHECK bandwidth_GBps: Y` (largest message), both for\n"
-    "the slowest pair, and `NETCHECK allreduce_us: Z` (smallest message).\n"
+    "the slowest pair, and `NETCHECK allreduce_us: Z` (smallest message); first\n"
+    "`NETCHECK buffers: host`, `gpu (CUDA-aware MPI)` or `gpu (staged through host:\n"
+    "MPI is not CUDA-aware)`.\n"
     "\n"
     "Exit status: 0 ok, 1 a message arrived corrupted, 2 usage error or fewer than\n"
-    "2 ranks.\n";
+    "2 ranks, 3 the buffers could not be set up (no CUDA device, a CUDA error, out\n"
+    "of memory).\n";
 
 #define LARGE_MSG 65536L             /* above this, a tenth of the iterations */
 #define MAX_IN_FLIGHT (64L << 20)    /* bytes in one bandwidth window, at most */
@@ -84,23 +103,7 @@ int __lsan_is_turned_off(void)
     return 1;
 }
 
-/* ---- buffers: the seam for device memory --------------------------------- */
-
-/* A kind of buffer memory.  MPI is handed the pointers alloc returns; the
- * other functions reach the contents, so that a device kind can implement
- * them with its own copies.  fill/check: a byte pattern that depends on the
- * seed; fill_doubles/check_doubles: every double equal to v.  The checks
- * return the number of wrong elements. */
-struct buffers {
-    const char *name;
-    void *(*alloc)(size_t bytes);
-    void (*release)(void *p);
-    void (*clear)(void *p, size_t bytes);
-    void (*fill)(void *p, size_t bytes, unsigned seed);
-    size_t (*check)(const void *p, size_t bytes, unsigned seed);
-    void (*fill_doubles)(void *p, size_t count, double v);
-    size_t (*check_doubles)(const void *p, size_t count, double v);
-};
+/* ---- buffers: host or GPU memory --------------------------------------- */
 
 static unsigned char pattern(size_t i, unsigned seed)
 {
@@ -114,16 +117,6 @@ static void *host_alloc(size_t bytes)
     if (p)
         memset(p, 0, rounded ? rounded : 64);
     return p;
-}
-
-static void host_release(void *p)
-{
-    free(p);
-}
-
-static void host_clear(void *p, size_t bytes)
-{
-    memset(p, 0, bytes);
 }
 
 static void host_fill(void *p, size_t bytes, unsigned seed)
@@ -157,12 +150,6 @@ static size_t host_check_doubles(const void *p, size_t count, double v)
         bad += d[i] != v;
     return bad;
 }
-
-static const struct buffers buffer_kinds[] = {
-    {"host", host_alloc, host_release, host_clear, host_fill, host_check, host_fill_doubles,
-     host_check_doubles},
-    /* {"device", ...}: the CUDA build (issue 5) */
-};
 
 /* ---- options ------------------------------------------------------------- */
 
@@ -210,12 +197,16 @@ static int parse_opts(int argc, char **argv, struct opts *o, int verbose)
             rc = parse_long(a, v, 1, 1024, &o->window, verbose), i++;
         } else if (!strcmp(a, "--buffers")) {
             o->buffers = v, i++;
-            if (!v || strcmp(v, "host") != 0) {
+            if (!v || (strcmp(v, "host") != 0 && strcmp(v, "gpu") != 0)) {
                 if (verbose)
-                    fprintf(stderr,
-                            "netcheck: --buffers: '%s' is not a kind this build has (host; device "
-                            "buffers need a CUDA build)\n",
+                    fprintf(stderr, "netcheck: --buffers: expected host or gpu, got '%s'\n",
                             v ? v : "");
+                rc = -1;
+            } else if (!strcmp(v, "gpu") && !nc_gpu_built()) {
+                /* Every rank knows it: refused before any MPI traffic. */
+                if (verbose)
+                    fprintf(stderr, "netcheck: built without CUDA: --buffers gpu needs "
+                                    "netcheck-cuda (make builds it when configure finds nvcc)\n");
                 rc = -1;
             }
         } else {
@@ -237,6 +228,12 @@ static int parse_opts(int argc, char **argv, struct opts *o, int verbose)
     if (o->min > o->max) {
         if (verbose)
             fprintf(stderr, "netcheck: --min %ld is larger than --max %ld\n", o->min, o->max);
+        return -1;
+    }
+    const char *aware = getenv("NETCHECK_CUDA_AWARE");
+    if (aware && *aware && strcmp(aware, "0") != 0 && strcmp(aware, "1") != 0) {
+        if (verbose)
+            fprintf(stderr, "netcheck: NETCHECK_CUDA_AWARE: expected 0 or 1, got '%s'\n", aware);
         return -1;
     }
     if (o->warmup < 0)
@@ -262,38 +259,122 @@ static long window_for(const struct opts *o, long bytes)
 
 struct ctx {
     const struct opts *o;
-    const struct buffers *buf;
     int rank, size;
+    int gpu;           /* --buffers gpu: sbuf and rbuf are device memory */
+    int staged;        /* ... and MPI is handed pinned host copies of them */
     void *sbuf, *rbuf; /* --max bytes; the largest window of messages */
+    void *smpi, *rmpi; /* what MPI is handed: sbuf and rbuf, or their stages */
+    void *scratch;     /* gpu: host memory the fills and checks go through */
     size_t bad;        /* wrong elements seen by this rank */
 };
 
 enum { TAG_PING = 10, TAG_PONG, TAG_DATA, TAG_ACK };
 
-/* Half the round trip, in microseconds (on rank a; 0 elsewhere). */
+/* A CUDA call failed in the middle of the measurements, where the other
+ * ranks may be waiting on this one: only MPI_Abort ends them all. */
+static void cuda_failed(const struct ctx *c, const char *err)
+{
+    fprintf(stderr, "netcheck: rank %d: %s\n", c->rank, err);
+    fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 3);
+}
+
+static void to_device(const struct ctx *c, void *dev, const void *host, size_t bytes)
+{
+    char err[256];
+    if (nc_gpu_upload(dev, host, bytes, err, sizeof err) != 0)
+        cuda_failed(c, err);
+}
+
+static void to_host(const struct ctx *c, void *host, const void *dev, size_t bytes)
+{
+    char err[256];
+    if (nc_gpu_download(host, dev, bytes, err, sizeof err) != 0)
+        cuda_failed(c, err);
+}
+
+/* Staged GPU buffers: before MPI sends from a stage, the data leaves the
+ * GPU; after MPI receives into one, it goes to the GPU.  No-ops otherwise. */
+static void stage_out(const struct ctx *c, void *stage, const void *dev, size_t bytes)
+{
+    if (c->staged)
+        to_host(c, stage, dev, bytes);
+}
+
+static void stage_in(const struct ctx *c, void *dev, const void *stage, size_t bytes)
+{
+    if (c->staged)
+        to_device(c, dev, stage, bytes);
+}
+
+/* The data: written and checked on the host, through scratch for the GPU. */
+static void clear(const struct ctx *c, void *p, size_t bytes)
+{
+    char err[256];
+    if (!c->gpu)
+        memset(p, 0, bytes);
+    else if (nc_gpu_clear(p, bytes, err, sizeof err) != 0)
+        cuda_failed(c, err);
+}
+
+static void fill(const struct ctx *c, void *p, size_t bytes, unsigned seed)
+{
+    host_fill(c->gpu ? c->scratch : p, bytes, seed);
+    if (c->gpu)
+        to_device(c, p, c->scratch, bytes);
+}
+
+static size_t check(const struct ctx *c, const void *p, size_t bytes, unsigned seed)
+{
+    if (c->gpu)
+        to_host(c, c->scratch, p, bytes);
+    return host_check(c->gpu ? c->scratch : p, bytes, seed);
+}
+
+static void fill_doubles(const struct ctx *c, void *p, size_t count, double v)
+{
+    host_fill_doubles(c->gpu ? c->scratch : p, count, v);
+    if (c->gpu)
+        to_device(c, p, c->scratch, count * sizeof(double));
+}
+
+static size_t check_doubles(const struct ctx *c, const void *p, size_t count, double v)
+{
+    if (c->gpu)
+        to_host(c, c->scratch, p, count * sizeof(double));
+    return host_check_doubles(c->gpu ? c->scratch : p, count, v);
+}
+
+/* Half the round trip, in microseconds (on rank a; 0 elsewhere).  Staged,
+ * every message leaves the sender's GPU and lands in the receiver's. */
 static double latency(struct ctx *c, int a, int b, long bytes)
 {
     const long warm = scaled(c->o->warmup, bytes), iters = scaled(c->o->iters, bytes);
     const int me_a = c->rank == a, count = (int)bytes;
+    const size_t n = (size_t)bytes;
     if (me_a)
-        c->buf->fill(c->sbuf, (size_t)bytes, (unsigned)bytes);
-    c->buf->clear(c->rbuf, (size_t)bytes);
+        fill(c, c->sbuf, n, (unsigned)bytes);
+    clear(c, c->rbuf, n);
     double t0 = 0;
     for (long it = 0; it < warm + iters; it++) {
         if (it == warm)
             t0 = MPI_Wtime();
         if (me_a) {
-            MPI_Send(c->sbuf, count, MPI_BYTE, b, TAG_PING, MPI_COMM_WORLD);
-            MPI_Recv(c->rbuf, count, MPI_BYTE, b, TAG_PONG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            stage_out(c, c->smpi, c->sbuf, n);
+            MPI_Send(c->smpi, count, MPI_BYTE, b, TAG_PING, MPI_COMM_WORLD);
+            MPI_Recv(c->rmpi, count, MPI_BYTE, b, TAG_PONG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            stage_in(c, c->rbuf, c->rmpi, n);
         } else {
-            MPI_Recv(c->rbuf, count, MPI_BYTE, a, TAG_PING, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-            MPI_Send(c->rbuf, count, MPI_BYTE, a, TAG_PONG, MPI_COMM_WORLD);
+            MPI_Recv(c->rmpi, count, MPI_BYTE, a, TAG_PING, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            stage_in(c, c->rbuf, c->rmpi, n);
+            stage_out(c, c->rmpi, c->rbuf, n); /* the echo leaves from the GPU */
+            MPI_Send(c->rmpi, count, MPI_BYTE, a, TAG_PONG, MPI_COMM_WORLD);
         }
     }
     double t = MPI_Wtime() - t0;
     if (!me_a)
         return 0;
-    c->bad += c->buf->check(c->rbuf, (size_t)bytes, (unsigned)bytes); /* the echo */
+    c->bad += check(c, c->rbuf, n, (unsigned)bytes); /* the echo */
     return t / (2.0 * (double)iters) * 1e6;
 }
 
@@ -303,33 +384,40 @@ static double bandwidth(struct ctx *c, int a, int b, long bytes)
     const long warm = scaled(c->o->warmup, bytes), iters = scaled(c->o->iters, bytes);
     const long window = window_for(c->o, bytes);
     const int me_a = c->rank == a, count = (int)bytes;
+    const size_t n = (size_t)bytes;
     MPI_Request req[1024];
-    unsigned char *rbuf = c->rbuf;
+    unsigned char *rbuf = c->rbuf, *smpi = c->smpi, *rmpi = c->rmpi;
     if (me_a)
-        c->buf->fill(c->sbuf, (size_t)bytes, (unsigned)bytes + 1);
+        fill(c, c->sbuf, n, (unsigned)bytes + 1);
     else
-        c->buf->clear(c->rbuf, (size_t)(bytes * window));
+        clear(c, c->rbuf, n * (size_t)window);
     double t0 = 0;
     for (long it = 0; it < warm + iters; it++) {
         if (it == warm)
             t0 = MPI_Wtime();
         if (me_a) {
-            /* Sends may share a buffer (MPI-3); receives each get their own. */
-            for (long w = 0; w < window; w++)
-                MPI_Isend(c->sbuf, count, MPI_BYTE, b, TAG_DATA, MPI_COMM_WORLD, &req[w]);
+            /* Sends may share a buffer (MPI-3); staged, each message is
+             * copied off the GPU into a stage of its own, which no send in
+             * flight is reading. */
+            for (long w = 0; w < window; w++) {
+                unsigned char *src = c->staged ? smpi + w * bytes : smpi;
+                stage_out(c, src, c->sbuf, n);
+                MPI_Isend(src, count, MPI_BYTE, b, TAG_DATA, MPI_COMM_WORLD, &req[w]);
+            }
             MPI_Waitall((int)window, req, MPI_STATUSES_IGNORE);
             MPI_Recv(NULL, 0, MPI_BYTE, b, TAG_ACK, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         } else {
             for (long w = 0; w < window; w++)
-                MPI_Irecv(rbuf + w * bytes, count, MPI_BYTE, a, TAG_DATA, MPI_COMM_WORLD, &req[w]);
+                MPI_Irecv(rmpi + w * bytes, count, MPI_BYTE, a, TAG_DATA, MPI_COMM_WORLD, &req[w]);
             MPI_Waitall((int)window, req, MPI_STATUSES_IGNORE);
+            stage_in(c, rbuf, rmpi, n * (size_t)window);
             MPI_Send(NULL, 0, MPI_BYTE, a, TAG_ACK, MPI_COMM_WORLD);
         }
     }
     double t = MPI_Wtime() - t0;
     if (!me_a) {
         for (long w = 0; w < window; w++)
-            c->bad += c->buf->check(rbuf + w * bytes, (size_t)bytes, (unsigned)bytes + 1);
+            c->bad += check(c, rbuf + w * bytes, n, (unsigned)bytes + 1);
         return 0;
     }
     return (double)bytes * (double)window * (double)iters / t / 1e9;
@@ -340,24 +428,103 @@ static double allreduce(struct ctx *c, long bytes)
 {
     const long warm = scaled(c->o->warmup, bytes), iters = scaled(c->o->iters, bytes);
     const int count = (int)(bytes / 8);
-    c->buf->fill_doubles(c->sbuf, (size_t)count, c->rank + 1.0);
-    c->buf->clear(c->rbuf, (size_t)bytes);
-    for (long it = 0; it < warm; it++)
-        MPI_Allreduce(c->sbuf, c->rbuf, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    MPI_Barrier(MPI_COMM_WORLD);
-    double t0 = MPI_Wtime();
-    for (long it = 0; it < iters; it++)
-        MPI_Allreduce(c->sbuf, c->rbuf, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    const size_t n = (size_t)count * sizeof(double);
+    fill_doubles(c, c->sbuf, (size_t)count, c->rank + 1.0);
+    clear(c, c->rbuf, (size_t)bytes);
+    double t0 = 0;
+    for (long it = 0; it < warm + iters; it++) {
+        if (it == warm) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            t0 = MPI_Wtime();
+        }
+        stage_out(c, c->smpi, c->sbuf, n);
+        MPI_Allreduce(c->smpi, c->rmpi, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        stage_in(c, c->rbuf, c->rmpi, n);
+    }
     double t = MPI_Wtime() - t0;
     /* 1 + 2 + ... + size: exact in doubles */
-    c->bad += c->buf->check_doubles(c->rbuf, (size_t)count, c->size * (c->size + 1.0) / 2.0);
+    c->bad += check_doubles(c, c->rbuf, (size_t)count, c->size * (c->size + 1.0) / 2.0);
     return t / (double)iters * 1e6;
+}
+
+/* Whether to hand MPI device pointers, and the buffers line that says so.
+ * NETCHECK_CUDA_AWARE=1 or 0 decides (for an MPI that cannot be asked, such
+ * as MVAPICH2-GDR); else Open MPI's MPIX_Query_cuda_support(); else no. */
+static int mpi_cuda_aware(const char **how)
+{
+    const char *env = getenv("NETCHECK_CUDA_AWARE");
+    if (env && *env) {
+        int yes = !strcmp(env, "1"); /* parse_opts took 0 or 1 only */
+        *how = yes ? "gpu (CUDA-aware MPI: NETCHECK_CUDA_AWARE=1)"
+                   : "gpu (staged through host: NETCHECK_CUDA_AWARE=0)";
+        return yes;
+    }
+#if defined(MPIX_CUDA_AWARE_SUPPORT)
+    if (MPIX_Query_cuda_support() == 1) {
+        *how = "gpu (CUDA-aware MPI)";
+        return 1;
+    }
+    *how = "gpu (staged through host: MPI is not CUDA-aware)";
+#else
+    *how = "gpu (staged through host: this MPI cannot say whether it is CUDA-aware; "
+           "NETCHECK_CUDA_AWARE=1 hands it device pointers)";
+#endif
+    return 0;
+}
+
+/* Set up the buffers: 0, or -1 with err filled (this rank only). */
+static int setup_buffers(struct ctx *c, long sbytes, long rbytes, char *gpu_name, size_t namelen,
+                         char *err, size_t errlen)
+{
+    const size_t s = (size_t)sbytes, r = (size_t)rbytes;
+    if (!c->gpu) {
+        c->smpi = c->sbuf = host_alloc(s);
+        c->rmpi = c->rbuf = host_alloc(r);
+        if (!c->sbuf || !c->rbuf) {
+            snprintf(err, errlen, "out of memory for %ld + %ld bytes of buffers", sbytes, rbytes);
+            return -1;
+        }
+        return 0;
+    }
+    if (nc_gpu_init(gpu_name, namelen, err, errlen) != 0 ||
+        nc_gpu_alloc(&c->sbuf, s, err, errlen) != 0 ||
+        nc_gpu_alloc(&c->rbuf, r, err, errlen) != 0 ||
+        nc_gpu_host_alloc(&c->scratch, r, err, errlen) != 0)
+        return -1;
+    if (!c->staged) {
+        c->smpi = c->sbuf;
+        c->rmpi = c->rbuf;
+        return 0;
+    }
+    /* The sender's stage holds a window too: one message each. */
+    return nc_gpu_host_alloc(&c->smpi, r, err, errlen) != 0 ||
+                   nc_gpu_host_alloc(&c->rmpi, r, err, errlen) != 0
+               ? -1
+               : 0;
+}
+
+static void release_buffers(struct ctx *c)
+{
+    char err[256];
+    if (!c->gpu) {
+        free(c->sbuf);
+        free(c->rbuf);
+        return;
+    }
+    void *dev[] = {c->sbuf, c->rbuf}, *host[] = {c->scratch, c->staged ? c->smpi : NULL,
+                                                 c->staged ? c->rmpi : NULL};
+    for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
+        if (nc_gpu_free(dev[i], err, sizeof err) != 0)
+            fprintf(stderr, "netcheck: rank %d: %s\n", c->rank, err);
+    for (size_t i = 0; i < sizeof host / sizeof *host; i++)
+        if (nc_gpu_host_free(host[i], err, sizeof err) != 0)
+            fprintf(stderr, "netcheck: rank %d: %s\n", c->rank, err);
 }
 
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    struct ctx c = {.buf = &buffer_kinds[0]};
+    struct ctx c = {0};
     MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &c.size);
 
@@ -375,6 +542,9 @@ int main(int argc, char **argv)
         return prc > 0 ? 0 : 2;
     }
     c.o = &o;
+    c.gpu = !strcmp(o.buffers, "gpu");
+    const char *how = "host";
+    c.staged = c.gpu && !mpi_cuda_aware(&how);
 
     int nsizes = 0;
     for (long s = o.min; s <= o.max; s *= 2)
@@ -387,21 +557,34 @@ int main(int argc, char **argv)
     for (long s = o.min; s <= o.max; s *= 2)
         if (s * window_for(&o, s) > rbytes)
             rbytes = s * window_for(&o, s);
-    c.sbuf = c.buf->alloc((size_t)ar_max);
-    c.rbuf = c.buf->alloc((size_t)rbytes);
+    char gpu_name[256] = "", err[512] = "";
+    int ok = setup_buffers(&c, ar_max, rbytes, gpu_name, sizeof gpu_name, err, sizeof err) == 0;
     double *lat = calloc((size_t)npairs * nsizes, sizeof(double));
     double *bw = calloc((size_t)npairs * nsizes, sizeof(double));
     double *lat0 = calloc((size_t)npairs * nsizes, sizeof(double));
     double *bw0 = calloc((size_t)npairs * nsizes, sizeof(double));
     char(*hosts)[MPI_MAX_PROCESSOR_NAME] = calloc((size_t)c.size, MPI_MAX_PROCESSOR_NAME);
-    int ok = c.sbuf && c.rbuf && lat && bw && lat0 && bw0 && hosts, all_ok;
+    if (ok && !(lat && bw && lat0 && bw0 && hosts)) {
+        snprintf(err, sizeof err, "out of memory for the tables");
+        ok = 0;
+    }
+    /* Every rank agrees before any message: one without its GPU or its
+     * memory must not leave the others waiting on it. */
+    int all_ok;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!all_ok) {
         if (!ok)
-            fprintf(stderr, "netcheck: rank %d: out of memory for %ld + %ld bytes of buffers\n",
-                    c.rank, ar_max, rbytes);
+            fprintf(stderr, "netcheck: rank %d: %s\n", c.rank, err);
+        else if (c.rank == 0)
+            fprintf(stderr, "netcheck: rank 0: another rank could not set up its buffers\n");
+        release_buffers(&c);
+        free(lat);
+        free(bw);
+        free(lat0);
+        free(bw0);
+        free(hosts);
         MPI_Finalize();
-        return 1;
+        return 3;
     }
 
     char me[MPI_MAX_PROCESSOR_NAME] = "";
@@ -450,7 +633,11 @@ int main(int argc, char **argv)
         }
         printf("# netcheck: ranks=%d hosts=%d pairs=%d min=%ld max=%ld iters=%ld warmup=%ld "
                "window=%ld buffers=%s\n",
-               c.size, nhosts, npairs, o.min, o.max, o.iters, o.warmup, o.window, c.buf->name);
+               c.size, nhosts, npairs, o.min, o.max, o.iters, o.warmup, o.window, o.buffers);
+        /* Staged GPU buffers measure the copies too: say so, by the figures. */
+        printf("NETCHECK buffers: %s\n", how);
+        if (c.gpu)
+            printf("# rank 0's GPU: %s\n", gpu_name);
         for (int p = 0; p < npairs; p++)
             printf("pair %d-%d %s %s\n", p, p + half, hosts[p], hosts[p + half]);
 
@@ -492,8 +679,7 @@ int main(int argc, char **argv)
     }
     MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
 
-    c.buf->release(c.sbuf);
-    c.buf->release(c.rbuf);
+    release_buffers(&c);
     free(lat);
     free(bw);
     free(lat0);
