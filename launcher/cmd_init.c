@@ -66,31 +66,31 @@ static const struct policy {
     const char *file_param; /* a params key naming an input that must exist */
     bool file_in_job_dir;   /* ... relative to the job file's folder (else absolute) */
     const char *program_param; /* the params key naming the program, if any */
-    const char *gpu_program;   /* its value when the job has GPUs */
+    struct param_note gpu_params[2]; /* params values when the job has GPUs (the CUDA build...) */
     struct param_note params[8];
     const char *notes[4];       /* comment lines after the params section */
 } policies[] = {
-    {"generic", false, false, 1, NULL, false, "program", NULL,
+    {"generic", false, false, 1, NULL, false, "program", {{NULL}},
      {{"program", "nproc", "yours: on PATH, or \"./my_app\" (nproc: the cpus a rank got)"},
       {"args", "", "its arguments, split as sh would (no shell runs them)"},
       {"fom_regex", "^([0-9]+)$", "regex read in rank 0's output: group 1 is the figure"},
       {"fom_units", "cpus", "the figure's units"}},
      {NULL}},
-    {"gromacs", false, false, 1, "tpr", false, NULL, NULL,
+    {"gromacs", false, false, 1, "tpr", false, NULL, {{NULL}},
      {{"tpr", NULL, "run input (gmx grompp -o), absolute: mdrun runs in the run folder"},
       {"nsteps", NULL, "MD steps; the counters restart halfway (-resethway)"},
       {"pme", NULL, "with GPUs: auto | gpu | cpu; GPU ranks > 1: \"gpu -npme 1\""},
       {"update", NULL, "with GPUs: auto | gpu | cpu"}},
      {NULL}},
-    {"lammps", false, false, 1, "input", true, NULL, NULL,
+    {"lammps", false, false, 1, "input", true, NULL, {{NULL}},
      {{"input", NULL, "the input script, relative to this file's folder"},
       {"nsteps", NULL, "the script's variable nsteps (run ${nsteps})"},
       {"args", NULL, "more LAMMPS options (-sf omp, -k on g 1 ...)"}},
      {NULL}},
-    {"hpl", true, true, 1, "input", true, NULL, NULL,
+    {"hpl", true, true, 1, "input", true, NULL, {{NULL}},
      {{"input", NULL, "hpccinf.txt, relative to this file; its P x Q = the ranks"}},
      {NULL}},
-    {"cg", false, false, 1, NULL, false, "cg", "cg-cuda",
+    {"cg", false, false, 1, NULL, false, "cg", {{"cg", "cg-cuda", NULL}},
      {{"cg", NULL, "cg (CPU) or cg-cuda (GPU): on PATH, or \"./cg\" (BUILD/examples/cg)"},
       {"n", NULL, "grid edge: n^3 unknowns"},
       {"iters", NULL, "most iterations per solve"},
@@ -98,8 +98,9 @@ static const struct policy {
       {"solves", NULL, "solves per run (cg --repeat); the figure is their mean"},
       {"args", NULL, "more cg options (cg --help)"}},
      {NULL}},
-    {"netcheck", false, false, 2, NULL, false, "netcheck", NULL,
-     {{"netcheck", NULL, "on PATH, or \"./netcheck\" (BUILD/examples/netcheck)"},
+    {"netcheck", false, false, 2, NULL, false, "netcheck", {{"netcheck", "netcheck-cuda", NULL}, {"buffers", "gpu", NULL}},
+     {{"netcheck", NULL, "netcheck (CPU) or netcheck-cuda (GPU): on PATH, or \"./netcheck\""},
+      {"buffers", NULL, "host | gpu: messages from host or GPU memory (netcheck-cuda)"},
       {"min", NULL, "smallest message, bytes"},
       {"max", NULL, "largest message, bytes (powers of two between)"},
       {"iters", NULL, "iterations per size (a tenth above 64 KiB)"},
@@ -108,7 +109,7 @@ static const struct policy {
       "# measures the network between two nodes.", NULL}},
 };
 
-static const struct policy default_policy = {"", false, false, 1, NULL, false, NULL, NULL, {{NULL}}, {NULL}};
+static const struct policy default_policy = {"", false, false, 1, NULL, false, NULL, {{NULL}}, {{NULL}}, {NULL}};
 
 static const struct policy *policy_for(const char *name)
 {
@@ -673,9 +674,9 @@ static void fill_params(struct init_ctx *c)
     for (size_t i = 0; i < sizeof pol->params / sizeof *pol->params && pol->params[i].key; i++)
         if (pol->params[i].value && gpurun_kvlist_get(&c->params, pol->params[i].key))
             gpurun_kvlist_set(&c->params, pol->params[i].key, pol->params[i].value);
-    if (pol->program_param && pol->gpu_program && c->lay.gpus_per_rank > 0 &&
-        gpurun_kvlist_get(&c->params, pol->program_param))
-        gpurun_kvlist_set(&c->params, pol->program_param, pol->gpu_program);
+    for (size_t i = 0; i < sizeof pol->gpu_params / sizeof *pol->gpu_params && pol->gpu_params[i].key; i++)
+        if (c->lay.gpus_per_rank > 0 && gpurun_kvlist_get(&c->params, pol->gpu_params[i].key))
+            gpurun_kvlist_set(&c->params, pol->gpu_params[i].key, pol->gpu_params[i].value);
     /* An input mdrun reads in the run folder: named from the job's. */
     if (pol->file_param && !pol->file_in_job_dir) {
         const char *v = gpurun_kvlist_get(&c->params, pol->file_param);

@@ -177,9 +177,13 @@ ok $? "aws-p5en (no Slurm): no slurm section"
 cd "$TMP/init-gpu-local-netcheck" || exit 1
 grep -q '^ranks_per_node *= 4 ' job.conf
 ok $? "netcheck on 4 GPUs: 4 ranks"
+grep -q '^ *netcheck *= "netcheck-cuda"' job.conf && grep -q '^ *buffers *= "gpu"' job.conf
+ok $? "netcheck on GPUs: the CUDA build, messages from GPU memory"
 GPURUN_TOPOLOGY=$FIXTURES/single-gpu-ws.xml run "$GPURUN" init -t netcheck -o - --force
 grep -q '^ranks_per_node *= 2 ' "$TMP/out" && grep -q '^gpus_per_rank *= 0 ' "$TMP/out"
 ok $? "netcheck on a 1-GPU node: 2 ranks (the fewest it needs), host memory"
+grep -q '^ *netcheck *= "netcheck"' "$TMP/out" && grep -q '^ *buffers *= "host"' "$TMP/out"
+ok $? "... the host build, host buffers"
 GPURUN_TOPOLOGY=$CPUNODE run "$GPURUN" init -t hpl -o -
 grep -q '^ranks_per_node *= 12 ' "$TMP/out" && grep -q '^threads_per_rank *= 1 ' "$TMP/out" &&
     grep -q '^gpus_per_rank *= 0 ' "$TMP/out"
