@@ -121,22 +121,17 @@ static int *gpus_by_locality(const gpurun_topo_t *t)
 
 /* --- CPU domains ----------------------------------------------------------- */
 
-/* NUMA nodes that have PUs, one entry per distinct cpuset (an HBM node that
- * shares its DRAM node's cores is not a domain of its own). */
+/* The cpusets of the home NUMA nodes: an HBM node that shares its DRAM
+ * node's cores, or a CXL node hanging from the package or the machine, is
+ * not a domain of its own. */
 static hwloc_bitmap_t *cpu_numa_domains(const gpurun_topo_t *t, int *np)
 {
     int nnuma = hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_NUMANODE);
     hwloc_bitmap_t *d = gpurun_xcalloc((size_t)(nnuma > 0 ? nnuma : 1), sizeof *d);
     int n = 0;
-    for (hwloc_obj_t node = NULL; (node = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, node));) {
-        if (hwloc_bitmap_iszero(node->cpuset))
-            continue;
-        bool dup = false;
-        for (int i = 0; i < n && !dup; i++)
-            dup = hwloc_bitmap_isequal(d[i], node->cpuset);
-        if (!dup)
+    for (hwloc_obj_t node = NULL; (node = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, node));)
+        if (hwloc_bitmap_isset(t->home_nodes, node->os_index) && !hwloc_bitmap_iszero(node->cpuset))
             d[n++] = hwloc_bitmap_dup(node->cpuset);
-    }
     if (n == 0)
         d[n++] = hwloc_bitmap_dup(hwloc_topology_get_topology_cpuset(t->hw));
     *np = n;
@@ -166,7 +161,7 @@ static hwloc_bitmap_t gpu_domain(const gpurun_topo_t *t, gpurun_plan_t *p, const
 static char *domain_label(const gpurun_topo_t *t, hwloc_const_cpuset_t dom)
 {
     hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
-    hwloc_cpuset_to_nodeset(t->hw, dom, nodes);
+    gpurun_topo_home_nodes(t, dom, nodes);
     char *n = gpurun_cpuset_list(nodes), *c = gpurun_cpuset_list(dom);
     char *s = gpurun_xasprintf("NUMA node%s %s (cpus %s)", hwloc_bitmap_weight(nodes) == 1 ? "" : "s", n, c);
     free(n);
@@ -321,24 +316,13 @@ out:
     return rc;
 }
 
-/* Memory goes to the NUMA nodes of the rank's cores, not to HBM, NVM or GPU
- * memory nodes that share those cores (unless there is nothing else). */
+/* Memory goes to the home NUMA nodes of the rank's cores, not to the HBM,
+ * CXL, NVM or GPU memory nodes that hwloc puts near those cores too. */
 static void memory_nodes(const gpurun_topo_t *t, gpurun_rank_plan_t *r)
 {
-    hwloc_bitmap_t all = hwloc_bitmap_alloc();
-    hwloc_cpuset_to_nodeset(t->hw, r->cpuset, all);
-    int i;
-    hwloc_bitmap_foreach_begin(i, all)
-    {
-        hwloc_obj_t n = hwloc_get_numanode_obj_by_os_index(t->hw, (unsigned)i);
-        const char *st = n ? n->subtype : NULL;
-        if (!st || !strcasecmp(st, "DRAM"))
-            hwloc_bitmap_set(r->nodeset, (unsigned)i);
-    }
-    hwloc_bitmap_foreach_end();
+    gpurun_topo_home_nodes(t, r->cpuset, r->nodeset);
     if (hwloc_bitmap_iszero(r->nodeset))
-        hwloc_bitmap_copy(r->nodeset, all);
-    hwloc_bitmap_free(all);
+        hwloc_cpuset_to_nodeset(t->hw, r->cpuset, r->nodeset);
 }
 
 static int place_cores(const gpurun_topo_t *t, gpurun_plan_t *p, hwloc_bitmap_t *doms, int rpn,

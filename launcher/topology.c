@@ -176,12 +176,64 @@ static int fabric_port(hwloc_obj_t fabric)
     return first ? first : 1;
 }
 
-static void set_locality(hwloc_topology_t hw, hwloc_obj_t dev, hwloc_obj_t *loc, hwloc_bitmap_t *cpuset,
+/* A node that is plain memory rather than HBM, MCDRAM, NVM or GPU memory. */
+static bool plain_memory(hwloc_obj_t node)
+{
+    return !node->subtype || !strcasecmp(node->subtype, "DRAM");
+}
+
+/* hwloc gives a CPU-less node (HBM, CXL, NVM, GPU memory) the cpuset of the
+ * object it hangs from: that of the package, of the whole machine when its
+ * locality is unknown, or the same as the DRAM node beside it.  A node is a
+ * home node when no node has a smaller cpuset inside its own and it is the
+ * first of the nodes with its very cpuset: plain memory before HBM/MCDRAM/NVM,
+ * then the lowest OS index (Linux numbers the nodes with CPUs first). */
+static void find_home_nodes(gpurun_topo_t *t)
+{
+    t->home_nodes = hwloc_bitmap_alloc();
+    for (hwloc_obj_t n = NULL; (n = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, n));) {
+        if (hwloc_bitmap_iszero(n->cpuset))
+            continue;
+        bool home = true;
+        for (hwloc_obj_t m = NULL; home && (m = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, m));) {
+            if (m == n || hwloc_bitmap_iszero(m->cpuset) || !hwloc_bitmap_isincluded(m->cpuset, n->cpuset))
+                continue;
+            if (!hwloc_bitmap_isequal(m->cpuset, n->cpuset))
+                home = false; /* n spans more than m: n is memory of a wider object */
+            else if (plain_memory(m) != plain_memory(n))
+                home = plain_memory(n);
+            else
+                home = n->os_index < m->os_index;
+        }
+        if (home)
+            hwloc_bitmap_set(t->home_nodes, n->os_index);
+    }
+    if (hwloc_bitmap_iszero(t->home_nodes)) /* no cpusets at all: keep every node */
+        hwloc_bitmap_copy(t->home_nodes, hwloc_topology_get_topology_nodeset(t->hw));
+}
+
+void gpurun_topo_home_nodes(const gpurun_topo_t *t, hwloc_const_cpuset_t cpus, hwloc_nodeset_t out)
+{
+    hwloc_bitmap_zero(out);
+    int i;
+    hwloc_bitmap_foreach_begin(i, t->home_nodes)
+    {
+        hwloc_obj_t n = hwloc_get_numanode_obj_by_os_index(t->hw, (unsigned)i);
+        if (n && hwloc_bitmap_intersects(n->cpuset, cpus))
+            hwloc_bitmap_set(out, (unsigned)i);
+    }
+    hwloc_bitmap_foreach_end();
+}
+
+static void set_locality(const gpurun_topo_t *t, hwloc_obj_t dev, hwloc_obj_t *loc, hwloc_bitmap_t *cpuset,
                          hwloc_bitmap_t *nodeset)
 {
-    *loc = hwloc_get_non_io_ancestor_obj(hw, dev);
+    *loc = hwloc_get_non_io_ancestor_obj(t->hw, dev);
     *cpuset = hwloc_bitmap_dup((*loc)->cpuset);
-    *nodeset = hwloc_bitmap_dup((*loc)->nodeset);
+    *nodeset = hwloc_bitmap_alloc();
+    gpurun_topo_home_nodes(t, (*loc)->cpuset, *nodeset);
+    if (hwloc_bitmap_iszero(*nodeset))
+        hwloc_bitmap_copy(*nodeset, (*loc)->nodeset);
 }
 
 static int gpu_cmp(const void *a, const void *b)
@@ -253,7 +305,7 @@ static void find_devices(gpurun_topo_t *t)
             g->vendor = gpu_vendor_name(d->attr->pcidev.vendor_id);
             g->name = gpu_model(d);
             pci_address(d, g->pci, sizeof g->pci);
-            set_locality(t->hw, d, &g->locality, &g->cpuset, &g->nodeset);
+            set_locality(t, d, &g->locality, &g->cpuset, &g->nodeset);
             continue;
         }
         hwloc_obj_t fabric = osdev_child(d, HWLOC_OBJ_OSDEV_OPENFABRICS);
@@ -270,7 +322,7 @@ static void find_devices(gpurun_topo_t *t)
         n->name = gpurun_xstrdup(fabric ? fabric->name : net ? net->name : n->pci);
         n->netdev = net ? gpurun_xstrdup(net->name) : NULL;
         n->port = fabric_port(fabric);
-        set_locality(t->hw, d, &n->locality, &n->cpuset, &n->nodeset);
+        set_locality(t, d, &n->locality, &n->cpuset, &n->nodeset);
         if (hs)
             t->nhsnics++;
     }
@@ -359,6 +411,7 @@ static int topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err
     t->pus = hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_PU);
     if (t->cores <= 0) /* some exports have no Core level: every PU is its own core */
         t->cores = t->pus;
+    find_home_nodes(t);
     find_devices(t);
     *topop = t;
     return 0;
@@ -383,6 +436,7 @@ void gpurun_topo_destroy(gpurun_topo_t *t)
     free(t->nics);
     free(t->source);
     free(t->hostname);
+    hwloc_bitmap_free(t->home_nodes);
     hwloc_topology_destroy(t->hw);
     free(t);
 }
@@ -431,21 +485,26 @@ static hwloc_obj_t package_of(hwloc_topology_t hw, hwloc_obj_t o)
 /* Ranks within a class stay below this, so class*SPAN + rank orders all. */
 #define AFFINITY_SPAN 1000
 
+/* Compared by home nodes: a CPU-less node hanging from the machine is in
+ * every object's nodeset and would make any two devices look near. */
 static enum gpurun_affinity sys_or_node(const gpurun_topo_t *t, hwloc_const_nodeset_t a_nodes,
                                         hwloc_obj_t a_pkg, hwloc_obj_t b, int *rank)
 {
     hwloc_obj_t bloc = hwloc_get_non_io_ancestor_obj(t->hw, b);
-    if (!hwloc_bitmap_iszero(a_nodes) && hwloc_bitmap_isequal(a_nodes, bloc->nodeset)) {
+    hwloc_bitmap_t b_nodes = hwloc_bitmap_alloc();
+    gpurun_topo_home_nodes(t, bloc->cpuset, b_nodes);
+    enum gpurun_affinity a = GPURUN_AFF_NODE;
+    if (!hwloc_bitmap_iszero(a_nodes) && hwloc_bitmap_isequal(a_nodes, b_nodes)) {
         *rank = GPURUN_AFF_NODE * AFFINITY_SPAN;
-        return GPURUN_AFF_NODE;
-    }
-    if (hwloc_bitmap_intersects(a_nodes, bloc->nodeset)) { /* overlapping, not equal: still near */
+    } else if (hwloc_bitmap_intersects(a_nodes, b_nodes)) { /* overlapping, not equal: still near */
         *rank = GPURUN_AFF_NODE * AFFINITY_SPAN + 1;
-        return GPURUN_AFF_NODE;
+    } else {
+        hwloc_obj_t bpkg = package_of(t->hw, b);
+        *rank = GPURUN_AFF_SYS * AFFINITY_SPAN + (a_pkg && a_pkg == bpkg ? 0 : 1);
+        a = GPURUN_AFF_SYS;
     }
-    hwloc_obj_t bpkg = package_of(t->hw, b);
-    *rank = GPURUN_AFF_SYS * AFFINITY_SPAN + (a_pkg && a_pkg == bpkg ? 0 : 1);
-    return GPURUN_AFF_SYS;
+    hwloc_bitmap_free(b_nodes);
+    return a;
 }
 
 /* hwloc_get_common_ancestor_obj() compares depths, which I/O objects do not
@@ -485,7 +544,11 @@ enum gpurun_affinity gpurun_pci_affinity(const gpurun_topo_t *t, hwloc_obj_t a, 
         return GPURUN_AFF_PHB;
     }
     hwloc_obj_t aloc = hwloc_get_non_io_ancestor_obj(t->hw, a);
-    return sys_or_node(t, aloc->nodeset, package_of(t->hw, a), b, rank);
+    hwloc_bitmap_t a_nodes = hwloc_bitmap_alloc();
+    gpurun_topo_home_nodes(t, aloc->cpuset, a_nodes);
+    enum gpurun_affinity aff = sys_or_node(t, a_nodes, package_of(t->hw, a), b, rank);
+    hwloc_bitmap_free(a_nodes);
+    return aff;
 }
 
 enum gpurun_affinity gpurun_cpu_affinity(const gpurun_topo_t *t, hwloc_const_cpuset_t cpus, hwloc_obj_t dev,
@@ -495,7 +558,7 @@ enum gpurun_affinity gpurun_cpu_affinity(const gpurun_topo_t *t, hwloc_const_cpu
     if (!rank)
         rank = &dummy;
     hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
-    hwloc_cpuset_to_nodeset(t->hw, cpus, nodes);
+    gpurun_topo_home_nodes(t, cpus, nodes);
     hwloc_obj_t pkg = NULL;
     int first = hwloc_bitmap_first(cpus);
     if (first >= 0) {

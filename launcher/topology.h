@@ -57,6 +57,10 @@ typedef struct gpurun_topo {
     gpurun_nic_t *nics;   /* high-speed NICs first (PCI order), then Ethernet */
     int nnics;            /* all of them */
     int nhsnics;          /* how many of the first are high-speed */
+    /* The NUMA nodes that are their CPUs' own memory, one per CPU domain:
+     * not the CPU-less nodes (HBM, CXL, NVM, GPU memory) that hwloc gives
+     * the cpuset of the object they hang from. */
+    hwloc_bitmap_t home_nodes;
 } gpurun_topo_t;
 
 /* Load an XML export, or (xml == NULL) the export named by $GPURUN_TOPOLOGY,
@@ -76,6 +80,9 @@ enum gpurun_affinity gpurun_pci_affinity(const gpurun_topo_t *topo, hwloc_obj_t 
 enum gpurun_affinity gpurun_cpu_affinity(const gpurun_topo_t *topo, hwloc_const_cpuset_t cpus,
                                          hwloc_obj_t dev, int *rank);
 const char *gpurun_affinity_name(enum gpurun_affinity a);
+
+/* The home NUMA nodes of a set of PUs (see home_nodes). */
+void gpurun_topo_home_nodes(const gpurun_topo_t *topo, hwloc_const_cpuset_t cpus, hwloc_nodeset_t out);
 
 /* NUMA os indexes of a nodeset as a JSON array. */
 json_t *gpurun_nodeset_json(hwloc_const_nodeset_t set);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "plancheck.h"
 #include "util.h"
@@ -78,6 +79,51 @@ static enum gpurun_affinity nearest_nics(const gpurun_topo_t *t, const gpurun_ra
     return best_cls;
 }
 
+static bool plain(hwloc_obj_t n)
+{
+    return !n->subtype || !strcasecmp(n->subtype, "DRAM");
+}
+
+/* A NUMA node the rank's memory is bound to although it is not the own
+ * memory of its cores: another node of the rank's cores has a cpuset inside
+ * its own (it is memory of a wider object, such as a CXL node hanging from
+ * the machine), or it shares its cpuset with a bound node or with a plain
+ * DRAM node while it is HBM/NVM itself.  -1 when there is none. */
+static int memory_not_own(const gpurun_topo_t *t, const gpurun_rank_plan_t *r)
+{
+    int i;
+    hwloc_bitmap_foreach_begin(i, r->nodeset)
+    {
+        hwloc_obj_t n = hwloc_get_numanode_obj_by_os_index(t->hw, (unsigned)i);
+        for (hwloc_obj_t m = NULL; n && (m = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, m));) {
+            if (m == n || hwloc_bitmap_iszero(m->cpuset) || !hwloc_bitmap_intersects(m->cpuset, r->cpuset))
+                continue;
+            bool inside = hwloc_bitmap_isincluded(m->cpuset, n->cpuset);
+            bool same = hwloc_bitmap_isequal(m->cpuset, n->cpuset);
+            bool twice = same && hwloc_bitmap_isset(r->nodeset, m->os_index) && m->os_index < n->os_index;
+            if ((inside && !same) || twice || (same && plain(m) && !plain(n)))
+                return i;
+        }
+    }
+    hwloc_bitmap_foreach_end();
+    return -1;
+}
+
+/* How many CPU domains: distinct NUMA cpusets with no other node's inside. */
+static int cpu_domains(const gpurun_topo_t *t)
+{
+    int count = 0;
+    for (hwloc_obj_t n = NULL; (n = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, n));) {
+        bool counted = hwloc_bitmap_iszero(n->cpuset);
+        for (hwloc_obj_t m = NULL; !counted && (m = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, m));)
+            if (m != n && !hwloc_bitmap_iszero(m->cpuset) && hwloc_bitmap_isincluded(m->cpuset, n->cpuset) &&
+                (!hwloc_bitmap_isequal(m->cpuset, n->cpuset) || m->logical_index < n->logical_index))
+                counted = true; /* wider than another node, or its cpuset was counted already */
+        count += !counted;
+    }
+    return count;
+}
+
 static int check_rank(const gpurun_plan_t *p, const gpurun_rank_plan_t *r, char *why, size_t len)
 {
     const gpurun_topo_t *t = p->topo;
@@ -143,13 +189,17 @@ static int check_rank(const gpurun_plan_t *p, const gpurun_rank_plan_t *r, char 
             if (q->smt && !full)
                 return fail(why, len, "rank %d has part of a core with smt", r->rank);
         }
-        /* Memory on the NUMA nodes of its cores. */
+        /* Memory on the NUMA nodes of its cores, and only on their own. */
         hwloc_bitmap_t local = hwloc_bitmap_alloc();
         hwloc_cpuset_to_nodeset(t->hw, r->cpuset, local);
         int ok = !hwloc_bitmap_iszero(r->nodeset) && hwloc_bitmap_isincluded(r->nodeset, local);
         hwloc_bitmap_free(local);
         if (!ok)
             return fail(why, len, "rank %d's memory is not on its cores' NUMA nodes", r->rank);
+        int node = memory_not_own(t, r);
+        if (node >= 0)
+            return fail(why, len, "rank %d's memory is on NUMA node %d, which is not its cores' own memory", r->rank,
+                        node);
         if (r->threads > hwloc_bitmap_weight(r->cpuset) && !p->req.oversubscribe &&
             q->threads_per_rank == GPURUN_UNSET)
             return fail(why, len, "rank %d has more default threads than PUs", r->rank);
@@ -241,16 +291,13 @@ int plancheck(const gpurun_plan_t *p, char *why, size_t len)
     }
     /* CPU-only ranks use every NUMA domain they can. */
     if (p->req.gpus_per_rank == 0 && p->req.bind == GPURUN_BIND_CLOSEST) {
-        hwloc_bitmap_t used = hwloc_bitmap_alloc(), cpu_nodes = hwloc_bitmap_alloc();
+        hwloc_bitmap_t used = hwloc_bitmap_alloc();
         for (int a = 0; a < rpn; a++)
             hwloc_bitmap_or(used, used, p->ranks[a].nodeset);
-        for (hwloc_obj_t n = NULL; (n = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, n));)
-            if (!hwloc_bitmap_iszero(n->cpuset) && !n->subtype)
-                hwloc_bitmap_set(cpu_nodes, n->os_index);
-        int want = hwloc_bitmap_weight(cpu_nodes) < rpn ? hwloc_bitmap_weight(cpu_nodes) : rpn;
+        int domains = cpu_domains(t);
+        int want = domains < rpn ? domains : rpn;
         int got = hwloc_bitmap_weight(used);
         hwloc_bitmap_free(used);
-        hwloc_bitmap_free(cpu_nodes);
         if (got < want)
             return fail(why, len, "%d CPU-only ranks use %d NUMA nodes, %d available", rpn, got, want);
     }

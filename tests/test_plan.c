@@ -310,6 +310,57 @@ static void workstation(void)
     gpurun_topo_destroy(t);
 }
 
+/* Memory-only NUMA nodes: hwloc gives them the cpuset of what they hang from. */
+static void cpuless_numa(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("cpuless-numa.xml"));
+    gpurun_error_t err;
+    json_t *j = gpurun_topo_json(t, false);
+    json_t *g = json_array_get(json_object_get(j, "gpus"), 0), *n = json_array_get(json_object_get(j, "nics"), 0);
+    ok(json_array_size(json_object_get(g, "numa")) == 1 && json_integer_value(json_array_get(json_object_get(g, "numa"), 0)) == 1,
+       "cpuless: the GPU's NUMA node is 1 alone, not also the machine's CXL node 3");
+    ok(json_array_size(json_object_get(n, "numa")) == 1 && json_integer_value(json_array_get(json_object_get(n, "numa"), 0)) == 0,
+       "cpuless: the HCA's NUMA node is 0 only");
+    is_int(json_array_size(json_object_get(j, "numa_nodes")), 4, "cpuless: every NUMA node is still listed");
+    json_decref(j);
+    is_int(gpurun_pci_affinity(t, t->gpus[0].pcidev, t->nics[0].pcidev, NULL), GPURUN_AFF_SYS,
+           "cpuless: a GPU and an HCA on different sockets are SYS, though both see the CXL node");
+
+    gpurun_plan_t *p = plan(t, req_default(), &err, "cpuless default");
+    if (ok(p != NULL && p->nranks == 1, "cpuless: one rank for the GPU")) {
+        is_str(cpus_of(&p->ranks[0]), "4-7", "cpuless: the rank runs on the GPU's socket");
+        char *s = gpurun_cpuset_list(p->ranks[0].nodeset);
+        is_str(s, "1", "cpuless: its memory is bound to DRAM node 1 only");
+        free(s);
+        is_int(p->ranks[0].nic_affinity, GPURUN_AFF_SYS, "cpuless: its HCA is across the sockets (SYS)");
+    }
+    gpurun_plan_destroy(p);
+
+    gpurun_request_t r = req_default();
+    r.gpus_per_rank = 0;
+    p = plan(t, r, &err, "cpuless CPU-only");
+    if (ok(p != NULL && p->nranks == 2, "cpuless: CPU-only, one rank per socket (the CXL node is no CPU domain)")) {
+        char *s = gpurun_cpuset_list(p->ranks[0].nodeset);
+        is_str(s, "0", "cpuless: rank 0's memory is on DRAM node 0, not on HBM node 2 nor CXL node 3");
+        free(s);
+        is_str(cpus_of(&p->ranks[0]), "0-3", "cpuless: rank 0 gets socket 0's cores");
+        is_str(cpus_of(&p->ranks[1]), "4-7", "cpuless: rank 1 gets socket 1's cores");
+    } else {
+        diag("%s", err.text);
+    }
+    gpurun_plan_destroy(p);
+
+    r.ranks_per_node = 1;
+    p = plan(t, r, &err, "cpuless one CPU-only rank");
+    if (ok(p != NULL, "cpuless: one CPU-only rank")) {
+        char *s = gpurun_cpuset_list(p->ranks[0].nodeset);
+        is_str(s, "0-1", "cpuless: a rank on both sockets binds to both DRAM nodes only");
+        free(s);
+    }
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+}
+
 /* An object with these keys and no others. */
 static bool has_exactly(json_t *o, const char *const *keys)
 {
@@ -363,6 +414,7 @@ int main(void)
     gpu_order();
     cpu_only();
     workstation();
+    cpuless_numa();
     json_document();
     return done_testing();
 }
