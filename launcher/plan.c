@@ -325,6 +325,46 @@ static void memory_nodes(const gpurun_topo_t *t, gpurun_rank_plan_t *r)
         hwloc_cpuset_to_nodeset(t->hw, r->cpuset, r->nodeset);
 }
 
+static bool has_memory(const gpurun_topo_t *t, unsigned node)
+{
+    hwloc_obj_t n = hwloc_get_numanode_obj_by_os_index(t->hw, node);
+    return n && n->attr->numanode.local_memory > 0;
+}
+
+/* A NUMA node can hold CPUs and no memory (DIMM slots left empty, LPARs):
+ * binding to it alone makes the kernel refuse the policy.  Such a rank's
+ * memory goes to the home nodes with memory nearest in the tree.  Returns
+ * whether it moved (exports that record no memory at all are left alone). */
+static bool memory_elsewhere(const gpurun_topo_t *t, gpurun_rank_plan_t *r)
+{
+    if (hwloc_get_root_obj(t->hw)->total_memory == 0)
+        return false;
+    int i;
+    hwloc_bitmap_foreach_begin(i, r->nodeset)
+    {
+        if (has_memory(t, (unsigned)i))
+            return false;
+    }
+    hwloc_bitmap_foreach_end();
+    hwloc_bitmap_t near = hwloc_bitmap_alloc();
+    for (hwloc_obj_t o = hwloc_get_obj_covering_cpuset(t->hw, r->cpuset); o; o = o->parent) {
+        gpurun_topo_home_nodes(t, o->cpuset, near);
+        hwloc_bitmap_foreach_begin(i, near)
+        {
+            if (!has_memory(t, (unsigned)i))
+                hwloc_bitmap_clr(near, (unsigned)i);
+        }
+        hwloc_bitmap_foreach_end();
+        if (!hwloc_bitmap_iszero(near))
+            break;
+    }
+    bool moved = !hwloc_bitmap_iszero(near);
+    if (moved)
+        hwloc_bitmap_copy(r->nodeset, near);
+    hwloc_bitmap_free(near);
+    return moved;
+}
+
 static int place_cores(const gpurun_topo_t *t, gpurun_plan_t *p, hwloc_bitmap_t *doms, int rpn,
                        gpurun_error_t *err)
 {
@@ -350,8 +390,26 @@ static int place_cores(const gpurun_topo_t *t, gpurun_plan_t *p, hwloc_bitmap_t 
     for (int g = 0; g < ng; g++)
         free(groups[g].members);
     free(groups);
-    for (int r = 0; r < rpn && rc == 0; r++)
+    hwloc_bitmap_t moved = hwloc_bitmap_alloc(), empty = hwloc_bitmap_alloc();
+    for (int r = 0; r < rpn && rc == 0; r++) {
         memory_nodes(t, &p->ranks[r]);
+        hwloc_bitmap_t own = hwloc_bitmap_dup(p->ranks[r].nodeset);
+        if (memory_elsewhere(t, &p->ranks[r])) {
+            hwloc_bitmap_set(moved, (unsigned)r);
+            hwloc_bitmap_or(empty, empty, own);
+        }
+        hwloc_bitmap_free(own);
+    }
+    if (!hwloc_bitmap_iszero(moved)) {
+        char *rl = gpurun_cpuset_list(moved), *nl = gpurun_cpuset_list(empty);
+        plan_warn(p, "NUMA node%s %s %s no memory: local rank%s %s bind%s memory to the nearest nodes that have some",
+                  hwloc_bitmap_weight(empty) == 1 ? "" : "s", nl, hwloc_bitmap_weight(empty) == 1 ? "has" : "have",
+                  hwloc_bitmap_weight(moved) == 1 ? "" : "s", rl, hwloc_bitmap_weight(moved) == 1 ? "s" : "");
+        free(rl);
+        free(nl);
+    }
+    hwloc_bitmap_free(moved);
+    hwloc_bitmap_free(empty);
     return rc;
 }
 

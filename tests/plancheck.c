@@ -109,10 +109,30 @@ static int memory_not_own(const gpurun_topo_t *t, const gpurun_rank_plan_t *r)
     return -1;
 }
 
-/* How many CPU domains: distinct NUMA cpusets with no other node's inside. */
-static int cpu_domains(const gpurun_topo_t *t)
+/* Whether a node of the rank's cores that no other node of them is nearer
+ * than (no smaller cpuset inside its own) has memory. */
+static bool own_memory(const gpurun_topo_t *t, const gpurun_rank_plan_t *r)
+{
+    for (hwloc_obj_t n = NULL; (n = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, n));) {
+        if (!hwloc_bitmap_intersects(n->cpuset, r->cpuset) || n->attr->numanode.local_memory == 0)
+            continue;
+        bool nearest = true;
+        for (hwloc_obj_t m = NULL; nearest && (m = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, m));)
+            if (m != n && hwloc_bitmap_intersects(m->cpuset, r->cpuset) && hwloc_bitmap_isincluded(m->cpuset, n->cpuset) &&
+                !hwloc_bitmap_isequal(m->cpuset, n->cpuset))
+                nearest = false;
+        if (nearest)
+            return true;
+    }
+    return false;
+}
+
+/* How many CPU domains (distinct NUMA cpusets with no other node's inside),
+ * and in *used how many of them hold some of `cpus`. */
+static int cpu_domains(const gpurun_topo_t *t, hwloc_const_cpuset_t cpus, int *used)
 {
     int count = 0;
+    *used = 0;
     for (hwloc_obj_t n = NULL; (n = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, n));) {
         bool counted = hwloc_bitmap_iszero(n->cpuset);
         for (hwloc_obj_t m = NULL; !counted && (m = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, m));)
@@ -120,8 +140,38 @@ static int cpu_domains(const gpurun_topo_t *t)
                 (!hwloc_bitmap_isequal(m->cpuset, n->cpuset) || m->logical_index < n->logical_index))
                 counted = true; /* wider than another node, or its cpuset was counted already */
         count += !counted;
+        *used += !counted && hwloc_bitmap_intersects(n->cpuset, cpus);
     }
     return count;
+}
+
+/* Memory on the NUMA nodes of its cores, and only on their own, unless
+ * those have no memory at all (then on nodes that have some, with a warning). */
+static int check_memory(const gpurun_plan_t *p, const gpurun_rank_plan_t *r, char *why, size_t len)
+{
+    const gpurun_topo_t *t = p->topo;
+    if (!own_memory(t, r) && hwloc_get_root_obj(t->hw)->total_memory > 0) {
+        if (!warned(p, "no memory"))
+            return fail(why, len, "rank %d's own NUMA nodes have no memory, and no warning says so", r->rank);
+        int i;
+        hwloc_bitmap_foreach_begin(i, r->nodeset)
+        {
+            if (hwloc_get_numanode_obj_by_os_index(t->hw, (unsigned)i)->attr->numanode.local_memory == 0)
+                return fail(why, len, "rank %d's memory is bound to NUMA node %d, which has none", r->rank, i);
+        }
+        hwloc_bitmap_foreach_end();
+        return 0;
+    }
+    hwloc_bitmap_t local = hwloc_bitmap_alloc();
+    hwloc_cpuset_to_nodeset(t->hw, r->cpuset, local);
+    int ok = !hwloc_bitmap_iszero(r->nodeset) && hwloc_bitmap_isincluded(r->nodeset, local);
+    hwloc_bitmap_free(local);
+    if (!ok)
+        return fail(why, len, "rank %d's memory is not on its cores' NUMA nodes", r->rank);
+    int node = memory_not_own(t, r);
+    if (node >= 0)
+        return fail(why, len, "rank %d's memory is on NUMA node %d, which is not its cores' own memory", r->rank, node);
+    return 0;
 }
 
 static int check_rank(const gpurun_plan_t *p, const gpurun_rank_plan_t *r, char *why, size_t len)
@@ -189,17 +239,8 @@ static int check_rank(const gpurun_plan_t *p, const gpurun_rank_plan_t *r, char 
             if (q->smt && !full)
                 return fail(why, len, "rank %d has part of a core with smt", r->rank);
         }
-        /* Memory on the NUMA nodes of its cores, and only on their own. */
-        hwloc_bitmap_t local = hwloc_bitmap_alloc();
-        hwloc_cpuset_to_nodeset(t->hw, r->cpuset, local);
-        int ok = !hwloc_bitmap_iszero(r->nodeset) && hwloc_bitmap_isincluded(r->nodeset, local);
-        hwloc_bitmap_free(local);
-        if (!ok)
-            return fail(why, len, "rank %d's memory is not on its cores' NUMA nodes", r->rank);
-        int node = memory_not_own(t, r);
-        if (node >= 0)
-            return fail(why, len, "rank %d's memory is on NUMA node %d, which is not its cores' own memory", r->rank,
-                        node);
+        if (check_memory(p, r, why, len) < 0)
+            return -1;
         if (r->threads > hwloc_bitmap_weight(r->cpuset) && !p->req.oversubscribe &&
             q->threads_per_rank == GPURUN_UNSET)
             return fail(why, len, "rank %d has more default threads than PUs", r->rank);
@@ -293,13 +334,12 @@ int plancheck(const gpurun_plan_t *p, char *why, size_t len)
     if (p->req.gpus_per_rank == 0 && p->req.bind == GPURUN_BIND_CLOSEST) {
         hwloc_bitmap_t used = hwloc_bitmap_alloc();
         for (int a = 0; a < rpn; a++)
-            hwloc_bitmap_or(used, used, p->ranks[a].nodeset);
-        int domains = cpu_domains(t);
+            hwloc_bitmap_or(used, used, p->ranks[a].cpuset);
+        int got = 0, domains = cpu_domains(t, used, &got);
         int want = domains < rpn ? domains : rpn;
-        int got = hwloc_bitmap_weight(used);
         hwloc_bitmap_free(used);
         if (got < want)
-            return fail(why, len, "%d CPU-only ranks use %d NUMA nodes, %d available", rpn, got, want);
+            return fail(why, len, "%d CPU-only ranks use the cores of %d NUMA domains, %d available", rpn, got, want);
     }
     return 0;
 }

@@ -361,6 +361,37 @@ static void cpuless_numa(void)
     gpurun_topo_destroy(t);
 }
 
+/* A NUMA node with CPUs and no memory: binding to it alone would fail. */
+static void memoryless_numa(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("memoryless-numa.xml"));
+    gpurun_error_t err;
+    gpurun_plan_t *p = plan(t, req_default(), &err, "memless default");
+    if (ok(p != NULL && p->nranks == 1, "memless: one rank for the GPU")) {
+        is_str(cpus_of(&p->ranks[0]), "4-7", "memless: the rank runs on the GPU's socket");
+        char *s = gpurun_cpuset_list(p->ranks[0].nodeset);
+        is_str(s, "0", "memless: its memory goes to node 0, the nearest with memory");
+        free(s);
+        ok(p->nwarnings == 1 && strstr(p->warnings[0], "NUMA node 1 has no memory"), "memless: and it is warned");
+    }
+    gpurun_plan_destroy(p);
+
+    gpurun_request_t r = req_default();
+    r.gpus_per_rank = 0;
+    p = plan(t, r, &err, "memless CPU-only");
+    if (ok(p != NULL && p->nranks == 2, "memless: CPU-only, one rank per socket")) {
+        is_str(cpus_of(&p->ranks[1]), "4-7", "memless: rank 1 still runs on socket 1's cores");
+        char *s = gpurun_cpuset_list(p->ranks[1].nodeset);
+        is_str(s, "0", "memless: rank 1's memory is on node 0");
+        free(s);
+        s = gpurun_cpuset_list(p->ranks[0].nodeset);
+        is_str(s, "0", "memless: rank 0's memory is on its own node 0");
+        free(s);
+    }
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+}
+
 /* An object with these keys and no others. */
 static bool has_exactly(json_t *o, const char *const *keys)
 {
@@ -415,6 +446,7 @@ int main(void)
     cpu_only();
     workstation();
     cpuless_numa();
+    memoryless_numa();
     json_document();
     return done_testing();
 }
