@@ -435,14 +435,44 @@ static int nic_distance(const gpurun_topo_t *t, const gpurun_rank_plan_t *r, int
     return best;
 }
 
-/* Each rank gets the nearest high-speed NICs; ranks that are equally near
- * the same NICs split them, and share them only when there are fewer NICs
- * than ranks. */
+static int kind_rank(const char *kind)
+{
+    if (!strcmp(kind, "roce"))
+        return 1;
+    if (!strcmp(kind, "usnic"))
+        return 2;
+    return 0; /* InfiniBand, Omni-Path, Slingshot, EFA */
+}
+
+/* One fabric per node: ranks put on different networks (InfiniBand for MPI,
+ * a RoCE NIC for storage) could not reach each other.  The dedicated HPC
+ * fabrics come first, then RoCE, then usNIC; among equals, the most NICs. */
+static const char *fabric_kind(const gpurun_topo_t *t)
+{
+    const char *best = NULL;
+    int best_count = 0;
+    for (int i = 0; i < t->nhsnics; i++) {
+        int count = 0;
+        for (int j = 0; j < t->nhsnics; j++)
+            count += !strcmp(t->nics[j].kind, t->nics[i].kind);
+        if (!best || kind_rank(t->nics[i].kind) < kind_rank(best) ||
+            (kind_rank(t->nics[i].kind) == kind_rank(best) && count > best_count)) {
+            best = t->nics[i].kind;
+            best_count = count;
+        }
+    }
+    return best;
+}
+
+/* Each rank gets the nearest high-speed NICs of the node's fabric; ranks
+ * that are equally near the same NICs split them, and share them only when
+ * there are fewer NICs than ranks. */
 static void place_nics(const gpurun_topo_t *t, gpurun_plan_t *p, int rpn)
 {
     int nn = t->nhsnics;
     if (nn == 0)
         return;
+    const char *fabric = fabric_kind(t);
     hwloc_bitmap_t *nearest = gpurun_xcalloc((size_t)rpn, sizeof *nearest);
     enum gpurun_affinity *cls = gpurun_xcalloc((size_t)rpn, sizeof *cls);
     int *load = gpurun_xcalloc((size_t)nn, sizeof *load);
@@ -452,6 +482,10 @@ static void place_nics(const gpurun_topo_t *t, gpurun_plan_t *p, int rpn)
         nearest[r] = hwloc_bitmap_alloc();
         for (int n = 0; n < nn; n++) {
             enum gpurun_affinity a = GPURUN_AFF_SYS;
+            if (strcmp(t->nics[n].kind, fabric)) {
+                dist[n] = INT_MAX;
+                continue;
+            }
             dist[n] = nic_distance(t, &p->ranks[r], n, &a);
             if (dist[n] < best) {
                 best = dist[n];
@@ -459,7 +493,7 @@ static void place_nics(const gpurun_topo_t *t, gpurun_plan_t *p, int rpn)
             }
         }
         for (int n = 0; n < nn; n++)
-            if (dist[n] == best)
+            if (dist[n] == best && best != INT_MAX)
                 hwloc_bitmap_set(nearest[r], (unsigned)n);
     }
     /* Ranks with the fewest choices pick first, so that ranks with several

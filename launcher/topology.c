@@ -21,6 +21,7 @@
 #define PCI_VENDOR_MELLANOX 0x15b3
 #define PCI_VENDOR_AMAZON 0x1d0f
 #define PCI_VENDOR_CRAY 0x17db
+#define PCI_VENDOR_CISCO 0x1137
 
 static void pci_address(hwloc_obj_t dev, char *buf, size_t len)
 {
@@ -130,6 +131,10 @@ static const char *nic_kind(hwloc_obj_t dev, hwloc_obj_t fabric, hwloc_obj_t net
 
     if (vendor == PCI_VENDOR_AMAZON && (device & 0xfff0) == 0xefa0)
         return "efa";
+    /* Cisco VIC usNIC: OS-bypass UDP, a verbs-like device that UCX and NCCL
+     * cannot use; not RoCE. */
+    if (vendor == PCI_VENDOR_CISCO && fabric)
+        return "usnic";
     if (vendor == PCI_VENDOR_CRAY || (net && starts_with(net->name, "hsi") && !fabric))
         return network_class || vendor == PCI_VENDOR_CRAY ? "slingshot" : NULL;
     if ((fabric && starts_with(fabric->name, "hfi1")) ||
@@ -153,6 +158,37 @@ static const char *nic_kind(hwloc_obj_t dev, hwloc_obj_t fabric, hwloc_obj_t net
         *high_speed = false;
         return "ethernet";
     }
+    return NULL;
+}
+
+/* An SR-IOV virtual function: pci.ids names them so, and Mellanox VFs have
+ * device ids of their own (ConnectX-3 to ConnectX-6 VFs, then mlx5Gen VF). */
+static bool is_virtual_function(hwloc_obj_t dev)
+{
+    const char *name = hwloc_obj_get_info_by_name(dev, "PCIDevice");
+    if (name && strcasestr(name, "Virtual Function"))
+        return true;
+    if (dev->attr->pcidev.vendor_id != PCI_VENDOR_MELLANOX)
+        return false;
+    switch (dev->attr->pcidev.device_id) {
+    case 0x1002: case 0x1004: case 0x1012: case 0x1014: case 0x1016:
+    case 0x1018: case 0x101a: case 0x101c: case 0x101e:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The physical function a VF belongs to: a function of the same vendor on
+ * the same bus that is not a VF itself.  NULL inside a VM, where the VF is
+ * the whole NIC. */
+static hwloc_obj_t physical_function(hwloc_obj_t vf)
+{
+    for (hwloc_obj_t d = vf->parent ? vf->parent->io_first_child : NULL; d; d = d->next_sibling)
+        if (d != vf && d->type == HWLOC_OBJ_PCI_DEVICE && d->attr->pcidev.vendor_id == vf->attr->pcidev.vendor_id &&
+            d->attr->pcidev.domain == vf->attr->pcidev.domain && d->attr->pcidev.bus == vf->attr->pcidev.bus &&
+            !is_virtual_function(d))
+            return d;
     return NULL;
 }
 
@@ -323,7 +359,17 @@ static void find_devices(gpurun_topo_t *t)
         n->netdev = net ? gpurun_xstrdup(net->name) : NULL;
         n->port = fabric_port(fabric);
         set_locality(t, d, &n->locality, &n->cpuset, &n->nodeset);
-        if (hs)
+        /* No runtime can name a function without a verbs or network device
+         * (no driver, or a VF handed to a VM through vfio), and a VF beside
+         * its PF is a slice of the PF's port, not one more NIC. */
+        if (hs && !fabric && !net) {
+            n->high_speed = false;
+            n->note = "no driver: no verbs or network device";
+        } else if (hs && is_virtual_function(d) && physical_function(d)) {
+            n->high_speed = false;
+            n->note = "SR-IOV virtual function of a NIC listed here";
+        }
+        if (n->high_speed)
             t->nhsnics++;
     }
     qsort(t->gpus, (size_t)t->ngpus, sizeof *t->gpus, gpu_cmp);
@@ -608,6 +654,8 @@ static json_t *nic_json(const gpurun_nic_t *n, bool full)
     json_t *o = json_pack("{s:s, s:s, s:s}", "name", n->name, "pci", n->pci, "kind", n->kind);
     if (full && n->netdev)
         json_object_set_new(o, "netdev", json_string(n->netdev));
+    if (full && n->note)
+        json_object_set_new(o, "note", json_string(n->note));
     json_object_set_new(o, "numa", gpurun_nodeset_json(n->nodeset));
     json_object_set_new(o, "cpus", cpus_json(n->cpuset));
     return o;

@@ -38,8 +38,9 @@ typedef struct gpurun_nic {
     char *name;           /* verbs/fabric device (mlx5_0, hfi1_0, rdmap...), else netdev, else PCI */
     char *netdev;         /* ib0, hsi0, eth0...; NULL when none */
     char pci[20];
-    const char *kind;     /* infiniband, roce, efa, omnipath, slingshot, ethernet */
-    bool high_speed;      /* false: plain Ethernet, listed apart and never planned */
+    const char *kind;     /* infiniband, roce, efa, omnipath, slingshot, usnic, ethernet */
+    bool high_speed;      /* false: listed apart and never planned (see note) */
+    const char *note;     /* why a NIC of a fast kind is not planned; NULL otherwise */
     int port;             /* port for UCX/NCCL device names (mlx5_0:1) */
     hwloc_obj_t pcidev;
     hwloc_obj_t locality;

@@ -46,14 +46,18 @@ static const char *env_get(const gpurun_rank_plan_t *r, const char *key)
     return v ? json_string_value(v) : NULL;
 }
 
-/* The high-speed NICs nearest to a rank (its GPUs, else its cores). */
+/* The high-speed NICs nearest to a rank (its GPUs, else its cores), among
+ * those of the kind the rank uses. */
 static enum gpurun_affinity nearest_nics(const gpurun_topo_t *t, const gpurun_rank_plan_t *r, hwloc_bitmap_t near)
 {
     int best = INT_MAX;
     enum gpurun_affinity best_cls = GPURUN_AFF_SYS;
+    const char *kind = r->nnics ? t->nics[r->nics[0]].kind : NULL;
     hwloc_bitmap_zero(near);
     for (int n = 0; n < t->nhsnics; n++) {
         enum gpurun_affinity cls = GPURUN_AFF_SYS;
+        if (kind && strcmp(t->nics[n].kind, kind))
+            continue;
         int d = INT_MAX;
         if (r->ngpus == 0) {
             cls = gpurun_cpu_affinity(t, hwloc_bitmap_iszero(r->cpuset) ? hwloc_topology_get_topology_cpuset(t->hw)
@@ -297,6 +301,14 @@ int plancheck(const gpurun_plan_t *p, char *why, size_t len)
                 if (hwloc_bitmap_intersects(rk[a].cpuset, rk[b].cpuset) && !(shared && warned(p, "share")))
                     return fail(why, len, "ranks %d and %d share cpus", rk[a].rank, rk[b].rank);
             }
+        /* One fabric: every rank's NICs of one kind (ranks on different
+         * networks could not reach each other). */
+        for (int a = 0; a < rpn; a++)
+            for (int x = 0; x < rk[a].nnics; x++)
+                if (strcmp(t->nics[rk[a].nics[x]].kind, t->nics[rk[0].nics[0]].kind))
+                    return fail(why, len, "rank %d uses %s (%s), rank %d %s (%s): two fabrics", rk[a].rank,
+                                t->nics[rk[a].nics[x]].name, t->nics[rk[a].nics[x]].kind, rk[0].rank,
+                                t->nics[rk[0].nics[0]].name, t->nics[rk[0].nics[0]].kind);
         /* Equally near NICs are spread. */
         if (t->nhsnics > 0) {
             hwloc_bitmap_t *near = gpurun_xcalloc((size_t)rpn, sizeof *near);

@@ -392,6 +392,88 @@ static void memoryless_numa(void)
     gpurun_topo_destroy(t);
 }
 
+static const char *nic_names(const gpurun_topo_t *t, const gpurun_rank_plan_t *r)
+{
+    static char buf[4][256];
+    static int slot;
+    char *out = buf[slot++ % 4];
+    size_t l = 0;
+    out[0] = '\0';
+    for (int i = 0; i < r->nnics && l < 200; i++)
+        l += (size_t)snprintf(out + l, 256 - l, "%s%s", i ? "," : "", t->nics[r->nics[i]].name);
+    return out;
+}
+
+/* SR-IOV on a bare-metal host: the VFs are slices of the PF's port, one VF has
+ * no driver (vfio), and an Ethernet ConnectX serves storage. */
+static void sriov_host(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("sriov-host.xml"));
+    gpurun_error_t err;
+    is_int(t->nhsnics, 2, "sriov: two high-speed NICs, the IB PF and the storage RoCE NIC (not the VFs)");
+    ok(t->nhsnics >= 1 && !strcmp(t->nics[0].name, "mlx5_0"), "sriov: the PF mlx5_0 is the first");
+    gpurun_plan_t *p = plan(t, req_default(), &err, "sriov default");
+    if (ok(p != NULL && p->nranks == 2, "sriov: two GPU ranks")) {
+        for (int i = 0; i < 2; i++) {
+            is_str(nic_names(t, &p->ranks[i]), "mlx5_0", "sriov: rank %d uses the PF, not a VF of it", i);
+            is_str(env(&p->ranks[i], "UCX_NET_DEVICES"), "mlx5_0:1", "sriov: rank %d UCX_NET_DEVICES", i);
+        }
+    }
+    gpurun_plan_destroy(p);
+
+    gpurun_request_t r = req_default();
+    r.gpus_per_rank = 0;
+    r.ranks_per_node = 1;
+    p = plan(t, r, &err, "sriov CPU-only");
+    if (ok(p != NULL, "sriov: one CPU-only rank"))
+        is_str(nic_names(t, &p->ranks[0]), "mlx5_0",
+               "sriov: it uses the InfiniBand fabric only, not also the equally near RoCE storage NIC");
+    gpurun_plan_destroy(p);
+
+    json_t *j = gpurun_topo_json(t, true), *e = json_object_get(j, "ethernet");
+    bool noted = false;
+    size_t i;
+    json_t *v;
+    json_array_foreach(e, i, v) if (!strcmp(json_string_value(json_object_get(v, "name")), "mlx5_1"))
+        noted = json_object_get(v, "note") != NULL;
+    ok(noted, "sriov: topo --json says why the VF mlx5_1 is not planned");
+    json_decref(j);
+    gpurun_topo_destroy(t);
+}
+
+/* Inside a VM the VFs are the NICs: they stay high-speed. */
+static void sriov_vm(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("sriov-vm.xml"));
+    gpurun_error_t err;
+    is_int(t->nhsnics, 2, "vm: both ConnectX-6 VFs are high-speed NICs (no PF in the VM)");
+    gpurun_plan_t *p = plan(t, req_default(), &err, "vm default");
+    if (ok(p != NULL && p->nranks == 2, "vm: two GPU ranks")) {
+        is_str(nic_names(t, &p->ranks[0]), "mlx5_0", "vm: rank 0 on mlx5_0");
+        is_str(nic_names(t, &p->ranks[1]), "mlx5_1", "vm: rank 1 on mlx5_1: equally near VFs are spread");
+        is_str(env(&p->ranks[1], "NCCL_IB_HCA"), "=mlx5_1:1", "vm: NCCL_IB_HCA of rank 1");
+    }
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+}
+
+/* Cisco usNIC is not RoCE: UCX and NCCL cannot use it. */
+static void usnic(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("cisco-usnic.xml"));
+    gpurun_error_t err;
+    ok(t->nhsnics == 1 && !strcmp(t->nics[0].kind, "usnic"), "ucs: the VIC's usnic_0 is a usnic NIC, not RoCE");
+    gpurun_plan_t *p = plan(t, req_default(), &err, "ucs default");
+    if (ok(p != NULL && p->nranks == 1, "ucs: one rank")) {
+        is_str(nic_names(t, &p->ranks[0]), "usnic_0", "ucs: the rank's NIC is usnic_0");
+        ok(env(&p->ranks[0], "UCX_NET_DEVICES") == NULL && env(&p->ranks[0], "NCCL_IB_HCA") == NULL,
+           "ucs: no UCX_NET_DEVICES or NCCL_IB_HCA naming a device they cannot open");
+        is_str(env(&p->ranks[0], "GPURUN_NICS"), "usnic_0", "ucs: GPURUN_NICS names it");
+    }
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+}
+
 /* An object with these keys and no others. */
 static bool has_exactly(json_t *o, const char *const *keys)
 {
@@ -447,6 +529,9 @@ int main(void)
     workstation();
     cpuless_numa();
     memoryless_numa();
+    sriov_host();
+    sriov_vm();
+    usnic();
     json_document();
     return done_testing();
 }
