@@ -175,8 +175,24 @@ static char *domain_label(const gpurun_topo_t *t, hwloc_const_cpuset_t dom)
 struct core_pool {
     hwloc_obj_t *cores; /* Core objects, or PUs where the export has no cores */
     bool *taken;
+    int *perf;          /* hwloc CPU kind efficiency: higher is faster; all 0 unless ranked kinds differ */
     int n;
 };
+
+/* The efficiency of the kind of a core's first PU (the one planned without
+ * smt), or 0 when hwloc has one kind or could not rank them. */
+static int core_perf(const gpurun_topo_t *t, hwloc_obj_t core)
+{
+    if (hwloc_cpukinds_get_nr(t->hw, 0) < 2)
+        return 0;
+    hwloc_bitmap_t one = hwloc_bitmap_alloc();
+    hwloc_bitmap_only(one, (unsigned)hwloc_bitmap_first(core->cpuset));
+    int kind = hwloc_cpukinds_get_by_cpuset(t->hw, one, 0), eff = -1;
+    hwloc_bitmap_free(one);
+    if (kind >= 0 && hwloc_cpukinds_get_info(t->hw, (unsigned)kind, NULL, &eff, NULL, NULL, 0) < 0)
+        eff = -1;
+    return eff > 0 ? eff : 0;
+}
 
 static void core_pool_init(const gpurun_topo_t *t, hwloc_const_cpuset_t allowed, struct core_pool *cp)
 {
@@ -184,17 +200,37 @@ static void core_pool_init(const gpurun_topo_t *t, hwloc_const_cpuset_t allowed,
     int n = hwloc_get_nbobjs_by_type(t->hw, type);
     cp->cores = gpurun_xcalloc((size_t)n, sizeof *cp->cores);
     cp->taken = gpurun_xcalloc((size_t)n, sizeof *cp->taken);
+    cp->perf = gpurun_xcalloc((size_t)n, sizeof *cp->perf);
     cp->n = 0;
     for (hwloc_obj_t c = NULL; (c = hwloc_get_next_obj_by_type(t->hw, type, c));)
         if (!hwloc_bitmap_iszero(c->cpuset) /* a core whose PUs are all offline */
-            && (!allowed || hwloc_bitmap_isincluded(c->cpuset, allowed)))
+            && (!allowed || hwloc_bitmap_isincluded(c->cpuset, allowed))) {
+            cp->perf[cp->n] = core_perf(t, c);
             cp->cores[cp->n++] = c;
+        }
 }
 
 static void core_pool_free(struct core_pool *cp)
 {
     free(cp->cores);
     free(cp->taken);
+    free(cp->perf);
+}
+
+/* Hybrid CPUs: order the candidate cores fastest kind first (stably, so each
+ * kind keeps its topology order) and say how many are of the fastest kind. */
+static int fastest_first(const struct core_pool *cp, int *avail, int navail)
+{
+    for (int a = 1; a < navail; a++)
+        for (int b = a; b > 0 && cp->perf[avail[b - 1]] < cp->perf[avail[b]]; b--) {
+            int tmp = avail[b];
+            avail[b] = avail[b - 1];
+            avail[b - 1] = tmp;
+        }
+    int nbest = 0;
+    while (nbest < navail && cp->perf[avail[nbest]] == cp->perf[avail[0]])
+        nbest++;
+    return nbest;
 }
 
 /* Whole cores for `need` threads: one PU per core, or every PU with smt. */
@@ -231,6 +267,41 @@ static int group_cmp(const void *a, const void *b)
     return hwloc_bitmap_compare_first(x->dom, y->dom);
 }
 
+/* Ranks given some of a hybrid CPU's slower cores hold back the others. */
+static void warn_slow_cores(const gpurun_topo_t *t, gpurun_plan_t *p, const struct core_pool *cp,
+                            const struct group *g, int best)
+{
+    hwloc_bitmap_t slow = hwloc_bitmap_alloc(), mixed = hwloc_bitmap_alloc();
+    for (int j = 0; j < g->n; j++) {
+        const gpurun_rank_plan_t *r = &p->ranks[g->members[j]];
+        bool fast = false, other = false;
+        for (int c = 0; c < cp->n; c++)
+            if (hwloc_bitmap_intersects(cp->cores[c]->cpuset, r->cpuset)) {
+                fast |= cp->perf[c] == best;
+                other |= cp->perf[c] != best;
+            }
+        if (other)
+            hwloc_bitmap_set(fast ? mixed : slow, (unsigned)g->members[j]);
+    }
+    char *lbl = domain_label(t, g->dom);
+    if (!hwloc_bitmap_iszero(slow)) {
+        char *l = gpurun_cpuset_list(slow);
+        plan_warn(p, "hybrid CPU in %s: local rank%s %s run%s on its slower cores, and the ranks on its faster cores "
+                  "will wait for them; fewer ranks or threads fit on the faster cores alone", lbl,
+                  plural(hwloc_bitmap_weight(slow)), l, hwloc_bitmap_weight(slow) == 1 ? "s" : "");
+        free(l);
+    }
+    if (!hwloc_bitmap_iszero(mixed)) {
+        char *l = gpurun_cpuset_list(mixed);
+        plan_warn(p, "hybrid CPU in %s: local rank%s %s mix%s faster and slower cores", lbl,
+                  plural(hwloc_bitmap_weight(mixed)), l, hwloc_bitmap_weight(mixed) == 1 ? "es" : "");
+        free(l);
+    }
+    free(lbl);
+    hwloc_bitmap_free(slow);
+    hwloc_bitmap_free(mixed);
+}
+
 /* Give every rank of one domain its own whole cores. */
 static int place_group(const gpurun_topo_t *t, gpurun_plan_t *p, struct core_pool *cp, struct group *g,
                        gpurun_error_t *err)
@@ -254,6 +325,9 @@ static int place_group(const gpurun_topo_t *t, gpurun_plan_t *p, struct core_poo
                 avail[navail++] = c;
         shared = true;
     }
+    /* On a hybrid CPU the ranks' threads run in lockstep at the pace of the
+     * slowest core: use the fastest kind alone when it is enough. */
+    int nbest = fastest_first(cp, avail, navail);
     int need;
     if (navail == 0) {
         char *lbl = domain_label(t, g->dom);
@@ -264,10 +338,16 @@ static int place_group(const gpurun_topo_t *t, gpurun_plan_t *p, struct core_poo
         free(lbl);
         goto out;
     }
-    if (req->threads_per_rank != GPURUN_UNSET)
+    if (req->threads_per_rank != GPURUN_UNSET) {
         need = cores_for_threads(cp->cores[avail[0]], req->threads_per_rank, req->smt);
-    else
+        if (need * k <= nbest)
+            navail = nbest;
+    } else {
+        if (nbest >= k)
+            navail = nbest;
         need = navail / k;
+    }
+    bool hybrid = nbest < navail; /* the cores given out are of several kinds */
     if (need < 1 || need * k > navail) {
         if (!req->oversubscribe) {
             char *lbl = domain_label(t, g->dom);
@@ -299,18 +379,32 @@ static int place_group(const gpurun_topo_t *t, gpurun_plan_t *p, struct core_poo
                   plural(navail), lbl);
         free(lbl);
     }
-    /* Spread the ranks over the domain: each starts a fair share apart. */
-    int stride = navail / k >= need ? navail / k : need;
+    /* Spread the ranks over the domain: each starts a fair share apart.  Of
+     * several kinds, pack them fastest first instead, each rank inside one
+     * kind when the ranks after it still fit. */
+    int stride = navail / k >= need ? navail / k : need, pos = 0;
     for (int j = 0; j < k; j++) {
         gpurun_rank_plan_t *r = &p->ranks[g->members[j]];
+        int start = j * stride;
+        if (hybrid) {
+            int b = pos;
+            while (b < navail && cp->perf[avail[b]] == cp->perf[avail[pos % navail]])
+                b++;
+            start = pos;
+            if (pos + need > b && b < navail && navail - b >= (k - j) * need) /* never when sharing */
+                start = b;
+            pos = start + need;
+        }
         for (int x = 0; x < need; x++) {
-            int c = avail[(j * stride + x) % navail];
+            int c = avail[(start + x) % navail];
             cp->taken[c] = true;
             add_core(r->cpuset, cp->cores[c], req->smt);
         }
         r->threads = req->threads_per_rank != GPURUN_UNSET ? req->threads_per_rank
                                                           : hwloc_bitmap_weight(r->cpuset);
     }
+    if (hybrid)
+        warn_slow_cores(t, p, cp, g, cp->perf[avail[0]]);
 out:
     free(avail);
     return rc;

@@ -245,6 +245,23 @@ static int check_rank(const gpurun_plan_t *p, const gpurun_rank_plan_t *r, char 
         }
         if (check_memory(p, r, why, len) < 0)
             return -1;
+        /* On a hybrid CPU a rank's cores are of one kind, unless warned. */
+        if (hwloc_cpukinds_get_nr(t->hw, 0) > 1) {
+            int kind = -2, pu;
+            bool mixed = false;
+            hwloc_bitmap_t one = hwloc_bitmap_alloc();
+            hwloc_bitmap_foreach_begin(pu, r->cpuset)
+            {
+                hwloc_bitmap_only(one, (unsigned)pu);
+                int k = hwloc_cpukinds_get_by_cpuset(t->hw, one, 0);
+                mixed |= kind != -2 && k != kind;
+                kind = k;
+            }
+            hwloc_bitmap_foreach_end();
+            hwloc_bitmap_free(one);
+            if (mixed && !warned(p, "mix"))
+                return fail(why, len, "rank %d mixes CPU kinds without a warning", r->rank);
+        }
         if (r->threads > hwloc_bitmap_weight(r->cpuset) && !p->req.oversubscribe &&
             q->threads_per_rank == GPURUN_UNSET)
             return fail(why, len, "rank %d has more default threads than PUs", r->rank);

@@ -474,6 +474,50 @@ static void usnic(void)
     gpurun_topo_destroy(t);
 }
 
+/* Hybrid CPU (hwloc cpukinds): performance cores first, kinds not mixed. */
+static void hybrid(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("hybrid-pe-cores.xml"));
+    gpurun_error_t err;
+    gpurun_plan_t *p = plan(t, req_default(), &err, "hybrid default");
+    if (ok(p != NULL && p->nranks == 1, "hybrid: one GPU rank")) {
+        is_str(cpus_of(&p->ranks[0]), "0,2,4,6", "hybrid: the rank gets the 4 P-cores, not the E-cores too");
+        is_int(p->ranks[0].threads, 4, "hybrid: 4 threads");
+        is_int(p->nwarnings, 0, "hybrid: no warning");
+    }
+    gpurun_plan_destroy(p);
+
+    gpurun_request_t r = req_default();
+    r.gpus_per_rank = 0;
+    r.ranks_per_node = 2;
+    p = plan(t, r, &err, "hybrid 2 CPU-only ranks");
+    if (ok(p != NULL, "hybrid: 2 CPU-only ranks")) {
+        is_str(cpus_of(&p->ranks[0]), "0,2", "hybrid: rank 0 on two P-cores");
+        is_str(cpus_of(&p->ranks[1]), "4,6", "hybrid: rank 1 on the other two, not on the E-cores");
+    }
+    gpurun_plan_destroy(p);
+
+    r.threads_per_rank = 3;
+    p = plan(t, r, &err, "hybrid 2 ranks x 3 threads");
+    if (ok(p != NULL, "hybrid: 2 ranks x 3 threads (more than the P-cores)")) {
+        is_str(cpus_of(&p->ranks[0]), "0,2,4", "hybrid: rank 0 on three P-cores");
+        is_str(cpus_of(&p->ranks[1]), "8-10", "hybrid: rank 1 on three E-cores, not one P-core and two E-cores");
+        ok(p->nwarnings == 1 && strstr(p->warnings[0], "local rank 1 runs on its slower cores"),
+           "hybrid: the rank on the slower cores is warned");
+    }
+    gpurun_plan_destroy(p);
+
+    r.threads_per_rank = GPURUN_UNSET;
+    r.ranks_per_node = 6;
+    p = plan(t, r, &err, "hybrid 6 ranks");
+    if (ok(p != NULL, "hybrid: 6 ranks, more than the P-cores")) {
+        is_str(cpus_of(&p->ranks[3]), "6", "hybrid: ranks 0-3 on the P-cores");
+        is_str(cpus_of(&p->ranks[4]), "8", "hybrid: ranks 4-5 on E-cores");
+    }
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+}
+
 /* An object with these keys and no others. */
 static bool has_exactly(json_t *o, const char *const *keys)
 {
@@ -532,6 +576,7 @@ int main(void)
     sriov_host();
     sriov_vm();
     usnic();
+    hybrid();
     json_document();
     return done_testing();
 }
