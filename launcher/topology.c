@@ -385,6 +385,14 @@ static void find_devices(gpurun_topo_t *t)
 
 static int topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err);
 
+/* The major XML version an export says it is in (<topology version="3.0">),
+ * 0 when it says none (hwloc 1.x wrote no version). */
+static int xml_major_version(const char *buf)
+{
+    const char *v = buf ? strstr(buf, "<topology version=\"") : NULL;
+    return v ? atoi(v + strlen("<topology version=\"")) : 0;
+}
+
 int gpurun_topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err)
 {
     /* A site or test can stand in another node's export for the live one;
@@ -436,8 +444,15 @@ static int topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err
     }
     if (hwloc_topology_load(t->hw) < 0) {
         hwloc_topology_destroy(t->hw);
+        int major = xml ? xml_major_version(buf) : 0;
         free(buf);
         free(t);
+        unsigned api = hwloc_get_api_version();
+        if (major > (int)(api >> 16))
+            return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                              "%s: hwloc XML version %d, newer than the hwloc %u library gpurun uses can read; "
+                              "export the node again with hwloc %u's lstopo (lstopo --of xml FILE)",
+                              xml, major, api >> 16, api >> 16);
         return gpurun_err(err, xml ? GPURUN_EXIT_CONFIG : GPURUN_EXIT_ENV,
                           xml ? "%s: hwloc could not load this topology" : "%s", xml ? xml
                               : "hwloc could not discover this node's topology");

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "plan.h"
 #include "plancheck.h"
@@ -518,6 +519,31 @@ static void hybrid(void)
     gpurun_topo_destroy(t);
 }
 
+/* An export from a newer hwloc says so, rather than "could not load". */
+static void newer_xml(void)
+{
+    char path[] = "/tmp/gpurun-test-v3-XXXXXX";
+    int fd = mkstemp(path);
+    const char xml[] = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n"
+                       "<topology version=\"3.0\">\n  <object type=\"Machine\" os_index=\"0\" cpuset=\"0x1\" "
+                       "complete_cpuset=\"0x1\" allowed_cpuset=\"0x1\" nodeset=\"0x1\" complete_nodeset=\"0x1\" "
+                       "allowed_nodeset=\"0x1\" gp_index=\"1\"/>\n</topology>\n";
+    if (!ok(fd >= 0 && write(fd, xml, sizeof xml - 1) == (ssize_t)(sizeof xml - 1), "v3: temporary export written")) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    close(fd);
+    gpurun_topo_t *t = NULL;
+    gpurun_error_t err = {0};
+    ok(gpurun_topo_load(path, &t, &err) < 0 && err.code == GPURUN_EXIT_CONFIG, "v3: refused with exit 2");
+    ok(strstr(err.text, "hwloc XML version 3") && strstr(err.text, "lstopo"),
+       "v3: the message names the XML version and how to export again");
+    diag("%s", err.text);
+    gpurun_topo_destroy(t);
+    unlink(path);
+}
+
 /* An object with these keys and no others. */
 static bool has_exactly(json_t *o, const char *const *keys)
 {
@@ -577,6 +603,7 @@ int main(void)
     sriov_vm();
     usnic();
     hybrid();
+    newer_xml();
     json_document();
     return done_testing();
 }
