@@ -99,8 +99,10 @@ static bool pcidev_is_gpu(hwloc_obj_t dev)
         return vendor != PCI_VENDOR_INTEL;
     case 0x0302: /* 3D controller */
     case 0x0380: /* display controller, other (MI200/MI300, Intel Max) */
-    case 0x1200: /* processing accelerator */
         return true;
+    case 0x1200: /* processing accelerator */
+        /* Intel's are NPUs (Meteor Lake and later clients), not GPUs. */
+        return vendor != PCI_VENDOR_INTEL;
     default:
         return false;
     }

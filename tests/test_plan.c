@@ -309,6 +309,16 @@ static void workstation(void)
     }
     gpurun_plan_destroy(p);
     gpurun_topo_destroy(t);
+
+    /* A laptop's NPU (Intel, processing-accelerator class) is no GPU. */
+    t = plancheck_load(fixture("npu-laptop.xml"));
+    is_int(t->ngpus, 1, "npu: one GPU, the NVIDIA one; neither the Intel iGPU nor the NPU");
+    p = plan(t, req_default(), &err, "npu default");
+    if (ok(p != NULL && p->nranks == 1, "npu: one rank"))
+        ok(env(&p->ranks[0], "CUDA_VISIBLE_DEVICES") && !env(&p->ranks[0], "ZE_AFFINITY_MASK"),
+           "npu: the rank gets the NVIDIA GPU, and no ZE_AFFINITY_MASK");
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
 }
 
 /* Memory-only NUMA nodes: hwloc gives them the cpuset of what they hang from. */
