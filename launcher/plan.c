@@ -779,9 +779,12 @@ void gpurun_plan_destroy(gpurun_plan_t *p)
     free(p);
 }
 
-/* GPUs per rank: each rank a group of gpr GPUs, ranks spread evenly over the
- * groups (shared by consecutive ranks when there are fewer groups). */
-static bool gpu_allowed(const gpurun_request_t *req, const gpurun_gpu_t *g)
+static int vendor_rank(const char *vendor)
+{
+    return !strcmp(vendor, "nvidia") ? 0 : !strcmp(vendor, "amd") ? 1 : 2;
+}
+
+static bool in_allocation(const gpurun_request_t *req, const gpurun_gpu_t *g)
 {
     if (req->nallowed_gpus < 0)
         return true;
@@ -791,17 +794,60 @@ static bool gpu_allowed(const gpurun_request_t *req, const gpurun_gpu_t *g)
     return false;
 }
 
-static int place_gpus(const gpurun_topo_t *t, gpurun_plan_t *p, int rpn, int gpr, gpurun_error_t *err)
+/* One GPU vendor per node: a CUDA program cannot use the Radeon iGPU of the
+ * workstation's Ryzen, nor get ROCR_VISIBLE_DEVICES.  The vendor with the
+ * most GPUs in the allocation, then the one a GPU runtime reported, then
+ * NVIDIA, AMD, Intel. */
+static const char *plan_vendor(const gpurun_topo_t *t, const gpurun_request_t *req)
+{
+    const char *best = NULL;
+    int best_n = 0;
+    bool best_rt = false;
+    for (int i = 0; i < t->ngpus; i++) {
+        const char *v = t->gpus[i].vendor;
+        int n = 0;
+        bool rt = false;
+        for (int j = 0; j < t->ngpus; j++)
+            if (!strcmp(t->gpus[j].vendor, v) && in_allocation(req, &t->gpus[j])) {
+                n++;
+                rt |= t->gpus[j].runtime;
+            }
+        if (!best || n > best_n || (n == best_n && rt > best_rt) ||
+            (n == best_n && rt == best_rt && vendor_rank(v) < vendor_rank(best))) {
+            best = v;
+            best_n = n;
+            best_rt = rt;
+        }
+    }
+    return best;
+}
+
+/* GPUs per rank: each rank a group of gpr GPUs, ranks spread evenly over the
+ * groups (shared by consecutive ranks when there are fewer groups). */
+static bool gpu_allowed(const gpurun_plan_t *p, const gpurun_gpu_t *g)
+{
+    const gpurun_request_t *req = &p->req;
+    if (!p->gpu_vendor || strcmp(g->vendor, p->gpu_vendor))
+        return false;
+    if (req->nallowed_gpus < 0)
+        return true;
+    for (int i = 0; i < req->nallowed_gpus; i++)
+        if (req->allowed_gpus[i] == g->index)
+            return true;
+    return false;
+}
+
+static int place_gpus(const gpurun_topo_t *t, gpurun_plan_t *p, int rpn, int gpr, int nvendor, gpurun_error_t *err)
 {
     int *order = gpus_by_locality(t), ngpus = 0;
     for (int i = 0; i < t->ngpus; i++)
-        if (gpu_allowed(&p->req, &t->gpus[order[i]]))
+        if (gpu_allowed(p, &t->gpus[order[i]]))
             order[ngpus++] = order[i];
     if (gpr > ngpus) {
         free(order);
         return gpurun_err(err, GPURUN_EXIT_ENV,
                           "a rank cannot have %d GPUs: the allocation gives %d of %s's %d GPUs", gpr, ngpus,
-                          t->hostname, t->ngpus);
+                          t->hostname, nvendor);
     }
     int units = ngpus / gpr;
     if (rpn > units) {
@@ -811,7 +857,7 @@ static int place_gpus(const gpurun_topo_t *t, gpurun_plan_t *p, int rpn, int gpr
                               "%d rank%s with %d GPU%s each need %d GPUs, but %s has %d%s; use ranks_per_node = %d, "
                               "fewer GPUs per rank, or oversubscribe = true to share GPUs",
                               rpn, plural(rpn), gpr, plural(gpr), rpn * gpr, t->hostname, ngpus,
-                              ngpus < t->ngpus ? " in this allocation" : "", units);
+                              ngpus < nvendor ? " in this allocation" : "", units);
         }
         plan_warn(p, "%d ranks share %d GPU%s (%d per rank): ranks on one GPU compete for it", rpn, units * gpr,
                   plural(units * gpr), gpr);
@@ -882,7 +928,22 @@ int gpurun_plan_create(const gpurun_topo_t *t, const gpurun_request_t *req_in, g
 
     if (req->gpus_per_rank == GPURUN_UNSET)
         req->gpus_per_rank = t->ngpus > 0 ? 1 : 0;
-    int gpr = req->gpus_per_rank;
+    int gpr = req->gpus_per_rank, nvendor = 0;
+    p->gpu_vendor = plan_vendor(t, req);
+    for (int i = 0; i < t->ngpus; i++)
+        nvendor += !strcmp(t->gpus[i].vendor, p->gpu_vendor);
+    if (gpr > 0 && nvendor < t->ngpus) {
+        char *others = NULL;
+        for (int i = 0; i < t->ngpus; i++)
+            if (strcmp(t->gpus[i].vendor, p->gpu_vendor)) {
+                char *s = gpurun_xasprintf("%s%s%s (%s %s)", others ? others : "", others ? ", " : "",
+                                           t->gpus[i].pci, t->gpus[i].vendor, t->gpus[i].name);
+                free(others);
+                others = s;
+            }
+        plan_warn(p, "ranks get the %s GPUs only; not planned: %s", p->gpu_vendor, others);
+        free(others);
+    }
     if (gpr > 0 && t->ngpus == 0) {
         gpurun_err(err, GPURUN_EXIT_ENV,
                    "gpus_per_rank = %d, but %s has no GPUs; set gpus_per_rank = 0 to run on CPUs only, or run "
@@ -890,9 +951,15 @@ int gpurun_plan_create(const gpurun_topo_t *t, const gpurun_request_t *req_in, g
                    t->hostname);
         goto fail;
     }
-    if (gpr > t->ngpus) {
+    if (gpr > nvendor && nvendor < t->ngpus) {
+        gpurun_err(err, GPURUN_EXIT_ENV,
+                   "a rank cannot have %d GPUs: %s has %d %s GPU%s (GPUs of two vendors are never mixed); use "
+                   "gpus_per_rank = %d or fewer", gpr, t->hostname, nvendor, p->gpu_vendor, plural(nvendor), nvendor);
+        goto fail;
+    }
+    if (gpr > nvendor) {
         gpurun_err(err, GPURUN_EXIT_ENV, "a rank cannot have %d GPUs: %s has %d; use gpus_per_rank = %d or fewer",
-                   gpr, t->hostname, t->ngpus, t->ngpus);
+                   gpr, t->hostname, nvendor, nvendor);
         goto fail;
     }
     int nd;
@@ -900,7 +967,7 @@ int gpurun_plan_create(const gpurun_topo_t *t, const gpurun_request_t *req_in, g
     if (req->ranks_per_node == GPURUN_UNSET) {
         int usable = 0;
         for (int i = 0; i < t->ngpus; i++)
-            usable += gpu_allowed(req, &t->gpus[i]);
+            usable += gpu_allowed(p, &t->gpus[i]);
         req->ranks_per_node = gpr > 0 ? (usable / gpr > 0 ? usable / gpr : 1) : nd;
     }
     int rpn = req->ranks_per_node;
@@ -913,7 +980,7 @@ int gpurun_plan_create(const gpurun_topo_t *t, const gpurun_request_t *req_in, g
         p->ranks[r].cpuset = hwloc_bitmap_alloc();
         p->ranks[r].nodeset = hwloc_bitmap_alloc();
     }
-    int rc = gpr > 0 ? place_gpus(t, p, rpn, gpr, err) : 0;
+    int rc = gpr > 0 ? place_gpus(t, p, rpn, gpr, nvendor, err) : 0;
 
     hwloc_bitmap_t *doms = gpurun_xcalloc((size_t)rpn, sizeof *doms);
     for (int r = 0; r < rpn; r++)

@@ -342,6 +342,8 @@ static void find_devices(gpurun_topo_t *t)
             g->pcidev = d;
             g->vendor = gpu_vendor_name(d->attr->pcidev.vendor_id);
             g->name = gpu_model(d);
+            for (hwloc_obj_t c = d->io_first_child; c; c = c->next_sibling)
+                g->runtime |= c->type == HWLOC_OBJ_OS_DEVICE && is_compute_osdev(c);
             pci_address(d, g->pci, sizeof g->pci);
             set_locality(t, d, &g->locality, &g->cpuset, &g->nodeset);
             continue;

@@ -28,6 +28,7 @@ typedef struct gpurun_gpu {
     char pci[20];         /* "0000:03:00.0" */
     const char *vendor;   /* "nvidia", "amd", "intel" */
     char *name;           /* model, or "10de:20b0" when the export names none */
+    bool runtime;         /* a GPU runtime (CUDA, NVML, RSMI, OpenCL, Level Zero) reported it */
     hwloc_obj_t pcidev;
     hwloc_obj_t locality; /* nearest non-I/O ancestor (NUMA node, L3, package...) */
     hwloc_bitmap_t cpuset;  /* online PUs local to it */

@@ -318,6 +318,11 @@ int plancheck(const gpurun_plan_t *p, char *why, size_t len)
                 if (hwloc_bitmap_intersects(rk[a].cpuset, rk[b].cpuset) && !(shared && warned(p, "share")))
                     return fail(why, len, "ranks %d and %d share cpus", rk[a].rank, rk[b].rank);
             }
+        /* One GPU vendor: a program is built for one runtime. */
+        for (int a = 0; a < rpn; a++)
+            for (int x = 0; x < rk[a].ngpus; x++)
+                if (strcmp(t->gpus[rk[a].gpus[x]].vendor, t->gpus[rk[0].gpus[0]].vendor))
+                    return fail(why, len, "ranks %d and %d get GPUs of two vendors", rk[0].rank, rk[a].rank);
         /* One fabric: every rank's NICs of one kind (ranks on different
          * networks could not reach each other). */
         for (int a = 0; a < rpn; a++)

@@ -303,11 +303,30 @@ static void workstation(void)
     is_int(t->ngpus, 1, "ws: the BMC's VGA is not a GPU");
     is_str(t->gpus[0].pci, "0000:01:00.0", "ws: the GPU is the NVIDIA one");
     gpurun_plan_t *p = plan(t, req_default(), &err, "ws default");
+    gpurun_request_t r;
     if (ok(p != NULL && p->nranks == 1, "ws: one rank")) {
         is_int(p->ranks[0].nnics, 0, "ws: no high-speed NIC");
         is_int(p->ranks[0].threads, 4, "ws: the rank gets all four cores");
     }
     gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+
+    /* A Ryzen's Radeon iGPU beside an NVIDIA GPU: ranks get one vendor. */
+    t = plancheck_load(fixture("apu-dgpu-ws.xml"));
+    is_int(t->ngpus, 2, "apu: the Radeon iGPU and the GeForce are both listed");
+    p = plan(t, req_default(), &err, "apu default");
+    if (ok(p != NULL && p->nranks == 1, "apu: one rank, for the one NVIDIA GPU")) {
+        is_str(t->gpus[p->ranks[0].gpus[0]].pci, "0000:01:00.0", "apu: the rank gets the GeForce, not the iGPU");
+        ok(env(&p->ranks[0], "CUDA_VISIBLE_DEVICES") && !env(&p->ranks[0], "ROCR_VISIBLE_DEVICES"),
+           "apu: CUDA_VISIBLE_DEVICES, no ROCR_VISIBLE_DEVICES");
+        ok(p->nwarnings == 1 && strstr(p->warnings[0], "0000:0e:00.0"), "apu: the iGPU left out is named");
+    }
+    gpurun_plan_destroy(p);
+    r = req_default();
+    r.gpus_per_rank = 2;
+    p = plan(t, r, &err, "apu 2 GPUs per rank");
+    ok(p == NULL && err.code == GPURUN_EXIT_ENV && strstr(err.text, "1 nvidia GPU"),
+       "apu: 2 GPUs per rank refused: an NVIDIA and an AMD GPU are not a pair");
     gpurun_topo_destroy(t);
 
     /* A laptop's NPU (Intel, processing-accelerator class) is no GPU. */
