@@ -123,6 +123,45 @@ static char *gpu_model(hwloc_obj_t dev)
     return gpurun_xasprintf("%04x:%04x", dev->attr->pcidev.vendor_id, dev->attr->pcidev.device_id);
 }
 
+/* An IPoIB network device: a 20-byte hardware address (QP number and port
+ * GID), whatever its name (ib0, LLNL's hsi0, ibp65s0); else by the ib name
+ * when the export has no address. */
+static bool is_ipoib(hwloc_obj_t net)
+{
+    const char *a = hwloc_obj_get_info_by_name(net, "Address");
+    return a ? strlen(a) == 20 * 3 - 1 : starts_with(net->name, "ib");
+}
+
+static bool port_active(hwloc_obj_t fabric, const char *port)
+{
+    char key[32];
+    snprintf(key, sizeof key, "Port%sState", port);
+    const char *state = fabric ? hwloc_obj_get_info_by_name(fabric, key) : NULL;
+    return state && !strcmp(state, "4");
+}
+
+/* The network device of a NIC.  A VPI card with one function for two ports
+ * (ConnectX-3: eth2 on port 1, ib0 on port 2) has several: the InfiniBand
+ * one, on an active port first, is the one MPI wants. */
+static hwloc_obj_t nic_netdev(hwloc_obj_t dev, hwloc_obj_t fabric)
+{
+    hwloc_obj_t first = NULL, ipoib = NULL;
+    for (hwloc_obj_t c = dev->io_first_child; c; c = c->next_sibling) {
+        if (c->type != HWLOC_OBJ_OS_DEVICE || c->attr->osdev.type != HWLOC_OBJ_OSDEV_NETWORK)
+            continue;
+        if (!first)
+            first = c;
+        if (is_ipoib(c)) {
+            const char *port = hwloc_obj_get_info_by_name(c, "Port");
+            if (port && port_active(fabric, port))
+                return c;
+            if (!ipoib)
+                ipoib = c;
+        }
+    }
+    return ipoib ? ipoib : first;
+}
+
 /* Decide whether a PCI function is a NIC, and which kind; NULL if not one. */
 static const char *nic_kind(hwloc_obj_t dev, hwloc_obj_t fabric, hwloc_obj_t net, bool *high_speed)
 {
@@ -149,12 +188,12 @@ static const char *nic_kind(hwloc_obj_t dev, hwloc_obj_t fabric, hwloc_obj_t net
         if (starts_with(fabric->name, "rdmap") || starts_with(fabric->name, "efa"))
             return "efa";
         /* hwloc exports rarely carry the link layer; a verbs device whose
-         * netdev has an Ethernet name (not ib*, nor LLNL's hsi* IPoIB) is RoCE. */
-        if (net && !starts_with(net->name, "ib") && !starts_with(net->name, "hsi"))
+         * network device is not IPoIB is RoCE. */
+        if (net && !is_ipoib(net))
             return "roce";
         return "infiniband";
     }
-    if (cls == 0x0207 || cls == 0x0c06 || (net && starts_with(net->name, "ib")))
+    if (cls == 0x0207 || cls == 0x0c06 || (net && is_ipoib(net)))
         return "infiniband";
     if (network_class) {
         *high_speed = false;
@@ -330,7 +369,7 @@ static void find_devices(gpurun_topo_t *t)
         if (pcidev_is_gpu(d))
             ngpu++;
         else if (nic_kind(d, osdev_child(d, HWLOC_OBJ_OSDEV_OPENFABRICS),
-                          osdev_child(d, HWLOC_OBJ_OSDEV_NETWORK), &hs))
+                          nic_netdev(d, osdev_child(d, HWLOC_OBJ_OSDEV_OPENFABRICS)), &hs))
             nnic++;
     }
     t->gpus = gpurun_xcalloc((size_t)ngpu, sizeof *t->gpus);
@@ -349,7 +388,7 @@ static void find_devices(gpurun_topo_t *t)
             continue;
         }
         hwloc_obj_t fabric = osdev_child(d, HWLOC_OBJ_OSDEV_OPENFABRICS);
-        hwloc_obj_t net = osdev_child(d, HWLOC_OBJ_OSDEV_NETWORK);
+        hwloc_obj_t net = nic_netdev(d, fabric);
         bool hs;
         const char *kind = nic_kind(d, fabric, net, &hs);
         if (!kind)
@@ -361,7 +400,9 @@ static void find_devices(gpurun_topo_t *t)
         pci_address(d, n->pci, sizeof n->pci);
         n->name = gpurun_xstrdup(fabric ? fabric->name : net ? net->name : n->pci);
         n->netdev = net ? gpurun_xstrdup(net->name) : NULL;
-        n->port = fabric_port(fabric);
+        /* The port of the IPoIB device chosen, else the first active one. */
+        const char *net_port = net && fabric && is_ipoib(net) ? hwloc_obj_get_info_by_name(net, "Port") : NULL;
+        n->port = net_port && atoi(net_port) > 0 ? atoi(net_port) : fabric_port(fabric);
         set_locality(t, d, &n->locality, &n->cpuset, &n->nodeset);
         /* No runtime can name a function without a verbs or network device
          * (no driver, or a VF handed to a VM through vfio), and a VF beside

@@ -487,6 +487,22 @@ static void sriov_vm(void)
     gpurun_topo_destroy(t);
 }
 
+/* One PCI function, two ports of two link layers (ConnectX-3 VPI). */
+static void vpi(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("vpi-mlx4.xml"));
+    gpurun_error_t err;
+    ok(t->nhsnics == 1 && !strcmp(t->nics[0].kind, "infiniband"),
+       "vpi: mlx4_0 is InfiniBand (its ib0), not RoCE (its eth2)");
+    gpurun_plan_t *p = plan(t, req_default(), &err, "vpi default");
+    if (ok(p != NULL, "vpi: CPU-only plan")) {
+        is_str(env(&p->ranks[0], "UCX_NET_DEVICES"), "mlx4_0:2", "vpi: UCX uses port 2, the InfiniBand port");
+        is_str(env(&p->ranks[0], "NCCL_IB_HCA"), "=mlx4_0:2", "vpi: so does NCCL");
+    }
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+}
+
 /* Cisco usNIC is not RoCE: UCX and NCCL cannot use it. */
 static void usnic(void)
 {
@@ -631,6 +647,7 @@ int main(void)
     sriov_host();
     sriov_vm();
     usnic();
+    vpi();
     hybrid();
     newer_xml();
     json_document();
