@@ -826,15 +826,7 @@ static const char *plan_vendor(const gpurun_topo_t *t, const gpurun_request_t *r
  * groups (shared by consecutive ranks when there are fewer groups). */
 static bool gpu_allowed(const gpurun_plan_t *p, const gpurun_gpu_t *g)
 {
-    const gpurun_request_t *req = &p->req;
-    if (!p->gpu_vendor || strcmp(g->vendor, p->gpu_vendor))
-        return false;
-    if (req->nallowed_gpus < 0)
-        return true;
-    for (int i = 0; i < req->nallowed_gpus; i++)
-        if (req->allowed_gpus[i] == g->index)
-            return true;
-    return false;
+    return p->gpu_vendor && !strcmp(g->vendor, p->gpu_vendor) && in_allocation(&p->req, g);
 }
 
 static int place_gpus(const gpurun_topo_t *t, gpurun_plan_t *p, int rpn, int gpr, int nvendor, gpurun_error_t *err)
