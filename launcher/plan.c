@@ -121,22 +121,17 @@ static int *gpus_by_locality(const gpurun_topo_t *t)
 
 /* --- CPU domains ----------------------------------------------------------- */
 
-/* NUMA nodes that have PUs, one entry per distinct cpuset (an HBM node that
- * shares its DRAM node's cores is not a domain of its own). */
+/* The cpusets of the home NUMA nodes: an HBM node that shares its DRAM
+ * node's cores, or a CXL node hanging from the package or the machine, is
+ * not a domain of its own. */
 static hwloc_bitmap_t *cpu_numa_domains(const gpurun_topo_t *t, int *np)
 {
     int nnuma = hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_NUMANODE);
     hwloc_bitmap_t *d = gpurun_xcalloc((size_t)(nnuma > 0 ? nnuma : 1), sizeof *d);
     int n = 0;
-    for (hwloc_obj_t node = NULL; (node = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, node));) {
-        if (hwloc_bitmap_iszero(node->cpuset))
-            continue;
-        bool dup = false;
-        for (int i = 0; i < n && !dup; i++)
-            dup = hwloc_bitmap_isequal(d[i], node->cpuset);
-        if (!dup)
+    for (hwloc_obj_t node = NULL; (node = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, node));)
+        if (hwloc_bitmap_isset(t->home_nodes, node->os_index) && !hwloc_bitmap_iszero(node->cpuset))
             d[n++] = hwloc_bitmap_dup(node->cpuset);
-    }
     if (n == 0)
         d[n++] = hwloc_bitmap_dup(hwloc_topology_get_topology_cpuset(t->hw));
     *np = n;
@@ -166,7 +161,7 @@ static hwloc_bitmap_t gpu_domain(const gpurun_topo_t *t, gpurun_plan_t *p, const
 static char *domain_label(const gpurun_topo_t *t, hwloc_const_cpuset_t dom)
 {
     hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
-    hwloc_cpuset_to_nodeset(t->hw, dom, nodes);
+    gpurun_topo_home_nodes(t, dom, nodes);
     char *n = gpurun_cpuset_list(nodes), *c = gpurun_cpuset_list(dom);
     char *s = gpurun_xasprintf("NUMA node%s %s (cpus %s)", hwloc_bitmap_weight(nodes) == 1 ? "" : "s", n, c);
     free(n);
@@ -180,8 +175,24 @@ static char *domain_label(const gpurun_topo_t *t, hwloc_const_cpuset_t dom)
 struct core_pool {
     hwloc_obj_t *cores; /* Core objects, or PUs where the export has no cores */
     bool *taken;
+    int *perf;          /* hwloc CPU kind efficiency: higher is faster; all 0 unless ranked kinds differ */
     int n;
 };
+
+/* The efficiency of the kind of a core's first PU (the one planned without
+ * smt), or 0 when hwloc has one kind or could not rank them. */
+static int core_perf(const gpurun_topo_t *t, hwloc_obj_t core)
+{
+    if (hwloc_cpukinds_get_nr(t->hw, 0) < 2)
+        return 0;
+    hwloc_bitmap_t one = hwloc_bitmap_alloc();
+    hwloc_bitmap_only(one, (unsigned)hwloc_bitmap_first(core->cpuset));
+    int kind = hwloc_cpukinds_get_by_cpuset(t->hw, one, 0), eff = -1;
+    hwloc_bitmap_free(one);
+    if (kind >= 0 && hwloc_cpukinds_get_info(t->hw, (unsigned)kind, NULL, &eff, NULL, NULL, 0) < 0)
+        eff = -1;
+    return eff > 0 ? eff : 0;
+}
 
 static void core_pool_init(const gpurun_topo_t *t, hwloc_const_cpuset_t allowed, struct core_pool *cp)
 {
@@ -189,17 +200,37 @@ static void core_pool_init(const gpurun_topo_t *t, hwloc_const_cpuset_t allowed,
     int n = hwloc_get_nbobjs_by_type(t->hw, type);
     cp->cores = gpurun_xcalloc((size_t)n, sizeof *cp->cores);
     cp->taken = gpurun_xcalloc((size_t)n, sizeof *cp->taken);
+    cp->perf = gpurun_xcalloc((size_t)n, sizeof *cp->perf);
     cp->n = 0;
     for (hwloc_obj_t c = NULL; (c = hwloc_get_next_obj_by_type(t->hw, type, c));)
         if (!hwloc_bitmap_iszero(c->cpuset) /* a core whose PUs are all offline */
-            && (!allowed || hwloc_bitmap_isincluded(c->cpuset, allowed)))
+            && (!allowed || hwloc_bitmap_isincluded(c->cpuset, allowed))) {
+            cp->perf[cp->n] = core_perf(t, c);
             cp->cores[cp->n++] = c;
+        }
 }
 
 static void core_pool_free(struct core_pool *cp)
 {
     free(cp->cores);
     free(cp->taken);
+    free(cp->perf);
+}
+
+/* Hybrid CPUs: order the candidate cores fastest kind first (stably, so each
+ * kind keeps its topology order) and say how many are of the fastest kind. */
+static int fastest_first(const struct core_pool *cp, int *avail, int navail)
+{
+    for (int a = 1; a < navail; a++)
+        for (int b = a; b > 0 && cp->perf[avail[b - 1]] < cp->perf[avail[b]]; b--) {
+            int tmp = avail[b];
+            avail[b] = avail[b - 1];
+            avail[b - 1] = tmp;
+        }
+    int nbest = 0;
+    while (nbest < navail && cp->perf[avail[nbest]] == cp->perf[avail[0]])
+        nbest++;
+    return nbest;
 }
 
 /* Whole cores for `need` threads: one PU per core, or every PU with smt. */
@@ -236,6 +267,41 @@ static int group_cmp(const void *a, const void *b)
     return hwloc_bitmap_compare_first(x->dom, y->dom);
 }
 
+/* Ranks given some of a hybrid CPU's slower cores hold back the others. */
+static void warn_slow_cores(const gpurun_topo_t *t, gpurun_plan_t *p, const struct core_pool *cp,
+                            const struct group *g, int best)
+{
+    hwloc_bitmap_t slow = hwloc_bitmap_alloc(), mixed = hwloc_bitmap_alloc();
+    for (int j = 0; j < g->n; j++) {
+        const gpurun_rank_plan_t *r = &p->ranks[g->members[j]];
+        bool fast = false, other = false;
+        for (int c = 0; c < cp->n; c++)
+            if (hwloc_bitmap_intersects(cp->cores[c]->cpuset, r->cpuset)) {
+                fast |= cp->perf[c] == best;
+                other |= cp->perf[c] != best;
+            }
+        if (other)
+            hwloc_bitmap_set(fast ? mixed : slow, (unsigned)g->members[j]);
+    }
+    char *lbl = domain_label(t, g->dom);
+    if (!hwloc_bitmap_iszero(slow)) {
+        char *l = gpurun_cpuset_list(slow);
+        plan_warn(p, "hybrid CPU in %s: local rank%s %s run%s on its slower cores, and the ranks on its faster cores "
+                  "will wait for them; fewer ranks or threads fit on the faster cores alone", lbl,
+                  plural(hwloc_bitmap_weight(slow)), l, hwloc_bitmap_weight(slow) == 1 ? "s" : "");
+        free(l);
+    }
+    if (!hwloc_bitmap_iszero(mixed)) {
+        char *l = gpurun_cpuset_list(mixed);
+        plan_warn(p, "hybrid CPU in %s: local rank%s %s mix%s faster and slower cores", lbl,
+                  plural(hwloc_bitmap_weight(mixed)), l, hwloc_bitmap_weight(mixed) == 1 ? "es" : "");
+        free(l);
+    }
+    free(lbl);
+    hwloc_bitmap_free(slow);
+    hwloc_bitmap_free(mixed);
+}
+
 /* Give every rank of one domain its own whole cores. */
 static int place_group(const gpurun_topo_t *t, gpurun_plan_t *p, struct core_pool *cp, struct group *g,
                        gpurun_error_t *err)
@@ -259,6 +325,9 @@ static int place_group(const gpurun_topo_t *t, gpurun_plan_t *p, struct core_poo
                 avail[navail++] = c;
         shared = true;
     }
+    /* On a hybrid CPU the ranks' threads run in lockstep at the pace of the
+     * slowest core: use the fastest kind alone when it is enough. */
+    int nbest = fastest_first(cp, avail, navail);
     int need;
     if (navail == 0) {
         char *lbl = domain_label(t, g->dom);
@@ -269,10 +338,16 @@ static int place_group(const gpurun_topo_t *t, gpurun_plan_t *p, struct core_poo
         free(lbl);
         goto out;
     }
-    if (req->threads_per_rank != GPURUN_UNSET)
+    if (req->threads_per_rank != GPURUN_UNSET) {
         need = cores_for_threads(cp->cores[avail[0]], req->threads_per_rank, req->smt);
-    else
+        if (need * k <= nbest)
+            navail = nbest;
+    } else {
+        if (nbest >= k)
+            navail = nbest;
         need = navail / k;
+    }
+    bool hybrid = nbest < navail; /* the cores given out are of several kinds */
     if (need < 1 || need * k > navail) {
         if (!req->oversubscribe) {
             char *lbl = domain_label(t, g->dom);
@@ -304,41 +379,84 @@ static int place_group(const gpurun_topo_t *t, gpurun_plan_t *p, struct core_poo
                   plural(navail), lbl);
         free(lbl);
     }
-    /* Spread the ranks over the domain: each starts a fair share apart. */
-    int stride = navail / k >= need ? navail / k : need;
+    /* Spread the ranks over the domain: each starts a fair share apart.  Of
+     * several kinds, pack them fastest first instead, each rank inside one
+     * kind when the ranks after it still fit. */
+    int stride = navail / k >= need ? navail / k : need, pos = 0;
     for (int j = 0; j < k; j++) {
         gpurun_rank_plan_t *r = &p->ranks[g->members[j]];
+        int start = j * stride;
+        if (hybrid) {
+            int b = pos;
+            while (b < navail && cp->perf[avail[b]] == cp->perf[avail[pos % navail]])
+                b++;
+            start = pos;
+            if (pos + need > b && b < navail && navail - b >= (k - j) * need) /* never when sharing */
+                start = b;
+            pos = start + need;
+        }
         for (int x = 0; x < need; x++) {
-            int c = avail[(j * stride + x) % navail];
+            int c = avail[(start + x) % navail];
             cp->taken[c] = true;
             add_core(r->cpuset, cp->cores[c], req->smt);
         }
         r->threads = req->threads_per_rank != GPURUN_UNSET ? req->threads_per_rank
                                                           : hwloc_bitmap_weight(r->cpuset);
     }
+    if (hybrid)
+        warn_slow_cores(t, p, cp, g, cp->perf[avail[0]]);
 out:
     free(avail);
     return rc;
 }
 
-/* Memory goes to the NUMA nodes of the rank's cores, not to HBM, NVM or GPU
- * memory nodes that share those cores (unless there is nothing else). */
+/* Memory goes to the home NUMA nodes of the rank's cores, not to the HBM,
+ * CXL, NVM or GPU memory nodes that hwloc puts near those cores too. */
 static void memory_nodes(const gpurun_topo_t *t, gpurun_rank_plan_t *r)
 {
-    hwloc_bitmap_t all = hwloc_bitmap_alloc();
-    hwloc_cpuset_to_nodeset(t->hw, r->cpuset, all);
+    gpurun_topo_home_nodes(t, r->cpuset, r->nodeset);
+    if (hwloc_bitmap_iszero(r->nodeset))
+        hwloc_cpuset_to_nodeset(t->hw, r->cpuset, r->nodeset);
+}
+
+static bool has_memory(const gpurun_topo_t *t, unsigned node)
+{
+    hwloc_obj_t n = hwloc_get_numanode_obj_by_os_index(t->hw, node);
+    return n && n->attr->numanode.local_memory > 0;
+}
+
+/* A NUMA node can hold CPUs and no memory (DIMM slots left empty, LPARs):
+ * binding to it alone makes the kernel refuse the policy.  Such a rank's
+ * memory goes to the home nodes with memory nearest in the tree.  Returns
+ * whether it moved (exports that record no memory at all are left alone). */
+static bool memory_elsewhere(const gpurun_topo_t *t, gpurun_rank_plan_t *r)
+{
+    if (hwloc_get_root_obj(t->hw)->total_memory == 0)
+        return false;
     int i;
-    hwloc_bitmap_foreach_begin(i, all)
+    hwloc_bitmap_foreach_begin(i, r->nodeset)
     {
-        hwloc_obj_t n = hwloc_get_numanode_obj_by_os_index(t->hw, (unsigned)i);
-        const char *st = n ? n->subtype : NULL;
-        if (!st || !strcasecmp(st, "DRAM"))
-            hwloc_bitmap_set(r->nodeset, (unsigned)i);
+        if (has_memory(t, (unsigned)i))
+            return false;
     }
     hwloc_bitmap_foreach_end();
-    if (hwloc_bitmap_iszero(r->nodeset))
-        hwloc_bitmap_copy(r->nodeset, all);
-    hwloc_bitmap_free(all);
+    hwloc_bitmap_t near = hwloc_bitmap_alloc();
+    for (hwloc_obj_t o = hwloc_get_obj_covering_cpuset(t->hw, r->cpuset); o; o = o->parent) {
+        gpurun_topo_home_nodes(t, o->cpuset, near);
+        hwloc_bitmap_foreach_begin(i, near)
+        {
+            if (!has_memory(t, (unsigned)i))
+                hwloc_bitmap_clr(near, (unsigned)i);
+        }
+        hwloc_bitmap_foreach_end();
+        if (!hwloc_bitmap_iszero(near))
+            break;
+    }
+    bool moved = !hwloc_bitmap_iszero(near);
+    if (moved)
+        hwloc_bitmap_copy(r->nodeset, near);
+    hwloc_bitmap_free(near);
+    return moved;
 }
 
 static int place_cores(const gpurun_topo_t *t, gpurun_plan_t *p, hwloc_bitmap_t *doms, int rpn,
@@ -366,8 +484,26 @@ static int place_cores(const gpurun_topo_t *t, gpurun_plan_t *p, hwloc_bitmap_t 
     for (int g = 0; g < ng; g++)
         free(groups[g].members);
     free(groups);
-    for (int r = 0; r < rpn && rc == 0; r++)
+    hwloc_bitmap_t moved = hwloc_bitmap_alloc(), empty = hwloc_bitmap_alloc();
+    for (int r = 0; r < rpn && rc == 0; r++) {
         memory_nodes(t, &p->ranks[r]);
+        hwloc_bitmap_t own = hwloc_bitmap_dup(p->ranks[r].nodeset);
+        if (memory_elsewhere(t, &p->ranks[r])) {
+            hwloc_bitmap_set(moved, (unsigned)r);
+            hwloc_bitmap_or(empty, empty, own);
+        }
+        hwloc_bitmap_free(own);
+    }
+    if (!hwloc_bitmap_iszero(moved)) {
+        char *rl = gpurun_cpuset_list(moved), *nl = gpurun_cpuset_list(empty);
+        plan_warn(p, "NUMA node%s %s %s no memory: local rank%s %s bind%s memory to the nearest nodes that have some",
+                  hwloc_bitmap_weight(empty) == 1 ? "" : "s", nl, hwloc_bitmap_weight(empty) == 1 ? "has" : "have",
+                  hwloc_bitmap_weight(moved) == 1 ? "" : "s", rl, hwloc_bitmap_weight(moved) == 1 ? "s" : "");
+        free(rl);
+        free(nl);
+    }
+    hwloc_bitmap_free(moved);
+    hwloc_bitmap_free(empty);
     return rc;
 }
 
@@ -393,14 +529,44 @@ static int nic_distance(const gpurun_topo_t *t, const gpurun_rank_plan_t *r, int
     return best;
 }
 
-/* Each rank gets the nearest high-speed NICs; ranks that are equally near
- * the same NICs split them, and share them only when there are fewer NICs
- * than ranks. */
+static int kind_rank(const char *kind)
+{
+    if (!strcmp(kind, "roce"))
+        return 1;
+    if (!strcmp(kind, "usnic"))
+        return 2;
+    return 0; /* InfiniBand, Omni-Path, Slingshot, EFA */
+}
+
+/* One fabric per node: ranks put on different networks (InfiniBand for MPI,
+ * a RoCE NIC for storage) could not reach each other.  The dedicated HPC
+ * fabrics come first, then RoCE, then usNIC; among equals, the most NICs. */
+static const char *fabric_kind(const gpurun_topo_t *t)
+{
+    const char *best = NULL;
+    int best_count = 0;
+    for (int i = 0; i < t->nhsnics; i++) {
+        int count = 0;
+        for (int j = 0; j < t->nhsnics; j++)
+            count += !strcmp(t->nics[j].kind, t->nics[i].kind);
+        if (!best || kind_rank(t->nics[i].kind) < kind_rank(best) ||
+            (kind_rank(t->nics[i].kind) == kind_rank(best) && count > best_count)) {
+            best = t->nics[i].kind;
+            best_count = count;
+        }
+    }
+    return best;
+}
+
+/* Each rank gets the nearest high-speed NICs of the node's fabric; ranks
+ * that are equally near the same NICs split them, and share them only when
+ * there are fewer NICs than ranks. */
 static void place_nics(const gpurun_topo_t *t, gpurun_plan_t *p, int rpn)
 {
     int nn = t->nhsnics;
     if (nn == 0)
         return;
+    const char *fabric = fabric_kind(t);
     hwloc_bitmap_t *nearest = gpurun_xcalloc((size_t)rpn, sizeof *nearest);
     enum gpurun_affinity *cls = gpurun_xcalloc((size_t)rpn, sizeof *cls);
     int *load = gpurun_xcalloc((size_t)nn, sizeof *load);
@@ -410,6 +576,10 @@ static void place_nics(const gpurun_topo_t *t, gpurun_plan_t *p, int rpn)
         nearest[r] = hwloc_bitmap_alloc();
         for (int n = 0; n < nn; n++) {
             enum gpurun_affinity a = GPURUN_AFF_SYS;
+            if (strcmp(t->nics[n].kind, fabric)) {
+                dist[n] = INT_MAX;
+                continue;
+            }
             dist[n] = nic_distance(t, &p->ranks[r], n, &a);
             if (dist[n] < best) {
                 best = dist[n];
@@ -417,7 +587,7 @@ static void place_nics(const gpurun_topo_t *t, gpurun_plan_t *p, int rpn)
             }
         }
         for (int n = 0; n < nn; n++)
-            if (dist[n] == best)
+            if (dist[n] == best && best != INT_MAX)
                 hwloc_bitmap_set(nearest[r], (unsigned)n);
     }
     /* Ranks with the fewest choices pick first, so that ranks with several
@@ -609,9 +779,12 @@ void gpurun_plan_destroy(gpurun_plan_t *p)
     free(p);
 }
 
-/* GPUs per rank: each rank a group of gpr GPUs, ranks spread evenly over the
- * groups (shared by consecutive ranks when there are fewer groups). */
-static bool gpu_allowed(const gpurun_request_t *req, const gpurun_gpu_t *g)
+static int vendor_rank(const char *vendor)
+{
+    return !strcmp(vendor, "nvidia") ? 0 : !strcmp(vendor, "amd") ? 1 : 2;
+}
+
+static bool in_allocation(const gpurun_request_t *req, const gpurun_gpu_t *g)
 {
     if (req->nallowed_gpus < 0)
         return true;
@@ -621,17 +794,52 @@ static bool gpu_allowed(const gpurun_request_t *req, const gpurun_gpu_t *g)
     return false;
 }
 
-static int place_gpus(const gpurun_topo_t *t, gpurun_plan_t *p, int rpn, int gpr, gpurun_error_t *err)
+/* One GPU vendor per node: a CUDA program cannot use the Radeon iGPU of the
+ * workstation's Ryzen, nor get ROCR_VISIBLE_DEVICES.  The vendor with the
+ * most GPUs in the allocation, then the one a GPU runtime reported, then
+ * NVIDIA, AMD, Intel. */
+static const char *plan_vendor(const gpurun_topo_t *t, const gpurun_request_t *req)
+{
+    const char *best = NULL;
+    int best_n = 0;
+    bool best_rt = false;
+    for (int i = 0; i < t->ngpus; i++) {
+        const char *v = t->gpus[i].vendor;
+        int n = 0;
+        bool rt = false;
+        for (int j = 0; j < t->ngpus; j++)
+            if (!strcmp(t->gpus[j].vendor, v) && in_allocation(req, &t->gpus[j])) {
+                n++;
+                rt |= t->gpus[j].runtime;
+            }
+        if (!best || n > best_n || (n == best_n && rt > best_rt) ||
+            (n == best_n && rt == best_rt && vendor_rank(v) < vendor_rank(best))) {
+            best = v;
+            best_n = n;
+            best_rt = rt;
+        }
+    }
+    return best;
+}
+
+/* GPUs per rank: each rank a group of gpr GPUs, ranks spread evenly over the
+ * groups (shared by consecutive ranks when there are fewer groups). */
+static bool gpu_allowed(const gpurun_plan_t *p, const gpurun_gpu_t *g)
+{
+    return p->gpu_vendor && !strcmp(g->vendor, p->gpu_vendor) && in_allocation(&p->req, g);
+}
+
+static int place_gpus(const gpurun_topo_t *t, gpurun_plan_t *p, int rpn, int gpr, int nvendor, gpurun_error_t *err)
 {
     int *order = gpus_by_locality(t), ngpus = 0;
     for (int i = 0; i < t->ngpus; i++)
-        if (gpu_allowed(&p->req, &t->gpus[order[i]]))
+        if (gpu_allowed(p, &t->gpus[order[i]]))
             order[ngpus++] = order[i];
     if (gpr > ngpus) {
         free(order);
         return gpurun_err(err, GPURUN_EXIT_ENV,
                           "a rank cannot have %d GPUs: the allocation gives %d of %s's %d GPUs", gpr, ngpus,
-                          t->hostname, t->ngpus);
+                          t->hostname, nvendor);
     }
     int units = ngpus / gpr;
     if (rpn > units) {
@@ -641,7 +849,7 @@ static int place_gpus(const gpurun_topo_t *t, gpurun_plan_t *p, int rpn, int gpr
                               "%d rank%s with %d GPU%s each need %d GPUs, but %s has %d%s; use ranks_per_node = %d, "
                               "fewer GPUs per rank, or oversubscribe = true to share GPUs",
                               rpn, plural(rpn), gpr, plural(gpr), rpn * gpr, t->hostname, ngpus,
-                              ngpus < t->ngpus ? " in this allocation" : "", units);
+                              ngpus < nvendor ? " in this allocation" : "", units);
         }
         plan_warn(p, "%d ranks share %d GPU%s (%d per rank): ranks on one GPU compete for it", rpn, units * gpr,
                   plural(units * gpr), gpr);
@@ -712,7 +920,22 @@ int gpurun_plan_create(const gpurun_topo_t *t, const gpurun_request_t *req_in, g
 
     if (req->gpus_per_rank == GPURUN_UNSET)
         req->gpus_per_rank = t->ngpus > 0 ? 1 : 0;
-    int gpr = req->gpus_per_rank;
+    int gpr = req->gpus_per_rank, nvendor = 0;
+    p->gpu_vendor = plan_vendor(t, req);
+    for (int i = 0; i < t->ngpus; i++)
+        nvendor += !strcmp(t->gpus[i].vendor, p->gpu_vendor);
+    if (gpr > 0 && nvendor < t->ngpus) {
+        char *others = NULL;
+        for (int i = 0; i < t->ngpus; i++)
+            if (strcmp(t->gpus[i].vendor, p->gpu_vendor)) {
+                char *s = gpurun_xasprintf("%s%s%s (%s %s)", others ? others : "", others ? ", " : "",
+                                           t->gpus[i].pci, t->gpus[i].vendor, t->gpus[i].name);
+                free(others);
+                others = s;
+            }
+        plan_warn(p, "ranks get the %s GPUs only; not planned: %s", p->gpu_vendor, others);
+        free(others);
+    }
     if (gpr > 0 && t->ngpus == 0) {
         gpurun_err(err, GPURUN_EXIT_ENV,
                    "gpus_per_rank = %d, but %s has no GPUs; set gpus_per_rank = 0 to run on CPUs only, or run "
@@ -720,9 +943,15 @@ int gpurun_plan_create(const gpurun_topo_t *t, const gpurun_request_t *req_in, g
                    t->hostname);
         goto fail;
     }
-    if (gpr > t->ngpus) {
+    if (gpr > nvendor && nvendor < t->ngpus) {
+        gpurun_err(err, GPURUN_EXIT_ENV,
+                   "a rank cannot have %d GPUs: %s has %d %s GPU%s (GPUs of two vendors are never mixed); use "
+                   "gpus_per_rank = %d or fewer", gpr, t->hostname, nvendor, p->gpu_vendor, plural(nvendor), nvendor);
+        goto fail;
+    }
+    if (gpr > nvendor) {
         gpurun_err(err, GPURUN_EXIT_ENV, "a rank cannot have %d GPUs: %s has %d; use gpus_per_rank = %d or fewer",
-                   gpr, t->hostname, t->ngpus, t->ngpus);
+                   gpr, t->hostname, nvendor, nvendor);
         goto fail;
     }
     int nd;
@@ -730,7 +959,7 @@ int gpurun_plan_create(const gpurun_topo_t *t, const gpurun_request_t *req_in, g
     if (req->ranks_per_node == GPURUN_UNSET) {
         int usable = 0;
         for (int i = 0; i < t->ngpus; i++)
-            usable += gpu_allowed(req, &t->gpus[i]);
+            usable += gpu_allowed(p, &t->gpus[i]);
         req->ranks_per_node = gpr > 0 ? (usable / gpr > 0 ? usable / gpr : 1) : nd;
     }
     int rpn = req->ranks_per_node;
@@ -743,7 +972,7 @@ int gpurun_plan_create(const gpurun_topo_t *t, const gpurun_request_t *req_in, g
         p->ranks[r].cpuset = hwloc_bitmap_alloc();
         p->ranks[r].nodeset = hwloc_bitmap_alloc();
     }
-    int rc = gpr > 0 ? place_gpus(t, p, rpn, gpr, err) : 0;
+    int rc = gpr > 0 ? place_gpus(t, p, rpn, gpr, nvendor, err) : 0;
 
     hwloc_bitmap_t *doms = gpurun_xcalloc((size_t)rpn, sizeof *doms);
     for (int r = 0; r < rpn; r++)

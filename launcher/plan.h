@@ -51,6 +51,7 @@ typedef struct gpurun_rank_plan {
 typedef struct gpurun_plan {
     const gpurun_topo_t *topo;
     gpurun_request_t req;      /* with every GPURUN_UNSET resolved */
+    const char *gpu_vendor;    /* the one vendor whose GPUs ranks get; NULL without GPUs */
     int nranks;                /* nodes * ranks_per_node */
     gpurun_rank_plan_t *ranks;
     char **warnings;

@@ -21,6 +21,7 @@
 #define PCI_VENDOR_MELLANOX 0x15b3
 #define PCI_VENDOR_AMAZON 0x1d0f
 #define PCI_VENDOR_CRAY 0x17db
+#define PCI_VENDOR_CISCO 0x1137
 
 static void pci_address(hwloc_obj_t dev, char *buf, size_t len)
 {
@@ -98,8 +99,10 @@ static bool pcidev_is_gpu(hwloc_obj_t dev)
         return vendor != PCI_VENDOR_INTEL;
     case 0x0302: /* 3D controller */
     case 0x0380: /* display controller, other (MI200/MI300, Intel Max) */
-    case 0x1200: /* processing accelerator */
         return true;
+    case 0x1200: /* processing accelerator */
+        /* Intel's are NPUs (Meteor Lake and later clients), not GPUs. */
+        return vendor != PCI_VENDOR_INTEL;
     default:
         return false;
     }
@@ -120,6 +123,45 @@ static char *gpu_model(hwloc_obj_t dev)
     return gpurun_xasprintf("%04x:%04x", dev->attr->pcidev.vendor_id, dev->attr->pcidev.device_id);
 }
 
+/* An IPoIB network device: a 20-byte hardware address (QP number and port
+ * GID), whatever its name (ib0, LLNL's hsi0, ibp65s0); else by the ib name
+ * when the export has no address. */
+static bool is_ipoib(hwloc_obj_t net)
+{
+    const char *a = hwloc_obj_get_info_by_name(net, "Address");
+    return a ? strlen(a) == 20 * 3 - 1 : starts_with(net->name, "ib");
+}
+
+static bool port_active(hwloc_obj_t fabric, const char *port)
+{
+    char key[32];
+    snprintf(key, sizeof key, "Port%sState", port);
+    const char *state = fabric ? hwloc_obj_get_info_by_name(fabric, key) : NULL;
+    return state && !strcmp(state, "4");
+}
+
+/* The network device of a NIC.  A VPI card with one function for two ports
+ * (ConnectX-3: eth2 on port 1, ib0 on port 2) has several: the InfiniBand
+ * one, on an active port first, is the one MPI wants. */
+static hwloc_obj_t nic_netdev(hwloc_obj_t dev, hwloc_obj_t fabric)
+{
+    hwloc_obj_t first = NULL, ipoib = NULL;
+    for (hwloc_obj_t c = dev->io_first_child; c; c = c->next_sibling) {
+        if (c->type != HWLOC_OBJ_OS_DEVICE || c->attr->osdev.type != HWLOC_OBJ_OSDEV_NETWORK)
+            continue;
+        if (!first)
+            first = c;
+        if (is_ipoib(c)) {
+            const char *port = hwloc_obj_get_info_by_name(c, "Port");
+            if (port && port_active(fabric, port))
+                return c;
+            if (!ipoib)
+                ipoib = c;
+        }
+    }
+    return ipoib ? ipoib : first;
+}
+
 /* Decide whether a PCI function is a NIC, and which kind; NULL if not one. */
 static const char *nic_kind(hwloc_obj_t dev, hwloc_obj_t fabric, hwloc_obj_t net, bool *high_speed)
 {
@@ -130,6 +172,10 @@ static const char *nic_kind(hwloc_obj_t dev, hwloc_obj_t fabric, hwloc_obj_t net
 
     if (vendor == PCI_VENDOR_AMAZON && (device & 0xfff0) == 0xefa0)
         return "efa";
+    /* Cisco VIC usNIC: OS-bypass UDP, a verbs-like device that UCX and NCCL
+     * cannot use; not RoCE. */
+    if (vendor == PCI_VENDOR_CISCO && fabric)
+        return "usnic";
     if (vendor == PCI_VENDOR_CRAY || (net && starts_with(net->name, "hsi") && !fabric))
         return network_class || vendor == PCI_VENDOR_CRAY ? "slingshot" : NULL;
     if ((fabric && starts_with(fabric->name, "hfi1")) ||
@@ -142,17 +188,48 @@ static const char *nic_kind(hwloc_obj_t dev, hwloc_obj_t fabric, hwloc_obj_t net
         if (starts_with(fabric->name, "rdmap") || starts_with(fabric->name, "efa"))
             return "efa";
         /* hwloc exports rarely carry the link layer; a verbs device whose
-         * netdev has an Ethernet name (not ib*, nor LLNL's hsi* IPoIB) is RoCE. */
-        if (net && !starts_with(net->name, "ib") && !starts_with(net->name, "hsi"))
+         * network device is not IPoIB is RoCE. */
+        if (net && !is_ipoib(net))
             return "roce";
         return "infiniband";
     }
-    if (cls == 0x0207 || cls == 0x0c06 || (net && starts_with(net->name, "ib")))
+    if (cls == 0x0207 || cls == 0x0c06 || (net && is_ipoib(net)))
         return "infiniband";
     if (network_class) {
         *high_speed = false;
         return "ethernet";
     }
+    return NULL;
+}
+
+/* An SR-IOV virtual function: pci.ids names them so, and Mellanox VFs have
+ * device ids of their own (ConnectX-3 to ConnectX-6 VFs, then mlx5Gen VF). */
+static bool is_virtual_function(hwloc_obj_t dev)
+{
+    const char *name = hwloc_obj_get_info_by_name(dev, "PCIDevice");
+    if (name && strcasestr(name, "Virtual Function"))
+        return true;
+    if (dev->attr->pcidev.vendor_id != PCI_VENDOR_MELLANOX)
+        return false;
+    switch (dev->attr->pcidev.device_id) {
+    case 0x1002: case 0x1004: case 0x1012: case 0x1014: case 0x1016:
+    case 0x1018: case 0x101a: case 0x101c: case 0x101e:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The physical function a VF belongs to: a function of the same vendor on
+ * the same bus that is not a VF itself.  NULL inside a VM, where the VF is
+ * the whole NIC. */
+static hwloc_obj_t physical_function(hwloc_obj_t vf)
+{
+    for (hwloc_obj_t d = vf->parent ? vf->parent->io_first_child : NULL; d; d = d->next_sibling)
+        if (d != vf && d->type == HWLOC_OBJ_PCI_DEVICE && d->attr->pcidev.vendor_id == vf->attr->pcidev.vendor_id &&
+            d->attr->pcidev.domain == vf->attr->pcidev.domain && d->attr->pcidev.bus == vf->attr->pcidev.bus &&
+            !is_virtual_function(d))
+            return d;
     return NULL;
 }
 
@@ -176,12 +253,64 @@ static int fabric_port(hwloc_obj_t fabric)
     return first ? first : 1;
 }
 
-static void set_locality(hwloc_topology_t hw, hwloc_obj_t dev, hwloc_obj_t *loc, hwloc_bitmap_t *cpuset,
+/* A node that is plain memory rather than HBM, MCDRAM, NVM or GPU memory. */
+static bool plain_memory(hwloc_obj_t node)
+{
+    return !node->subtype || !strcasecmp(node->subtype, "DRAM");
+}
+
+/* hwloc gives a CPU-less node (HBM, CXL, NVM, GPU memory) the cpuset of the
+ * object it hangs from: that of the package, of the whole machine when its
+ * locality is unknown, or the same as the DRAM node beside it.  A node is a
+ * home node when no node has a smaller cpuset inside its own and it is the
+ * first of the nodes with its very cpuset: plain memory before HBM/MCDRAM/NVM,
+ * then the lowest OS index (Linux numbers the nodes with CPUs first). */
+static void find_home_nodes(gpurun_topo_t *t)
+{
+    t->home_nodes = hwloc_bitmap_alloc();
+    for (hwloc_obj_t n = NULL; (n = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, n));) {
+        if (hwloc_bitmap_iszero(n->cpuset))
+            continue;
+        bool home = true;
+        for (hwloc_obj_t m = NULL; home && (m = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, m));) {
+            if (m == n || hwloc_bitmap_iszero(m->cpuset) || !hwloc_bitmap_isincluded(m->cpuset, n->cpuset))
+                continue;
+            if (!hwloc_bitmap_isequal(m->cpuset, n->cpuset))
+                home = false; /* n spans more than m: n is memory of a wider object */
+            else if (plain_memory(m) != plain_memory(n))
+                home = plain_memory(n);
+            else
+                home = n->os_index < m->os_index;
+        }
+        if (home)
+            hwloc_bitmap_set(t->home_nodes, n->os_index);
+    }
+    if (hwloc_bitmap_iszero(t->home_nodes)) /* no cpusets at all: keep every node */
+        hwloc_bitmap_copy(t->home_nodes, hwloc_topology_get_topology_nodeset(t->hw));
+}
+
+void gpurun_topo_home_nodes(const gpurun_topo_t *t, hwloc_const_cpuset_t cpus, hwloc_nodeset_t out)
+{
+    hwloc_bitmap_zero(out);
+    int i;
+    hwloc_bitmap_foreach_begin(i, t->home_nodes)
+    {
+        hwloc_obj_t n = hwloc_get_numanode_obj_by_os_index(t->hw, (unsigned)i);
+        if (n && hwloc_bitmap_intersects(n->cpuset, cpus))
+            hwloc_bitmap_set(out, (unsigned)i);
+    }
+    hwloc_bitmap_foreach_end();
+}
+
+static void set_locality(const gpurun_topo_t *t, hwloc_obj_t dev, hwloc_obj_t *loc, hwloc_bitmap_t *cpuset,
                          hwloc_bitmap_t *nodeset)
 {
-    *loc = hwloc_get_non_io_ancestor_obj(hw, dev);
+    *loc = hwloc_get_non_io_ancestor_obj(t->hw, dev);
     *cpuset = hwloc_bitmap_dup((*loc)->cpuset);
-    *nodeset = hwloc_bitmap_dup((*loc)->nodeset);
+    *nodeset = hwloc_bitmap_alloc();
+    gpurun_topo_home_nodes(t, (*loc)->cpuset, *nodeset);
+    if (hwloc_bitmap_iszero(*nodeset))
+        hwloc_bitmap_copy(*nodeset, (*loc)->nodeset);
 }
 
 static int gpu_cmp(const void *a, const void *b)
@@ -240,7 +369,7 @@ static void find_devices(gpurun_topo_t *t)
         if (pcidev_is_gpu(d))
             ngpu++;
         else if (nic_kind(d, osdev_child(d, HWLOC_OBJ_OSDEV_OPENFABRICS),
-                          osdev_child(d, HWLOC_OBJ_OSDEV_NETWORK), &hs))
+                          nic_netdev(d, osdev_child(d, HWLOC_OBJ_OSDEV_OPENFABRICS)), &hs))
             nnic++;
     }
     t->gpus = gpurun_xcalloc((size_t)ngpu, sizeof *t->gpus);
@@ -252,12 +381,14 @@ static void find_devices(gpurun_topo_t *t)
             g->pcidev = d;
             g->vendor = gpu_vendor_name(d->attr->pcidev.vendor_id);
             g->name = gpu_model(d);
+            for (hwloc_obj_t c = d->io_first_child; c; c = c->next_sibling)
+                g->runtime |= c->type == HWLOC_OBJ_OS_DEVICE && is_compute_osdev(c);
             pci_address(d, g->pci, sizeof g->pci);
-            set_locality(t->hw, d, &g->locality, &g->cpuset, &g->nodeset);
+            set_locality(t, d, &g->locality, &g->cpuset, &g->nodeset);
             continue;
         }
         hwloc_obj_t fabric = osdev_child(d, HWLOC_OBJ_OSDEV_OPENFABRICS);
-        hwloc_obj_t net = osdev_child(d, HWLOC_OBJ_OSDEV_NETWORK);
+        hwloc_obj_t net = nic_netdev(d, fabric);
         bool hs;
         const char *kind = nic_kind(d, fabric, net, &hs);
         if (!kind)
@@ -269,9 +400,21 @@ static void find_devices(gpurun_topo_t *t)
         pci_address(d, n->pci, sizeof n->pci);
         n->name = gpurun_xstrdup(fabric ? fabric->name : net ? net->name : n->pci);
         n->netdev = net ? gpurun_xstrdup(net->name) : NULL;
-        n->port = fabric_port(fabric);
-        set_locality(t->hw, d, &n->locality, &n->cpuset, &n->nodeset);
-        if (hs)
+        /* The port of the IPoIB device chosen, else the first active one. */
+        const char *net_port = net && fabric && is_ipoib(net) ? hwloc_obj_get_info_by_name(net, "Port") : NULL;
+        n->port = net_port && atoi(net_port) > 0 ? atoi(net_port) : fabric_port(fabric);
+        set_locality(t, d, &n->locality, &n->cpuset, &n->nodeset);
+        /* No runtime can name a function without a verbs or network device
+         * (no driver, or a VF handed to a VM through vfio), and a VF beside
+         * its PF is a slice of the PF's port, not one more NIC. */
+        if (hs && !fabric && !net) {
+            n->high_speed = false;
+            n->note = "no driver: no verbs or network device";
+        } else if (hs && is_virtual_function(d) && physical_function(d)) {
+            n->high_speed = false;
+            n->note = "SR-IOV virtual function of a NIC listed here";
+        }
+        if (n->high_speed)
             t->nhsnics++;
     }
     qsort(t->gpus, (size_t)t->ngpus, sizeof *t->gpus, gpu_cmp);
@@ -286,6 +429,14 @@ static void find_devices(gpurun_topo_t *t)
 }
 
 static int topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err);
+
+/* The major XML version an export says it is in (<topology version="3.0">),
+ * 0 when it says none (hwloc 1.x wrote no version). */
+static int xml_major_version(const char *buf)
+{
+    const char *v = buf ? strstr(buf, "<topology version=\"") : NULL;
+    return v ? atoi(v + strlen("<topology version=\"")) : 0;
+}
 
 int gpurun_topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err)
 {
@@ -338,8 +489,15 @@ static int topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err
     }
     if (hwloc_topology_load(t->hw) < 0) {
         hwloc_topology_destroy(t->hw);
+        int major = xml ? xml_major_version(buf) : 0;
         free(buf);
         free(t);
+        unsigned api = hwloc_get_api_version();
+        if (major > (int)(api >> 16))
+            return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                              "%s: hwloc XML version %d, newer than the hwloc %u library gpurun uses can read; "
+                              "export the node again with hwloc %u's lstopo (lstopo --of xml FILE)",
+                              xml, major, api >> 16, api >> 16);
         return gpurun_err(err, xml ? GPURUN_EXIT_CONFIG : GPURUN_EXIT_ENV,
                           xml ? "%s: hwloc could not load this topology" : "%s", xml ? xml
                               : "hwloc could not discover this node's topology");
@@ -359,6 +517,7 @@ static int topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err
     t->pus = hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_PU);
     if (t->cores <= 0) /* some exports have no Core level: every PU is its own core */
         t->cores = t->pus;
+    find_home_nodes(t);
     find_devices(t);
     *topop = t;
     return 0;
@@ -383,6 +542,7 @@ void gpurun_topo_destroy(gpurun_topo_t *t)
     free(t->nics);
     free(t->source);
     free(t->hostname);
+    hwloc_bitmap_free(t->home_nodes);
     hwloc_topology_destroy(t->hw);
     free(t);
 }
@@ -431,21 +591,26 @@ static hwloc_obj_t package_of(hwloc_topology_t hw, hwloc_obj_t o)
 /* Ranks within a class stay below this, so class*SPAN + rank orders all. */
 #define AFFINITY_SPAN 1000
 
+/* Compared by home nodes: a CPU-less node hanging from the machine is in
+ * every object's nodeset and would make any two devices look near. */
 static enum gpurun_affinity sys_or_node(const gpurun_topo_t *t, hwloc_const_nodeset_t a_nodes,
                                         hwloc_obj_t a_pkg, hwloc_obj_t b, int *rank)
 {
     hwloc_obj_t bloc = hwloc_get_non_io_ancestor_obj(t->hw, b);
-    if (!hwloc_bitmap_iszero(a_nodes) && hwloc_bitmap_isequal(a_nodes, bloc->nodeset)) {
+    hwloc_bitmap_t b_nodes = hwloc_bitmap_alloc();
+    gpurun_topo_home_nodes(t, bloc->cpuset, b_nodes);
+    enum gpurun_affinity a = GPURUN_AFF_NODE;
+    if (!hwloc_bitmap_iszero(a_nodes) && hwloc_bitmap_isequal(a_nodes, b_nodes)) {
         *rank = GPURUN_AFF_NODE * AFFINITY_SPAN;
-        return GPURUN_AFF_NODE;
-    }
-    if (hwloc_bitmap_intersects(a_nodes, bloc->nodeset)) { /* overlapping, not equal: still near */
+    } else if (hwloc_bitmap_intersects(a_nodes, b_nodes)) { /* overlapping, not equal: still near */
         *rank = GPURUN_AFF_NODE * AFFINITY_SPAN + 1;
-        return GPURUN_AFF_NODE;
+    } else {
+        hwloc_obj_t bpkg = package_of(t->hw, b);
+        *rank = GPURUN_AFF_SYS * AFFINITY_SPAN + (a_pkg && a_pkg == bpkg ? 0 : 1);
+        a = GPURUN_AFF_SYS;
     }
-    hwloc_obj_t bpkg = package_of(t->hw, b);
-    *rank = GPURUN_AFF_SYS * AFFINITY_SPAN + (a_pkg && a_pkg == bpkg ? 0 : 1);
-    return GPURUN_AFF_SYS;
+    hwloc_bitmap_free(b_nodes);
+    return a;
 }
 
 /* hwloc_get_common_ancestor_obj() compares depths, which I/O objects do not
@@ -485,7 +650,11 @@ enum gpurun_affinity gpurun_pci_affinity(const gpurun_topo_t *t, hwloc_obj_t a, 
         return GPURUN_AFF_PHB;
     }
     hwloc_obj_t aloc = hwloc_get_non_io_ancestor_obj(t->hw, a);
-    return sys_or_node(t, aloc->nodeset, package_of(t->hw, a), b, rank);
+    hwloc_bitmap_t a_nodes = hwloc_bitmap_alloc();
+    gpurun_topo_home_nodes(t, aloc->cpuset, a_nodes);
+    enum gpurun_affinity aff = sys_or_node(t, a_nodes, package_of(t->hw, a), b, rank);
+    hwloc_bitmap_free(a_nodes);
+    return aff;
 }
 
 enum gpurun_affinity gpurun_cpu_affinity(const gpurun_topo_t *t, hwloc_const_cpuset_t cpus, hwloc_obj_t dev,
@@ -495,7 +664,7 @@ enum gpurun_affinity gpurun_cpu_affinity(const gpurun_topo_t *t, hwloc_const_cpu
     if (!rank)
         rank = &dummy;
     hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
-    hwloc_cpuset_to_nodeset(t->hw, cpus, nodes);
+    gpurun_topo_home_nodes(t, cpus, nodes);
     hwloc_obj_t pkg = NULL;
     int first = hwloc_bitmap_first(cpus);
     if (first >= 0) {
@@ -545,6 +714,8 @@ static json_t *nic_json(const gpurun_nic_t *n, bool full)
     json_t *o = json_pack("{s:s, s:s, s:s}", "name", n->name, "pci", n->pci, "kind", n->kind);
     if (full && n->netdev)
         json_object_set_new(o, "netdev", json_string(n->netdev));
+    if (full && n->note)
+        json_object_set_new(o, "note", json_string(n->note));
     json_object_set_new(o, "numa", gpurun_nodeset_json(n->nodeset));
     json_object_set_new(o, "cpus", cpus_json(n->cpuset));
     return o;

@@ -28,6 +28,7 @@ typedef struct gpurun_gpu {
     char pci[20];         /* "0000:03:00.0" */
     const char *vendor;   /* "nvidia", "amd", "intel" */
     char *name;           /* model, or "10de:20b0" when the export names none */
+    bool runtime;         /* a GPU runtime (CUDA, NVML, RSMI, OpenCL, Level Zero) reported it */
     hwloc_obj_t pcidev;
     hwloc_obj_t locality; /* nearest non-I/O ancestor (NUMA node, L3, package...) */
     hwloc_bitmap_t cpuset;  /* online PUs local to it */
@@ -38,8 +39,9 @@ typedef struct gpurun_nic {
     char *name;           /* verbs/fabric device (mlx5_0, hfi1_0, rdmap...), else netdev, else PCI */
     char *netdev;         /* ib0, hsi0, eth0...; NULL when none */
     char pci[20];
-    const char *kind;     /* infiniband, roce, efa, omnipath, slingshot, ethernet */
-    bool high_speed;      /* false: plain Ethernet, listed apart and never planned */
+    const char *kind;     /* infiniband, roce, efa, omnipath, slingshot, usnic, ethernet */
+    bool high_speed;      /* false: listed apart and never planned (see note) */
+    const char *note;     /* why a NIC of a fast kind is not planned; NULL otherwise */
     int port;             /* port for UCX/NCCL device names (mlx5_0:1) */
     hwloc_obj_t pcidev;
     hwloc_obj_t locality;
@@ -57,6 +59,10 @@ typedef struct gpurun_topo {
     gpurun_nic_t *nics;   /* high-speed NICs first (PCI order), then Ethernet */
     int nnics;            /* all of them */
     int nhsnics;          /* how many of the first are high-speed */
+    /* The NUMA nodes that are their CPUs' own memory, one per CPU domain:
+     * not the CPU-less nodes (HBM, CXL, NVM, GPU memory) that hwloc gives
+     * the cpuset of the object they hang from. */
+    hwloc_bitmap_t home_nodes;
 } gpurun_topo_t;
 
 /* Load an XML export, or (xml == NULL) the export named by $GPURUN_TOPOLOGY,
@@ -76,6 +82,9 @@ enum gpurun_affinity gpurun_pci_affinity(const gpurun_topo_t *topo, hwloc_obj_t 
 enum gpurun_affinity gpurun_cpu_affinity(const gpurun_topo_t *topo, hwloc_const_cpuset_t cpus,
                                          hwloc_obj_t dev, int *rank);
 const char *gpurun_affinity_name(enum gpurun_affinity a);
+
+/* The home NUMA nodes of a set of PUs (see home_nodes). */
+void gpurun_topo_home_nodes(const gpurun_topo_t *topo, hwloc_const_cpuset_t cpus, hwloc_nodeset_t out);
 
 /* NUMA os indexes of a nodeset as a JSON array. */
 json_t *gpurun_nodeset_json(hwloc_const_nodeset_t set);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "plancheck.h"
 #include "util.h"
@@ -45,14 +46,18 @@ static const char *env_get(const gpurun_rank_plan_t *r, const char *key)
     return v ? json_string_value(v) : NULL;
 }
 
-/* The high-speed NICs nearest to a rank (its GPUs, else its cores). */
+/* The high-speed NICs nearest to a rank (its GPUs, else its cores), among
+ * those of the kind the rank uses. */
 static enum gpurun_affinity nearest_nics(const gpurun_topo_t *t, const gpurun_rank_plan_t *r, hwloc_bitmap_t near)
 {
     int best = INT_MAX;
     enum gpurun_affinity best_cls = GPURUN_AFF_SYS;
+    const char *kind = r->nnics ? t->nics[r->nics[0]].kind : NULL;
     hwloc_bitmap_zero(near);
     for (int n = 0; n < t->nhsnics; n++) {
         enum gpurun_affinity cls = GPURUN_AFF_SYS;
+        if (kind && strcmp(t->nics[n].kind, kind))
+            continue;
         int d = INT_MAX;
         if (r->ngpus == 0) {
             cls = gpurun_cpu_affinity(t, hwloc_bitmap_iszero(r->cpuset) ? hwloc_topology_get_topology_cpuset(t->hw)
@@ -76,6 +81,101 @@ static enum gpurun_affinity nearest_nics(const gpurun_topo_t *t, const gpurun_ra
             hwloc_bitmap_set(near, (unsigned)n);
     }
     return best_cls;
+}
+
+static bool plain(hwloc_obj_t n)
+{
+    return !n->subtype || !strcasecmp(n->subtype, "DRAM");
+}
+
+/* A NUMA node the rank's memory is bound to although it is not the own
+ * memory of its cores: another node of the rank's cores has a cpuset inside
+ * its own (it is memory of a wider object, such as a CXL node hanging from
+ * the machine), or it shares its cpuset with a bound node or with a plain
+ * DRAM node while it is HBM/NVM itself.  -1 when there is none. */
+static int memory_not_own(const gpurun_topo_t *t, const gpurun_rank_plan_t *r)
+{
+    int i;
+    hwloc_bitmap_foreach_begin(i, r->nodeset)
+    {
+        hwloc_obj_t n = hwloc_get_numanode_obj_by_os_index(t->hw, (unsigned)i);
+        for (hwloc_obj_t m = NULL; n && (m = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, m));) {
+            if (m == n || hwloc_bitmap_iszero(m->cpuset) || !hwloc_bitmap_intersects(m->cpuset, r->cpuset))
+                continue;
+            bool inside = hwloc_bitmap_isincluded(m->cpuset, n->cpuset);
+            bool same = hwloc_bitmap_isequal(m->cpuset, n->cpuset);
+            bool twice = same && hwloc_bitmap_isset(r->nodeset, m->os_index) && m->os_index < n->os_index;
+            if ((inside && !same) || twice || (same && plain(m) && !plain(n)))
+                return i;
+        }
+    }
+    hwloc_bitmap_foreach_end();
+    return -1;
+}
+
+/* Whether a node of the rank's cores that no other node of them is nearer
+ * than (no smaller cpuset inside its own) has memory. */
+static bool own_memory(const gpurun_topo_t *t, const gpurun_rank_plan_t *r)
+{
+    for (hwloc_obj_t n = NULL; (n = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, n));) {
+        if (!hwloc_bitmap_intersects(n->cpuset, r->cpuset) || n->attr->numanode.local_memory == 0)
+            continue;
+        bool nearest = true;
+        for (hwloc_obj_t m = NULL; nearest && (m = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, m));)
+            if (m != n && hwloc_bitmap_intersects(m->cpuset, r->cpuset) && hwloc_bitmap_isincluded(m->cpuset, n->cpuset) &&
+                !hwloc_bitmap_isequal(m->cpuset, n->cpuset))
+                nearest = false;
+        if (nearest)
+            return true;
+    }
+    return false;
+}
+
+/* How many CPU domains (distinct NUMA cpusets with no other node's inside),
+ * and in *used how many of them hold some of `cpus`. */
+static int cpu_domains(const gpurun_topo_t *t, hwloc_const_cpuset_t cpus, int *used)
+{
+    int count = 0;
+    *used = 0;
+    for (hwloc_obj_t n = NULL; (n = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, n));) {
+        bool counted = hwloc_bitmap_iszero(n->cpuset);
+        for (hwloc_obj_t m = NULL; !counted && (m = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, m));)
+            if (m != n && !hwloc_bitmap_iszero(m->cpuset) && hwloc_bitmap_isincluded(m->cpuset, n->cpuset) &&
+                (!hwloc_bitmap_isequal(m->cpuset, n->cpuset) || m->logical_index < n->logical_index))
+                counted = true; /* wider than another node, or its cpuset was counted already */
+        count += !counted;
+        *used += !counted && hwloc_bitmap_intersects(n->cpuset, cpus);
+    }
+    return count;
+}
+
+/* Memory on the NUMA nodes of its cores, and only on their own, unless
+ * those have no memory at all (then on nodes that have some, with a warning). */
+static int check_memory(const gpurun_plan_t *p, const gpurun_rank_plan_t *r, char *why, size_t len)
+{
+    const gpurun_topo_t *t = p->topo;
+    if (!own_memory(t, r) && hwloc_get_root_obj(t->hw)->total_memory > 0) {
+        if (!warned(p, "no memory"))
+            return fail(why, len, "rank %d's own NUMA nodes have no memory, and no warning says so", r->rank);
+        int i;
+        hwloc_bitmap_foreach_begin(i, r->nodeset)
+        {
+            if (hwloc_get_numanode_obj_by_os_index(t->hw, (unsigned)i)->attr->numanode.local_memory == 0)
+                return fail(why, len, "rank %d's memory is bound to NUMA node %d, which has none", r->rank, i);
+        }
+        hwloc_bitmap_foreach_end();
+        return 0;
+    }
+    hwloc_bitmap_t local = hwloc_bitmap_alloc();
+    hwloc_cpuset_to_nodeset(t->hw, r->cpuset, local);
+    int ok = !hwloc_bitmap_iszero(r->nodeset) && hwloc_bitmap_isincluded(r->nodeset, local);
+    hwloc_bitmap_free(local);
+    if (!ok)
+        return fail(why, len, "rank %d's memory is not on its cores' NUMA nodes", r->rank);
+    int node = memory_not_own(t, r);
+    if (node >= 0)
+        return fail(why, len, "rank %d's memory is on NUMA node %d, which is not its cores' own memory", r->rank, node);
+    return 0;
 }
 
 static int check_rank(const gpurun_plan_t *p, const gpurun_rank_plan_t *r, char *why, size_t len)
@@ -143,13 +243,25 @@ static int check_rank(const gpurun_plan_t *p, const gpurun_rank_plan_t *r, char 
             if (q->smt && !full)
                 return fail(why, len, "rank %d has part of a core with smt", r->rank);
         }
-        /* Memory on the NUMA nodes of its cores. */
-        hwloc_bitmap_t local = hwloc_bitmap_alloc();
-        hwloc_cpuset_to_nodeset(t->hw, r->cpuset, local);
-        int ok = !hwloc_bitmap_iszero(r->nodeset) && hwloc_bitmap_isincluded(r->nodeset, local);
-        hwloc_bitmap_free(local);
-        if (!ok)
-            return fail(why, len, "rank %d's memory is not on its cores' NUMA nodes", r->rank);
+        if (check_memory(p, r, why, len) < 0)
+            return -1;
+        /* On a hybrid CPU a rank's cores (the kind of their first PU) are of
+         * one kind, unless warned. */
+        if (hwloc_cpukinds_get_nr(t->hw, 0) > 1) {
+            int kind = -2;
+            bool mixed = false;
+            hwloc_bitmap_t one = hwloc_bitmap_alloc();
+            hwloc_obj_t c = NULL;
+            while ((c = hwloc_get_next_obj_covering_cpuset_by_type(t->hw, r->cpuset, HWLOC_OBJ_CORE, c))) {
+                hwloc_bitmap_only(one, (unsigned)hwloc_bitmap_first(c->cpuset));
+                int k = hwloc_cpukinds_get_by_cpuset(t->hw, one, 0);
+                mixed |= kind != -2 && k != kind;
+                kind = k;
+            }
+            hwloc_bitmap_free(one);
+            if (mixed && !warned(p, "mix"))
+                return fail(why, len, "rank %d mixes CPU kinds without a warning", r->rank);
+        }
         if (r->threads > hwloc_bitmap_weight(r->cpuset) && !p->req.oversubscribe &&
             q->threads_per_rank == GPURUN_UNSET)
             return fail(why, len, "rank %d has more default threads than PUs", r->rank);
@@ -206,6 +318,19 @@ int plancheck(const gpurun_plan_t *p, char *why, size_t len)
                 if (hwloc_bitmap_intersects(rk[a].cpuset, rk[b].cpuset) && !(shared && warned(p, "share")))
                     return fail(why, len, "ranks %d and %d share cpus", rk[a].rank, rk[b].rank);
             }
+        /* One GPU vendor: a program is built for one runtime. */
+        for (int a = 0; a < rpn; a++)
+            for (int x = 0; x < rk[a].ngpus; x++)
+                if (strcmp(t->gpus[rk[a].gpus[x]].vendor, t->gpus[rk[0].gpus[0]].vendor))
+                    return fail(why, len, "ranks %d and %d get GPUs of two vendors", rk[0].rank, rk[a].rank);
+        /* One fabric: every rank's NICs of one kind (ranks on different
+         * networks could not reach each other). */
+        for (int a = 0; a < rpn; a++)
+            for (int x = 0; x < rk[a].nnics; x++)
+                if (strcmp(t->nics[rk[a].nics[x]].kind, t->nics[rk[0].nics[0]].kind))
+                    return fail(why, len, "rank %d uses %s (%s), rank %d %s (%s): two fabrics", rk[a].rank,
+                                t->nics[rk[a].nics[x]].name, t->nics[rk[a].nics[x]].kind, rk[0].rank,
+                                t->nics[rk[0].nics[0]].name, t->nics[rk[0].nics[0]].kind);
         /* Equally near NICs are spread. */
         if (t->nhsnics > 0) {
             hwloc_bitmap_t *near = gpurun_xcalloc((size_t)rpn, sizeof *near);
@@ -241,18 +366,14 @@ int plancheck(const gpurun_plan_t *p, char *why, size_t len)
     }
     /* CPU-only ranks use every NUMA domain they can. */
     if (p->req.gpus_per_rank == 0 && p->req.bind == GPURUN_BIND_CLOSEST) {
-        hwloc_bitmap_t used = hwloc_bitmap_alloc(), cpu_nodes = hwloc_bitmap_alloc();
+        hwloc_bitmap_t used = hwloc_bitmap_alloc();
         for (int a = 0; a < rpn; a++)
-            hwloc_bitmap_or(used, used, p->ranks[a].nodeset);
-        for (hwloc_obj_t n = NULL; (n = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, n));)
-            if (!hwloc_bitmap_iszero(n->cpuset) && !n->subtype)
-                hwloc_bitmap_set(cpu_nodes, n->os_index);
-        int want = hwloc_bitmap_weight(cpu_nodes) < rpn ? hwloc_bitmap_weight(cpu_nodes) : rpn;
-        int got = hwloc_bitmap_weight(used);
+            hwloc_bitmap_or(used, used, p->ranks[a].cpuset);
+        int got = 0, domains = cpu_domains(t, used, &got);
+        int want = domains < rpn ? domains : rpn;
         hwloc_bitmap_free(used);
-        hwloc_bitmap_free(cpu_nodes);
         if (got < want)
-            return fail(why, len, "%d CPU-only ranks use %d NUMA nodes, %d available", rpn, got, want);
+            return fail(why, len, "%d CPU-only ranks use the cores of %d NUMA domains, %d available", rpn, got, want);
     }
     return 0;
 }

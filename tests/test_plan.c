@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "plan.h"
 #include "plancheck.h"
@@ -302,12 +303,290 @@ static void workstation(void)
     is_int(t->ngpus, 1, "ws: the BMC's VGA is not a GPU");
     is_str(t->gpus[0].pci, "0000:01:00.0", "ws: the GPU is the NVIDIA one");
     gpurun_plan_t *p = plan(t, req_default(), &err, "ws default");
+    gpurun_request_t r;
     if (ok(p != NULL && p->nranks == 1, "ws: one rank")) {
         is_int(p->ranks[0].nnics, 0, "ws: no high-speed NIC");
         is_int(p->ranks[0].threads, 4, "ws: the rank gets all four cores");
     }
     gpurun_plan_destroy(p);
     gpurun_topo_destroy(t);
+
+    /* A Ryzen's Radeon iGPU beside an NVIDIA GPU: ranks get one vendor. */
+    t = plancheck_load(fixture("apu-dgpu-ws.xml"));
+    is_int(t->ngpus, 2, "apu: the Radeon iGPU and the GeForce are both listed");
+    p = plan(t, req_default(), &err, "apu default");
+    if (ok(p != NULL && p->nranks == 1, "apu: one rank, for the one NVIDIA GPU")) {
+        is_str(t->gpus[p->ranks[0].gpus[0]].pci, "0000:01:00.0", "apu: the rank gets the GeForce, not the iGPU");
+        ok(env(&p->ranks[0], "CUDA_VISIBLE_DEVICES") && !env(&p->ranks[0], "ROCR_VISIBLE_DEVICES"),
+           "apu: CUDA_VISIBLE_DEVICES, no ROCR_VISIBLE_DEVICES");
+        ok(p->nwarnings == 1 && strstr(p->warnings[0], "0000:0e:00.0"), "apu: the iGPU left out is named");
+    }
+    gpurun_plan_destroy(p);
+    r = req_default();
+    r.gpus_per_rank = 2;
+    p = plan(t, r, &err, "apu 2 GPUs per rank");
+    ok(p == NULL && err.code == GPURUN_EXIT_ENV && strstr(err.text, "1 nvidia GPU"),
+       "apu: 2 GPUs per rank refused: an NVIDIA and an AMD GPU are not a pair");
+    gpurun_topo_destroy(t);
+
+    /* A laptop's NPU (Intel, processing-accelerator class) is no GPU. */
+    t = plancheck_load(fixture("npu-laptop.xml"));
+    is_int(t->ngpus, 1, "npu: one GPU, the NVIDIA one; neither the Intel iGPU nor the NPU");
+    p = plan(t, req_default(), &err, "npu default");
+    if (ok(p != NULL && p->nranks == 1, "npu: one rank"))
+        ok(env(&p->ranks[0], "CUDA_VISIBLE_DEVICES") && !env(&p->ranks[0], "ZE_AFFINITY_MASK"),
+           "npu: the rank gets the NVIDIA GPU, and no ZE_AFFINITY_MASK");
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+}
+
+/* Memory-only NUMA nodes: hwloc gives them the cpuset of what they hang from. */
+static void cpuless_numa(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("cpuless-numa.xml"));
+    gpurun_error_t err;
+    json_t *j = gpurun_topo_json(t, false);
+    json_t *g = json_array_get(json_object_get(j, "gpus"), 0), *n = json_array_get(json_object_get(j, "nics"), 0);
+    ok(json_array_size(json_object_get(g, "numa")) == 1 && json_integer_value(json_array_get(json_object_get(g, "numa"), 0)) == 1,
+       "cpuless: the GPU's NUMA node is 1 alone, not also the machine's CXL node 3");
+    ok(json_array_size(json_object_get(n, "numa")) == 1 && json_integer_value(json_array_get(json_object_get(n, "numa"), 0)) == 0,
+       "cpuless: the HCA's NUMA node is 0 only");
+    is_int(json_array_size(json_object_get(j, "numa_nodes")), 4, "cpuless: every NUMA node is still listed");
+    json_decref(j);
+    is_int(gpurun_pci_affinity(t, t->gpus[0].pcidev, t->nics[0].pcidev, NULL), GPURUN_AFF_SYS,
+           "cpuless: a GPU and an HCA on different sockets are SYS, though both see the CXL node");
+
+    gpurun_plan_t *p = plan(t, req_default(), &err, "cpuless default");
+    if (ok(p != NULL && p->nranks == 1, "cpuless: one rank for the GPU")) {
+        is_str(cpus_of(&p->ranks[0]), "4-7", "cpuless: the rank runs on the GPU's socket");
+        char *s = gpurun_cpuset_list(p->ranks[0].nodeset);
+        is_str(s, "1", "cpuless: its memory is bound to DRAM node 1 only");
+        free(s);
+        is_int(p->ranks[0].nic_affinity, GPURUN_AFF_SYS, "cpuless: its HCA is across the sockets (SYS)");
+    }
+    gpurun_plan_destroy(p);
+
+    gpurun_request_t r = req_default();
+    r.gpus_per_rank = 0;
+    p = plan(t, r, &err, "cpuless CPU-only");
+    if (ok(p != NULL && p->nranks == 2, "cpuless: CPU-only, one rank per socket (the CXL node is no CPU domain)")) {
+        char *s = gpurun_cpuset_list(p->ranks[0].nodeset);
+        is_str(s, "0", "cpuless: rank 0's memory is on DRAM node 0, not on HBM node 2 nor CXL node 3");
+        free(s);
+        is_str(cpus_of(&p->ranks[0]), "0-3", "cpuless: rank 0 gets socket 0's cores");
+        is_str(cpus_of(&p->ranks[1]), "4-7", "cpuless: rank 1 gets socket 1's cores");
+    } else {
+        diag("%s", err.text);
+    }
+    gpurun_plan_destroy(p);
+
+    r.ranks_per_node = 1;
+    p = plan(t, r, &err, "cpuless one CPU-only rank");
+    if (ok(p != NULL, "cpuless: one CPU-only rank")) {
+        char *s = gpurun_cpuset_list(p->ranks[0].nodeset);
+        is_str(s, "0-1", "cpuless: a rank on both sockets binds to both DRAM nodes only");
+        free(s);
+    }
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+}
+
+/* A NUMA node with CPUs and no memory: binding to it alone would fail. */
+static void memoryless_numa(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("memoryless-numa.xml"));
+    gpurun_error_t err;
+    gpurun_plan_t *p = plan(t, req_default(), &err, "memless default");
+    if (ok(p != NULL && p->nranks == 1, "memless: one rank for the GPU")) {
+        is_str(cpus_of(&p->ranks[0]), "4-7", "memless: the rank runs on the GPU's socket");
+        char *s = gpurun_cpuset_list(p->ranks[0].nodeset);
+        is_str(s, "0", "memless: its memory goes to node 0, the nearest with memory");
+        free(s);
+        ok(p->nwarnings == 1 && strstr(p->warnings[0], "NUMA node 1 has no memory"), "memless: and it is warned");
+    }
+    gpurun_plan_destroy(p);
+
+    gpurun_request_t r = req_default();
+    r.gpus_per_rank = 0;
+    p = plan(t, r, &err, "memless CPU-only");
+    if (ok(p != NULL && p->nranks == 2, "memless: CPU-only, one rank per socket")) {
+        is_str(cpus_of(&p->ranks[1]), "4-7", "memless: rank 1 still runs on socket 1's cores");
+        char *s = gpurun_cpuset_list(p->ranks[1].nodeset);
+        is_str(s, "0", "memless: rank 1's memory is on node 0");
+        free(s);
+        s = gpurun_cpuset_list(p->ranks[0].nodeset);
+        is_str(s, "0", "memless: rank 0's memory is on its own node 0");
+        free(s);
+    }
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+}
+
+static const char *nic_names(const gpurun_topo_t *t, const gpurun_rank_plan_t *r)
+{
+    static char buf[4][256];
+    static int slot;
+    char *out = buf[slot++ % 4];
+    size_t l = 0;
+    out[0] = '\0';
+    for (int i = 0; i < r->nnics && l < 200; i++)
+        l += (size_t)snprintf(out + l, 256 - l, "%s%s", i ? "," : "", t->nics[r->nics[i]].name);
+    return out;
+}
+
+/* SR-IOV on a bare-metal host: the VFs are slices of the PF's port, one VF has
+ * no driver (vfio), and an Ethernet ConnectX serves storage. */
+static void sriov_host(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("sriov-host.xml"));
+    gpurun_error_t err;
+    is_int(t->nhsnics, 2, "sriov: two high-speed NICs, the IB PF and the storage RoCE NIC (not the VFs)");
+    ok(t->nhsnics >= 1 && !strcmp(t->nics[0].name, "mlx5_0"), "sriov: the PF mlx5_0 is the first");
+    gpurun_plan_t *p = plan(t, req_default(), &err, "sriov default");
+    if (ok(p != NULL && p->nranks == 2, "sriov: two GPU ranks")) {
+        for (int i = 0; i < 2; i++) {
+            is_str(nic_names(t, &p->ranks[i]), "mlx5_0", "sriov: rank %d uses the PF, not a VF of it", i);
+            is_str(env(&p->ranks[i], "UCX_NET_DEVICES"), "mlx5_0:1", "sriov: rank %d UCX_NET_DEVICES", i);
+        }
+    }
+    gpurun_plan_destroy(p);
+
+    gpurun_request_t r = req_default();
+    r.gpus_per_rank = 0;
+    r.ranks_per_node = 1;
+    p = plan(t, r, &err, "sriov CPU-only");
+    if (ok(p != NULL, "sriov: one CPU-only rank"))
+        is_str(nic_names(t, &p->ranks[0]), "mlx5_0",
+               "sriov: it uses the InfiniBand fabric only, not also the equally near RoCE storage NIC");
+    gpurun_plan_destroy(p);
+
+    json_t *j = gpurun_topo_json(t, true), *e = json_object_get(j, "ethernet");
+    bool noted = false;
+    size_t i;
+    json_t *v;
+    json_array_foreach(e, i, v) if (!strcmp(json_string_value(json_object_get(v, "name")), "mlx5_1"))
+        noted = json_object_get(v, "note") != NULL;
+    ok(noted, "sriov: topo --json says why the VF mlx5_1 is not planned");
+    json_decref(j);
+    gpurun_topo_destroy(t);
+}
+
+/* Inside a VM the VFs are the NICs: they stay high-speed. */
+static void sriov_vm(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("sriov-vm.xml"));
+    gpurun_error_t err;
+    is_int(t->nhsnics, 2, "vm: both ConnectX-6 VFs are high-speed NICs (no PF in the VM)");
+    gpurun_plan_t *p = plan(t, req_default(), &err, "vm default");
+    if (ok(p != NULL && p->nranks == 2, "vm: two GPU ranks")) {
+        is_str(nic_names(t, &p->ranks[0]), "mlx5_0", "vm: rank 0 on mlx5_0");
+        is_str(nic_names(t, &p->ranks[1]), "mlx5_1", "vm: rank 1 on mlx5_1: equally near VFs are spread");
+        is_str(env(&p->ranks[1], "NCCL_IB_HCA"), "=mlx5_1:1", "vm: NCCL_IB_HCA of rank 1");
+    }
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+}
+
+/* One PCI function, two ports of two link layers (ConnectX-3 VPI). */
+static void vpi(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("vpi-mlx4.xml"));
+    gpurun_error_t err;
+    ok(t->nhsnics == 1 && !strcmp(t->nics[0].kind, "infiniband"),
+       "vpi: mlx4_0 is InfiniBand (its ib0), not RoCE (its eth2)");
+    gpurun_plan_t *p = plan(t, req_default(), &err, "vpi default");
+    if (ok(p != NULL, "vpi: CPU-only plan")) {
+        is_str(env(&p->ranks[0], "UCX_NET_DEVICES"), "mlx4_0:2", "vpi: UCX uses port 2, the InfiniBand port");
+        is_str(env(&p->ranks[0], "NCCL_IB_HCA"), "=mlx4_0:2", "vpi: so does NCCL");
+    }
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+}
+
+/* Cisco usNIC is not RoCE: UCX and NCCL cannot use it. */
+static void usnic(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("cisco-usnic.xml"));
+    gpurun_error_t err;
+    ok(t->nhsnics == 1 && !strcmp(t->nics[0].kind, "usnic"), "ucs: the VIC's usnic_0 is a usnic NIC, not RoCE");
+    gpurun_plan_t *p = plan(t, req_default(), &err, "ucs default");
+    if (ok(p != NULL && p->nranks == 1, "ucs: one rank")) {
+        is_str(nic_names(t, &p->ranks[0]), "usnic_0", "ucs: the rank's NIC is usnic_0");
+        ok(env(&p->ranks[0], "UCX_NET_DEVICES") == NULL && env(&p->ranks[0], "NCCL_IB_HCA") == NULL,
+           "ucs: no UCX_NET_DEVICES or NCCL_IB_HCA naming a device they cannot open");
+        is_str(env(&p->ranks[0], "GPURUN_NICS"), "usnic_0", "ucs: GPURUN_NICS names it");
+    }
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+}
+
+/* Hybrid CPU (hwloc cpukinds): performance cores first, kinds not mixed. */
+static void hybrid(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("hybrid-pe-cores.xml"));
+    gpurun_error_t err;
+    gpurun_plan_t *p = plan(t, req_default(), &err, "hybrid default");
+    if (ok(p != NULL && p->nranks == 1, "hybrid: one GPU rank")) {
+        is_str(cpus_of(&p->ranks[0]), "0,2,4,6", "hybrid: the rank gets the 4 P-cores, not the E-cores too");
+        is_int(p->ranks[0].threads, 4, "hybrid: 4 threads");
+        is_int(p->nwarnings, 0, "hybrid: no warning");
+    }
+    gpurun_plan_destroy(p);
+
+    gpurun_request_t r = req_default();
+    r.gpus_per_rank = 0;
+    r.ranks_per_node = 2;
+    p = plan(t, r, &err, "hybrid 2 CPU-only ranks");
+    if (ok(p != NULL, "hybrid: 2 CPU-only ranks")) {
+        is_str(cpus_of(&p->ranks[0]), "0,2", "hybrid: rank 0 on two P-cores");
+        is_str(cpus_of(&p->ranks[1]), "4,6", "hybrid: rank 1 on the other two, not on the E-cores");
+    }
+    gpurun_plan_destroy(p);
+
+    r.threads_per_rank = 3;
+    p = plan(t, r, &err, "hybrid 2 ranks x 3 threads");
+    if (ok(p != NULL, "hybrid: 2 ranks x 3 threads (more than the P-cores)")) {
+        is_str(cpus_of(&p->ranks[0]), "0,2,4", "hybrid: rank 0 on three P-cores");
+        is_str(cpus_of(&p->ranks[1]), "8-10", "hybrid: rank 1 on three E-cores, not one P-core and two E-cores");
+        ok(p->nwarnings == 1 && strstr(p->warnings[0], "local rank 1 runs on its slower cores"),
+           "hybrid: the rank on the slower cores is warned");
+    }
+    gpurun_plan_destroy(p);
+
+    r.threads_per_rank = GPURUN_UNSET;
+    r.ranks_per_node = 6;
+    p = plan(t, r, &err, "hybrid 6 ranks");
+    if (ok(p != NULL, "hybrid: 6 ranks, more than the P-cores")) {
+        is_str(cpus_of(&p->ranks[3]), "6", "hybrid: ranks 0-3 on the P-cores");
+        is_str(cpus_of(&p->ranks[4]), "8", "hybrid: ranks 4-5 on E-cores");
+    }
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+}
+
+/* An export from a newer hwloc says so, rather than "could not load". */
+static void newer_xml(void)
+{
+    char path[] = "/tmp/gpurun-test-v3-XXXXXX";
+    int fd = mkstemp(path);
+    const char xml[] = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n"
+                       "<topology version=\"3.0\">\n  <object type=\"Machine\" os_index=\"0\" cpuset=\"0x1\" "
+                       "complete_cpuset=\"0x1\" allowed_cpuset=\"0x1\" nodeset=\"0x1\" complete_nodeset=\"0x1\" "
+                       "allowed_nodeset=\"0x1\" gp_index=\"1\"/>\n</topology>\n";
+    if (!ok(fd >= 0 && write(fd, xml, sizeof xml - 1) == (ssize_t)(sizeof xml - 1), "v3: temporary export written")) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    close(fd);
+    gpurun_topo_t *t = NULL;
+    gpurun_error_t err = {0};
+    ok(gpurun_topo_load(path, &t, &err) < 0 && err.code == GPURUN_EXIT_CONFIG, "v3: refused with exit 2");
+    ok(strstr(err.text, "hwloc XML version 3") && strstr(err.text, "lstopo"),
+       "v3: the message names the XML version and how to export again");
+    diag("%s", err.text);
+    gpurun_topo_destroy(t);
+    unlink(path);
 }
 
 /* An object with these keys and no others. */
@@ -363,6 +642,14 @@ int main(void)
     gpu_order();
     cpu_only();
     workstation();
+    cpuless_numa();
+    memoryless_numa();
+    sriov_host();
+    sriov_vm();
+    usnic();
+    vpi();
+    hybrid();
+    newer_xml();
     json_document();
     return done_testing();
 }

@@ -38,9 +38,7 @@ static int name_cmp(const void *a, const void *b)
 /* Requests every machine is planned for; a refusal must be exit 3 and say why. */
 static void properties(const char *name, const gpurun_topo_t *t)
 {
-    int ngpu = t->ngpus, nnuma = 0;
-    for (hwloc_obj_t n = NULL; (n = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, n));)
-        nnuma += !hwloc_bitmap_iszero(n->cpuset);
+    int ngpu = t->ngpus, nnuma = hwloc_bitmap_weight(t->home_nodes); /* CPU domains, not HBM/CXL nodes */
     struct {
         const char *what;
         int rpn, gpr, tpr;
