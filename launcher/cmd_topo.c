@@ -44,7 +44,15 @@ static void print_matrix(const gpurun_topo_t *t)
     }
     for (int j = 0; j < nn; j++)
         printf("%-*s", w, t->nics[j].name);
-    printf("%-18s%s\n", "CPU Affinity", "NUMA Affinity");
+    /* The CPU column fits the longest list (a GPU's cpus can be long). */
+    int cw = 18;
+    for (int i = 0; i < ng + nn; i++) {
+        char *c = gpurun_cpuset_list(i < ng ? t->gpus[i].cpuset : t->nics[i - ng].cpuset);
+        if ((int)strlen(c) + 1 > cw)
+            cw = (int)strlen(c) + 1;
+        free(c);
+    }
+    printf("%-*s%s\n", cw, "CPU Affinity", "NUMA Affinity");
     for (int i = 0; i < ng + nn; i++) {
         hwloc_obj_t a = i < ng ? t->gpus[i].pcidev : t->nics[i - ng].pcidev;
         char h[64];
@@ -60,7 +68,7 @@ static void print_matrix(const gpurun_topo_t *t)
         hwloc_const_cpuset_t cpus = i < ng ? t->gpus[i].cpuset : t->nics[i - ng].cpuset;
         hwloc_const_nodeset_t nodes = i < ng ? t->gpus[i].nodeset : t->nics[i - ng].nodeset;
         char *c = gpurun_cpuset_list(cpus), *n = nodes_str(nodes);
-        printf("%-18s%s\n", c, n);
+        printf("%-*s%s\n", cw, c, n);
         free(c);
         free(n);
     }
@@ -122,10 +130,13 @@ static void print_tables(const gpurun_topo_t *t)
         printf("\nNo high-speed NICs (InfiniBand, RoCE, EFA, Omni-Path, Slingshot).\n");
     }
     if (t->nnics > t->nhsnics) {
-        printf("\nEthernet (not planned for MPI):");
-        for (int i = t->nhsnics; i < t->nnics; i++)
-            printf(" %s (%s)", t->nics[i].name, t->nics[i].pci);
-        printf("\n");
+        /* Plain Ethernet, and functions of fast NICs that are not planned
+         * (SR-IOV VFs beside their PF, no driver): each with why. */
+        printf("\nNot planned for MPI:\n");
+        for (int i = t->nhsnics; i < t->nnics; i++) {
+            const gpurun_nic_t *k = &t->nics[i];
+            printf("  %-12s %-14s %-11s %s\n", k->name, k->pci, k->kind, k->note ? k->note : "plain Ethernet");
+        }
     }
     print_matrix(t);
 }
