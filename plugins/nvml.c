@@ -180,16 +180,28 @@ static void describe(const struct nvml *n, nvmlDevice_t d, char *pci, size_t pci
         name[namelen - 1] = '\0';
 }
 
+/* The library loaded and initialised (the caller shuts it down), or NULL
+ * with why in err. */
+static const struct nvml *nvml_open(gpurun_error_t *err)
+{
+    const struct nvml *n = nvml_load(err);
+    if (!n)
+        return NULL;
+    nvmlReturn_t rc = n->init();
+    if (rc != NVML_SUCCESS) {
+        gpurun_err(err, GPURUN_EXIT_ENV, "NVML did not start: %s", nvml_error(n, rc));
+        return NULL;
+    }
+    return n;
+}
+
 static int nvml_available(gpurun_error_t *why)
 {
-    const struct nvml *n = nvml_load(why);
+    const struct nvml *n = nvml_open(why);
     if (!n)
         return -1;
-    nvmlReturn_t rc = n->init();
-    if (rc != NVML_SUCCESS)
-        return gpurun_err(why, GPURUN_EXIT_ENV, "NVML did not start: %s", nvml_error(n, rc));
     unsigned count = 0;
-    rc = n->count(&count);
+    nvmlReturn_t rc = n->count(&count);
     n->shutdown();
     if (rc != NVML_SUCCESS)
         return gpurun_err(why, GPURUN_EXIT_ENV, "NVML cannot count GPUs: %s", nvml_error(n, rc));
@@ -281,12 +293,10 @@ static void monitor_free(struct gpurun_monitor *m)
 static int nvml_start(const char *const *ids, int nids, double interval_s, gpurun_monitor_t **monp,
                       gpurun_error_t *err)
 {
-    const struct nvml *n = nvml_load(err);
+    const struct nvml *n = nvml_open(err);
     if (!n)
         return -1;
-    nvmlReturn_t rc = n->init();
-    if (rc != NVML_SUCCESS)
-        return gpurun_err(err, GPURUN_EXIT_ENV, "NVML did not start: %s", nvml_error(n, rc));
+    nvmlReturn_t rc;
     unsigned count = 0;
     if (nids <= 0 && (rc = n->count(&count)) != NVML_SUCCESS) {
         n->shutdown();
@@ -379,12 +389,10 @@ static int nvml_stop(gpurun_monitor_t *m, struct gpurun_monitor_result *out)
 static int nvml_health(struct gpurun_gpu_health **healthp, int *np, char *driver, size_t driver_len,
                        gpurun_error_t *err)
 {
-    const struct nvml *n = nvml_load(err);
+    const struct nvml *n = nvml_open(err);
     if (!n)
         return -1;
-    nvmlReturn_t rc = n->init();
-    if (rc != NVML_SUCCESS)
-        return gpurun_err(err, GPURUN_EXIT_ENV, "NVML did not start: %s", nvml_error(n, rc));
+    nvmlReturn_t rc;
     if (driver && driver_len) {
         driver[0] = '\0';
         if (n->driver_version && n->driver_version(driver, (unsigned)driver_len) == NVML_SUCCESS)
