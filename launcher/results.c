@@ -522,25 +522,23 @@ static int index_record(gpurun_results_t *r, const char *rel, const char *abs, b
         sqlite3_finalize(st);
         st = NULL;
     }
-    if (!(st = prepare(r,
-                       "DELETE FROM foms WHERE (job, run_id) IN (SELECT job, run_id FROM runs "
-                       "WHERE record = ?1) OR (job = ?2 AND run_id = ?3)",
-                       err)))
-        goto out;
-    bind_text(st, 1, rel);
-    bind_text(st, 2, job);
-    bind_text(st, 3, id);
-    if (step_done(r, st, err) < 0)
-        goto out;
-    sqlite3_finalize(st);
-    if (!(st = prepare(r, "DELETE FROM runs WHERE record = ?1 OR (job = ?2 AND run_id = ?3)", err)))
-        goto out;
-    bind_text(st, 1, rel);
-    bind_text(st, 2, job);
-    bind_text(st, 3, id);
-    if (step_done(r, st, err) < 0)
-        goto out;
-    sqlite3_finalize(st);
+    /* What this record replaces: its figures first, then its row. */
+    static const char *const replaced[] = {
+        "DELETE FROM foms WHERE (job, run_id) IN (SELECT job, run_id FROM runs "
+        "WHERE record = ?1) OR (job = ?2 AND run_id = ?3)",
+        "DELETE FROM runs WHERE record = ?1 OR (job = ?2 AND run_id = ?3)",
+    };
+    for (size_t q = 0; q < sizeof replaced / sizeof *replaced; q++) {
+        if (!(st = prepare(r, replaced[q], err)))
+            goto out;
+        bind_text(st, 1, rel);
+        bind_text(st, 2, job);
+        bind_text(st, 3, id);
+        if (step_done(r, st, err) < 0)
+            goto out;
+        sqlite3_finalize(st);
+        st = NULL;
+    }
 
     if (!(st = prepare(r,
                        "INSERT INTO runs (job, run_id, record, template, state, exit_status, "
