@@ -572,19 +572,14 @@ int main(int argc, char **argv)
      * memory must not leave the others waiting on it. */
     int all_ok;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    int rc = 0;
     if (!all_ok) {
         if (!ok)
             fprintf(stderr, "netcheck: rank %d: %s\n", c.rank, err);
         else if (c.rank == 0)
             fprintf(stderr, "netcheck: rank 0: another rank could not set up its buffers\n");
-        release_buffers(&c);
-        free(lat);
-        free(bw);
-        free(lat0);
-        free(bw0);
-        free(hosts);
-        MPI_Finalize();
-        return 3;
+        rc = 3;
+        goto done;
     }
 
     char me[MPI_MAX_PROCESSOR_NAME] = "";
@@ -622,7 +617,6 @@ int main(int argc, char **argv)
     unsigned long bad = c.bad, all_bad = 0;
     MPI_Reduce(&bad, &all_bad, 1, MPI_UNSIGNED_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
 
-    int rc = 0;
     if (c.rank == 0) {
         int nhosts = 0;
         for (int r = 0; r < c.size; r++) {
@@ -679,6 +673,7 @@ int main(int argc, char **argv)
     }
     MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
 
+done:
     release_buffers(&c);
     free(lat);
     free(bw);
