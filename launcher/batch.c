@@ -226,17 +226,11 @@ static int check_words(struct gpurun_kvlist *names, const char *what, const char
     return rc;
 }
 
-static void set_number(struct gpurun_kvlist *names, const char *key, long v)
-{
-    char buf[32];
-    snprintf(buf, sizeof buf, "%ld", v == GPURUN_UNSET ? 1 : v);
-    gpurun_kvlist_set(names, key, buf);
-}
-
 /* The program line, the template's gpu_args (when a run may have GPUs) and
- * setup steps, with the names run.c's lookup() gives them: params over the
- * template's defaults over the job's keys.  Numbers the node decides stand
- * in as 1: only whether a name is set, and the words, are checked. */
+ * setup steps, with the names a run gives them (gpurun_job_names(): params
+ * over the template's defaults over the job's keys).  Numbers the node
+ * decides stand in as 1: only whether a name is set, and the words, are
+ * checked. */
 static int check_commands(const gpurun_job_t *job, const gpurun_template_t *tpl, gpurun_error_t *err)
 {
     struct gpurun_kvlist names = {0};
@@ -246,23 +240,23 @@ static int check_commands(const gpurun_job_t *job, const gpurun_template_t *tpl,
     int rc = -1;
     if (gpurun_batch_abspath(job->dir, &dir, err) < 0 || gpurun_batch_job_folder(job, &folder, err) < 0)
         goto out;
-    gpurun_kvlist_set(&names, "job", job->name);
-    set_number(&names, "nodes", nodes);
-    set_number(&names, "ranks_per_node", rpn);
-    set_number(&names, "ranks", nodes == GPURUN_UNSET || rpn == GPURUN_UNSET ? GPURUN_UNSET : nodes * rpn);
-    set_number(&names, "gpus_per_rank", gpr);
-    set_number(&names, "threads_per_rank", layout_max(job, "threads_per_rank", job->threads_per_rank));
-    set_number(&names, "repeat", job->repeat);
-    gpurun_kvlist_set(&names, "job_dir", dir);
+    /* Numbers the node decides stand in as 1. */
+    long tpr = layout_max(job, "threads_per_rank", job->threads_per_rank);
     char *run_dir = gpurun_xasprintf("%s/RUN-ID", folder);
-    gpurun_kvlist_set(&names, "run_dir", run_dir);
+    struct gpurun_job_values vals = {
+        .job = job->name,
+        .template_name = job->template_name,
+        .job_dir = dir,
+        .run_dir = run_dir,
+        .nodes = nodes == GPURUN_UNSET ? 1 : nodes,
+        .ranks_per_node = rpn == GPURUN_UNSET ? 1 : rpn,
+        .ranks = nodes == GPURUN_UNSET || rpn == GPURUN_UNSET ? 1 : nodes * rpn,
+        .gpus_per_rank = gpr == GPURUN_UNSET ? 1 : gpr,
+        .threads_per_rank = tpr == GPURUN_UNSET ? 1 : tpr,
+        .repeat = job->repeat == GPURUN_UNSET ? 1 : job->repeat,
+    };
+    gpurun_job_names(&names, &vals, tpl, &job->params);
     free(run_dir);
-    if (job->template_name)
-        gpurun_kvlist_set(&names, "template", job->template_name);
-    for (size_t i = 0; tpl && i < tpl->defaults.n; i++)
-        gpurun_kvlist_set(&names, tpl->defaults.items[i].key, tpl->defaults.items[i].value);
-    for (size_t i = 0; i < job->params.n; i++)
-        gpurun_kvlist_set(&names, job->params.items[i].key, job->params.items[i].value);
 
     const char *label = tpl ? tpl->path : job->path ? job->path : job->name;
     char *what = gpurun_xasprintf("%s: key 'command'", label);

@@ -39,65 +39,6 @@ static double kill_grace(void)
     return g && *g && !*end && v >= 0 && v <= 3600 ? v : GRACE_S;
 }
 
-/* Values ${name} can take: params (the job's over the template's defaults),
- * then the job's own keys as planned, then the run's folders. */
-struct vars {
-    const gpurun_job_t *job;
-    const gpurun_template_t *tpl;
-    const gpurun_plan_t *plan;
-    const char *run_dir;
-    const char *job_dir; /* absolute: ranks and setup steps run in the run folder */
-    char num[8][32];
-    int slot;
-};
-
-static const char *kv_get(const struct gpurun_kvlist *kv, const char *key)
-{
-    for (size_t i = 0; i < kv->n; i++)
-        if (!strcmp(kv->items[i].key, key))
-            return kv->items[i].value;
-    return NULL;
-}
-
-static const char *num(struct vars *v, long n)
-{
-    char *b = v->num[v->slot++ % 8];
-    snprintf(b, sizeof v->num[0], "%ld", n);
-    return b;
-}
-
-static const char *lookup(const char *name, void *ctx)
-{
-    struct vars *v = ctx;
-    const char *s = kv_get(&v->job->params, name);
-    if (s)
-        return s;
-    if (v->tpl && (s = kv_get(&v->tpl->defaults, name)))
-        return s;
-    const gpurun_request_t *r = &v->plan->req;
-    if (!strcmp(name, "job"))
-        return v->job->name;
-    if (!strcmp(name, "nodes"))
-        return num(v, r->nodes);
-    if (!strcmp(name, "ranks_per_node"))
-        return num(v, r->ranks_per_node);
-    if (!strcmp(name, "ranks"))
-        return num(v, v->plan->nranks);
-    if (!strcmp(name, "gpus_per_rank"))
-        return num(v, r->gpus_per_rank);
-    if (!strcmp(name, "threads_per_rank"))
-        return num(v, v->plan->ranks[0].threads);
-    if (!strcmp(name, "repeat"))
-        return num(v, v->job->repeat);
-    if (!strcmp(name, "job_dir"))
-        return v->job_dir;
-    if (!strcmp(name, "run_dir"))
-        return v->run_dir;
-    if (!strcmp(name, "template"))
-        return v->job->template_name;
-    return NULL;
-}
-
 static char *abs_path(const char *dir, const char *p)
 {
     if (p[0] == '/')
@@ -193,10 +134,11 @@ static int resolve_program(char **argv, const char *job_dir, gpurun_error_t *err
     return 0;
 }
 
-static int command_argv(const char *what, const char *line, struct vars *v, char ***argvp, gpurun_error_t *err)
+static int command_argv(const char *what, const char *line, struct gpurun_kvlist *names, char ***argvp,
+                        gpurun_error_t *err)
 {
     char *expanded;
-    if (gpurun_expand(line, lookup, v, what, &expanded, err) < 0)
+    if (gpurun_expand(line, gpurun_kvlist_lookup, names, what, &expanded, err) < 0)
         return -1;
     int rc = gpurun_split_words(expanded, argvp, err);
     if (rc == 0 && !(*argvp)[0]) {
@@ -423,9 +365,28 @@ struct run_ctx {
     char *job_dir;        /* the job file's folder, absolute */
 };
 
+/* The table of ${name}s of one run (or dry run) of a configuration. */
+static void run_names(const struct run_ctx *c, const char *run_dir, struct gpurun_kvlist *names)
+{
+    const gpurun_request_t *r = &c->plan->req;
+    struct gpurun_job_values vals = {
+        .job = c->job->name,
+        .template_name = c->job->template_name,
+        .job_dir = c->job_dir,
+        .run_dir = run_dir,
+        .nodes = r->nodes,
+        .ranks_per_node = r->ranks_per_node,
+        .ranks = c->plan->nranks,
+        .gpus_per_rank = r->gpus_per_rank,
+        .threads_per_rank = c->plan->ranks[0].threads,
+        .repeat = c->job->repeat,
+    };
+    gpurun_job_names(names, &vals, c->tpl, &c->job->params);
+}
+
 /* The ranks succeeded: read the figures of merit, then the template's
  * sanity text and the job's reference bands (exit 1 when one fails). */
-static int check_results(struct run_ctx *c, struct vars *v, const char *run_dir, gpurun_foms_t *foms, json_t *refs,
+static int check_results(struct run_ctx *c, struct gpurun_kvlist *names, const char *run_dir, gpurun_foms_t *foms, json_t *refs,
                          const char **state, gpurun_error_t *err)
 {
     if (!c->tpl) {
@@ -433,13 +394,13 @@ static int check_results(struct run_ctx *c, struct vars *v, const char *run_dir,
             fprintf(stderr, "gpurun: warning: references need a template's figures of merit; not checked\n");
         return 0;
     }
-    if (gpurun_fom_read(c->tpl, run_dir, lookup, v, NULL, foms, err) < 0) {
+    if (gpurun_fom_read(c->tpl, run_dir, gpurun_kvlist_lookup, names, NULL, foms, err) < 0) {
         *state = "sanity_failed";
         err->code = GPURUN_EXIT_CHECK;
         return GPURUN_EXIT_CHECK;
     }
     char where[512] = "";
-    if (!gpurun_sanity_ok(c->tpl, run_dir, lookup, v, where, sizeof where)) {
+    if (!gpurun_sanity_ok(c->tpl, run_dir, gpurun_kvlist_lookup, names, where, sizeof where)) {
         *state = "sanity_failed";
         gpurun_err(err, GPURUN_EXIT_CHECK, "the ranks ended well, but '%s' does not appear in %s; run folder %s",
                    c->tpl->sanity, where, run_dir);
@@ -481,7 +442,8 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     char *run_dir = make_run_dir(c->results, job->name, err);
     if (!run_dir)
         return err->code;
-    struct vars v = {.job = job, .tpl = c->tpl, .plan = c->plan, .run_dir = run_dir, .job_dir = c->job_dir};
+    struct gpurun_kvlist names = {0};
+    run_names(c, run_dir, &names);
     char **app = NULL;
     int rc = 0;
     json_t *record = NULL;
@@ -492,7 +454,7 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     json_t *gpus_monitor = NULL;
     char mon_why[512] = "";
 
-    if (command_argv("command", c->command, &v, &app, err) < 0 || resolve_program(app, job->dir, err) < 0) {
+    if (command_argv("command", c->command, &names, &app, err) < 0 || resolve_program(app, job->dir, err) < 0) {
         rc = err->code;
         goto out;
     }
@@ -539,7 +501,7 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     /* Setup steps run once, in the run folder, before any rank. */
     for (size_t i = 0; c->tpl && i < c->tpl->nsetup; i++) {
         char **step;
-        if (command_argv("setup", c->tpl->setup[i], &v, &step, err) < 0) {
+        if (command_argv("setup", c->tpl->setup[i], &names, &step, err) < 0) {
             rc = err->code;
             goto out;
         }
@@ -679,7 +641,7 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
                    c->launcher->name, oc.launcher_status, rr.finished, c->plan->nranks, tail ? tail : "(nothing)");
         free(tail);
     } else {
-        rc = check_results(c, &v, run_dir, &foms, refs, &state, err);
+        rc = check_results(c, &names, run_dir, &foms, refs, &state, err);
     }
     /* A binding the kernel did not give as planned is said, not hidden. */
     size_t i;
@@ -785,6 +747,7 @@ out:
     gpurun_launch_cmds_free(&cmds);
     if (app)
         gpurun_free_words(app);
+    gpurun_kvlist_clear(&names);
     free(run_dir);
     return rc;
 }
@@ -838,11 +801,13 @@ static void dry_run(struct run_ctx *c, char *const *app, const struct gpurun_lau
 static int dry_run_config(struct run_ctx *c, gpurun_error_t *err)
 {
     char *rd = gpurun_xasprintf("%s/%s/<run-id>", c->results, c->job->name);
-    struct vars v = {.job = c->job, .tpl = c->tpl, .plan = c->plan, .run_dir = rd, .job_dir = c->job_dir};
+    struct gpurun_kvlist names = {0};
+    run_names(c, rd, &names);
     char **app = NULL;
     int rc = 0;
-    if (command_argv("command", c->command, &v, &app, err) < 0 || resolve_program(app, c->job->dir, err) < 0) {
+    if (command_argv("command", c->command, &names, &app, err) < 0 || resolve_program(app, c->job->dir, err) < 0) {
         free(rd);
+        gpurun_kvlist_clear(&names);
         if (app)
             gpurun_free_words(app);
         return err->code;
@@ -867,6 +832,7 @@ static int dry_run_config(struct run_ctx *c, gpurun_error_t *err)
         rc = err->code;
     gpurun_launch_cmds_free(&cmds);
     gpurun_free_words(app);
+    gpurun_kvlist_clear(&names);
     free(rd);
     return rc;
 }

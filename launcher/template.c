@@ -629,3 +629,30 @@ int gpurun_template_for_job(const gpurun_job_t *job, gpurun_template_t **tp, gpu
     }
     return 0;
 }
+
+static void set_long(struct gpurun_kvlist *names, const char *key, long v)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%ld", v);
+    gpurun_kvlist_set(names, key, buf);
+}
+
+void gpurun_job_names(struct gpurun_kvlist *names, const struct gpurun_job_values *v,
+                      const gpurun_template_t *tpl, const struct gpurun_kvlist *params)
+{
+    gpurun_kvlist_set(names, "job", v->job);
+    set_long(names, "nodes", v->nodes);
+    set_long(names, "ranks_per_node", v->ranks_per_node);
+    set_long(names, "ranks", v->ranks);
+    set_long(names, "gpus_per_rank", v->gpus_per_rank);
+    set_long(names, "threads_per_rank", v->threads_per_rank);
+    set_long(names, "repeat", v->repeat);
+    gpurun_kvlist_set(names, "job_dir", v->job_dir);
+    gpurun_kvlist_set(names, "run_dir", v->run_dir);
+    if (v->template_name)
+        gpurun_kvlist_set(names, "template", v->template_name);
+    for (size_t i = 0; tpl && i < tpl->defaults.n; i++)
+        gpurun_kvlist_set(names, tpl->defaults.items[i].key, tpl->defaults.items[i].value);
+    for (size_t i = 0; i < params->n; i++)
+        gpurun_kvlist_set(names, params->items[i].key, params->items[i].value);
+}

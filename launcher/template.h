@@ -89,6 +89,19 @@ typedef const char *(*gpurun_lookup_fn)(const char *name, void *ctx);
 int gpurun_expand(const char *in, gpurun_lookup_fn lookup, void *ctx, const char *what, char **outp,
                   gpurun_error_t *err);
 
+/* The job's own ${name}s, as the run (or, before the node is known, the
+ * batch script) sees them. */
+struct gpurun_job_values {
+    const char *job, *template_name, *job_dir, *run_dir;
+    long nodes, ranks_per_node, ranks, gpus_per_rank, threads_per_rank, repeat;
+};
+
+/* The table gpurun_expand() reads for a job: its own keys, then the
+ * template's defaults (`tpl` may be NULL), then its params, each replacing
+ * the one before (params win). */
+void gpurun_job_names(struct gpurun_kvlist *names, const struct gpurun_job_values *v,
+                      const gpurun_template_t *tpl, const struct gpurun_kvlist *params);
+
 /* A gpurun_kvlist (util.h) is the usual table of names for
  * gpurun_expand(): set the weakest first (template defaults, then params,
  * then job keys) and pass gpurun_kvlist_lookup with the list as ctx. */
