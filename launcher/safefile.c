@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Files in shared folders: explicit modes, descriptors of folders, no
+ * symlinks followed, atomic replacement, owner checks on what is read back. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "safefile.h"
+#include "util.h"
+
+/* ".NAME.XXXXXXXX" beside NAME: random, so nobody can plant it in advance. */
+static int create_temp_at(int dirfd, const char *name, mode_t mode, char *tmp, size_t tmpsize)
+{
+    static const char digits[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    for (int attempt = 0; attempt < 100; attempt++) {
+        unsigned char rnd[10];
+        if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
+            for (size_t i = 0; i < sizeof rnd; i++)
+                rnd[i] = (unsigned char)(rand() ^ getpid() ^ attempt);
+        }
+        char suffix[sizeof rnd + 1];
+        for (size_t i = 0; i < sizeof rnd; i++)
+            suffix[i] = digits[rnd[i] % (sizeof digits - 1)];
+        suffix[sizeof rnd] = '\0';
+        const char *base = strrchr(name, '/');
+        base = base ? base + 1 : name;
+        if ((size_t)snprintf(tmp, tmpsize, ".%.200s.%s", base, suffix) >= tmpsize) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 0777);
+        if (fd >= 0) {
+            if (fchmod(fd, mode & 0777) < 0) { /* the umask does not choose the mode */
+                int e = errno;
+                close(fd);
+                unlinkat(dirfd, tmp, 0);
+                errno = e;
+                return -1;
+            }
+            return fd;
+        }
+        if (errno != EEXIST)
+            return -1;
+    }
+    errno = EEXIST;
+    return -1;
+}
+
+static int write_all(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        if (n == 0) {
+            errno = EIO;
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int gpurun_write_atomic_at(int dirfd, const char *name, const char *shown, const void *data, size_t len, mode_t mode,
+                           int flags, gpurun_error_t *err)
+{
+    if (!shown)
+        shown = name;
+    struct stat st;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: is a symlink; refusing to replace it (remove it if it is yours)",
+                          shown);
+    char tmp[256];
+    int fd = create_temp_at(dirfd, name, mode, tmp, sizeof tmp);
+    if (fd < 0)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot write: %s", shown, strerror(errno));
+    int rc = write_all(fd, data, len);
+    if (rc == 0 && (flags & GPURUN_WRITE_SYNC))
+        rc = fsync(fd);
+    int e = errno;
+    if (close(fd) < 0 && rc == 0) {
+        rc = -1;
+        e = errno;
+    }
+    if (rc == 0 && renameat(dirfd, tmp, dirfd, name) < 0) {
+        rc = -1;
+        e = errno;
+    }
+    if (rc < 0) {
+        unlinkat(dirfd, tmp, 0);
+        return gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot write: %s", shown, strerror(e));
+    }
+    if ((flags & GPURUN_WRITE_SYNC) && fsync(dirfd) < 0 && errno != EINVAL && errno != EBADF)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "%s: written, but its folder could not be synced to disk: %s", shown,
+                          strerror(errno));
+    return 0;
+}
+
+/* The folder of `path` as a descriptor, and the last component's name. */
+static int open_parent(const char *path, const char **base)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        *base = path;
+        return open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    }
+    *base = slash + 1;
+    char *dir = slash == path ? gpurun_xstrdup("/") : gpurun_xstrndup(path, (size_t)(slash - path));
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    free(dir);
+    return fd;
+}
+
+int gpurun_write_atomic(const char *path, const void *data, size_t len, mode_t mode, int flags, gpurun_error_t *err)
+{
+    const char *base;
+    int dfd = open_parent(path, &base);
+    if (dfd < 0)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot write: its folder: %s", path, strerror(errno));
+    if (!*base) {
+        close(dfd);
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: is a folder, not a file name", path);
+    }
+    int rc = gpurun_write_atomic_at(dfd, base, path, data, len, mode, flags, err);
+    close(dfd);
+    return rc;
+}
+
+int gpurun_write_json_at(int dirfd, const char *name, const char *shown, json_t *doc, mode_t mode, int flags,
+                         gpurun_error_t *err)
+{
+    char *text = json_dumps(doc, JSON_INDENT(2));
+    if (!text)
+        return gpurun_err(err, GPURUN_EXIT_ENV,
+                          "%s: cannot write: the JSON encoder refused the document (a text that is not UTF-8?)",
+                          shown ? shown : name);
+    size_t len = strlen(text);
+    /* jansson ends a document without a newline; files end with one. */
+    char *withnl = gpurun_xasprintf("%s\n", text);
+    free(text);
+    int rc = gpurun_write_atomic_at(dirfd, name, shown, withnl, len + 1, mode, flags, err);
+    free(withnl);
+    return rc;
+}
+
+int gpurun_write_json_file(const char *path, json_t *doc, mode_t mode, int flags, gpurun_error_t *err)
+{
+    const char *base;
+    int dfd = open_parent(path, &base);
+    if (dfd < 0)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot write: its folder: %s", path, strerror(errno));
+    int rc = gpurun_write_json_at(dfd, base, path, doc, mode, flags, err);
+    close(dfd);
+    return rc;
+}
+
+int gpurun_open_own_at(int dirfd, const char *name, const char *shown, gpurun_error_t *err)
+{
+    if (!shown)
+        shown = name;
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return gpurun_err(err, errno == ELOOP ? GPURUN_EXIT_CONFIG : GPURUN_EXIT_ENV, "%s: cannot open: %s", shown,
+                          errno == ELOOP ? "it is a symlink" : strerror(errno));
+    struct stat st;
+    const char *why = NULL;
+    if (fstat(fd, &st) < 0)
+        why = strerror(errno);
+    else if (!S_ISREG(st.st_mode))
+        why = "not a regular file";
+    else if (st.st_uid != geteuid())
+        why = "owned by another user";
+    else if (st.st_mode & 022)
+        why = "writable by group or others";
+    if (why) {
+        close(fd);
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: not read: %s", shown, why);
+    }
+    return fd;
+}
+
+int gpurun_check_folder(int fd, const char *path, const char *what, gpurun_error_t *err)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "%s %s: %s", what, path, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s %s: not a folder", what, path);
+    if (st.st_uid != geteuid() && st.st_uid != 0)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                          "%s %s is owned by another user (uid %ld): gpurun keeps runs only in folders of yours; "
+                          "choose another results folder (job key 'results' or --results)",
+                          what, path, (long)st.st_uid);
+    if ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))
+        return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                          "%s %s is writable by %s without the sticky bit: another user could replace what gpurun "
+                          "writes there; remove the write bit (chmod go-w) or set the sticky bit (chmod +t)",
+                          what, path, (st.st_mode & 002) ? "everyone" : "its group");
+    return 0;
+}
+
+int gpurun_open_folder_at(int dirfd, const char *name, const char *shown, const char *what, mode_t mode, bool create,
+                          gpurun_error_t *err)
+{
+    if (!shown)
+        shown = name;
+    if (create && mkdirat(dirfd, name, mode & 07777) == 0) {
+        /* mkdir's mode went through the umask: set it as asked. */
+        int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0 && fchmod(fd, mode & 07777) < 0) {
+            close(fd);
+            return gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot set its mode: %s", shown, strerror(errno));
+        }
+        if (fd < 0)
+            return gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot open: %s", shown, strerror(errno));
+        return fd;
+    }
+    if (create && errno != EEXIST)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "cannot create %s: %s", shown, strerror(errno));
+    int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return gpurun_err(err, errno == ELOOP || errno == ENOTDIR ? GPURUN_EXIT_CONFIG : GPURUN_EXIT_ENV,
+                          "%s %s: cannot open: %s", what, shown,
+                          errno == ELOOP ? "it is a symlink" : errno == ENOTDIR ? "not a folder" : strerror(errno));
+    if (gpurun_check_folder(fd, shown, what, err) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int gpurun_open_folder_path(const char *path, const char *what, mode_t mode, bool create, gpurun_error_t *err)
+{
+    if (create) {
+        char *p = gpurun_xstrdup(path);
+        for (char *s = p + 1; *s; s++) {
+            if (*s != '/')
+                continue;
+            *s = '\0';
+            if (mkdir(p, mode & 0777) < 0 && errno != EEXIST) {
+                int e = errno;
+                free(p);
+                return gpurun_err(err, GPURUN_EXIT_ENV, "cannot create %s: %s", path, strerror(e));
+            }
+            *s = '/';
+        }
+        int made = mkdir(p, mode & 0777);
+        int e = errno;
+        free(p);
+        if (made < 0 && e != EEXIST)
+            return gpurun_err(err, GPURUN_EXIT_ENV, "cannot create %s: %s", path, strerror(e));
+        if (made == 0 && chmod(path, mode & 07777) < 0)
+            return gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot set its mode: %s", path, strerror(errno));
+    }
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "%s %s: cannot open: %s", what, path, strerror(errno));
+    if (gpurun_check_folder(fd, path, what, err) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Files in shared folders (launcher/safefile.c): modes whatever the umask,
+ * symlinks never followed nor replaced, nothing left behind on error, files
+ * and folders of others refused. */
+#include "config.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "safefile.h"
+#include "tap.h"
+
+static int entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static mode_t mode_of(const char *path)
+{
+    struct stat st;
+    return lstat(path, &st) == 0 ? st.st_mode & 07777 : 0;
+}
+
+int main(void)
+{
+    char dir[] = "/tmp/gpurun-safefile.XXXXXX";
+    if (!mkdtemp(dir)) {
+        skip_all("cannot make a temporary folder");
+        return 0;
+    }
+    char path[512], target[512];
+    gpurun_error_t err;
+    umask(0);
+    snprintf(path, sizeof path, "%s/a.json", dir);
+    json_t *doc = json_pack("{s:s}", "k", "v");
+    ok(gpurun_write_json_file(path, doc, 0600, 0, &err) == 0, "a JSON file is written");
+    is_int(mode_of(path), 0600, "with mode 0600 under umask 0");
+    umask(077);
+    ok(gpurun_write_json_file(path, doc, 0644, GPURUN_WRITE_SYNC, &err) == 0, "and replaced, synced");
+    is_int(mode_of(path), 0644, "with mode 0644 under umask 077");
+    umask(022);
+    is_int(entries(dir), 1, "no temporary file is left");
+
+    /* A planted symlink is neither followed nor replaced. */
+    snprintf(target, sizeof target, "%s/victim", dir);
+    FILE *f = fopen(target, "w");
+    fputs("precious\n", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/link.json", dir);
+    ok(symlink(target, path) == 0, "a symlink is planted");
+    ok(gpurun_write_json_file(path, doc, 0600, 0, &err) < 0, "writing through it is refused");
+    ok(strstr(err.text, "symlink") != NULL, "the message says why: %s", err.text);
+    char buf[64] = "";
+    f = fopen(target, "r");
+    ok(f && fgets(buf, sizeof buf, f) && !strcmp(buf, "precious\n"), "its target is untouched");
+    if (f)
+        fclose(f);
+    ok(S_ISLNK(mode_of(path) | S_IFLNK) && access(path, F_OK) == 0, "the symlink is left as it was");
+    is_int(entries(dir), 3, "and no temporary file is left");
+
+    /* A document the encoder refuses is an error, and no file at all. */
+    json_t *bad = json_object();
+    json_object_set_new(bad, "k", json_stringn_nocheck("\xff\xfe", 2));
+    snprintf(path, sizeof path, "%s/bad.json", dir);
+    ok(gpurun_write_json_file(path, bad, 0600, 0, &err) < 0, "a non-UTF-8 string is an error");
+    ok(strstr(err.text, "bad.json") != NULL, "naming the file: %s", err.text);
+    ok(access(path, F_OK) != 0, "and nothing is written");
+    json_decref(bad);
+
+    /* Reading back: only regular files of ours that nobody else can write. */
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+    int fd = gpurun_open_own_at(dfd, "a.json", NULL, &err);
+    ok(fd >= 0, "our own file opens");
+    if (fd >= 0)
+        close(fd);
+    ok(gpurun_open_own_at(dfd, "link.json", NULL, &err) < 0, "a symlink does not: %s", err.text);
+    chmod(target, 0666);
+    ok(gpurun_open_own_at(dfd, "victim", NULL, &err) < 0, "nor a world-writable file: %s", err.text);
+
+    /* Folders: writable by others without the sticky bit is refused. */
+    ok(gpurun_check_folder(dfd, dir, "results folder", &err) == 0, "a 0700 folder of ours is fine");
+    chmod(dir, 0777);
+    ok(gpurun_check_folder(dfd, dir, "results folder", &err) < 0 && err.code == GPURUN_EXIT_CONFIG,
+       "a world-writable one is refused (exit 2)");
+    ok(strstr(err.text, "sticky") != NULL, "saying what to do: %s", err.text);
+    chmod(dir, 01777);
+    ok(gpurun_check_folder(dfd, dir, "results folder", &err) == 0, "with the sticky bit it is fine");
+    chmod(dir, 0700);
+    int sub = gpurun_open_folder_at(dfd, "run", NULL, "run folder", 0700, true, &err);
+    ok(sub >= 0, "a folder is created");
+    snprintf(path, sizeof path, "%s/run", dir);
+    is_int(mode_of(path), 0700, "with mode 0700");
+    if (sub >= 0)
+        close(sub);
+    snprintf(path, sizeof path, "%s/dirlink", dir);
+    symlink("/", path);
+    ok(gpurun_open_folder_at(dfd, "dirlink", NULL, "run folder", 0700, false, &err) < 0,
+       "a symlink to a folder is not opened as one: %s", err.text);
+    close(dfd);
+    json_decref(doc);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        diag("could not remove %s", dir);
+    return done_testing();
+}
