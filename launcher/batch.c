@@ -209,17 +209,15 @@ static char *file_origin(const gpurun_site_t *site, const char *key)
  * what it would refuse is refused here, said as "WHAT: ...". */
 static int check_words(struct gpurun_kvlist *names, const char *what, const char *text, gpurun_error_t *err)
 {
-    char *expanded, **words;
-    if (gpurun_expand(text, gpurun_kvlist_lookup, names, what, &expanded, err) < 0)
-        return -1;
-    int rc = gpurun_split_words(expanded, &words, err);
-    free(expanded);
-    if (rc < 0) {
+    char **words;
+    int rc = gpurun_expand_words(text, gpurun_kvlist_lookup, names, what, &words, err);
+    if (rc < 0 && strncmp(err->text, what, strlen(what)) != 0) { /* a refusal, not an unset name */
         char *why = gpurun_xstrdup(err->text);
         gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: %s", what, why);
         free(why);
-        return -1;
     }
+    if (rc < 0)
+        return -1;
     if (!words[0])
         rc = gpurun_err(err, GPURUN_EXIT_CONFIG, "%s is empty after expansion", what);
     gpurun_free_words(words);

@@ -334,17 +334,19 @@ static void check_command_names(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     if (!cmd || !line || cfg_getstr(cfg, "template"))
         return;
 
+    /* params, then the job's own values: exactly what a run's table holds
+     * (gpurun_job_names()), job_dir, run_dir and ranks included */
     cfg_t *params = cfg_getsec(cfg, "params");
     size_t nparams = params ? cfg_num(params) : 0, n = 0;
-    size_t nopts = 0;
-    while (cfg->opts[nopts].name)
-        nopts++;
-    const char **names = gpurun_xcalloc(nparams + nopts, sizeof *names);
+    size_t nvalues = 0;
+    while (gpurun_job_value_names[nvalues])
+        nvalues++;
+    const char **names = gpurun_xcalloc(nparams + nvalues, sizeof *names);
     for (size_t i = 0; i < nparams; i++)
         names[n++] = cfg_opt_name(cfg_getnopt(params, (unsigned)i));
-    for (size_t i = 0; i < nopts; i++)
-        if (cfg->opts[i].type != CFGT_SEC)
-            names[n++] = cfg->opts[i].name;
+    for (size_t i = 0; i < nvalues; i++)
+        if (strcmp(gpurun_job_value_names[i], "template") != 0) /* no template here */
+            names[n++] = gpurun_job_value_names[i];
 
     struct gpurun_conf_shown a;
     for (const char *p = strstr(cmd, "${"); p; p = strstr(p, "${")) {

@@ -213,7 +213,7 @@ static void check_command(struct gpurun_conf_ctx *ctx, int line, const char *wha
     char **words = NULL;
     if (gpurun_expand(value, any_name, NULL, what, &out, &err) < 0)
         gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK, "%s", err.text);
-    else if (is_command && gpurun_split_words(value, &words, &err) < 0)
+    else if (is_command && gpurun_expand_words(value, any_name, NULL, what, &words, &err) < 0)
         gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK, "%s: %s", what, err.text);
     free(out);
     gpurun_free_words(words);
