@@ -123,4 +123,68 @@ contains "$TMP/err" "gpurun: $TMP/cmd.conf:4: key 'params.m': not used: the comm
 dry "$TMP/cmd.conf" --set 'command=true ${n} ${m}'
 expect_rc 0 "... used by the command --set gives it: exit 0"
 
+# ${name} is expanded into words (issue 11, item 9): a job in a folder whose
+# name has a blank and an apostrophe runs a shipped template's setup step and
+# command, and each value stays one piece of its word.
+odd="$TMP/a b'c"
+mkdir -p "$odd" "$TMP/bin"
+echo "input for hpcc" >"$odd/hpccinf.txt"
+cat >"$TMP/bin/hpcc" <<'EOF'
+#!/bin/sh
+# a stand-in for hpcc: its input must be here, its table goes where hpcc's would
+cmp -s hpccinf.txt "$GPURUN_TEST_INPUT" || exit 9
+cat >hpccoutf.txt <<'OUT'
+T/V                N    NB     P     Q               Time                 Gflops
+--------------------------------------------------------------------------------
+WR11C2R4        2000   128     1     1               0.86              6.225e+00
+                1 tests completed and passed residual checks,
+                0 tests completed and failed residual checks,
+OUT
+EOF
+cat >"$TMP/bin/args" <<'EOF'
+#!/bin/sh
+printf '[%s]\n' "$@" >args.txt
+EOF
+chmod 755 "$TMP/bin/hpcc" "$TMP/bin/args"
+cat >"$odd/bench.conf" <<'EOF'
+template = "hpl"
+launcher = "local"
+ranks_per_node = 1
+gpus_per_rank = 0
+EOF
+run env PATH="$TMP/bin:$PATH" GPURUN_TEST_INPUT="$odd/hpccinf.txt" "$GPURUN" run "$odd/bench.conf" --dry-run
+expect_rc 0 "a shipped template's setup in a folder named \"a b'c\": the dry run works"
+run env PATH="$TMP/bin:$PATH" GPURUN_TEST_INPUT="$odd/hpccinf.txt" "$GPURUN" run "$odd/bench.conf" --quiet
+expect_rc 0 "... and so does the run: the setup copied \${job_dir}/\${input}, the program read it"
+d=$(ls -d "$odd"/results/bench/*/ 2>/dev/null | head -1)
+cmp -s "$odd/hpccinf.txt" "${d}hpccinf.txt"
+ok $? "... the setup step's copy is in the run folder"
+
+# Every documented name works in a job's own command (fuzz finding a), and a
+# ${run_dir} in a dry run is the placeholder as one word (fuzz finding b).
+cat >"$odd/names.conf" <<'EOF'
+command = "args ${job_dir} ${run_dir} ${ranks} x${job_dir}x '${job}' ${extra}"
+launcher = "local"
+ranks_per_node = 1
+gpus_per_rank = 0
+params { extra = "-n 5" }
+EOF
+run env PATH="$TMP/bin:$PATH" "$GPURUN" run "$odd/names.conf" --dry-run
+expect_rc 0 "\${job_dir}, \${run_dir}, \${ranks} in a job's command: the dry run works"
+contains "$TMP/out" "/results/names/<run-id>'" "... the run folder's placeholder is one quoted word"
+run env PATH="$TMP/bin:$PATH" "$GPURUN" run "$odd/names.conf" --quiet
+expect_rc 0 "... and so does the run"
+d=$(ls -d "$odd"/results/names/*/ 2>/dev/null | head -1)
+printf '[%s]\n' "$odd" "${d%/}" 1 "x${odd}x" names -n 5 >"$TMP/want.txt"
+cmp -s "$TMP/want.txt" "${d}args.txt"
+ok $? "... each value is one argument, blank and apostrophe kept; a params list alone gives its words"
+mkdir -p "$TMP/tpl"
+cat >"$TMP/tpl/rundir.conf" <<'EOF'
+description = "a template whose command names the run folder"
+command     = "true ${run_dir}/out ${job_dir}"
+EOF
+printf 'template = "rundir"\nlauncher = "local"\nranks_per_node = 1\ngpus_per_rank = 0\n' >"$TMP/tpl/j.conf"
+run "$GPURUN" run "$TMP/tpl/j.conf" --dry-run
+expect_rc 0 "a template's \${run_dir}: the dry run works"
+
 done_testing
