@@ -386,6 +386,87 @@ static void check_command_names(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     free(names);
 }
 
+/* Where a string is not UTF-8: the byte offset of the first bad sequence,
+ * or -1 when it is.  (Overlong forms, surrogates and code points past
+ * U+10FFFF are bad, as jansson holds them.) */
+static long not_utf8_at(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; p[i];) {
+        unsigned c = p[i];
+        size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+        if (!n || (n == 2 && c < 0xc2))
+            return (long)i;
+        unsigned long cp = n == 1 ? c : c & (0x7f >> n);
+        for (size_t k = 1; k < n; k++) {
+            if ((p[i + k] & 0xc0) != 0x80)
+                return (long)i;
+            cp = cp << 6 | (p[i + k] & 0x3f);
+        }
+        if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
+            return (long)i;
+        i += n;
+    }
+    return -1;
+}
+
+/* ${VAR} in an env value: the launching environment's (SPEC §2). */
+static const char *launch_env(const char *name, void *ctx)
+{
+    (void)ctx;
+    return getenv(name);
+}
+
+/* Each env value is UTF-8 (the run's records are JSON, and a value their
+ * encoder refuses would be dropped), and each ${VAR} in it is set where
+ * gpurun was started: an unset one is an error, not a silent literal. */
+static void check_env(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
+{
+    cfg_t *sec = cfg_getsec(cfg, "env");
+    unsigned n = sec ? cfg_num(sec) : 0;
+    struct gpurun_conf_shown a;
+    for (unsigned i = 0; i < n; i++) {
+        cfg_opt_t *opt = cfg_getnopt(sec, i);
+        const char *value = cfg_opt_getnstr(opt, 0);
+        char *name = gpurun_xasprintf("env.%s", cfg_opt_name(opt));
+        int line = gpurun_conf_record_line(ctx, name);
+        long bad = value ? not_utf8_at(value) : -1;
+        if (line && bad >= 0) {
+            gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK,
+                             "key '%s': the value is not UTF-8 (byte 0x%02x at offset %ld): the ranks' "
+                             "environment is recorded as JSON text",
+                             gpurun_conf_shown(&a, name), (unsigned char)value[bad], bad);
+        } else if (line && value) {
+            gpurun_error_t e = {0};
+            char *what = gpurun_xasprintf("key '%s'", gpurun_conf_shown(&a, name)), *out = NULL;
+            if (gpurun_expand(value, launch_env, NULL, what, &out, &e) < 0)
+                gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK, "%s%s", e.text,
+                                 strstr(e.text, "is not set") ? " in the environment gpurun was started from" : "");
+            free(what);
+            free(out);
+        }
+        free(name);
+    }
+}
+
+/* A job's name names its results folder: one from the file name meets the
+ * rules of the `job` key too (`...conf` would make it "..": a run folder
+ * outside the results). */
+static void check_file_job_name(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
+{
+    if (cfg_getstr(cfg, "job"))
+        return;
+    char *name = gpurun_conf_label_name(ctx->label);
+    struct gpurun_conf_shown a;
+    if (*name && !job_name_ok(name))
+        gpurun_conf_note(ctx, GPURUN_CONF_NO_LINE, GPURUN_CONF_CHECK,
+                         "the job name '%s', taken from the file name, is not a valid job name (letters, "
+                         "digits, '.', '_', '+', '-', at most 100, not starting with '.' or '-'; it names "
+                         "the results folder): rename the file or set `job = \"NAME\"`",
+                         gpurun_conf_shown(&a, name));
+    free(name);
+}
+
 /* ---- conversion ------------------------------------------------------- */
 
 static void take_scan(const struct gpurun_conf_ctx *ctx, cfg_t *cfg, gpurun_job_t *job)
@@ -443,6 +524,14 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     gpurun_conf_take_kvlist(cfg, "params", &job->params);
     gpurun_conf_origins(ctx, &job->from);
     gpurun_conf_take_kvlist(cfg, "env", &job->env);
+    for (size_t i = 0; i < job->env.n; i++) { /* checked by check_env(): every ${VAR} is set */
+        char *v = NULL;
+        gpurun_error_t e = {0};
+        if (gpurun_expand(job->env.items[i].value, launch_env, NULL, NULL, &v, &e) == 0) {
+            free(job->env.items[i].value);
+            job->env.items[i].value = v;
+        }
+    }
     gpurun_conf_take_kvlist(cfg, "slurm", &job->slurm);
     gpurun_conf_take_kvlist(cfg, "references", &job->references);
     take_scan(ctx, cfg, job);
@@ -455,8 +544,10 @@ static void check_job(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complete)
 {
     check_strings(ctx, cfg);
     check_scan(ctx, cfg);
+    check_env(ctx, cfg);
     if (ctx->prefix)
         return;
+    check_file_job_name(ctx, cfg);
     check_contradictions(ctx, cfg);
     if (complete) /* unset names need the whole file */
         check_command_names(ctx, cfg);

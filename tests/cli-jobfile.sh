@@ -187,4 +187,41 @@ printf 'template = "rundir"\nlauncher = "local"\nranks_per_node = 1\ngpus_per_ra
 run "$GPURUN" run "$TMP/tpl/j.conf" --dry-run
 expect_rc 0 "a template's \${run_dir}: the dry run works"
 
+# env values (issue 11, item 7; fuzz finding c): UTF-8 only, and ${VAR} is
+# the launching environment's, an unset one an error.
+printf 'command = "true"\nlauncher = "local"\nenv {\n  A = "x\377y"\n}\n' >"$TMP/latin1.conf"
+dry "$TMP/latin1.conf"
+expect_rc 2 "an env value that is not UTF-8: exit 2"
+contains "$TMP/err" "gpurun: $TMP/latin1.conf:4: key 'env.A': the value is not UTF-8" \
+    "... file, line and key named"
+cat >"$TMP/envvar.conf" <<'EOF'
+command = "true"
+launcher = "local"
+env {
+  A = "<${GPURUN_TEST_FROM}>"
+  B = "${GPURUN_TEST_UNSET_NAME}"
+}
+EOF
+run env -u GPURUN_TEST_UNSET_NAME GPURUN_TEST_FROM=here GPURUN_TOPOLOGY="$topo" "$GPURUN" run "$TMP/envvar.conf" --dry-run
+expect_rc 2 "an env value naming an unset variable: exit 2"
+contains "$TMP/err" \
+    "gpurun: $TMP/envvar.conf:5: key 'env.B': '\${GPURUN_TEST_UNSET_NAME}' is not set in the environment gpurun was started from" \
+    "... file, line, key and the variable named"
+sed '/GPURUN_TEST_UNSET_NAME/d' "$TMP/envvar.conf" >"$TMP/envset.conf"
+run env GPURUN_TEST_FROM=here GPURUN_TOPOLOGY="$topo" "$GPURUN" run "$TMP/envset.conf" --dry-run
+expect_rc 0 "an env value naming a set variable: exit 0"
+contains "$TMP/out" " A=<here>" "... the ranks get its value, not the text \${...}"
+
+# Job names from the file name (issue 11, item 10) meet the `job` key's rules.
+for bad in "..." ".hidden" "-x"; do
+    printf 'command = "true"\nlauncher = "local"\n' >"$TMP/$bad.conf"
+    dry "$TMP/$bad.conf"
+    expect_rc 2 "a job file named '$bad.conf': exit 2"
+    contains "$TMP/err" "gpurun: $TMP/$bad.conf: the job name '$bad', taken from the file name, is not a valid job name" \
+        "... the file named, and why"
+done
+printf 'job = "fine"\ncommand = "true"\nlauncher = "local"\n' >"$TMP/....conf"
+dry "$TMP/....conf"
+expect_rc 0 "... a valid \`job\` key in such a file: exit 0"
+
 done_testing
