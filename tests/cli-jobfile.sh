@@ -224,4 +224,22 @@ printf 'job = "fine"\ncommand = "true"\nlauncher = "local"\n' >"$TMP/....conf"
 dry "$TMP/....conf"
 expect_rc 0 "... a valid \`job\` key in such a file: exit 0"
 
+# A relative or empty PATH entry (issue 11, item 12): the program is found
+# once, against the folder gpurun started in, and that one runs, though the
+# ranks start in the run folder.
+mkdir -p "$TMP/rel/tools"
+printf '#!/bin/sh\necho from-tools >marker.txt\n' >"$TMP/rel/tools/relprog"
+printf '#!/bin/sh\necho from-cwd >marker.txt\n' >"$TMP/rel/cwdprog"
+chmod 755 "$TMP/rel/tools/relprog" "$TMP/rel/cwdprog"
+printf 'command = "relprog"\nlauncher = "local"\nranks_per_node = 1\ngpus_per_rank = 0\n' >"$TMP/rel/rel.conf"
+printf 'command = "cwdprog"\nlauncher = "local"\nranks_per_node = 1\ngpus_per_rank = 0\n' >"$TMP/rel/cwd.conf"
+run sh -c 'cd "$1" && PATH="tools:$PATH" exec "$2" run rel.conf --dry-run' sh "$TMP/rel" "$GPURUN"
+contains "$TMP/out" "# program: $TMP/rel/tools/relprog" "a relative PATH entry: the program is named by its absolute path"
+run sh -c 'cd "$1" && PATH="tools:$PATH" exec "$2" run rel.conf --quiet' sh "$TMP/rel" "$GPURUN"
+expect_rc 0 "... and it runs, from the run folder"
+grep -qx from-tools "$TMP"/rel/results/rel/*/marker.txt 2>/dev/null
+ok $? "... the program that ran is the one found"
+run sh -c 'cd "$1" && PATH="$PATH:" exec "$2" run cwd.conf --dry-run' sh "$TMP/rel" "$GPURUN"
+contains "$TMP/out" "# program: $TMP/rel/cwdprog" "an empty PATH entry is the folder gpurun started in, made absolute"
+
 done_testing
