@@ -227,6 +227,11 @@ static int split_words(const char *line, gpurun_lookup_fn lookup, void *ctx, con
                 /* a list of arguments: its words, as the user quoted them */
                 char **more;
                 int rc = gpurun_split_words(value, &more, err);
+                if (rc < 0) {
+                    char *why = gpurun_xstrdup(err->text);
+                    gpurun_err(err, GPURUN_EXIT_CONFIG, "the words of '${%s}', %s", name, why);
+                    free(why);
+                }
                 free(name);
                 if (rc < 0)
                     goto failed;

@@ -720,6 +720,15 @@ static void test_site_lines(void)
         {"\"--comment=my hetjob\"", "/bad.conf:3: key 'sbatch', item 1: '--comment=my hetjob': cannot go on an #SBATCH line: 'hetjob'",
          "'hetjob'"},
         {"\"--=x\"", "key 'sbatch', item 1: '--=x': cannot go on an #SBATCH line: not an sbatch option", "no option name"},
+        {"\"--qos=normal\", \"--qos=normal --partition=debug\"",
+         "/bad.conf:3: key 'sbatch', item 2: '--qos=normal --partition=debug': cannot go on an #SBATCH line: "
+         "'--partition=debug' after the option: one option per item",
+         "two options in one item (a hidden --partition)"},
+        {"\"--mail-type END --partition=debug\"", "item 1: '--mail-type END --partition=debug': cannot go on an "
+         "#SBATCH line: 'END --partition=debug' after the option", "an option, a value and another option"},
+        {"\"--qos=a b\"", "item 1: '--qos=a b': cannot go on an #SBATCH line: 'b' after the option", "a word after --name=value"},
+        {"\"--comment='x --partition=y'\"", "item 1: '--comment='x --partition=y'': cannot go on an #SBATCH line: a quote",
+         "a quote"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char *text = gpurun_xasprintf("description = \"d\"\nscheduler = \"slurm\"\nsbatch = { %s }\n", bad[i].sbatch);
@@ -1018,7 +1027,7 @@ static void test_check(void)
     free(want);
     rc = check_of("chk", "template = \"mytpl\"\nparams { input = \"in; rm -rf x\" gpu_flag = \"1\" }\n", NULL, 0,
                   &site, &err);
-    ok(rc < 0 && err.code == 2 && strstr(err.text, "key 'setup', item 1: 'prep in; rm -rf x'"),
+    ok(rc < 0 && err.code == 2 && strstr(err.text, "key 'setup', item 1: the words of '${input}', 'in; rm -rf x': unquoted ';'"),
        "a value that makes the words a shell's: exit 2, as run would");
     if (rc == 0 || !strstr(err.text, "key 'setup', item 1"))
         diag("got: %s", rc ? err.text : "accepted");

@@ -650,8 +650,8 @@ static void test_set_good(void)
            "params: a new key, a value with '='");
     setenv("HOME", "/EVIL", 1);
     if (set_ok(job, "env.PATH=${HOME}/bin:\\x \"q\""))
-        is_str(job->env.items[1].value, "${HOME}/bin:\\x \"q\"",
-               "env value kept as given: ${...}, '\\', '\"'");
+        is_str(job->env.items[1].value, "/EVIL/bin:\\x \"q\"",
+               "env value: ${VAR} the launching environment's (SPEC §2), '\\', '\"' kept");
     if (set_ok(job, "slurm.partition=gpu") && set_ok(job, "references.ns_per_day=90 +-10%")) {
         ok(job->slurm.n == 1 && strcmp(job->slurm.items[0].value, "gpu") == 0, "slurm");
         ok(job->references.n == 1 && strcmp(job->references.items[0].value, "90 +-10%") == 0,
