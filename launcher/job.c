@@ -387,26 +387,12 @@ static void check_command_names(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
 }
 
 /* Where a string is not UTF-8: the byte offset of the first bad sequence,
- * or -1 when it is.  (Overlong forms, surrogates and code points past
- * U+10FFFF are bad, as jansson holds them.) */
+ * or -1 when it is. */
 static long not_utf8_at(const char *s)
 {
-    const unsigned char *p = (const unsigned char *)s;
-    for (size_t i = 0; p[i];) {
-        unsigned c = p[i];
-        size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
-        if (!n || (n == 2 && c < 0xc2))
+    for (size_t i = 0, n; s[i]; i += n)
+        if (!(n = gpurun_utf8_char(s + i, NULL)))
             return (long)i;
-        unsigned long cp = n == 1 ? c : c & (0x7f >> n);
-        for (size_t k = 1; k < n; k++) {
-            if ((p[i + k] & 0xc0) != 0x80)
-                return (long)i;
-            cp = cp << 6 | (p[i + k] & 0x3f);
-        }
-        if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
-            return (long)i;
-        i += n;
-    }
     return -1;
 }
 
