@@ -242,4 +242,65 @@ ok $? "... the program that ran is the one found"
 run sh -c 'cd "$1" && PATH="$PATH:" exec "$2" run cwd.conf --dry-run' sh "$TMP/rel" "$GPURUN"
 contains "$TMP/out" "# program: $TMP/rel/cwdprog" "an empty PATH entry is the folder gpurun started in, made absolute"
 
+# Templates and site profiles outside gpurun's installed folder (issue 11,
+# item 8): found in a folder others can write, or owned by another user, they
+# are refused; the installed ones are gpurun's own.
+own() { # own DIR: a job folder with a template and a site profile of its own
+    mkdir -p "$1/sites"
+    printf 'description = "mine"\ncommand = "true"\n' >"$1/mine.conf"
+    printf 'description = "my site"\nscheduler = "slurm"\n' >"$1/sites/mysite.conf"
+    printf 'template = "mine"\nlauncher = "local"\nranks_per_node = 1\ngpus_per_rank = 0\n' >"$1/job.conf"
+    printf 'command = "true"\nsite = "mysite"\nlauncher = "local"\nranks_per_node = 1\ngpus_per_rank = 0\n' \
+        >"$1/sited.conf"
+}
+own "$TMP/trust"
+dry "$TMP/trust/job.conf"
+expect_rc 0 "a template of mine in my job folder: accepted"
+chmod 0777 "$TMP/trust"
+dry "$TMP/trust/job.conf"
+expect_rc 2 "... in a folder everyone can write: exit 2"
+contains "$TMP/err" "template 'mine' found in $TMP/trust/mine.conf: refused: the folder $TMP/trust is writable by everyone without the sticky bit" \
+    "... said so, the template and folder named"
+chmod 1777 "$TMP/trust"
+dry "$TMP/trust/job.conf"
+expect_rc 0 "... with the sticky bit (no one replaces my file): accepted"
+chmod 0755 "$TMP/trust"
+chmod 0664 "$TMP/trust/mine.conf"
+dry "$TMP/trust/job.conf"
+expect_rc 2 "a template its group can write: exit 2"
+chmod 0644 "$TMP/trust/mine.conf"
+chmod 0775 "$TMP/trust/sites"
+dry "$TMP/trust/sited.conf"
+expect_rc 2 "a site profile in a sites/ folder its group can write: exit 2"
+contains "$TMP/err" "site 'mysite' found in $TMP/trust/sites/mysite.conf: refused: the folder $TMP/trust/sites is writable by its group" \
+    "... said so"
+chmod 0755 "$TMP/trust/sites"
+own "$TMP/tpath"
+mv "$TMP/tpath/mine.conf" "$TMP/tpath/other.conf"
+mkdir -p "$TMP/shared-tpl"
+sed 's/mine/other/' "$TMP/tpath/job.conf" >"$TMP/trust/other-job.conf"
+cp "$TMP/tpath/other.conf" "$TMP/shared-tpl/other.conf"
+chmod 0777 "$TMP/shared-tpl"
+run env GPURUN_TOPOLOGY=$topo GPURUN_TEMPLATE_PATH="$TMP/shared-tpl" "$GPURUN" run "$TMP/trust/other-job.conf" --dry-run
+expect_rc 2 "a template in a \$GPURUN_TEMPLATE_PATH folder everyone can write: exit 2"
+contains "$TMP/err" "found in $TMP/shared-tpl/other.conf: refused" "... said so"
+if [ "$(id -u)" -eq 0 ]; then
+    chmod 0755 "$TMP/shared-tpl"
+    chown 4242:4242 "$TMP/shared-tpl/other.conf"
+    run env GPURUN_TOPOLOGY=$topo GPURUN_TEMPLATE_PATH="$TMP/shared-tpl" "$GPURUN" run "$TMP/trust/other-job.conf" --dry-run
+    expect_rc 2 "a template owned by another user: exit 2"
+    contains "$TMP/err" "refused: the file is owned by another user (uid 4242)" "... said so"
+    chown 4242:4242 "$TMP/shared-tpl"
+    chown 0:0 "$TMP/shared-tpl/other.conf"
+    run env GPURUN_TOPOLOGY=$topo GPURUN_TEMPLATE_PATH="$TMP/shared-tpl" "$GPURUN" run "$TMP/trust/other-job.conf" --dry-run
+    expect_rc 2 "a template in a folder another user owns: exit 2"
+    contains "$TMP/err" "is owned by another user (uid 4242)" "... said so"
+    chown 0:0 "$TMP/shared-tpl"
+else
+    skip "not root: no file of another user to make"
+    skip "not root: no file of another user to make"
+    skip "not root: no folder of another user to make"
+    skip "not root: no folder of another user to make"
+fi
+
 done_testing
