@@ -228,4 +228,12 @@ expect_rc 2 "a site sbatch item with two options: exit 2"
 contains "$TMP/err" "$TMP/w2/sites/two.conf:3: key 'sbatch', item 2: '--qos=normal --partition=debug'" \
     "... the site file, line, key and item named"
 
+# Every documented name in a job's own command passes submit's check as it
+# passes run's (fuzz finding a), whatever the job folder's name.
+mkdir -p "$TMP/n b'c"
+printf '%s\n' 'command = "/bin/echo ${job_dir} ${run_dir} ${ranks} ${job} ${nodes}"' 'ranks_per_node = 2' \
+    'gpus_per_rank = 0' >"$TMP/n b'c/names.conf"
+run "$GPURUN" submit "$TMP/n b'c/names.conf" --dry-run
+expect_rc 0 "submit: \${job_dir}, \${run_dir}, \${ranks} in a job's command pass the check"
+
 done_testing
