@@ -240,9 +240,10 @@ static int split_words(const char *line, gpurun_lookup_fn lookup, void *ctx, con
                 free(more);
             } else {
                 free(name);
-                gpurun_strbuf_add(&cur, value, strlen(value));
-                if (*value)
+                if (*value) { /* an empty one, unquoted, makes no word (as in sh) */
+                    gpurun_strbuf_add(&cur, value, strlen(value));
                     in_word = true;
+                }
                 plain = false;
             }
             i = (size_t)(end - line);
@@ -364,6 +365,8 @@ static int split_words(const char *line, gpurun_lookup_fn lookup, void *ctx, con
     if (in_word) {
         gpurun_strbuf_add(&cur, "", 0);
         words_add(&w, cur.s);
+    } else {
+        free(cur.s);
     }
     *argvp = w.v;
     return 0;
