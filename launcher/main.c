@@ -10,6 +10,24 @@
 
 #include "cmd.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+/* Sanitizer builds only.  The __tls_get_addr interceptor of GCC < 14 (LLVM
+ * < 17) takes a dynamic TLS block that glibc >= 2.25 malloc()s at page offset
+ * 16 for a glibc 2.19 one and reads its bounds from the 16 bytes before it:
+ * ASan's chunk header.  LeakSanitizer's tracer then scans that wild range and
+ * dies at exit ("Tracer caught signal 11", exit 1 instead of ours), whenever
+ * a dlopen()ed library with TLS (libOpenCL under hwloc's OpenCL plugin, a
+ * vendor's NVML) gets such a block: the heap layout decides, a longer job
+ * file path is enough.  Without the interceptor nothing is lost: LSan treats
+ * what ld.so allocates, these blocks among it, as reachable.  ASAN_OPTIONS
+ * still overrides this. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+    return "intercept_tls_get_addr=0";
+}
+#endif
+
 static const struct {
     const char *name;
     gpurun_cmd_fn fn;
