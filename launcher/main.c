@@ -19,12 +19,26 @@
  * a dlopen()ed library with TLS (libOpenCL under hwloc's OpenCL plugin, a
  * vendor's NVML) gets such a block: the heap layout decides, a longer job
  * file path is enough.  Without the interceptor nothing is lost: LSan treats
- * what ld.so allocates, these blocks among it, as reachable.  ASAN_OPTIONS
- * still overrides this. */
+ * what ld.so allocates, these blocks among it, as reachable.  Full stacks
+ * for the suppression below.  ASAN_OPTIONS still overrides these. */
 const char *__asan_default_options(void);
 const char *__asan_default_options(void)
 {
-    return "intercept_tls_get_addr=0";
+    return "intercept_tls_get_addr=0:fast_unwind_on_malloc=0";
+}
+
+/* What tests/lsan.supp suppresses, for runs by hand: libpciaccess, in hwloc's
+ * PCI plugin, leaks its device list during hwloc_topology_load(). */
+const char *__lsan_default_options(void);
+const char *__lsan_default_options(void)
+{
+    return "print_suppressions=0";
+}
+
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void)
+{
+    return "leak:hwloc_topology_load\n";
 }
 #endif
 

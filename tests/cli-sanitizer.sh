@@ -5,6 +5,7 @@
 # tests/dtls/dtls-trigger.so puts one at page offset 16 before main(), where
 # the heap layout alone put libOpenCL's (hwloc's OpenCL plugin) and crashed
 # the tracer: "Tracer caught signal 11", exit 1 instead of the program's.
+# And gpurun run by hand needs no LSAN_OPTIONS for the libraries' leaks.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 dtls=${top_builddir:-.}/tests/dtls
@@ -35,6 +36,14 @@ contains "$TMP/err" "dtls-trigger: TLS block at page offset 16" "the trigger put
 expect_rc 0 "gpurun --version exits 0 with it, by its own sanitizer defaults"
 ! grep -q 'Tracer caught' "$TMP/err"
 ok $? "... and LeakSanitizer's tracer does not crash"
+
+# By hand, without the suite's LSAN_OPTIONS: gpurun carries the suppression
+# of tests/lsan.supp for the library leak of live discovery (hwloc's PCI
+# plugin, libpciaccess) and the full stacks it needs.
+run env -u LSAN_OPTIONS -u GPURUN_TOPOLOGY "$GPURUN" topo
+expect_rc 0 "gpurun topo of this node without LSAN_OPTIONS exits 0"
+! grep -q 'LeakSanitizer' "$TMP/err"
+ok $? "... with no leak report"
 
 triggered "$suite_lsan" "$victim"
 contains "$TMP/err" "dtls-trigger: TLS block at page offset 16" "the same for a test program"
