@@ -463,21 +463,8 @@ int gpurun_topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err
     return rc;
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-/* hwloc unloads its plugins with the last topology.  LeakSanitizer then
- * cannot name the frames of what libpciaccess leaked inside them (so the
- * suppression in tests/lsan.supp cannot match), and its tracer can crash on
- * their stale thread-local storage.  One empty topology held for the whole
- * process keeps the plugins loaded until exit. */
-static hwloc_topology_t plugins_kept;
-#endif
-
 static int topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err)
 {
-#if defined(__SANITIZE_ADDRESS__)
-    if (!plugins_kept && hwloc_topology_init(&plugins_kept) < 0)
-        plugins_kept = NULL;
-#endif
     gpurun_topo_t *t = gpurun_xcalloc(1, sizeof *t);
     char *buf = NULL;
     size_t len = 0;
