@@ -636,20 +636,20 @@ static void test_expand_words(void)
     }
     static const struct {
         const char *line, *want;
-    } bad[] = {
+    } refused[] = {
         {"prog ${nope}", "key 'command': '${nope}' is not set"},
         {"prog \"${nope}\"", "key 'command': '${nope}' is not set"},
         {"prog ${semi}", "the words of '${semi}', 'a;b': unquoted ';' at position 2"},
         {"prog ${job", "key 'command': '${' without a closing '}'"},
         {"prog ; ${job}", "'prog ; ${job}': unquoted ';' at position 6"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
         char **argv = (char **)&argv;
         gpurun_error_t err = {0};
-        int rc = gpurun_expand_words(bad[i].line, gpurun_kvlist_lookup, &v, "key 'command'", &argv, &err);
-        ok(rc == -1 && err.code == GPURUN_EXIT_CONFIG && argv == NULL && !strncmp(err.text, bad[i].want, strlen(bad[i].want)),
-           "[%s]: refused, exit 2", bad[i].line);
-        if (strncmp(err.text, bad[i].want, strlen(bad[i].want)))
+        int rc = gpurun_expand_words(refused[i].line, gpurun_kvlist_lookup, &v, "key 'command'", &argv, &err);
+        ok(rc == -1 && err.code == GPURUN_EXIT_CONFIG && argv == NULL && !strncmp(err.text, refused[i].want, strlen(refused[i].want)),
+           "[%s]: refused, exit 2", refused[i].line);
+        if (strncmp(err.text, refused[i].want, strlen(refused[i].want)))
             diag("got: %s", err.text);
     }
     gpurun_kvlist_clear(&v);
