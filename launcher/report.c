@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -407,9 +408,7 @@ static void finish_job(struct gpurun_report_job *job)
         c->resources = job->by_gpus ? c->gpus : c->ranks;
         for (size_t f = 0; f < job->nfoms; f++) {
             struct gpurun_report_stat *st = &c->stats[f];
-            if (st->n)
-                st->mean /= (double)st->n; /* the sum until now */
-            else
+            if (!st->n)
                 st->mean = st->min = st->max = NAN;
         }
     }
@@ -516,8 +515,9 @@ gpurun_report_t *gpurun_report_build(const json_t *runs)
             struct gpurun_report_stat *st = &c->stats[find_fom(job, fname, fom)];
             st->min = st->n == 0 || v < st->min ? v : st->min;
             st->max = st->n == 0 || v > st->max ? v : st->max;
-            st->mean += v;
             st->n++;
+            /* A running mean: the sum of figures near DBL_MAX overflows. */
+            st->mean = (st->mean - st->mean / (double)st->n) + v / (double)st->n;
         }
     }
     for (size_t j = 0; j < r->njobs; j++) {
@@ -929,18 +929,28 @@ struct axis {
     int px0, px1;  /* pixels of lo and hi */
 };
 
+/* Pixels of `v`, kept finite and near the plot whatever the value (a
+ * figure near DBL_MAX, a denormal, 0 on a log scale). */
 static double ax_px(const struct axis *a, double v)
 {
     double u = a->log ? log(v) / log(a->log) : v;
-    return a->px0 + (u - a->lo) / (a->hi - a->lo) * (a->px1 - a->px0);
+    double px = a->px0 + (u - a->lo) / (a->hi - a->lo) * (a->px1 - a->px0);
+    if (isnan(px))
+        return a->px0;
+    return fmin(fmax(px, -1000.0), SVG_W + 1000.0);
 }
 
-/* A step of 1, 2 or 5 times a power of ten giving about `n` ticks. */
+/* A step of 1, 2 or 5 times a power of ten giving about `n` ticks of
+ * `range` (finite, DBL_MIN or more: the caller sees to it). */
 static double nice_step(double range, int n)
 {
     double raw = range / n, mag = pow(10, floor(log10(raw))), f = raw / mag;
-    return mag * (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10);
+    double step = mag * (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10);
+    return isfinite(step) && step > 0 ? step : range;
 }
+
+/* Ticks at most: every loop over ticks ends, whatever the data. */
+#define MAX_TICKS 24
 
 static void svg_text(struct gpurun_strbuf *b, double x, double y, const char *anchor, const char *extra,
                      const char *text)
@@ -1029,6 +1039,11 @@ static void svg_panel(struct gpurun_strbuf *b, const struct gpurun_report_job *j
             ymax = fmax(ymax, lower ? by : by * xmax / bx);
             ymin = fmin(ymin, lower ? by * bx / xmax : by);
         }
+    /* The ideal line of a figure near DBL_MAX overflows; a denormal has no
+     * tick step: the axis spans normal numbers only. */
+    ymax = isfinite(ymax) ? ymax : DBL_MAX;
+    if (!(ymin >= 1e-300) || !isfinite(ymin))
+        ymin = isfinite(ymin) && ymin > 0 ? 1e-300 : INFINITY;
     if (!isfinite(xmin)) { /* values, but no GPU or rank count to plot them at */
         svg_text(b, SVG_W / 2.0, SVG_H / 2.0, "middle", " font-size=\"14\"",
                  "no GPU or rank count in these records to plot against");
@@ -1068,18 +1083,25 @@ static void svg_panel(struct gpurun_strbuf *b, const struct gpurun_report_job *j
         double span = ya.hi - ya.lo;
         const double *m = span < 1.2 ? fine : span < 3 ? some : one;
         size_t nm = span < 1.2 ? 10 : span < 3 ? 3 : 1;
-        for (int e = (int)floor(ya.lo); e <= (int)ceil(ya.hi); e++)
+        /* From 1e-300 to 1e308: a decade in every few, not 600 ticks. */
+        int estep = span > 10 ? (int)ceil(span / 10) : 1;
+        for (int e = (int)floor(ya.lo); e <= (int)ceil(ya.hi); e += estep)
             for (size_t k = 0; k < nm; k++) {
                 double v = m[k] * pow(10, e);
                 if (log10(v) >= ya.lo && log10(v) <= ya.hi)
                     y_tick(b, &ya, v);
             }
     } else {
-        double ystep = nice_step(ymax > 0 ? ymax * 1.05 : 1, 6);
+        /* 5% above the top, short of infinity; at least a normal number. */
+        double top = ymax > 0 ? fmin(ymax, DBL_MAX / 1.05) * 1.05 : 1;
+        top = fmax(top, 1e-300);
+        double ystep = nice_step(top, 6);
+        double nsteps = fmin(ceil(top / ystep), MAX_TICKS - 1);
         ya.lo = 0;
-        ya.hi = ceil((ymax > 0 ? ymax * 1.05 : 1) / ystep) * ystep;
-        for (int i = 0; ya.lo + i * ystep <= ya.hi + ystep * 1e-9; i++)
-            y_tick(b, &ya, ya.lo + i * ystep);
+        ya.hi = fmin(nsteps * ystep, DBL_MAX);
+        double last = fmin(ya.hi * (1 + 1e-9), DBL_MAX);
+        for (int i = 0; i < MAX_TICKS && i * ystep <= last; i++)
+            y_tick(b, &ya, i * ystep);
     }
     if (xa.log) {
         for (int e = (int)ceil(xa.lo); e <= (int)floor(xa.hi); e++) {
@@ -1092,7 +1114,7 @@ static void svg_panel(struct gpurun_strbuf *b, const struct gpurun_report_job *j
             svg_text(b, px, PLOT_B + 19, "middle", "", num);
         }
     } else {
-        for (int i = 0; xa.lo + i * xstep <= xa.hi + xstep * 1e-9; i++) {
+        for (int i = 0; i < MAX_TICKS && xa.lo + i * xstep <= xa.hi + xstep * 1e-9; i++) {
             double v = xa.lo + i * xstep, px = ax_px(&xa, v);
             gpurun_strbuf_printf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e6e6e6\"/>\n",
                     px, PLOT_T, px, PLOT_B);

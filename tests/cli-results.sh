@@ -151,6 +151,43 @@ run "$GPURUN" report --re "$R" --jo water
 expect_rc 0 "report: --re and --jo are --results and --job (report has no --rebuild)"
 contains "$TMP/out" "ns_per_day (ns/day, higher is better)" "... the report of water"
 
+# ---- figures at the edges of a double ---------------------------------
+# Each value on one configuration, and on 1 and 64 GPUs (log axes): the
+# report, the page and the plot finish (under timeout 20), the plot is XML
+# and has no inf or nan coordinate.  NaN and Infinity are no JSON numbers:
+# as strings they are no value; bare, the record is no JSON and is skipped.
+
+edge() { # edge FOLDER VALUE-JSON GPUS...
+    folder=$1 value=$2
+    shift 2
+    i=0
+    for g in "$@"; do
+        i=$((i + 1))
+        mkdir -p "$folder/edge/20250101T00000${i}Z-1"
+        printf '{"run_id": "20250101T00000%sZ-1", "job": "edge", "state": "ok", "nodes": 1, "ranks": %s, "gpus_per_rank": 1, "threads_per_rank": 1, "foms": {"x": {"value": %s, "units": "ns/day", "better": "higher"}}}\n' \
+            "$i" "$g" "$value" >"$folder/edge/20250101T00000${i}Z-1/record.json"
+    done
+}
+n=0
+for v in 1.5e308 1.7976931348623157e308 -1.7976931348623157e308 8e307 1e300 5e-324 1e-310 2.2250738585072014e-308 \
+    0 -5 1 '"NaN"' '"Infinity"' NaN; do
+    for gpus in 1 "1 64" "3 5"; do
+        n=$((n + 1))
+        E=$TMP/edge$n
+        # shellcheck disable=SC2086 # the GPU counts are words
+        edge "$E" "$v" $gpus
+        run timeout 20 "$GPURUN" report --results "$E" --html "$E/r.html" --svg "$E/r.svg"
+        good=$rc
+        run timeout 20 "$GPURUN" report --results "$E"
+        [ "$rc" -eq 0 ] || good=$rc
+        if [ "$good" -eq 0 ] && command -v xmllint >/dev/null 2>&1; then
+            xmllint --noout "$E/r.svg" 2>/dev/null || good=1
+        fi
+        grep -Eqi '="[^"]*(inf|nan)' "$E/r.svg" 2>/dev/null && good=1
+        ok "$good" "report of a figure $v on GPUs $gpus: finishes, plot well-formed and finite"
+    done
+done
+
 # ---- what results and report share ------------------------------------
 
 for cmd in results report; do
