@@ -22,6 +22,7 @@
 
 #include "report.h"
 #include "results.h"
+#include "safefile.h"
 #include "util.h"
 
 /* XML/HTML text and attribute values: the five special characters, and
@@ -60,25 +61,12 @@ char *gpurun_xml_escape(const char *s)
 
 int gpurun_write_text(const char *path, const char *text, gpurun_error_t *err)
 {
-    char *tmp = gpurun_xasprintf("%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    size_t n = strlen(text);
-    bool ok = f && fwrite(text, 1, n, f) == n;
-    int e = errno;
-    if (f && fclose(f) != 0 && ok) {
-        ok = false;
-        e = errno;
+    /* A random temporary name beside it (O_EXCL, O_NOFOLLOW), mode 0644
+     * whatever the umask, then a rename; a symlink at `path` is refused. */
+    if (gpurun_write_atomic(path, text, strlen(text), 0644, 0, err) < 0) {
+        err->code = GPURUN_EXIT_CONFIG; /* a file the user named: a usage error */
+        return -1;
     }
-    if (ok && rename(tmp, path) < 0) {
-        ok = false;
-        e = errno;
-    }
-    if (!ok) {
-        unlink(tmp);
-        free(tmp);
-        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: cannot write: %s", path, strerror(e));
-    }
-    free(tmp);
     return 0;
 }
 

@@ -137,6 +137,20 @@ fi
 ls "$TMP" | grep -q '\.tmp\.'
 ok $((1 - $?)) "report: no temporary file left"
 
+# The page where a symlink is (planted by someone, or left by the user):
+# refused, and the symlink and what it points to left alone.
+echo precious >"$TMP/victim"
+ln -s "$TMP/victim" "$TMP/link.html"
+run "$GPURUN" report --results "$R" --html "$TMP/link.html"
+expect_rc 2 "report --html onto a symlink: exit 2"
+contains "$TMP/err" "link.html: is a symlink; refusing to replace it" "report --html onto a symlink: said"
+[ -L "$TMP/link.html" ] && [ "$(cat "$TMP/victim")" = precious ]
+ok $? "report --html onto a symlink: the symlink and its target left alone"
+rm -f "$TMP/umask.svg"
+(umask 077 && "$GPURUN" report --results "$R" --svg "$TMP/umask.svg" >/dev/null 2>&1)
+[ "$(stat -c %a "$TMP/umask.svg" 2>/dev/null)" = 644 ]
+ok $? "report --svg under umask 077: mode 644 all the same"
+
 run "$GPURUN" report --results "$R" --svg "$TMP/no/such/plot.svg"
 expect_rc 2 "report: an SVG file that cannot be written: exit 2"
 

@@ -805,9 +805,43 @@ static void test_escaping(void)
     ok(gpurun_write_text(bad, "x", &err) == -1 && err.code == GPURUN_EXIT_CONFIG &&
            strstr(err.text, "cannot write"),
        "a folder that does not exist: exit 2");
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "test $(ls -A '%s' | wc -l) -eq 1 && rm -rf '%s'", dir, dir);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "test $(ls -A '%s' | wc -l) -eq 1", dir);
     ok(system(cmd) == 0, "no temporary file left");
+
+    /* A symlink where the temporary file used to be (PATH.tmp.PID, known
+     * in advance) and one at the path itself: neither is followed, the
+     * file it points to is left as it was. */
+    char victim[256], planted[300];
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    snprintf(planted, sizeof planted, "%s.tmp.%ld", path, (long)getpid());
+    FILE *v = fopen(victim, "w");
+    if (v) {
+        fputs("precious\n", v);
+        fclose(v);
+    }
+    ok(symlink(victim, planted) == 0, "a symlink planted at the temporary name of old");
+    ok(gpurun_write_text(path, "<svg>new</svg>\n", &err) == 0, "the file written all the same");
+    snprintf(cmd, sizeof cmd, "grep -qx precious '%s' && test -L '%s' && test ! -L '%s' && grep -q new '%s'",
+             victim, planted, path, path);
+    ok(system(cmd) == 0, "the planted symlink not followed: its target unchanged");
+    unlink(planted);
+    unlink(path);
+    ok(symlink(victim, path) == 0, "a symlink at the path");
+    err = (gpurun_error_t){0};
+    ok(gpurun_write_text(path, "x", &err) == -1 && err.code == GPURUN_EXIT_CONFIG && strstr(err.text, "symlink"),
+       "a symlink at the path: refused, exit 2");
+    diag("%s", err.text);
+    snprintf(cmd, sizeof cmd, "grep -qx precious '%s' && test -L '%s'", victim, path);
+    ok(system(cmd) == 0, "the symlink and its target left alone");
+    unlink(path);
+    mode_t old = umask(077);
+    ok(gpurun_write_text(path, "x", &err) == 0, "written under umask 077");
+    umask(old);
+    struct stat sb;
+    ok(stat(path, &sb) == 0 && (sb.st_mode & 07777) == 0644, "mode 0644 whatever the umask");
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ok(system(cmd) == 0, "clean up");
 }
 
 int main(void)
