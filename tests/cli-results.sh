@@ -110,6 +110,52 @@ contains "$TMP/err" "gpurun: results: unknown or incomplete option '--re'" "resu
 run "$GPURUN" results --help
 expect_rc 0 "results --help"
 
+# ---- a results.db that is not gpurun's ----------------------------------
+# Left byte for byte as it was by results, --rebuild and report (exit 2).
+
+F=$TMP/foreign
+mkdir -p "$F/water"
+cp -R "$R/water/20250101T000100Z-1" "$F/water/"
+foreign_untouched() { # foreign_untouched WHAT: results.db of $F against $F/before
+    for args in "results" "results --rebuild" "report"; do
+        # shellcheck disable=SC2086 # the command and its option are words
+        run "$GPURUN" $args --results "$F"
+        expect_rc 2 "$1: gpurun $args: exit 2"
+        cmp -s "$F/results.db" "$F/before"
+        ok $? "$1: gpurun $args: results.db left byte for byte as it was"
+    done
+    contains "$TMP/err" "leaves it as it is" "$1: said"
+}
+printf 'my notes, not a database\n' >"$F/results.db"
+cp "$F/results.db" "$F/before"
+foreign_untouched "a text file named results.db"
+rm -f "$F/results.db"
+if command -v sqlite3 >/dev/null 2>&1; then
+    sqlite3 "$F/results.db" "CREATE TABLE runs(x); INSERT INTO runs VALUES ('mine'); CREATE TABLE notes(n);"
+    cp "$F/results.db" "$F/before"
+    foreign_untouched "an SQLite database with tables of its own"
+    [ "$(sqlite3 "$F/results.db" 'SELECT x FROM runs')" = mine ]
+    ok $? "its table runs still there"
+    rm -f "$F/results.db"
+else
+    skip "sqlite3 not found (Debian: sqlite3): an SQLite database of someone else's not made"
+fi
+"$GPURUN" results --results "$F" >/dev/null 2>&1
+mv "$F/results.db" "$F/real.db"
+ln -s real.db "$F/results.db"
+cp "$F/real.db" "$F/before"
+run "$GPURUN" results --results "$F"
+expect_rc 2 "a symlink in place of results.db: exit 2"
+contains "$TMP/err" "results.db: is a symlink; gpurun does not follow it" "a symlink in place of results.db: said"
+[ -L "$F/results.db" ] && cmp -s "$F/real.db" "$F/before"
+ok $? "the symlink and its target left alone"
+rm -f "$F/results.db"
+chmod 0777 "$F"
+run "$GPURUN" results --results "$F"
+expect_rc 2 "a results folder everyone can write, without the sticky bit: exit 2"
+contains "$TMP/err" "without the sticky bit" "... said"
+chmod 0755 "$F"
+
 # ---- gpurun report ----------------------------------------------------
 
 run "$GPURUN" report --results "$R" --job water
