@@ -1058,30 +1058,47 @@ int gpurun_results_sync(gpurun_results_t *r, bool rebuild, struct gpurun_results
     return 0;
 }
 
-int gpurun_results_runs(gpurun_results_t *r, const char *job, json_t **runsp, gpurun_error_t *err)
+int gpurun_results_each(gpurun_results_t *r, const char *job, gpurun_results_fn fn, void *ctx,
+                        gpurun_error_t *err)
 {
-    *runsp = NULL;
     sqlite3_stmt *st = prepare(r,
-                               job ? "SELECT summary FROM runs WHERE job = ?1 ORDER BY start, "
-                                     "run_id"
+                               job ? "SELECT summary FROM runs WHERE job = ?1 ORDER BY start, run_id"
                                    : "SELECT summary FROM runs ORDER BY job, start, run_id",
                                err);
     if (!st)
         return -1;
     if (job)
         bind_text(st, 1, job);
-    json_t *runs = json_array();
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    int rc, stop = 0;
+    while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *text = (const char *)sqlite3_column_text(st, 0);
-        json_t *s = text ? json_loads(text, 0, NULL) : NULL;
+        int len = sqlite3_column_bytes(st, 0);
+        json_t *s = text ? json_loadb(text, (size_t)len, 0, NULL) : NULL;
         if (s)
-            json_array_append_new(runs, s);
+            stop = fn(s, ctx);
+        json_decref(s);
     }
     sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
-        json_decref(runs);
+    if (stop < 0)
+        return -1;
+    if (!stop && rc != SQLITE_DONE)
         return db_fail(r, GPURUN_EXIT_ENV, "cannot read the index", err);
+    return 0;
+}
+
+static int append_run(json_t *run, void *runs)
+{
+    json_array_append(runs, run);
+    return 0;
+}
+
+int gpurun_results_runs(gpurun_results_t *r, const char *job, json_t **runsp, gpurun_error_t *err)
+{
+    json_t *runs = json_array();
+    *runsp = NULL;
+    if (gpurun_results_each(r, job, append_run, runs, err) < 0) {
+        json_decref(runs);
+        return -1;
     }
     *runsp = runs;
     return 0;

@@ -67,6 +67,12 @@ int gpurun_results_sync(gpurun_results_t *r, bool rebuild, struct gpurun_results
  * a JSON array of the records without their bulk (plan, bindings,
  * rank_status), each with "record": its path relative to the folder. */
 int gpurun_results_runs(gpurun_results_t *r, const char *job, json_t **runsp, gpurun_error_t *err);
+/* The same runs one at a time, for a folder of any size: fn gets each
+ * summary (borrowed: gone when fn returns); a non-zero return stops the
+ * walk (negative: an error, returned as -1 with err filled by fn). */
+typedef int (*gpurun_results_fn)(json_t *run, void *ctx);
+int gpurun_results_each(gpurun_results_t *r, const char *job, gpurun_results_fn fn, void *ctx,
+                        gpurun_error_t *err);
 
 /* One call each, for run.c and `gpurun results --rebuild`: run.c calls
  * gpurun_results_add() once record.json is on disk; -1 (err filled, its

@@ -260,6 +260,67 @@ for cmd in results report; do
     contains "$TMP/err" "gpurun: $cmd: unexpected argument '$R' (the folder is --results DIR)" "$cmd: an argument: said"
 done
 
+# ---- a results folder of 10,000 records (issue 12 §6) --------------------
+# Correctness at size; bench/results.sh measures the times and the memory.
+
+BIG=$TMP/big
+sh "$top_srcdir/tests/make-records.sh" "$BIG" 10000 100
+find "$BIG" -name record.json | sed "s|^$BIG/||" | sort >"$TMP/big.want"
+run "$GPURUN" results --results "$BIG" --rebuild
+expect_rc 0 "10,000 records: --rebuild"
+contains "$TMP/err" "rebuilt: 10000 records indexed, 0 skipped" "10,000 records: every one indexed"
+ok "$([ "$(grep -c '^2025' "$TMP/out")" -eq 10000 ] && echo 0 || echo 1)" "10,000 records: the table, a line each"
+run "$GPURUN" results --results "$BIG" --json
+cp "$TMP/out" "$TMP/big.json"
+jq -r '.[].record' "$TMP/big.json" | sort >"$TMP/big.got"
+cmp -s "$TMP/big.want" "$TMP/big.got"
+ok $? "10,000 records: --json lists every record, once"
+ok "$(jq -e 'length == 10000 and all(.[]; .plan == null and .bindings == null)' "$TMP/big.json" >/dev/null && echo 0 || echo 1)" \
+    "10,000 records: --json, summaries"
+run "$GPURUN" results --results "$BIG" --csv
+ok "$([ "$(grep -c '/record.json' "$TMP/out")" -eq 10000 ] && echo 0 || echo 1)" \
+    "10,000 records: --csv, a row each"
+run "$GPURUN" results --results "$BIG" --job job042 --json
+ok "$(jq -e 'length == 100 and all(.[]; .job == "job042")' "$TMP/out" >/dev/null && echo 0 || echo 1)" \
+    "10,000 records: --job, that job's 100"
+run "$GPURUN" report --results "$BIG"
+expect_rc 0 "10,000 records: report"
+nfailed=$(jq '[.[] | select(.state != "ok")] | length' "$TMP/big.json")
+contains "$TMP/out" "10000 runs of 100 jobs, $nfailed not ok" "10,000 records: report counts every run"
+run "$GPURUN" report --results "$BIG" --html "$TMP/big.html" --svg "$TMP/big.svg"
+expect_rc 0 "10,000 records: report --html --svg"
+ok "$([ "$(grep -c '<h2>Job job' "$TMP/big.html")" -eq 100 ] && echo 0 || echo 1)" "10,000 records: a section per job"
+if command -v xmllint >/dev/null 2>&1; then
+    xmllint --noout "$TMP/big.svg" 2>/dev/null
+    ok $? "10,000 records: the plot is well-formed XML"
+else
+    skip "xmllint not found (Debian: libxml2-utils)"
+fi
+rm -rf "$BIG"
+
+# Many configurations in one job: one series of 3,000 and 39 of one each.
+# The plot draws a bounded number of series and of points in each.
+W=$TMP/wide
+awk -v dir="$W/wide" 'BEGIN {
+    for (i = 1; i <= 3039; i++) {
+        d = dir "/r" i
+        if (i % 300 == 1 || i == 3039) { system("mkdir -p " dirs " " d); dirs = "" } else dirs = dirs " " d
+    }
+    for (i = 1; i <= 3039; i++) {
+        f = dir "/r" i "/record.json"
+        printf "{\"run_id\": \"r%d\", \"job\": \"wide\", \"state\": \"ok\", \"nodes\": 1, \"ranks\": %d, \"gpus_per_rank\": 1, \"threads_per_rank\": 1, \"params\": {\"p\": \"%s\"}, \"foms\": {\"x\": {\"value\": %d, \"units\": \"ns/day\"}}}\n", \
+            i, i <= 3000 ? i : 1, i <= 3000 ? "big" : "s" i, i > f
+        close(f)
+    }
+}'
+run "$GPURUN" report --results "$W" --svg "$TMP/wide.svg"
+expect_rc 0 "3,000 configurations of one series and 39 of others: report --svg"
+circles=$(grep -c '<circle' "$TMP/wide.svg")
+ok "$([ "$circles" -le $((200 + 1 + 11 + 12)) ] && echo 0 || echo 1)" \
+    "the plot draws at most 12 series, at most 200 points of each ($circles circles)"
+contains "$TMP/wide.svg" "28 more series of params not drawn" "the plot says what it left out"
+rm -rf "$W"
+
 # ---- the page in a browser --------------------------------------------
 
 chromium=
