@@ -156,6 +156,26 @@ expect_rc 2 "a results folder everyone can write, without the sticky bit: exit 2
 contains "$TMP/err" "without the sticky bit" "... said"
 chmod 0755 "$F"
 
+# Someone else's results folder, read-only to them: indexed in memory from
+# the owner's records; a record of a third user in it is skipped.
+if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null 2>&1; then
+    skip "not root, or no setpriv: another user's view of these results not checked"
+else
+    O=$TMP/others
+    mkdir -p "$O/water"
+    cp -R "$R/water/20250101T000100Z-1" "$R/water/20250101T000200Z-1" "$O/water/"
+    chown 4343:4343 "$O/water/20250101T000200Z-1/record.json"
+    chmod 755 "$TMP" "$O"
+    setpriv --reuid=4242 --regid=4242 --clear-groups "$GPURUN" results --results "$O" --json >"$TMP/out" 2>"$TMP/err"
+    ok "$(jq -e 'length == 1 and .[0].run_id == "20250101T000100Z-1"' "$TMP/out" >/dev/null && echo 0 || echo 1)" \
+        "another user reads these results: the owner's records, in memory"
+    contains "$TMP/err" "20250101T000200Z-1/record.json: skipped: owned by another user (uid 4343)" \
+        "... a record of a third user skipped, named"
+    [ ! -e "$O/results.db" ]
+    ok $? "... and nothing written"
+    chmod 700 "$TMP"
+fi
+
 # ---- gpurun report ----------------------------------------------------
 
 run "$GPURUN" report --results "$R" --job water
