@@ -473,9 +473,10 @@ int gpurun_results_open(const char *results_dir, bool rebuild, gpurun_results_t 
 
     struct stat db;
     bool exists = fstatat(r->dfd, GPURUN_RESULTS_DB, &db, AT_SYMLINK_NOFOLLOW) == 0;
-    /* Someone else's results (or a read-only mount): read, never written.
-     * A results.db of ours without write permission is left alone too. */
-    r->memory = access(results_dir, W_OK) != 0 ||
+    /* Someone else's results (or a read-only mount): read, never written,
+     * even where we could (root; a folder of the group's).  A results.db of
+     * ours without write permission is left alone too. */
+    r->memory = access(results_dir, W_OK) != 0 || (st.st_uid != geteuid() && st.st_uid != 0) ||
                 (exists && S_ISREG(db.st_mode) && db.st_uid == geteuid() && !(db.st_mode & S_IWUSR));
     int rc = 0;
     if (r->memory) {

@@ -174,6 +174,12 @@ else
     [ ! -e "$O/results.db" ]
     ok $? "... and nothing written"
     chmod 700 "$TMP"
+    # Root, who could write anywhere, reading a folder of uid 4242's.
+    chown 4242:4242 "$O"
+    run "$GPURUN" results --results "$O" --json
+    ok "$(jq -e 'length == 1' "$TMP/out" >/dev/null && echo 0 || echo 1)" "root reads a folder of another user's: in memory"
+    [ ! -e "$O/results.db" ]
+    ok $? "... writing nothing into it"
 fi
 
 # ---- gpurun report ----------------------------------------------------
