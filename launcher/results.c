@@ -39,6 +39,7 @@ struct gpurun_results {
     int dfd;        /* the folder, open: records and the database are found through it */
     uid_t folder_uid;
     bool memory; /* the folder cannot be written: index in memory */
+    sqlite3_stmt *stmts[6]; /* indexing's statements, prepared once (see stmt()) */
 };
 
 /* ---- warnings --------------------------------------------------------- */
@@ -208,6 +209,42 @@ static sqlite3_stmt *prepare(gpurun_results_t *r, const char *sql, gpurun_error_
         return NULL;
     }
     return st;
+}
+
+/* Indexing's statements, prepared on first use and kept: 10,000 records
+ * are not 60,000 parses of the same SQL. */
+enum { ST_SAME_RUN, ST_DROP_FOMS, ST_DROP_RUN, ST_INSERT_RUN, ST_INSERT_FOM, ST_UNSKIP, ST_COUNT };
+static sqlite3_stmt *stmt(gpurun_results_t *r, int id, gpurun_error_t *err)
+{
+    static const char *const sql[ST_COUNT] = {
+        [ST_SAME_RUN] = "SELECT record FROM runs WHERE job = ?1 AND run_id = ?2",
+        /* What a record replaces: its figures first, then its row. */
+        [ST_DROP_FOMS] = "DELETE FROM foms WHERE (job, run_id) IN (SELECT job, run_id FROM runs "
+                         "WHERE record = ?1) OR (job = ?2 AND run_id = ?3)",
+        [ST_DROP_RUN] = "DELETE FROM runs WHERE record = ?1 OR (job = ?2 AND run_id = ?3)",
+        [ST_INSERT_RUN] = "INSERT INTO runs (job, run_id, record, template, state, exit_status, "
+                          "start, \"end\", wall_s, nodes, ranks, gpus_per_rank, threads_per_rank, "
+                          "gpus, gpu_model, site, price_per_gpu_hour, spot_price_per_gpu_hour, "
+                          "currency, config, params, summary) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+                          "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
+        [ST_INSERT_FOM] = "INSERT OR REPLACE INTO foms (job, run_id, name, value, units, better) "
+                          "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        [ST_UNSKIP] = "DELETE FROM skipped WHERE record = ?1",
+    };
+    _Static_assert(sizeof ((gpurun_results_t *)0)->stmts / sizeof(sqlite3_stmt *) == ST_COUNT, "one per statement");
+    if (!r->stmts[id])
+        return r->stmts[id] = prepare(r, sql[id], err);
+    sqlite3_reset(r->stmts[id]);
+    sqlite3_clear_bindings(r->stmts[id]);
+    return r->stmts[id];
+}
+
+/* Done with them for now: no statement left holding its cursor. */
+static void stmts_reset(gpurun_results_t *r)
+{
+    for (int i = 0; i < ST_COUNT; i++)
+        if (r->stmts[i])
+            sqlite3_reset(r->stmts[i]);
 }
 
 static void bind_text(sqlite3_stmt *st, int i, const char *s)
@@ -510,6 +547,8 @@ void gpurun_results_close(gpurun_results_t *r)
 {
     if (!r)
         return;
+    for (int i = 0; i < ST_COUNT; i++)
+        sqlite3_finalize(r->stmts[i]);
     sqlite3_close(r->db);
     if (r->dfd >= 0)
         close(r->dfd);
@@ -676,7 +715,7 @@ static int index_record(gpurun_results_t *r, const char *rel, bool replace, char
     json_t *sum = NULL;
     char *sumtext = NULL;
     if (!replace) {
-        if (!(st = prepare(r, "SELECT record FROM runs WHERE job = ?1 AND run_id = ?2", err)))
+        if (!(st = stmt(r, ST_SAME_RUN, err)))
             goto out;
         bind_text(st, 1, job);
         bind_text(st, 2, id);
@@ -688,34 +727,19 @@ static int index_record(gpurun_results_t *r, const char *rel, bool replace, char
             result = INDEX_SKIPPED;
             goto out;
         }
-        sqlite3_finalize(st);
-        st = NULL;
     }
-    /* What this record replaces: its figures first, then its row. */
-    static const char *const replaced[] = {
-        "DELETE FROM foms WHERE (job, run_id) IN (SELECT job, run_id FROM runs "
-        "WHERE record = ?1) OR (job = ?2 AND run_id = ?3)",
-        "DELETE FROM runs WHERE record = ?1 OR (job = ?2 AND run_id = ?3)",
-    };
+    static const int replaced[] = {ST_DROP_FOMS, ST_DROP_RUN};
     for (size_t q = 0; q < sizeof replaced / sizeof *replaced; q++) {
-        if (!(st = prepare(r, replaced[q], err)))
+        if (!(st = stmt(r, replaced[q], err)))
             goto out;
         bind_text(st, 1, rel);
         bind_text(st, 2, job);
         bind_text(st, 3, id);
         if (step_done(r, st, err) < 0)
             goto out;
-        sqlite3_finalize(st);
-        st = NULL;
     }
 
-    if (!(st = prepare(r,
-                       "INSERT INTO runs (job, run_id, record, template, state, exit_status, "
-                       "start, \"end\", wall_s, nodes, ranks, gpus_per_rank, threads_per_rank, "
-                       "gpus, gpu_model, site, price_per_gpu_hour, spot_price_per_gpu_hour, "
-                       "currency, config, params, summary) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-                       "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
-                       err)))
+    if (!(st = stmt(r, ST_INSERT_RUN, err)))
         goto out;
     sum = summary_of(rec, rel);
     sumtext = json_dumps(sum, JSON_COMPACT);
@@ -744,13 +768,7 @@ static int index_record(gpurun_results_t *r, const char *rel, bool replace, char
     bind_text(st, 22, sumtext);
     if (step_done(r, st, err) < 0)
         goto out;
-    sqlite3_finalize(st);
 
-    if (!(st = prepare(r,
-                       "INSERT OR REPLACE INTO foms (job, run_id, name, value, units, better) "
-                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                       err)))
-        goto out;
     const char *name;
     json_t *fom;
     json_object_foreach(json_object_get(rec, "foms"), name, fom)
@@ -758,7 +776,8 @@ static int index_record(gpurun_results_t *r, const char *rel, bool replace, char
         double v;
         if (!gpurun_record_fom_value(fom, &v))
             v = NAN; /* the figure was not found: a row saying so */
-        sqlite3_reset(st);
+        if (!(st = stmt(r, ST_INSERT_FOM, err)))
+            goto out;
         bind_text(st, 1, job);
         bind_text(st, 2, id);
         bind_text(st, 3, name);
@@ -768,15 +787,14 @@ static int index_record(gpurun_results_t *r, const char *rel, bool replace, char
         if (step_done(r, st, err) < 0)
             goto out;
     }
-    sqlite3_finalize(st);
-    if (!(st = prepare(r, "DELETE FROM skipped WHERE record = ?1", err)))
+    if (!(st = stmt(r, ST_UNSKIP, err)))
         goto out;
     bind_text(st, 1, rel);
     if (step_done(r, st, err) < 0)
         goto out;
     result = INDEX_OK;
 out:
-    sqlite3_finalize(st);
+    stmts_reset(r);
     free(sumtext);
     json_decref(sum);
     json_decref(rec);
