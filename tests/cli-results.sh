@@ -134,6 +134,19 @@ if command -v sqlite3 >/dev/null 2>&1; then
     sqlite3 "$F/results.db" "CREATE TABLE runs(x); INSERT INTO runs VALUES ('mine'); CREATE TABLE notes(n);"
     cp "$F/results.db" "$F/before"
     foreign_untouched "an SQLite database with tables of its own"
+    cat >"$TMP/true.conf" <<'JOB'
+command = "/bin/true"
+launcher = "local"
+ranks_per_node = 1
+threads_per_rank = 1
+JOB
+    run "$GPURUN" run "$TMP/true.conf" --quiet --results "$F"
+    expect_rc 0 "a run beside a results.db not gpurun's: the run itself is ok"
+    contains "$TMP/err" "results database was not updated: $F/results.db: an SQLite database with tables of its own" \
+        "... the index not updated, said"
+    cmp -s "$F/results.db" "$F/before" && [ -n "$(find "$F/true" -name record.json)" ]
+    ok $? "... the record written, results.db left byte for byte as it was"
+    rm -rf "$F/true"
     [ "$(sqlite3 "$F/results.db" 'SELECT x FROM runs')" = mine ]
     ok $? "its table runs still there"
     rm -f "$F/results.db"
