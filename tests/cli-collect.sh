@@ -49,7 +49,7 @@ ok $? "... JSON: the figure of the first, null and [] for the second, ok false"
 head -n 500 "$LOGS/gromacs-water-2ranks.log" >"$TMP/cut.log"
 run "$GPURUN" collect --template gromacs "$TMP/cut.log"
 expect_rc 1 "a log cut short: exit 1"
-contains "$TMP/err" "the sanity text 'Finished mdrun' of template 'gromacs' does not appear" "... the sanity text is missing"
+contains "$TMP/err" "sanity check of template 'gromacs': 'Finished mdrun' does not appear in" "... the sanity text is missing"
 
 # ---- LAMMPS ------------------------------------------------------------------
 run "$GPURUN" collect --template lammps "$LOGS/lammps-lj-2runs.log" --json
