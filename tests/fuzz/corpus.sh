@@ -39,7 +39,7 @@ batch)
         done
     done ;;
 topo) seed "$s"/tests/fixtures/*.xml ;;
-fom) seed "$s"/tests/logs/*.log "$s"/tests/logs/*.txt ;;
+fom) seed "$s"/tests/logs/*.log "$s"/tests/logs/*.txt "$s"/tests/logs/*.out ;;
 record) ;;
 *) echo "corpus.sh: unknown target '$t'" >&2; exit 2 ;;
 esac
