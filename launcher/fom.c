@@ -358,6 +358,10 @@ static int compile(regex_t *re, const char *value, const char *fom, const char *
                    gpurun_error_t *err)
 {
     struct gpurun_conf_shown a;
+    const char *costly = gpurun_regex_cost_problem(value);
+    if (costly)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "fom %s: %s '%s' is %s", fom, key, gpurun_conf_shown(&a, value),
+                          costly);
     int rc = regcomp(re, value, REG_EXTENDED);
     if (rc != 0) {
         char why[256];

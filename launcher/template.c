@@ -235,6 +235,11 @@ static void check_regex_group(struct gpurun_conf_ctx *ctx, const char *name, con
         check_command(ctx, line, what, value, false);
         return;
     }
+    const char *costly = gpurun_regex_cost_problem(value);
+    if (costly) {
+        gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK, "%s: '%s' is %s", what, gpurun_conf_shown(&b, value), costly);
+        return;
+    }
     regex_t re;
     int rc = regcomp(&re, value, REG_EXTENDED);
     if (rc != 0) {
