@@ -20,6 +20,7 @@
 #include "fom.h"
 #include "tap.h"
 #include "template.h"
+#include "util.h"
 
 static const char *top;
 static char tmpdir[] = "/tmp/gpurun-test-fom.XXXXXX";
@@ -356,6 +357,34 @@ static void test_sanity_forms(void)
     ok(gpurun_template_parse(text, strlen(text), "tpl.conf", &t, &err) < 0 &&
            strstr(err.text, "tpl.conf:3: key 'failure', item 2: ") != NULL,
        "a failure text with a tab is refused, naming the item: %s", err.text);
+    gpurun_template_destroy(t);
+}
+
+/* glibc's regcomp() copies a part once per `+` or interval repeat: stacked
+ * or nested repetitions take gigabytes (fuzz-template found one). */
+static void test_regex_cost(void)
+{
+    const char *fine[] = {"^Performance: ([-+0-9.eE]+) ns/day,", "^W[RC][0-9]{2}[LCR][0-9][LCR][0-9]", "[]+]+x",
+                          "([0-9]{1,3}\\.){3}[0-9]{1,3}", "a{1,255}", "a++++++++++++++++"};
+    for (size_t i = 0; i < sizeof fine / sizeof *fine; i++)
+        ok(!gpurun_regex_cost_problem(fine[i]), "regex '%s' is fine", fine[i]);
+    const char *costly[] = {"a+++++++++++++++++++++", "((((((((((((((((((a+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+",
+                            "(a{1,255}){1,255}"};
+    for (size_t i = 0; i < sizeof costly / sizeof *costly; i++)
+        ok(gpurun_regex_cost_problem(costly[i]) != NULL, "regex '%s' is refused", costly[i]);
+    char deep[1200];
+    memset(deep, '(', sizeof deep - 2);
+    deep[sizeof deep - 2] = 'a';
+    deep[sizeof deep - 1] = '\0';
+    ok(gpurun_regex_cost_problem(deep) != NULL, "1198 nested groups are refused");
+
+    const char text[] =
+        "description = \"d\"\ncommand = \"x\"\nfom f {\n    regex = \"^(a)++++++++++++++++++++++++\"\n}\n";
+    gpurun_template_t *t = NULL;
+    gpurun_error_t err = {0};
+    ok(gpurun_template_parse(text, strlen(text), "tpl.conf", &t, &err) < 0 &&
+           strstr(err.text, "tpl.conf:4: key 'fom.f.regex': '^(a)++++++++++++++++++++++++' is too costly") != NULL,
+       "a template's stacked + is refused on its line: %s", err.text);
     gpurun_template_destroy(t);
 }
 
@@ -781,6 +810,7 @@ int main(void)
     test_real_lammps();
     test_real_hpl();
     test_sanity_forms();
+    test_regex_cost();
     test_hostile_gromacs();
     test_unreadable();
     test_regex();
