@@ -49,7 +49,8 @@ for t in $targets; do
     execs=$(echo "$last" | sed -n 's/^#\([0-9]*\):.*/\1/p')
     found=$(echo "$last" | sed -n 's|.*oom/timeout/crash: \([0-9]*\)/\([0-9]*\)/\([0-9]*\).*|\1 \2 \3|p')
     set -- ${found:-? ? ?}
-    cpu=$(awk '{ printf "%.1f", $1 + $2 }' "$work/time-$t")
+    # the last line: GNU time puts "Command exited with non-zero status N" before it
+    cpu=$(tail -n 1 "$work/time-$t" | awk '{ printf "%.1f", $1 + $2 }')
     awk -v t="$t" -v w="$wall" -v e="${execs:-0}" -v c="$cpu" -v o="$1" -v to="$2" -v cr="$3" 'BEGIN {
         printf "%-9s %7d %11d %9.0f %9.1f %12.0f %8s %5s %8s\n", t, w, e, (w ? e / w : 0), c, (c > 0 ? e / c : 0), cr, o, to }'
     for n in "$@"; do case $n in [0-9]*) total_found=$((total_found + n)) ;; esac; done
