@@ -218,7 +218,8 @@ int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_sup
     }
 
     regex_t re;
-    bool have_re = sv->progress_regex && regcomp(&re, sv->progress_regex, REG_EXTENDED) == 0;
+    bool have_re = sv->progress_regex && !gpurun_regex_cost_problem(sv->progress_regex) &&
+                   regcomp(&re, sv->progress_regex, REG_EXTENDED) == 0;
     struct relay *relay = gpurun_xcalloc((size_t)sv->nranks, sizeof *relay);
     for (int i = 0; i < sv->nranks; i++)
         relay[i].fd = -1;

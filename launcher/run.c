@@ -396,11 +396,11 @@ static int check_results(struct run_ctx *c, struct gpurun_kvlist *names, const c
         err->code = GPURUN_EXIT_CHECK;
         return GPURUN_EXIT_CHECK;
     }
-    char where[512] = "";
-    if (!gpurun_sanity_ok(c->tpl, run_dir, gpurun_kvlist_lookup, names, where, sizeof where)) {
+    char where[512] = "", failed[1024] = "";
+    if (!gpurun_sanity_check(c->tpl, run_dir, gpurun_kvlist_lookup, names, where, sizeof where, failed,
+                             sizeof failed)) {
         *state = "sanity_failed";
-        gpurun_err(err, GPURUN_EXIT_CHECK, "the ranks ended well, but '%s' does not appear in %s; run folder %s",
-                   c->tpl->sanity, where, run_dir);
+        gpurun_err(err, GPURUN_EXIT_CHECK, "the ranks ended well, but %s; run folder %s", failed, run_dir);
         return GPURUN_EXIT_CHECK;
     }
     for (size_t i = 0; i < foms->n; i++)

@@ -283,6 +283,11 @@ static void check_regex_group(struct gpurun_conf_ctx *ctx, const char *name, con
         check_command(ctx, line, what, value, false);
         return;
     }
+    const char *costly = gpurun_regex_cost_problem(value);
+    if (costly) {
+        gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK, "%s: '%s' is %s", what, gpurun_conf_shown(&b, value), costly);
+        return;
+    }
     regex_t re;
     int rc = regcomp(&re, value, REG_EXTENDED);
     if (rc != 0) {
@@ -395,8 +400,9 @@ static void check_fom(struct gpurun_conf_ctx *ctx, cfg_t *fom, bool complete)
     free(base);
 }
 
-static const char *const string_keys[] = {"description", "command", "gpu_args", "sanity",
-                                          "progress"};
+static const char *const string_keys[] = {"description", "command", "gpu_args", "progress"};
+/* Lists of plain text; a single string is a list of one. */
+static const char *const text_lists[] = {"sanity", "failure"};
 static const char *const free_sections[] = {"env", "defaults"};
 
 /* `complete`: libconfuse read the whole file, so a key it lacks is missing
@@ -439,6 +445,18 @@ static void check_template(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complet
             check_command(ctx, line, what, v, true);
     }
 
+    for (size_t k = 0; k < sizeof text_lists / sizeof *text_lists; k++) {
+        int tline = gpurun_conf_record_line(ctx, text_lists[k]);
+        unsigned n = tline ? cfg_size(cfg, text_lists[k]) : 0;
+        for (unsigned i = 0; i < n; i++) {
+            const char *v = cfg_getnstr(cfg, text_lists[k], i);
+            char buf[128];
+            const char *why = v ? gpurun_conf_value_problem(v, true, buf, sizeof buf) : NULL;
+            if (why)
+                gpurun_conf_note(ctx, tline, GPURUN_CONF_CHECK, "key '%s', item %u: %s", text_lists[k], i + 1, why);
+        }
+    }
+
     check_regex(ctx, "progress", cfg_getstr(cfg, "progress"));
 
     unsigned nfoms = cfg_size(cfg, "fom");
@@ -478,7 +496,15 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
         fom->units = gpurun_xstrdup(cfg_getstr(f, "units") ? cfg_getstr(f, "units") : "");
         fom->better = gpurun_xstrdup(cfg_getstr(f, "better") ? cfg_getstr(f, "better") : "higher");
     }
-    t->sanity = gpurun_conf_strdup(cfg_getstr(cfg, "sanity"));
+    t->nsanity = cfg_size(cfg, "sanity");
+    t->sanity_forms = gpurun_xcalloc(t->nsanity, sizeof *t->sanity_forms);
+    for (size_t i = 0; i < t->nsanity; i++)
+        t->sanity_forms[i] = gpurun_xstrdup(cfg_getnstr(cfg, "sanity", (unsigned)i));
+    t->sanity = t->nsanity ? gpurun_xstrdup(t->sanity_forms[0]) : NULL;
+    t->nfailure = cfg_size(cfg, "failure");
+    t->failure = gpurun_xcalloc(t->nfailure, sizeof *t->failure);
+    for (size_t i = 0; i < t->nfailure; i++)
+        t->failure[i] = gpurun_xstrdup(cfg_getnstr(cfg, "failure", (unsigned)i));
     t->progress = gpurun_conf_strdup(cfg_getstr(cfg, "progress"));
     gpurun_conf_take_kvlist(cfg, "env", &t->env);
     gpurun_conf_take_kvlist(cfg, "defaults", &t->defaults);
@@ -592,7 +618,8 @@ int gpurun_template_parse(const char *text, size_t len, const char *label, gpuru
         CFG_STR("gpu_args", NULL, CFGF_NONE),
         CFG_STR_LIST("setup", NULL, CFGF_NONE),
         CFG_SEC("fom", fom_opts, CFGF_MULTI | CFGF_TITLE | CFGF_NO_TITLE_DUPES),
-        CFG_STR("sanity", NULL, CFGF_NONE),
+        CFG_STR_LIST("sanity", NULL, CFGF_NONE),
+        CFG_STR_LIST("failure", NULL, CFGF_NONE),
         CFG_STR("progress", NULL, CFGF_NONE),
         CFG_SEC("env", NULL, CFGF_KEYSTRVAL),
         CFG_SEC("defaults", NULL, CFGF_KEYSTRVAL),
@@ -647,6 +674,12 @@ void gpurun_template_destroy(gpurun_template_t *t)
     }
     free(t->foms);
     free(t->sanity);
+    for (size_t i = 0; i < t->nsanity; i++)
+        free(t->sanity_forms[i]);
+    free(t->sanity_forms);
+    for (size_t i = 0; i < t->nfailure; i++)
+        free(t->failure[i]);
+    free(t->failure);
     free(t->progress);
     gpurun_kvlist_clear(&t->env);
     gpurun_kvlist_clear(&t->defaults);

@@ -37,7 +37,11 @@ typedef struct gpurun_template {
     size_t nsetup;
     struct gpurun_fom *foms;
     size_t nfoms;
-    char *sanity;      /* must appear in the output; NULL when none */
+    char *sanity;      /* the first of sanity_forms (for messages); NULL when none */
+    char **sanity_forms; /* `sanity`: one of them must appear in the output */
+    size_t nsanity;
+    char **failure;    /* `failure`: the run failed where one of them appears */
+    size_t nfailure;
     char *progress;    /* regex whose first group is the current step; NULL when none */
     struct gpurun_kvlist env;      /* applied when gpudirect is on */
     struct gpurun_kvlist defaults; /* default params */

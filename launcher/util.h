@@ -62,4 +62,10 @@ void gpurun_strbuf_addc(struct gpurun_strbuf *b, char c);
 void gpurun_strbuf_puts(struct gpurun_strbuf *b, const char *s);
 void gpurun_strbuf_printf(struct gpurun_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* What makes a POSIX extended regex too costly to compile, or NULL: glibc's
+ * regcomp() copies a subexpression for each `+` and each repeat of an
+ * interval, so nested or stacked repetitions ("a++++++++++++++++++++",
+ * "(a{1,255}){1,255}") take gigabytes, and deep nesting its stack. */
+const char *gpurun_regex_cost_problem(const char *re);
+
 #endif

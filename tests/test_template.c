@@ -194,8 +194,8 @@ static const struct bad bad[] = {
     {"setup step with a redirection", HEAD "setup = {\"make\",\n \"gen > in.txt\"}\n",
      "tpl.conf:3: key 'setup', item 2: 'gen > in.txt': unquoted '>' at position 5 (gpurun runs "
      "no shell: quote it to pass it to the program)"},
-    {"list for a single value", HEAD "sanity = {\"a\", \"b\"}\n",
-     "tpl.conf:3: key 'sanity': expected one value, not a list"},
+    {"list for a single value", HEAD "progress = {\"a\", \"b\"}\n",
+     "tpl.conf:3: key 'progress': expected one value, not a list"},
     {"env name not a variable name", HEAD "env {\n  GMX-X = \"1\"\n}\n",
      "tpl.conf:4: key 'env.GMX-X': not a valid environment variable name"},
     {"line break in a default", HEAD "defaults { msg = \"a\nb\" }\n",
