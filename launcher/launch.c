@@ -63,11 +63,8 @@ static int exit_status(int status)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-int gpurun_run_step(char *const *argv, const char *cwd, const char *log, gpurun_error_t *err)
+int gpurun_run_step(char *const *argv, const char *cwd, int fd, gpurun_error_t *err)
 {
-    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return gpurun_err(err, GPURUN_EXIT_ENV, "%s: %s", log, strerror(errno));
     sigset_t set, old;
     sigset_supervised(&set);
     sigprocmask(SIG_BLOCK, &set, &old);
@@ -78,7 +75,6 @@ int gpurun_run_step(char *const *argv, const char *cwd, const char *log, gpurun_
         dprintf(STDERR_FILENO, "gpurun: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
-    close(fd);
     int status = 0, rc;
     if (pid < 0) {
         rc = gpurun_err(err, GPURUN_EXIT_ENV, "cannot start %s: %s", argv[0], strerror(errno));
@@ -105,13 +101,18 @@ struct relay {
     size_t len;
 };
 
-static void relay_poll(struct relay *r, int nranks, const char *run_dir, bool *status_shown, bool flush_all)
+static int open_rank_file(int dfd, int rank, const char *what)
+{
+    char name[64];
+    snprintf(name, sizeof name, "rank.%d.%s", rank, what);
+    return openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+}
+
+static void relay_poll(struct relay *r, int nranks, int dfd, bool *status_shown, bool flush_all)
 {
     for (int i = 0; i < nranks; i++) {
         if (r[i].fd < 0) {
-            char *p = gpurun_rank_file(run_dir, i, "out");
-            r[i].fd = open(p, O_RDONLY | O_CLOEXEC);
-            free(p);
+            r[i].fd = open_rank_file(dfd, i, "out");
             if (r[i].fd < 0)
                 continue;
         }
@@ -144,25 +145,27 @@ static void relay_poll(struct relay *r, int nranks, const char *run_dir, bool *s
     fflush(stdout);
 }
 
-static int count_rank_files(const char *run_dir, int nranks, const char *what)
+static int count_rank_files(int dfd, int nranks, const char *what)
 {
     int n = 0;
     for (int i = 0; i < nranks; i++) {
-        char *p = gpurun_rank_file(run_dir, i, what);
-        n += access(p, F_OK) == 0;
-        free(p);
+        char name[64];
+        snprintf(name, sizeof name, "rank.%d.%s", i, what);
+        n += faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
     }
     return n;
 }
 
 /* The last step number the template's progress pattern finds in rank 0's output. */
-static long progress_step(const char *run_dir, const regex_t *re)
+static long progress_step(int dfd, const regex_t *re)
 {
-    char *p = gpurun_rank_file(run_dir, 0, "out");
-    FILE *f = fopen(p, "r");
-    free(p);
-    if (!f)
+    int fd = open_rank_file(dfd, 0, "out");
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
         return -1;
+    }
     long step = -1;
     char line[1024];
     regmatch_t m[2];
@@ -182,9 +185,8 @@ int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_sup
     int n = cmds->count;
     pid_t *pids = gpurun_xcalloc((size_t)n, sizeof *pids);
     bool *alive = gpurun_xcalloc((size_t)n, sizeof *alive);
-    char *log = gpurun_xasprintf("%s/launcher.out", sv->run_dir);
-    int logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    free(log);
+    int logfd = openat(sv->dir_fd, "launcher.out", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC,
+                       sv->file_mode);
     sigset_t set, old;
     sigset_supervised(&set);
     sigprocmask(SIG_BLOCK, &set, &old);
@@ -273,11 +275,11 @@ int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_sup
                 if (alive[j])
                     kill(-pids[j], SIGKILL);
         if (sv->relay_output)
-            relay_poll(relay, sv->nranks, sv->run_dir, &status_shown, false);
+            relay_poll(relay, sv->nranks, sv->dir_fd, &status_shown, false);
         if (sv->status_line && t - last_status > 0.5 && nalive > 0) {
-            int up = count_rank_files(sv->run_dir, sv->nranks, "binding.json");
-            int done = count_rank_files(sv->run_dir, sv->nranks, "status.json");
-            long step = have_re ? progress_step(sv->run_dir, &re) : -1;
+            int up = count_rank_files(sv->dir_fd, sv->nranks, "binding.json");
+            int done = count_rank_files(sv->dir_fd, sv->nranks, "status.json");
+            long step = have_re ? progress_step(sv->dir_fd, &re) : -1;
             int el = (int)(t - t0);
             printf("\r\033[K[gpurun] %02d:%02d:%02d  ranks alive %d/%d", el / 3600, el / 60 % 60, el % 60, up - done,
                    sv->nranks);
@@ -291,7 +293,7 @@ int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_sup
         }
     }
     if (sv->relay_output)
-        relay_poll(relay, sv->nranks, sv->run_dir, &status_shown, true);
+        relay_poll(relay, sv->nranks, sv->dir_fd, &status_shown, true);
     if (status_shown) {
         fputs("\r\033[K", stdout);
         fflush(stdout);

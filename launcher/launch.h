@@ -8,12 +8,15 @@
  * left running afterwards. */
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "../plugins/launcher.h"
 #include "error.h"
 
 struct gpurun_supervise {
     const char *run_dir;
+    int dir_fd;            /* the run folder, open: files in it are made through this */
+    mode_t file_mode;      /* of the files made in it */
     const char *cwd;       /* where the processes start */
     int nranks;
     double timeout_s;      /* 0: none */
@@ -35,9 +38,9 @@ struct gpurun_outcome {
 int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_supervise *sv,
                   struct gpurun_outcome *out, gpurun_error_t *err);
 
-/* Run one command to completion in `cwd`, output appended to `log`
+/* Run one command to completion in `cwd`, output appended to `log_fd`
  * (setup steps).  Returns its exit status (128+N for signals), or -1 with
  * err when it could not be started. */
-int gpurun_run_step(char *const *argv, const char *cwd, const char *log, gpurun_error_t *err);
+int gpurun_run_step(char *const *argv, const char *cwd, int log_fd, gpurun_error_t *err);
 
 #endif

@@ -10,6 +10,7 @@
 #include <sched.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -21,6 +22,7 @@
 #include "gpudirect.h"
 #include "plan.h"
 #include "rank.h"
+#include "safefile.h"
 #include "topology.h"
 #include "util.h"
 
@@ -29,17 +31,68 @@ char *gpurun_rank_file(const char *run_dir, int rank, const char *what)
     return gpurun_xasprintf("%s/rank.%d.%s", run_dir, rank, what);
 }
 
-int gpurun_write_json(const char *path, json_t *doc, gpurun_error_t *err)
+json_t *gpurun_read_own_json_at(int dirfd, const char *name, const char *shown, gpurun_error_t *err)
 {
-    char *tmp = gpurun_xasprintf("%s.tmp.%ld", path, (long)getpid());
-    if (json_dump_file(doc, tmp, JSON_INDENT(2)) < 0 || rename(tmp, path) < 0) {
-        int e = errno;
-        unlink(tmp);
-        free(tmp);
-        return gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot write: %s", path, strerror(e));
+    int fd = gpurun_open_own_at(dirfd, name, shown, err);
+    if (fd < 0)
+        return NULL;
+    json_error_t jerr;
+    json_t *doc = json_loadfd(fd, 0, &jerr);
+    close(fd);
+    if (!doc)
+        gpurun_err(err, GPURUN_EXIT_ENV, "%s: line %d: %s", shown, jerr.line, jerr.text);
+    return doc;
+}
+
+int gpurun_open_run_dir(const char *run_dir, mode_t *file_mode, gpurun_error_t *err)
+{
+    const char *ino_s = getenv(GPURUN_ENV_RUN_DIR_INO), *uid_s = getenv(GPURUN_ENV_RUN_UID);
+    char *end;
+    if (!ino_s || !*ino_s || !uid_s || !*uid_s)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                          "rank step: %s and %s are not set: the rank step is started by gpurun run, not by hand",
+                          GPURUN_ENV_RUN_DIR_INO, GPURUN_ENV_RUN_UID);
+    unsigned long long want_ino = strtoull(ino_s, &end, 10);
+    if (*end)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "rank step: %s=%s is not an inode number", GPURUN_ENV_RUN_DIR_INO,
+                          ino_s);
+    unsigned long want_uid = strtoul(uid_s, &end, 10);
+    if (*end || want_uid != (unsigned long)geteuid())
+        return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                          "rank step: runs as uid %ld, but gpurun ran as uid %s: the run folder %s is not ours; refused",
+                          (long)geteuid(), uid_s, run_dir);
+    int fd = open(run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "rank step: cannot open the run folder %s: %s", run_dir,
+                          errno == ELOOP ? "it is a symlink" : strerror(errno));
+    struct stat st;
+    const char *why = NULL;
+    if (fstat(fd, &st) < 0)
+        why = strerror(errno);
+    else if (st.st_uid != geteuid())
+        why = "it is owned by another user";
+    else if (st.st_mode & 022)
+        why = "others can write in it";
+    else if ((unsigned long long)st.st_ino != want_ino)
+        why = "it is not the folder gpurun made for this run (another inode): it was replaced";
+    if (why) {
+        close(fd);
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "rank step: run folder %s refused: %s; nothing of it is used",
+                          run_dir, why);
     }
-    free(tmp);
-    return 0;
+    if (file_mode)
+        *file_mode = (st.st_mode & 0050) ? 0640 : 0600;
+    return fd;
+}
+
+char *gpurun_host_plan_name(const char *host)
+{
+    char safe[256];
+    snprintf(safe, sizeof safe, "%s", host);
+    for (char *c = safe; *c; c++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_", *c))
+            *c = '_';
+    return gpurun_xasprintf("plan.%s.json", safe);
 }
 
 /* The first of these variables that is set: launchers name ranks differently.
@@ -211,58 +264,58 @@ static void set_env_object(json_t *obj)
  * host's; on another host the first rank step to get the lock discovers
  * that host's topology once, plans its ranks with the job's request, and
  * the others read what it wrote (a heterogeneous job plans each host for
- * what it has). */
-static char *host_file(const char *run_dir, const char *host, const char *ext)
+ * what it has).  Everything through the run folder's descriptor, and only
+ * files of ours are read. */
+static char *host_file(const char *host, const char *kind, const char *ext)
 {
-    char safe[256];
-    snprintf(safe, sizeof safe, "%s", host);
-    for (char *c = safe; *c; c++)
-        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_", *c))
-            *c = '_';
-    return gpurun_xasprintf("%s/%s.%s.%s", run_dir, !strcmp(ext, "xml") ? "topology" : "plan", safe, ext);
+    char *plan = gpurun_host_plan_name(host); /* plan.SAFE.json */
+    char *f = gpurun_xasprintf("%s.%.*s.%s", kind, (int)(strlen(plan) - 10), plan + 5, ext);
+    free(plan);
+    return f;
 }
 
-char *gpurun_host_plan_path(const char *run_dir, const char *host)
+json_t *gpurun_host_plan(int dfd, const char *run_dir, const char *host, mode_t fmode, gpurun_error_t *err)
 {
-    return host_file(run_dir, host, "json");
-}
-
-json_t *gpurun_host_plan(const char *run_dir, const char *host, gpurun_error_t *err)
-{
-    char *path = host_file(run_dir, host, "json");
-    json_t *plan = json_load_file(path, 0, NULL);
-    if (plan) {
-        free(path);
+    char *name = gpurun_host_plan_name(host);
+    char *shown = gpurun_xasprintf("%s/%s", run_dir, name);
+    json_t *plan = NULL;
+    if (faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+        plan = gpurun_read_own_json_at(dfd, name, shown, err);
+        free(name);
+        free(shown);
         return plan;
     }
-    char *lock = host_file(run_dir, host, "lock");
-    int fd = open(lock, O_CREAT | O_RDWR | O_CLOEXEC, 0644);
-    free(lock);
+    char *lock = host_file(host, "plan", "lock");
+    int fd = openat(dfd, lock, O_CREAT | O_RDWR | O_NOFOLLOW | O_CLOEXEC, fmode);
     if (fd < 0 || flock(fd, LOCK_EX) < 0) {
         gpurun_err(err, GPURUN_EXIT_ENV, "rank step: cannot lock %s's plan in %s: %s", host, run_dir, strerror(errno));
         if (fd >= 0)
             close(fd);
-        free(path);
+        free(lock);
+        free(name);
+        free(shown);
         return NULL;
     }
-    plan = json_load_file(path, 0, NULL);
     gpurun_topo_t *topo = NULL;
-    bool export_topo = false;
-    if (!plan) {
-        char *rpath = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_REQUEST);
-        json_t *rj = json_load_file(rpath, 0, NULL);
-        free(rpath);
+    bool export_topo = false, failed = false;
+    if (faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+        plan = gpurun_read_own_json_at(dfd, name, shown, err);
+        failed = !plan;
+    }
+    if (!plan && !failed) {
+        char *rshown = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_REQUEST);
+        json_t *rj = gpurun_read_own_json_at(dfd, GPURUN_RUN_REQUEST, rshown, err);
+        free(rshown);
+        char *gshown = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_GPUDIRECT);
+        json_t *gj = rj ? gpurun_read_own_json_at(dfd, GPURUN_RUN_GPUDIRECT, gshown, err) : NULL;
+        free(gshown);
         gpurun_request_t req;
-        gpurun_request_from_json(&req, rj);
-        json_decref(rj);
-        req.nodes = 1;
         gpurun_plan_t *p = NULL;
         char note[256];
-        if (gpurun_topo_load(NULL, &topo, err) == 0) {
+        if (rj && gj && gpurun_topo_load(NULL, &topo, err) == 0) {
+            gpurun_request_from_json(&req, rj);
+            req.nodes = 1;
             gpurun_alloc_apply(topo, &req, note, sizeof note);
-            char *gpath = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_GPUDIRECT);
-            json_t *gj = json_load_file(gpath, 0, NULL);
-            free(gpath);
             struct gpurun_kvlist genv = {0};
             const char *k;
             json_t *v;
@@ -274,7 +327,7 @@ json_t *gpurun_host_plan(const char *run_dir, const char *host, gpurun_error_t *
                                  &genv, &probe, &gdr, err) == 0) {
                 plan = gpurun_plan_json(p);
                 json_object_set_new(plan, "gpudirect", gdr); /* this host's decision, for the record */
-                if (gpurun_write_json(path, plan, err) < 0) {
+                if (gpurun_write_json_at(dfd, name, shown, plan, fmode, 0, err) < 0) {
                     json_decref(plan);
                     plan = NULL;
                 }
@@ -286,25 +339,31 @@ json_t *gpurun_host_plan(const char *run_dir, const char *host, gpurun_error_t *
             }
             gpurun_gdr_probe_destroy(probe);
             gpurun_kvlist_clear(&genv);
-            json_decref(gj);
         }
+        json_decref(rj);
+        json_decref(gj);
         gpurun_plan_destroy(p);
     }
     /* The plan is written (atomically): whoever waits on the lock reads it
      * from now on, so the lock file goes and the topology, kept for the
      * record only, is written after the others are let go. */
-    char *lock_path = host_file(run_dir, host, "lock");
-    unlink(lock_path);
-    free(lock_path);
+    unlinkat(dfd, lock, 0);
+    free(lock);
     flock(fd, LOCK_UN);
     close(fd);
     if (export_topo) {
-        char *xml = host_file(run_dir, host, "xml");
-        gpurun_topo_export(topo, xml, NULL);
-        free(xml);
+        char *xname = host_file(host, "topology", "xml");
+        char *xml = NULL;
+        int xlen = 0;
+        if (hwloc_topology_export_xmlbuffer(topo->hw, &xml, &xlen, 0) == 0) {
+            gpurun_write_atomic_at(dfd, xname, xname, xml, xlen > 0 ? (size_t)xlen - 1 : 0, fmode, 0, NULL);
+            hwloc_free_xmlbuffer(topo->hw, xml);
+        }
+        free(xname);
     }
     gpurun_topo_destroy(topo);
-    free(path);
+    free(name);
+    free(shown);
     return plan;
 }
 
@@ -318,17 +377,32 @@ static void forward(int sig)
 
 static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT};
 
+/* The rank's status, written once; when it cannot be, said on the rank
+ * step's own stderr (the launcher's output, which gpurun keeps), so that
+ * gpurun tells this apart from a lost host. */
+static void write_status(int dfd, const char *run_dir, int rank, const char *host, json_t *st, mode_t fmode,
+                         int say_fd)
+{
+    char name[64];
+    snprintf(name, sizeof name, "rank.%d.status.json", rank);
+    char *shown = gpurun_xasprintf("%s/%s", run_dir, name);
+    gpurun_error_t e;
+    if (gpurun_write_json_at(dfd, name, shown, st, fmode, 0, &e) < 0)
+        dprintf(say_fd, "%s%d on %s: %s (exit status %d)\n", GPURUN_STATUS_LOST_MARK, rank, host, e.text,
+                (int)json_integer_value(json_object_get(st, "exit_code")));
+    free(shown);
+}
+
 /* The rank step failed before the program started: say so in the rank's
  * status, so that gpurun names this rank, its host and why (and not the
  * ranks the launcher stopped because of it). */
-static int failed_before_start(const char *run_dir, int rank, const char *host, gpurun_error_t *err)
+static int failed_before_start(int dfd, const char *run_dir, int rank, const char *host, mode_t fmode,
+                               gpurun_error_t *err)
 {
     char *end = iso_now();
     json_t *st = json_pack("{s:i, s:s, s:i, s:i, s:s, s:I, s:s}", "rank", rank, "host", host, "exit_code", err->code,
                            "signal", 0, "end", end, "end_ns", now_ns(), "error", err->text);
-    char *spath = gpurun_rank_file(run_dir, rank, "status.json");
-    gpurun_write_json(spath, st, NULL);
-    free(spath);
+    write_status(dfd, run_dir, rank, host, st, fmode, STDERR_FILENO);
     json_decref(st);
     free(end);
     return -1;
@@ -344,6 +418,12 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, gpurun_error_t 
         return gpurun_err(err, GPURUN_EXIT_ENV,
                           "rank step: no rank in the environment (none of GPURUN_LAUNCH_RANK, OMPI_COMM_WORLD_RANK, "
                           "PMIX_RANK, SLURM_PROCID, PMI_RANK)");
+    /* Nothing of a folder that is not the one gpurun made, ours and closed
+     * to others, is read or written. */
+    mode_t fmode = 0600;
+    int dfd = gpurun_open_run_dir(run_dir, &fmode, err);
+    if (dfd < 0)
+        return -1;
     char host[256] = "";
     gethostname(host, sizeof host - 1);
     if (env_first_int(local_vars, &local, &local_var) < 0) {
@@ -351,18 +431,25 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, gpurun_error_t 
                    "rank step: rank %d has no local rank in the environment (none of GPURUN_LAUNCH_LOCAL_RANK, "
                    "OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID, MPI_LOCALRANKID, PMI_LOCAL_RANK)",
                    rank);
-        return failed_before_start(run_dir, rank, host, err);
+        return failed_before_start(dfd, run_dir, rank, host, fmode, err);
     }
-    json_t *plan = gpurun_host_plan(run_dir, host, err);
+    json_t *plan = gpurun_host_plan(dfd, run_dir, host, fmode, err);
     if (!plan)
-        return failed_before_start(run_dir, rank, host, err);
+        return failed_before_start(dfd, run_dir, rank, host, fmode, err);
     json_t *ranks = json_object_get(plan, "ranks");
     json_t *entry = json_array_get(ranks, (size_t)local);
     if (!entry || json_integer_value(json_object_get(entry, "node")) != 0) {
         json_decref(plan);
         gpurun_err(err, GPURUN_EXIT_ENV, "rank step: local rank %d (from %s) is not in %s's plan", local, local_var,
                    host);
-        return failed_before_start(run_dir, rank, host, err);
+        return failed_before_start(dfd, run_dir, rank, host, fmode, err);
+    }
+    char *env_shown = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_ENV);
+    json_t *jobenv = gpurun_read_own_json_at(dfd, GPURUN_RUN_ENV, env_shown, err);
+    free(env_shown);
+    if (!jobenv) {
+        json_decref(plan);
+        return failed_before_start(dfd, run_dir, rank, host, fmode, err);
     }
     json_t *report = json_object();
     json_object_set_new(report, "warnings", json_array());
@@ -376,31 +463,31 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, gpurun_error_t 
     char num[32];
     snprintf(num, sizeof num, "%d", rank); /* the host plan numbers its ranks from 0 */
     setenv("GPURUN_RANK", num, 1);
-    char *env_path = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_ENV);
-    json_t *jobenv = json_load_file(env_path, 0, NULL);
-    free(env_path);
-    if (jobenv) /* the job's own env{} wins: the user asked for it */
-        set_env_object(jobenv);
+    set_env_object(jobenv); /* the job's own env{} wins: the user asked for it */
     json_decref(jobenv);
     bind(entry, report);
 
-    char *out = gpurun_rank_file(run_dir, rank, "out");
-    int fd = open(out, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    free(out);
+    /* A new file of ours: an existing name (a symlink planted to make us
+     * append to someone's file) is refused, not followed. */
+    char oname[64];
+    snprintf(oname, sizeof oname, "rank.%d.out", rank);
+    int fd = openat(dfd, oname, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, fmode);
     if (fd < 0) {
+        gpurun_err(err, GPURUN_EXIT_ENV, "rank %d: cannot create its output %s/%s: %s", rank, run_dir, oname,
+                   strerror(errno));
         json_decref(report);
         json_decref(plan);
-        return gpurun_err(err, GPURUN_EXIT_ENV, "rank %d: cannot write its output in %s: %s", rank, run_dir,
-                          strerror(errno));
+        return failed_before_start(dfd, run_dir, rank, host, fmode, err);
     }
     char *start = iso_now();
     json_object_set_new(report, "start", json_string(start));
     json_object_set_new(report, "pid", json_integer(getpid()));
-    char *bpath = gpurun_rank_file(run_dir, rank, "binding.json");
-    gpurun_write_json(bpath, report, NULL);
-    free(bpath);
+    char bname[64];
+    snprintf(bname, sizeof bname, "rank.%d.binding.json", rank);
+    gpurun_write_json_at(dfd, bname, bname, report, fmode, 0, NULL);
 
     fflush(NULL);
+    int say_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3); /* the launcher's output, for what gpurun must know */
     dup2(fd, STDOUT_FILENO);
     dup2(fd, STDERR_FILENO);
     close(fd);
@@ -437,10 +524,11 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, gpurun_error_t 
     json_t *st = json_pack("{s:i, s:s, s:i, s:i, s:s, s:s, s:I}", "rank", rank, "host", host, "exit_code", code,
                            "signal", pid > 0 && WIFSIGNALED(status) ? WTERMSIG(status) : 0, "start", start, "end",
                            end, "end_ns", now_ns());
-    char *spath = gpurun_rank_file(run_dir, rank, "status.json");
-    gpurun_write_json(spath, st, NULL);
-    free(spath);
+    write_status(dfd, run_dir, rank, host, st, fmode, say_fd >= 0 ? say_fd : STDERR_FILENO);
     json_decref(st);
+    if (say_fd >= 0)
+        close(say_fd);
+    close(dfd);
     free(start);
     free(end);
     json_decref(report);
