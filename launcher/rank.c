@@ -260,6 +260,112 @@ static void set_env_object(json_t *obj)
     json_object_foreach(obj, k, v) if (json_is_string(v)) setenv(k, json_string_value(v), 1);
 }
 
+/* plan.HOST.json is plain JSON that starts with an index of its ranks:
+ *   {"rank_index": "OOOOOOOOOOOOLLLLLLLLLLLL...", "ranks": [\n E0,\n E1\n], ...the rest}
+ * 24 digits per local rank (byte offset and length of its entry), so that a
+ * rank step reads three small pieces of the file, whatever the number of
+ * ranks, instead of parsing every rank's entry. */
+#define INDEX_HEAD "{\"rank_index\": \""
+#define INDEX_DIGITS 12
+
+int gpurun_write_host_plan_at(int dfd, const char *name, const char *shown, json_t *plan, mode_t mode,
+                              gpurun_error_t *err)
+{
+    json_t *ranks = json_object_get(plan, "ranks");
+    size_t n = json_array_size(ranks);
+    char **entry = gpurun_xcalloc(n + 1, sizeof *entry);
+    json_t *rest = json_copy(plan);
+    json_object_del(rest, "ranks");
+    json_object_del(rest, "rank_index");
+    char *rest_text = json_dumps(rest, JSON_COMPACT);
+    json_decref(rest);
+    bool bad = !rest_text;
+    for (size_t i = 0; i < n && !bad; i++)
+        bad = !(entry[i] = json_dumps(json_array_get(ranks, i), JSON_COMPACT));
+    int rc;
+    if (bad) {
+        rc = gpurun_err(err, GPURUN_EXIT_ENV,
+                        "%s: cannot write: the JSON encoder refused the plan (a text that is not UTF-8?)", shown);
+    } else {
+        static const char mid[] = "\",\n\"ranks\": [\n";
+        size_t head = strlen(INDEX_HEAD) + 2 * INDEX_DIGITS * n + strlen(mid);
+        size_t total = head + 1 + strlen(rest_text) + 4;
+        for (size_t i = 0; i < n; i++)
+            total += strlen(entry[i]) + 2;
+        char *buf = gpurun_xcalloc(total + 1, 1), *w = buf;
+        w += sprintf(w, "%s", INDEX_HEAD);
+        size_t pos = head;
+        for (size_t i = 0; i < n; i++) {
+            size_t len = strlen(entry[i]);
+            w += sprintf(w, "%0*zu%0*zu", INDEX_DIGITS, pos, INDEX_DIGITS, len);
+            pos += len + 2;
+        }
+        w += sprintf(w, "%s", mid);
+        for (size_t i = 0; i < n; i++)
+            w += sprintf(w, "%s%s", entry[i], i + 1 < n ? ",\n" : "\n");
+        /* the other members after the ranks: "{}" adds none */
+        w += sprintf(w, "]%s%s\n", strlen(rest_text) > 2 ? ", " : "}", strlen(rest_text) > 2 ? rest_text + 1 : "");
+        rc = gpurun_write_atomic_at(dfd, name, shown, buf, (size_t)(w - buf), mode, 0, err);
+        free(buf);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(entry[i]);
+    free(entry);
+    free(rest_text);
+    return rc;
+}
+
+static int read_at(int fd, char *buf, size_t len, off_t off)
+{
+    size_t got = 0;
+    while (got < len) {
+        ssize_t r = pread(fd, buf + got, len - got, off + (off_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+static bool digits(const char *s, size_t n, size_t *v)
+{
+    *v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        *v = *v * 10 + (size_t)(s[i] - '0');
+    }
+    return true;
+}
+
+/* Local rank `local`'s entry of the host plan open as `fd`, or NULL. */
+static json_t *host_plan_entry(int fd, int local, const char *shown, gpurun_error_t *err)
+{
+    char head[sizeof INDEX_HEAD - 1], ix[2 * INDEX_DIGITS];
+    size_t off, len;
+    off_t at = (off_t)(sizeof head) + (off_t)local * (off_t)sizeof ix;
+    if (read_at(fd, head, sizeof head, 0) < 0 || memcmp(head, INDEX_HEAD, sizeof head) != 0) {
+        gpurun_err(err, GPURUN_EXIT_ENV, "%s: not a host plan of gpurun (no rank index)", shown);
+        return NULL;
+    }
+    if (read_at(fd, ix, sizeof ix, at) < 0 || !digits(ix, INDEX_DIGITS, &off) ||
+        !digits(ix + INDEX_DIGITS, INDEX_DIGITS, &len))
+        return NULL; /* past the index: no such local rank */
+    if (len > (64u << 20)) {
+        gpurun_err(err, GPURUN_EXIT_ENV, "%s: local rank %d's entry is %zu bytes long", shown, local, len);
+        return NULL;
+    }
+    char *buf = gpurun_xcalloc(len + 1, 1);
+    json_error_t jerr;
+    json_t *entry = read_at(fd, buf, len, (off_t)off) == 0 ? json_loadb(buf, len, 0, &jerr) : NULL;
+    free(buf);
+    if (!entry)
+        gpurun_err(err, GPURUN_EXIT_ENV, "%s: local rank %d's entry cannot be read", shown, local);
+    return entry;
+}
+
 /* plan.HOST.json: the plan of this host's ranks.  gpurun writes its own
  * host's; on another host the first rank step to get the lock discovers
  * that host's topology once, plans its ranks with the job's request, and
@@ -274,17 +380,11 @@ static char *host_file(const char *host, const char *kind, const char *ext)
     return f;
 }
 
-json_t *gpurun_host_plan(int dfd, const char *run_dir, const char *host, mode_t fmode, gpurun_error_t *err)
+/* Make plan.HOST.json when nobody has yet. */
+static int host_plan_make(int dfd, const char *run_dir, const char *host, const char *name, const char *shown,
+                          mode_t fmode, gpurun_error_t *err)
 {
-    char *name = gpurun_host_plan_name(host);
-    char *shown = gpurun_xasprintf("%s/%s", run_dir, name);
     json_t *plan = NULL;
-    if (faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
-        plan = gpurun_read_own_json_at(dfd, name, shown, err);
-        free(name);
-        free(shown);
-        return plan;
-    }
     char *lock = host_file(host, "plan", "lock");
     int fd = openat(dfd, lock, O_CREAT | O_RDWR | O_NOFOLLOW | O_CLOEXEC, fmode);
     if (fd < 0 || flock(fd, LOCK_EX) < 0) {
@@ -292,17 +392,13 @@ json_t *gpurun_host_plan(int dfd, const char *run_dir, const char *host, mode_t 
         if (fd >= 0)
             close(fd);
         free(lock);
-        free(name);
-        free(shown);
-        return NULL;
+        return -1;
     }
     gpurun_topo_t *topo = NULL;
-    bool export_topo = false, failed = false;
-    if (faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
-        plan = gpurun_read_own_json_at(dfd, name, shown, err);
-        failed = !plan;
-    }
-    if (!plan && !failed) {
+    bool export_topo = false;
+    int rc = 0;
+    if (faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) != 0) {
+        rc = -1;
         char *rshown = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_REQUEST);
         json_t *rj = gpurun_read_own_json_at(dfd, GPURUN_RUN_REQUEST, rshown, err);
         free(rshown);
@@ -327,10 +423,8 @@ json_t *gpurun_host_plan(int dfd, const char *run_dir, const char *host, mode_t 
                                  &genv, &probe, &gdr, err) == 0) {
                 plan = gpurun_plan_json(p);
                 json_object_set_new(plan, "gpudirect", gdr); /* this host's decision, for the record */
-                if (gpurun_write_json_at(dfd, name, shown, plan, fmode, 0, err) < 0) {
-                    json_decref(plan);
-                    plan = NULL;
-                }
+                rc = gpurun_write_host_plan_at(dfd, name, shown, plan, fmode, err);
+                json_decref(plan);
                 export_topo = true;
             } else {
                 char *m = gpurun_xasprintf("%s", err->text);
@@ -362,9 +456,29 @@ json_t *gpurun_host_plan(int dfd, const char *run_dir, const char *host, mode_t 
         free(xname);
     }
     gpurun_topo_destroy(topo);
+    return rc;
+}
+
+json_t *gpurun_host_plan_entry(int dfd, const char *run_dir, const char *host, int local, mode_t fmode,
+                               gpurun_error_t *err)
+{
+    char *name = gpurun_host_plan_name(host);
+    char *shown = gpurun_xasprintf("%s/%s", run_dir, name);
+    json_t *entry = NULL;
+    if (faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0 ||
+        host_plan_make(dfd, run_dir, host, name, shown, fmode, err) == 0) {
+        int fd = gpurun_open_own_at(dfd, name, shown, err);
+        if (fd >= 0) {
+            gpurun_error_clear(err);
+            entry = host_plan_entry(fd, local, shown, err);
+            close(fd);
+            if (!entry && !err->text[0])
+                gpurun_err(err, GPURUN_EXIT_ENV, "rank step: local rank %d is not in %s's plan", local, host);
+        }
+    }
     free(name);
     free(shown);
-    return plan;
+    return entry;
 }
 
 static volatile sig_atomic_t child_pid;
@@ -433,12 +547,11 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, gpurun_error_t 
                    rank);
         return failed_before_start(dfd, run_dir, rank, host, fmode, err);
     }
-    json_t *plan = gpurun_host_plan(dfd, run_dir, host, fmode, err);
+    json_t *plan = gpurun_host_plan_entry(dfd, run_dir, host, local, fmode, err);
     if (!plan)
         return failed_before_start(dfd, run_dir, rank, host, fmode, err);
-    json_t *ranks = json_object_get(plan, "ranks");
-    json_t *entry = json_array_get(ranks, (size_t)local);
-    if (!entry || json_integer_value(json_object_get(entry, "node")) != 0) {
+    json_t *entry = plan;
+    if (json_integer_value(json_object_get(entry, "node")) != 0) {
         json_decref(plan);
         gpurun_err(err, GPURUN_EXIT_ENV, "rank step: local rank %d (from %s) is not in %s's plan", local, local_var,
                    host);

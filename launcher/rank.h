@@ -43,9 +43,14 @@ int gpurun_open_run_dir(const char *run_dir, mode_t *file_mode, gpurun_error_t *
 /* A JSON file of ours in `dirfd` (gpurun_open_own_at), or NULL with err. */
 json_t *gpurun_read_own_json_at(int dirfd, const char *name, const char *shown, gpurun_error_t *err);
 
-/* The plan of one host's ranks (plan.HOST.json in the run folder open as
- * `dfd`), made on first use. */
-json_t *gpurun_host_plan(int dfd, const char *run_dir, const char *host, mode_t fmode, gpurun_error_t *err);
+/* Local rank `local`'s entry of its host's plan (plan.HOST.json in the run
+ * folder open as `dfd`; made on first use on a host gpurun did not plan),
+ * read without parsing the other ranks' entries. */
+json_t *gpurun_host_plan_entry(int dfd, const char *run_dir, const char *host, int local, mode_t fmode,
+                               gpurun_error_t *err);
+/* Write a host plan with the index gpurun_host_plan_entry reads. */
+int gpurun_write_host_plan_at(int dfd, const char *name, const char *shown, json_t *plan, mode_t mode,
+                              gpurun_error_t *err);
 /* "plan.HOST.json", the host name made safe for a file name. */
 char *gpurun_host_plan_name(const char *host);
 

@@ -549,7 +549,7 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     char *hname = gpurun_host_plan_name(host); /* this host's ranks need not plan again */
     p = gpurun_xasprintf("%s/%s", run_dir, hname);
     if (wrc == 0)
-        wrc = gpurun_write_json_at(dfd, hname, p, pj, fmode, 0, err);
+        wrc = gpurun_write_host_plan_at(dfd, hname, p, pj, fmode, err);
     json_decref(pj);
     free(p);
     free(hname);
@@ -809,6 +809,7 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
         {
             char *hp = gpurun_host_plan_name(json_string_value(hj));
             json_t *doc = gpurun_read_own_json_at(dfd, hp, hp, NULL);
+            json_object_del(doc, "rank_index"); /* for rank steps only */
             free(hp);
             json_object_set_new(host_plans, json_string_value(hj), doc ? doc : json_null());
         }
