@@ -11,6 +11,8 @@
 #include <sys/types.h>
 
 #include "../plugins/launcher.h"
+#include <jansson.h>
+
 #include "error.h"
 
 struct gpurun_supervise {
@@ -31,6 +33,9 @@ struct gpurun_outcome {
     int interrupted;       /* the signal gpurun got (SIGINT, SIGTERM), or 0 */
     int launcher_status;   /* worst exit status of the started processes (128+N for signals) */
     double wall_s;
+    json_t *bindings;      /* what each rank step reported, by rank (null: nothing); the caller's */
+    json_t *statuses;
+    int nbound, nended;    /* ranks that reported a binding, an end */
 };
 
 /* Start `cmds` and wait for them.  Returns 0 once everything has ended (the

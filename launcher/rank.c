@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -26,9 +27,100 @@
 #include "topology.h"
 #include "util.h"
 
-char *gpurun_rank_file(const char *run_dir, int rank, const char *what)
+/* "h1" of "DIR/h1.out" when that is a host's output file (plan.h1.json
+ * beside it), else NULL. */
+static char *output_host(const char *path)
 {
-    return gpurun_xasprintf("%s/rank.%d.%s", run_dir, rank, what);
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t bl = strlen(base);
+    if (bl < 5 || strcmp(base + bl - 4, ".out") || !strcmp(base, GPURUN_RUN_LAUNCHER_OUT) ||
+        !strncmp(base, "rank.", 5))
+        return NULL;
+    char *host = gpurun_xasprintf("%.*s", (int)(bl - 4), base);
+    if (!strcmp(host, "launcher-host"))
+        host[8] = '\0';
+    char *plan = gpurun_xasprintf("%.*splan.%s.json", (int)(base - path), path, host);
+    struct stat st;
+    bool ok = lstat(plan, &st) == 0 && S_ISREG(st.st_mode);
+    free(plan);
+    if (!ok) {
+        free(host);
+        return NULL;
+    }
+    return host;
+}
+
+const char *gpurun_rank0_label(const char *path)
+{
+    char *host = output_host(path);
+    free(host);
+    return host ? "0: " : NULL;
+}
+
+static bool has_rank0_line(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    char line[64];
+    bool found = false, at_start = true;
+    while (!found && fgets(line, sizeof line, f)) {
+        found = at_start && !strncmp(line, "0: ", 3);
+        at_start = strchr(line, '\n') != NULL;
+    }
+    fclose(f);
+    return found;
+}
+
+char *gpurun_rank0_output(const char *dir, const char **label)
+{
+    const char *d = dir && *dir ? dir : ".";
+    char *p = gpurun_xasprintf("%s/rank.0.out", d);
+    struct stat st;
+    *label = "";
+    if (lstat(p, &st) == 0)
+        return p;
+    free(p);
+    /* One look at the folder: this host's file first (rank 0 is on the
+     * first node, most often gpurun's own), then the others in turn. */
+    char self[256] = "";
+    gethostname(self, sizeof self - 1);
+    char *mine = gpurun_host_output_name(self);
+    char **cands = NULL;
+    size_t n = 0, cap = 0;
+    DIR *dh = opendir(d);
+    struct dirent *e;
+    while (dh && (e = readdir(dh))) {
+        char *cand = gpurun_xasprintf("%s/%s", d, e->d_name);
+        char *host = output_host(cand);
+        free(host);
+        if (!host) {
+            free(cand);
+            continue;
+        }
+        if (n == cap)
+            cands = gpurun_xrealloc(cands, (cap = cap ? 2 * cap : 8) * sizeof *cands);
+        cands[n++] = cand;
+        if (!strcmp(e->d_name, mine)) { /* mine first */
+            cands[n - 1] = cands[0];
+            cands[0] = cand;
+        }
+    }
+    if (dh)
+        closedir(dh);
+    free(mine);
+    char *found = NULL;
+    for (size_t i = 0; i < n && !found; i++)
+        if (has_rank0_line(cands[i]))
+            found = gpurun_xstrdup(cands[i]);
+    if (!found)
+        found = n ? gpurun_xstrdup(cands[0]) : gpurun_xasprintf("%s/rank.0.out", d);
+    for (size_t i = 0; i < n; i++)
+        free(cands[i]);
+    free(cands);
+    *label = gpurun_rank0_label(found) ? "0: " : "";
+    return found;
 }
 
 json_t *gpurun_read_own_json_at(int dirfd, const char *name, const char *shown, gpurun_error_t *err)
@@ -85,14 +177,34 @@ int gpurun_open_run_dir(const char *run_dir, mode_t *file_mode, gpurun_error_t *
     return fd;
 }
 
-char *gpurun_host_plan_name(const char *host)
+static void safe_host(char *safe, size_t size, const char *host)
 {
-    char safe[256];
-    snprintf(safe, sizeof safe, "%s", host);
+    snprintf(safe, size, "%s", host);
     for (char *c = safe; *c; c++)
         if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_", *c))
             *c = '_';
+}
+
+char *gpurun_host_plan_name(const char *host)
+{
+    char safe[256];
+    safe_host(safe, sizeof safe, host);
     return gpurun_xasprintf("plan.%s.json", safe);
+}
+
+char *gpurun_host_output_name(const char *host)
+{
+    char safe[256];
+    safe_host(safe, sizeof safe, host);
+    /* launcher.out is the launcher's: a host of that name gets another */
+    return gpurun_xasprintf("%s%s.out", safe, strcmp(safe, "launcher") ? "" : "-host");
+}
+
+char *gpurun_host_ranks_name(const char *host)
+{
+    char safe[256];
+    safe_host(safe, sizeof safe, host);
+    return gpurun_xasprintf("%s.ranks.json", safe);
 }
 
 /* The first of these variables that is set: launchers name ranks differently.
@@ -491,35 +603,136 @@ static void forward(int sig)
 
 static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT};
 
-/* The rank's status, written once; when it cannot be, said on the rank
- * step's own stderr (the launcher's output, which gpurun keeps), so that
- * gpurun tells this apart from a lost host. */
-static void write_status(int dfd, const char *run_dir, int rank, const char *host, json_t *st, mode_t fmode,
-                         int say_fd)
+/* What a rank step tells gpurun goes through its standard output (the
+ * launcher forwards it to gpurun's pipe), one line per report, each written
+ * with one write(): GPURUN_MARK KIND RANK PAYLOAD.  Nothing of this touches
+ * the run folder, so gpurun waits on a pipe, not on files. */
+static void report_line(char kind, int rank, const char *payload, size_t len)
 {
-    char name[64];
-    snprintf(name, sizeof name, "rank.%d.status.json", rank);
-    char *shown = gpurun_xasprintf("%s/%s", run_dir, name);
-    gpurun_error_t e;
-    if (gpurun_write_json_at(dfd, name, shown, st, fmode, 0, &e) < 0)
-        dprintf(say_fd, "%s%d on %s: %s (exit status %d)\n", GPURUN_STATUS_LOST_MARK, rank, host, e.text,
-                (int)json_integer_value(json_object_get(st, "exit_code")));
-    free(shown);
+    size_t room = strlen(GPURUN_MARK) + 32 + len + 2;
+    char *buf = gpurun_xcalloc(room, 1);
+    int head = snprintf(buf, room, "%s%c %d ", GPURUN_MARK, kind, rank);
+    memcpy(buf + head, payload, len);
+    buf[(size_t)head + len] = '\n';
+    size_t total = (size_t)head + len + 1, done = 0;
+    while (done < total) {
+        ssize_t w = write(STDOUT_FILENO, buf + done, total - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        done += (size_t)w;
+    }
+    free(buf);
+}
+
+static void report_json(char kind, int rank, json_t *doc)
+{
+    char *text = json_dumps(doc, JSON_COMPACT | JSON_ENSURE_ASCII);
+    if (text) {
+        report_line(kind, rank, text, strlen(text));
+        free(text);
+    }
 }
 
 /* The rank step failed before the program started: say so in the rank's
  * status, so that gpurun names this rank, its host and why (and not the
  * ranks the launcher stopped because of it). */
-static int failed_before_start(int dfd, const char *run_dir, int rank, const char *host, mode_t fmode,
-                               gpurun_error_t *err)
+static int failed_before_start(int rank, const char *host, gpurun_error_t *err)
 {
     char *end = iso_now();
     json_t *st = json_pack("{s:i, s:s, s:i, s:i, s:s, s:I, s:s}", "rank", rank, "host", host, "exit_code", err->code,
                            "signal", 0, "end", end, "end_ns", now_ns(), "error", err->text);
-    write_status(dfd, run_dir, rank, host, st, fmode, STDERR_FILENO);
+    report_json('S', rank, st);
     json_decref(st);
     free(end);
     return -1;
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+    while (len) {
+        ssize_t w = write(fd, buf, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        buf += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+/* The rank's output file: its host's (HOST.out, shared by the host's rank
+ * steps, lines labelled) or its own (rank.N.out).  Made by whoever comes
+ * first, with O_EXCL; the others open that one, never through a symlink,
+ * and only if it is a plain file of ours. */
+static int open_output(int dfd, const char *name, mode_t fmode, bool shared)
+{
+    int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, fmode);
+    if (fd >= 0 || errno != EEXIST || !shared)
+        return fd;
+    fd = openat(dfd, name, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_nlink != 1 ||
+                    (st.st_mode & 022))) {
+        close(fd);
+        errno = EPERM;
+        return -1;
+    }
+    if (fd >= 0)
+        fcntl(fd, F_SETFL, O_APPEND);
+    return fd;
+}
+
+/* Copy the program's output from `in` to the rank's file: per host, each
+ * line as "RANK: line" in one write (so that the host's ranks never mix
+ * within a line); per rank, as it is.  With `relay`, also to gpurun's pipe
+ * for the terminal. */
+static void copy_output(int in, int out, int rank, bool labelled, bool relay)
+{
+    enum { CHUNK = 3072 }; /* a labelled line stays one atomic write */
+    char buf[CHUNK], line[CHUNK + 32];
+    size_t len = 0;
+    for (;;) {
+        ssize_t n = read(in, buf + len, sizeof buf - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        bool eof = n <= 0;
+        if (!eof)
+            len += (size_t)n;
+        if (!labelled && !eof) {
+            write_all(out, buf + len - (size_t)n, (size_t)n);
+            if (!relay) {
+                len = 0;
+                continue;
+            }
+        }
+        size_t start = 0;
+        for (;;) {
+            char *nl = memchr(buf + start, '\n', len - start);
+            size_t ll;
+            if (nl)
+                ll = (size_t)(nl - (buf + start));
+            else if ((eof && len > start) || (start == 0 && len == sizeof buf))
+                ll = len - start; /* the last line without a newline, or a very long one: what we have */
+            else
+                break;
+            if (labelled) {
+                int h = snprintf(line, sizeof line, "%d: ", rank);
+                memcpy(line + h, buf + start, ll);
+                line[(size_t)h + ll] = '\n';
+                write_all(out, line, (size_t)h + ll + 1);
+            }
+            if (relay)
+                report_line('O', rank, buf + start, ll);
+            start += ll + (nl ? 1 : 0);
+        }
+        memmove(buf, buf + start, len - start);
+        len -= start;
+        if (eof)
+            break;
+    }
 }
 
 int gpurun_rank_step(const char *run_dir, char *const *app_argv, gpurun_error_t *err)
@@ -532,37 +745,39 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, gpurun_error_t 
         return gpurun_err(err, GPURUN_EXIT_ENV,
                           "rank step: no rank in the environment (none of GPURUN_LAUNCH_RANK, OMPI_COMM_WORLD_RANK, "
                           "PMIX_RANK, SLURM_PROCID, PMI_RANK)");
+    char host[256] = "";
+    const char *host_env = getenv(GPURUN_ENV_HOST); /* a test launcher playing many hosts on one */
+    snprintf(host, sizeof host, "%s", host_env && *host_env ? host_env : "");
+    if (!host[0])
+        gethostname(host, sizeof host - 1);
     /* Nothing of a folder that is not the one gpurun made, ours and closed
      * to others, is read or written. */
     mode_t fmode = 0600;
     int dfd = gpurun_open_run_dir(run_dir, &fmode, err);
     if (dfd < 0)
-        return -1;
-    char host[256] = "";
-    gethostname(host, sizeof host - 1);
+        return failed_before_start(rank, host, err);
     if (env_first_int(local_vars, &local, &local_var) < 0) {
         gpurun_err(err, GPURUN_EXIT_ENV,
                    "rank step: rank %d has no local rank in the environment (none of GPURUN_LAUNCH_LOCAL_RANK, "
                    "OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID, MPI_LOCALRANKID, PMI_LOCAL_RANK)",
                    rank);
-        return failed_before_start(dfd, run_dir, rank, host, fmode, err);
+        close(dfd);
+        return failed_before_start(rank, host, err);
     }
-    json_t *plan = gpurun_host_plan_entry(dfd, run_dir, host, local, fmode, err);
-    if (!plan)
-        return failed_before_start(dfd, run_dir, rank, host, fmode, err);
-    json_t *entry = plan;
-    if (json_integer_value(json_object_get(entry, "node")) != 0) {
-        json_decref(plan);
+    json_t *entry = gpurun_host_plan_entry(dfd, run_dir, host, local, fmode, err);
+    if (entry && json_integer_value(json_object_get(entry, "node")) != 0) {
+        json_decref(entry);
+        entry = NULL;
         gpurun_err(err, GPURUN_EXIT_ENV, "rank step: local rank %d (from %s) is not in %s's plan", local, local_var,
                    host);
-        return failed_before_start(dfd, run_dir, rank, host, fmode, err);
     }
     char *env_shown = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_ENV);
-    json_t *jobenv = gpurun_read_own_json_at(dfd, GPURUN_RUN_ENV, env_shown, err);
+    json_t *jobenv = entry ? gpurun_read_own_json_at(dfd, GPURUN_RUN_ENV, env_shown, err) : NULL;
     free(env_shown);
     if (!jobenv) {
-        json_decref(plan);
-        return failed_before_start(dfd, run_dir, rank, host, fmode, err);
+        json_decref(entry);
+        close(dfd);
+        return failed_before_start(rank, host, err);
     }
     json_t *report = json_object();
     json_object_set_new(report, "warnings", json_array());
@@ -580,31 +795,42 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, gpurun_error_t 
     json_decref(jobenv);
     bind(entry, report);
 
-    /* A new file of ours: an existing name (a symlink planted to make us
-     * append to someone's file) is refused, not followed. */
-    char oname[64];
-    snprintf(oname, sizeof oname, "rank.%d.out", rank);
-    int fd = openat(dfd, oname, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, fmode);
+    /* A planted name (a symlink to make us append to someone's file) is
+     * refused, not followed. */
+    const char *mode = getenv(GPURUN_ENV_OUTPUT);
+    bool per_rank = mode && !strcmp(mode, "per-rank");
+    const char *relay_s = getenv(GPURUN_ENV_RELAY);
+    bool relay = relay_s && !strcmp(relay_s, "1");
+    char *oname = per_rank ? gpurun_xasprintf("rank.%d.out", rank) : gpurun_host_output_name(host);
+    int fd = open_output(dfd, oname, fmode, !per_rank);
     if (fd < 0) {
         gpurun_err(err, GPURUN_EXIT_ENV, "rank %d: cannot create its output %s/%s: %s", rank, run_dir, oname,
-                   strerror(errno));
+                   errno == ELOOP ? "it is a symlink" : errno == EEXIST ? "it exists already" : strerror(errno));
+        free(oname);
         json_decref(report);
-        json_decref(plan);
-        return failed_before_start(dfd, run_dir, rank, host, fmode, err);
+        json_decref(entry);
+        close(dfd);
+        return failed_before_start(rank, host, err);
     }
+    close(dfd);
+    json_object_set_new(report, "output", per_rank ? json_pack("{s:s}", "file", oname)
+                                                   : json_pack("{s:s, s:s+}", "file", oname, "label", num, ": "));
+    free(oname);
     char *start = iso_now();
     json_object_set_new(report, "start", json_string(start));
     json_object_set_new(report, "pid", json_integer(getpid()));
-    char bname[64];
-    snprintf(bname, sizeof bname, "rank.%d.binding.json", rank);
-    gpurun_write_json_at(dfd, bname, bname, report, fmode, 0, NULL);
+    report_json('B', rank, report);
 
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) < 0) {
+        gpurun_err(err, GPURUN_EXIT_ENV, "rank %d: cannot make a pipe: %s", rank, strerror(errno));
+        close(fd);
+        json_decref(report);
+        json_decref(entry);
+        free(start);
+        return failed_before_start(rank, host, err);
+    }
     fflush(NULL);
-    int say_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3); /* the launcher's output, for what gpurun must know */
-    dup2(fd, STDOUT_FILENO);
-    dup2(fd, STDERR_FILENO);
-    close(fd);
-
     struct sigaction sa = {.sa_handler = forward};
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
@@ -619,32 +845,36 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, gpurun_error_t 
         struct sigaction dfl = {.sa_handler = SIG_DFL};
         for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
             sigaction(forwarded[i], &dfl, NULL);
+        dup2(pipefd[1], STDOUT_FILENO);
+        dup2(pipefd[1], STDERR_FILENO);
         execvp(app_argv[0], app_argv);
         fprintf(stderr, "gpurun: rank %d: cannot run %s: %s\n", rank, app_argv[0], strerror(errno));
         _exit(errno == ENOENT ? 127 : 126);
     }
+    close(pipefd[1]);
     int status = 0, code;
     if (pid < 0) {
-        fprintf(stderr, "gpurun: rank %d: cannot start %s: %s\n", rank, app_argv[0], strerror(errno));
+        dprintf(fd, "%s%sgpurun: rank %d: cannot start %s: %s\n", per_rank ? "" : num, per_rank ? "" : ": ", rank,
+                app_argv[0], strerror(errno));
         code = 126;
     } else {
         child_pid = pid;
+        copy_output(pipefd[0], fd, rank, !per_rank, relay);
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
             ;
         code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     }
+    close(pipefd[0]);
+    close(fd);
     char *end = iso_now();
     json_t *st = json_pack("{s:i, s:s, s:i, s:i, s:s, s:s, s:I}", "rank", rank, "host", host, "exit_code", code,
                            "signal", pid > 0 && WIFSIGNALED(status) ? WTERMSIG(status) : 0, "start", start, "end",
                            end, "end_ns", now_ns());
-    write_status(dfd, run_dir, rank, host, st, fmode, say_fd >= 0 ? say_fd : STDERR_FILENO);
+    report_json('S', rank, st);
     json_decref(st);
-    if (say_fd >= 0)
-        close(say_fd);
-    close(dfd);
     free(start);
     free(end);
     json_decref(report);
-    json_decref(plan);
+    json_decref(entry);
     return code;
 }

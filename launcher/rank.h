@@ -13,22 +13,34 @@
 
 #include "error.h"
 
-/* Files of a run folder, shared by the rank step and the run. */
+/* Files of a run folder, shared by the rank step and the run.  At most 10
+ * files plus 3 per host:
+ *   plan.json request.json topology.xml env.json gpudirect.json  gpurun, before the ranks
+ *   setup.log                    gpurun, the template's setup steps
+ *   launcher.out                 gpurun: the launcher's own output
+ *   record.json                  gpurun, once, at the end
+ *   plan.HOST.json               gpurun for its own host; for another, the first rank step there
+ *   HOST.out                     the host's rank steps: every line of its ranks as "RANK: line"
+ *                                (output = "per-rank": rank.N.out instead, as the program wrote it)
+ *   HOST.ranks.json              gpurun, once, when the ranks have ended: each local rank's
+ *                                binding and exit status (as the rank steps reported them) */
 #define GPURUN_RUN_PLAN "plan.json"
 #define GPURUN_RUN_TOPOLOGY "topology.xml"
 #define GPURUN_RUN_ENV "env.json"
 #define GPURUN_RUN_REQUEST "request.json"
 #define GPURUN_RUN_GPUDIRECT "gpudirect.json" /* {"mode": "auto", "env": {the template's env}} */
-/* rank.N.out (stdout and stderr), rank.N.binding.json, rank.N.status.json */
-char *gpurun_rank_file(const char *run_dir, int rank, const char *what);
+#define GPURUN_RUN_LAUNCHER_OUT "launcher.out"
 
 /* How gpurun run tells its rank steps which folder is theirs: its inode and
  * gpurun's uid.  A rank step refuses any other folder. */
 #define GPURUN_ENV_RUN_DIR_INO "GPURUN_RUN_DIR_INO"
 #define GPURUN_ENV_RUN_UID "GPURUN_RUN_UID"
-/* Said on the launcher's output when a rank's status could not be written:
- * "gpurun: status not written: rank N on HOST: WHY (exit status C)". */
-#define GPURUN_STATUS_LOST_MARK "gpurun: status not written: rank "
+#define GPURUN_ENV_OUTPUT "GPURUN_OUTPUT"   /* "per-host" (default) or "per-rank" */
+#define GPURUN_ENV_RELAY "GPURUN_RELAY"     /* "1": output lines to gpurun's pipe too (a terminal) */
+#define GPURUN_ENV_HOST "GPURUN_HOST"       /* the host name a rank step uses (test launchers) */
+/* A rank step's reports on its standard output, one line each:
+ *   MARK "B RANK {binding}"  MARK "S RANK {status}"  MARK "O RANK line of output" (relay only) */
+#define GPURUN_MARK "\036gpurun "
 
 /* Returns the program's exit status (128+N when killed by signal N), or -1
  * with err when the rank could not even be started. */
@@ -51,7 +63,18 @@ json_t *gpurun_host_plan_entry(int dfd, const char *run_dir, const char *host, i
 /* Write a host plan with the index gpurun_host_plan_entry reads. */
 int gpurun_write_host_plan_at(int dfd, const char *name, const char *shown, json_t *plan, mode_t mode,
                               gpurun_error_t *err);
-/* "plan.HOST.json", the host name made safe for a file name. */
+/* "plan.HOST.json", "HOST.out", "HOST.ranks.json": the host name made safe
+ * for a file name. */
 char *gpurun_host_plan_name(const char *host);
+char *gpurun_host_output_name(const char *host);
+char *gpurun_host_ranks_name(const char *host);
+
+/* Where rank 0's output is in run folder `dir`: rank.0.out, or its host's
+ * HOST.out, whose lines of rank 0 start with *label ("0: "; else "").
+ * NULL when neither is there. */
+char *gpurun_rank0_output(const char *dir, const char **label);
+/* The label of rank 0's lines when `path` is a host's output file of a run
+ * folder (HOST.out beside plan.HOST.json), else NULL. */
+const char *gpurun_rank0_label(const char *path);
 
 #endif

@@ -226,7 +226,7 @@ static void export_names(char **out)
      * sanitizers' options too, in a checking build. */
     static const char *const names[] = {"PATH",         "LD_LIBRARY_PATH", "GPURUN_TOPOLOGY", "ASAN_OPTIONS",
                                         "LSAN_OPTIONS", "UBSAN_OPTIONS",   GPURUN_ENV_RUN_DIR_INO,
-                                        GPURUN_ENV_RUN_UID, NULL};
+                                        GPURUN_ENV_RUN_UID, GPURUN_ENV_OUTPUT, GPURUN_ENV_RELAY, NULL};
     size_t n = 0;
     for (size_t i = 0; names[i]; i++)
         if (getenv(names[i]))
@@ -244,72 +244,63 @@ struct rank_result {
     char lost[512];     /* "h2 (ranks 2, 3)": their hosts */
     json_t *bindings;   /* what every rank reported */
     json_t *statuses;
-    int unwritten_rank; /* first rank that ended but could not write its status, -1 if none */
-    int unwritten_code;
-    char unwritten[512]; /* "rank 3 on h1: WHY (exit status 0)" */
+    char unwritten[2048]; /* why a host's HOST.ranks.json could not be written, or "" */
 };
 
-/* A rank whose status could not be written said so on the launcher's
- * output (GPURUN_STATUS_LOST_MARK): it ended, its host was not lost. */
-static void find_unwritten(int dfd, struct rank_result *rr)
+/* HOST.ranks.json, once per host, written by gpurun when the ranks have
+ * ended: each local rank's binding and status as its rank step reported
+ * them (through the launcher's pipe), in rank order. */
+static void write_host_files(int dfd, const char *run_dir, mode_t fmode, struct rank_result *rr)
 {
-    int fd = openat(dfd, "launcher.out", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
-    if (!f) {
-        if (fd >= 0)
-            close(fd);
-        return;
-    }
-    char line[1024];
-    size_t ml = strlen(GPURUN_STATUS_LOST_MARK);
-    while (fgets(line, sizeof line, f)) {
-        char *m = strstr(line, GPURUN_STATUS_LOST_MARK);
-        char *end;
-        if (!m)
+    json_t *by_host = json_object();
+    size_t n = json_array_size(rr->bindings);
+    for (size_t i = 0; i < n; i++) {
+        json_t *b = json_array_get(rr->bindings, i), *st = json_array_get(rr->statuses, i);
+        const char *h = json_string_value(json_object_get(b, "host"));
+        if (!h)
+            h = json_string_value(json_object_get(st, "host"));
+        if (!h)
             continue;
-        long r = strtol(m + ml, &end, 10);
-        if (end == m + ml || r < 0 || (size_t)r >= json_array_size(rr->statuses) ||
-            !json_is_null(json_array_get(rr->statuses, (size_t)r)))
-            continue;
-        line[strcspn(line, "\n")] = '\0';
-        char *paren = strrchr(line, '(');
-        int code = 0;
-        if (!paren || sscanf(paren, "(exit status %d)", &code) != 1)
-            code = 0;
-        /* The record keeps what the rank step said instead of its status. */
-        json_array_set_new(rr->statuses, (size_t)r,
-                           json_pack("{s:i, s:i, s:s}", "rank", (int)r, "exit_code", code, "status_not_written",
-                                     m + ml));
-        rr->finished++;
-        if (rr->unwritten_rank < 0) {
-            snprintf(rr->unwritten, sizeof rr->unwritten, "status not written: rank %s", m + ml);
-            rr->unwritten_code = code;
-            rr->unwritten_rank = (int)r;
-        }
+        json_t *list = json_object_get(by_host, h);
+        if (!list)
+            json_object_set_new(by_host, h, list = json_array());
+        json_array_append_new(list, json_pack("{s:i, s:O, s:O}", "rank", (int)i, "binding", b, "status", st));
     }
-    fclose(f);
+    const char *h;
+    json_t *list;
+    json_object_foreach(by_host, h, list)
+    {
+        char *name = gpurun_host_ranks_name(h);
+        char *shown = gpurun_xasprintf("%s/%s", run_dir, name);
+        json_t *doc = json_pack("{s:s, s:O}", "host", h, "ranks", list);
+        gpurun_error_t e;
+        if (gpurun_write_json_at(dfd, name, shown, doc, fmode, 0, &e) < 0 && !rr->unwritten[0])
+            snprintf(rr->unwritten, sizeof rr->unwritten, "%s", e.text);
+        json_decref(doc);
+        free(name);
+        free(shown);
+    }
+    json_decref(by_host);
 }
 
-static json_t *load_rank_file(int dfd, int rank, const char *what)
-{
-    char name[64];
-    snprintf(name, sizeof name, "rank.%d.%s", rank, what);
-    return gpurun_read_own_json_at(dfd, name, name, NULL);
-}
-
-static void collect_ranks(int dfd, int nranks, struct rank_result *rr)
+/* What the rank steps reported, from the launcher's pipe (the outcome's
+ * bindings and statuses, taken over here). */
+static void collect_ranks(struct gpurun_outcome *oc, int nranks, struct rank_result *rr)
 {
     rr->failed_rank = -1;
     rr->finished = 0;
-    rr->unwritten_rank = -1;
-    rr->bindings = json_array();
-    rr->statuses = json_array();
+    rr->unwritten[0] = '\0';
+    rr->bindings = oc->bindings ? oc->bindings : json_array();
+    rr->statuses = oc->statuses ? oc->statuses : json_array();
+    oc->bindings = oc->statuses = NULL;
+    while ((int)json_array_size(rr->bindings) < nranks)
+        json_array_append_new(rr->bindings, json_null());
+    while ((int)json_array_size(rr->statuses) < nranks)
+        json_array_append_new(rr->statuses, json_null());
     json_int_t first = 0;
     for (int i = 0; i < nranks; i++) {
-        json_t *b = load_rank_file(dfd, i, "binding.json"), *s = load_rank_file(dfd, i, "status.json");
-        json_array_append_new(rr->bindings, b ? b : json_null());
-        json_array_append_new(rr->statuses, s ? s : json_null());
-        if (!s)
+        json_t *s = json_array_get(rr->statuses, (size_t)i);
+        if (json_is_null(s))
             continue;
         rr->finished++;
         int code = (int)json_integer_value(json_object_get(s, "exit_code"));
@@ -329,8 +320,6 @@ static void collect_ranks(int dfd, int nranks, struct rank_result *rr)
      * or the launcher's link to it, was lost.  Grouped by host. */
     rr->nlost = 0;
     rr->lost[0] = '\0';
-    if (rr->finished < nranks)
-        find_unwritten(dfd, rr);
     size_t used = 0;
     for (int i = 0; i < nranks; i++) {
         json_t *b = json_array_get(rr->bindings, (size_t)i);
@@ -639,7 +628,10 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     setenv(GPURUN_ENV_RUN_DIR_INO, idbuf, 1);
     snprintf(idbuf, sizeof idbuf, "%ld", (long)geteuid());
     setenv(GPURUN_ENV_RUN_UID, idbuf, 1);
-    char *export_env[12];
+    setenv(GPURUN_ENV_OUTPUT, job->output == GPURUN_OUTPUT_PER_RANK ? "per-rank" : "per-host", 1);
+    bool tty = isatty(STDOUT_FILENO) && !c->opts->quiet;
+    setenv(GPURUN_ENV_RELAY, tty ? "1" : "0", 1);
+    char *export_env[16];
     export_names(export_env);
     struct gpurun_launch_request lr = {
         .nodes = c->plan->req.nodes,
@@ -655,7 +647,6 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
         rc = err->code;
         goto out;
     }
-    bool tty = isatty(STDOUT_FILENO) && !c->opts->quiet;
     struct gpurun_supervise sv = {
         .run_dir = run_dir,
         .dir_fd = dfd,
@@ -696,7 +687,8 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
         rc = err->code;
         goto out;
     }
-    collect_ranks(dfd, c->plan->nranks, &rr);
+    collect_ranks(&oc, c->plan->nranks, &rr);
+    write_host_files(dfd, run_dir, fmode, &rr);
 
     const char *state = "ok";
     gpurun_foms_t foms = {0};
@@ -720,11 +712,11 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
         state = "timeout";
         gpurun_err(err, rc, "time limit of %lds reached: every rank was stopped; run folder %s", job->timeout_s,
                    run_dir);
-    } else if (rr.unwritten_rank >= 0) {
-        rc = rr.unwritten_code ? rr.unwritten_code : GPURUN_EXIT_ENV;
+    } else if (rr.unwritten[0] && rr.failed_rank < 0) {
+        rc = GPURUN_EXIT_ENV;
         state = "failed";
-        gpurun_err(err, rc, "%s; the rank ended, but gpurun cannot tell how the run went; run folder %s",
-                   rr.unwritten, run_dir);
+        gpurun_err(err, rc, "the ranks ended, but their statuses could not be kept: %s; run folder %s", rr.unwritten,
+                   run_dir);
     } else if (rr.nlost && (rr.failed_rank < 0 || collateral)) {
         rc = GPURUN_EXIT_ENV;
         state = "failed";
@@ -742,9 +734,19 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
             gpurun_err(err, rc, "rank %d on %s could not start (exit status %d): %s; run folder %s", rr.failed_rank,
                        rr.failed_host, rc, rr.failed_error, run_dir);
         else
-            gpurun_err(err, rc, "rank %d on %s failed first: %s %d%s%s%s; its output: %s/rank.%d.out",
-                       rr.failed_rank, rr.failed_host, sig ? "killed by signal" : "exit status", sig ? rc - 128 : rc,
-                       sig ? " (" : "", sig ? sig : "", sig ? ")" : "", run_dir, rr.failed_rank);
+        {
+            json_t *o = json_object_get(json_array_get(rr.bindings, (size_t)rr.failed_rank), "output");
+            const char *file = json_string_value(json_object_get(o, "file"));
+            const char *label = json_string_value(json_object_get(o, "label"));
+            char where[600];
+            if (file && label)
+                snprintf(where, sizeof where, "%s/%s (its lines start with '%s')", run_dir, file, label);
+            else
+                snprintf(where, sizeof where, "%s/%s", run_dir, file ? file : "launcher.out");
+            gpurun_err(err, rc, "rank %d on %s failed first: %s %d%s%s%s; its output: %s", rr.failed_rank,
+                       rr.failed_host, sig ? "killed by signal" : "exit status", sig ? rc - 128 : rc, sig ? " (" : "",
+                       sig ? sig : "", sig ? ")" : "", where);
+        }
     } else if (oc.launcher_status != 0 || rr.finished < c->plan->nranks) {
         rc = oc.launcher_status ? oc.launcher_status : GPURUN_EXIT_ENV;
         if (rr.finished == 0)
@@ -941,7 +943,7 @@ static int dry_run_config(struct run_ctx *c, gpurun_error_t *err)
     char self[PATH_MAX];
     ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
     self[sl > 0 ? sl : 0] = '\0';
-    char *export_env[12];
+    char *export_env[16];
     export_names(export_env);
     struct gpurun_launch_request lr = {.nodes = c->plan->req.nodes,
                                        .ranks_per_node = c->plan->req.ranks_per_node,

@@ -76,7 +76,7 @@ for L in $launchers; do
     "$GPURUN" run "$TMP/f.conf" --quiet >"$TMP/out" 2>"$TMP/err" &
     pid=$!
     n=0
-    while [ "$(ls "$TMP"/results/f/*/rank.1.binding.json 2>/dev/null | wc -l)" -lt 1 ] && [ $n -lt 100 ]; do
+    while [ "$(ranks_started "$TMP/results/f/*")" -lt 2 ] && [ $n -lt 100 ]; do
         sleep 0.1; n=$((n + 1))
     done
     sleep 0.5

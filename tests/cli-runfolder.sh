@@ -121,7 +121,7 @@ printf '{"EVIL": "1", "LD_PRELOAD": "%s/shared/evil6/evil.so"}\n' "$TMP" >"$TMP/
 chown -R 4343:4343 "$TMP/shared/evil6"
 chmod 0644 "$TMP/shared/evil6"/*
 rank_step() { # rank_step DIR INO: the victim's rank step, by hand, as the local launcher starts it
-    run victim env GPURUN_LAUNCH_RANK=0 GPURUN_LAUNCH_LOCAL_RANK=0 GPURUN_RUN_DIR_INO="$2" GPURUN_RUN_UID=4242 \
+    run victim env GPURUN_OUTPUT="${GPURUN_OUTPUT:-per-host}" GPURUN_LAUNCH_RANK=0 GPURUN_LAUNCH_LOCAL_RANK=0 GPURUN_RUN_DIR_INO="$2" GPURUN_RUN_UID=4242 \
         MARK="$HOME_V/ran" "$GPURUN" rank --run-dir "$1" -- "$HOME_V/prog"
 }
 rm -f "$HOME_V/ran"
@@ -145,17 +145,26 @@ contains "$TMP/err" "not the folder gpurun made" "... saying it was replaced"
 rm -rf "$rd"
 mv "$rd.orig" "$rd"
 
-# 8. A planted output symlink is never followed.
+# 8. A planted output symlink is never followed: the host's output file,
+#    or the rank's own with output = "per-rank".
 victim sh -c "echo 'my rc' >\"$HOME_V/bashrc\""
-rm -f "$rd/rank.0.out"
-ln -s "$HOME_V/bashrc" "$rd/rank.0.out"
+host_out=$(hostname | sed 's/[^A-Za-z0-9._-]/_/g').out
+rm -f "$rd/$host_out" "$rd/rank.0.out"
+ln -s "$HOME_V/bashrc" "$rd/$host_out"
 rank_step "$rd" "$ino"
 [ "$(cat "$HOME_V/bashrc")" = "my rc" ]
-ok $? "a rank output that is a symlink is not followed: its target is unchanged"
+ok $? "a host output file that is a symlink is not followed: its target is unchanged"
 [ "$rc" -ne 0 ]
 ok $? "... and that rank fails (exit $rc)"
+rm -f "$rd/$host_out"
+ln -s "$HOME_V/bashrc" "$rd/rank.0.out"
+GPURUN_OUTPUT=per-rank rank_step "$rd" "$ino"
+[ "$(cat "$HOME_V/bashrc")" = "my rc" ] && [ "$rc" -ne 0 ]
+ok $? "output = per-rank: a rank.0.out that is a symlink is not followed either (exit $rc)"
+rm -f "$rd/rank.0.out"
 
-# 9. A run folder that becomes read-only: no status, no record.
+# 9. A run folder that becomes read-only: the ranks' statuses (gpurun's
+#    HOST.ranks.json) and the record cannot be written.
 cat >"$HOME_V/ro" <<'EOF'
 #!/bin/sh
 chmod 0500 "$PWD"
@@ -164,8 +173,9 @@ chmod 0755 "$HOME_V/ro"
 printf 'job = "ro"\ncommand = "%s"\nlauncher = "local"\nranks_per_node = 1\nthreads_per_rank = 1\n' \
     "$HOME_V/ro" >"$HOME_V/ro.conf"
 run victim "$GPURUN" run "$HOME_V/ro.conf" --results "$HOME_V/r9"
-expect_rc 3 "a rank whose status cannot be written: exit 3, not 0"
-contains "$TMP/err" "status not written: rank 0 on" "... its own message, naming the rank"
+expect_rc 3 "ranks whose statuses cannot be written: exit 3, not 0"
+contains "$TMP/err" "statuses could not be kept" "... its own message"
+contains "$TMP/err" "ranks.json" "... naming the file"
 if grep -q "lost" "$TMP/err"; then ok 1 "... not a lost host"; else ok 0 "... not a lost host"; fi
 contains "$TMP/err" "record.json" "... and the record that could not be written is named"
 if grep -q " ok in " "$TMP/out"; then ok 1 "... nothing says ok"; else ok 0 "... nothing says ok"; fi
