@@ -507,7 +507,6 @@ static int host_plan_make(int dfd, const char *run_dir, const char *host, const 
         return -1;
     }
     gpurun_topo_t *topo = NULL;
-    bool export_topo = false;
     int rc = 0;
     if (faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) != 0) {
         rc = -1;
@@ -537,7 +536,6 @@ static int host_plan_make(int dfd, const char *run_dir, const char *host, const 
                 json_object_set_new(plan, "gpudirect", gdr); /* this host's decision, for the record */
                 rc = gpurun_write_host_plan_at(dfd, name, shown, plan, fmode, err);
                 json_decref(plan);
-                export_topo = true;
             } else {
                 char *m = gpurun_xasprintf("%s", err->text);
                 gpurun_err(err, err->code, "host %s cannot run its ranks: %s", host, m);
@@ -551,22 +549,12 @@ static int host_plan_make(int dfd, const char *run_dir, const char *host, const 
         gpurun_plan_destroy(p);
     }
     /* The plan is written (atomically): whoever waits on the lock reads it
-     * from now on, so the lock file goes and the topology, kept for the
-     * record only, is written after the others are let go. */
+     * from now on, so the lock file goes.  The host's topology is in its
+     * plan ("topology"): no file more per host. */
     unlinkat(dfd, lock, 0);
     free(lock);
     flock(fd, LOCK_UN);
     close(fd);
-    if (export_topo) {
-        char *xname = host_file(host, "topology", "xml");
-        char *xml = NULL;
-        int xlen = 0;
-        if (hwloc_topology_export_xmlbuffer(topo->hw, &xml, &xlen, 0) == 0) {
-            gpurun_write_atomic_at(dfd, xname, xname, xml, xlen > 0 ? (size_t)xlen - 1 : 0, fmode, 0, NULL);
-            hwloc_free_xmlbuffer(topo->hw, xml);
-        }
-        free(xname);
-    }
     gpurun_topo_destroy(topo);
     return rc;
 }
