@@ -78,6 +78,40 @@ d=$(ls -d "$TMP"/results/t/*/ | tail -1)
 [ "$(jq -r '.foms.ft.value' "$d/record.json")" = 42 ]
 ok $? "... is rank 0's (42), read from its labelled lines, not rank 1's"
 
+# Many hosts, simulated (bench/sim-mpirun plays mpirun on this node): hosts
+# that are not alike each plan once, every rank is in the record, 3 files per
+# host, and a host whose rank steps die is named as lost.
+mkdir "$TMP/simbin"
+ln -s "$(cd "$top_srcdir" && pwd)/bench/sim-mpirun" "$TMP/simbin/mpirun"
+fx=$(cd "$FIXTURES" && pwd)
+export GPURUN_SIM_TOPOLOGIES="$fx/2s-4gpu-2nic.xml $fx/cpu-only-2numa.xml $fx/single-gpu-ws.xml"
+cat >"$TMP/sim" <<'EOF'
+#!/bin/sh
+echo "rank $GPURUN_RANK on $GPURUN_HOST"
+[ "$GPURUN_HOST" = "${LOSE:-}" ] && kill -KILL "$PPID"
+exit 0
+EOF
+chmod 0755 "$TMP/sim"
+printf 'job = "sim"\ncommand = "%s"\nlauncher = "mpirun"\nnodes = 12\nranks_per_node = 2\nthreads_per_rank = 1\nbind = "none"\noversubscribe = true\nresults = "%s"\n' \
+    "$TMP/sim" "$TMP/results" >"$TMP/sim.conf"
+run env PATH="$TMP/simbin:$PATH" "$GPURUN" run "$TMP/sim.conf" --quiet
+expect_rc 0 "12 simulated hosts x 2 ranks"
+d=$(last_run sim)
+[ "$(jq '[.host_plans[] | select(.ranks | length == 2)] | length' "$d/record.json")" = 12 ]
+ok $? "... each host planned its own ranks, once: 12 host plans in the record"
+[ "$(jq '[.host_plans[].topology | tostring] | unique | length' "$d/record.json")" = 3 ]
+ok $? "... from three different topologies"
+[ "$(jq '[range(0; 24) as $i | select(.bindings[$i].host == .rank_status[$i].host and .rank_status[$i].exit_code == 0)] | length' "$d/record.json")" = 24 ]
+ok $? "... and every rank's binding and status is in the record"
+nf=$(find "$d" -type f | wc -l)
+[ "$nf" -le $((10 + 3 * 12)) ]
+ok $? "... in at most 10 + 3 x 12 files ($nf)"
+grep -q '^1: rank 1 on sim0001$' "$d/sim0001.out" && grep -q '^23: rank 23 on sim0012$' "$d/sim0012.out"
+ok $? "... each host's ranks' lines in its own HOST.out"
+run env PATH="$TMP/simbin:$PATH" LOSE=sim0005 "$GPURUN" run "$TMP/sim.conf" --quiet
+expect_rc 3 "a simulated host whose rank steps die: exit 3"
+contains "$TMP/err" "lost sim0005 (ranks 8, 9)" "... naming the lost host and its ranks"
+
 # No polling: the same file-system calls for a 2 s and a 6 s job.
 if ! command -v strace >/dev/null 2>&1 || ! command -v script >/dev/null 2>&1; then
     skip "strace or script (util-linux) not found: no check of file-system calls"
