@@ -158,17 +158,14 @@ static int resolve_program(char **argv, const char *job_dir, gpurun_error_t *err
 static int command_argv(const char *what, const char *line, struct gpurun_kvlist *names, char ***argvp,
                         gpurun_error_t *err)
 {
-    char *expanded;
-    if (gpurun_expand(line, gpurun_kvlist_lookup, names, what, &expanded, err) < 0)
-        return -1;
-    int rc = gpurun_split_words(expanded, argvp, err);
+    /* expanded into words: a value is never split or parsed again (a job_dir with a blank) */
+    int rc = gpurun_expand_words(line, gpurun_kvlist_lookup, names, what, argvp, err);
     if (rc == 0 && !(*argvp)[0]) {
         gpurun_free_words(*argvp);
         rc = gpurun_err(err, GPURUN_EXIT_CONFIG, "%s is empty after expansion", what);
     }
     if (rc < 0)
         err->code = GPURUN_EXIT_CONFIG;
-    free(expanded);
     return rc;
 }
 

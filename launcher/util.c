@@ -227,3 +227,46 @@ void gpurun_strbuf_printf(struct gpurun_strbuf *b, const char *fmt, ...)
     gpurun_strbuf_add(b, s, (size_t)n);
     free(s);
 }
+
+size_t gpurun_utf8_char(const char *s, unsigned long *cpp)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    unsigned c = p[0];
+    size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    if (!n || (n == 2 && c < 0xc2))
+        return 0;
+    unsigned long cp = n == 1 ? c : c & (0x7fu >> n);
+    for (size_t k = 1; k < n; k++) {
+        if ((p[k] & 0xc0) != 0x80) /* the NUL at the end stops here too */
+            return 0;
+        cp = cp << 6 | (p[k] & 0x3f);
+    }
+    if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    if (cpp)
+        *cpp = cp;
+    return n;
+}
+
+char *gpurun_terminal_text(const char *in)
+{
+    struct gpurun_strbuf b = {0};
+    gpurun_strbuf_add(&b, "", 0);
+    for (const char *p = in; *p;) {
+        unsigned long cp = 0;
+        size_t n = gpurun_utf8_char(p, &cp);
+        if (*p == '\t') {
+            gpurun_strbuf_addc(&b, ' ');
+            p++;
+        } else if (!n || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
+            /* an escape sequence would reach the terminal: shown, not sent */
+            for (size_t k = 0; k < (n ? n : 1); k++)
+                gpurun_strbuf_printf(&b, "\\x%02x", (unsigned char)p[k]);
+            p += n ? n : 1;
+        } else {
+            gpurun_strbuf_add(&b, p, n);
+            p += n;
+        }
+    }
+    return b.s;
+}

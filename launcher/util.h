@@ -21,6 +21,16 @@ char *gpurun_xstrdup(const char *s);
 char *gpurun_xstrndup(const char *s, size_t n);
 char *gpurun_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* The length of the well-formed UTF-8 character at `s` (1 to 4), or 0 for
+ * a byte that does not start one (overlong forms, surrogates and code
+ * points past U+10FFFF are not well formed).  *cpp: its code point. */
+size_t gpurun_utf8_char(const char *s, unsigned long *cpp);
+
+/* `in` fit for a terminal: every control character (C0, DEL, C1) and every
+ * byte that is not well-formed UTF-8 written as \xNN, a tab as a blank.
+ * Malloc'ed. */
+char *gpurun_terminal_text(const char *in);
+
 /* Levenshtein distance, for "did you mean" suggestions. */
 size_t gpurun_edit_distance(const char *a, const char *b);
 

@@ -56,7 +56,8 @@ void gpurun_argv_free(char **argv);
 void gpurun_launch_cmds_free(struct gpurun_launch_cmds *c);
 /* The rank step's argv: STEP rank --run-dir DIR -- APP... appended to argv. */
 void gpurun_argv_add_rank_step(char ***argv, const struct gpurun_launch_request *req);
-/* Full path of a program on PATH, or NULL. */
+/* Absolute path of a program on PATH (a relative or empty entry resolved
+ * against the current folder now), or of a path with a '/'; NULL: none. */
 char *gpurun_which(const char *prog);
 /* 0 when prog is on PATH; else -1 with why: "PROG was not found on PATH",
  * then " (HINT)" when hint is not NULL (where to get it). */

@@ -28,14 +28,12 @@ unset GPURUN_TOPOLOGY NETCHECK_CUDA_AWARE NETCHECK_FAKE_GPU
 GPURUN_TEMPLATE_PATH=$top_srcdir/templates
 export GPURUN_TEMPLATE_PATH
 
-# mpi NP CMD...: mpirun, any machine; a hang is exit 124 after 60 s, and
-# $secs is how long it took.
+# mpi NP CMD...: mpirun, any machine; a hang is exit 124 after 60 s (no
+# assertion on time: only that the guard did not have to stop it).
 mpi() {
     np=$1
     shift
-    t0=$(date +%s)
     run timeout 60 mpirun --oversubscribe -np "$np" "$@"
-    secs=$(($(date +%s) - t0))
 }
 
 # figures FILE: every measurement line parses, the three NETCHECK figures
@@ -99,8 +97,8 @@ else
     expect_rc 3 "netcheck-cuda --buffers gpu without a visible GPU: exit 3"
     contains "$TMP/err" "netcheck: rank 0: no CUDA device visible: cudaGetDeviceCount: " "... rank 0 says why"
     contains "$TMP/err" "netcheck: rank 1: no CUDA device visible: cudaGetDeviceCount: " "... and rank 1"
-    ! grep -q '^NETCHECK' "$TMP/out" && [ "$secs" -le 30 ]
-    ok $? "... without a measurement, in ${secs} s"
+    ! grep -q '^NETCHECK' "$TMP/out" && [ "$rc" -ne 124 ]
+    ok $? "... without a measurement, not stopped by the 60 s guard"
     grep 'no CUDA device' "$TMP/err" | head -1 | sed 's/^/# /'
 
     if [ "$(gpu_count)" -ge 1 ]; then
@@ -156,15 +154,15 @@ else
     expect_rc 3 "fake GPU missing on rank 1 only: exit 3"
     contains "$TMP/err" "netcheck: rank 1: no CUDA device visible: " "... rank 1 says why"
     contains "$TMP/err" "netcheck: rank 0: another rank could not set up its buffers" "... rank 0 says it waits on no one"
-    [ "$secs" -le 30 ]
-    ok $? "... in ${secs} s, no hang"
+    [ "$rc" -ne 124 ]
+    ok $? "... no hang (not stopped by the 60 s guard)"
 
     # A copy fails in the middle of the ping-pong, while rank 0 waits.
     mpi 2 env NETCHECK_FAKE_GPU=fail NETCHECK_CUDA_AWARE=0 "$F" --buffers gpu --min 8 --max 64 --iters 50
     expect_rc 3 "fake GPU copy failing on rank 1 mid-measurement: exit 3 (MPI_Abort)"
     contains "$TMP/err" "netcheck: rank 1: cudaMemcpy: fake failure" "... naming the call"
-    [ "$secs" -le 30 ]
-    ok $? "... in ${secs} s, no hang"
+    [ "$rc" -ne 124 ]
+    ok $? "... no hang (not stopped by the 60 s guard)"
 fi
 
 # ---- through gpurun: params.buffers --------------------------------------------

@@ -9,7 +9,7 @@ if [ ! -x "${HELLO:-}" ]; then
     echo "1..0 # SKIP examples/hello/hello not built (configure found no MPI)"
     exit 0
 fi
-export GPURUN_SLURM_DIR=/tmp/gpurun-slurm-test-$$
+export GPURUN_SLURM_DIR="$TMP/slurm"
 export GPURUN_SLURMCTLD_PORT=${GPURUN_SLURMCTLD_PORT:-16917} GPURUN_SLURMD_PORT=${GPURUN_SLURMD_PORT:-16918}
 cluster=$top_srcdir/tests/cluster/slurm-single.sh
 trap '"$cluster" down >/dev/null 2>&1; rm -rf "$TMP"' EXIT INT TERM
