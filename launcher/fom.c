@@ -17,6 +17,7 @@
 
 #include "confparse.h"
 #include "fom.h"
+#include "rank.h"
 #include "util.h"
 
 #define LINE_KEEP (64 * 1024) /* bytes of a line looked at; the rest is skipped */
@@ -31,6 +32,7 @@ struct lines {
     size_t len, cap;
     long no;        /* line number, from 1 */
     bool complete;  /* ended by a newline (not cut short at the end of the file) */
+    const char *label; /* a host's output file: only the lines that start with it (rank 0's), without it */
 };
 
 /* Only regular files: a FIFO or a device would hang or never end. */
@@ -57,6 +59,7 @@ static int lines_open(struct lines *l, const char *path, gpurun_error_t *err)
         close(fd);
         return gpurun_err(err, GPURUN_EXIT_CONFIG, "cannot read %s: %s", path, strerror(e));
     }
+    l->label = gpurun_rank0_label(path);
     return 0;
 }
 
@@ -84,7 +87,9 @@ static void put(struct lines *l, char c)
 static bool lines_next(struct lines *l)
 {
     int c;
-    bool any = false;
+    bool any = false, other = false;
+    size_t raw = 0, ll = l->label ? strlen(l->label) : 0;
+again:
     l->len = 0;
     l->complete = false;
     while ((c = getc_unlocked(l->f)) != EOF) {
@@ -92,6 +97,10 @@ static bool lines_next(struct lines *l)
         if (c == '\n') {
             l->complete = true;
             break;
+        }
+        if (raw < ll) { /* the label of the rank's lines in its host's file */
+            other |= c != l->label[raw++];
+            continue;
         }
         if (l->len >= LINE_KEEP)
             continue;
@@ -105,6 +114,12 @@ static bool lines_next(struct lines *l)
     }
     if (!any)
         return false;
+    if (other || raw < ll) { /* another rank's line */
+        l->no++;
+        any = other = false;
+        raw = 0;
+        goto again;
+    }
     if (l->len && l->buf[l->len - 1] == '\r')
         l->len--;
     put(l, '\0');
@@ -473,8 +488,9 @@ static const char *defaults_lookup(const char *name, void *ctx)
 static char *fom_path(const struct gpurun_fom *f, const char *dir, gpurun_lookup_fn lookup, void *ctx,
                       gpurun_error_t *err)
 {
+    const char *label;
     if (!f->file)
-        return gpurun_xasprintf("%s/rank.0.out", dir && *dir ? dir : ".");
+        return gpurun_rank0_output(dir, &label);
     char what[300];
     snprintf(what, sizeof what, "fom %s: file", f->name);
     char *file = expand(f->file, lookup, ctx, what, err);
@@ -687,7 +703,8 @@ bool gpurun_sanity_check(const gpurun_template_t *t, const char *dir, gpurun_loo
         else
             free(p);
     }
-    paths[n++] = gpurun_xasprintf("%s/rank.0.out", dir && *dir ? dir : ".");
+    const char *label;
+    paths[n++] = gpurun_rank0_output(dir, &label);
     /* A failure text is looked for in every file, even once a form was found. */
     bool found = !t->nsanity;
     long bad = 0;

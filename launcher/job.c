@@ -59,12 +59,18 @@ static const char *const gpudirect_names[] = {[GPURUN_GPUDIRECT_AUTO] = "auto",
                                               [GPURUN_GPUDIRECT_ON] = "on",
                                               [GPURUN_GPUDIRECT_OFF] = "off",
                                               NULL};
+static const char *const run_folder_mode_names[] = {
+    [GPURUN_RUN_FOLDER_PRIVATE] = "private", [GPURUN_RUN_FOLDER_GROUP] = "group", NULL};
+static const char *const output_names[] = {
+    [GPURUN_OUTPUT_PER_HOST] = "per-host", [GPURUN_OUTPUT_PER_RANK] = "per-rank", NULL};
 
 static const struct gpurun_conf_enum_key enum_keys[] = {
     {"launcher", launcher_names},
     {"bind", bind_names},
     {"gpu_visibility", gpuvis_names},
     {"gpudirect", gpudirect_names},
+    {"run_folder_mode", run_folder_mode_names},
+    {"output", output_names},
 };
 
 /* The sections whose keys the user chooses. */
@@ -507,6 +513,8 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     job->timeout_s = cfg_getint(cfg, "timeout");
     job->repeat = (int)cfg_getint(cfg, "repeat");
     job->results = gpurun_xstrdup(cfg_getstr(cfg, "results"));
+    job->run_folder_mode = (enum gpurun_run_folder_mode)cfg_getint(cfg, "run_folder_mode");
+    job->output = (enum gpurun_output)cfg_getint(cfg, "output");
     gpurun_conf_take_kvlist(cfg, "params", &job->params);
     gpurun_conf_origins(ctx, &job->from);
     gpurun_conf_take_kvlist(cfg, "env", &job->env);
@@ -573,6 +581,8 @@ static int parse_job(const char *text, size_t len, const char *label, const char
         CFG_INT_CB("timeout", 0, CFGF_NONE, cb_timeout),
         CFG_INT_CB("repeat", 1, CFGF_NONE, cb_int),
         CFG_STR("results", "results", CFGF_NONE),
+        CFG_INT_CB("run_folder_mode", GPURUN_RUN_FOLDER_PRIVATE, CFGF_NONE, cb_enum),
+        CFG_INT_CB("output", GPURUN_OUTPUT_PER_HOST, CFGF_NONE, cb_enum),
         CFG_SEC("params", NULL, CFGF_KEYSTRVAL),
         CFG_SEC("env", NULL, CFGF_KEYSTRVAL),
         CFG_SEC("slurm", NULL, CFGF_KEYSTRVAL),
@@ -752,6 +762,10 @@ static void take_key(gpurun_job_t *to, gpurun_job_t *from, const char *key, bool
         to->timeout_s = from->timeout_s;
     else if (strcmp(key, "repeat") == 0)
         to->repeat = from->repeat;
+    else if (strcmp(key, "run_folder_mode") == 0)
+        to->run_folder_mode = from->run_folder_mode;
+    else if (strcmp(key, "output") == 0)
+        to->output = from->output;
 }
 
 static struct gpurun_kvlist *section_list(gpurun_job_t *job, const char *section)

@@ -6,7 +6,11 @@
  * one `gpurun_launcher_plugin_t` named `gpurun_launcher_plugin` in a shared
  * object (or a built-in one of the same type); the loader refuses any whose
  * `abi` differs.  A plugin only says how ranks are started: gpurun's own
- * rank step (`gpurun rank`) binds every rank, and gpurun supervises. */
+ * rank step (`gpurun rank`) binds every rank, and gpurun supervises.
+ * The processes a plugin starts must pass the rank steps' standard output
+ * on to their own (as mpirun and srun do without --tag-output/--label):
+ * that is how each rank reports its binding and its end to gpurun, which
+ * reads it from a pipe.  Their standard error goes to launcher.out. */
 
 #include <stdbool.h>
 #include <sys/types.h>
@@ -21,7 +25,7 @@ struct gpurun_launch_request {
     int nranks;
     bool oversubscribe;
     const char *rank_step;      /* absolute path of the gpurun program */
-    const char *run_dir;        /* the run folder (plan.json, topology.xml, rank files) */
+    const char *run_dir;        /* the run folder (plan.json, topology.xml, host plans, HOST.out) */
     char *const *app_argv;      /* the program and its arguments */
     char *const *export_env;    /* NULL-terminated names the ranks must inherit */
 };

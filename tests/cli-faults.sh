@@ -34,7 +34,7 @@ wait_gone() {
 # have written their line (hello does after MPI_Init, then sleeps); 60 s at most.
 wait_running() {
     n=0
-    while [ "$(cat "$TMP"/results/f/*/rank.*.out 2>/dev/null | grep -c '^rank=')" -lt 2 ] && [ $n -lt 600 ]; do
+    while [ "$(cat "$TMP"/results/f/*/*.out 2>/dev/null | grep -c '^\([0-9]*: \)\{0,1\}rank=')" -lt 2 ] && [ $n -lt 600 ]; do
         sleep 0.1; n=$((n + 1))
     done
 }

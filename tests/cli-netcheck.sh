@@ -188,7 +188,7 @@ run "$GPURUN" run "$TMP/gpu.conf" --quiet --results "$TMP/results"
 expect_rc 2 "gpurun run of buffers = \"gpu\" with the host-only netcheck: the rank's exit 2"
 rundir=$(ls -d "$TMP"/results/nc-gpu/*/ 2>/dev/null | tail -1)
 [ "$(jq -r .state "$rundir/record.json" 2>/dev/null)" = failed ] &&
-    grep -q 'built without CUDA: --buffers gpu needs netcheck-cuda' "$rundir/rank.0.out"
+    rank_output "$rundir" 0 | grep -q 'built without CUDA: --buffers gpu needs netcheck-cuda'
 ok $? "... the record says failed, rank 0's output says why"
 
 if [ -x "${NETCHECK_FAKEGPU:-}" ]; then
@@ -204,7 +204,7 @@ EOF
     expect_rc 0 "gpurun run, buffers = \"gpu\" on the fake GPU"
     rundir=$(ls -d "$TMP"/results/nc-fake/*/ 2>/dev/null | tail -1)
     [ "$(jq -r .state "$rundir/record.json" 2>/dev/null)" = ok ] &&
-        grep -q '^NETCHECK buffers: gpu (staged through host: NETCHECK_CUDA_AWARE=0)$' "$rundir/rank.0.out"
+        rank_output "$rundir" 0 | grep -q '^NETCHECK buffers: gpu (staged through host: NETCHECK_CUDA_AWARE=0)$'
     ok $? "... the record says ok; rank 0's output says the buffers were staged GPU memory"
     if jq -e 'has("foms")' "$rundir/record.json" >/dev/null 2>&1; then
         v=$(jq -r '.foms.bandwidth_GBps.value // empty' "$rundir/record.json")
