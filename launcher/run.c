@@ -690,9 +690,12 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     const char *state = "ok";
     gpurun_foms_t foms = {0};
     json_t *refs = json_object();
-    /* A rank stopped by SIGTERM or SIGKILL while others were lost with
-     * their host was stopped because of that loss: it is not the cause. */
-    bool collateral = rr.failed_rank >= 0 && (rr.failed_code == 128 + SIGTERM || rr.failed_code == 128 + SIGKILL);
+    /* A rank killed by a signal while others were lost with their host
+     * was stopped because of that loss (SIGTERM, SIGKILL), or crashed in its
+     * MPI library when the peer vanished (Open MPI's TCP transport can
+     * SIGSEGV then): the lost host is the cause, the rank is said beside it.
+     * A rank that exited with a code of its own stays the cause. */
+    bool collateral = rr.failed_rank >= 0 && rr.failed_code > 128 && !rr.failed_error[0];
     if (oc.interrupted) {
         rc = 128 + oc.interrupted;
         state = "failed";
@@ -718,10 +721,14 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
         rc = GPURUN_EXIT_ENV;
         state = "failed";
         char *tail = launcher_tail(run_dir);
+        char also[400] = "";
+        if (collateral && rr.failed_code != 128 + SIGTERM && rr.failed_code != 128 + SIGKILL)
+            snprintf(also, sizeof also, "; meanwhile rank %d on %s was killed by signal %d (%s)", rr.failed_rank,
+                     rr.failed_host, rr.failed_code - 128, signal_name(rr.failed_code));
         gpurun_err(err, rc,
                    "lost %s: these ranks started and never reported an end (the host, or %s's link to it, failed); "
-                   "the other ranks were stopped; run folder %s; %s said:\n%s",
-                   rr.lost, c->launcher->name, run_dir, c->launcher->name, tail ? tail : "(nothing)");
+                   "the other ranks were stopped%s; run folder %s; %s said:\n%s",
+                   rr.lost, c->launcher->name, also, run_dir, c->launcher->name, tail ? tail : "(nothing)");
         free(tail);
     } else if (rr.failed_rank >= 0) {
         rc = rr.failed_code;
