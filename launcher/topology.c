@@ -368,7 +368,9 @@ static void split_partitions(gpurun_topo_t *t)
     gpurun_gpu_units_destroy(u);
 }
 
-static void find_devices(gpurun_topo_t *t)
+/* Past the limits, refused before anything quadratic in the devices runs
+ * (the affinity matrices, the NIC choice). */
+static int find_devices(gpurun_topo_t *t, const char *xml, gpurun_error_t *err)
 {
     int ngpu = 0, nnic = 0;
     for (hwloc_obj_t d = NULL; (d = hwloc_get_next_pcidev(t->hw, d));) {
@@ -379,6 +381,11 @@ static void find_devices(gpurun_topo_t *t)
                           nic_netdev(d, osdev_child(d, HWLOC_OBJ_OSDEV_OPENFABRICS)), &hs))
             nnic++;
     }
+    if (ngpu > GPURUN_TOPO_MAX_GPUS || nnic > GPURUN_TOPO_MAX_NICS)
+        return gpurun_err(err, xml ? GPURUN_EXIT_CONFIG : GPURUN_EXIT_ENV,
+                          "%s: %d %s, more than gpurun plans for (at most %d GPUs and %d NICs per node)",
+                          xml ? xml : "this node", ngpu > GPURUN_TOPO_MAX_GPUS ? ngpu : nnic,
+                          ngpu > GPURUN_TOPO_MAX_GPUS ? "GPUs" : "NICs", GPURUN_TOPO_MAX_GPUS, GPURUN_TOPO_MAX_NICS);
     t->gpus = gpurun_xcalloc((size_t)ngpu, sizeof *t->gpus);
     t->nics = gpurun_xcalloc((size_t)nnic, sizeof *t->nics);
 
@@ -433,6 +440,11 @@ static void find_devices(gpurun_topo_t *t)
                                ? t->gpus[i - 1].index + 1
                                : 0;
     split_partitions(t);
+    if (t->ngpus > GPURUN_TOPO_MAX_GPUS) /* compute partitions count as GPUs */
+        return gpurun_err(err, xml ? GPURUN_EXIT_CONFIG : GPURUN_EXIT_ENV,
+                          "%s: %d GPU partitions, more than gpurun plans for (at most %d GPUs per node)",
+                          xml ? xml : "this node", t->ngpus, GPURUN_TOPO_MAX_GPUS);
+    return 0;
 }
 
 static int topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err);
@@ -702,6 +714,18 @@ static int xml_check_object(struct xml_check *c, xmlNodePtr n, enum xml_kind par
             return xml_fail(c, n, "a %s object inside a %s", tname, hwloc_obj_type_string(parent_type));
     } else if (kind != XK_NORMAL) {
         return xml_fail(c, n, "the top object is a %s, not the Machine", tname);
+    }
+
+    /* The importer drops a cache whose level is not its type's, without
+     * saying why. */
+    if (type >= HWLOC_OBJ_L1CACHE && type <= HWLOC_OBJ_L3ICACHE) {
+        unsigned long long level;
+        bool has_level;
+        int want = type <= HWLOC_OBJ_L5CACHE ? (int)(type - HWLOC_OBJ_L1CACHE) + 1 : (int)(type - HWLOC_OBJ_L1ICACHE) + 1;
+        if (xml_uint(c, n, "depth", 64, &level, &has_level) < 0)
+            return -1;
+        if (has_level && level != (unsigned long long)want)
+            return xml_fail(c, n, "an %s that says it is a level-%llu cache (depth=\"%llu\")", tname, level, level);
     }
 
     unsigned long long gp, os_index;
@@ -1022,7 +1046,10 @@ static int topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err
     if (t->cores <= 0) /* some exports have no Core level: every PU is its own core */
         t->cores = t->pus;
     find_home_nodes(t);
-    find_devices(t);
+    if (find_devices(t, xml, err) < 0) {
+        gpurun_topo_destroy(t);
+        return -1;
+    }
     *topop = t;
     return 0;
 }
