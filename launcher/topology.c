@@ -936,21 +936,37 @@ static int topo_xml_check(const char *file, const char *buf, size_t len, gpurun_
  * prints hwloc's warnings once). */
 static int topo_xml_trial_import(const char *file, hwloc_topology_t hw, gpurun_error_t *err)
 {
+    /* A SIGCHLD ignored by whoever started gpurun would reap the child
+     * before waitpid could see how it ended. */
+    struct sigaction dfl = {.sa_handler = SIG_DFL}, old;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(SIGCHLD, &dfl, &old);
     fflush(NULL);
     pid_t pid = fork();
-    if (pid < 0)
+    if (pid < 0) {
+        sigaction(SIGCHLD, &old, NULL);
         return gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot fork to import the topology: %s", file, strerror(errno));
+    }
     if (pid == 0) {
         int devnull = open("/dev/null", O_WRONLY);
         if (devnull >= 0)
             dup2(devnull, STDERR_FILENO);
-        alarm(120); /* a hang is a failure too */
+        /* A hang is a failure too. */
+        sigset_t alrm;
+        sigemptyset(&alrm);
+        sigaddset(&alrm, SIGALRM);
+        signal(SIGALRM, SIG_DFL);
+        sigprocmask(SIG_UNBLOCK, &alrm, NULL);
+        alarm(120);
         _exit(hwloc_topology_load(hw) < 0 ? 3 : 0);
     }
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR)
-            return gpurun_err(err, GPURUN_EXIT_ENV, "%s: lost the topology import: %s", file, strerror(errno));
+    int status, rc;
+    while ((rc = (int)waitpid(pid, &status, 0)) < 0 && errno == EINTR)
+        ;
+    int saved = errno;
+    sigaction(SIGCHLD, &old, NULL);
+    if (rc < 0)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "%s: lost the topology import: %s", file, strerror(saved));
     /* 3: hwloc refused the file cleanly; the real import says why. */
     if (WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 3))
         return 0;

@@ -155,4 +155,23 @@ run "$GPURUN" topo --topology "$TMP/objects.xml"
 expect_rc 2 "an export of more than 100000 objects is refused"
 contains "$TMP/err" "more than 100000 objects" "... saying the limit"
 
+# The safety net: whatever the checks miss and crashes hwloc's import is an
+# exit 2 too.  A stand-in hwloc_topology_load() that crashes, preloaded (not
+# in a sanitizer build, whose runtime must come first).
+if ! command -v "${CC:-cc}" >/dev/null 2>&1; then
+    skip "no C compiler to build the crashing hwloc_topology_load stand-in"
+elif ldd "$GPURUN" 2>/dev/null | grep -q 'libasan\|libubsan'; then
+    skip "sanitizer build: a preloaded library would come before the sanitizer runtime"
+else
+    cat >"$TMP/crash.c" <<'C'
+#include <signal.h>
+int hwloc_topology_load(void *topology);
+int hwloc_topology_load(void *topology) { (void)topology; raise(SIGSEGV); return -1; }
+C
+    "${CC:-cc}" -shared -fPIC -o "$TMP/crash.so" "$TMP/crash.c"
+    run env LD_PRELOAD="$TMP/crash.so" "$GPURUN" topo --topology "$FIXTURES/2s-4gpu-2nic.xml"
+    expect_rc 2 "hwloc crashing on an export that passes the checks is exit 2, not a crash"
+    contains "$TMP/err" "2s-4gpu-2nic.xml: hwloc crashed importing this file (signal 11" "... naming the file and the signal"
+fi
+
 done_testing
