@@ -892,7 +892,8 @@ static int xml_check_doc(struct xml_check *c, xmlDocPtr doc)
     }
     if (!first)
         return xml_fail(c, top, "a topology without objects");
-    qsort(c->gp, c->ngp, sizeof *c->gp, ull_cmp);
+    if (c->ngp > 1) /* hwloc 1.x exports have no gp_index: no array at all */
+        qsort(c->gp, c->ngp, sizeof *c->gp, ull_cmp);
     for (size_t i = 1; i < c->ngp; i++)
         if (c->gp[i] == c->gp[i - 1])
             return xml_fail(c, top, "gp_index %llu is given to two objects", c->gp[i]);
