@@ -933,22 +933,27 @@ static int topo_xml_check(const char *file, const char *buf, size_t len, gpurun_
 
 /* A safety net for what the checks above miss: hwloc imports the file once
  * in a child process first, so that a crash there becomes exit 2 here.  The
- * child only loads and exits; its stderr is dropped (the real import below
- * prints hwloc's warnings once). */
-static int topo_xml_trial_import(const char *file, hwloc_topology_t hw, gpurun_error_t *err)
+ * child only loads and exits, while this process runs the checks; its
+ * stderr is dropped (the real import prints hwloc's warnings once). */
+struct trial_import {
+    pid_t pid;
+    struct sigaction old_chld;
+};
+
+static int trial_import_start(const char *file, hwloc_topology_t hw, struct trial_import *ti, gpurun_error_t *err)
 {
     /* A SIGCHLD ignored by whoever started gpurun would reap the child
      * before waitpid could see how it ended. */
-    struct sigaction dfl = {.sa_handler = SIG_DFL}, old;
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
     sigemptyset(&dfl.sa_mask);
-    sigaction(SIGCHLD, &dfl, &old);
+    sigaction(SIGCHLD, &dfl, &ti->old_chld);
     fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        sigaction(SIGCHLD, &old, NULL);
+    ti->pid = fork();
+    if (ti->pid < 0) {
+        sigaction(SIGCHLD, &ti->old_chld, NULL);
         return gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot fork to import the topology: %s", file, strerror(errno));
     }
-    if (pid == 0) {
+    if (ti->pid == 0) {
         int devnull = open("/dev/null", O_WRONLY);
         if (devnull >= 0)
             dup2(devnull, STDERR_FILENO);
@@ -961,11 +966,22 @@ static int topo_xml_trial_import(const char *file, hwloc_topology_t hw, gpurun_e
         alarm(120);
         _exit(hwloc_topology_load(hw) < 0 ? 3 : 0);
     }
+    return 0;
+}
+
+/* How the child ended; with `cancel` (the checks refused the file) it is
+ * killed instead and nothing is reported. */
+static int trial_import_finish(const char *file, struct trial_import *ti, bool cancel, gpurun_error_t *err)
+{
+    if (cancel)
+        kill(ti->pid, SIGKILL);
     int status, rc;
-    while ((rc = (int)waitpid(pid, &status, 0)) < 0 && errno == EINTR)
+    while ((rc = (int)waitpid(ti->pid, &status, 0)) < 0 && errno == EINTR)
         ;
     int saved = errno;
-    sigaction(SIGCHLD, &old, NULL);
+    sigaction(SIGCHLD, &ti->old_chld, NULL);
+    if (cancel)
+        return -1;
     if (rc < 0)
         return gpurun_err(err, GPURUN_EXIT_ENV, "%s: lost the topology import: %s", file, strerror(saved));
     /* 3: hwloc refused the file cleanly; the real import says why. */
@@ -1006,11 +1022,6 @@ static int topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err
         free(t);
         return -1;
     }
-    if (xml && topo_xml_check(xml, buf, len, err) < 0) {
-        free(buf);
-        free(t);
-        return -1;
-    }
     if (hwloc_topology_init(&t->hw) < 0) {
         free(buf);
         free(t);
@@ -1026,7 +1037,11 @@ static int topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err
         free(t);
         return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: not an hwloc XML topology", xml);
     }
-    if (xml && topo_xml_trial_import(xml, t->hw, err) < 0) {
+    /* The trial import and the checks run side by side; a file the checks
+     * refuse never reaches the real import. */
+    struct trial_import ti;
+    if (xml && (trial_import_start(xml, t->hw, &ti, err) < 0 ||
+                trial_import_finish(xml, &ti, topo_xml_check(xml, buf, len, err) < 0, err) < 0)) {
         hwloc_topology_destroy(t->hw);
         free(buf);
         free(t);
