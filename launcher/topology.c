@@ -721,7 +721,8 @@ static int xml_check_object(struct xml_check *c, xmlNodePtr n, enum xml_kind par
     if (type >= HWLOC_OBJ_L1CACHE && type <= HWLOC_OBJ_L3ICACHE) {
         unsigned long long level;
         bool has_level;
-        int want = type <= HWLOC_OBJ_L5CACHE ? (int)(type - HWLOC_OBJ_L1CACHE) + 1 : (int)(type - HWLOC_OBJ_L1ICACHE) + 1;
+        int want = type <= HWLOC_OBJ_L5CACHE ? (int)(type - HWLOC_OBJ_L1CACHE) + 1
+                                             : (int)(type - HWLOC_OBJ_L1ICACHE) + 1;
         if (xml_uint(c, n, "depth", 64, &level, &has_level) < 0)
             return -1;
         if (has_level && level != (unsigned long long)want)
