@@ -109,6 +109,34 @@ static const char *sbatch_refusal(const char *v, char *why, size_t whylen)
     return NULL;
 }
 
+/* A site's sbatch item is one option: "--name", "--name=value", "-X",
+ * "-Xvalue", or an option and one value after a blank ("-t 2:00:00").
+ * sbatch splits an #SBATCH line at blanks, so a second option in an item
+ * ("--qos=normal --partition=debug") would slip past every check here. */
+static const char *one_option_problem(const char *item, char *why, size_t whylen)
+{
+    if (item[strcspn(item, "\"'\\")]) {
+        snprintf(why, whylen, "a quote or backslash: write one option as --name=value, without quotes");
+        return why;
+    }
+    const char *first_end = item + strcspn(item, " \t");
+    const char *second = first_end + strspn(first_end, " \t");
+    if (!*second)
+        return NULL;
+    const char *second_end = second + strcspn(second, " \t");
+    const char *third = second_end + strspn(second_end, " \t");
+    bool attached = memchr(item, '=', (size_t)(first_end - item)) != NULL ||
+                    (item[1] != '-' && first_end - item > 2); /* --name=value, -Xvalue */
+    if (*second == '-' || *third || attached) {
+        snprintf(why, whylen,
+                 "'%.*s' after the option: one option per item (\"--qos=normal\"; another option is another "
+                 "item)",
+                 (int)(strlen(second) > 64 ? 64 : strlen(second)), second);
+        return why;
+    }
+    return NULL;
+}
+
 /* A checked value, quoted only when sbatch would otherwise split or cut it. */
 static void put_sbatch_value(FILE *f, const char *v)
 {
@@ -209,17 +237,15 @@ static char *file_origin(const gpurun_site_t *site, const char *key)
  * what it would refuse is refused here, said as "WHAT: ...". */
 static int check_words(struct gpurun_kvlist *names, const char *what, const char *text, gpurun_error_t *err)
 {
-    char *expanded, **words;
-    if (gpurun_expand(text, gpurun_kvlist_lookup, names, what, &expanded, err) < 0)
-        return -1;
-    int rc = gpurun_split_words(expanded, &words, err);
-    free(expanded);
-    if (rc < 0) {
+    char **words;
+    int rc = gpurun_expand_words(text, gpurun_kvlist_lookup, names, what, &words, err);
+    if (rc < 0 && strncmp(err->text, what, strlen(what)) != 0) { /* a refusal, not an unset name */
         char *why = gpurun_xstrdup(err->text);
         gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: %s", what, why);
         free(why);
-        return -1;
     }
+    if (rc < 0)
+        return -1;
     if (!words[0])
         rc = gpurun_err(err, GPURUN_EXIT_CONFIG, "%s is empty after expansion", what);
     gpurun_free_words(words);
@@ -379,7 +405,8 @@ static int site_options(const gpurun_site_t *site, struct site_option **optsp, s
         no = NULL;
         if (item[0] != '-' || !*p) {
             no = "not an sbatch option (write it as \"--qos=normal\")";
-        } else if (!(no = sbatch_refusal(item, why, sizeof why)) && is_long) {
+        } else if (!(no = sbatch_refusal(item, why, sizeof why)) && !(no = one_option_problem(item, why, sizeof why)) &&
+                   is_long) {
             size_t l = strcspn(p, "= \t");
             v = p + l + (p[l] != '\0');
             name = gpurun_xstrndup(p, l);

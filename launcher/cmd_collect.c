@@ -63,7 +63,8 @@ static char *values_text(const struct gpurun_fom_values *v)
 
 struct file_result {
     const char *file;
-    int sanity;      /* 1 found (or none asked), 0 not found */
+    int sanity;      /* 1 passed (or none asked), 0 failed, -1 unreadable */
+    char why[1024];  /* why it failed */
     size_t found;    /* figures found */
     size_t missing;  /* figures the template requires that were not found */
 };
@@ -105,7 +106,7 @@ static json_t *collect_json(const gpurun_template_t *t, const gpurun_foms_t *fom
     for (size_t k = 0; k < nfiles; k++) {
         gpurun_foms_t one = {.f = foms->f + k * nf, .n = nf};
         json_t *f = json_pack("{s:s, s:o, s:o}", "file", res[k].file, "sanity",
-                              t->sanity ? json_boolean(res[k].sanity == 1) : json_null(), "foms",
+                              t->nsanity || t->nfailure ? json_boolean(res[k].sanity == 1) : json_null(), "foms",
                               gpurun_foms_json(&one));
         json_array_append_new(files, f);
     }
@@ -180,7 +181,7 @@ int cmd_collect(int argc, char **argv, gpurun_error_t *err)
     bool ok = true;
     for (size_t k = 0; k < nfiles; k++) {
         res[k].file = files[k];
-        res[k].sanity = gpurun_sanity_in_file(t, files[k]);
+        res[k].sanity = gpurun_sanity_file_check(t, files[k], res[k].why, sizeof res[k].why);
         for (size_t j = 0; j < t->nfoms; j++) {
             const struct gpurun_fom_values *v = &foms.f[k * t->nfoms + j];
             if (v->n)
@@ -212,8 +213,8 @@ int cmd_collect(int argc, char **argv, gpurun_error_t *err)
                     fprintf(stderr, "gpurun: collect: %s: figure '%s' not found\n", files[k], v->name);
             }
         if (res[k].sanity != 1)
-            fprintf(stderr, "gpurun: collect: %s: the sanity text '%s' of template '%s' does not appear%s\n",
-                    files[k], t->sanity, t->name, res[k].sanity < 0 ? " (cannot read the file)" : "");
+            fprintf(stderr, "gpurun: collect: %s: sanity check of template '%s': %s\n", files[k], t->name,
+                    res[k].why);
     }
     free(res);
     gpurun_foms_free(&foms);

@@ -54,21 +54,24 @@ int cmd_results_options(const char *cmd, const char *usage, int argc, char **arg
     return rc;
 }
 
-int cmd_results_load(const char *dir, const char *job, bool rebuild, json_t **runsp, gpurun_error_t *err)
+int cmd_results_open(const char *dir, bool rebuild, gpurun_results_t **rp, gpurun_error_t *err)
 {
     struct gpurun_results_log log = {0};
     gpurun_results_t *r = NULL;
     int rc = 0;
-    *runsp = NULL;
-    if (gpurun_results_open(dir, rebuild, &r, &log, err) < 0 || gpurun_results_sync(r, rebuild, &log, err) < 0 ||
-        gpurun_results_runs(r, job, runsp, err) < 0)
+    *rp = NULL;
+    if (gpurun_results_open(dir, rebuild, &r, &log, err) < 0 || gpurun_results_sync(r, rebuild, &log, err) < 0)
         rc = err->code ? err->code : GPURUN_EXIT_ENV;
     for (size_t i = 0; i < log.nwarnings; i++)
         fprintf(stderr, "gpurun: warning: %s\n", log.warnings[i]);
     if (rc == 0 && rebuild)
         fprintf(stderr, "gpurun: %s/%s rebuilt: %zu record%s indexed, %zu skipped\n", dir, GPURUN_RESULTS_DB,
                 log.indexed, log.indexed == 1 ? "" : "s", log.skipped);
-    gpurun_results_close(r);
     gpurun_results_log_free(&log);
-    return rc;
+    if (rc != 0) {
+        gpurun_results_close(r);
+        return rc;
+    }
+    *rp = r;
+    return 0;
 }

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "error.h"
+#include "results.h"
 
 /* One of a command's own long options: one with an argument stores it in
  * *arg; one without (arg NULL) sets *flag. */
@@ -26,10 +27,11 @@ struct cmd_option {
 int cmd_results_options(const char *cmd, const char *usage, int argc, char **argv, const struct cmd_option *extra,
                         const char **dir, const char **job, gpurun_error_t *err);
 
-/* The runs of the results folder dir (only job's when job is not NULL), from
- * its index brought up to date first (rebuilt from every record with
- * `rebuild`); the index's warnings, and what a rebuild did, go to stderr.
- * 0, or an exit status with err. */
-int cmd_results_load(const char *dir, const char *job, bool rebuild, json_t **runsp, gpurun_error_t *err);
+/* The index of the results folder dir, brought up to date with its records
+ * first (rebuilt from every record with `rebuild`); the index's warnings,
+ * and what a rebuild did, go to stderr.  The runs are then read one at a
+ * time (gpurun_results_each), never all at once.  0, or an exit status
+ * with err. */
+int cmd_results_open(const char *dir, bool rebuild, gpurun_results_t **rp, gpurun_error_t *err);
 
 #endif

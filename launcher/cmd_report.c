@@ -33,6 +33,12 @@ static const char report_usage[] =
     "Exit status: 0 reported, 2 bad option, no such folder or a file that cannot be\n"
     "written, 3 the index cannot be read or written.\n";
 
+static int add_run(json_t *run, void *rep)
+{
+    gpurun_report_add(rep, run);
+    return 0;
+}
+
 int cmd_report(int argc, char **argv, gpurun_error_t *err)
 {
     const char *dir = "results", *job = NULL, *html = NULL, *svg = NULL;
@@ -45,14 +51,21 @@ int cmd_report(int argc, char **argv, gpurun_error_t *err)
     if (rc != 0)
         return rc < 0 ? err->code : 0;
 
-    json_t *runs = NULL;
-    rc = cmd_results_load(dir, job, false, &runs, err);
+    gpurun_results_t *results = NULL;
+    rc = cmd_results_open(dir, false, &results, err);
     if (rc != 0)
         return rc;
+    /* A run at a time: what the report keeps is per configuration. */
+    gpurun_report_t *rep = gpurun_report_new();
+    rc = gpurun_results_each(results, job, add_run, rep, err) < 0 ? err->code : 0;
+    gpurun_results_close(results);
+    gpurun_report_finish(rep);
+    if (rc != 0) {
+        gpurun_report_destroy(rep);
+        return rc;
+    }
 
     char *source = job ? gpurun_xasprintf("%s (job %s)", dir, job) : gpurun_xstrdup(dir);
-    gpurun_report_t *rep = gpurun_report_build(runs);
-    json_decref(runs);
     if (svg) {
         char *text = gpurun_report_svg(rep);
         if (gpurun_write_text(svg, text, err) < 0)

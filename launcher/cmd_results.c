@@ -59,48 +59,65 @@ static char *foms_text(const json_t *run)
 
 enum { C_ID, C_JOB, C_STATE, C_RANKS, C_GPUS, C_CONFIG, C_FOMS, C_WALL, NCOLS };
 
-static void print_table(const json_t *runs)
+/* The table's cells, a row per run: only text is kept of the runs, so a
+ * folder of 10,000 runs is a few MiB, not every summary at once. */
+struct cells {
+    char **v; /* (n + 1) x NCOLS: the head, then the rows */
+    size_t n, cap;
+};
+
+static int add_row(json_t *run, void *ctx)
+{
+    struct cells *t = ctx;
+    if (t->n + 2 > t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 64;
+        t->v = gpurun_xrealloc(t->v, t->cap * NCOLS * sizeof *t->v);
+    }
+    char **row = &t->v[(++t->n) * NCOLS];
+    long ranks = gpurun_record_int(run, "ranks", -1), gpus = gpurun_record_gpus(run);
+    double wall = gpurun_record_num(run, "wall_s");
+    const char *state = gpurun_record_str(run, "state");
+    row[C_ID] = gpurun_printable(gpurun_record_str(run, "run_id"));
+    row[C_JOB] = gpurun_printable(gpurun_record_str(run, "job"));
+    row[C_STATE] = gpurun_printable(state ? state : "?");
+    row[C_RANKS] = ranks >= 0 ? gpurun_xasprintf("%ld", ranks) : gpurun_xstrdup("-");
+    row[C_GPUS] = gpus >= 0 ? gpurun_xasprintf("%ld", gpus) : gpurun_xstrdup("-");
+    char *cfg = gpurun_record_config_text(run), *foms = foms_text(run);
+    row[C_CONFIG] = gpurun_printable(cfg);
+    row[C_FOMS] = gpurun_printable(foms);
+    free(cfg);
+    free(foms);
+    row[C_WALL] = isnan(wall) ? gpurun_xstrdup("-") : gpurun_xasprintf("%.1f", wall);
+    return 0;
+}
+
+static size_t text_width(const char *s)
+{
+    size_t cw = 0;
+    for (const char *p = s; *p; p++)
+        cw += ((unsigned char)*p & 0xc0) != 0x80;
+    return cw;
+}
+
+static void print_table(struct cells *t)
 {
     static const char *const head[NCOLS] = {
         "run id", "job", "state", "ranks", "GPUs", "config", "figures of merit", "wall s"};
     static const bool right[NCOLS] = {[C_RANKS] = true, [C_GPUS] = true, [C_WALL] = true};
-    size_t n = json_array_size(runs);
-    char **cells = gpurun_xcalloc((n + 1) * NCOLS, sizeof *cells);
+    size_t n = t->n;
+    char **cells = t->v;
     size_t w[NCOLS] = {0};
     for (size_t c = 0; c < NCOLS; c++)
         cells[c] = gpurun_xstrdup(head[c]);
-    for (size_t i = 0; i < n; i++) {
-        const json_t *run = json_array_get(runs, i);
-        char **row = &cells[(i + 1) * NCOLS];
-        long ranks = gpurun_record_int(run, "ranks", -1), gpus = gpurun_record_gpus(run);
-        double wall = gpurun_record_num(run, "wall_s");
-        const char *state = gpurun_record_str(run, "state");
-        row[C_ID] = gpurun_printable(gpurun_record_str(run, "run_id"));
-        row[C_JOB] = gpurun_printable(gpurun_record_str(run, "job"));
-        row[C_STATE] = gpurun_printable(state ? state : "?");
-        row[C_RANKS] = ranks >= 0 ? gpurun_xasprintf("%ld", ranks) : gpurun_xstrdup("-");
-        row[C_GPUS] = gpus >= 0 ? gpurun_xasprintf("%ld", gpus) : gpurun_xstrdup("-");
-        char *cfg = gpurun_record_config_text(run), *foms = foms_text(run);
-        row[C_CONFIG] = gpurun_printable(cfg);
-        row[C_FOMS] = gpurun_printable(foms);
-        free(cfg);
-        free(foms);
-        row[C_WALL] = isnan(wall) ? gpurun_xstrdup("-") : gpurun_xasprintf("%.1f", wall);
-    }
     for (size_t i = 0; i < (n + 1) * NCOLS; i++) {
-        size_t cw = 0;
-        for (const char *p = cells[i]; *p; p++)
-            cw += ((unsigned char)*p & 0xc0) != 0x80;
+        size_t cw = text_width(cells[i]);
         if (cw > w[i % NCOLS])
             w[i % NCOLS] = cw;
     }
     for (size_t r = 0; r <= n; r++) {
         for (size_t c = 0; c < NCOLS; c++) {
             const char *s = cells[r * NCOLS + c];
-            size_t cw = 0;
-            for (const char *p = s; *p; p++)
-                cw += ((unsigned char)*p & 0xc0) != 0x80;
-            int pad = (int)(w[c] - cw);
+            int pad = (int)(w[c] - text_width(s));
             if (right[c])
                 printf("%*s%s", pad, "", s);
             else
@@ -149,77 +166,100 @@ static void csv_num(double v)
     csv_field(b, false);
 }
 
-static void print_csv(const json_t *runs)
+/* A column per figure of merit, in order of appearance: a first pass over
+ * the runs gathers them. */
+struct csv_foms {
+    json_t *units; /* name -> units */
+    json_t *names;
+};
+
+static int csv_gather(json_t *run, void *ctx)
 {
-    /* A column per figure of merit, in order of appearance. */
-    json_t *foms = json_object(); /* name -> units */
-    json_t *names = json_array();
-    size_t i;
-    json_t *run;
-    json_array_foreach((json_t *)runs, i, run)
+    struct csv_foms *cf = ctx;
+    const char *name;
+    json_t *fom;
+    json_object_foreach(json_object_get(run, "foms"), name, fom)
     {
-        const char *name;
-        json_t *fom;
-        json_object_foreach(json_object_get(run, "foms"), name, fom)
-        {
-            if (json_object_get(foms, name))
-                continue;
-            const char *u = gpurun_record_str(fom, "units");
-            json_object_set_new(foms, name, json_string(u ? u : ""));
-            json_array_append_new(names, json_string(name));
-        }
+        if (json_object_get(cf->units, name))
+            continue;
+        const char *u = gpurun_record_str(fom, "units");
+        json_object_set_new(cf->units, name, json_string(u ? u : ""));
+        json_array_append_new(cf->names, json_string(name));
     }
+    return 0;
+}
+
+static void csv_head(const struct csv_foms *cf)
+{
     static const char *const head[] = {
         "run_id",    "job",   "state",         "exit_status",      "start", "end",      "wall_s",
         "nodes",     "ranks", "gpus_per_rank", "threads_per_rank", "gpus",  "template", "site",
         "gpu_model", "config"};
     for (size_t k = 0; k < sizeof head / sizeof *head; k++)
         csv_field(head[k], false);
+    size_t i;
     json_t *nm;
-    json_array_foreach(names, i, nm)
+    json_array_foreach(cf->names, i, nm)
     {
-        const char *units = json_string_value(json_object_get(foms, json_string_value(nm)));
+        const char *units = json_string_value(json_object_get(cf->units, json_string_value(nm)));
         char *h = *units ? gpurun_xasprintf("%s (%s)", json_string_value(nm), units)
                          : gpurun_xstrdup(json_string_value(nm));
         csv_field(h, false);
         free(h);
     }
     csv_field("record", true);
+}
 
-    json_array_foreach((json_t *)runs, i, run)
-    {
-        csv_field(gpurun_record_str(run, "run_id"), false);
-        csv_field(gpurun_record_str(run, "job"), false);
-        csv_field(gpurun_record_str(run, "state"), false);
-        long ex = gpurun_record_int(run, "exit_status", -1000);
-        csv_long(ex, ex != -1000);
-        csv_field(gpurun_record_str(run, "start"), false);
-        csv_field(gpurun_record_str(run, "end"), false);
-        csv_num(gpurun_record_num(run, "wall_s"));
-        static const char *const ints[] = {"nodes", "ranks", "gpus_per_rank", "threads_per_rank"};
-        for (size_t k = 0; k < sizeof ints / sizeof *ints; k++) {
-            long v = gpurun_record_int(run, ints[k], -1);
-            csv_long(v, v >= 0);
-        }
-        long g = gpurun_record_gpus(run);
-        csv_long(g, g >= 0);
-        csv_field(gpurun_record_str(run, "template"), false);
-        csv_field(gpurun_record_str(run, "site"), false);
-        csv_field(gpurun_record_str(run, "gpu_model"), false);
-        char *cfg = gpurun_record_config_text(run);
-        csv_field(strcmp(cfg, "-") ? cfg : "", false);
-        free(cfg);
-        size_t k;
-        json_array_foreach(names, k, nm)
-        {
-            json_t *fom = json_object_get(json_object_get(run, "foms"), json_string_value(nm));
-            double v;
-            csv_num(fom && gpurun_record_fom_value(fom, &v) ? v : NAN);
-        }
-        csv_field(gpurun_record_str(run, "record"), true);
+static int csv_row(json_t *run, void *ctx)
+{
+    const struct csv_foms *cf = ctx;
+    csv_field(gpurun_record_str(run, "run_id"), false);
+    csv_field(gpurun_record_str(run, "job"), false);
+    csv_field(gpurun_record_str(run, "state"), false);
+    long ex = gpurun_record_int(run, "exit_status", -1000);
+    csv_long(ex, ex != -1000);
+    csv_field(gpurun_record_str(run, "start"), false);
+    csv_field(gpurun_record_str(run, "end"), false);
+    csv_num(gpurun_record_num(run, "wall_s"));
+    static const char *const ints[] = {"nodes", "ranks", "gpus_per_rank", "threads_per_rank"};
+    for (size_t k = 0; k < sizeof ints / sizeof *ints; k++) {
+        long v = gpurun_record_int(run, ints[k], -1);
+        csv_long(v, v >= 0);
     }
-    json_decref(foms);
-    json_decref(names);
+    long g = gpurun_record_gpus(run);
+    csv_long(g, g >= 0);
+    csv_field(gpurun_record_str(run, "template"), false);
+    csv_field(gpurun_record_str(run, "site"), false);
+    csv_field(gpurun_record_str(run, "gpu_model"), false);
+    char *cfg = gpurun_record_config_text(run);
+    csv_field(strcmp(cfg, "-") ? cfg : "", false);
+    free(cfg);
+    size_t k;
+    json_t *nm;
+    json_array_foreach(cf->names, k, nm)
+    {
+        json_t *fom = json_object_get(json_object_get(run, "foms"), json_string_value(nm));
+        double v;
+        csv_num(fom && gpurun_record_fom_value(fom, &v) ? v : NAN);
+    }
+    csv_field(gpurun_record_str(run, "record"), true);
+    return 0;
+}
+
+/* The JSON array, an element at a time, as json_dumpf(JSON_INDENT(2))
+ * writes the whole. */
+static int json_element(json_t *run, void *ctx)
+{
+    size_t *n = ctx;
+    char *text = json_dumps(run, JSON_INDENT(2));
+    fputs((*n)++ ? ",\n  " : "[\n  ", stdout);
+    for (const char *p = text ? text : "null"; *p; p++) {
+        putchar(*p);
+        if (*p == '\n')
+            fputs("  ", stdout);
+    }
+    free(text);
+    return 0;
 }
 
 /* ---- the command ------------------------------------------------------ */
@@ -242,22 +282,38 @@ int cmd_results(int argc, char **argv, gpurun_error_t *err)
         return GPURUN_EXIT_CONFIG;
     }
 
-    json_t *runs = NULL;
-    rc = cmd_results_load(dir, job, rebuild, &runs, err);
-    if (rc == 0) {
-        if (json) {
-            json_dumpf(runs, stdout, JSON_INDENT(2));
-            putchar('\n');
-        } else if (csv) {
-            print_csv(runs);
-        } else if (json_array_size(runs) == 0) {
+    gpurun_results_t *r = NULL;
+    rc = cmd_results_open(dir, rebuild, &r, err);
+    if (rc != 0)
+        return rc;
+    if (json) {
+        size_t n = 0;
+        if (gpurun_results_each(r, job, json_element, &n, err) == 0)
+            fputs(n ? "\n]\n" : "[]\n", stdout);
+    } else if (csv) {
+        struct csv_foms cf = {json_object(), json_array()};
+        if (gpurun_results_each(r, job, csv_gather, &cf, err) == 0) {
+            csv_head(&cf);
+            gpurun_results_each(r, job, csv_row, &cf, err);
+        }
+        json_decref(cf.units);
+        json_decref(cf.names);
+    } else {
+        struct cells t = {0};
+        int got = gpurun_results_each(r, job, add_row, &t, err);
+        if (got == 0 && t.n == 0) {
             char *shown = gpurun_printable(job);
             printf("no runs%s%s in %s\n", job ? " of job " : "", job ? shown : "", dir);
             free(shown);
+        }
+        if (got == 0 && t.n) {
+            print_table(&t);
         } else {
-            print_table(runs);
+            for (size_t i = NCOLS; i < (t.n + 1) * NCOLS; i++)
+                free(t.v[i]);
+            free(t.v);
         }
     }
-    json_decref(runs);
-    return rc;
+    gpurun_results_close(r);
+    return err->code ? err->code : 0;
 }

@@ -19,6 +19,7 @@
 #include "batch.h"
 #include "cmd.h"
 #include "job.h"
+#include "safefile.h"
 #include "site.h"
 #include "util.h"
 
@@ -50,46 +51,39 @@ static const char submit_usage[] =
 
 /* ---- files -------------------------------------------------------------- */
 
-static int mkdir_p(const char *path, gpurun_error_t *err)
+/* Write the script as a new file of ours, mode 0600 whatever the umask,
+ * through a descriptor of its folder (O_EXCL, O_NOFOLLOW: never over an
+ * earlier script of the same second, nor through a link someone left
+ * there), and keep it open: sbatch reads this descriptor, exactly what was
+ * written, whatever happens to the folder's names meanwhile.  The folder
+ * (created when missing) must be one others cannot write into.  On error
+ * nothing is left behind. */
+static int write_script(const char *folder, const char *script, char **pathp, int *fdp, gpurun_error_t *err)
 {
-    char *p = gpurun_xstrdup(path);
-    for (char *s = p + 1;; s++) {
-        if (*s != '/' && *s)
-            continue;
-        char c = *s;
-        *s = '\0';
-        if (mkdir(p, 0755) < 0 && errno != EEXIST) {
-            int e = errno;
-            gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot create the folder %s: %s", p, strerror(e));
-            free(p);
-            return -1;
-        }
-        *s = c;
-        if (!c)
-            break;
+    int dirfd = gpurun_open_folder_path(folder, "submit: the results folder", 0755, true, err);
+    if (dirfd < 0)
+        return -1;
+    time_t now = time(NULL);
+    struct tm tm;
+    char stamp[32], name[64];
+    gmtime_r(&now, &tm);
+    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    int fd = -1, e = EEXIST;
+    for (int i = 1; i <= 100 && fd < 0 && e == EEXIST; i++) {
+        if (i == 1)
+            snprintf(name, sizeof name, "submit-%s.sbatch", stamp);
+        else
+            snprintf(name, sizeof name, "submit-%s-%d.sbatch", stamp, i);
+        fd = openat(dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        e = fd < 0 ? errno : 0;
     }
-    struct stat st;
-    int rc = 0;
-    if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
-        rc = gpurun_err(err, GPURUN_EXIT_ENV, "submit: %s is not a folder", path);
-    free(p);
-    return rc;
-}
-
-/* Write the script completely or not at all (temporary file, then link or
- * rename), never over an earlier script of the same second: each stays the
- * record of what was submitted. */
-static int write_script(const char *folder, const char *script, char **pathp, gpurun_error_t *err)
-{
-    char *tmp = gpurun_xasprintf("%s/.submit-XXXXXX", folder);
-    int fd = mkstemp(tmp);
     if (fd < 0) {
-        int e = errno;
-        free(tmp);
-        return gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot write a file in %s: %s", folder, strerror(e));
+        close(dirfd);
+        return gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot create the batch script in %s: %s", folder,
+                          strerror(e));
     }
     size_t len = strlen(script), off = 0;
-    int e = 0;
+    e = fchmod(fd, 0600) < 0 ? errno : 0; /* the umask may have taken bits we want */
     while (off < len && !e) {
         ssize_t n = write(fd, script + off, len - off);
         if (n < 0 && errno != EINTR)
@@ -97,53 +91,19 @@ static int write_script(const char *folder, const char *script, char **pathp, gp
         else if (n > 0)
             off += (size_t)n;
     }
-    if (!e && (fchmod(fd, 0644) < 0 || fsync(fd) < 0))
-        e = errno;
-    if (close(fd) < 0 && !e)
+    if (!e && (fsync(fd) < 0 || lseek(fd, 0, SEEK_SET) < 0))
         e = errno;
     if (e) {
-        unlink(tmp);
-        free(tmp);
+        unlinkat(dirfd, name, 0);
+        close(fd);
+        close(dirfd);
         return gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot write the batch script in %s: %s", folder,
                           strerror(e));
     }
-
-    time_t now = time(NULL);
-    struct tm tm;
-    char stamp[32];
-    gmtime_r(&now, &tm);
-    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
-    for (int i = 1; i <= 100; i++) {
-        char *path = i == 1 ? gpurun_xasprintf("%s/submit-%s.sbatch", folder, stamp)
-                            : gpurun_xasprintf("%s/submit-%s-%d.sbatch", folder, stamp, i);
-        /* link() never replaces; where a file system has no hard links,
-         * rename() after a look. */
-        bool linked = link(tmp, path) == 0, renamed = false;
-        e = linked ? 0 : errno;
-        if (!linked && e != EEXIST) {
-            struct stat st;
-            if (lstat(path, &st) == 0)
-                e = EEXIST;
-            else if (rename(tmp, path) == 0)
-                renamed = true;
-            else
-                e = errno;
-        }
-        if (linked || renamed) {
-            if (linked)
-                unlink(tmp);
-            free(tmp);
-            *pathp = path;
-            return 0;
-        }
-        free(path);
-        if (e != EEXIST)
-            break;
-    }
-    unlink(tmp);
-    free(tmp);
-    return gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot name the batch script in %s: %s", folder,
-                      strerror(e));
+    close(dirfd);
+    *pathp = gpurun_xasprintf("%s/%s", folder, name);
+    *fdp = fd;
+    return 0;
 }
 
 /* gpurun's own path, for the compute node to run the same gpurun. */
@@ -170,9 +130,13 @@ static int self_path(char **pathp, gpurun_error_t *err)
 
 /* ---- sbatch ------------------------------------------------------------- */
 
-/* Run `sbatch --parsable SCRIPT`, its stdout captured, its stderr the
- * user's.  Exit status 3 for every failure: nothing was submitted. */
-static int run_sbatch(const char *script, char **outp, gpurun_error_t *err)
+/* Run `sbatch --parsable` with the script on its standard input, from the
+ * descriptor it was written through (sbatch reads a script from stdin when
+ * given no file): no name is looked up again between our write and its
+ * read.  Its stdout captured, its stderr the user's.  `script` names the
+ * file in messages.  Exit status 3 for every failure: nothing was
+ * submitted. */
+static int run_sbatch(int script_fd, const char *script, char **outp, gpurun_error_t *err)
 {
     int out[2], status_pipe[2];
     if (pipe2(out, O_CLOEXEC) < 0)
@@ -195,8 +159,8 @@ static int run_sbatch(const char *script, char **outp, gpurun_error_t *err)
         return gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot start sbatch: %s", strerror(e));
     }
     if (pid == 0) {
-        char *argv[] = {"sbatch", "--parsable", (char *)script, NULL};
-        if (dup2(out[1], STDOUT_FILENO) >= 0)
+        char *argv[] = {"sbatch", "--parsable", NULL};
+        if (dup2(out[1], STDOUT_FILENO) >= 0 && dup2(script_fd, STDIN_FILENO) >= 0)
             execvp(argv[0], argv);
         int e = errno;
         ssize_t unused = write(status_pipe[1], &e, sizeof e);
@@ -303,6 +267,7 @@ int cmd_submit(int argc, char **argv, gpurun_error_t *err)
     gpurun_job_t *job = NULL;
     gpurun_site_t *site = NULL;
     char *results_abs = NULL, *self = NULL, *script = NULL, *folder = NULL, *path = NULL, *out = NULL;
+    int script_fd = -1;
 
     optind = 0; /* a full restart (glibc, musl): tests call commands again */
     opterr = 0;
@@ -342,8 +307,7 @@ int cmd_submit(int argc, char **argv, gpurun_error_t *err)
     /* Everything checked before anything is written. */
     if (gpurun_batch_check(job, &site, err) < 0 || self_path(&self, err) < 0 ||
         gpurun_batch_script(job, site, job_path, self, sets, nset, &script, err) < 0 ||
-        gpurun_batch_job_folder(job, &folder, err) < 0 || mkdir_p(folder, err) < 0 ||
-        write_script(folder, script, &path, err) < 0)
+        gpurun_batch_job_folder(job, &folder, err) < 0 || write_script(folder, script, &path, &script_fd, err) < 0)
         goto fail;
 
     if (dry) {
@@ -353,7 +317,7 @@ int cmd_submit(int argc, char **argv, gpurun_error_t *err)
         rc = 0;
         goto out;
     }
-    if (run_sbatch(path, &out, err) < 0 || report_submission(out, path, err) < 0)
+    if (run_sbatch(script_fd, path, &out, err) < 0 || report_submission(out, path, err) < 0)
         goto fail;
     rc = 0;
     goto out;
@@ -371,5 +335,7 @@ out:
     free(folder);
     free(path);
     free(out);
+    if (script_fd >= 0)
+        close(script_fd);
     return rc;
 }

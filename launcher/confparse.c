@@ -29,7 +29,9 @@ const char *gpurun_conf_shown_n(struct gpurun_conf_shown *b, const char *s, size
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (i >= GPURUN_CONF_SHOWN_MAX && (c & 0xc0) != 0x80) { /* cut between UTF-8 characters */
+        /* Cut between UTF-8 characters: at most the 3 continuation bytes a
+         * character can have, so that a run of them (not UTF-8) stops too. */
+        if (i >= GPURUN_CONF_SHOWN_MAX && ((c & 0xc0) != 0x80 || i >= GPURUN_CONF_SHOWN_MAX + 3)) {
             memcpy(b->s + o, "...", 3);
             o += 3;
             break;

@@ -32,14 +32,19 @@ static void check(struct doctor *d, const char *id, const char *title, enum gpur
 static void check(struct doctor *d, const char *id, const char *title, enum gpurun_check_status st, const char *fix,
                   const char *fmt, ...)
 {
-    char detail[1024];
+    char raw[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(detail, sizeof detail, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    /* A detail quotes what tools printed: their escape codes (and bytes that
+     * are not UTF-8, which JSON cannot hold) are shown as \xNN, never sent
+     * to the terminal. */
+    char *detail = gpurun_terminal_text(raw);
     json_array_append_new(d->checks, json_pack("{s:s, s:s, s:s, s:s, s:o}", "id", id, "title", title, "status",
                                                status_names[st], "detail", detail, "fix",
                                                st != GPURUN_CHECK_PASS && fix ? json_string(fix) : json_null()));
+    free(detail);
     d->counts[st]++;
 }
 

@@ -140,7 +140,58 @@ __attribute__((format(printf, 3, 4))) static int refuse(gpurun_error_t *err, con
 #define NO_SHELL "gpurun runs no shell: quote it to pass it to the program"
 #define NO_SUBST "command substitution needs a shell, and gpurun runs none"
 
-int gpurun_split_words(const char *line, char ***argvp, gpurun_error_t *err)
+const char *const gpurun_job_value_names[] = {"job",           "template",         "job_dir", "run_dir",
+                                              "nodes",         "ranks_per_node",   "ranks",   "gpus_per_rank",
+                                              "threads_per_rank", "repeat",        NULL};
+
+/* The job's own values are a path or a number: always inside the word they
+ * are in.  Any other name (params, the template's defaults) standing alone
+ * as an unquoted word may hold several arguments (args = "-n 5"). */
+static bool one_word_name(const char *name)
+{
+    for (const char *const *n = gpurun_job_value_names; *n; n++)
+        if (!strcmp(*n, name))
+            return true;
+    return false;
+}
+
+/* The ${name} at `d` (pointing at '$'): its value, or an error as
+ * gpurun_expand() gives it; *endp is past the '}'. */
+static const char *expand_one(const char *d, gpurun_lookup_fn lookup, void *ctx, const char *what, char **namep,
+                              const char **endp, gpurun_error_t *err)
+{
+    struct gpurun_conf_shown a;
+    const char *n = d + 2, *e = n;
+    *namep = NULL;
+    if (name_start(*e))
+        for (e++; name_char(*e); e++)
+            ;
+    if (e == n || *e != '}') {
+        const char *close = strchr(n, '}');
+        if (!close)
+            gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: '${' without a closing '}'", what);
+        else if (close == n)
+            gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: empty '${}'", what);
+        else
+            gpurun_err(err, GPURUN_EXIT_CONFIG,
+                       "%s: '${%s}' is not a valid name (a letter or '_', then letters, digits, '_')", what,
+                       gpurun_conf_shown_n(&a, n, (size_t)(close - n)));
+        return NULL;
+    }
+    char *name = gpurun_xstrndup(n, (size_t)(e - n));
+    const char *value = lookup(name, ctx);
+    if (!value) {
+        unset_name(name, lookup, ctx, what, err);
+        free(name);
+        return NULL;
+    }
+    *namep = name;
+    *endp = e + 1;
+    return value;
+}
+
+static int split_words(const char *line, gpurun_lookup_fn lookup, void *ctx, const char *what, char ***argvp,
+                       gpurun_error_t *err)
 {
     struct words w = {0};
     struct gpurun_strbuf cur = {0};
@@ -165,6 +216,39 @@ int gpurun_split_words(const char *line, char ***argvp, gpurun_error_t *err)
             i++;
             continue;
         }
+        if (lookup && c == '$' && line[i + 1] == '{') {
+            char *name;
+            const char *end;
+            const char *value = expand_one(line + i, lookup, ctx, what, &name, &end, err);
+            if (!value)
+                goto failed;
+            bool alone = !in_word && (!*end || *end == ' ' || *end == '\t' || *end == '\n');
+            if (alone && !one_word_name(name)) {
+                /* a list of arguments: its words, as the user quoted them */
+                char **more;
+                int rc = gpurun_split_words(value, &more, err);
+                if (rc < 0) {
+                    char *why = gpurun_xstrdup(err->text);
+                    gpurun_err(err, GPURUN_EXIT_CONFIG, "the words of '${%s}', %s", name, why);
+                    free(why);
+                }
+                free(name);
+                if (rc < 0)
+                    goto failed;
+                for (char **m = more; *m; m++)
+                    words_add(&w, *m);
+                free(more);
+            } else {
+                free(name);
+                if (*value) { /* an empty one, unquoted, makes no word (as in sh) */
+                    gpurun_strbuf_add(&cur, value, strlen(value));
+                    in_word = true;
+                }
+                plain = false;
+            }
+            i = (size_t)(end - line);
+            continue;
+        }
         if (c == '\\') {
             in_word = true;
             plain = false;
@@ -183,7 +267,22 @@ int gpurun_split_words(const char *line, char ***argvp, gpurun_error_t *err)
             const char *end = strchr(line + i + 1, '\'');
             if (!end)
                 goto unterminated;
-            gpurun_strbuf_add(&cur, line + i + 1, (size_t)(end - (line + i + 1)));
+            gpurun_strbuf_add(&cur, "", 0); /* '' is a word, if an empty one */
+            for (const char *q = line + i + 1; q < end;) {
+                /* ${name} is gpurun's, not the shell's: expanded in single quotes too */
+                if (lookup && q[0] == '$' && q[1] == '{') {
+                    char *name;
+                    const char *after;
+                    const char *value = expand_one(q, lookup, ctx, what, &name, &after, err);
+                    if (!value)
+                        goto failed;
+                    free(name);
+                    gpurun_strbuf_add(&cur, value, strlen(value));
+                    q = after; /* a name holds no quote: still before `end` */
+                } else {
+                    gpurun_strbuf_addc(&cur, *q++);
+                }
+            }
             in_word = true;
             plain = false;
             i = (size_t)(end - line) + 1;
@@ -198,6 +297,17 @@ int gpurun_split_words(const char *line, char ***argvp, gpurun_error_t *err)
                     goto unterminated;
                 if (d == '"')
                     break;
+                if (lookup && d == '$' && line[j + 1] == '{') {
+                    char *name;
+                    const char *after;
+                    const char *value = expand_one(line + j, lookup, ctx, what, &name, &after, err);
+                    if (!value)
+                        goto failed;
+                    free(name);
+                    gpurun_strbuf_add(&cur, value, strlen(value));
+                    j = (size_t)(after - line);
+                    continue;
+                }
                 if (d == '\\' && line[j + 1] && strchr("\"\\$`", line[j + 1])) {
                     gpurun_strbuf_addc(&cur, line[j + 1]);
                     j += 2;
@@ -255,6 +365,8 @@ int gpurun_split_words(const char *line, char ***argvp, gpurun_error_t *err)
     if (in_word) {
         gpurun_strbuf_add(&cur, "", 0);
         words_add(&w, cur.s);
+    } else {
+        free(cur.s);
     }
     *argvp = w.v;
     return 0;
@@ -264,4 +376,20 @@ unterminated:
     free(cur.s);
     return refuse(err, line, "the %s at position %zu is never closed",
                   line[i] == '"' ? "'\"'" : "\"'\"", i + 1);
+
+failed:
+    gpurun_free_words(w.v);
+    free(cur.s);
+    return -1;
+}
+
+int gpurun_split_words(const char *line, char ***argvp, gpurun_error_t *err)
+{
+    return split_words(line, NULL, NULL, NULL, argvp, err);
+}
+
+int gpurun_expand_words(const char *line, gpurun_lookup_fn lookup, void *ctx, const char *what, char ***argvp,
+                        gpurun_error_t *err)
+{
+    return split_words(line, lookup, ctx, what ? what : "value", argvp, err);
 }

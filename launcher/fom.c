@@ -17,6 +17,7 @@
 
 #include "confparse.h"
 #include "fom.h"
+#include "rank.h"
 #include "util.h"
 
 #define LINE_KEEP (64 * 1024) /* bytes of a line looked at; the rest is skipped */
@@ -31,6 +32,7 @@ struct lines {
     size_t len, cap;
     long no;        /* line number, from 1 */
     bool complete;  /* ended by a newline (not cut short at the end of the file) */
+    const char *label; /* a host's output file: only the lines that start with it (rank 0's), without it */
 };
 
 /* Only regular files: a FIFO or a device would hang or never end. */
@@ -57,6 +59,7 @@ static int lines_open(struct lines *l, const char *path, gpurun_error_t *err)
         close(fd);
         return gpurun_err(err, GPURUN_EXIT_CONFIG, "cannot read %s: %s", path, strerror(e));
     }
+    l->label = gpurun_rank0_label(path);
     return 0;
 }
 
@@ -84,7 +87,9 @@ static void put(struct lines *l, char c)
 static bool lines_next(struct lines *l)
 {
     int c;
-    bool any = false;
+    bool any = false, other = false;
+    size_t raw = 0, ll = l->label ? strlen(l->label) : 0;
+again:
     l->len = 0;
     l->complete = false;
     while ((c = getc_unlocked(l->f)) != EOF) {
@@ -92,6 +97,10 @@ static bool lines_next(struct lines *l)
         if (c == '\n') {
             l->complete = true;
             break;
+        }
+        if (raw < ll) { /* the label of the rank's lines in its host's file */
+            other |= c != l->label[raw++];
+            continue;
         }
         if (l->len >= LINE_KEEP)
             continue;
@@ -105,6 +114,12 @@ static bool lines_next(struct lines *l)
     }
     if (!any)
         return false;
+    if (other || raw < ll) { /* another rank's line */
+        l->no++;
+        any = other = false;
+        raw = 0;
+        goto again;
+    }
     if (l->len && l->buf[l->len - 1] == '\r')
         l->len--;
     put(l, '\0');
@@ -358,6 +373,10 @@ static int compile(regex_t *re, const char *value, const char *fom, const char *
                    gpurun_error_t *err)
 {
     struct gpurun_conf_shown a;
+    const char *costly = gpurun_regex_cost_problem(value);
+    if (costly)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "fom %s: %s '%s' is %s", fom, key, gpurun_conf_shown(&a, value),
+                          costly);
     int rc = regcomp(re, value, REG_EXTENDED);
     if (rc != 0) {
         char why[256];
@@ -469,8 +488,9 @@ static const char *defaults_lookup(const char *name, void *ctx)
 static char *fom_path(const struct gpurun_fom *f, const char *dir, gpurun_lookup_fn lookup, void *ctx,
                       gpurun_error_t *err)
 {
+    const char *label;
     if (!f->file)
-        return gpurun_xasprintf("%s/rank.0.out", dir && *dir ? dir : ".");
+        return gpurun_rank0_output(dir, &label);
     char what[300];
     snprintf(what, sizeof what, "fom %s: file", f->name);
     char *file = expand(f->file, lookup, ctx, what, err);
@@ -574,24 +594,75 @@ json_t *gpurun_foms_json(const gpurun_foms_t *f)
 
 /* ---- sanity ------------------------------------------------------------ */
 
-static int file_has(const char *path, const char *text)
+/* What one file says: *found when one of the template's sanity forms
+ * appears in a line of it, *bad (the line number) when a failure text
+ * does, with which in *badtext; -1 when the file cannot be read. */
+static int file_scan(const gpurun_template_t *t, const char *path, bool *found, long *bad,
+                     const char **badtext)
 {
     struct lines l;
     gpurun_error_t err;
     if (lines_open(&l, path, &err) < 0)
         return -1;
-    int found = 0;
-    while (!found && lines_next(&l))
-        found = strstr(l.buf, text) != NULL;
+    while (!*bad && (!*found || t->nfailure) && lines_next(&l)) {
+        for (size_t i = 0; i < t->nsanity && !*found; i++)
+            *found = strstr(l.buf, t->sanity_forms[i]) != NULL;
+        for (size_t i = 0; i < t->nfailure && !*bad; i++)
+            if (strstr(l.buf, t->failure[i])) {
+                *bad = l.no;
+                *badtext = t->failure[i];
+            }
+    }
     lines_close(&l);
-    return found;
+    return 0;
+}
+
+/* "'a'" or "any of 'a', 'b'" into buf. */
+static void forms_text(const gpurun_template_t *t, char *buf, size_t len)
+{
+    size_t n = (size_t)snprintf(buf, len, "%s", t->nsanity > 1 ? "any of " : "");
+    for (size_t i = 0; i < t->nsanity && n < len; i++)
+        n += (size_t)snprintf(buf + n, len - n, "%s'%s'", i ? ", " : "", t->sanity_forms[i]);
+}
+
+/* The sentence for a check that failed, into why. */
+static void sanity_why(const gpurun_template_t *t, const char *shown, long bad, const char *badtext,
+                       const char *searched, char *why, size_t whylen)
+{
+    if (!why || !whylen)
+        return;
+    if (bad) {
+        snprintf(why, whylen, "'%s' appears in %s, line %ld", badtext, shown, bad);
+    } else {
+        char forms[512];
+        forms_text(t, forms, sizeof forms);
+        snprintf(why, whylen, "%s does not appear in %s", forms, searched);
+    }
+}
+
+int gpurun_sanity_file_check(const gpurun_template_t *t, const char *path, char *why, size_t whylen)
+{
+    if (why && whylen)
+        why[0] = '\0';
+    if (!t->nsanity && !t->nfailure)
+        return 1;
+    bool found = !t->nsanity;
+    long bad = 0;
+    const char *badtext = NULL;
+    if (file_scan(t, path, &found, &bad, &badtext) < 0) {
+        if (why && whylen)
+            snprintf(why, whylen, "cannot read %s", path);
+        return -1;
+    }
+    if (found && !bad)
+        return 1;
+    sanity_why(t, path, bad, badtext, path, why, whylen);
+    return 0;
 }
 
 int gpurun_sanity_in_file(const gpurun_template_t *t, const char *path)
 {
-    if (!t->sanity || !*t->sanity)
-        return 1;
-    return file_has(path, t->sanity);
+    return gpurun_sanity_file_check(t, path, NULL, 0);
 }
 
 /* "a, b" into where, without overflowing it. */
@@ -603,12 +674,14 @@ static void where_add(char *where, size_t len, const char *what)
     snprintf(where + n, len - n, "%s%s", n ? ", " : "", what);
 }
 
-bool gpurun_sanity_ok(const gpurun_template_t *t, const char *dir, gpurun_lookup_fn lookup, void *ctx,
-                      char *where, size_t wherelen)
+bool gpurun_sanity_check(const gpurun_template_t *t, const char *dir, gpurun_lookup_fn lookup, void *ctx,
+                         char *where, size_t wherelen, char *why, size_t whylen)
 {
     if (where && wherelen)
         where[0] = '\0';
-    if (!t->sanity || !*t->sanity)
+    if (why && whylen)
+        why[0] = '\0';
+    if (!t->nsanity && !t->nfailure)
         return true;
     if (!lookup) {
         lookup = defaults_lookup;
@@ -630,20 +703,37 @@ bool gpurun_sanity_ok(const gpurun_template_t *t, const char *dir, gpurun_lookup
         else
             free(p);
     }
-    paths[n++] = gpurun_xasprintf("%s/rank.0.out", dir && *dir ? dir : ".");
-    bool found = false;
+    const char *label;
+    paths[n++] = gpurun_rank0_output(dir, &label);
+    /* A failure text is looked for in every file, even once a form was found. */
+    bool found = !t->nsanity;
+    long bad = 0;
+    const char *badtext = NULL;
+    char badfile[256] = "";
     size_t dlen = dir ? strlen(dir) : 0;
     for (size_t i = 0; i < n; i++) {
-        if (!found)
-            found = file_has(paths[i], t->sanity) == 1;
         const char *shown = paths[i];
         if (dlen && strncmp(shown, dir, dlen) == 0 && shown[dlen] == '/')
             shown += dlen + 1;
+        if (!bad && (!found || t->nfailure)) {
+            file_scan(t, paths[i], &found, &bad, &badtext);
+            if (bad)
+                snprintf(badfile, sizeof badfile, "%s", shown);
+        }
         where_add(where, wherelen, shown);
         free(paths[i]);
     }
     free(paths);
-    return found;
+    if (found && !bad)
+        return true;
+    sanity_why(t, badfile, bad, badtext, where ? where : "", why, whylen);
+    return false;
+}
+
+bool gpurun_sanity_ok(const gpurun_template_t *t, const char *dir, gpurun_lookup_fn lookup, void *ctx,
+                      char *where, size_t wherelen)
+{
+    return gpurun_sanity_check(t, dir, lookup, ctx, where, wherelen, NULL, 0);
 }
 
 /* ---- reference bands --------------------------------------------------- */

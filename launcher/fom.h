@@ -69,14 +69,22 @@ void gpurun_foms_free(gpurun_foms_t *f);
  * "note": "...", an optional figure "optional": true. */
 json_t *gpurun_foms_json(const gpurun_foms_t *f);
 
-/* The template's sanity text appears in the fom files or the rank output
- * (true when the template has none); `where` says what was searched.  The
- * text is plain (not a regex) and is looked for within a line. */
+/* The template's sanity check: one of its `sanity` forms appears within a
+ * line of the fom files or the rank output, and none of its `failure`
+ * texts does (true when the template has neither); `where` says what was
+ * searched, `why` (may be NULL) the sentence for a check that failed:
+ * "any of 'Total wall time:', 'Loop time of' does not appear in x.log,
+ * rank.0.out" or "'...... FAILED' appears in hpccoutf.txt, line 432".
+ * The texts are plain (not regexes). */
+bool gpurun_sanity_check(const gpurun_template_t *t, const char *dir, gpurun_lookup_fn lookup, void *ctx,
+                         char *where, size_t wherelen, char *why, size_t whylen);
 bool gpurun_sanity_ok(const gpurun_template_t *t, const char *dir, gpurun_lookup_fn lookup, void *ctx,
                       char *where, size_t wherelen);
 
-/* The same check on one file (`gpurun collect`): 1 the text appears (or the
- * template has none), 0 it does not, -1 the file cannot be read. */
+/* The same check on one file (`gpurun collect`): 1 it passes (or the
+ * template has neither key), 0 it does not (why says so), -1 the file
+ * cannot be read. */
+int gpurun_sanity_file_check(const gpurun_template_t *t, const char *path, char *why, size_t whylen);
 int gpurun_sanity_in_file(const gpurun_template_t *t, const char *path);
 
 /* A `references` band:

@@ -59,12 +59,18 @@ static const char *const gpudirect_names[] = {[GPURUN_GPUDIRECT_AUTO] = "auto",
                                               [GPURUN_GPUDIRECT_ON] = "on",
                                               [GPURUN_GPUDIRECT_OFF] = "off",
                                               NULL};
+static const char *const run_folder_mode_names[] = {
+    [GPURUN_RUN_FOLDER_PRIVATE] = "private", [GPURUN_RUN_FOLDER_GROUP] = "group", NULL};
+static const char *const output_names[] = {
+    [GPURUN_OUTPUT_PER_HOST] = "per-host", [GPURUN_OUTPUT_PER_RANK] = "per-rank", NULL};
 
 static const struct gpurun_conf_enum_key enum_keys[] = {
     {"launcher", launcher_names},
     {"bind", bind_names},
     {"gpu_visibility", gpuvis_names},
     {"gpudirect", gpudirect_names},
+    {"run_folder_mode", run_folder_mode_names},
+    {"output", output_names},
 };
 
 /* The sections whose keys the user chooses. */
@@ -334,17 +340,19 @@ static void check_command_names(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     if (!cmd || !line || cfg_getstr(cfg, "template"))
         return;
 
+    /* params, then the job's own values: exactly what a run's table holds
+     * (gpurun_job_names()), job_dir, run_dir and ranks included */
     cfg_t *params = cfg_getsec(cfg, "params");
     size_t nparams = params ? cfg_num(params) : 0, n = 0;
-    size_t nopts = 0;
-    while (cfg->opts[nopts].name)
-        nopts++;
-    const char **names = gpurun_xcalloc(nparams + nopts, sizeof *names);
+    size_t nvalues = 0;
+    while (gpurun_job_value_names[nvalues])
+        nvalues++;
+    const char **names = gpurun_xcalloc(nparams + nvalues, sizeof *names);
     for (size_t i = 0; i < nparams; i++)
         names[n++] = cfg_opt_name(cfg_getnopt(params, (unsigned)i));
-    for (size_t i = 0; i < nopts; i++)
-        if (cfg->opts[i].type != CFGT_SEC)
-            names[n++] = cfg->opts[i].name;
+    for (size_t i = 0; i < nvalues; i++)
+        if (strcmp(gpurun_job_value_names[i], "template") != 0) /* no template here */
+            names[n++] = gpurun_job_value_names[i];
 
     struct gpurun_conf_shown a;
     for (const char *p = strstr(cmd, "${"); p; p = strstr(p, "${")) {
@@ -382,6 +390,73 @@ static void check_command_names(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
         p = end + 1;
     }
     free(names);
+}
+
+/* Where a string is not UTF-8: the byte offset of the first bad sequence,
+ * or -1 when it is. */
+static long not_utf8_at(const char *s)
+{
+    for (size_t i = 0, n; s[i]; i += n)
+        if (!(n = gpurun_utf8_char(s + i, NULL)))
+            return (long)i;
+    return -1;
+}
+
+/* ${VAR} in an env value: the launching environment's (SPEC §2). */
+static const char *launch_env(const char *name, void *ctx)
+{
+    (void)ctx;
+    return getenv(name);
+}
+
+/* Each env value is UTF-8 (the run's records are JSON, and a value their
+ * encoder refuses would be dropped), and each ${VAR} in it is set where
+ * gpurun was started: an unset one is an error, not a silent literal. */
+static void check_env(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
+{
+    cfg_t *sec = cfg_getsec(cfg, "env");
+    unsigned n = sec ? cfg_num(sec) : 0;
+    struct gpurun_conf_shown a;
+    for (unsigned i = 0; i < n; i++) {
+        cfg_opt_t *opt = cfg_getnopt(sec, i);
+        const char *value = cfg_opt_getnstr(opt, 0);
+        char *name = gpurun_xasprintf("env.%s", cfg_opt_name(opt));
+        int line = gpurun_conf_record_line(ctx, name);
+        long bad = value ? not_utf8_at(value) : -1;
+        if (line && bad >= 0) {
+            gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK,
+                             "key '%s': the value is not UTF-8 (byte 0x%02x at offset %ld): the ranks' "
+                             "environment is recorded as JSON text",
+                             gpurun_conf_shown(&a, name), (unsigned char)value[bad], bad);
+        } else if (line && value) {
+            gpurun_error_t e = {0};
+            char *what = gpurun_xasprintf("key '%s'", gpurun_conf_shown(&a, name)), *out = NULL;
+            if (gpurun_expand(value, launch_env, NULL, what, &out, &e) < 0)
+                gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK, "%s%s", e.text,
+                                 strstr(e.text, "is not set") ? " in the environment gpurun was started from" : "");
+            free(what);
+            free(out);
+        }
+        free(name);
+    }
+}
+
+/* A job's name names its results folder: one from the file name meets the
+ * rules of the `job` key too (`...conf` would make it "..": a run folder
+ * outside the results). */
+static void check_file_job_name(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
+{
+    if (cfg_getstr(cfg, "job"))
+        return;
+    char *name = gpurun_conf_label_name(ctx->label);
+    struct gpurun_conf_shown a;
+    if (*name && !job_name_ok(name))
+        gpurun_conf_note(ctx, GPURUN_CONF_NO_LINE, GPURUN_CONF_CHECK,
+                         "the job name '%s', taken from the file name, is not a valid job name (letters, "
+                         "digits, '.', '_', '+', '-', at most 100, not starting with '.' or '-'; it names "
+                         "the results folder): rename the file or set `job = \"NAME\"`",
+                         gpurun_conf_shown(&a, name));
+    free(name);
 }
 
 /* ---- conversion ------------------------------------------------------- */
@@ -438,9 +513,19 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     job->timeout_s = cfg_getint(cfg, "timeout");
     job->repeat = (int)cfg_getint(cfg, "repeat");
     job->results = gpurun_xstrdup(cfg_getstr(cfg, "results"));
+    job->run_folder_mode = (enum gpurun_run_folder_mode)cfg_getint(cfg, "run_folder_mode");
+    job->output = (enum gpurun_output)cfg_getint(cfg, "output");
     gpurun_conf_take_kvlist(cfg, "params", &job->params);
     gpurun_conf_origins(ctx, &job->from);
     gpurun_conf_take_kvlist(cfg, "env", &job->env);
+    for (size_t i = 0; i < job->env.n; i++) { /* checked by check_env(): every ${VAR} is set */
+        char *v = NULL;
+        gpurun_error_t e = {0};
+        if (gpurun_expand(job->env.items[i].value, launch_env, NULL, NULL, &v, &e) == 0) {
+            free(job->env.items[i].value);
+            job->env.items[i].value = v;
+        }
+    }
     gpurun_conf_take_kvlist(cfg, "slurm", &job->slurm);
     gpurun_conf_take_kvlist(cfg, "references", &job->references);
     take_scan(ctx, cfg, job);
@@ -453,8 +538,10 @@ static void check_job(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complete)
 {
     check_strings(ctx, cfg);
     check_scan(ctx, cfg);
+    check_env(ctx, cfg);
     if (ctx->prefix)
         return;
+    check_file_job_name(ctx, cfg);
     check_contradictions(ctx, cfg);
     if (complete) /* unset names need the whole file */
         check_command_names(ctx, cfg);
@@ -494,6 +581,8 @@ static int parse_job(const char *text, size_t len, const char *label, const char
         CFG_INT_CB("timeout", 0, CFGF_NONE, cb_timeout),
         CFG_INT_CB("repeat", 1, CFGF_NONE, cb_int),
         CFG_STR("results", "results", CFGF_NONE),
+        CFG_INT_CB("run_folder_mode", GPURUN_RUN_FOLDER_PRIVATE, CFGF_NONE, cb_enum),
+        CFG_INT_CB("output", GPURUN_OUTPUT_PER_HOST, CFGF_NONE, cb_enum),
         CFG_SEC("params", NULL, CFGF_KEYSTRVAL),
         CFG_SEC("env", NULL, CFGF_KEYSTRVAL),
         CFG_SEC("slurm", NULL, CFGF_KEYSTRVAL),
@@ -673,6 +762,10 @@ static void take_key(gpurun_job_t *to, gpurun_job_t *from, const char *key, bool
         to->timeout_s = from->timeout_s;
     else if (strcmp(key, "repeat") == 0)
         to->repeat = from->repeat;
+    else if (strcmp(key, "run_folder_mode") == 0)
+        to->run_folder_mode = from->run_folder_mode;
+    else if (strcmp(key, "output") == 0)
+        to->output = from->output;
 }
 
 static struct gpurun_kvlist *section_list(gpurun_job_t *job, const char *section)

@@ -14,6 +14,10 @@ enum gpurun_launcher { GPURUN_LAUNCHER_AUTO, GPURUN_LAUNCHER_MPIRUN, GPURUN_LAUN
 enum gpurun_bind { GPURUN_BIND_CLOSEST, GPURUN_BIND_NONE };
 enum gpurun_gpu_visibility { GPURUN_GPUVIS_ISOLATE, GPURUN_GPUVIS_SHARED };
 enum gpurun_gpudirect { GPURUN_GPUDIRECT_AUTO, GPURUN_GPUDIRECT_ON, GPURUN_GPUDIRECT_OFF };
+/* Who may read a run folder: its owner only (0700), or its group too (0750). */
+enum gpurun_run_folder_mode { GPURUN_RUN_FOLDER_PRIVATE, GPURUN_RUN_FOLDER_GROUP };
+/* Rank output: one file per host, lines labelled "RANK: ", or one per rank. */
+enum gpurun_output { GPURUN_OUTPUT_PER_HOST, GPURUN_OUTPUT_PER_RANK };
 
 /* One `key = value` of a free-form section (params, env, slurm, references). */
 /* One axis of `scan { key = {v1, v2} }`. */
@@ -48,6 +52,8 @@ typedef struct gpurun_job {
     long timeout_s;       /* 0: no limit */
     int repeat;           /* default 1 */
     char *results;        /* default "results" */
+    enum gpurun_run_folder_mode run_folder_mode; /* default private */
+    enum gpurun_output output;                   /* default per-host */
 
     struct gpurun_kvlist params;
     /* dotted key ("template", "params.nsteps") -> where it was set, for

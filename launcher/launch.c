@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -63,11 +66,8 @@ static int exit_status(int status)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-int gpurun_run_step(char *const *argv, const char *cwd, const char *log, gpurun_error_t *err)
+int gpurun_run_step(char *const *argv, const char *cwd, int fd, gpurun_error_t *err)
 {
-    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return gpurun_err(err, GPURUN_EXIT_ENV, "%s: %s", log, strerror(errno));
     sigset_t set, old;
     sigset_supervised(&set);
     sigprocmask(SIG_BLOCK, &set, &old);
@@ -78,7 +78,6 @@ int gpurun_run_step(char *const *argv, const char *cwd, const char *log, gpurun_
         dprintf(STDERR_FILENO, "gpurun: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
-    close(fd);
     int status = 0, rc;
     if (pid < 0) {
         rc = gpurun_err(err, GPURUN_EXIT_ENV, "cannot start %s: %s", argv[0], strerror(errno));
@@ -98,96 +97,126 @@ int gpurun_run_step(char *const *argv, const char *cwd, const char *log, gpurun_
     return rc;
 }
 
-/* Rank output, relayed to a terminal line by line with a [rank] label. */
-struct relay {
-    int fd;
-    char buf[4096];
+/* What comes through the launcher's standard output: the rank steps'
+ * reports (GPURUN_MARK lines: bindings, statuses, output for a terminal)
+ * and the launcher's own text, which goes to launcher.out. */
+struct reader {
+    const struct gpurun_supervise *sv;
+    struct gpurun_outcome *out;
+    int log_fd;
+    char buf[65536];
     size_t len;
+    bool *status_shown;
+    const regex_t *re;
+    long step;
 };
 
-static void relay_poll(struct relay *r, int nranks, const char *run_dir, bool *status_shown, bool flush_all)
+static void clear_status(struct reader *r)
 {
-    for (int i = 0; i < nranks; i++) {
-        if (r[i].fd < 0) {
-            char *p = gpurun_rank_file(run_dir, i, "out");
-            r[i].fd = open(p, O_RDONLY | O_CLOEXEC);
-            free(p);
-            if (r[i].fd < 0)
-                continue;
-        }
-        for (;;) {
-            ssize_t n = read(r[i].fd, r[i].buf + r[i].len, sizeof r[i].buf - 1 - r[i].len);
-            if (n <= 0)
-                break;
-            r[i].len += (size_t)n;
-            char *start = r[i].buf, *nl;
-            while ((nl = memchr(start, '\n', r[i].len - (size_t)(start - r[i].buf)))) {
-                if (*status_shown) {
-                    fputs("\r\033[K", stdout);
-                    *status_shown = false;
+    if (*r->status_shown) {
+        fputs("\r\033[K", stdout);
+        *r->status_shown = false;
+    }
+}
+
+static void take_line(struct reader *r, char *line, size_t len)
+{
+    size_t ml = strlen(GPURUN_MARK);
+    char *end;
+    if (len > ml + 2 && !memcmp(line, GPURUN_MARK, ml) && line[ml + 1] == ' ') {
+        char kind = line[ml];
+        line[len] = '\0';
+        long rank = strtol(line + ml + 2, &end, 10);
+        if (end != line + ml + 2 && *end == ' ' && rank >= 0 && rank < r->sv->nranks) {
+            const char *payload = end + 1;
+            size_t plen = len - (size_t)(payload - line);
+            json_t *slot = kind == 'B' ? r->out->bindings : kind == 'S' ? r->out->statuses : NULL;
+            if (slot && json_is_null(json_array_get(slot, (size_t)rank))) {
+                json_t *doc = json_loadb(payload, plen, 0, NULL);
+                if (json_is_object(doc)) {
+                    json_array_set_new(slot, (size_t)rank, doc);
+                    if (kind == 'B')
+                        r->out->nbound++;
+                    else
+                        r->out->nended++;
+                } else {
+                    json_decref(doc);
                 }
-                printf("[%d] %.*s\n", i, (int)(nl - start), start);
-                start = nl + 1;
+            } else if (kind == 'O' && r->sv->relay_output) {
+                clear_status(r);
+                printf("[%ld] %.*s\n", rank, (int)plen, payload);
             }
-            r[i].len -= (size_t)(start - r[i].buf);
-            memmove(r[i].buf, start, r[i].len);
-            if (r[i].len == sizeof r[i].buf - 1) { /* a very long line: show what we have */
-                printf("[%d] %.*s\n", i, (int)r[i].len, r[i].buf);
-                r[i].len = 0;
+            if (kind == 'O' && rank == 0 && r->re) {
+                regmatch_t m[2];
+                if (regexec(r->re, payload, 2, m, 0) == 0 && m[1].rm_so >= 0)
+                    r->step = strtol(payload + m[1].rm_so, NULL, 10);
             }
-        }
-        if (flush_all && r[i].len) {
-            printf("[%d] %.*s\n", i, (int)r[i].len, r[i].buf);
-            r[i].len = 0;
+            return;
         }
     }
+    if (r->log_fd >= 0) {
+        line[len] = '\n';
+        if (write(r->log_fd, line, len + 1) < 0) { /* launcher.out is best effort */
+        }
+    }
+}
+
+/* Read what is there; at EOF (`flush`), a last line without newline too.
+ * Returns false at end of file. */
+static bool read_pipe(struct reader *r, int fd, bool flush)
+{
+    ssize_t n = read(fd, r->buf + r->len, sizeof r->buf - 1 - r->len);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return true;
+    bool eof = n <= 0;
+    if (!eof)
+        r->len += (size_t)n;
+    size_t start = 0;
+    for (;;) {
+        char *nl = memchr(r->buf + start, '\n', r->len - start);
+        size_t ll;
+        if (nl)
+            ll = (size_t)(nl - (r->buf + start));
+        else if (((eof || flush) && r->len > start) || (start == 0 && r->len == sizeof r->buf - 1))
+            ll = r->len - start;
+        else
+            break;
+        take_line(r, r->buf + start, ll);
+        start += ll + (nl ? 1 : 0);
+    }
+    memmove(r->buf, r->buf + start, r->len - start);
+    r->len -= start;
     fflush(stdout);
-}
-
-static int count_rank_files(const char *run_dir, int nranks, const char *what)
-{
-    int n = 0;
-    for (int i = 0; i < nranks; i++) {
-        char *p = gpurun_rank_file(run_dir, i, what);
-        n += access(p, F_OK) == 0;
-        free(p);
-    }
-    return n;
-}
-
-/* The last step number the template's progress pattern finds in rank 0's output. */
-static long progress_step(const char *run_dir, const regex_t *re)
-{
-    char *p = gpurun_rank_file(run_dir, 0, "out");
-    FILE *f = fopen(p, "r");
-    free(p);
-    if (!f)
-        return -1;
-    long step = -1;
-    char line[1024];
-    regmatch_t m[2];
-    if (fseek(f, -65536, SEEK_END) < 0)
-        rewind(f);
-    while (fgets(line, sizeof line, f))
-        if (regexec(re, line, 2, m, 0) == 0 && m[1].rm_so >= 0)
-            step = strtol(line + m[1].rm_so, NULL, 10);
-    fclose(f);
-    return step;
+    return !eof;
 }
 
 int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_supervise *sv,
                   struct gpurun_outcome *out, gpurun_error_t *err)
 {
     memset(out, 0, sizeof *out);
+    out->bindings = json_array();
+    out->statuses = json_array();
+    for (int i = 0; i < sv->nranks; i++) {
+        json_array_append_new(out->bindings, json_null());
+        json_array_append_new(out->statuses, json_null());
+    }
     int n = cmds->count;
     pid_t *pids = gpurun_xcalloc((size_t)n, sizeof *pids);
     bool *alive = gpurun_xcalloc((size_t)n, sizeof *alive);
-    char *log = gpurun_xasprintf("%s/launcher.out", sv->run_dir);
-    int logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    free(log);
+    int logfd = openat(sv->dir_fd, GPURUN_RUN_LAUNCHER_OUT,
+                       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, sv->file_mode);
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC) < 0) {
+        if (logfd >= 0)
+            close(logfd);
+        free(pids);
+        free(alive);
+        return gpurun_err(err, GPURUN_EXIT_ENV, "cannot make a pipe: %s", strerror(errno));
+    }
     sigset_t set, old;
     sigset_supervised(&set);
     sigprocmask(SIG_BLOCK, &set, &old);
+    int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     double t0 = now_s();
     int started = 0;
     pid_t parent = getpid();
@@ -195,6 +224,7 @@ int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_sup
         pid_t pid = fork();
         if (pid == 0) {
             child_setup(parent, sv->cwd, &old, logfd);
+            dup2(pfd[1], STDOUT_FILENO); /* the rank steps' reports come to us */
             for (char **e = cmds->env[i]; e && *e; e++)
                 putenv(*e);
             execvp(cmds->argv[i][0], cmds->argv[i]);
@@ -208,9 +238,13 @@ int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_sup
         alive[i] = true;
         started++;
     }
-    if (logfd >= 0)
-        close(logfd);
+    close(pfd[1]);
     if (started == 0) {
+        close(pfd[0]);
+        if (sfd >= 0)
+            close(sfd);
+        if (logfd >= 0)
+            close(logfd);
         sigprocmask(SIG_SETMASK, &old, NULL);
         free(pids);
         free(alive);
@@ -218,47 +252,68 @@ int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_sup
     }
 
     regex_t re;
-    bool have_re = sv->progress_regex && regcomp(&re, sv->progress_regex, REG_EXTENDED) == 0;
-    struct relay *relay = gpurun_xcalloc((size_t)sv->nranks, sizeof *relay);
-    for (int i = 0; i < sv->nranks; i++)
-        relay[i].fd = -1;
-    bool stopping = false, status_shown = false;
+    bool have_re = sv->progress_regex && !gpurun_regex_cost_problem(sv->progress_regex) &&
+                   regcomp(&re, sv->progress_regex, REG_EXTENDED) == 0;
+    bool stopping = false, status_shown = false, pipe_open = true;
+    struct reader *rd = gpurun_xcalloc(1, sizeof *rd);
+    rd->sv = sv;
+    rd->out = out;
+    rd->log_fd = logfd;
+    rd->status_shown = &status_shown;
+    rd->re = have_re ? &re : NULL;
+    rd->step = -1;
     double kill_at = 0, last_status = 0;
     int nalive = started;
+    /* Wait on the pipe, the signals and the children only: nothing of the
+     * run folder is looked at while the ranks run. */
     while (nalive > 0) {
-        struct timespec tick = {0, 100 * 1000 * 1000};
-        siginfo_t info;
-        int sig = sigtimedwait(&set, &info, &tick);
-        double t = now_s();
-        if (sig == SIGCHLD || sig < 0) {
-            for (int i = 0; i < n; i++) {
-                int status;
-                if (!alive[i] || waitpid(pids[i], &status, WNOHANG) != pids[i])
-                    continue;
-                alive[i] = false;
-                nalive--;
-                int code = exit_status(status);
-                if (code > out->launcher_status)
-                    out->launcher_status = code;
-                /* One failure ends the job, as mpirun and srun do. */
-                if (code != 0 && nalive > 0 && !stopping) {
+        double t = now_s(), next = t + 1.0;
+        if (sv->timeout_s > 0 && !stopping)
+            next = t0 + sv->timeout_s < next ? t0 + sv->timeout_s : next;
+        if (stopping && kill_at < next)
+            next = kill_at;
+        if (sv->status_line && last_status + 0.5 < next)
+            next = last_status + 0.5;
+        int wait_ms = next > t ? (int)((next - t) * 1000) + 1 : 0;
+        struct pollfd pf[2] = {{.fd = pipe_open ? pfd[0] : -1, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+        int pr = poll(pf, 2, sfd >= 0 ? wait_ms : (wait_ms < 100 ? wait_ms : 100));
+        t = now_s();
+        if (pr > 0 && (pf[0].revents & (POLLIN | POLLHUP)))
+            pipe_open = read_pipe(rd, pfd[0], false);
+        int sig = 0;
+        struct signalfd_siginfo si;
+        while (sfd >= 0 && read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+            sig = (int)si.ssi_signo;
+            if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+                if (!out->interrupted)
+                    out->interrupted = sig;
+                if (!stopping) {
                     stopping = true;
                     kill_at = t + sv->grace_s;
-                    for (int j = 0; j < n; j++)
-                        if (alive[j])
-                            kill(-pids[j], SIGTERM);
                 }
+                for (int j = 0; j < n; j++)
+                    if (alive[j])
+                        kill(-pids[j], sig == SIGHUP ? SIGTERM : sig);
             }
-        } else if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
-            if (!out->interrupted)
-                out->interrupted = sig;
-            if (!stopping) {
+        }
+        /* Children are reaped whatever woke us: a SIGCHLD may be merged. */
+        for (int i = 0; i < n; i++) {
+            int status;
+            if (!alive[i] || waitpid(pids[i], &status, WNOHANG) != pids[i])
+                continue;
+            alive[i] = false;
+            nalive--;
+            int code = exit_status(status);
+            if (code > out->launcher_status)
+                out->launcher_status = code;
+            /* One failure ends the job, as mpirun and srun do. */
+            if (code != 0 && nalive > 0 && !stopping) {
                 stopping = true;
                 kill_at = t + sv->grace_s;
+                for (int j = 0; j < n; j++)
+                    if (alive[j])
+                        kill(-pids[j], SIGTERM);
             }
-            for (int j = 0; j < n; j++)
-                if (alive[j])
-                    kill(-pids[j], sig == SIGHUP ? SIGTERM : sig);
         }
         if (!stopping && sv->timeout_s > 0 && t - t0 > sv->timeout_s) {
             out->timed_out = true;
@@ -272,17 +327,12 @@ int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_sup
             for (int j = 0; j < n; j++)
                 if (alive[j])
                     kill(-pids[j], SIGKILL);
-        if (sv->relay_output)
-            relay_poll(relay, sv->nranks, sv->run_dir, &status_shown, false);
-        if (sv->status_line && t - last_status > 0.5 && nalive > 0) {
-            int up = count_rank_files(sv->run_dir, sv->nranks, "binding.json");
-            int done = count_rank_files(sv->run_dir, sv->nranks, "status.json");
-            long step = have_re ? progress_step(sv->run_dir, &re) : -1;
+        if (sv->status_line && t - last_status >= 0.5 && nalive > 0) {
             int el = (int)(t - t0);
-            printf("\r\033[K[gpurun] %02d:%02d:%02d  ranks alive %d/%d", el / 3600, el / 60 % 60, el % 60, up - done,
-                   sv->nranks);
-            if (step >= 0)
-                printf("  step %ld", step);
+            printf("\r\033[K[gpurun] %02d:%02d:%02d  ranks alive %d/%d", el / 3600, el / 60 % 60, el % 60,
+                   out->nbound - out->nended, sv->nranks);
+            if (rd->step >= 0)
+                printf("  step %ld", rd->step);
             if (stopping)
                 printf("  stopping");
             fflush(stdout);
@@ -290,19 +340,30 @@ int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_sup
             last_status = t;
         }
     }
-    if (sv->relay_output)
-        relay_poll(relay, sv->nranks, sv->run_dir, &status_shown, true);
+    /* Whatever a launcher left in its process group goes with it; what
+     * the rank steps said before is still in the pipe. */
+    for (int j = 0; j < n; j++)
+        kill(-pids[j], SIGKILL);
+    fcntl(pfd[0], F_SETFL, O_NONBLOCK);
+    while (pipe_open) {
+        size_t before = rd->len;
+        ssize_t avail = 0;
+        pipe_open = read_pipe(rd, pfd[0], false);
+        if (pipe_open && rd->len == before && (ioctl(pfd[0], FIONREAD, &avail) < 0 || avail == 0))
+            break; /* nothing more now: a process that outlived its group holds the pipe */
+    }
+    if (rd->len)
+        read_pipe(rd, pfd[0], true);
+    close(pfd[0]);
     if (status_shown) {
         fputs("\r\033[K", stdout);
         fflush(stdout);
     }
-    /* Whatever a launcher left in its process group goes with it. */
-    for (int j = 0; j < n; j++)
-        kill(-pids[j], SIGKILL);
-    for (int i = 0; i < sv->nranks; i++)
-        if (relay[i].fd >= 0)
-            close(relay[i].fd);
-    free(relay);
+    if (logfd >= 0)
+        close(logfd);
+    if (sfd >= 0)
+        close(sfd);
+    free(rd);
     if (have_re)
         regfree(&re);
     /* Signals that came in the meantime are the caller's to see; drop them. */

@@ -8,12 +8,17 @@
  * left running afterwards. */
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "../plugins/launcher.h"
+#include <jansson.h>
+
 #include "error.h"
 
 struct gpurun_supervise {
     const char *run_dir;
+    int dir_fd;            /* the run folder, open: files in it are made through this */
+    mode_t file_mode;      /* of the files made in it */
     const char *cwd;       /* where the processes start */
     int nranks;
     double timeout_s;      /* 0: none */
@@ -28,6 +33,9 @@ struct gpurun_outcome {
     int interrupted;       /* the signal gpurun got (SIGINT, SIGTERM), or 0 */
     int launcher_status;   /* worst exit status of the started processes (128+N for signals) */
     double wall_s;
+    json_t *bindings;      /* what each rank step reported, by rank (null: nothing); the caller's */
+    json_t *statuses;
+    int nbound, nended;    /* ranks that reported a binding, an end */
 };
 
 /* Start `cmds` and wait for them.  Returns 0 once everything has ended (the
@@ -35,9 +43,9 @@ struct gpurun_outcome {
 int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_supervise *sv,
                   struct gpurun_outcome *out, gpurun_error_t *err);
 
-/* Run one command to completion in `cwd`, output appended to `log`
+/* Run one command to completion in `cwd`, output appended to `log_fd`
  * (setup steps).  Returns its exit status (128+N for signals), or -1 with
  * err when it could not be started. */
-int gpurun_run_step(char *const *argv, const char *cwd, const char *log, gpurun_error_t *err);
+int gpurun_run_step(char *const *argv, const char *cwd, int log_fd, gpurun_error_t *err);
 
 #endif

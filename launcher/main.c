@@ -10,6 +10,38 @@
 
 #include "cmd.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+/* Sanitizer builds only.  The __tls_get_addr interceptor of GCC < 14 (LLVM
+ * < 17) takes a dynamic TLS block that glibc >= 2.25 malloc()s at page offset
+ * 16 for a glibc 2.19 one and reads its bounds from the 16 bytes before it:
+ * ASan's chunk header.  LeakSanitizer's tracer then scans that wild range and
+ * dies at exit ("Tracer caught signal 11", exit 1 instead of ours), whenever
+ * a dlopen()ed library with TLS (libOpenCL under hwloc's OpenCL plugin, a
+ * vendor's NVML) gets such a block: the heap layout decides, a longer job
+ * file path is enough.  Without the interceptor nothing is lost: LSan treats
+ * what ld.so allocates, these blocks among it, as reachable.  Full stacks
+ * for the suppression below.  ASAN_OPTIONS still overrides these. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+    return "intercept_tls_get_addr=0:fast_unwind_on_malloc=0";
+}
+
+/* What tests/lsan.supp suppresses, for runs by hand: libpciaccess, in hwloc's
+ * PCI plugin, leaks its device list during hwloc_topology_load(). */
+const char *__lsan_default_options(void);
+const char *__lsan_default_options(void)
+{
+    return "print_suppressions=0";
+}
+
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void)
+{
+    return "leak:hwloc_topology_load\n";
+}
+#endif
+
 static const struct {
     const char *name;
     gpurun_cmd_fn fn;

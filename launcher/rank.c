@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -10,6 +11,7 @@
 #include <sched.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -21,25 +23,208 @@
 #include "gpudirect.h"
 #include "plan.h"
 #include "rank.h"
+#include "safefile.h"
 #include "topology.h"
 #include "util.h"
 
-char *gpurun_rank_file(const char *run_dir, int rank, const char *what)
+/* "h1" of "DIR/h1.out" when that is a host's output file (plan.h1.json
+ * beside it), else NULL. */
+static char *output_host(const char *path)
 {
-    return gpurun_xasprintf("%s/rank.%d.%s", run_dir, rank, what);
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t bl = strlen(base);
+    if (bl < 5 || strcmp(base + bl - 4, ".out") || !strcmp(base, GPURUN_RUN_LAUNCHER_OUT) ||
+        !strncmp(base, "rank.", 5))
+        return NULL;
+    char *host = gpurun_xasprintf("%.*s", (int)(bl - 4), base);
+    if (!strcmp(host, "launcher-host"))
+        host[8] = '\0';
+    char *plan = gpurun_xasprintf("%.*splan.%s.json", (int)(base - path), path, host);
+    struct stat st;
+    bool ok = lstat(plan, &st) == 0 && S_ISREG(st.st_mode);
+    free(plan);
+    if (!ok) {
+        free(host);
+        return NULL;
+    }
+    return host;
 }
 
-int gpurun_write_json(const char *path, json_t *doc, gpurun_error_t *err)
+const char *gpurun_rank0_label(const char *path)
 {
-    char *tmp = gpurun_xasprintf("%s.tmp.%ld", path, (long)getpid());
-    if (json_dump_file(doc, tmp, JSON_INDENT(2)) < 0 || rename(tmp, path) < 0) {
-        int e = errno;
-        unlink(tmp);
-        free(tmp);
-        return gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot write: %s", path, strerror(e));
+    char *host = output_host(path);
+    free(host);
+    return host ? "0: " : NULL;
+}
+
+static bool has_rank0_line(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return false;
+    char line[64];
+    bool found = false, at_start = true;
+    while (!found && fgets(line, sizeof line, f)) {
+        found = at_start && !strncmp(line, "0: ", 3);
+        at_start = strchr(line, '\n') != NULL;
     }
-    free(tmp);
-    return 0;
+    fclose(f);
+    return found;
+}
+
+char *gpurun_rank0_output(const char *dir, const char **label)
+{
+    const char *d = dir && *dir ? dir : ".";
+    char *p = gpurun_xasprintf("%s/rank.0.out", d);
+    struct stat st;
+    *label = "";
+    if (lstat(p, &st) == 0)
+        return p;
+    free(p);
+    /* One look at the folder: this host's file first (rank 0 is on the
+     * first node, most often gpurun's own), then the others in turn. */
+    char self[256] = "";
+    gethostname(self, sizeof self - 1);
+    char *mine = gpurun_host_output_name(self);
+    char **cands = NULL;
+    size_t n = 0, cap = 0;
+    DIR *dh = opendir(d);
+    struct dirent *e;
+    while (dh && (e = readdir(dh))) {
+        char *cand = gpurun_xasprintf("%s/%s", d, e->d_name);
+        char *host = output_host(cand);
+        free(host);
+        if (!host) {
+            free(cand);
+            continue;
+        }
+        if (n == cap)
+            cands = gpurun_xrealloc(cands, (cap = cap ? 2 * cap : 8) * sizeof *cands);
+        cands[n++] = cand;
+        if (!strcmp(e->d_name, mine)) { /* mine first */
+            cands[n - 1] = cands[0];
+            cands[0] = cand;
+        }
+    }
+    if (dh)
+        closedir(dh);
+    free(mine);
+    char *found = NULL;
+    for (size_t i = 0; i < n && !found; i++)
+        if (has_rank0_line(cands[i]))
+            found = gpurun_xstrdup(cands[i]);
+    if (!found)
+        found = n ? gpurun_xstrdup(cands[0]) : gpurun_xasprintf("%s/rank.0.out", d);
+    for (size_t i = 0; i < n; i++)
+        free(cands[i]);
+    free(cands);
+    *label = gpurun_rank0_label(found) ? "0: " : "";
+    return found;
+}
+
+json_t *gpurun_read_own_json_at(int dirfd, const char *name, const char *shown, gpurun_error_t *err)
+{
+    int fd = gpurun_open_own_at(dirfd, name, shown, err);
+    if (fd < 0)
+        return NULL;
+    /* Read whole, then parse: jansson's json_loadfd reads a byte per call. */
+    struct stat st;
+    if (fstat(fd, &st) < 0 || st.st_size > (off_t)(1 << 30)) {
+        close(fd);
+        gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot read: %s", shown, st.st_size > (off_t)(1 << 30) ? "too large" : strerror(errno));
+        return NULL;
+    }
+    size_t cap = (size_t)st.st_size + 1, len = 0;
+    char *buf = gpurun_xmalloc(cap);
+    for (;;) {
+        if (len == cap)
+            buf = gpurun_xrealloc(buf, cap *= 2);
+        ssize_t n = read(fd, buf + len, cap - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    json_error_t jerr;
+    json_t *doc = json_loadb(buf, len, 0, &jerr);
+    free(buf);
+    if (!doc)
+        gpurun_err(err, GPURUN_EXIT_ENV, "%s: line %d: %s", shown, jerr.line, jerr.text);
+    return doc;
+}
+
+int gpurun_open_run_dir(const char *run_dir, mode_t *file_mode, gpurun_error_t *err)
+{
+    const char *ino_s = getenv(GPURUN_ENV_RUN_DIR_INO), *uid_s = getenv(GPURUN_ENV_RUN_UID);
+    char *end;
+    if (!ino_s || !*ino_s || !uid_s || !*uid_s)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                          "rank step: %s and %s are not set: the rank step is started by gpurun run, not by hand",
+                          GPURUN_ENV_RUN_DIR_INO, GPURUN_ENV_RUN_UID);
+    unsigned long long want_ino = strtoull(ino_s, &end, 10);
+    if (*end)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "rank step: %s=%s is not an inode number", GPURUN_ENV_RUN_DIR_INO,
+                          ino_s);
+    unsigned long want_uid = strtoul(uid_s, &end, 10);
+    if (*end || want_uid != (unsigned long)geteuid())
+        return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                          "rank step: runs as uid %ld, but gpurun ran as uid %s: the run folder %s is not ours; refused",
+                          (long)geteuid(), uid_s, run_dir);
+    int fd = open(run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "rank step: cannot open the run folder %s: %s", run_dir,
+                          errno == ELOOP ? "it is a symlink" : strerror(errno));
+    struct stat st;
+    const char *why = NULL;
+    if (fstat(fd, &st) < 0)
+        why = strerror(errno);
+    else if (st.st_uid != geteuid())
+        why = "it is owned by another user";
+    else if (st.st_mode & 022)
+        why = "others can write in it";
+    else if ((unsigned long long)st.st_ino != want_ino)
+        why = "it is not the folder gpurun made for this run (another inode): it was replaced";
+    if (why) {
+        close(fd);
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "rank step: run folder %s refused: %s; nothing of it is used",
+                          run_dir, why);
+    }
+    if (file_mode)
+        *file_mode = (st.st_mode & 0050) ? 0640 : 0600;
+    return fd;
+}
+
+static void safe_host(char *safe, size_t size, const char *host)
+{
+    snprintf(safe, size, "%s", host);
+    for (char *c = safe; *c; c++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_", *c))
+            *c = '_';
+}
+
+char *gpurun_host_plan_name(const char *host)
+{
+    char safe[256];
+    safe_host(safe, sizeof safe, host);
+    return gpurun_xasprintf("plan.%s.json", safe);
+}
+
+char *gpurun_host_output_name(const char *host)
+{
+    char safe[256];
+    safe_host(safe, sizeof safe, host);
+    /* launcher.out is the launcher's: a host of that name gets another */
+    return gpurun_xasprintf("%s%s.out", safe, strcmp(safe, "launcher") ? "" : "-host");
+}
+
+char *gpurun_host_ranks_name(const char *host)
+{
+    char safe[256];
+    safe_host(safe, sizeof safe, host);
+    return gpurun_xasprintf("%s.ranks.json", safe);
 }
 
 /* The first of these variables that is set: launchers name ranks differently.
@@ -207,62 +392,157 @@ static void set_env_object(json_t *obj)
     json_object_foreach(obj, k, v) if (json_is_string(v)) setenv(k, json_string_value(v), 1);
 }
 
+/* plan.HOST.json is plain JSON that starts with an index of its ranks:
+ *   {"rank_index": "OOOOOOOOOOOOLLLLLLLLLLLL...", "ranks": [\n E0,\n E1\n], ...the rest}
+ * 24 digits per local rank (byte offset and length of its entry), so that a
+ * rank step reads three small pieces of the file, whatever the number of
+ * ranks, instead of parsing every rank's entry. */
+#define INDEX_HEAD "{\"rank_index\": \""
+#define INDEX_DIGITS 12
+
+int gpurun_write_host_plan_at(int dfd, const char *name, const char *shown, json_t *plan, mode_t mode,
+                              gpurun_error_t *err)
+{
+    json_t *ranks = json_object_get(plan, "ranks");
+    size_t n = json_array_size(ranks);
+    char **entry = gpurun_xcalloc(n + 1, sizeof *entry);
+    json_t *rest = json_copy(plan);
+    json_object_del(rest, "ranks");
+    json_object_del(rest, "rank_index");
+    char *rest_text = json_dumps(rest, JSON_COMPACT);
+    json_decref(rest);
+    bool bad = !rest_text;
+    for (size_t i = 0; i < n && !bad; i++)
+        bad = !(entry[i] = json_dumps(json_array_get(ranks, i), JSON_COMPACT));
+    int rc;
+    if (bad) {
+        rc = gpurun_err(err, GPURUN_EXIT_ENV,
+                        "%s: cannot write: the JSON encoder refused the plan (a text that is not UTF-8?)", shown);
+    } else {
+        static const char mid[] = "\",\n\"ranks\": [\n";
+        size_t head = strlen(INDEX_HEAD) + 2 * INDEX_DIGITS * n + strlen(mid);
+        size_t total = head + 1 + strlen(rest_text) + 4;
+        for (size_t i = 0; i < n; i++)
+            total += strlen(entry[i]) + 2;
+        char *buf = gpurun_xcalloc(total + 1, 1), *w = buf;
+        w += sprintf(w, "%s", INDEX_HEAD);
+        size_t pos = head;
+        for (size_t i = 0; i < n; i++) {
+            size_t len = strlen(entry[i]);
+            w += sprintf(w, "%0*zu%0*zu", INDEX_DIGITS, pos, INDEX_DIGITS, len);
+            pos += len + 2;
+        }
+        w += sprintf(w, "%s", mid);
+        for (size_t i = 0; i < n; i++)
+            w += sprintf(w, "%s%s", entry[i], i + 1 < n ? ",\n" : "\n");
+        /* the other members after the ranks: "{}" adds none */
+        w += sprintf(w, "]%s%s\n", strlen(rest_text) > 2 ? ", " : "}", strlen(rest_text) > 2 ? rest_text + 1 : "");
+        rc = gpurun_write_atomic_at(dfd, name, shown, buf, (size_t)(w - buf), mode, 0, err);
+        free(buf);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(entry[i]);
+    free(entry);
+    free(rest_text);
+    return rc;
+}
+
+static int read_at(int fd, char *buf, size_t len, off_t off)
+{
+    size_t got = 0;
+    while (got < len) {
+        ssize_t r = pread(fd, buf + got, len - got, off + (off_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+static bool digits(const char *s, size_t n, size_t *v)
+{
+    *v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        *v = *v * 10 + (size_t)(s[i] - '0');
+    }
+    return true;
+}
+
+/* Local rank `local`'s entry of the host plan open as `fd`, or NULL. */
+static json_t *host_plan_entry(int fd, int local, const char *shown, gpurun_error_t *err)
+{
+    char head[sizeof INDEX_HEAD - 1], ix[2 * INDEX_DIGITS];
+    size_t off, len;
+    off_t at = (off_t)(sizeof head) + (off_t)local * (off_t)sizeof ix;
+    if (read_at(fd, head, sizeof head, 0) < 0 || memcmp(head, INDEX_HEAD, sizeof head) != 0) {
+        gpurun_err(err, GPURUN_EXIT_ENV, "%s: not a host plan of gpurun (no rank index)", shown);
+        return NULL;
+    }
+    if (read_at(fd, ix, sizeof ix, at) < 0 || !digits(ix, INDEX_DIGITS, &off) ||
+        !digits(ix + INDEX_DIGITS, INDEX_DIGITS, &len))
+        return NULL; /* past the index: no such local rank */
+    if (len > (64u << 20)) {
+        gpurun_err(err, GPURUN_EXIT_ENV, "%s: local rank %d's entry is %zu bytes long", shown, local, len);
+        return NULL;
+    }
+    char *buf = gpurun_xcalloc(len + 1, 1);
+    json_error_t jerr;
+    json_t *entry = read_at(fd, buf, len, (off_t)off) == 0 ? json_loadb(buf, len, 0, &jerr) : NULL;
+    free(buf);
+    if (!entry)
+        gpurun_err(err, GPURUN_EXIT_ENV, "%s: local rank %d's entry cannot be read", shown, local);
+    return entry;
+}
+
 /* plan.HOST.json: the plan of this host's ranks.  gpurun writes its own
  * host's; on another host the first rank step to get the lock discovers
  * that host's topology once, plans its ranks with the job's request, and
  * the others read what it wrote (a heterogeneous job plans each host for
- * what it has). */
-static char *host_file(const char *run_dir, const char *host, const char *ext)
+ * what it has).  Everything through the run folder's descriptor, and only
+ * files of ours are read. */
+static char *host_file(const char *host, const char *kind, const char *ext)
 {
-    char safe[256];
-    snprintf(safe, sizeof safe, "%s", host);
-    for (char *c = safe; *c; c++)
-        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_", *c))
-            *c = '_';
-    return gpurun_xasprintf("%s/%s.%s.%s", run_dir, !strcmp(ext, "xml") ? "topology" : "plan", safe, ext);
+    char *plan = gpurun_host_plan_name(host); /* plan.SAFE.json */
+    char *f = gpurun_xasprintf("%s.%.*s.%s", kind, (int)(strlen(plan) - 10), plan + 5, ext);
+    free(plan);
+    return f;
 }
 
-char *gpurun_host_plan_path(const char *run_dir, const char *host)
+/* Make plan.HOST.json when nobody has yet. */
+static int host_plan_make(int dfd, const char *run_dir, const char *host, const char *name, const char *shown,
+                          mode_t fmode, gpurun_error_t *err)
 {
-    return host_file(run_dir, host, "json");
-}
-
-json_t *gpurun_host_plan(const char *run_dir, const char *host, gpurun_error_t *err)
-{
-    char *path = host_file(run_dir, host, "json");
-    json_t *plan = json_load_file(path, 0, NULL);
-    if (plan) {
-        free(path);
-        return plan;
-    }
-    char *lock = host_file(run_dir, host, "lock");
-    int fd = open(lock, O_CREAT | O_RDWR | O_CLOEXEC, 0644);
-    free(lock);
+    json_t *plan = NULL;
+    char *lock = host_file(host, "plan", "lock");
+    int fd = openat(dfd, lock, O_CREAT | O_RDWR | O_NOFOLLOW | O_CLOEXEC, fmode);
     if (fd < 0 || flock(fd, LOCK_EX) < 0) {
         gpurun_err(err, GPURUN_EXIT_ENV, "rank step: cannot lock %s's plan in %s: %s", host, run_dir, strerror(errno));
         if (fd >= 0)
             close(fd);
-        free(path);
-        return NULL;
+        free(lock);
+        return -1;
     }
-    plan = json_load_file(path, 0, NULL);
     gpurun_topo_t *topo = NULL;
-    bool export_topo = false;
-    if (!plan) {
-        char *rpath = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_REQUEST);
-        json_t *rj = json_load_file(rpath, 0, NULL);
-        free(rpath);
+    int rc = 0;
+    if (faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) != 0) {
+        rc = -1;
+        char *rshown = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_REQUEST);
+        json_t *rj = gpurun_read_own_json_at(dfd, GPURUN_RUN_REQUEST, rshown, err);
+        free(rshown);
+        char *gshown = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_GPUDIRECT);
+        json_t *gj = rj ? gpurun_read_own_json_at(dfd, GPURUN_RUN_GPUDIRECT, gshown, err) : NULL;
+        free(gshown);
         gpurun_request_t req;
-        gpurun_request_from_json(&req, rj);
-        json_decref(rj);
-        req.nodes = 1;
         gpurun_plan_t *p = NULL;
         char note[256];
-        if (gpurun_topo_load(NULL, &topo, err) == 0) {
+        if (rj && gj && gpurun_topo_load(NULL, &topo, err) == 0) {
+            gpurun_request_from_json(&req, rj);
+            req.nodes = 1;
             gpurun_alloc_apply(topo, &req, note, sizeof note);
-            char *gpath = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_GPUDIRECT);
-            json_t *gj = json_load_file(gpath, 0, NULL);
-            free(gpath);
             struct gpurun_kvlist genv = {0};
             const char *k;
             json_t *v;
@@ -274,11 +554,8 @@ json_t *gpurun_host_plan(const char *run_dir, const char *host, gpurun_error_t *
                                  &genv, &probe, &gdr, err) == 0) {
                 plan = gpurun_plan_json(p);
                 json_object_set_new(plan, "gpudirect", gdr); /* this host's decision, for the record */
-                if (gpurun_write_json(path, plan, err) < 0) {
-                    json_decref(plan);
-                    plan = NULL;
-                }
-                export_topo = true;
+                rc = gpurun_write_host_plan_at(dfd, name, shown, plan, fmode, err);
+                json_decref(plan);
             } else {
                 char *m = gpurun_xasprintf("%s", err->text);
                 gpurun_err(err, err->code, "host %s cannot run its ranks: %s", host, m);
@@ -286,26 +563,42 @@ json_t *gpurun_host_plan(const char *run_dir, const char *host, gpurun_error_t *
             }
             gpurun_gdr_probe_destroy(probe);
             gpurun_kvlist_clear(&genv);
-            json_decref(gj);
         }
+        json_decref(rj);
+        json_decref(gj);
         gpurun_plan_destroy(p);
     }
     /* The plan is written (atomically): whoever waits on the lock reads it
-     * from now on, so the lock file goes and the topology, kept for the
-     * record only, is written after the others are let go. */
-    char *lock_path = host_file(run_dir, host, "lock");
-    unlink(lock_path);
-    free(lock_path);
+     * from now on, so the lock file goes.  The host's topology is in its
+     * plan ("topology"): no file more per host. */
+    unlinkat(dfd, lock, 0);
+    free(lock);
     flock(fd, LOCK_UN);
     close(fd);
-    if (export_topo) {
-        char *xml = host_file(run_dir, host, "xml");
-        gpurun_topo_export(topo, xml, NULL);
-        free(xml);
-    }
     gpurun_topo_destroy(topo);
-    free(path);
-    return plan;
+    return rc;
+}
+
+json_t *gpurun_host_plan_entry(int dfd, const char *run_dir, const char *host, int local, mode_t fmode,
+                               gpurun_error_t *err)
+{
+    char *name = gpurun_host_plan_name(host);
+    char *shown = gpurun_xasprintf("%s/%s", run_dir, name);
+    json_t *entry = NULL;
+    if (faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0 ||
+        host_plan_make(dfd, run_dir, host, name, shown, fmode, err) == 0) {
+        int fd = gpurun_open_own_at(dfd, name, shown, err);
+        if (fd >= 0) {
+            gpurun_error_clear(err);
+            entry = host_plan_entry(fd, local, shown, err);
+            close(fd);
+            if (!entry && !err->text[0])
+                gpurun_err(err, GPURUN_EXIT_ENV, "rank step: local rank %d is not in %s's plan", local, host);
+        }
+    }
+    free(name);
+    free(shown);
+    return entry;
 }
 
 static volatile sig_atomic_t child_pid;
@@ -318,20 +611,136 @@ static void forward(int sig)
 
 static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT};
 
+/* What a rank step tells gpurun goes through its standard output (the
+ * launcher forwards it to gpurun's pipe), one line per report, each written
+ * with one write(): GPURUN_MARK KIND RANK PAYLOAD.  Nothing of this touches
+ * the run folder, so gpurun waits on a pipe, not on files. */
+static void report_line(char kind, int rank, const char *payload, size_t len)
+{
+    size_t room = strlen(GPURUN_MARK) + 32 + len + 2;
+    char *buf = gpurun_xcalloc(room, 1);
+    int head = snprintf(buf, room, "%s%c %d ", GPURUN_MARK, kind, rank);
+    memcpy(buf + head, payload, len);
+    buf[(size_t)head + len] = '\n';
+    size_t total = (size_t)head + len + 1, done = 0;
+    while (done < total) {
+        ssize_t w = write(STDOUT_FILENO, buf + done, total - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        done += (size_t)w;
+    }
+    free(buf);
+}
+
+static void report_json(char kind, int rank, json_t *doc)
+{
+    char *text = json_dumps(doc, JSON_COMPACT | JSON_ENSURE_ASCII);
+    if (text) {
+        report_line(kind, rank, text, strlen(text));
+        free(text);
+    }
+}
+
 /* The rank step failed before the program started: say so in the rank's
  * status, so that gpurun names this rank, its host and why (and not the
  * ranks the launcher stopped because of it). */
-static int failed_before_start(const char *run_dir, int rank, const char *host, gpurun_error_t *err)
+static int failed_before_start(int rank, const char *host, gpurun_error_t *err)
 {
     char *end = iso_now();
     json_t *st = json_pack("{s:i, s:s, s:i, s:i, s:s, s:I, s:s}", "rank", rank, "host", host, "exit_code", err->code,
                            "signal", 0, "end", end, "end_ns", now_ns(), "error", err->text);
-    char *spath = gpurun_rank_file(run_dir, rank, "status.json");
-    gpurun_write_json(spath, st, NULL);
-    free(spath);
+    report_json('S', rank, st);
     json_decref(st);
     free(end);
     return -1;
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+    while (len) {
+        ssize_t w = write(fd, buf, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        buf += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+/* The rank's output file: its host's (HOST.out, shared by the host's rank
+ * steps, lines labelled) or its own (rank.N.out).  Made by whoever comes
+ * first, with O_EXCL; the others open that one, never through a symlink,
+ * and only if it is a plain file of ours. */
+static int open_output(int dfd, const char *name, mode_t fmode, bool shared)
+{
+    int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, fmode);
+    if (fd >= 0 || errno != EEXIST || !shared)
+        return fd;
+    fd = openat(dfd, name, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || st.st_nlink != 1 ||
+                    (st.st_mode & 022))) {
+        close(fd);
+        errno = EPERM;
+        return -1;
+    }
+    if (fd >= 0)
+        fcntl(fd, F_SETFL, O_APPEND);
+    return fd;
+}
+
+/* Copy the program's output from `in` to the rank's file: per host, each
+ * line as "RANK: line" in one write (so that the host's ranks never mix
+ * within a line); per rank, as it is.  With `relay`, also to gpurun's pipe
+ * for the terminal. */
+static void copy_output(int in, int out, int rank, bool labelled, bool relay)
+{
+    enum { CHUNK = 3072 }; /* a labelled line stays one atomic write */
+    char buf[CHUNK], line[CHUNK + 32];
+    size_t len = 0;
+    for (;;) {
+        ssize_t n = read(in, buf + len, sizeof buf - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        bool eof = n <= 0;
+        if (!eof)
+            len += (size_t)n;
+        if (!labelled && !eof) {
+            write_all(out, buf + len - (size_t)n, (size_t)n);
+            if (!relay) {
+                len = 0;
+                continue;
+            }
+        }
+        size_t start = 0;
+        for (;;) {
+            char *nl = memchr(buf + start, '\n', len - start);
+            size_t ll;
+            if (nl)
+                ll = (size_t)(nl - (buf + start));
+            else if ((eof && len > start) || (start == 0 && len == sizeof buf))
+                ll = len - start; /* the last line without a newline, or a very long one: what we have */
+            else
+                break;
+            if (labelled) {
+                int h = snprintf(line, sizeof line, "%d: ", rank);
+                memcpy(line + h, buf + start, ll);
+                line[(size_t)h + ll] = '\n';
+                write_all(out, line, (size_t)h + ll + 1);
+            }
+            if (relay)
+                report_line('O', rank, buf + start, ll);
+            start += ll + (nl ? 1 : 0);
+        }
+        memmove(buf, buf + start, len - start);
+        len -= start;
+        if (eof)
+            break;
+    }
 }
 
 int gpurun_rank_step(const char *run_dir, char *const *app_argv, gpurun_error_t *err)
@@ -345,24 +754,38 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, gpurun_error_t 
                           "rank step: no rank in the environment (none of GPURUN_LAUNCH_RANK, OMPI_COMM_WORLD_RANK, "
                           "PMIX_RANK, SLURM_PROCID, PMI_RANK)");
     char host[256] = "";
-    gethostname(host, sizeof host - 1);
+    const char *host_env = getenv(GPURUN_ENV_HOST); /* a test launcher playing many hosts on one */
+    snprintf(host, sizeof host, "%s", host_env && *host_env ? host_env : "");
+    if (!host[0])
+        gethostname(host, sizeof host - 1);
+    /* Nothing of a folder that is not the one gpurun made, ours and closed
+     * to others, is read or written. */
+    mode_t fmode = 0600;
+    int dfd = gpurun_open_run_dir(run_dir, &fmode, err);
+    if (dfd < 0)
+        return failed_before_start(rank, host, err);
     if (env_first_int(local_vars, &local, &local_var) < 0) {
         gpurun_err(err, GPURUN_EXIT_ENV,
                    "rank step: rank %d has no local rank in the environment (none of GPURUN_LAUNCH_LOCAL_RANK, "
                    "OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID, MPI_LOCALRANKID, PMI_LOCAL_RANK)",
                    rank);
-        return failed_before_start(run_dir, rank, host, err);
+        close(dfd);
+        return failed_before_start(rank, host, err);
     }
-    json_t *plan = gpurun_host_plan(run_dir, host, err);
-    if (!plan)
-        return failed_before_start(run_dir, rank, host, err);
-    json_t *ranks = json_object_get(plan, "ranks");
-    json_t *entry = json_array_get(ranks, (size_t)local);
-    if (!entry || json_integer_value(json_object_get(entry, "node")) != 0) {
-        json_decref(plan);
+    json_t *entry = gpurun_host_plan_entry(dfd, run_dir, host, local, fmode, err);
+    if (entry && json_integer_value(json_object_get(entry, "node")) != 0) {
+        json_decref(entry);
+        entry = NULL;
         gpurun_err(err, GPURUN_EXIT_ENV, "rank step: local rank %d (from %s) is not in %s's plan", local, local_var,
                    host);
-        return failed_before_start(run_dir, rank, host, err);
+    }
+    char *env_shown = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_ENV);
+    json_t *jobenv = entry ? gpurun_read_own_json_at(dfd, GPURUN_RUN_ENV, env_shown, err) : NULL;
+    free(env_shown);
+    if (!jobenv) {
+        json_decref(entry);
+        close(dfd);
+        return failed_before_start(rank, host, err);
     }
     json_t *report = json_object();
     json_object_set_new(report, "warnings", json_array());
@@ -376,35 +799,46 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, gpurun_error_t 
     char num[32];
     snprintf(num, sizeof num, "%d", rank); /* the host plan numbers its ranks from 0 */
     setenv("GPURUN_RANK", num, 1);
-    char *env_path = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_ENV);
-    json_t *jobenv = json_load_file(env_path, 0, NULL);
-    free(env_path);
-    if (jobenv) /* the job's own env{} wins: the user asked for it */
-        set_env_object(jobenv);
+    set_env_object(jobenv); /* the job's own env{} wins: the user asked for it */
     json_decref(jobenv);
     bind(entry, report);
 
-    char *out = gpurun_rank_file(run_dir, rank, "out");
-    int fd = open(out, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    free(out);
+    /* A planted name (a symlink to make us append to someone's file) is
+     * refused, not followed. */
+    const char *mode = getenv(GPURUN_ENV_OUTPUT);
+    bool per_rank = mode && !strcmp(mode, "per-rank");
+    const char *relay_s = getenv(GPURUN_ENV_RELAY);
+    bool relay = relay_s && !strcmp(relay_s, "1");
+    char *oname = per_rank ? gpurun_xasprintf("rank.%d.out", rank) : gpurun_host_output_name(host);
+    int fd = open_output(dfd, oname, fmode, !per_rank);
     if (fd < 0) {
+        gpurun_err(err, GPURUN_EXIT_ENV, "rank %d: cannot create its output %s/%s: %s", rank, run_dir, oname,
+                   errno == ELOOP ? "it is a symlink" : errno == EEXIST ? "it exists already" : strerror(errno));
+        free(oname);
         json_decref(report);
-        json_decref(plan);
-        return gpurun_err(err, GPURUN_EXIT_ENV, "rank %d: cannot write its output in %s: %s", rank, run_dir,
-                          strerror(errno));
+        json_decref(entry);
+        close(dfd);
+        return failed_before_start(rank, host, err);
     }
+    close(dfd);
+    json_object_set_new(report, "output", per_rank ? json_pack("{s:s}", "file", oname)
+                                                   : json_pack("{s:s, s:s+}", "file", oname, "label", num, ": "));
+    free(oname);
     char *start = iso_now();
     json_object_set_new(report, "start", json_string(start));
     json_object_set_new(report, "pid", json_integer(getpid()));
-    char *bpath = gpurun_rank_file(run_dir, rank, "binding.json");
-    gpurun_write_json(bpath, report, NULL);
-    free(bpath);
+    report_json('B', rank, report);
 
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) < 0) {
+        gpurun_err(err, GPURUN_EXIT_ENV, "rank %d: cannot make a pipe: %s", rank, strerror(errno));
+        close(fd);
+        json_decref(report);
+        json_decref(entry);
+        free(start);
+        return failed_before_start(rank, host, err);
+    }
     fflush(NULL);
-    dup2(fd, STDOUT_FILENO);
-    dup2(fd, STDERR_FILENO);
-    close(fd);
-
     struct sigaction sa = {.sa_handler = forward};
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
@@ -419,31 +853,36 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, gpurun_error_t 
         struct sigaction dfl = {.sa_handler = SIG_DFL};
         for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
             sigaction(forwarded[i], &dfl, NULL);
+        dup2(pipefd[1], STDOUT_FILENO);
+        dup2(pipefd[1], STDERR_FILENO);
         execvp(app_argv[0], app_argv);
         fprintf(stderr, "gpurun: rank %d: cannot run %s: %s\n", rank, app_argv[0], strerror(errno));
         _exit(errno == ENOENT ? 127 : 126);
     }
+    close(pipefd[1]);
     int status = 0, code;
     if (pid < 0) {
-        fprintf(stderr, "gpurun: rank %d: cannot start %s: %s\n", rank, app_argv[0], strerror(errno));
+        dprintf(fd, "%s%sgpurun: rank %d: cannot start %s: %s\n", per_rank ? "" : num, per_rank ? "" : ": ", rank,
+                app_argv[0], strerror(errno));
         code = 126;
     } else {
         child_pid = pid;
+        copy_output(pipefd[0], fd, rank, !per_rank, relay);
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
             ;
         code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     }
+    close(pipefd[0]);
+    close(fd);
     char *end = iso_now();
     json_t *st = json_pack("{s:i, s:s, s:i, s:i, s:s, s:s, s:I}", "rank", rank, "host", host, "exit_code", code,
                            "signal", pid > 0 && WIFSIGNALED(status) ? WTERMSIG(status) : 0, "start", start, "end",
                            end, "end_ns", now_ns());
-    char *spath = gpurun_rank_file(run_dir, rank, "status.json");
-    gpurun_write_json(spath, st, NULL);
-    free(spath);
+    report_json('S', rank, st);
     json_decref(st);
     free(start);
     free(end);
     json_decref(report);
-    json_decref(plan);
+    json_decref(entry);
     return code;
 }

@@ -7,28 +7,74 @@
  * environment, records the binding it really got, starts the program with
  * its output in the run folder, and records how the program ended. */
 
+#include <sys/types.h>
+
 #include <jansson.h>
 
 #include "error.h"
 
-/* Files of a run folder, shared by the rank step and the run. */
+/* Files of a run folder, shared by the rank step and the run.  At most 10
+ * files plus 3 per host:
+ *   plan.json request.json topology.xml env.json gpudirect.json  gpurun, before the ranks
+ *   setup.log                    gpurun, the template's setup steps
+ *   launcher.out                 gpurun: the launcher's own output
+ *   record.json                  gpurun, once, at the end
+ *   plan.HOST.json               gpurun for its own host; for another, the first rank step there
+ *   HOST.out                     the host's rank steps: every line of its ranks as "RANK: line"
+ *                                (output = "per-rank": rank.N.out instead, as the program wrote it)
+ *   HOST.ranks.json              gpurun, once, when the ranks have ended: each local rank's
+ *                                binding and exit status (as the rank steps reported them) */
 #define GPURUN_RUN_PLAN "plan.json"
 #define GPURUN_RUN_TOPOLOGY "topology.xml"
 #define GPURUN_RUN_ENV "env.json"
 #define GPURUN_RUN_REQUEST "request.json"
 #define GPURUN_RUN_GPUDIRECT "gpudirect.json" /* {"mode": "auto", "env": {the template's env}} */
-/* rank.N.out (stdout and stderr), rank.N.binding.json, rank.N.status.json */
-char *gpurun_rank_file(const char *run_dir, int rank, const char *what);
+#define GPURUN_RUN_LAUNCHER_OUT "launcher.out"
+
+/* How gpurun run tells its rank steps which folder is theirs: its inode and
+ * gpurun's uid.  A rank step refuses any other folder. */
+#define GPURUN_ENV_RUN_DIR_INO "GPURUN_RUN_DIR_INO"
+#define GPURUN_ENV_RUN_UID "GPURUN_RUN_UID"
+#define GPURUN_ENV_OUTPUT "GPURUN_OUTPUT"   /* "per-host" (default) or "per-rank" */
+#define GPURUN_ENV_RELAY "GPURUN_RELAY"     /* "1": output lines to gpurun's pipe too (a terminal) */
+#define GPURUN_ENV_HOST "GPURUN_HOST"       /* the host name a rank step uses (test launchers) */
+/* A rank step's reports on its standard output, one line each:
+ *   MARK "B RANK {binding}"  MARK "S RANK {status}"  MARK "O RANK line of output" (relay only) */
+#define GPURUN_MARK "\036gpurun "
 
 /* Returns the program's exit status (128+N when killed by signal N), or -1
  * with err when the rank could not even be started. */
 int gpurun_rank_step(const char *run_dir, char *const *app_argv, gpurun_error_t *err);
 
-/* The plan of one host's ranks (plan.HOST.json), made on first use. */
-json_t *gpurun_host_plan(const char *run_dir, const char *host, gpurun_error_t *err);
-char *gpurun_host_plan_path(const char *run_dir, const char *host);
+/* Open the run folder a rank step was given: not a symlink, ours, not
+ * writable by others, and the one gpurun made (GPURUN_RUN_DIR_INO).  Sets
+ * *file_mode to the mode of files made in it (0640 when the group may read
+ * the folder, else 0600).  Returns its descriptor or -1 with err (exit 2). */
+int gpurun_open_run_dir(const char *run_dir, mode_t *file_mode, gpurun_error_t *err);
 
-/* Write a JSON document completely or not at all (temporary file, rename). */
-int gpurun_write_json(const char *path, json_t *doc, gpurun_error_t *err);
+/* A JSON file of ours in `dirfd` (gpurun_open_own_at), or NULL with err. */
+json_t *gpurun_read_own_json_at(int dirfd, const char *name, const char *shown, gpurun_error_t *err);
+
+/* Local rank `local`'s entry of its host's plan (plan.HOST.json in the run
+ * folder open as `dfd`; made on first use on a host gpurun did not plan),
+ * read without parsing the other ranks' entries. */
+json_t *gpurun_host_plan_entry(int dfd, const char *run_dir, const char *host, int local, mode_t fmode,
+                               gpurun_error_t *err);
+/* Write a host plan with the index gpurun_host_plan_entry reads. */
+int gpurun_write_host_plan_at(int dfd, const char *name, const char *shown, json_t *plan, mode_t mode,
+                              gpurun_error_t *err);
+/* "plan.HOST.json", "HOST.out", "HOST.ranks.json": the host name made safe
+ * for a file name. */
+char *gpurun_host_plan_name(const char *host);
+char *gpurun_host_output_name(const char *host);
+char *gpurun_host_ranks_name(const char *host);
+
+/* Where rank 0's output is in run folder `dir`: rank.0.out, or its host's
+ * HOST.out, whose lines of rank 0 start with *label ("0: "; else "").
+ * NULL when neither is there. */
+char *gpurun_rank0_output(const char *dir, const char **label);
+/* The label of rank 0's lines when `path` is a host's output file of a run
+ * folder (HOST.out beside plan.HOST.json), else NULL. */
+const char *gpurun_rank0_label(const char *path);
 
 #endif

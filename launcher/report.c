@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,6 +22,7 @@
 
 #include "report.h"
 #include "results.h"
+#include "safefile.h"
 #include "util.h"
 
 /* XML/HTML text and attribute values: the five special characters, and
@@ -59,25 +61,12 @@ char *gpurun_xml_escape(const char *s)
 
 int gpurun_write_text(const char *path, const char *text, gpurun_error_t *err)
 {
-    char *tmp = gpurun_xasprintf("%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    size_t n = strlen(text);
-    bool ok = f && fwrite(text, 1, n, f) == n;
-    int e = errno;
-    if (f && fclose(f) != 0 && ok) {
-        ok = false;
-        e = errno;
+    /* A random temporary name beside it (O_EXCL, O_NOFOLLOW), mode 0644
+     * whatever the umask, then a rename; a symlink at `path` is refused. */
+    if (gpurun_write_atomic(path, text, strlen(text), 0644, 0, err) < 0) {
+        err->code = GPURUN_EXIT_CONFIG; /* a file the user named: a usage error */
+        return -1;
     }
-    if (ok && rename(tmp, path) < 0) {
-        ok = false;
-        e = errno;
-    }
-    if (!ok) {
-        unlink(tmp);
-        free(tmp);
-        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: cannot write: %s", path, strerror(e));
-    }
-    free(tmp);
     return 0;
 }
 
@@ -248,6 +237,13 @@ static char *params_text(const json_t *params)
 
 struct pending {   /* what a job needs while it is being grouped */
     char **series; /* params keys in order of appearance */
+    size_t last;   /* the configuration of the last run: repeats come in a row */
+};
+
+/* What a report needs while runs are added; freed by finish. */
+struct gpurun_report_building {
+    struct pending *pend; /* one per job */
+    size_t last_job;
 };
 
 static size_t find_fom(struct gpurun_report_job *job, const char *name, const json_t *fom)
@@ -275,11 +271,13 @@ static struct gpurun_report_config *find_config(struct gpurun_report_job *job, s
     char *key = json_is_object(params) ? json_dumps(params, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     if (!key)
         key = gpurun_xstrdup("{}");
-    for (size_t i = 0; i < job->nconfigs; i++) {
+    for (size_t k = 0; k < job->nconfigs; k++) {
+        size_t i = k == 0 && p->last < job->nconfigs ? p->last : k == p->last ? 0 : k;
         struct gpurun_report_config *c = &job->configs[i];
         if (c->nodes == nodes && c->ranks == ranks && c->gpus_per_rank == gpr &&
             c->threads_per_rank == tpr && strcmp(c->params, key) == 0) {
             free(key);
+            p->last = i;
             return c;
         }
     }
@@ -304,7 +302,22 @@ static struct gpurun_report_config *find_config(struct gpurun_report_job *job, s
     c->label = gpurun_record_config_text(run);
     c->series = s;
     c->price = c->spot_price = NAN;
+    p->last = job->nconfigs - 1;
     return c;
+}
+
+/* Statistics for the job's figures so far (figures appear as runs come). */
+static void reserve_stats(struct gpurun_report_config *c, size_t nfoms)
+{
+    if (c->nstats >= nfoms && c->stats)
+        return;
+    c->stats = gpurun_xrealloc(c->stats, (nfoms + 1) * sizeof *c->stats);
+    for (size_t f = c->nstats; f <= nfoms; f++) {
+        memset(&c->stats[f], 0, sizeof c->stats[f]);
+        c->stats[f].speedup = c->stats[f].efficiency = NAN;
+        c->stats[f].cost = c->stats[f].spot_cost = NAN;
+    }
+    c->nstats = nfoms;
 }
 
 static bool is_ok(const json_t *run)
@@ -407,9 +420,7 @@ static void finish_job(struct gpurun_report_job *job)
         c->resources = job->by_gpus ? c->gpus : c->ranks;
         for (size_t f = 0; f < job->nfoms; f++) {
             struct gpurun_report_stat *st = &c->stats[f];
-            if (st->n)
-                st->mean /= (double)st->n; /* the sum until now */
-            else
+            if (!st->n)
                 st->mean = st->min = st->max = NAN;
         }
     }
@@ -421,114 +432,115 @@ static void finish_job(struct gpurun_report_job *job)
     }
 }
 
-gpurun_report_t *gpurun_report_build(const json_t *runs)
+gpurun_report_t *gpurun_report_new(void)
 {
     gpurun_report_t *r = gpurun_xcalloc(1, sizeof *r);
-    struct pending *pend = NULL;
-    size_t i;
-    json_t *run;
+    r->building = gpurun_xcalloc(1, sizeof *r->building);
+    return r;
+}
 
-    /* Pass 1: jobs, configurations and figures, in order of appearance. */
-    json_array_foreach((json_t *)runs, i, run)
-    {
-        const char *name = gpurun_record_str(run, "job");
-        if (!json_is_object(run) || !name)
-            continue;
-        size_t j = 0;
-        while (j < r->njobs && strcmp(r->jobs[j].name, name) != 0)
-            j++;
-        if (j == r->njobs) {
-            r->jobs = gpurun_xrealloc(r->jobs, (j + 1) * sizeof *r->jobs);
-            pend = gpurun_xrealloc(pend, (j + 1) * sizeof *pend);
-            memset(&r->jobs[j], 0, sizeof r->jobs[j]);
-            r->jobs[j].name = gpurun_xstrdup(name);
-            pend[j].series = NULL;
-            r->njobs++;
-        }
-        struct gpurun_report_job *job = &r->jobs[j];
-        if (!job->template_name && gpurun_record_str(run, "template"))
-            job->template_name = gpurun_xstrdup(gpurun_record_str(run, "template"));
-        find_config(job, &pend[j], run);
-        const char *fname;
-        json_t *fom;
-        json_object_foreach(json_object_get(run, "foms"), fname, fom)
-        {
-            if (json_is_object(fom))
-                find_fom(job, fname, fom);
-        }
+void gpurun_report_add(gpurun_report_t *r, const json_t *run)
+{
+    struct gpurun_report_building *bd = r->building;
+    const char *name = gpurun_record_str(run, "job");
+    if (!bd || !json_is_object(run) || !name)
+        return;
+    /* Runs come by job: the last job first. */
+    size_t j = bd->last_job < r->njobs && strcmp(r->jobs[bd->last_job].name, name) == 0 ? bd->last_job : 0;
+    while (j < r->njobs && strcmp(r->jobs[j].name, name) != 0)
+        j++;
+    if (j == r->njobs) {
+        r->jobs = gpurun_xrealloc(r->jobs, (j + 1) * sizeof *r->jobs);
+        bd->pend = gpurun_xrealloc(bd->pend, (j + 1) * sizeof *bd->pend);
+        memset(&r->jobs[j], 0, sizeof r->jobs[j]);
+        memset(&bd->pend[j], 0, sizeof bd->pend[j]);
+        r->jobs[j].name = gpurun_xstrdup(name);
+        r->njobs++;
     }
-    for (size_t j = 0; j < r->njobs; j++)
-        for (size_t c = 0; c < r->jobs[j].nconfigs; c++) {
-            struct gpurun_report_config *cf = &r->jobs[j].configs[c];
-            cf->stats = gpurun_xcalloc(r->jobs[j].nfoms + 1, sizeof *cf->stats);
-            for (size_t f = 0; f < r->jobs[j].nfoms; f++) {
-                cf->stats[f].speedup = cf->stats[f].efficiency = NAN;
-                cf->stats[f].cost = cf->stats[f].spot_cost = NAN;
-            }
-        }
+    bd->last_job = j;
+    struct gpurun_report_job *job = &r->jobs[j];
+    if (!job->template_name && gpurun_record_str(run, "template"))
+        job->template_name = gpurun_xstrdup(gpurun_record_str(run, "template"));
+    struct gpurun_report_config *c = find_config(job, &bd->pend[j], run);
+    const char *fname;
+    json_t *fom;
+    json_object_foreach(json_object_get(run, "foms"), fname, fom)
+    {
+        if (json_is_object(fom))
+            find_fom(job, fname, fom);
+    }
+    reserve_stats(c, job->nfoms);
 
-    /* Pass 2: the values.  Runs not ok are counted apart, never averaged. */
-    json_array_foreach((json_t *)runs, i, run)
-    {
-        const char *name = gpurun_record_str(run, "job");
-        if (!json_is_object(run) || !name)
-            continue;
-        size_t j = 0;
-        while (strcmp(r->jobs[j].name, name) != 0)
-            j++;
-        struct gpurun_report_job *job = &r->jobs[j];
-        struct gpurun_report_config *c = find_config(job, &pend[j], run);
-        job->nruns++;
-        r->nruns++;
-        if (!is_ok(run)) {
-            c->nfailed++;
-            job->nfailed++;
-            r->nfailed++;
-            continue;
-        }
-        c->nok++;
-        double price = gpurun_record_num(run, "price_per_gpu_hour"),
-               spot = gpurun_record_num(run, "spot_price_per_gpu_hour");
-        if (price >= 0)
-            c->price = price;
-        if (spot >= 0)
-            c->spot_price = spot;
-        const char *cur = gpurun_record_str(run, "currency");
-        if (cur && (price >= 0 || spot >= 0)) {
-            free(c->currency);
-            c->currency = gpurun_xstrdup(cur);
-        }
-        const char *model = gpurun_record_str(run, "gpu_model");
-        if (model && !c->gpu_model)
-            c->gpu_model = gpurun_xstrdup(model);
-        json_t *mon = json_object_get(run, "gpus_monitor");
-        if (mon) {
-            json_decref(c->monitor);
-            c->monitor = json_incref(mon);
-        }
-        const char *fname;
-        json_t *fom;
-        json_object_foreach(json_object_get(run, "foms"), fname, fom)
-        {
-            double v;
-            if (!json_is_object(fom) || !gpurun_record_fom_value(fom, &v))
-                continue;
-            struct gpurun_report_stat *st = &c->stats[find_fom(job, fname, fom)];
-            st->min = st->n == 0 || v < st->min ? v : st->min;
-            st->max = st->n == 0 || v > st->max ? v : st->max;
-            st->mean += v;
-            st->n++;
-        }
+    /* Runs not ok are counted apart, never averaged. */
+    job->nruns++;
+    r->nruns++;
+    if (!is_ok(run)) {
+        c->nfailed++;
+        job->nfailed++;
+        r->nfailed++;
+        return;
     }
+    c->nok++;
+    double price = gpurun_record_num(run, "price_per_gpu_hour"),
+           spot = gpurun_record_num(run, "spot_price_per_gpu_hour");
+    if (price >= 0)
+        c->price = price;
+    if (spot >= 0)
+        c->spot_price = spot;
+    const char *cur = gpurun_record_str(run, "currency");
+    if (cur && (price >= 0 || spot >= 0)) {
+        free(c->currency);
+        c->currency = gpurun_xstrdup(cur);
+    }
+    const char *model = gpurun_record_str(run, "gpu_model");
+    if (model && !c->gpu_model)
+        c->gpu_model = gpurun_xstrdup(model);
+    json_t *mon = json_object_get(run, "gpus_monitor");
+    if (mon) {
+        json_decref(c->monitor);
+        c->monitor = json_incref(mon); /* outlives the run, which the caller frees */
+    }
+    json_object_foreach(json_object_get(run, "foms"), fname, fom)
+    {
+        double v;
+        if (!json_is_object(fom) || !gpurun_record_fom_value(fom, &v))
+            continue;
+        struct gpurun_report_stat *st = &c->stats[find_fom(job, fname, fom)];
+        st->min = st->n == 0 || v < st->min ? v : st->min;
+        st->max = st->n == 0 || v > st->max ? v : st->max;
+        st->n++;
+        /* A running mean: the sum of figures near DBL_MAX overflows. */
+        st->mean = (st->mean - st->mean / (double)st->n) + v / (double)st->n;
+    }
+}
+
+void gpurun_report_finish(gpurun_report_t *r)
+{
+    struct gpurun_report_building *bd = r->building;
+    if (!bd)
+        return;
     for (size_t j = 0; j < r->njobs; j++) {
+        for (size_t c = 0; c < r->jobs[j].nconfigs; c++)
+            reserve_stats(&r->jobs[j].configs[c], r->jobs[j].nfoms);
         finish_job(&r->jobs[j]);
         for (size_t s = 0; s < r->jobs[j].nseries; s++)
-            free(pend[j].series[s]);
-        free(pend[j].series);
+            free(bd->pend[j].series[s]);
+        free(bd->pend[j].series);
     }
-    free(pend);
+    free(bd->pend);
+    free(bd);
+    r->building = NULL;
     if (r->njobs > 1)
         qsort(r->jobs, r->njobs, sizeof *r->jobs, cmp_job);
+}
+
+gpurun_report_t *gpurun_report_build(const json_t *runs)
+{
+    gpurun_report_t *r = gpurun_report_new();
+    size_t i;
+    json_t *run;
+    json_array_foreach((json_t *)runs, i, run) gpurun_report_add(r, run);
+    gpurun_report_finish(r);
     return r;
 }
 
@@ -536,6 +548,7 @@ void gpurun_report_destroy(gpurun_report_t *r)
 {
     if (!r)
         return;
+    gpurun_report_finish(r); /* what a report left unfinished holds */
     for (size_t j = 0; j < r->njobs; j++) {
         struct gpurun_report_job *job = &r->jobs[j];
         for (size_t f = 0; f < job->nfoms; f++) {
@@ -929,18 +942,32 @@ struct axis {
     int px0, px1;  /* pixels of lo and hi */
 };
 
+/* Pixels of `v`, kept finite and near the plot whatever the value (a
+ * figure near DBL_MAX, a denormal, 0 on a log scale). */
 static double ax_px(const struct axis *a, double v)
 {
     double u = a->log ? log(v) / log(a->log) : v;
-    return a->px0 + (u - a->lo) / (a->hi - a->lo) * (a->px1 - a->px0);
+    double px = a->px0 + (u - a->lo) / (a->hi - a->lo) * (a->px1 - a->px0);
+    if (isnan(px))
+        return a->px0;
+    return fmin(fmax(px, -1000.0), SVG_W + 1000.0);
 }
 
-/* A step of 1, 2 or 5 times a power of ten giving about `n` ticks. */
+/* A step of 1, 2 or 5 times a power of ten giving about `n` ticks of
+ * `range` (finite, DBL_MIN or more: the caller sees to it). */
 static double nice_step(double range, int n)
 {
     double raw = range / n, mag = pow(10, floor(log10(raw))), f = raw / mag;
-    return mag * (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10);
+    double step = mag * (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10);
+    return isfinite(step) && step > 0 ? step : range;
 }
+
+/* Ticks at most: every loop over ticks ends, whatever the data. */
+#define MAX_TICKS 24
+/* A plot stays a plot (and a file of some kilobytes) with 10,000 runs: so
+ * many series drawn, so many points of each; the tables have them all. */
+#define MAX_SERIES 12
+#define MAX_POINTS 200
 
 static void svg_text(struct gpurun_strbuf *b, double x, double y, const char *anchor, const char *extra,
                      const char *text)
@@ -1029,6 +1056,11 @@ static void svg_panel(struct gpurun_strbuf *b, const struct gpurun_report_job *j
             ymax = fmax(ymax, lower ? by : by * xmax / bx);
             ymin = fmin(ymin, lower ? by * bx / xmax : by);
         }
+    /* The ideal line of a figure near DBL_MAX overflows; a denormal has no
+     * tick step: the axis spans normal numbers only. */
+    ymax = isfinite(ymax) ? ymax : DBL_MAX;
+    if (!(ymin >= 1e-300) || !isfinite(ymin))
+        ymin = isfinite(ymin) && ymin > 0 ? 1e-300 : INFINITY;
     if (!isfinite(xmin)) { /* values, but no GPU or rank count to plot them at */
         svg_text(b, SVG_W / 2.0, SVG_H / 2.0, "middle", " font-size=\"14\"",
                  "no GPU or rank count in these records to plot against");
@@ -1068,18 +1100,25 @@ static void svg_panel(struct gpurun_strbuf *b, const struct gpurun_report_job *j
         double span = ya.hi - ya.lo;
         const double *m = span < 1.2 ? fine : span < 3 ? some : one;
         size_t nm = span < 1.2 ? 10 : span < 3 ? 3 : 1;
-        for (int e = (int)floor(ya.lo); e <= (int)ceil(ya.hi); e++)
+        /* From 1e-300 to 1e308: a decade in every few, not 600 ticks. */
+        int estep = span > 10 ? (int)ceil(span / 10) : 1;
+        for (int e = (int)floor(ya.lo); e <= (int)ceil(ya.hi); e += estep)
             for (size_t k = 0; k < nm; k++) {
                 double v = m[k] * pow(10, e);
                 if (log10(v) >= ya.lo && log10(v) <= ya.hi)
                     y_tick(b, &ya, v);
             }
     } else {
-        double ystep = nice_step(ymax > 0 ? ymax * 1.05 : 1, 6);
+        /* 5% above the top, short of infinity; at least a normal number. */
+        double top = ymax > 0 ? fmin(ymax, DBL_MAX / 1.05) * 1.05 : 1;
+        top = fmax(top, 1e-300);
+        double ystep = nice_step(top, 6);
+        double nsteps = fmin(ceil(top / ystep), MAX_TICKS - 1);
         ya.lo = 0;
-        ya.hi = ceil((ymax > 0 ? ymax * 1.05 : 1) / ystep) * ystep;
-        for (int i = 0; ya.lo + i * ystep <= ya.hi + ystep * 1e-9; i++)
-            y_tick(b, &ya, ya.lo + i * ystep);
+        ya.hi = fmin(nsteps * ystep, DBL_MAX);
+        double last = fmin(ya.hi * (1 + 1e-9), DBL_MAX);
+        for (int i = 0; i < MAX_TICKS && i * ystep <= last; i++)
+            y_tick(b, &ya, i * ystep);
     }
     if (xa.log) {
         for (int e = (int)ceil(xa.lo); e <= (int)floor(xa.hi); e++) {
@@ -1092,7 +1131,7 @@ static void svg_panel(struct gpurun_strbuf *b, const struct gpurun_report_job *j
             svg_text(b, px, PLOT_B + 19, "middle", "", num);
         }
     } else {
-        for (int i = 0; xa.lo + i * xstep <= xa.hi + xstep * 1e-9; i++) {
+        for (int i = 0; i < MAX_TICKS && xa.lo + i * xstep <= xa.hi + xstep * 1e-9; i++) {
             double v = xa.lo + i * xstep, px = ax_px(&xa, v);
             gpurun_strbuf_printf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e6e6e6\"/>\n",
                     px, PLOT_T, px, PLOT_B);
@@ -1125,9 +1164,23 @@ static void svg_panel(struct gpurun_strbuf *b, const struct gpurun_report_job *j
 
     /* Per series: the ideal line, the measured line, min-max bars, points. */
     double ly = PLOT_T + 8;
+    size_t drawn = 0, left_out = 0;
     for (size_t s = 0; s < job->nseries; s++) {
         if (!base[s])
             continue;
+        if (drawn == MAX_SERIES) {
+            left_out++;
+            continue;
+        }
+        drawn++;
+        /* Every stride-th configuration of the series, and its last. */
+        size_t npts = 0, last = 0;
+        for (size_t c = 0; c < job->nconfigs; c++)
+            if (job->configs[c].series == s && job->configs[c].stats[f].n > 0 && job->configs[c].resources > 0) {
+                npts++;
+                last = c;
+            }
+        size_t stride = (npts + MAX_POINTS - 1) / MAX_POINTS, nth = 0;
         const char *color = palette[s % (sizeof palette / sizeof *palette)];
         double bx = (double)base[s]->resources, by = base[s]->stats[f].mean;
         gpurun_strbuf_printf(b,
@@ -1145,17 +1198,18 @@ static void svg_panel(struct gpurun_strbuf *b, const struct gpurun_report_job *j
         bool first = true;
         for (size_t c = 0; c < job->nconfigs; c++) {
             const struct gpurun_report_config *cf = &job->configs[c];
-            if (cf->series != s || cf->stats[f].n == 0 || cf->resources <= 0)
+            if (cf->series != s || cf->stats[f].n == 0 || cf->resources <= 0 || (nth++ % stride && c != last))
                 continue;
             gpurun_strbuf_printf(b, "%s%.1f,%.1f", first ? "" : " ", ax_px(&xa, (double)cf->resources),
                     ax_px(&ya, cf->stats[f].mean));
             first = false;
         }
         gpurun_strbuf_puts(b, "\"/>\n");
+        nth = 0;
         for (size_t c = 0; c < job->nconfigs; c++) {
             const struct gpurun_report_config *cf = &job->configs[c];
             const struct gpurun_report_stat *st = &cf->stats[f];
-            if (cf->series != s || st->n == 0 || cf->resources <= 0)
+            if (cf->series != s || st->n == 0 || cf->resources <= 0 || (nth++ % stride && c != last))
                 continue;
             double px = ax_px(&xa, (double)cf->resources);
             if (st->max > st->min)
@@ -1207,6 +1261,11 @@ static void svg_panel(struct gpurun_strbuf *b, const struct gpurun_report_job *j
         svg_text(b, PLOT_R + 52, ly + 4, "start", " font-size=\"12\"", ideal);
         free(ideal);
         ly += 28;
+    }
+    if (left_out) {
+        char *t = gpurun_xasprintf("%zu more series of params not drawn (the tables have them)", left_out);
+        svg_text(b, PLOT_R + 16, SVG_H - 16, "start", " font-size=\"11\"", t);
+        free(t);
     }
     free(base);
     gpurun_strbuf_puts(b, "</g>\n");

@@ -59,6 +59,7 @@ struct gpurun_report_config {
     double price, spot_price;         /* per GPU-hour; NAN: none */
     char *currency;                   /* NULL: none */
     struct gpurun_report_stat *stats; /* one per figure of the job */
+    size_t nstats;                    /* while runs are added: the figures so far */
     /* Per-GPU monitoring: the `gpus_monitor` of the configuration's last ok
      * run when records carry one (shown in a table of its own: mean
      * utilisation and power over the GPUs, highest memory peak), NULL
@@ -91,11 +92,18 @@ typedef struct gpurun_report {
     struct gpurun_report_job *jobs; /* by name */
     size_t njobs;
     size_t nruns, nfailed;
+    struct gpurun_report_building *building; /* between new and finish */
 } gpurun_report_t;
 
 /* Group and compute.  `runs` is a JSON array of records (or their
  * summaries); fields that are missing or of the wrong type are unknown. */
 gpurun_report_t *gpurun_report_build(const json_t *runs);
+/* The same a run at a time, for a results folder of any size: what is kept
+ * is per configuration, not per run.  `run` is not kept (copied where
+ * needed).  finish computes; the report is then read as built above. */
+gpurun_report_t *gpurun_report_new(void);
+void gpurun_report_add(gpurun_report_t *r, const json_t *run);
+void gpurun_report_finish(gpurun_report_t *r);
 void gpurun_report_destroy(gpurun_report_t *r);
 
 /* The figure the plot shows for a job: the first with a value; -1 none. */

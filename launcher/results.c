@@ -11,6 +11,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <sqlite3.h>
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include "results.h"
+#include "safefile.h"
 #include "util.h"
 
 #define RECORD_MAX (256u << 20)      /* a record with every rank's binding */
@@ -34,7 +36,10 @@ struct gpurun_results {
     sqlite3 *db;
     char *dir;      /* the folder as given */
     char *dir_real; /* realpath() of it */
-    bool memory;    /* the folder cannot be written: index in memory */
+    int dfd;        /* the folder, open: records and the database are found through it */
+    uid_t folder_uid;
+    bool memory; /* the folder cannot be written: index in memory */
+    sqlite3_stmt *stmts[6]; /* indexing's statements, prepared once (see stmt()) */
 };
 
 /* ---- warnings --------------------------------------------------------- */
@@ -206,6 +211,42 @@ static sqlite3_stmt *prepare(gpurun_results_t *r, const char *sql, gpurun_error_
     return st;
 }
 
+/* Indexing's statements, prepared on first use and kept: 10,000 records
+ * are not 60,000 parses of the same SQL. */
+enum { ST_SAME_RUN, ST_DROP_FOMS, ST_DROP_RUN, ST_INSERT_RUN, ST_INSERT_FOM, ST_UNSKIP, ST_COUNT };
+static sqlite3_stmt *stmt(gpurun_results_t *r, int id, gpurun_error_t *err)
+{
+    static const char *const sql[ST_COUNT] = {
+        [ST_SAME_RUN] = "SELECT record FROM runs WHERE job = ?1 AND run_id = ?2",
+        /* What a record replaces: its figures first, then its row. */
+        [ST_DROP_FOMS] = "DELETE FROM foms WHERE (job, run_id) IN (SELECT job, run_id FROM runs "
+                         "WHERE record = ?1) OR (job = ?2 AND run_id = ?3)",
+        [ST_DROP_RUN] = "DELETE FROM runs WHERE record = ?1 OR (job = ?2 AND run_id = ?3)",
+        [ST_INSERT_RUN] = "INSERT INTO runs (job, run_id, record, template, state, exit_status, "
+                          "start, \"end\", wall_s, nodes, ranks, gpus_per_rank, threads_per_rank, "
+                          "gpus, gpu_model, site, price_per_gpu_hour, spot_price_per_gpu_hour, "
+                          "currency, config, params, summary) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+                          "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
+        [ST_INSERT_FOM] = "INSERT OR REPLACE INTO foms (job, run_id, name, value, units, better) "
+                          "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        [ST_UNSKIP] = "DELETE FROM skipped WHERE record = ?1",
+    };
+    _Static_assert(sizeof ((gpurun_results_t *)0)->stmts / sizeof(sqlite3_stmt *) == ST_COUNT, "one per statement");
+    if (!r->stmts[id])
+        return r->stmts[id] = prepare(r, sql[id], err);
+    sqlite3_reset(r->stmts[id]);
+    sqlite3_clear_bindings(r->stmts[id]);
+    return r->stmts[id];
+}
+
+/* Done with them for now: no statement left holding its cursor. */
+static void stmts_reset(gpurun_results_t *r)
+{
+    for (int i = 0; i < ST_COUNT; i++)
+        if (r->stmts[i])
+            sqlite3_reset(r->stmts[i]);
+}
+
 static void bind_text(sqlite3_stmt *st, int i, const char *s)
 {
     if (s)
@@ -273,66 +314,79 @@ static bool wal_ok(const char *dir)
     return true;
 }
 
-/* -1 error, 0 no schema, else its version. */
+/* What the database holds: -1 unreadable, DB_EMPTY (no table: a file we
+ * have just made), DB_FOREIGN (tables, but not gpurun's), else the schema
+ * version (1 or more). */
+enum { DB_EMPTY = 0, DB_FOREIGN = -2 };
 static int schema_version(gpurun_results_t *r)
 {
     sqlite3_stmt *st = NULL;
+    /* Ours: a schema_version table, and no table of anyone else (but a
+     * newer gpurun's, which says so by its version). */
     if (sqlite3_prepare_v2(r->db,
-                           "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = "
-                           "'schema_version'",
+                           "SELECT count(*), sum(name = 'schema_version'), sum(name NOT IN ('schema_version', "
+                           "'runs', 'foms', 'skipped')) FROM sqlite_master WHERE type = 'table' AND name NOT "
+                           "LIKE 'sqlite\\_%' ESCAPE '\\'",
                            -1, &st, NULL) != SQLITE_OK)
         return -1;
-    int have = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+    int tables = -1, have = 0, others = 0;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        tables = sqlite3_column_int(st, 0);
+        have = sqlite3_column_int(st, 1);
+        others = sqlite3_column_int(st, 2);
+    }
     sqlite3_finalize(st);
-    if (have <= 0)
-        return have;
-    if (sqlite3_prepare_v2(r->db, "SELECT max(version) FROM schema_version", -1, &st, NULL) !=
-        SQLITE_OK)
+    if (tables <= 0)
+        return tables < 0 ? -1 : DB_EMPTY;
+    if (!have)
+        return DB_FOREIGN;
+    if (sqlite3_prepare_v2(r->db, "SELECT max(version) FROM schema_version", -1, &st, NULL) != SQLITE_OK)
         return -1;
     int v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
     sqlite3_finalize(st);
+    if (v <= 0 || (others && v <= GPURUN_RESULTS_SCHEMA))
+        return DB_FOREIGN;
     return v;
 }
 
 static int create_schema(gpurun_results_t *r, gpurun_error_t *err)
 {
-    char *sql = gpurun_xasprintf("%s%sINSERT INTO schema_version VALUES (%d);", drop_sql,
-                                 schema_sql, GPURUN_RESULTS_SCHEMA);
+    char *sql = gpurun_xasprintf("%s%sINSERT INTO schema_version VALUES (%d);", drop_sql, schema_sql,
+                                 GPURUN_RESULTS_SCHEMA);
     int rc = exec(r, sql, err);
     free(sql);
     return rc;
 }
 
-static void unlink_db(const char *path)
+static int not_ours(gpurun_results_t *r, const char *why, gpurun_error_t *err)
 {
-    static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
-    for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
-        char *p = gpurun_xasprintf("%s%s", path, suffixes[i]);
-        unlink(p);
-        free(p);
-    }
+    return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                      "%s/%s: %s: not a results index of gpurun's, so gpurun leaves it as it is; move it "
+                      "away (or remove it) and gpurun indexes the records again",
+                      r->dir, GPURUN_RESULTS_DB, why);
 }
 
 /* The schema is there and of this version, created or recreated in one
- * transaction so that two processes opening at once agree. */
+ * transaction so that two processes opening at once agree.  A database of
+ * someone else's is not touched: nothing is written before it is known to
+ * be gpurun's. */
 static int setup_schema(gpurun_results_t *r, bool rebuild, gpurun_error_t *err)
 {
-    if (exec(r, "BEGIN IMMEDIATE", err) < 0) {
+    if (sqlite3_exec(r->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
         int code = sqlite3_errcode(r->db);
         if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
-            gpurun_err(err, GPURUN_EXIT_ENV,
-                       "%s/%s: not a results index gpurun can read (%s): `gpurun results "
-                       "--rebuild` recreates it from the records",
-                       r->dir, GPURUN_RESULTS_DB, sqlite3_errmsg(r->db));
-        return -1;
+            return not_ours(r, sqlite3_errmsg(r->db), err);
+        return db_fail(r, GPURUN_EXIT_ENV, "cannot update the index", err);
     }
     int v = schema_version(r);
     int rc = 0;
-    if (v < 0)
-        rc = db_fail(r, GPURUN_EXIT_ENV,
-                     "not a results index gpurun can read (`gpurun results --rebuild` "
-                     "recreates it from the records)",
-                     err);
+    if (v == -1) {
+        int code = sqlite3_errcode(r->db);
+        rc = code == SQLITE_NOTADB || code == SQLITE_CORRUPT
+                 ? not_ours(r, sqlite3_errmsg(r->db), err)
+                 : db_fail(r, GPURUN_EXIT_ENV, "cannot read the index", err);
+    } else if (v == DB_FOREIGN)
+        rc = not_ours(r, "an SQLite database with tables of its own and no gpurun schema_version", err);
     else if (v > GPURUN_RESULTS_SCHEMA && !rebuild)
         rc = gpurun_err(err, GPURUN_EXIT_ENV,
                         "%s/%s: written by a newer gpurun (schema %d; this one reads %d): use "
@@ -348,12 +402,12 @@ static int setup_schema(gpurun_results_t *r, bool rebuild, gpurun_error_t *err)
     return exec(r, "COMMIT", err);
 }
 
-static int open_db(gpurun_results_t *r, const char *path, gpurun_error_t *err)
+static int open_db(gpurun_results_t *r, const char *path, int flags, gpurun_error_t *err)
 {
-    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
     if (sqlite3_open_v2(path, &r->db, flags, NULL) != SQLITE_OK) {
-        int rc = gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot open: %s", path,
-                            r->db ? sqlite3_errmsg(r->db) : "out of memory");
+        int code = r->db ? sqlite3_extended_errcode(r->db) : SQLITE_NOMEM;
+        int rc = gpurun_err(err, code == SQLITE_CANTOPEN_SYMLINK ? GPURUN_EXIT_CONFIG : GPURUN_EXIT_ENV,
+                            "%s: cannot open: %s", path, r->db ? sqlite3_errmsg(r->db) : "out of memory");
         sqlite3_close(r->db);
         r->db = NULL;
         return rc;
@@ -361,6 +415,67 @@ static int open_db(gpurun_results_t *r, const char *path, gpurun_error_t *err)
     sqlite3_busy_timeout(r->db, BUSY_TIMEOUT_MS);
     sqlite3_extended_result_codes(r->db, 0);
     return 0;
+}
+
+/* The database and its journals in the folder open as r->dfd: each one
+ * there a regular file of ours, writable by nobody else, never a symlink;
+ * results.db an SQLite file or empty.  A missing results.db is made here,
+ * 0644 whatever the umask (SQLite gives its journals the database's
+ * mode).  0, or an error (exit 2) that names the file. */
+static int check_db_files(gpurun_results_t *r, gpurun_error_t *err)
+{
+    static const char *const suffixes[] = {"-wal", "-shm", "-journal", ""};
+    for (int attempt = 0; attempt < 2; attempt++) {
+        bool missing = false;
+        for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
+            char name[64];
+            snprintf(name, sizeof name, "%s%s", GPURUN_RESULTS_DB, suffixes[i]);
+            struct stat sb;
+            if (fstatat(r->dfd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0) {
+                if (errno != ENOENT)
+                    return gpurun_err(err, GPURUN_EXIT_ENV, "%s/%s: %s", r->dir, name, strerror(errno));
+                missing = !*suffixes[i];
+                continue;
+            }
+            const char *why = S_ISLNK(sb.st_mode)       ? "is a symlink; gpurun does not follow it"
+                              : !S_ISREG(sb.st_mode)    ? "not a regular file"
+                              : sb.st_uid != geteuid()  ? "owned by another user"
+                              : (sb.st_mode & 022) != 0 ? "writable by group or others"
+                                                        : NULL;
+            if (why)
+                return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                                  "%s/%s: %s: refused (gpurun keeps its index only in files of its own; "
+                                  "move it away, or remove it, and gpurun indexes the records again)",
+                                  r->dir, name, why);
+            if (*suffixes[i] || sb.st_size == 0)
+                continue;
+            /* Not SQLite at all: not even opened by SQLite. */
+            int fd = openat(r->dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+            char head[16] = {0};
+            ssize_t n = fd >= 0 ? read(fd, head, sizeof head) : -1;
+            if (fd >= 0)
+                close(fd);
+            if (n != (ssize_t)sizeof head || memcmp(head, "SQLite format 3", 16) != 0)
+                return not_ours(r, n < 0 ? strerror(errno) : "not an SQLite database", err);
+        }
+        if (!missing)
+            return 0;
+        int fd = openat(r->dfd, GPURUN_RESULTS_DB, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0 && errno == EEXIST)
+            continue; /* another gpurun made it just now: check it again */
+        if (fd < 0 || fchmod(fd, 0644) < 0) {
+            int e = errno;
+            if (fd >= 0) {
+                close(fd);
+                unlinkat(r->dfd, GPURUN_RESULTS_DB, 0);
+            }
+            return gpurun_err(err, GPURUN_EXIT_ENV, "%s/%s: cannot create: %s", r->dir, GPURUN_RESULTS_DB,
+                              strerror(e));
+        }
+        close(fd);
+        return 0;
+    }
+    return gpurun_err(err, GPURUN_EXIT_ENV, "%s/%s: appears and vanishes; not opened", r->dir, GPURUN_RESULTS_DB);
 }
 
 int gpurun_results_open(const char *results_dir, bool rebuild, gpurun_results_t **rp,
@@ -378,37 +493,47 @@ int gpurun_results_open(const char *results_dir, bool rebuild, gpurun_results_t 
         return gpurun_err(err, GPURUN_EXIT_ENV, "results folder '%s': %s", results_dir,
                           strerror(serr));
     gpurun_results_t *r = gpurun_xcalloc(1, sizeof *r);
+    r->dfd = -1;
     r->dir = gpurun_xstrdup(results_dir);
     char real[PATH_MAX];
     r->dir_real = gpurun_xstrdup(realpath(results_dir, real) ? real : results_dir);
-    char *path = gpurun_xasprintf("%s/%s", results_dir, GPURUN_RESULTS_DB);
+    /* The folder as the user named it (symlinks on the way are theirs);
+     * everything in it through this descriptor, never following a link. */
+    r->dfd = open(results_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (r->dfd < 0 || fstat(r->dfd, &st) < 0) {
+        int rc = gpurun_err(err, GPURUN_EXIT_ENV, "results folder '%s': %s", results_dir, strerror(errno));
+        gpurun_results_close(r);
+        return rc;
+    }
+    r->folder_uid = st.st_uid;
+    char *path = gpurun_xasprintf("%s/%s", r->dir_real, GPURUN_RESULTS_DB);
 
-    bool exists = access(path, F_OK) == 0;
-    r->memory = access(results_dir, W_OK) != 0 || (exists && access(path, W_OK) != 0);
+    struct stat db;
+    bool exists = fstatat(r->dfd, GPURUN_RESULTS_DB, &db, AT_SYMLINK_NOFOLLOW) == 0;
+    /* Someone else's results (or a read-only mount): read, never written,
+     * even where we could (root; a folder of the group's).  A results.db of
+     * ours without write permission is left alone too. */
+    r->memory = access(results_dir, W_OK) != 0 || (st.st_uid != geteuid() && st.st_uid != 0) ||
+                (exists && S_ISREG(db.st_mode) && db.st_uid == geteuid() && !(db.st_mode & S_IWUSR));
     int rc = 0;
     if (r->memory) {
-        warn(log, "%s is read-only: the index is kept in memory for this command", path);
-        rc = open_db(r, ":memory:", err);
-    } else {
-        rc = open_db(r, path, err);
-        if (rc == 0 && wal_ok(results_dir))
-            sqlite3_exec(r->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL); /* or not */
-    }
-    if (rc == 0 && setup_schema(r, rebuild, err) < 0) {
+        warn(log, "%s/%s is read-only: the index is kept in memory for this command", results_dir,
+             GPURUN_RESULTS_DB);
+        rc = open_db(r, ":memory:", SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, err);
+    } else if (gpurun_check_folder(r->dfd, results_dir, "results folder", err) < 0 ||
+               check_db_files(r, err) < 0) {
         rc = -1;
-        /* A file that is no database at all: --rebuild starts afresh. */
-        if (rebuild && !r->memory) {
-            sqlite3_close(r->db);
-            r->db = NULL;
-            unlink_db(path);
-            gpurun_error_clear(err);
-            rc = open_db(r, path, err);
-            if (rc == 0 && wal_ok(results_dir))
-                sqlite3_exec(r->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
-            if (rc == 0)
-                rc = setup_schema(r, true, err);
-        }
+    } else {
+        /* Made above: SQLite only opens it, and refuses a symlink (the path
+         * is the real one, so only a link in place of results.db counts). */
+        rc = open_db(r, path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, err);
     }
+    if (rc == 0)
+        rc = setup_schema(r, rebuild, err);
+    /* WAL only once the database is known to be gpurun's: switching writes
+     * to the file's header. */
+    if (rc == 0 && !r->memory && wal_ok(results_dir))
+        sqlite3_exec(r->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL); /* or not */
     free(path);
     if (rc < 0) {
         gpurun_results_close(r);
@@ -422,7 +547,11 @@ void gpurun_results_close(gpurun_results_t *r)
 {
     if (!r)
         return;
+    for (int i = 0; i < ST_COUNT; i++)
+        sqlite3_finalize(r->stmts[i]);
     sqlite3_close(r->db);
+    if (r->dfd >= 0)
+        close(r->dfd);
     free(r->dir);
     free(r->dir_real);
     free(r);
@@ -465,28 +594,107 @@ static const char *record_problem(const json_t *rec)
     return NULL;
 }
 
-enum { INDEX_OK, INDEX_SKIPPED, INDEX_ERROR };
+enum { INDEX_OK, INDEX_SKIPPED, INDEX_REFUSED, INDEX_ERROR };
+
+/* Whose records are indexed: ours; in memory (someone else's folder, read
+ * only) also the folder owner's. */
+static bool owner_ok(const gpurun_results_t *r, uid_t uid)
+{
+    return uid == geteuid() || (r->memory && uid == r->folder_uid);
+}
+
+/* Why the file `sb` is no record to index; NULL when it may be one. */
+static const char *record_file_problem(const gpurun_results_t *r, const struct stat *sb, char *buf, size_t n)
+{
+    if (S_ISLNK(sb->st_mode))
+        return "a symlink (gpurun writes records, not links to them)";
+    if (!S_ISREG(sb->st_mode))
+        return "not a regular file";
+    if (!owner_ok(r, sb->st_uid)) {
+        snprintf(buf, n, "owned by another user (uid %ld), not by the owner of the results", (long)sb->st_uid);
+        return buf;
+    }
+    return NULL;
+}
+
+/* The record RESULTS/JOB/RUN/record.json, opened through the folder's
+ * descriptor with no symlink followed on the way, and read whole.  On a
+ * problem, INDEX_SKIPPED (cannot be read) or INDEX_REFUSED (not ours, a
+ * symlink) with `why`. */
+static int read_record(gpurun_results_t *r, const char *rel, char **textp, size_t *lenp, char *why, size_t whylen)
+{
+    *textp = NULL;
+    const char *s1 = strchr(rel, '/'), *s2 = s1 ? strchr(s1 + 1, '/') : NULL;
+    if (!s1 || !s2) {
+        snprintf(why, whylen, "not RESULTS/JOB/RUN-ID/record.json");
+        return INDEX_REFUSED;
+    }
+    char *job = gpurun_xstrndup(rel, (size_t)(s1 - rel)), *run = gpurun_xstrndup(s1 + 1, (size_t)(s2 - s1 - 1));
+    int jfd = openat(r->dfd, job, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int rfd = jfd >= 0 ? openat(jfd, run, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    int fd = rfd >= 0 ? openat(rfd, s2 + 1, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
+    int e = errno;
+    free(job);
+    free(run);
+    if (jfd >= 0)
+        close(jfd);
+    if (rfd >= 0)
+        close(rfd);
+    if (fd < 0) {
+        bool link = e == ELOOP || e == ENOTDIR;
+        snprintf(why, whylen, "%s", link ? "a symlink on the way (gpurun follows none in a results folder)" : strerror(e));
+        return link ? INDEX_REFUSED : INDEX_SKIPPED;
+    }
+    struct stat sb;
+    char buf[128];
+    const char *problem = fstat(fd, &sb) < 0 ? strerror(errno) : record_file_problem(r, &sb, buf, sizeof buf);
+    if (!problem && (size_t)sb.st_size > RECORD_MAX)
+        problem = "larger than 256 MiB";
+    if (problem) {
+        snprintf(why, whylen, "%s", problem);
+        close(fd);
+        return INDEX_REFUSED;
+    }
+    size_t cap = (size_t)sb.st_size + 1, len = 0;
+    char *text = gpurun_xmalloc(cap + 1);
+    for (;;) {
+        if (len == cap) { /* it grew while being read */
+            if (cap >= RECORD_MAX)
+                break;
+            cap *= 2;
+            text = gpurun_xrealloc(text, cap + 1);
+        }
+        ssize_t n = read(fd, text + len, cap - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            snprintf(why, whylen, "cannot read: %s", strerror(errno));
+            close(fd);
+            free(text);
+            return INDEX_SKIPPED;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    close(fd);
+    text[len] = '\0';
+    *textp = text;
+    *lenp = len;
+    return INDEX_OK;
+}
 
 /* `replace`: a run already indexed from another record is replaced (an
  * explicit add), else that record is skipped (a sync, which would
  * otherwise flip between the two). */
-static int index_record(gpurun_results_t *r, const char *rel, const char *abs, bool replace,
-                        char *why, size_t whylen, gpurun_error_t *err)
+static int index_record(gpurun_results_t *r, const char *rel, bool replace, char *why, size_t whylen,
+                        gpurun_error_t *err)
 {
     char *text = NULL;
     size_t len;
-    gpurun_error_t rerr = {0};
-    /* gpurun_read_file() allocates its limit: the size it has, not 256 MiB. */
-    struct stat sb;
-    size_t max = stat(abs, &sb) == 0 && sb.st_size >= 0 && (size_t)sb.st_size < RECORD_MAX - 65536
-                     ? (size_t)sb.st_size + 65536
-                     : RECORD_MAX;
-    if (gpurun_read_file(abs, "record", max, &text, &len, &rerr) < 0) {
-        size_t n = strnlen(rerr.text, whylen - 1);
-        memcpy(why, rerr.text, n);
-        why[n] = '\0';
-        return INDEX_SKIPPED;
-    }
+    int got = read_record(r, rel, &text, &len, why, whylen);
+    if (got != INDEX_OK)
+        return got;
     json_error_t jerr;
     json_t *rec = json_loadb(text, len, 0, &jerr);
     free(text);
@@ -507,7 +715,7 @@ static int index_record(gpurun_results_t *r, const char *rel, const char *abs, b
     json_t *sum = NULL;
     char *sumtext = NULL;
     if (!replace) {
-        if (!(st = prepare(r, "SELECT record FROM runs WHERE job = ?1 AND run_id = ?2", err)))
+        if (!(st = stmt(r, ST_SAME_RUN, err)))
             goto out;
         bind_text(st, 1, job);
         bind_text(st, 2, id);
@@ -519,34 +727,19 @@ static int index_record(gpurun_results_t *r, const char *rel, const char *abs, b
             result = INDEX_SKIPPED;
             goto out;
         }
-        sqlite3_finalize(st);
-        st = NULL;
     }
-    /* What this record replaces: its figures first, then its row. */
-    static const char *const replaced[] = {
-        "DELETE FROM foms WHERE (job, run_id) IN (SELECT job, run_id FROM runs "
-        "WHERE record = ?1) OR (job = ?2 AND run_id = ?3)",
-        "DELETE FROM runs WHERE record = ?1 OR (job = ?2 AND run_id = ?3)",
-    };
+    static const int replaced[] = {ST_DROP_FOMS, ST_DROP_RUN};
     for (size_t q = 0; q < sizeof replaced / sizeof *replaced; q++) {
-        if (!(st = prepare(r, replaced[q], err)))
+        if (!(st = stmt(r, replaced[q], err)))
             goto out;
         bind_text(st, 1, rel);
         bind_text(st, 2, job);
         bind_text(st, 3, id);
         if (step_done(r, st, err) < 0)
             goto out;
-        sqlite3_finalize(st);
-        st = NULL;
     }
 
-    if (!(st = prepare(r,
-                       "INSERT INTO runs (job, run_id, record, template, state, exit_status, "
-                       "start, \"end\", wall_s, nodes, ranks, gpus_per_rank, threads_per_rank, "
-                       "gpus, gpu_model, site, price_per_gpu_hour, spot_price_per_gpu_hour, "
-                       "currency, config, params, summary) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-                       "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
-                       err)))
+    if (!(st = stmt(r, ST_INSERT_RUN, err)))
         goto out;
     sum = summary_of(rec, rel);
     sumtext = json_dumps(sum, JSON_COMPACT);
@@ -575,13 +768,7 @@ static int index_record(gpurun_results_t *r, const char *rel, const char *abs, b
     bind_text(st, 22, sumtext);
     if (step_done(r, st, err) < 0)
         goto out;
-    sqlite3_finalize(st);
 
-    if (!(st = prepare(r,
-                       "INSERT OR REPLACE INTO foms (job, run_id, name, value, units, better) "
-                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                       err)))
-        goto out;
     const char *name;
     json_t *fom;
     json_object_foreach(json_object_get(rec, "foms"), name, fom)
@@ -589,7 +776,8 @@ static int index_record(gpurun_results_t *r, const char *rel, const char *abs, b
         double v;
         if (!gpurun_record_fom_value(fom, &v))
             v = NAN; /* the figure was not found: a row saying so */
-        sqlite3_reset(st);
+        if (!(st = stmt(r, ST_INSERT_FOM, err)))
+            goto out;
         bind_text(st, 1, job);
         bind_text(st, 2, id);
         bind_text(st, 3, name);
@@ -599,15 +787,14 @@ static int index_record(gpurun_results_t *r, const char *rel, const char *abs, b
         if (step_done(r, st, err) < 0)
             goto out;
     }
-    sqlite3_finalize(st);
-    if (!(st = prepare(r, "DELETE FROM skipped WHERE record = ?1", err)))
+    if (!(st = stmt(r, ST_UNSKIP, err)))
         goto out;
     bind_text(st, 1, rel);
     if (step_done(r, st, err) < 0)
         goto out;
     result = INDEX_OK;
 out:
-    sqlite3_finalize(st);
+    stmts_reset(r);
     free(sumtext);
     json_decref(sum);
     json_decref(rec);
@@ -633,6 +820,10 @@ static char *relative_record(gpurun_results_t *r, const char *path)
 
 int gpurun_results_index(gpurun_results_t *r, const char *record_path, gpurun_error_t *err)
 {
+    struct stat sb;
+    if (lstat(record_path, &sb) == 0 && S_ISLNK(sb.st_mode))
+        return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                          "%s: not indexed: a symlink (gpurun writes records, not links to them)", record_path);
     char *rel = relative_record(r, record_path);
     if (!rel) {
         if (access(record_path, F_OK) != 0)
@@ -642,61 +833,74 @@ int gpurun_results_index(gpurun_results_t *r, const char *record_path, gpurun_er
             "%s: not a record of the results folder %s (RESULTS/JOB/RUN-ID/record.json)",
             record_path, r->dir);
     }
-    char *abs = gpurun_xasprintf("%s/%s", r->dir_real, rel);
     char why[1024] = "";
     int rc = -1;
     if (exec(r, "BEGIN IMMEDIATE", err) == 0) {
-        int res = index_record(r, rel, abs, true, why, sizeof why, err);
-        if (res == INDEX_SKIPPED)
-            gpurun_err(err, GPURUN_EXIT_ENV, "%s: not indexed: %s", record_path, why);
+        int res = index_record(r, rel, true, why, sizeof why, err);
+        if (res == INDEX_SKIPPED || res == INDEX_REFUSED)
+            gpurun_err(err, res == INDEX_REFUSED ? GPURUN_EXIT_CONFIG : GPURUN_EXIT_ENV, "%s: not indexed: %s",
+                       record_path, why);
         if (res == INDEX_OK && exec(r, "COMMIT", err) == 0)
             rc = 0;
         else
             sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
     }
-    free(abs);
     free(rel);
     return rc;
 }
 
 /* ---- the whole folder -------------------------------------------------- */
 
-static int cmp_str(const void *a, const void *b)
+struct entry {
+    char *name;
+    bool link; /* a symlink (to a folder or not): not followed, warned about */
+    struct stat sb;
+};
+
+static int cmp_entry(const void *a, const void *b)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    return strcmp(((const struct entry *)a)->name, ((const struct entry *)b)->name);
 }
 
-/* The entries of `dir` that are folders, sorted; hidden ones left out. */
-static char **subdirs(const char *dir, size_t *np)
+/* The entries of the folder open as `dirfd` that are folders or symlinks,
+ * sorted; hidden ones left out.  Nothing is followed. */
+static struct entry *subdirs(int dirfd, size_t *np)
 {
     *np = 0;
-    DIR *dp = opendir(dir);
-    if (!dp)
+    int fd = dup(dirfd);
+    DIR *dp = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!dp) {
+        if (fd >= 0)
+            close(fd);
         return NULL;
-    char **v = NULL;
+    }
+    rewinddir(dp);
+    struct entry *v = NULL;
+    size_t cap = 0;
     struct dirent *de;
     while ((de = readdir(dp))) {
         if (de->d_name[0] == '.')
             continue;
-        char *p = gpurun_xasprintf("%s/%s", dir, de->d_name);
         struct stat st;
-        bool is_dir = stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-        free(p);
-        if (!is_dir)
+        if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+            !(S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode)))
             continue;
-        v = gpurun_xrealloc(v, (*np + 1) * sizeof *v);
-        v[(*np)++] = gpurun_xstrdup(de->d_name);
+        if (*np == cap) {
+            cap = cap ? 2 * cap : 64;
+            v = gpurun_xrealloc(v, cap * sizeof *v);
+        }
+        v[(*np)++] = (struct entry){gpurun_xstrdup(de->d_name), S_ISLNK(st.st_mode), st};
     }
     closedir(dp);
     if (*np)
-        qsort(v, *np, sizeof *v, cmp_str);
+        qsort(v, *np, sizeof *v, cmp_entry);
     return v;
 }
 
-static void free_names(char **v, size_t n)
+static void free_entries(struct entry *v, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        free(v[i]);
+        free(v[i].name);
     free(v);
 }
 
@@ -713,6 +917,87 @@ static bool row_exists(sqlite3_stmt *st, const char *rel, const struct stat *sb)
     return sqlite3_step(st) == SQLITE_ROW;
 }
 
+/* The statements of one pass over the folder, prepared once. */
+struct pass {
+    sqlite3_stmt *seen, *have, *was_skipped, *skip, *drop_foms, *drop_run;
+};
+
+/* `rel` (a record, or a folder in place of one) is seen but not indexed:
+ * its row, if any, leaves the index, and it is warned about once, until
+ * it changes. */
+static int skip_one(gpurun_results_t *r, struct pass *p, const char *rel, const struct stat *sb, const char *why,
+                    struct gpurun_results_log *log, gpurun_error_t *err)
+{
+    for (int q = 0; q < 2; q++) {
+        sqlite3_stmt *st = q ? p->drop_run : p->drop_foms;
+        sqlite3_reset(st);
+        bind_text(st, 1, rel);
+        if (step_done(r, st, err) < 0)
+            return -1;
+        if (q)
+            log->dropped += (size_t)sqlite3_changes(r->db);
+    }
+    if (row_exists(p->was_skipped, rel, sb))
+        return 0;
+    char *shown = gpurun_printable(rel);
+    warn(log, "%s/%s: skipped: %s", r->dir, shown, why);
+    free(shown);
+    log->skipped++;
+    sqlite3_reset(p->skip);
+    bind_text(p->skip, 1, rel);
+    sqlite3_bind_int64(p->skip, 2, (sqlite3_int64)sb->st_mtime);
+    sqlite3_bind_int64(p->skip, 3, (sqlite3_int64)sb->st_size);
+    bind_text(p->skip, 4, why);
+    return step_done(r, p->skip, err);
+}
+
+static int mark_seen(gpurun_results_t *r, struct pass *p, const char *rel, gpurun_error_t *err)
+{
+    sqlite3_reset(p->seen);
+    bind_text(p->seen, 1, rel);
+    return step_done(r, p->seen, err);
+}
+
+static const char link_why[] = "a symlink (gpurun follows none in a results folder: it makes the folders)";
+
+/* One run folder's record. */
+static int sync_run(gpurun_results_t *r, struct pass *p, int jfd, const char *job, const struct entry *run,
+                    struct gpurun_results_log *log, gpurun_error_t *err)
+{
+    char *rel = gpurun_xasprintf("%s/%s/record.json", job, run->name);
+    int rc = 0;
+    struct stat sb;
+    char buf[128];
+    if (run->link) {
+        rc = mark_seen(r, p, rel, err);
+        if (rc == 0)
+            rc = skip_one(r, p, rel, &run->sb, link_why, log, err);
+    } else {
+        char *in = gpurun_xasprintf("%s/record.json", run->name);
+        bool there = fstatat(jfd, in, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+        free(in);
+        /* A run folder without a record: a run in progress, or one that
+         * was killed before it could write it. */
+        const char *problem = there ? record_file_problem(r, &sb, buf, sizeof buf) : NULL;
+        if (there)
+            rc = mark_seen(r, p, rel, err);
+        if (rc == 0 && problem) {
+            rc = skip_one(r, p, rel, &sb, problem, log, err);
+        } else if (rc == 0 && there && !row_exists(p->have, rel, &sb) && !row_exists(p->was_skipped, rel, &sb)) {
+            char why[1024] = "";
+            int res = index_record(r, rel, false, why, sizeof why, err);
+            if (res == INDEX_OK)
+                log->indexed++;
+            else if (res == INDEX_SKIPPED || res == INDEX_REFUSED)
+                rc = skip_one(r, p, rel, &sb, why, log, err);
+            else
+                rc = -1;
+        }
+    }
+    free(rel);
+    return rc;
+}
+
 static int sync_folder(gpurun_results_t *r, bool rebuild, struct gpurun_results_log *log,
                        gpurun_error_t *err)
 {
@@ -721,64 +1006,46 @@ static int sync_folder(gpurun_results_t *r, bool rebuild, struct gpurun_results_
     if (exec(r, "CREATE TEMP TABLE IF NOT EXISTS seen(record TEXT PRIMARY KEY); DELETE FROM seen;",
              err) < 0)
         return -1;
-    sqlite3_stmt *seen = prepare(r, "INSERT OR IGNORE INTO seen VALUES (?1)", err);
-    sqlite3_stmt *have = prepare(r, "SELECT 1 FROM runs WHERE record = ?1", err);
-    sqlite3_stmt *was_skipped =
-        prepare(r, "SELECT 1 FROM skipped WHERE record = ?1 AND mtime = ?2 AND size = ?3", err);
-    sqlite3_stmt *skip = prepare(r,
-                                 "INSERT OR REPLACE INTO skipped (record, mtime, size, why) "
-                                 "VALUES (?1, ?2, ?3, ?4)",
-                                 err);
-    int rc = seen && have && was_skipped && skip ? 0 : -1;
+    struct pass p = {
+        .seen = prepare(r, "INSERT OR IGNORE INTO seen VALUES (?1)", err),
+        .have = prepare(r, "SELECT 1 FROM runs WHERE record = ?1", err),
+        .was_skipped = prepare(r, "SELECT 1 FROM skipped WHERE record = ?1 AND mtime = ?2 AND size = ?3", err),
+        .skip = prepare(r, "INSERT OR REPLACE INTO skipped (record, mtime, size, why) VALUES (?1, ?2, ?3, ?4)",
+                        err),
+        .drop_foms = prepare(r,
+                             "DELETE FROM foms WHERE (job, run_id) IN (SELECT job, run_id FROM runs WHERE "
+                             "record = ?1)",
+                             err),
+        .drop_run = prepare(r, "DELETE FROM runs WHERE record = ?1", err),
+    };
+    int rc = p.seen && p.have && p.was_skipped && p.skip && p.drop_foms && p.drop_run ? 0 : -1;
 
     size_t njobs = 0;
-    char **jobs = rc == 0 ? subdirs(r->dir_real, &njobs) : NULL;
+    struct entry *jobs = rc == 0 ? subdirs(r->dfd, &njobs) : NULL;
     for (size_t j = 0; rc == 0 && j < njobs; j++) {
-        char *jobdir = gpurun_xasprintf("%s/%s", r->dir_real, jobs[j]);
-        size_t nruns = 0;
-        char **runs = subdirs(jobdir, &nruns);
-        for (size_t i = 0; rc == 0 && i < nruns; i++) {
-            char *rel = gpurun_xasprintf("%s/%s/record.json", jobs[j], runs[i]);
-            char *abs = gpurun_xasprintf("%s/%s", r->dir_real, rel);
-            struct stat sb;
-            /* A run folder without a record: a run in progress, or one that
-             * was killed before it could write it. */
-            if (lstat(abs, &sb) == 0) {
-                sqlite3_reset(seen);
-                bind_text(seen, 1, rel);
-                rc = step_done(r, seen, err);
-                if (rc == 0 && !row_exists(have, rel, &sb) && !row_exists(was_skipped, rel, &sb)) {
-                    char why[1024] = "";
-                    int res = index_record(r, rel, abs, false, why, sizeof why, err);
-                    if (res == INDEX_OK) {
-                        log->indexed++;
-                    } else if (res == INDEX_SKIPPED) {
-                        char *shown = gpurun_printable(rel);
-                        warn(log, "%s/%s: skipped: %s", r->dir, shown, why);
-                        free(shown);
-                        log->skipped++;
-                        sqlite3_reset(skip);
-                        bind_text(skip, 1, rel);
-                        sqlite3_bind_int64(skip, 2, (sqlite3_int64)sb.st_mtime);
-                        sqlite3_bind_int64(skip, 3, (sqlite3_int64)sb.st_size);
-                        bind_text(skip, 4, why);
-                        rc = step_done(r, skip, err);
-                    } else {
-                        rc = -1;
-                    }
-                }
-            }
-            free(rel);
-            free(abs);
+        if (jobs[j].link) { /* a job folder elsewhere: not this folder's */
+            rc = mark_seen(r, &p, jobs[j].name, err);
+            if (rc == 0)
+                rc = skip_one(r, &p, jobs[j].name, &jobs[j].sb, link_why, log, err);
+            continue;
         }
-        free_names(runs, nruns);
-        free(jobdir);
+        int jfd = openat(r->dfd, jobs[j].name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (jfd < 0)
+            continue; /* gone, or not ours to read */
+        size_t nruns = 0;
+        struct entry *runs = subdirs(jfd, &nruns);
+        for (size_t i = 0; rc == 0 && i < nruns; i++)
+            rc = sync_run(r, &p, jfd, jobs[j].name, &runs[i], log, err);
+        free_entries(runs, nruns);
+        close(jfd);
     }
-    free_names(jobs, njobs);
-    sqlite3_finalize(seen);
-    sqlite3_finalize(have);
-    sqlite3_finalize(was_skipped);
-    sqlite3_finalize(skip);
+    free_entries(jobs, njobs);
+    sqlite3_finalize(p.seen);
+    sqlite3_finalize(p.have);
+    sqlite3_finalize(p.was_skipped);
+    sqlite3_finalize(p.skip);
+    sqlite3_finalize(p.drop_foms);
+    sqlite3_finalize(p.drop_run);
     if (rc < 0)
         return -1;
 
@@ -810,30 +1077,47 @@ int gpurun_results_sync(gpurun_results_t *r, bool rebuild, struct gpurun_results
     return 0;
 }
 
-int gpurun_results_runs(gpurun_results_t *r, const char *job, json_t **runsp, gpurun_error_t *err)
+int gpurun_results_each(gpurun_results_t *r, const char *job, gpurun_results_fn fn, void *ctx,
+                        gpurun_error_t *err)
 {
-    *runsp = NULL;
     sqlite3_stmt *st = prepare(r,
-                               job ? "SELECT summary FROM runs WHERE job = ?1 ORDER BY start, "
-                                     "run_id"
+                               job ? "SELECT summary FROM runs WHERE job = ?1 ORDER BY start, run_id"
                                    : "SELECT summary FROM runs ORDER BY job, start, run_id",
                                err);
     if (!st)
         return -1;
     if (job)
         bind_text(st, 1, job);
-    json_t *runs = json_array();
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    int rc, stop = 0;
+    while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *text = (const char *)sqlite3_column_text(st, 0);
-        json_t *s = text ? json_loads(text, 0, NULL) : NULL;
+        int len = sqlite3_column_bytes(st, 0);
+        json_t *s = text ? json_loadb(text, (size_t)len, 0, NULL) : NULL;
         if (s)
-            json_array_append_new(runs, s);
+            stop = fn(s, ctx);
+        json_decref(s);
     }
     sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) {
-        json_decref(runs);
+    if (stop < 0)
+        return -1;
+    if (!stop && rc != SQLITE_DONE)
         return db_fail(r, GPURUN_EXIT_ENV, "cannot read the index", err);
+    return 0;
+}
+
+static int append_run(json_t *run, void *runs)
+{
+    json_array_append(runs, run);
+    return 0;
+}
+
+int gpurun_results_runs(gpurun_results_t *r, const char *job, json_t **runsp, gpurun_error_t *err)
+{
+    json_t *runs = json_array();
+    *runsp = NULL;
+    if (gpurun_results_each(r, job, append_run, runs, err) < 0) {
+        json_decref(runs);
+        return -1;
     }
     *runsp = runs;
     return 0;

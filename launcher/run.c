@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include "plugin.h"
 #include "rank.h"
 #include "results.h"
+#include "safefile.h"
 #include "run.h"
 #include "site.h"
 #include "template.h"
@@ -51,32 +53,34 @@ static char *abs_path(const char *dir, const char *p)
     return strcmp(dir, ".") ? gpurun_xasprintf("%s/%s/%s", cwd, dir, p) : gpurun_xasprintf("%s/%s", cwd, p);
 }
 
-static int mkdir_p(const char *path, gpurun_error_t *err)
+/* The modes of a run folder and of the files in it: the owner's only, or
+ * readable by the group too (run_folder_mode = "group"); never the umask's. */
+static mode_t run_folder_mode(const gpurun_job_t *job)
 {
-    char *p = gpurun_xstrdup(path);
-    for (char *s = p + 1; *s; s++) {
-        if (*s != '/')
-            continue;
-        *s = '\0';
-        if (mkdir(p, 0755) < 0 && errno != EEXIST) {
-            int e = errno;
-            free(p);
-            return gpurun_err(err, GPURUN_EXIT_ENV, "cannot create %s: %s", path, strerror(e));
-        }
-        *s = '/';
-    }
-    int rc = 0;
-    if (mkdir(p, 0755) < 0 && errno != EEXIST)
-        rc = gpurun_err(err, GPURUN_EXIT_ENV, "cannot create %s: %s", path, strerror(errno));
-    free(p);
-    return rc;
+    return job->run_folder_mode == GPURUN_RUN_FOLDER_GROUP ? 0750 : 0700;
 }
 
-/* RESULTS/<job>/<UTC time>-<n>: sortable, and never two runs in one folder. */
-static char *make_run_dir(const char *results, const char *job, gpurun_error_t *err)
+static mode_t run_file_mode(const gpurun_job_t *job)
 {
-    char *parent = gpurun_xasprintf("%s/%s", results, job);
-    if (mkdir_p(parent, err) < 0) {
+    return job->run_folder_mode == GPURUN_RUN_FOLDER_GROUP ? 0640 : 0600;
+}
+
+/* RESULTS/<job>/<UTC time>-<n>: sortable, and never two runs in one folder.
+ * The results and <job> folders must be ours (or root's) and not writable
+ * by others without the sticky bit; the run folder is made here, by us, and
+ * everything in it is written through the descriptor returned in *fdp, so
+ * that nobody can swap it under us.  *inop is its inode: rank steps check
+ * that the folder they find by name is this one. */
+static char *make_run_dir(const char *results, const gpurun_job_t *job, int *fdp, ino_t *inop, gpurun_error_t *err)
+{
+    *fdp = -1;
+    int rfd = gpurun_open_folder_path(results, "results folder", 0755, true, err);
+    if (rfd < 0)
+        return NULL;
+    char *parent = gpurun_xasprintf("%s/%s", results, job->name);
+    int jfd = gpurun_open_folder_at(rfd, job->name, parent, "job folder", 0755, true, err);
+    close(rfd);
+    if (jfd < 0) {
         free(parent);
         return NULL;
     }
@@ -85,21 +89,38 @@ static char *make_run_dir(const char *results, const char *job, gpurun_error_t *
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
-    for (int i = 1; i < 10000; i++) {
-        char *d = gpurun_xasprintf("%s/%s-%d", parent, stamp, i);
-        if (mkdir(d, 0755) == 0) {
-            free(parent);
-            return d;
-        }
-        int e = errno;
-        free(d);
-        if (e != EEXIST) {
-            gpurun_err(err, GPURUN_EXIT_ENV, "cannot create a run folder in %s: %s", parent, strerror(e));
+    char *made = NULL;
+    for (int i = 1; i < 10000 && !made; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s-%d", stamp, i);
+        if (mkdirat(jfd, name, 0700) < 0) {
+            if (errno == EEXIST)
+                continue;
+            gpurun_err(err, GPURUN_EXIT_ENV, "cannot create a run folder in %s: %s", parent, strerror(errno));
             break;
         }
+        int fd = openat(jfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || st.st_uid != geteuid()) {
+            gpurun_err(err, GPURUN_EXIT_ENV, "%s/%s: the run folder just made is not ours any more%s%s", parent,
+                       name, fd < 0 ? ": " : "", fd < 0 ? strerror(errno) : "");
+            if (fd >= 0)
+                close(fd);
+            break;
+        }
+        /* mkdir's mode went through the umask: set the one asked for. */
+        if (fchmod(fd, run_folder_mode(job)) < 0) {
+            gpurun_err(err, GPURUN_EXIT_ENV, "%s/%s: cannot set its mode: %s", parent, name, strerror(errno));
+            close(fd);
+            break;
+        }
+        *fdp = fd;
+        *inop = st.st_ino;
+        made = gpurun_xasprintf("%s/%s", parent, name);
     }
+    close(jfd);
     free(parent);
-    return NULL;
+    return made;
 }
 
 /* The program must exist before anything starts: a typo is exit 3 at once,
@@ -137,17 +158,14 @@ static int resolve_program(char **argv, const char *job_dir, gpurun_error_t *err
 static int command_argv(const char *what, const char *line, struct gpurun_kvlist *names, char ***argvp,
                         gpurun_error_t *err)
 {
-    char *expanded;
-    if (gpurun_expand(line, gpurun_kvlist_lookup, names, what, &expanded, err) < 0)
-        return -1;
-    int rc = gpurun_split_words(expanded, argvp, err);
+    /* expanded into words: a value is never split or parsed again (a job_dir with a blank) */
+    int rc = gpurun_expand_words(line, gpurun_kvlist_lookup, names, what, argvp, err);
     if (rc == 0 && !(*argvp)[0]) {
         gpurun_free_words(*argvp);
         rc = gpurun_err(err, GPURUN_EXIT_CONFIG, "%s is empty after expansion", what);
     }
     if (rc < 0)
         err->code = GPURUN_EXIT_CONFIG;
-    free(expanded);
     return rc;
 }
 
@@ -175,11 +193,15 @@ static void print_quoted(FILE *f, char *const *argv)
     fputc('\n', f);
 }
 
+/* A value that is not UTF-8 is kept as it is, not dropped: writing the
+ * document then fails, naming the file, instead of a record that lies. */
 static json_t *kv_json(const struct gpurun_kvlist *kv)
 {
     json_t *o = json_object();
-    for (size_t i = 0; i < kv->n; i++)
-        json_object_set_new(o, kv->items[i].key, json_string(kv->items[i].value));
+    for (size_t i = 0; i < kv->n; i++) {
+        json_t *v = json_string(kv->items[i].value);
+        json_object_set_new_nocheck(o, kv->items[i].key, v ? v : json_string_nocheck(kv->items[i].value));
+    }
     return o;
 }
 
@@ -200,7 +222,8 @@ static void export_names(char **out)
     /* The rank step on another host needs these as gpurun has them; the
      * sanitizers' options too, in a checking build. */
     static const char *const names[] = {"PATH",         "LD_LIBRARY_PATH", "GPURUN_TOPOLOGY", "ASAN_OPTIONS",
-                                        "LSAN_OPTIONS", "UBSAN_OPTIONS",   NULL};
+                                        "LSAN_OPTIONS", "UBSAN_OPTIONS",   GPURUN_ENV_RUN_DIR_INO,
+                                        GPURUN_ENV_RUN_UID, GPURUN_ENV_OUTPUT, GPURUN_ENV_RELAY, NULL};
     size_t n = 0;
     for (size_t i = 0; names[i]; i++)
         if (getenv(names[i]))
@@ -218,24 +241,63 @@ struct rank_result {
     char lost[512];     /* "h2 (ranks 2, 3)": their hosts */
     json_t *bindings;   /* what every rank reported */
     json_t *statuses;
+    char unwritten[2048]; /* why a host's HOST.ranks.json could not be written, or "" */
 };
 
-static void collect_ranks(const char *run_dir, int nranks, struct rank_result *rr)
+/* HOST.ranks.json, once per host, written by gpurun when the ranks have
+ * ended: each local rank's binding and status as its rank step reported
+ * them (through the launcher's pipe), in rank order. */
+static void write_host_files(int dfd, const char *run_dir, mode_t fmode, struct rank_result *rr)
+{
+    json_t *by_host = json_object();
+    size_t n = json_array_size(rr->bindings);
+    for (size_t i = 0; i < n; i++) {
+        json_t *b = json_array_get(rr->bindings, i), *st = json_array_get(rr->statuses, i);
+        const char *h = json_string_value(json_object_get(b, "host"));
+        if (!h)
+            h = json_string_value(json_object_get(st, "host"));
+        if (!h)
+            continue;
+        json_t *list = json_object_get(by_host, h);
+        if (!list)
+            json_object_set_new(by_host, h, list = json_array());
+        json_array_append_new(list, json_pack("{s:i, s:O, s:O}", "rank", (int)i, "binding", b, "status", st));
+    }
+    const char *h;
+    json_t *list;
+    json_object_foreach(by_host, h, list)
+    {
+        char *name = gpurun_host_ranks_name(h);
+        char *shown = gpurun_xasprintf("%s/%s", run_dir, name);
+        json_t *doc = json_pack("{s:s, s:O}", "host", h, "ranks", list);
+        gpurun_error_t e;
+        if (gpurun_write_json_at(dfd, name, shown, doc, fmode, 0, &e) < 0 && !rr->unwritten[0])
+            snprintf(rr->unwritten, sizeof rr->unwritten, "%s", e.text);
+        json_decref(doc);
+        free(name);
+        free(shown);
+    }
+    json_decref(by_host);
+}
+
+/* What the rank steps reported, from the launcher's pipe (the outcome's
+ * bindings and statuses, taken over here). */
+static void collect_ranks(struct gpurun_outcome *oc, int nranks, struct rank_result *rr)
 {
     rr->failed_rank = -1;
     rr->finished = 0;
-    rr->bindings = json_array();
-    rr->statuses = json_array();
+    rr->unwritten[0] = '\0';
+    rr->bindings = oc->bindings ? oc->bindings : json_array();
+    rr->statuses = oc->statuses ? oc->statuses : json_array();
+    oc->bindings = oc->statuses = NULL;
+    while ((int)json_array_size(rr->bindings) < nranks)
+        json_array_append_new(rr->bindings, json_null());
+    while ((int)json_array_size(rr->statuses) < nranks)
+        json_array_append_new(rr->statuses, json_null());
     json_int_t first = 0;
     for (int i = 0; i < nranks; i++) {
-        char *bp = gpurun_rank_file(run_dir, i, "binding.json");
-        char *sp = gpurun_rank_file(run_dir, i, "status.json");
-        json_t *b = json_load_file(bp, 0, NULL), *s = json_load_file(sp, 0, NULL);
-        free(bp);
-        free(sp);
-        json_array_append_new(rr->bindings, b ? b : json_null());
-        json_array_append_new(rr->statuses, s ? s : json_null());
-        if (!s)
+        json_t *s = json_array_get(rr->statuses, (size_t)i);
+        if (json_is_null(s))
             continue;
         rr->finished++;
         int code = (int)json_integer_value(json_object_get(s, "exit_code"));
@@ -399,11 +461,11 @@ static int check_results(struct run_ctx *c, struct gpurun_kvlist *names, const c
         err->code = GPURUN_EXIT_CHECK;
         return GPURUN_EXIT_CHECK;
     }
-    char where[512] = "";
-    if (!gpurun_sanity_ok(c->tpl, run_dir, gpurun_kvlist_lookup, names, where, sizeof where)) {
+    char where[512] = "", failed[1024] = "";
+    if (!gpurun_sanity_check(c->tpl, run_dir, gpurun_kvlist_lookup, names, where, sizeof where, failed,
+                             sizeof failed)) {
         *state = "sanity_failed";
-        gpurun_err(err, GPURUN_EXIT_CHECK, "the ranks ended well, but '%s' does not appear in %s; run folder %s",
-                   c->tpl->sanity, where, run_dir);
+        gpurun_err(err, GPURUN_EXIT_CHECK, "the ranks ended well, but %s; run folder %s", failed, run_dir);
         return GPURUN_EXIT_CHECK;
     }
     for (size_t i = 0; i < foms->n; i++)
@@ -439,9 +501,12 @@ static int check_results(struct run_ctx *c, struct gpurun_kvlist *names, const c
 static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
 {
     gpurun_job_t *job = c->job;
-    char *run_dir = make_run_dir(c->results, job->name, err);
+    int dfd;
+    ino_t dir_ino = 0;
+    char *run_dir = make_run_dir(c->results, job, &dfd, &dir_ino, err);
     if (!run_dir)
         return err->code;
+    const mode_t fmode = run_file_mode(job);
     struct gpurun_kvlist names = {0};
     run_names(c, run_dir, &names);
     char **app = NULL;
@@ -453,36 +518,48 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     struct gpurun_launch_cmds cmds = {0};
     json_t *gpus_monitor = NULL;
     char mon_why[512] = "";
+    int setup_fd = -1;
 
     if (command_argv("command", c->command, &names, &app, err) < 0 || resolve_program(app, job->dir, err) < 0) {
         rc = err->code;
         goto out;
     }
+    /* The rank steps' inputs, each written once through the folder's
+     * descriptor with an explicit mode. */
     char *p = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_PLAN);
     json_t *pj = gpurun_plan_json(c->plan);
-    int wrc = gpurun_write_json(p, pj, err);
+    int wrc = gpurun_write_json_at(dfd, GPURUN_RUN_PLAN, p, pj, fmode, 0, err);
     free(p);
     char host[256] = "";
     gethostname(host, sizeof host - 1);
-    p = gpurun_host_plan_path(run_dir, host); /* this host's ranks need not plan again */
+    char *hname = gpurun_host_plan_name(host); /* this host's ranks need not plan again */
+    p = gpurun_xasprintf("%s/%s", run_dir, hname);
     if (wrc == 0)
-        wrc = gpurun_write_json(p, pj, err);
+        wrc = gpurun_write_host_plan_at(dfd, hname, p, pj, fmode, err);
     json_decref(pj);
     free(p);
+    free(hname);
     p = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_REQUEST);
     json_t *rj = gpurun_request_json(&c->req);
     if (wrc == 0)
-        wrc = gpurun_write_json(p, rj, err);
+        wrc = gpurun_write_json_at(dfd, GPURUN_RUN_REQUEST, p, rj, fmode, 0, err);
     json_decref(rj);
     free(p);
     p = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_TOPOLOGY);
+    char *xml = NULL;
+    int xlen = 0;
+    if (wrc == 0 && hwloc_topology_export_xmlbuffer(c->topo->hw, &xml, &xlen, 0) < 0)
+        wrc = gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot export the topology", p);
     if (wrc == 0)
-        wrc = gpurun_topo_export(c->topo, p, err);
+        wrc = gpurun_write_atomic_at(dfd, GPURUN_RUN_TOPOLOGY, p, xml, xlen > 0 ? (size_t)xlen - 1 : 0, fmode, 0,
+                                     err);
+    if (xml)
+        hwloc_free_xmlbuffer(c->topo->hw, xml);
     free(p);
     p = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_ENV);
     json_t *env = kv_json(&job->env);
     if (wrc == 0)
-        wrc = gpurun_write_json(p, env, err);
+        wrc = gpurun_write_json_at(dfd, GPURUN_RUN_ENV, p, env, fmode, 0, err);
     json_decref(env);
     free(p);
     /* Another host's rank step decides GPUDirect for its own ranks with these. */
@@ -490,7 +567,7 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     json_t *gj = json_pack("{s:s, s:o}", "mode", gpurun_gdr_mode_name(job->gpudirect), "env",
                            c->tpl ? kv_json(&c->tpl->env) : json_object());
     if (wrc == 0)
-        wrc = gpurun_write_json(p, gj, err);
+        wrc = gpurun_write_json_at(dfd, GPURUN_RUN_GPUDIRECT, p, gj, fmode, 0, err);
     json_decref(gj);
     free(p);
     if (wrc < 0) {
@@ -511,7 +588,17 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
             goto out;
         }
         char *log = gpurun_xasprintf("%s/setup.log", run_dir);
-        int code = gpurun_run_step(step, run_dir, log, err);
+        if (setup_fd < 0)
+            setup_fd = openat(dfd, "setup.log", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC,
+                              fmode);
+        if (setup_fd < 0) {
+            gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot create: %s", log, strerror(errno));
+            gpurun_free_words(step);
+            free(log);
+            rc = GPURUN_EXIT_ENV;
+            goto out;
+        }
+        int code = gpurun_run_step(step, run_dir, setup_fd, err);
         gpurun_free_words(step);
         if (code != 0) {
             if (code > 0)
@@ -532,7 +619,16 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
         goto out;
     }
     self[sl] = '\0';
-    char *export_env[8];
+    /* Which folder is this run's: every rank step checks it finds this one. */
+    char idbuf[32];
+    snprintf(idbuf, sizeof idbuf, "%llu", (unsigned long long)dir_ino);
+    setenv(GPURUN_ENV_RUN_DIR_INO, idbuf, 1);
+    snprintf(idbuf, sizeof idbuf, "%ld", (long)geteuid());
+    setenv(GPURUN_ENV_RUN_UID, idbuf, 1);
+    setenv(GPURUN_ENV_OUTPUT, job->output == GPURUN_OUTPUT_PER_RANK ? "per-rank" : "per-host", 1);
+    bool tty = isatty(STDOUT_FILENO) && !c->opts->quiet;
+    setenv(GPURUN_ENV_RELAY, tty ? "1" : "0", 1);
+    char *export_env[16];
     export_names(export_env);
     struct gpurun_launch_request lr = {
         .nodes = c->plan->req.nodes,
@@ -548,9 +644,10 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
         rc = err->code;
         goto out;
     }
-    bool tty = isatty(STDOUT_FILENO) && !c->opts->quiet;
     struct gpurun_supervise sv = {
         .run_dir = run_dir,
+        .dir_fd = dfd,
+        .file_mode = fmode,
         .cwd = run_dir,
         .nranks = c->plan->nranks,
         .timeout_s = (double)job->timeout_s,
@@ -587,7 +684,8 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
         rc = err->code;
         goto out;
     }
-    collect_ranks(run_dir, c->plan->nranks, &rr);
+    collect_ranks(&oc, c->plan->nranks, &rr);
+    write_host_files(dfd, run_dir, fmode, &rr);
 
     const char *state = "ok";
     gpurun_foms_t foms = {0};
@@ -611,6 +709,11 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
         state = "timeout";
         gpurun_err(err, rc, "time limit of %lds reached: every rank was stopped; run folder %s", job->timeout_s,
                    run_dir);
+    } else if (rr.unwritten[0] && rr.failed_rank < 0) {
+        rc = GPURUN_EXIT_ENV;
+        state = "failed";
+        gpurun_err(err, rc, "the ranks ended, but their statuses could not be kept: %s; run folder %s", rr.unwritten,
+                   run_dir);
     } else if (rr.nlost && (rr.failed_rank < 0 || collateral)) {
         rc = GPURUN_EXIT_ENV;
         state = "failed";
@@ -628,9 +731,19 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
             gpurun_err(err, rc, "rank %d on %s could not start (exit status %d): %s; run folder %s", rr.failed_rank,
                        rr.failed_host, rc, rr.failed_error, run_dir);
         else
-            gpurun_err(err, rc, "rank %d on %s failed first: %s %d%s%s%s; its output: %s/rank.%d.out",
-                       rr.failed_rank, rr.failed_host, sig ? "killed by signal" : "exit status", sig ? rc - 128 : rc,
-                       sig ? " (" : "", sig ? sig : "", sig ? ")" : "", run_dir, rr.failed_rank);
+        {
+            json_t *o = json_object_get(json_array_get(rr.bindings, (size_t)rr.failed_rank), "output");
+            const char *file = json_string_value(json_object_get(o, "file"));
+            const char *label = json_string_value(json_object_get(o, "label"));
+            char where[600];
+            if (file && label)
+                snprintf(where, sizeof where, "%s/%s (its lines start with '%s')", run_dir, file, label);
+            else
+                snprintf(where, sizeof where, "%s/%s", run_dir, file ? file : "launcher.out");
+            gpurun_err(err, rc, "rank %d on %s failed first: %s %d%s%s%s; its output: %s", rr.failed_rank,
+                       rr.failed_host, sig ? "killed by signal" : "exit status", sig ? rc - 128 : rc, sig ? " (" : "",
+                       sig ? sig : "", sig ? ")" : "", where);
+        }
     } else if (oc.launcher_status != 0 || rr.finished < c->plan->nranks) {
         rc = oc.launcher_status ? oc.launcher_status : GPURUN_EXIT_ENV;
         if (rr.finished == 0)
@@ -693,8 +806,9 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
         json_t *hj;
         json_array_foreach(hosts, bi, hj)
         {
-            char *hp = gpurun_host_plan_path(run_dir, json_string_value(hj));
-            json_t *doc = json_load_file(hp, 0, NULL);
+            char *hp = gpurun_host_plan_name(json_string_value(hj));
+            json_t *doc = gpurun_read_own_json_at(dfd, hp, hp, NULL);
+            json_object_del(doc, "rank_index"); /* for rank steps only */
             free(hp);
             json_object_set_new(host_plans, json_string_value(hj), doc ? doc : json_null());
         }
@@ -721,13 +835,21 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     json_object_set_new(record, "currency", c->site && c->site->currency ? json_string(c->site->currency) : json_null());
     free(s0);
     free(s1);
+    /* A run whose record is not on disk is not a success, and the results
+     * database names only records that are. */
     p = gpurun_xasprintf("%s/record.json", run_dir);
     gpurun_error_t werr;
-    if (gpurun_write_json(p, record, &werr) < 0)
-        fprintf(stderr, "gpurun: warning: %s\n", werr.text);
-    else if (gpurun_results_add(c->results, p, &werr) < 0)
+    if (gpurun_write_json_at(dfd, "record.json", p, record, fmode, GPURUN_WRITE_SYNC, &werr) < 0) {
+        if (rc == 0)
+            gpurun_err(err, GPURUN_EXIT_ENV, "the ranks ended well, but the record could not be written: %s; "
+                       "the run is not in the results", werr.text);
+        else
+            fprintf(stderr, "gpurun: the record could not be written either: %s\n", werr.text);
+        rc = rc ? rc : GPURUN_EXIT_ENV;
+    } else if (gpurun_results_add(c->results, p, &werr) < 0) {
         fprintf(stderr, "gpurun: warning: the record is kept, but the results database was not updated: %s\n",
                 werr.text);
+    }
     free(p);
     if (!c->opts->quiet) {
         for (size_t f = 0; f < foms.n; f++)
@@ -748,6 +870,9 @@ out:
     if (app)
         gpurun_free_words(app);
     gpurun_kvlist_clear(&names);
+    if (setup_fd >= 0)
+        close(setup_fd);
+    close(dfd);
     free(run_dir);
     return rc;
 }
@@ -815,7 +940,7 @@ static int dry_run_config(struct run_ctx *c, gpurun_error_t *err)
     char self[PATH_MAX];
     ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
     self[sl > 0 ? sl : 0] = '\0';
-    char *export_env[8];
+    char *export_env[16];
     export_names(export_env);
     struct gpurun_launch_request lr = {.nodes = c->plan->req.nodes,
                                        .ranks_per_node = c->plan->req.ranks_per_node,

@@ -9,6 +9,7 @@
 #include <confuse.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <regex.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "confparse.h"
+#include "safefile.h"
 #include "template.h"
 #include "util.h"
 
@@ -35,10 +37,11 @@ static const char *const better_names[] = {"higher", "lower"};
 
 struct dirs {
     char **v;
+    bool *installed; /* gpurun's own templates: trusted as gpurun itself is */
     size_t n;
 };
 
-static void dirs_add(struct dirs *d, char *dir)
+static void dirs_add_as(struct dirs *d, char *dir, bool installed)
 {
     for (size_t i = 0; i < d->n; i++) {
         if (strcmp(d->v[i], dir) == 0) {
@@ -47,7 +50,14 @@ static void dirs_add(struct dirs *d, char *dir)
         }
     }
     d->v = gpurun_xrealloc(d->v, (d->n + 1) * sizeof *d->v);
+    d->installed = gpurun_xrealloc(d->installed, (d->n + 1) * sizeof *d->installed);
+    d->installed[d->n] = installed;
     d->v[d->n++] = dir;
+}
+
+static void dirs_add(struct dirs *d, char *dir)
+{
+    dirs_add_as(d, dir, false);
 }
 
 static void dirs_free(struct dirs *d)
@@ -55,6 +65,7 @@ static void dirs_free(struct dirs *d)
     for (size_t i = 0; i < d->n; i++)
         free(d->v[i]);
     free(d->v);
+    free(d->installed);
 }
 
 /* The folders in search order, each once. */
@@ -73,7 +84,7 @@ static void search_path(const char *job_dir, struct dirs *d)
     const char *home = getenv("HOME");
     if (home && *home)
         dirs_add(d, gpurun_xasprintf("%s/.config/gpurun/templates", home));
-    dirs_add(d, gpurun_xstrdup(GPURUN_PKGDATADIR "/templates"));
+    dirs_add_as(d, gpurun_xstrdup(GPURUN_PKGDATADIR "/templates"), true);
     /* Installed elsewhere than configured (a moved --prefix): next to the
      * program, as PREFIX/bin/gpurun and PREFIX/share/gpurun/templates. */
     char exe[4096];
@@ -87,7 +98,7 @@ static void search_path(const char *job_dir, struct dirs *d)
             char *real = realpath(rel, NULL);
             free(rel);
             if (real && strcmp(real, GPURUN_PKGDATADIR "/templates"))
-                dirs_add(d, real);
+                dirs_add_as(d, real, true);
             else
                 free(real);
         }
@@ -96,8 +107,37 @@ static void search_path(const char *job_dir, struct dirs *d)
     /* Run from a build folder, before `make install`: the source tree's. */
     char *src = realpath(GPURUN_SOURCE_TEMPLATES, NULL);
     if (src)
-        dirs_add(d, src);
+        dirs_add_as(d, src, true);
 #endif
+}
+
+/* A template or site profile outside gpurun's own folders runs programs
+ * as the user: it must be the user's (or root's) in a folder of theirs,
+ * not one another user could have put there or changed (exit 2). */
+static int check_found(const char *what, const char *name, const char *folder, const char *path,
+                       gpurun_error_t *err)
+{
+    int fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return 0; /* reading it then says why */
+    char *label = gpurun_xasprintf("%s '%s' found in %s: refused: the folder", what, name, path);
+    int rc = gpurun_check_folder(fd, folder, label, err);
+    free(label);
+    close(fd);
+    struct stat st;
+    if (rc == 0 && stat(path, &st) == 0) {
+        if (st.st_uid != geteuid() && st.st_uid != 0)
+            rc = gpurun_err(err, GPURUN_EXIT_CONFIG,
+                            "%s '%s' found in %s: refused: the file is owned by another user (uid %ld); gpurun "
+                            "takes a %s only from you, root or its installed folder",
+                            what, name, path, (long)st.st_uid, what);
+        else if (st.st_mode & 022)
+            rc = gpurun_err(err, GPURUN_EXIT_CONFIG,
+                            "%s '%s' found in %s: refused: the file is writable by %s; remove the write bit "
+                            "(chmod go-w)",
+                            what, name, path, (st.st_mode & 002) ? "everyone" : "its group");
+    }
+    return rc;
 }
 
 /* The nearest name that exists in `sub` of the folders, for a misspelt one. */
@@ -147,7 +187,14 @@ int gpurun_search_path_find(const char *what, const char *sub, const char *name,
         struct stat st;
         /* There, or there but unreadable: reading it then says why. */
         if (stat(path, &st) == 0 || (errno != ENOENT && errno != ENOTDIR)) {
+            char *folder = gpurun_xasprintf("%s%s%s", d.v[i], slash, s);
+            int rc = d.installed[i] ? 0 : check_found(what, name, folder, path, err);
+            free(folder);
             dirs_free(&d);
+            if (rc < 0) {
+                free(path);
+                return -1;
+            }
             *pathp = path;
             return 0;
         }
@@ -176,6 +223,7 @@ char **gpurun_search_path(const char *job_dir, size_t *np)
 {
     struct dirs d = {0};
     search_path(job_dir, &d);
+    free(d.installed);
     *np = d.n;
     return d.v;
 }
@@ -213,7 +261,7 @@ static void check_command(struct gpurun_conf_ctx *ctx, int line, const char *wha
     char **words = NULL;
     if (gpurun_expand(value, any_name, NULL, what, &out, &err) < 0)
         gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK, "%s", err.text);
-    else if (is_command && gpurun_split_words(value, &words, &err) < 0)
+    else if (is_command && gpurun_expand_words(value, any_name, NULL, what, &words, &err) < 0)
         gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK, "%s: %s", what, err.text);
     free(out);
     gpurun_free_words(words);
@@ -233,6 +281,11 @@ static void check_regex_group(struct gpurun_conf_ctx *ctx, const char *name, con
     snprintf(what, sizeof what, "key '%s'", gpurun_conf_shown(&a, name));
     if (strstr(value, "${")) {
         check_command(ctx, line, what, value, false);
+        return;
+    }
+    const char *costly = gpurun_regex_cost_problem(value);
+    if (costly) {
+        gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK, "%s: '%s' is %s", what, gpurun_conf_shown(&b, value), costly);
         return;
     }
     regex_t re;
@@ -347,8 +400,9 @@ static void check_fom(struct gpurun_conf_ctx *ctx, cfg_t *fom, bool complete)
     free(base);
 }
 
-static const char *const string_keys[] = {"description", "command", "gpu_args", "sanity",
-                                          "progress"};
+static const char *const string_keys[] = {"description", "command", "gpu_args", "progress"};
+/* Lists of plain text; a single string is a list of one. */
+static const char *const text_lists[] = {"sanity", "failure"};
 static const char *const free_sections[] = {"env", "defaults"};
 
 /* `complete`: libconfuse read the whole file, so a key it lacks is missing
@@ -391,6 +445,18 @@ static void check_template(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complet
             check_command(ctx, line, what, v, true);
     }
 
+    for (size_t k = 0; k < sizeof text_lists / sizeof *text_lists; k++) {
+        int tline = gpurun_conf_record_line(ctx, text_lists[k]);
+        unsigned n = tline ? cfg_size(cfg, text_lists[k]) : 0;
+        for (unsigned i = 0; i < n; i++) {
+            const char *v = cfg_getnstr(cfg, text_lists[k], i);
+            char buf[128];
+            const char *why = v ? gpurun_conf_value_problem(v, true, buf, sizeof buf) : NULL;
+            if (why)
+                gpurun_conf_note(ctx, tline, GPURUN_CONF_CHECK, "key '%s', item %u: %s", text_lists[k], i + 1, why);
+        }
+    }
+
     check_regex(ctx, "progress", cfg_getstr(cfg, "progress"));
 
     unsigned nfoms = cfg_size(cfg, "fom");
@@ -430,7 +496,15 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
         fom->units = gpurun_xstrdup(cfg_getstr(f, "units") ? cfg_getstr(f, "units") : "");
         fom->better = gpurun_xstrdup(cfg_getstr(f, "better") ? cfg_getstr(f, "better") : "higher");
     }
-    t->sanity = gpurun_conf_strdup(cfg_getstr(cfg, "sanity"));
+    t->nsanity = cfg_size(cfg, "sanity");
+    t->sanity_forms = gpurun_xcalloc(t->nsanity, sizeof *t->sanity_forms);
+    for (size_t i = 0; i < t->nsanity; i++)
+        t->sanity_forms[i] = gpurun_xstrdup(cfg_getnstr(cfg, "sanity", (unsigned)i));
+    t->sanity = t->nsanity ? gpurun_xstrdup(t->sanity_forms[0]) : NULL;
+    t->nfailure = cfg_size(cfg, "failure");
+    t->failure = gpurun_xcalloc(t->nfailure, sizeof *t->failure);
+    for (size_t i = 0; i < t->nfailure; i++)
+        t->failure[i] = gpurun_xstrdup(cfg_getnstr(cfg, "failure", (unsigned)i));
     t->progress = gpurun_conf_strdup(cfg_getstr(cfg, "progress"));
     gpurun_conf_take_kvlist(cfg, "env", &t->env);
     gpurun_conf_take_kvlist(cfg, "defaults", &t->defaults);
@@ -544,7 +618,8 @@ int gpurun_template_parse(const char *text, size_t len, const char *label, gpuru
         CFG_STR("gpu_args", NULL, CFGF_NONE),
         CFG_STR_LIST("setup", NULL, CFGF_NONE),
         CFG_SEC("fom", fom_opts, CFGF_MULTI | CFGF_TITLE | CFGF_NO_TITLE_DUPES),
-        CFG_STR("sanity", NULL, CFGF_NONE),
+        CFG_STR_LIST("sanity", NULL, CFGF_NONE),
+        CFG_STR_LIST("failure", NULL, CFGF_NONE),
         CFG_STR("progress", NULL, CFGF_NONE),
         CFG_SEC("env", NULL, CFGF_KEYSTRVAL),
         CFG_SEC("defaults", NULL, CFGF_KEYSTRVAL),
@@ -599,6 +674,12 @@ void gpurun_template_destroy(gpurun_template_t *t)
     }
     free(t->foms);
     free(t->sanity);
+    for (size_t i = 0; i < t->nsanity; i++)
+        free(t->sanity_forms[i]);
+    free(t->sanity_forms);
+    for (size_t i = 0; i < t->nfailure; i++)
+        free(t->failure[i]);
+    free(t->failure);
     free(t->progress);
     gpurun_kvlist_clear(&t->env);
     gpurun_kvlist_clear(&t->defaults);

@@ -37,7 +37,11 @@ typedef struct gpurun_template {
     size_t nsetup;
     struct gpurun_fom *foms;
     size_t nfoms;
-    char *sanity;      /* must appear in the output; NULL when none */
+    char *sanity;      /* the first of sanity_forms (for messages); NULL when none */
+    char **sanity_forms; /* `sanity`: one of them must appear in the output */
+    size_t nsanity;
+    char **failure;    /* `failure`: the run failed where one of them appears */
+    size_t nfailure;
     char *progress;    /* regex whose first group is the current step; NULL when none */
     struct gpurun_kvlist env;      /* applied when gpudirect is on */
     struct gpurun_kvlist defaults; /* default params */
@@ -96,6 +100,10 @@ struct gpurun_job_values {
     long nodes, ranks_per_node, ranks, gpus_per_rank, threads_per_rank, repeat;
 };
 
+/* The names of those values, as ${name}s (gpurun.conf(5), EXPANSION);
+ * NULL-terminated. */
+extern const char *const gpurun_job_value_names[];
+
 /* The table gpurun_expand() reads for a job: its own keys, then the
  * template's defaults (`tpl` may be NULL), then its params, each replacing
  * the one before (params win). */
@@ -111,6 +119,18 @@ void gpurun_job_names(struct gpurun_kvlist *names, const struct gpurun_job_value
  * expansion of any kind, and no operators (;, |, &, <, >, `, $( are refused
  * with exit 2: gpurun never hands a command to a shell). */
 int gpurun_split_words(const char *line, char ***argvp, gpurun_error_t *err);
+
+/* The same, with every ${name} expanded as the line is split: a value stays
+ * inside the word it is in, whatever it holds (a job_dir with a blank or a
+ * quote is one piece of one word, never parsed again), in quotes or not.
+ * One exception: a ${name} that is a whole unquoted word by itself and not
+ * one of the job's own values (job, template, job_dir, run_dir and the
+ * numbers) gives the words of its value, split as above without expansion,
+ * so that a params value may hold several arguments (args = "-n 5"); an
+ * empty one gives none.  Errors as gpurun_expand() and gpurun_split_words()
+ * give them (exit 2). */
+int gpurun_expand_words(const char *line, gpurun_lookup_fn lookup, void *ctx, const char *what, char ***argvp,
+                        gpurun_error_t *err);
 void gpurun_free_words(char **argv);
 
 #endif

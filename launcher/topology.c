@@ -18,6 +18,7 @@
 #include <libxml/tree.h>
 
 #include "gpu_partitions.h"
+#include "safefile.h"
 #include "topology.h"
 #include "util.h"
 
@@ -999,21 +1000,8 @@ static int trial_import_finish(const char *file, struct trial_import *ti, bool c
                       file, WEXITSTATUS(status));
 }
 
-#if defined(__SANITIZE_ADDRESS__)
-/* hwloc unloads its plugins with the last topology.  LeakSanitizer then
- * cannot name the frames of what libpciaccess leaked inside them (so the
- * suppression in tests/lsan.supp cannot match), and its tracer can crash on
- * their stale thread-local storage.  One empty topology held for the whole
- * process keeps the plugins loaded until exit. */
-static hwloc_topology_t plugins_kept;
-#endif
-
 static int topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err)
 {
-#if defined(__SANITIZE_ADDRESS__)
-    if (!plugins_kept && hwloc_topology_init(&plugins_kept) < 0)
-        plugins_kept = NULL;
-#endif
     gpurun_topo_t *t = gpurun_xcalloc(1, sizeof *t);
     char *buf = NULL;
     size_t len = 0;
@@ -1111,22 +1099,31 @@ void gpurun_topo_destroy(gpurun_topo_t *t)
     free(t);
 }
 
+/* Complete or absent, never through a symlink: hwloc writes into memory,
+ * safefile writes a temporary file of ours beside the target and renames it. */
+static int topo_export(const gpurun_topo_t *t, int dirfd, const char *name, const char *shown, gpurun_error_t *err)
+{
+    char *xml = NULL;
+    int len = 0;
+    if (hwloc_topology_export_xmlbuffer(t->hw, &xml, &len, 0) < 0 || !xml || len <= 0)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: cannot write the topology export: hwloc could not export it",
+                          shown);
+    /* hwloc counts the closing NUL in len. */
+    size_t n = strnlen(xml, (size_t)len);
+    int rc = dirfd == AT_FDCWD ? gpurun_write_atomic(name, xml, n, 0644, 0, err)
+                               : gpurun_write_atomic_at(dirfd, name, shown, xml, n, 0644, 0, err);
+    hwloc_free_xmlbuffer(t->hw, xml);
+    return rc;
+}
+
 int gpurun_topo_export(const gpurun_topo_t *t, const char *path, gpurun_error_t *err)
 {
-    /* Complete or absent: write beside the target, then rename over it. */
-    char *tmp = gpurun_xasprintf("%s.tmp.%ld", path, (long)getpid());
-    if (hwloc_topology_export_xml(t->hw, tmp, 0) < 0) {
-        unlink(tmp);
-        free(tmp);
-        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: cannot write the topology export", path);
-    }
-    if (rename(tmp, path) < 0) {
-        unlink(tmp);
-        free(tmp);
-        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: cannot write the topology export", path);
-    }
-    free(tmp);
-    return 0;
+    return topo_export(t, AT_FDCWD, path, path, err);
+}
+
+int gpurun_topo_export_at(const gpurun_topo_t *t, int dirfd, const char *name, const char *shown, gpurun_error_t *err)
+{
+    return topo_export(t, dirfd, name, shown ? shown : name, err);
 }
 
 static bool is_host_bridge(hwloc_obj_t o)

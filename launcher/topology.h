@@ -86,6 +86,8 @@ void gpurun_topo_destroy(gpurun_topo_t *topo);
 
 /* Write the topology as hwloc XML (to plan for this node elsewhere). */
 int gpurun_topo_export(const gpurun_topo_t *topo, const char *path, gpurun_error_t *err);
+/* The same into the folder open as `dirfd` (a run folder); `shown` names it in messages. */
+int gpurun_topo_export_at(const gpurun_topo_t *t, int dirfd, const char *name, const char *shown, gpurun_error_t *err);
 
 /* How far apart two PCI devices are.  The class is returned; *rank orders
  * pairs of one class (fewer bridges, same package) so that a smaller value is

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,4 +227,161 @@ void gpurun_strbuf_printf(struct gpurun_strbuf *b, const char *fmt, ...)
         abort(); /* out of memory, as gpurun_xmalloc() would */
     gpurun_strbuf_add(b, s, (size_t)n);
     free(s);
+}
+
+size_t gpurun_utf8_char(const char *s, unsigned long *cpp)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    unsigned c = p[0];
+    size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    if (!n || (n == 2 && c < 0xc2))
+        return 0;
+    unsigned long cp = n == 1 ? c : c & (0x7fu >> n);
+    for (size_t k = 1; k < n; k++) {
+        if ((p[k] & 0xc0) != 0x80) /* the NUL at the end stops here too */
+            return 0;
+        cp = cp << 6 | (p[k] & 0x3f);
+    }
+    if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    if (cpp)
+        *cpp = cp;
+    return n;
+}
+
+char *gpurun_terminal_text(const char *in)
+{
+    struct gpurun_strbuf b = {0};
+    gpurun_strbuf_add(&b, "", 0);
+    for (const char *p = in; *p;) {
+        unsigned long cp = 0;
+        size_t n = gpurun_utf8_char(p, &cp);
+        if (*p == '\t') {
+            gpurun_strbuf_addc(&b, ' ');
+            p++;
+        } else if (!n || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
+            /* an escape sequence would reach the terminal: shown, not sent */
+            for (size_t k = 0; k < (n ? n : 1); k++)
+                gpurun_strbuf_printf(&b, "\\x%02x", (unsigned char)p[k]);
+            p += n ? n : 1;
+        } else {
+            gpurun_strbuf_add(&b, p, n);
+            p += n;
+        }
+    }
+    return b.s;
+}
+
+/* ---- the cost of a regex --------------------------------------------- */
+
+/* Roughly the nodes of glibc's parse tree (several hundred bytes each). */
+#define REGEX_NODES_MAX 100000
+#define REGEX_DEPTH_MAX 200
+
+static size_t re_add(size_t a, size_t b)
+{
+    return a + b > REGEX_NODES_MAX ? REGEX_NODES_MAX + 1 : a + b;
+}
+
+static size_t re_mul(size_t a, size_t b)
+{
+    return a && b > (REGEX_NODES_MAX + 1) / a ? REGEX_NODES_MAX + 1 : a * b;
+}
+
+static size_t re_seq(const char **p, int depth);
+
+static size_t re_atom(const char **p, int depth)
+{
+    const char *s = *p;
+    if (*s == '(') {
+        *p = s + 1;
+        size_t n = depth >= REGEX_DEPTH_MAX ? REGEX_NODES_MAX + 1 : re_seq(p, depth + 1);
+        if (**p == ')')
+            (*p)++;
+        return re_add(n, 1);
+    }
+    if (*s == '[') { /* a bracket expression is one node, whatever it holds */
+        s++;
+        if (*s == '^')
+            s++;
+        if (*s == ']')
+            s++;
+        while (*s && *s != ']') {
+            if (*s == '[' && (s[1] == ':' || s[1] == '.' || s[1] == '=')) {
+                char end = s[1];
+                s += 2;
+                while (*s && !(*s == end && s[1] == ']'))
+                    s++;
+                if (*s)
+                    s += 2;
+            } else {
+                s++;
+            }
+        }
+        *p = *s ? s + 1 : s;
+        return 1;
+    }
+    *p = s + (*s == '\\' && s[1] ? 2 : 1);
+    return 1;
+}
+
+/* `{m}`, `{m,}`, `{m,n}` at *p: how many copies regcomp makes (0: not one). */
+static size_t re_interval(const char **p)
+{
+    const char *s = *p + 1;
+    size_t m = 0, n = 0;
+    bool comma = false, digits = false;
+    for (; *s >= '0' && *s <= '9'; s++, digits = true)
+        m = m > REGEX_NODES_MAX ? m : m * 10 + (size_t)(*s - '0');
+    if (*s == ',') {
+        comma = true;
+        for (s++; *s >= '0' && *s <= '9'; s++)
+            n = n > REGEX_NODES_MAX ? n : n * 10 + (size_t)(*s - '0');
+    }
+    if (!digits || *s != '}')
+        return 0;
+    *p = s + 1;
+    return (comma && n > m ? n : m) + 1;
+}
+
+static size_t re_seq(const char **p, int depth)
+{
+    size_t total = 0;
+    while (**p && **p != ')' && total <= REGEX_NODES_MAX) {
+        if (**p == '|') {
+            (*p)++;
+            continue;
+        }
+        size_t item = re_atom(p, depth);
+        for (;;) {
+            size_t k;
+            if (**p == '*' || **p == '?') {
+                item = re_add(item, 1);
+                (*p)++;
+            } else if (**p == '+') {
+                item = re_mul(item, 2);
+                (*p)++;
+            } else if (**p == '{' && (k = re_interval(p)) > 0) {
+                item = re_mul(item, 4 * k); /* each optional copy takes a few nodes more */
+            } else {
+                break;
+            }
+        }
+        total = re_add(total, item);
+    }
+    return total;
+}
+
+const char *gpurun_regex_cost_problem(const char *re)
+{
+    size_t total = 0;
+    const char *p = re;
+    while (*p && total <= REGEX_NODES_MAX) {
+        total = re_add(total, re_seq(&p, 0));
+        if (*p == ')')
+            p++;
+    }
+    return total > REGEX_NODES_MAX ? "too costly to compile: its repetitions (a + or an interval {m,n} on a "
+                                     "repeated or nested part) multiply its size past 100000 copies"
+                                   : NULL;
 }

@@ -21,6 +21,16 @@ char *gpurun_xstrdup(const char *s);
 char *gpurun_xstrndup(const char *s, size_t n);
 char *gpurun_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* The length of the well-formed UTF-8 character at `s` (1 to 4), or 0 for
+ * a byte that does not start one (overlong forms, surrogates and code
+ * points past U+10FFFF are not well formed).  *cpp: its code point. */
+size_t gpurun_utf8_char(const char *s, unsigned long *cpp);
+
+/* `in` fit for a terminal: every control character (C0, DEL, C1) and every
+ * byte that is not well-formed UTF-8 written as \xNN, a tab as a blank.
+ * Malloc'ed. */
+char *gpurun_terminal_text(const char *in);
+
 /* Levenshtein distance, for "did you mean" suggestions. */
 size_t gpurun_edit_distance(const char *a, const char *b);
 
@@ -51,5 +61,11 @@ void gpurun_strbuf_add(struct gpurun_strbuf *b, const char *s, size_t n);
 void gpurun_strbuf_addc(struct gpurun_strbuf *b, char c);
 void gpurun_strbuf_puts(struct gpurun_strbuf *b, const char *s);
 void gpurun_strbuf_printf(struct gpurun_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* What makes a POSIX extended regex too costly to compile, or NULL: glibc's
+ * regcomp() copies a subexpression for each `+` and each repeat of an
+ * interval, so nested or stacked repetitions ("a++++++++++++++++++++",
+ * "(a{1,255}){1,255}") take gigabytes, and deep nesting its stack. */
+const char *gpurun_regex_cost_problem(const char *re);
 
 #endif

@@ -6,7 +6,11 @@
  * one `gpurun_launcher_plugin_t` named `gpurun_launcher_plugin` in a shared
  * object (or a built-in one of the same type); the loader refuses any whose
  * `abi` differs.  A plugin only says how ranks are started: gpurun's own
- * rank step (`gpurun rank`) binds every rank, and gpurun supervises. */
+ * rank step (`gpurun rank`) binds every rank, and gpurun supervises.
+ * The processes a plugin starts must pass the rank steps' standard output
+ * on to their own (as mpirun and srun do without --tag-output/--label):
+ * that is how each rank reports its binding and its end to gpurun, which
+ * reads it from a pipe.  Their standard error goes to launcher.out. */
 
 #include <stdbool.h>
 #include <sys/types.h>
@@ -21,7 +25,7 @@ struct gpurun_launch_request {
     int nranks;
     bool oversubscribe;
     const char *rank_step;      /* absolute path of the gpurun program */
-    const char *run_dir;        /* the run folder (plan.json, topology.xml, rank files) */
+    const char *run_dir;        /* the run folder (plan.json, topology.xml, host plans, HOST.out) */
     char *const *app_argv;      /* the program and its arguments */
     char *const *export_env;    /* NULL-terminated names the ranks must inherit */
 };
@@ -52,7 +56,8 @@ void gpurun_argv_free(char **argv);
 void gpurun_launch_cmds_free(struct gpurun_launch_cmds *c);
 /* The rank step's argv: STEP rank --run-dir DIR -- APP... appended to argv. */
 void gpurun_argv_add_rank_step(char ***argv, const struct gpurun_launch_request *req);
-/* Full path of a program on PATH, or NULL. */
+/* Absolute path of a program on PATH (a relative or empty entry resolved
+ * against the current folder now), or of a path with a '/'; NULL: none. */
 char *gpurun_which(const char *prog);
 /* 0 when prog is on PATH; else -1 with why: "PROG was not found on PATH",
  * then " (HINT)" when hint is not NULL (where to get it). */

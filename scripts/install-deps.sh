@@ -11,7 +11,10 @@ PACKAGES="build-essential autoconf automake libtool pkg-config
   libhwloc-dev hwloc libxml2-dev libconfuse-dev libjansson-dev libsqlite3-dev libpmix-dev
   openmpi-bin libopenmpi-dev slurm-wlm munge procps
   gromacs lammps hpcc chromium lmod bash-completion
-  jq man-db"
+  jq man-db
+  clang libclang-rt-14-dev"
+# clang and its libFuzzer runtime (libclang-rt-14-dev: Debian 12's clang 14)
+# build the fuzz harnesses of tests/fuzz; without them make check skips those.
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 # shellcheck disable=SC2086

@@ -49,7 +49,7 @@ ok $? "... JSON: the figure of the first, null and [] for the second, ok false"
 head -n 500 "$LOGS/gromacs-water-2ranks.log" >"$TMP/cut.log"
 run "$GPURUN" collect --template gromacs "$TMP/cut.log"
 expect_rc 1 "a log cut short: exit 1"
-contains "$TMP/err" "the sanity text 'Finished mdrun' of template 'gromacs' does not appear" "... the sanity text is missing"
+contains "$TMP/err" "sanity check of template 'gromacs': 'Finished mdrun' does not appear in" "... the sanity text is missing"
 
 # ---- LAMMPS ------------------------------------------------------------------
 run "$GPURUN" collect --template lammps "$LOGS/lammps-lj-2runs.log" --json
@@ -104,6 +104,19 @@ expect_rc 2 "no file: exit 2"
 run "$GPURUN" collect --template gromacs --csv "$LOGS/gromacs-water-2ranks.log"
 expect_rc 2 "an unknown option: exit 2"
 contains "$TMP/err" "unknown or incomplete option '--csv'" "... named"
+# ---- real forms of success other than the closing lines (issue 11) -----------
+run "$GPURUN" collect --template lammps "$LOGS/lammps-lj-quit.log"
+expect_rc 0 "a LAMMPS script ended by quit (no 'Total wall time:'): exit 0"
+run "$GPURUN" collect --template hpl "$LOGS/hpl-nvidia-23.10.out" "$LOGS/hpl-nvidia-24.09.out" --json
+expect_rc 0 "NVIDIA's HPL (PASSED per test, no summary): exit 0"
+[ "$(jq -c '[.files[].sanity, .files[1].foms.gflops.values]' "$TMP/out")" = "[true,true,[935600,937300]]" ]
+ok $? "... sanity true for both, the GFLOP/s of each test"
+sed 's/\.\.\.\.\.\. PASSED/...... FAILED/' "$LOGS/hpl-nvidia-23.10.out" >"$TMP/hpl-failed.out"
+run "$GPURUN" collect --template hpl "$TMP/hpl-failed.out"
+expect_rc 1 "... with its residual check FAILED: exit 1"
+contains "$TMP/err" "sanity check of template 'hpl': '...... FAILED' appears in $TMP/hpl-failed.out, line " \
+    "... saying what appears where"
+
 run "$GPURUN" collect --help
 expect_rc 0 "--help"
 contains "$TMP/out" "Usage: gpurun collect --template NAME FILE... [--json]" "... shows the usage"

@@ -189,4 +189,23 @@ expect_rc 2 "a missing root is exit 2"
 run "$GPURUN" doctor --topology "$TMP/no-such.xml"
 expect_rc 2 "a missing topology is exit 2"
 
+# What a tool prints is quoted, never sent raw to the terminal (issue 11,
+# item 7): escape codes and bytes that are not UTF-8 are shown as \xNN.
+hostile=$TMP/hostile-bin
+cp -R "$good" "$hostile"
+tool "$hostile" mpirun 'printf "mpirun (Open MPI) 5.0.3 \033]0;owned\007\033[2J\n"'
+tool "$hostile" pmix_info 'printf "                    PMIx: 4.2.9\377\n"'
+run env PATH="$hostile" GPURUN_NVML_LIBRARY="$FAKE_NVML" FAKE_NVML_DEVICES="$gpus" \
+    "$GPURUN" doctor --topology "$fixture" --root "$root"
+esc=$(printf '\033')
+bel=$(printf '\007')
+! grep -q "[$esc$bel]" "$TMP/out"
+ok $? "a tool's escape codes do not reach the terminal"
+contains "$TMP/out" 'mpirun (Open MPI) 5.0.3 \x1b]0;owned\x07\x1b[2J' "... they are shown as \\xNN"
+contains "$TMP/out" '4.2.9\xff' "... and so is a byte that is not UTF-8"
+run env PATH="$hostile" GPURUN_NVML_LIBRARY="$FAKE_NVML" FAKE_NVML_DEVICES="$gpus" \
+    "$GPURUN" doctor --topology "$fixture" --root "$root" --json
+jq_out '[.checks[] | select(.detail | test("owned|4.2.9"))] | length == 2'
+ok $rc "... and the JSON report keeps the check (its text is UTF-8)"
+
 done_testing

@@ -178,7 +178,7 @@ if [ -x "${CG:-}" ]; then
     rec=$(last_record cg)
     [ "$(jq -r .state "$rec" 2>/dev/null)" = ok ] && [ "$(jq -r .template "$rec")" = cg ]
     ok $? "the record says ok, template cg"
-    grep -q '^CG FOM: ' "$(dirname "$rec")/rank.0.out"
+    rank_output "$(dirname "$rec")" 0 | grep -q '^CG FOM: '
     ok $? "rank 0's output has the CG FOM line"
     for f in gflops iterations residual; do fom_check "$rec" "$f"; done
 

@@ -22,11 +22,21 @@ command -v mpirun >/dev/null 2>&1 && launchers="local mpirun"
 mark=gpurun-fault-$$
 cp "$HELLO" "$TMP/$mark"
 leftovers() { pgrep -f "$mark" | grep -v "^$$\$" | wc -l; }
-# wait_gone SECONDS: true once no process of this test is left
+# wait_gone: true once no process of this test is left.  A correct gpurun
+# leaves none once it has exited; the 60 s only end a failing run, so that a
+# loaded machine's slow reaping is no failure.
 wait_gone() {
     n=0
-    while [ "$(leftovers)" -gt 0 ] && [ "$n" -lt "$(( $1 * 10 ))" ]; do sleep 0.1; n=$((n + 1)); done
+    while [ "$(leftovers)" -gt 0 ] && [ "$n" -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
     [ "$(leftovers)" -eq 0 ]
+}
+# wait_running: until both ranks of the job in the background run, that is
+# have written their line (hello does after MPI_Init, then sleeps); 60 s at most.
+wait_running() {
+    n=0
+    while [ "$(cat "$TMP"/results/f/*/*.out 2>/dev/null | grep -c '^\([0-9]*: \)\{0,1\}rank=')" -lt 2 ] && [ $n -lt 600 ]; do
+        sleep 0.1; n=$((n + 1))
+    done
 }
 
 job() { # job LAUNCHER ARGS [EXTRA]
@@ -45,7 +55,7 @@ for L in $launchers; do
     expect_rc 7 "$L: a rank exiting 7 makes gpurun exit 7"
     contains "$TMP/err" "rank 1 on" "$L: ... and names rank 1"
     contains "$TMP/err" "exit status 7" "$L: ... with its exit status"
-    wait_gone 5
+    wait_gone
     ok $? "$L: the other rank was stopped"
 
     job "$L" "--segv-rank 0 --sleep 30"
@@ -53,47 +63,42 @@ for L in $launchers; do
     expect_rc 139 "$L: a rank killed by SIGSEGV makes gpurun exit 139"
     contains "$TMP/err" "rank 0 on" "$L: ... naming rank 0"
     contains "$TMP/err" "killed by signal 11" "$L: ... and the signal"
-    wait_gone 5
+    wait_gone
     ok $? "$L: nothing left after the SIGSEGV"
 
     job "$L" "--hang-rank 1" 'timeout = "2s"'
-    start=$(date +%s)
-    run timeout 60 "$GPURUN" run "$TMP/f.conf" --quiet
+    # The hang guard kills with SIGKILL (137), so 124 is gpurun's own.
+    run timeout -s KILL 60 "$GPURUN" run "$TMP/f.conf" --quiet
     expect_rc 124 "$L: a rank hanging past timeout gives 124"
-    [ $(( $(date +%s) - start )) -le 10 ]
-    ok $? "$L: ... soon after the 2 s limit"
     contains "$TMP/err" "time limit of 2s reached" "$L: ... and says so"
-    wait_gone 3
-    ok $? "$L: every process gone within the grace period"
+    wait_gone
+    ok $? "$L: every process gone with it"
 
     job "$L" "--ignore-term --hang-rank 0 --hang-rank 1" 'timeout = "2s"'
-    run timeout 60 "$GPURUN" run "$TMP/f.conf" --quiet
+    run timeout -s KILL 60 "$GPURUN" run "$TMP/f.conf" --quiet
     expect_rc 124 "$L: ranks ignoring SIGTERM still end at the time limit"
-    wait_gone 3
-    ok $? "$L: ... killed after the grace period"
+    wait_gone
+    ok $? "$L: ... killed after the grace period, none left"
 
     job "$L" "--sleep 60"
+    rm -rf "$TMP/results" # wait_running looks at the only run there
     "$GPURUN" run "$TMP/f.conf" --quiet >"$TMP/out" 2>"$TMP/err" &
     pid=$!
-    n=0
-    while [ "$(ls "$TMP"/results/f/*/rank.1.binding.json 2>/dev/null | wc -l)" -lt 1 ] && [ $n -lt 100 ]; do
-        sleep 0.1; n=$((n + 1))
-    done
-    sleep 0.5
+    wait_running
     kill -TERM "$pid"
     rc=0
     wait "$pid" || rc=$?
     expect_rc 143 "$L: SIGTERM to gpurun while ranks run gives 143"
-    wait_gone 3
+    wait_gone
     ok $? "$L: ... and no process is left"
 
+    rm -rf "$TMP/results"
     "$GPURUN" run "$TMP/f.conf" --quiet >"$TMP/out" 2>"$TMP/err" &
     pid=$!
-    n=0
-    while [ "$(leftovers)" -lt 2 ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+    wait_running
     kill -KILL "$pid"
     wait "$pid" 2>/dev/null
-    wait_gone 10
+    wait_gone
     ok $? "$L: SIGKILL to gpurun leaves no rank behind"
     rm -rf "$TMP/results"
 done
@@ -102,17 +107,15 @@ cat >"$TMP/m.conf" <<JOB
 command = "no-such-program-$$ --flag"
 ranks_per_node = 2
 JOB
-start=$(date +%s)
 run timeout 60 "$GPURUN" run "$TMP/m.conf"
 expect_rc 3 "a missing program is exit 3"
-[ $(( $(date +%s) - start )) -le 2 ]
-ok $? "... at once"
+[ -z "$(ls -d "$TMP"/results/m/*/rank.* "$TMP"/results/m/*/launcher.out 2>/dev/null)" ]
+ok $? "... at once: no rank or launcher was started"
 contains "$TMP/err" "program 'no-such-program-$$' not found on PATH; nothing was started" "... saying which program"
 
 # A launcher that cannot run here fails before anything starts, saying why:
 # srun outside an allocation or not on PATH, mpirun not on PATH.  On a saved
-# topology: live discovery dlopens hwloc plugins that crash LeakSanitizer's
-# exit check (GCC 12), which would turn exit 3 into 1.
+# topology, so that this node's hardware plays no part.
 mkdir -p "$TMP/nobin"
 for L in srun mpirun; do
     printf 'command = "%s"\nlauncher = "%s"\nranks_per_node = 2\n' "$TMP/$mark" "$L" >"$TMP/$L.conf"

@@ -123,4 +123,184 @@ contains "$TMP/err" "gpurun: $TMP/cmd.conf:4: key 'params.m': not used: the comm
 dry "$TMP/cmd.conf" --set 'command=true ${n} ${m}'
 expect_rc 0 "... used by the command --set gives it: exit 0"
 
+# ${name} is expanded into words (issue 11, item 9): a job in a folder whose
+# name has a blank and an apostrophe runs a shipped template's setup step and
+# command, and each value stays one piece of its word.
+odd="$TMP/a b'c"
+mkdir -p "$odd" "$TMP/bin"
+echo "input for hpcc" >"$odd/hpccinf.txt"
+cat >"$TMP/bin/hpcc" <<'EOF'
+#!/bin/sh
+# a stand-in for hpcc: its input must be here, its table goes where hpcc's would
+cmp -s hpccinf.txt "$GPURUN_TEST_INPUT" || exit 9
+cat >hpccoutf.txt <<'OUT'
+T/V                N    NB     P     Q               Time                 Gflops
+--------------------------------------------------------------------------------
+WR11C2R4        2000   128     1     1               0.86              6.225e+00
+                1 tests completed and passed residual checks,
+                0 tests completed and failed residual checks,
+OUT
+EOF
+cat >"$TMP/bin/args" <<'EOF'
+#!/bin/sh
+printf '[%s]\n' "$@" >args.txt
+EOF
+chmod 755 "$TMP/bin/hpcc" "$TMP/bin/args"
+cat >"$odd/bench.conf" <<'EOF'
+template = "hpl"
+launcher = "local"
+ranks_per_node = 1
+gpus_per_rank = 0
+EOF
+run env PATH="$TMP/bin:$PATH" GPURUN_TEST_INPUT="$odd/hpccinf.txt" "$GPURUN" run "$odd/bench.conf" --dry-run
+expect_rc 0 "a shipped template's setup in a folder named \"a b'c\": the dry run works"
+run env PATH="$TMP/bin:$PATH" GPURUN_TEST_INPUT="$odd/hpccinf.txt" "$GPURUN" run "$odd/bench.conf" --quiet
+expect_rc 0 "... and so does the run: the setup copied \${job_dir}/\${input}, the program read it"
+d=$(ls -d "$odd"/results/bench/*/ 2>/dev/null | head -1)
+cmp -s "$odd/hpccinf.txt" "${d}hpccinf.txt"
+ok $? "... the setup step's copy is in the run folder"
+
+# Every documented name works in a job's own command (fuzz finding a), and a
+# ${run_dir} in a dry run is the placeholder as one word (fuzz finding b).
+cat >"$odd/names.conf" <<'EOF'
+command = "args ${job_dir} ${run_dir} ${ranks} x${job_dir}x '${job}' ${extra}"
+launcher = "local"
+ranks_per_node = 1
+gpus_per_rank = 0
+params { extra = "-n 5" }
+EOF
+run env PATH="$TMP/bin:$PATH" "$GPURUN" run "$odd/names.conf" --dry-run
+expect_rc 0 "\${job_dir}, \${run_dir}, \${ranks} in a job's command: the dry run works"
+contains "$TMP/out" "/results/names/<run-id>'" "... the run folder's placeholder is one quoted word"
+run env PATH="$TMP/bin:$PATH" "$GPURUN" run "$odd/names.conf" --quiet
+expect_rc 0 "... and so does the run"
+d=$(ls -d "$odd"/results/names/*/ 2>/dev/null | head -1)
+printf '[%s]\n' "$odd" "${d%/}" 1 "x${odd}x" names -n 5 >"$TMP/want.txt"
+cmp -s "$TMP/want.txt" "${d}args.txt"
+ok $? "... each value is one argument, blank and apostrophe kept; a params list alone gives its words"
+mkdir -p "$TMP/tpl"
+cat >"$TMP/tpl/rundir.conf" <<'EOF'
+description = "a template whose command names the run folder"
+command     = "true ${run_dir}/out ${job_dir}"
+EOF
+printf 'template = "rundir"\nlauncher = "local"\nranks_per_node = 1\ngpus_per_rank = 0\n' >"$TMP/tpl/j.conf"
+run "$GPURUN" run "$TMP/tpl/j.conf" --dry-run
+expect_rc 0 "a template's \${run_dir}: the dry run works"
+
+# env values (issue 11, item 7; fuzz finding c): UTF-8 only, and ${VAR} is
+# the launching environment's, an unset one an error.
+printf 'command = "true"\nlauncher = "local"\nenv {\n  A = "x\377y"\n}\n' >"$TMP/latin1.conf"
+dry "$TMP/latin1.conf"
+expect_rc 2 "an env value that is not UTF-8: exit 2"
+contains "$TMP/err" "gpurun: $TMP/latin1.conf:4: key 'env.A': the value is not UTF-8" \
+    "... file, line and key named"
+cat >"$TMP/envvar.conf" <<'EOF'
+command = "true"
+launcher = "local"
+env {
+  A = "<${GPURUN_TEST_FROM}>"
+  B = "${GPURUN_TEST_UNSET_NAME}"
+}
+EOF
+run env -u GPURUN_TEST_UNSET_NAME GPURUN_TEST_FROM=here GPURUN_TOPOLOGY="$topo" "$GPURUN" run "$TMP/envvar.conf" --dry-run
+expect_rc 2 "an env value naming an unset variable: exit 2"
+contains "$TMP/err" \
+    "gpurun: $TMP/envvar.conf:5: key 'env.B': '\${GPURUN_TEST_UNSET_NAME}' is not set in the environment gpurun was started from" \
+    "... file, line, key and the variable named"
+sed '/GPURUN_TEST_UNSET_NAME/d' "$TMP/envvar.conf" >"$TMP/envset.conf"
+run env GPURUN_TEST_FROM=here GPURUN_TOPOLOGY="$topo" "$GPURUN" run "$TMP/envset.conf" --dry-run
+expect_rc 0 "an env value naming a set variable: exit 0"
+contains "$TMP/out" " A=<here>" "... the ranks get its value, not the text \${...}"
+
+# Job names from the file name (issue 11, item 10) meet the `job` key's rules.
+for bad in "..." ".hidden" "-x"; do
+    printf 'command = "true"\nlauncher = "local"\n' >"$TMP/$bad.conf"
+    dry "$TMP/$bad.conf"
+    expect_rc 2 "a job file named '$bad.conf': exit 2"
+    contains "$TMP/err" "gpurun: $TMP/$bad.conf: the job name '$bad', taken from the file name, is not a valid job name" \
+        "... the file named, and why"
+done
+printf 'job = "fine"\ncommand = "true"\nlauncher = "local"\n' >"$TMP/....conf"
+dry "$TMP/....conf"
+expect_rc 0 "... a valid \`job\` key in such a file: exit 0"
+
+# A relative or empty PATH entry (issue 11, item 12): the program is found
+# once, against the folder gpurun started in, and that one runs, though the
+# ranks start in the run folder.
+mkdir -p "$TMP/rel/tools"
+printf '#!/bin/sh\necho from-tools >marker.txt\n' >"$TMP/rel/tools/relprog"
+printf '#!/bin/sh\necho from-cwd >marker.txt\n' >"$TMP/rel/cwdprog"
+chmod 755 "$TMP/rel/tools/relprog" "$TMP/rel/cwdprog"
+printf 'command = "relprog"\nlauncher = "local"\nranks_per_node = 1\ngpus_per_rank = 0\n' >"$TMP/rel/rel.conf"
+printf 'command = "cwdprog"\nlauncher = "local"\nranks_per_node = 1\ngpus_per_rank = 0\n' >"$TMP/rel/cwd.conf"
+run sh -c 'cd "$1" && PATH="tools:$PATH" exec "$2" run rel.conf --dry-run' sh "$TMP/rel" "$GPURUN"
+contains "$TMP/out" "# program: $TMP/rel/tools/relprog" "a relative PATH entry: the program is named by its absolute path"
+run sh -c 'cd "$1" && PATH="tools:$PATH" exec "$2" run rel.conf --quiet' sh "$TMP/rel" "$GPURUN"
+expect_rc 0 "... and it runs, from the run folder"
+grep -qx from-tools "$TMP"/rel/results/rel/*/marker.txt 2>/dev/null
+ok $? "... the program that ran is the one found"
+run sh -c 'cd "$1" && PATH="$PATH:" exec "$2" run cwd.conf --dry-run' sh "$TMP/rel" "$GPURUN"
+contains "$TMP/out" "# program: $TMP/rel/cwdprog" "an empty PATH entry is the folder gpurun started in, made absolute"
+
+# Templates and site profiles outside gpurun's installed folder (issue 11,
+# item 8): found in a folder others can write, or owned by another user, they
+# are refused; the installed ones are gpurun's own.
+own() { # own DIR: a job folder with a template and a site profile of its own
+    mkdir -p "$1/sites"
+    printf 'description = "mine"\ncommand = "true"\n' >"$1/mine.conf"
+    printf 'description = "my site"\nscheduler = "slurm"\n' >"$1/sites/mysite.conf"
+    printf 'template = "mine"\nlauncher = "local"\nranks_per_node = 1\ngpus_per_rank = 0\n' >"$1/job.conf"
+    printf 'command = "true"\nsite = "mysite"\nlauncher = "local"\nranks_per_node = 1\ngpus_per_rank = 0\n' \
+        >"$1/sited.conf"
+}
+own "$TMP/trust"
+dry "$TMP/trust/job.conf"
+expect_rc 0 "a template of mine in my job folder: accepted"
+chmod 0777 "$TMP/trust"
+dry "$TMP/trust/job.conf"
+expect_rc 2 "... in a folder everyone can write: exit 2"
+contains "$TMP/err" "template 'mine' found in $TMP/trust/mine.conf: refused: the folder $TMP/trust is writable by everyone without the sticky bit" \
+    "... said so, the template and folder named"
+chmod 1777 "$TMP/trust"
+dry "$TMP/trust/job.conf"
+expect_rc 0 "... with the sticky bit (no one replaces my file): accepted"
+chmod 0755 "$TMP/trust"
+chmod 0664 "$TMP/trust/mine.conf"
+dry "$TMP/trust/job.conf"
+expect_rc 2 "a template its group can write: exit 2"
+chmod 0644 "$TMP/trust/mine.conf"
+chmod 0775 "$TMP/trust/sites"
+dry "$TMP/trust/sited.conf"
+expect_rc 2 "a site profile in a sites/ folder its group can write: exit 2"
+contains "$TMP/err" "site 'mysite' found in $TMP/trust/sites/mysite.conf: refused: the folder $TMP/trust/sites is writable by its group" \
+    "... said so"
+chmod 0755 "$TMP/trust/sites"
+own "$TMP/tpath"
+mv "$TMP/tpath/mine.conf" "$TMP/tpath/other.conf"
+mkdir -p "$TMP/shared-tpl"
+sed 's/mine/other/' "$TMP/tpath/job.conf" >"$TMP/trust/other-job.conf"
+cp "$TMP/tpath/other.conf" "$TMP/shared-tpl/other.conf"
+chmod 0777 "$TMP/shared-tpl"
+run env GPURUN_TOPOLOGY=$topo GPURUN_TEMPLATE_PATH="$TMP/shared-tpl" "$GPURUN" run "$TMP/trust/other-job.conf" --dry-run
+expect_rc 2 "a template in a \$GPURUN_TEMPLATE_PATH folder everyone can write: exit 2"
+contains "$TMP/err" "found in $TMP/shared-tpl/other.conf: refused" "... said so"
+if [ "$(id -u)" -eq 0 ]; then
+    chmod 0755 "$TMP/shared-tpl"
+    chown 4242:4242 "$TMP/shared-tpl/other.conf"
+    run env GPURUN_TOPOLOGY=$topo GPURUN_TEMPLATE_PATH="$TMP/shared-tpl" "$GPURUN" run "$TMP/trust/other-job.conf" --dry-run
+    expect_rc 2 "a template owned by another user: exit 2"
+    contains "$TMP/err" "refused: the file is owned by another user (uid 4242)" "... said so"
+    chown 4242:4242 "$TMP/shared-tpl"
+    chown 0:0 "$TMP/shared-tpl/other.conf"
+    run env GPURUN_TOPOLOGY=$topo GPURUN_TEMPLATE_PATH="$TMP/shared-tpl" "$GPURUN" run "$TMP/trust/other-job.conf" --dry-run
+    expect_rc 2 "a template in a folder another user owns: exit 2"
+    contains "$TMP/err" "is owned by another user (uid 4242)" "... said so"
+    chown 0:0 "$TMP/shared-tpl"
+else
+    skip "not root: no file of another user to make"
+    skip "not root: no file of another user to make"
+    skip "not root: no folder of another user to make"
+    skip "not root: no folder of another user to make"
+fi
+
 done_testing

@@ -89,6 +89,15 @@ wait_job() {
 # run_dir JOB: the job's latest run folder
 run_dir() { ls -d "$R/$1"/*/ 2>/dev/null | tail -1 | sed 's:/$::'; }
 # wait_files GLOB COUNT SECONDS: until COUNT files match GLOB
+# wait_ranks RUN_DIR_GLOB N SECONDS: true once N ranks printed a line
+wait_ranks() {
+    _wr=0
+    while [ "$(ranks_started "$1")" -lt "$2" ] && [ "$_wr" -lt $(($3 * 10)) ]; do
+        sleep 0.1
+        _wr=$((_wr + 1))
+    done
+    [ "$(ranks_started "$1")" -ge "$2" ]
+}
 wait_files() {
     _wf=0
     # shellcheck disable=SC2086 # GLOB is a pattern
@@ -199,7 +208,7 @@ check_hello() {
         b=$(jq -r ".bindings[$i] | [.host, .local_rank, .cpus, .planned_cpus] | map(tostring) | join(\" \")" "$rec")
         pc=$(jq -r ".ranks[$lr].cpus" "$d/plan.$h.json" 2>/dev/null)
         bc=$(echo "$b" | cut -d' ' -f3)
-        line=$(grep '^rank=' "$d/rank.$i.out" 2>/dev/null | head -1)
+        line=$(rank_output "$d" "$i" 2>/dev/null | grep '^rank=' | head -1)
         case " $line " in
             *" rank=$i size=$((nn * r)) host=$h local_rank=$lr cpus=$bc "*" GPURUN_RANK=$i GPURUN_LOCAL_RANK=$lr "*)
                 [ "$b" = "$h $lr $pc $pc" ] || bad="$bad $i(binding $b, $h plan $pc)" ;;
@@ -213,8 +222,8 @@ check_hello() {
         diag "wrong ranks:$bad"
         first=${bad# }
         first=${first%%(*}
-        diag "rank.$first.out:"
-        head -n 15 "$d/rank.$first.out" 2>/dev/null | sed 's/^/#   /'
+        diag "rank $first's output:"
+        rank_output "$d" "$first" 2>/dev/null | head -n 15 | sed 's/^/#   /'
     fi
     missing=
     for h in $(hosts_of "$nn"); do
@@ -236,19 +245,20 @@ check_hello() {
 # check_netcheck RUNDIR NODES LAUNCHER WHAT
 check_netcheck() {
     d=$1 nn=$2 l=$3 what=$4
+    rank_output "$d" 0 >"$TMP/r0.txt" 2>/dev/null
     got=$(jq -r '[.state, .launcher, (.hosts | join(","))] | join(" ")' "$d/record.json" 2>/dev/null)
     [ "$got" = "ok $l $(hosts_of "$nn" | tr ' ' ',')" ]
     ok $? "$what: netcheck state ok on $(hosts_of "$nn")"
-    nl=$(grep -cE '^NETCHECK (latency_us|bandwidth_GBps|allreduce_us): [0-9.eE+-]+$' "$d/rank.0.out" 2>/dev/null)
+    nl=$(grep -cE '^NETCHECK (latency_us|bandwidth_GBps|allreduce_us): [0-9.eE+-]+$' "$TMP/r0.txt" 2>/dev/null)
     foms=$(jq -r '[.foms.latency_us.value, .foms.bandwidth_GBps.value, .foms.allreduce_us.value] |
         map(select(type == "number" and . > 0)) | length' "$d/record.json" 2>/dev/null)
     [ "$nl" = 3 ] && [ "$foms" = 3 ]
     ok $? "$what: the three NETCHECK summary lines, in the record as figures of merit"
-    grep -q '^pair ' "$d/rank.0.out" 2>/dev/null &&
-        ! awk '/^pair / && ($3 == $4 || $3 !~ /^h[0-9]$/ || $4 !~ /^h[0-9]$/) { bad = 1 } END { exit !bad }' "$d/rank.0.out"
+    grep -q '^pair ' "$TMP/r0.txt" 2>/dev/null &&
+        ! awk '/^pair / && ($3 == $4 || $3 !~ /^h[0-9]$/ || $4 !~ /^h[0-9]$/) { bad = 1 } END { exit !bad }' "$TMP/r0.txt"
     ok $? "$what: every measured pair spans two hosts"
-    grep '^pair ' "$d/rank.0.out" 2>/dev/null | sed 's/^/#   /'
-    grep '^NETCHECK' "$d/rank.0.out" 2>/dev/null | sed 's/^/#   /'
+    grep '^pair ' "$TMP/r0.txt" 2>/dev/null | sed 's/^/#   /'
+    grep '^NETCHECK' "$TMP/r0.txt" 2>/dev/null | sed 's/^/#   /'
 }
 
 # 1. Under srun, inside an allocation: a batch script calling gpurun run.
@@ -342,7 +352,7 @@ check_het() {
         lr=$((i % 2))
         wg=$(jq -r ".[$lr][0]" "$TMP/want.$h")
         wn=$(jq -r ".[$lr][1]" "$TMP/want.$h")
-        line=$(grep '^rank=' "$d/rank.$i.out" 2>/dev/null | head -1)
+        line=$(rank_output "$d" "$i" 2>/dev/null | grep '^rank=' | head -1)
         case " $line " in
             *" host=$h "*" CUDA_VISIBLE_DEVICES=$wg "*" UCX_NET_DEVICES=$wn "*) ;;
             *) bad="$bad $i($line)" ;;
@@ -353,8 +363,8 @@ check_het() {
     [ -z "$bad" ] || diag "wrong ranks:$bad"
     # The fixtures' own figures: on h2 (GPUs numbered against their NUMA
     # order) local rank 0 gets GPU 3, on h1 GPU 0.
-    grep -q ' host=h1 local_rank=0 .*CUDA_VISIBLE_DEVICES=0 ' "$d/rank.0.out" 2>/dev/null &&
-        grep -q ' host=h2 local_rank=0 .*CUDA_VISIBLE_DEVICES=3 ' "$d/rank.2.out" 2>/dev/null
+    rank_output "$d" 0 | grep -q ' host=h1 local_rank=0 .*CUDA_VISIBLE_DEVICES=0 ' 2>/dev/null &&
+        rank_output "$d" 2 | grep -q ' host=h2 local_rank=0 .*CUDA_VISIBLE_DEVICES=3 ' 2>/dev/null
     ok $? "$what: local rank 0 has CUDA_VISIBLE_DEVICES=0 on h1 and 3 on h2"
 }
 job het-srun 2 2 auto "$HELLO" 1
@@ -442,7 +452,7 @@ restart_slurmd() {
 # and cancels the job; gpurun must say that h2 was lost.
 job slurmd-batch 2 2 auto "$HELLO --sleep 600"
 id=$(batch slurmd-batch 2 "\"$G\" run \"$W/slurmd-batch.conf\" --quiet; echo gpurun-exit=\$?")
-wait_files "$R/slurmd-batch/*/rank.*.binding.json" 4 60
+wait_ranks "$R/slurmd-batch/*" 4 60
 ok $? "slurmd killed, batch: all 4 ranks started"
 t0=$(now_ms)
 kill_slurmd h2
@@ -465,7 +475,7 @@ job slurmd-alloc 2 2 srun "$HELLO --sleep 600"
 SLURM_JOB_ID=$salloc_id "$cluster" exec h1 "$G" run "$W/slurmd-alloc.conf" --quiet >"$TMP/alloc.out" 2>"$TMP/alloc.err" &
 gpid=$!
 bg_pids="$bg_pids $gpid"
-wait_files "$R/slurmd-alloc/*/rank.*.binding.json" 4 60
+wait_ranks "$R/slurmd-alloc/*" 4 60
 ok $? "slurmd killed, allocation: all 4 ranks started (allocation $salloc_id)"
 t0=$(now_ms)
 kill_slurmd h2
@@ -513,7 +523,7 @@ OMPI_MCA_orte_default_hostfile=$W/hosts.3 "$cluster" exec h1 sh -c 'echo $$ >"$1
     "$G" run "$W/term-mpi.conf" --quiet >"$TMP/out" 2>"$TMP/err" &
 tpid=$!
 bg_pids="$bg_pids $tpid"
-wait_files "$R/term-mpi/*/rank.*.binding.json" 6 60
+wait_ranks "$R/term-mpi/*" 6 60
 sleep 0.5
 kill -TERM "$(cat "$W/term.pid")"
 rc=0
@@ -525,7 +535,7 @@ job term-srun 3 2 auto "$HELLO --sleep 600"
 rm -f "$W/term.pid"
 id=$(batch term-srun 3 "sh -c 'echo \$\$ >\"$W/term.pid\"; exec \"$G\" run \"$W/term-srun.conf\" --quiet'
 echo gpurun-exit=\$?")
-wait_files "$R/term-srun/*/rank.*.binding.json" 6 60
+wait_ranks "$R/term-srun/*" 6 60
 sleep 0.5
 kill -TERM "$(cat "$W/term.pid")"
 wait_job "$id" 60

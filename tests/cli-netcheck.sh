@@ -28,14 +28,12 @@ unset GPURUN_TOPOLOGY NETCHECK_CUDA_AWARE NETCHECK_FAKE_GPU
 GPURUN_TEMPLATE_PATH=$top_srcdir/templates
 export GPURUN_TEMPLATE_PATH
 
-# mpi NP CMD...: mpirun, any machine; a hang is exit 124 after 60 s, and
-# $secs is how long it took.
+# mpi NP CMD...: mpirun, any machine; a hang is exit 124 after 60 s (no
+# assertion on time: only that the guard did not have to stop it).
 mpi() {
     np=$1
     shift
-    t0=$(date +%s)
     run timeout 60 mpirun --oversubscribe -np "$np" "$@"
-    secs=$(($(date +%s) - t0))
 }
 
 # figures FILE: every measurement line parses, the three NETCHECK figures
@@ -99,8 +97,8 @@ else
     expect_rc 3 "netcheck-cuda --buffers gpu without a visible GPU: exit 3"
     contains "$TMP/err" "netcheck: rank 0: no CUDA device visible: cudaGetDeviceCount: " "... rank 0 says why"
     contains "$TMP/err" "netcheck: rank 1: no CUDA device visible: cudaGetDeviceCount: " "... and rank 1"
-    ! grep -q '^NETCHECK' "$TMP/out" && [ "$secs" -le 30 ]
-    ok $? "... without a measurement, in ${secs} s"
+    ! grep -q '^NETCHECK' "$TMP/out" && [ "$rc" -ne 124 ]
+    ok $? "... without a measurement, not stopped by the 60 s guard"
     grep 'no CUDA device' "$TMP/err" | head -1 | sed 's/^/# /'
 
     if [ "$(gpu_count)" -ge 1 ]; then
@@ -156,15 +154,15 @@ else
     expect_rc 3 "fake GPU missing on rank 1 only: exit 3"
     contains "$TMP/err" "netcheck: rank 1: no CUDA device visible: " "... rank 1 says why"
     contains "$TMP/err" "netcheck: rank 0: another rank could not set up its buffers" "... rank 0 says it waits on no one"
-    [ "$secs" -le 30 ]
-    ok $? "... in ${secs} s, no hang"
+    [ "$rc" -ne 124 ]
+    ok $? "... no hang (not stopped by the 60 s guard)"
 
     # A copy fails in the middle of the ping-pong, while rank 0 waits.
     mpi 2 env NETCHECK_FAKE_GPU=fail NETCHECK_CUDA_AWARE=0 "$F" --buffers gpu --min 8 --max 64 --iters 50
     expect_rc 3 "fake GPU copy failing on rank 1 mid-measurement: exit 3 (MPI_Abort)"
     contains "$TMP/err" "netcheck: rank 1: cudaMemcpy: fake failure" "... naming the call"
-    [ "$secs" -le 30 ]
-    ok $? "... in ${secs} s, no hang"
+    [ "$rc" -ne 124 ]
+    ok $? "... no hang (not stopped by the 60 s guard)"
 fi
 
 # ---- through gpurun: params.buffers --------------------------------------------
@@ -190,7 +188,7 @@ run "$GPURUN" run "$TMP/gpu.conf" --quiet --results "$TMP/results"
 expect_rc 2 "gpurun run of buffers = \"gpu\" with the host-only netcheck: the rank's exit 2"
 rundir=$(ls -d "$TMP"/results/nc-gpu/*/ 2>/dev/null | tail -1)
 [ "$(jq -r .state "$rundir/record.json" 2>/dev/null)" = failed ] &&
-    grep -q 'built without CUDA: --buffers gpu needs netcheck-cuda' "$rundir/rank.0.out"
+    rank_output "$rundir" 0 | grep -q 'built without CUDA: --buffers gpu needs netcheck-cuda'
 ok $? "... the record says failed, rank 0's output says why"
 
 if [ -x "${NETCHECK_FAKEGPU:-}" ]; then
@@ -206,7 +204,7 @@ EOF
     expect_rc 0 "gpurun run, buffers = \"gpu\" on the fake GPU"
     rundir=$(ls -d "$TMP"/results/nc-fake/*/ 2>/dev/null | tail -1)
     [ "$(jq -r .state "$rundir/record.json" 2>/dev/null)" = ok ] &&
-        grep -q '^NETCHECK buffers: gpu (staged through host: NETCHECK_CUDA_AWARE=0)$' "$rundir/rank.0.out"
+        rank_output "$rundir" 0 | grep -q '^NETCHECK buffers: gpu (staged through host: NETCHECK_CUDA_AWARE=0)$'
     ok $? "... the record says ok; rank 0's output says the buffers were staged GPU memory"
     if jq -e 'has("foms")' "$rundir/record.json" >/dev/null 2>&1; then
         v=$(jq -r '.foms.bandwidth_GBps.value // empty' "$rundir/record.json")

@@ -110,6 +110,91 @@ contains "$TMP/err" "gpurun: results: unknown or incomplete option '--re'" "resu
 run "$GPURUN" results --help
 expect_rc 0 "results --help"
 
+# ---- a results.db that is not gpurun's ----------------------------------
+# Left byte for byte as it was by results, --rebuild and report (exit 2).
+
+F=$TMP/foreign
+mkdir -p "$F/water"
+cp -R "$R/water/20250101T000100Z-1" "$F/water/"
+foreign_untouched() { # foreign_untouched WHAT: results.db of $F against $F/before
+    for args in "results" "results --rebuild" "report"; do
+        # shellcheck disable=SC2086 # the command and its option are words
+        run "$GPURUN" $args --results "$F"
+        expect_rc 2 "$1: gpurun $args: exit 2"
+        cmp -s "$F/results.db" "$F/before"
+        ok $? "$1: gpurun $args: results.db left byte for byte as it was"
+    done
+    contains "$TMP/err" "leaves it as it is" "$1: said"
+}
+printf 'my notes, not a database\n' >"$F/results.db"
+cp "$F/results.db" "$F/before"
+foreign_untouched "a text file named results.db"
+rm -f "$F/results.db"
+if command -v sqlite3 >/dev/null 2>&1; then
+    sqlite3 "$F/results.db" "CREATE TABLE runs(x); INSERT INTO runs VALUES ('mine'); CREATE TABLE notes(n);"
+    cp "$F/results.db" "$F/before"
+    foreign_untouched "an SQLite database with tables of its own"
+    cat >"$TMP/true.conf" <<'JOB'
+command = "/bin/true"
+launcher = "local"
+ranks_per_node = 1
+threads_per_rank = 1
+JOB
+    run "$GPURUN" run "$TMP/true.conf" --quiet --results "$F"
+    expect_rc 0 "a run beside a results.db not gpurun's: the run itself is ok"
+    contains "$TMP/err" "results database was not updated: $F/results.db: an SQLite database with tables of its own" \
+        "... the index not updated, said"
+    cmp -s "$F/results.db" "$F/before" && [ -n "$(find "$F/true" -name record.json)" ]
+    ok $? "... the record written, results.db left byte for byte as it was"
+    rm -rf "$F/true"
+    [ "$(sqlite3 "$F/results.db" 'SELECT x FROM runs')" = mine ]
+    ok $? "its table runs still there"
+    rm -f "$F/results.db"
+else
+    skip "sqlite3 not found (Debian: sqlite3): an SQLite database of someone else's not made"
+fi
+"$GPURUN" results --results "$F" >/dev/null 2>&1
+mv "$F/results.db" "$F/real.db"
+ln -s real.db "$F/results.db"
+cp "$F/real.db" "$F/before"
+run "$GPURUN" results --results "$F"
+expect_rc 2 "a symlink in place of results.db: exit 2"
+contains "$TMP/err" "results.db: is a symlink; gpurun does not follow it" "a symlink in place of results.db: said"
+[ -L "$F/results.db" ] && cmp -s "$F/real.db" "$F/before"
+ok $? "the symlink and its target left alone"
+rm -f "$F/results.db"
+chmod 0777 "$F"
+run "$GPURUN" results --results "$F"
+expect_rc 2 "a results folder everyone can write, without the sticky bit: exit 2"
+contains "$TMP/err" "without the sticky bit" "... said"
+chmod 0755 "$F"
+
+# Someone else's results folder, read-only to them: indexed in memory from
+# the owner's records; a record of a third user in it is skipped.
+if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null 2>&1; then
+    skip "not root, or no setpriv: another user's view of these results not checked"
+else
+    O=$TMP/others
+    mkdir -p "$O/water"
+    cp -R "$R/water/20250101T000100Z-1" "$R/water/20250101T000200Z-1" "$O/water/"
+    chown 4343:4343 "$O/water/20250101T000200Z-1/record.json"
+    chmod 755 "$TMP" "$O"
+    setpriv --reuid=4242 --regid=4242 --clear-groups "$GPURUN" results --results "$O" --json >"$TMP/out" 2>"$TMP/err"
+    ok "$(jq -e 'length == 1 and .[0].run_id == "20250101T000100Z-1"' "$TMP/out" >/dev/null && echo 0 || echo 1)" \
+        "another user reads these results: the owner's records, in memory"
+    contains "$TMP/err" "20250101T000200Z-1/record.json: skipped: owned by another user (uid 4343)" \
+        "... a record of a third user skipped, named"
+    [ ! -e "$O/results.db" ]
+    ok $? "... and nothing written"
+    chmod 700 "$TMP"
+    # Root, who could write anywhere, reading a folder of uid 4242's.
+    chown 4242:4242 "$O"
+    run "$GPURUN" results --results "$O" --json
+    ok "$(jq -e 'length == 1' "$TMP/out" >/dev/null && echo 0 || echo 1)" "root reads a folder of another user's: in memory"
+    [ ! -e "$O/results.db" ]
+    ok $? "... writing nothing into it"
+fi
+
 # ---- gpurun report ----------------------------------------------------
 
 run "$GPURUN" report --results "$R" --job water
@@ -137,6 +222,20 @@ fi
 ls "$TMP" | grep -q '\.tmp\.'
 ok $((1 - $?)) "report: no temporary file left"
 
+# The page where a symlink is (planted by someone, or left by the user):
+# refused, and the symlink and what it points to left alone.
+echo precious >"$TMP/victim"
+ln -s "$TMP/victim" "$TMP/link.html"
+run "$GPURUN" report --results "$R" --html "$TMP/link.html"
+expect_rc 2 "report --html onto a symlink: exit 2"
+contains "$TMP/err" "link.html: is a symlink; refusing to replace it" "report --html onto a symlink: said"
+[ -L "$TMP/link.html" ] && [ "$(cat "$TMP/victim")" = precious ]
+ok $? "report --html onto a symlink: the symlink and its target left alone"
+rm -f "$TMP/umask.svg"
+(umask 077 && "$GPURUN" report --results "$R" --svg "$TMP/umask.svg" >/dev/null 2>&1)
+[ "$(stat -c %a "$TMP/umask.svg" 2>/dev/null)" = 644 ]
+ok $? "report --svg under umask 077: mode 644 all the same"
+
 run "$GPURUN" report --results "$R" --svg "$TMP/no/such/plot.svg"
 expect_rc 2 "report: an SVG file that cannot be written: exit 2"
 
@@ -151,6 +250,43 @@ run "$GPURUN" report --re "$R" --jo water
 expect_rc 0 "report: --re and --jo are --results and --job (report has no --rebuild)"
 contains "$TMP/out" "ns_per_day (ns/day, higher is better)" "... the report of water"
 
+# ---- figures at the edges of a double ---------------------------------
+# Each value on one configuration, and on 1 and 64 GPUs (log axes): the
+# report, the page and the plot finish (under timeout 20), the plot is XML
+# and has no inf or nan coordinate.  NaN and Infinity are no JSON numbers:
+# as strings they are no value; bare, the record is no JSON and is skipped.
+
+edge() { # edge FOLDER VALUE-JSON GPUS...
+    folder=$1 value=$2
+    shift 2
+    i=0
+    for g in "$@"; do
+        i=$((i + 1))
+        mkdir -p "$folder/edge/20250101T00000${i}Z-1"
+        printf '{"run_id": "20250101T00000%sZ-1", "job": "edge", "state": "ok", "nodes": 1, "ranks": %s, "gpus_per_rank": 1, "threads_per_rank": 1, "foms": {"x": {"value": %s, "units": "ns/day", "better": "higher"}}}\n' \
+            "$i" "$g" "$value" >"$folder/edge/20250101T00000${i}Z-1/record.json"
+    done
+}
+n=0
+for v in 1.5e308 1.7976931348623157e308 -1.7976931348623157e308 8e307 1e300 5e-324 1e-310 2.2250738585072014e-308 \
+    0 -5 1 '"NaN"' '"Infinity"' NaN; do
+    for gpus in 1 "1 64" "3 5"; do
+        n=$((n + 1))
+        E=$TMP/edge$n
+        # shellcheck disable=SC2086 # the GPU counts are words
+        edge "$E" "$v" $gpus
+        run timeout 20 "$GPURUN" report --results "$E" --html "$E/r.html" --svg "$E/r.svg"
+        good=$rc
+        run timeout 20 "$GPURUN" report --results "$E"
+        [ "$rc" -eq 0 ] || good=$rc
+        if [ "$good" -eq 0 ] && command -v xmllint >/dev/null 2>&1; then
+            xmllint --noout "$E/r.svg" 2>/dev/null || good=1
+        fi
+        grep -Eqi '="[^"]*(inf|nan)' "$E/r.svg" 2>/dev/null && good=1
+        ok "$good" "report of a figure $v on GPUs $gpus: finishes, plot well-formed and finite"
+    done
+done
+
 # ---- what results and report share ------------------------------------
 
 for cmd in results report; do
@@ -162,6 +298,67 @@ for cmd in results report; do
     expect_rc 2 "$cmd: an argument: exit 2"
     contains "$TMP/err" "gpurun: $cmd: unexpected argument '$R' (the folder is --results DIR)" "$cmd: an argument: said"
 done
+
+# ---- a results folder of 10,000 records (issue 12 §6) --------------------
+# Correctness at size; bench/results.sh measures the times and the memory.
+
+BIG=$TMP/big
+sh "$top_srcdir/tests/make-records.sh" "$BIG" 10000 100
+find "$BIG" -name record.json | sed "s|^$BIG/||" | sort >"$TMP/big.want"
+run "$GPURUN" results --results "$BIG" --rebuild
+expect_rc 0 "10,000 records: --rebuild"
+contains "$TMP/err" "rebuilt: 10000 records indexed, 0 skipped" "10,000 records: every one indexed"
+ok "$([ "$(grep -c '^2025' "$TMP/out")" -eq 10000 ] && echo 0 || echo 1)" "10,000 records: the table, a line each"
+run "$GPURUN" results --results "$BIG" --json
+cp "$TMP/out" "$TMP/big.json"
+jq -r '.[].record' "$TMP/big.json" | sort >"$TMP/big.got"
+cmp -s "$TMP/big.want" "$TMP/big.got"
+ok $? "10,000 records: --json lists every record, once"
+ok "$(jq -e 'length == 10000 and all(.[]; .plan == null and .bindings == null)' "$TMP/big.json" >/dev/null && echo 0 || echo 1)" \
+    "10,000 records: --json, summaries"
+run "$GPURUN" results --results "$BIG" --csv
+ok "$([ "$(grep -c '/record.json' "$TMP/out")" -eq 10000 ] && echo 0 || echo 1)" \
+    "10,000 records: --csv, a row each"
+run "$GPURUN" results --results "$BIG" --job job042 --json
+ok "$(jq -e 'length == 100 and all(.[]; .job == "job042")' "$TMP/out" >/dev/null && echo 0 || echo 1)" \
+    "10,000 records: --job, that job's 100"
+run "$GPURUN" report --results "$BIG"
+expect_rc 0 "10,000 records: report"
+nfailed=$(jq '[.[] | select(.state != "ok")] | length' "$TMP/big.json")
+contains "$TMP/out" "10000 runs of 100 jobs, $nfailed not ok" "10,000 records: report counts every run"
+run "$GPURUN" report --results "$BIG" --html "$TMP/big.html" --svg "$TMP/big.svg"
+expect_rc 0 "10,000 records: report --html --svg"
+ok "$([ "$(grep -c '<h2>Job job' "$TMP/big.html")" -eq 100 ] && echo 0 || echo 1)" "10,000 records: a section per job"
+if command -v xmllint >/dev/null 2>&1; then
+    xmllint --noout "$TMP/big.svg" 2>/dev/null
+    ok $? "10,000 records: the plot is well-formed XML"
+else
+    skip "xmllint not found (Debian: libxml2-utils)"
+fi
+rm -rf "$BIG"
+
+# Many configurations in one job: one series of 3,000 and 39 of one each.
+# The plot draws a bounded number of series and of points in each.
+W=$TMP/wide
+awk -v dir="$W/wide" 'BEGIN {
+    for (i = 1; i <= 3039; i++) {
+        d = dir "/r" i
+        if (i % 300 == 1 || i == 3039) { system("mkdir -p " dirs " " d); dirs = "" } else dirs = dirs " " d
+    }
+    for (i = 1; i <= 3039; i++) {
+        f = dir "/r" i "/record.json"
+        printf "{\"run_id\": \"r%d\", \"job\": \"wide\", \"state\": \"ok\", \"nodes\": 1, \"ranks\": %d, \"gpus_per_rank\": 1, \"threads_per_rank\": 1, \"params\": {\"p\": \"%s\"}, \"foms\": {\"x\": {\"value\": %d, \"units\": \"ns/day\"}}}\n", \
+            i, i <= 3000 ? i : 1, i <= 3000 ? "big" : "s" i, i > f
+        close(f)
+    }
+}'
+run "$GPURUN" report --results "$W" --svg "$TMP/wide.svg"
+expect_rc 0 "3,000 configurations of one series and 39 of others: report --svg"
+circles=$(grep -c '<circle' "$TMP/wide.svg")
+ok "$([ "$circles" -le $((200 + 1 + 11 + 12)) ] && echo 0 || echo 1)" \
+    "the plot draws at most 12 series, at most 200 points of each ($circles circles)"
+contains "$TMP/wide.svg" "28 more series of params not drawn" "the plot says what it left out"
+rm -rf "$W"
 
 # ---- the page in a browser --------------------------------------------
 

@@ -35,7 +35,7 @@ check_ranks() {
     dir=$1
     i=0
     while [ "$i" -lt "$2" ]; do
-        line=$(grep '^rank=' "$dir/rank.$i.out" | head -1)
+        line=$(rank_output "$dir" "$i" | grep '^rank=' | head -1)
         field() { printf '%s\n' "$line" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
         want_cpus=$(jq -r ".ranks[$i].cpus" "$dir/plan.json")
         want_threads=$(jq -r ".ranks[$i].env.OMP_NUM_THREADS" "$dir/plan.json")
@@ -43,7 +43,7 @@ check_ranks() {
             [ "$(field GPURUN_RANK)" = "$i" ] && [ "$(field rank)" = "$3" -o "$3" = any ] &&
             [ "$(field size)" = "$4" ] && [ "$(field OMP_PROC_BIND)" = close ]
         ok $? "rank $i runs on cpus $(field cpus) (plan: $want_cpus), ${want_threads} thread(s), GPURUN_RANK=$i, size $(field size)"
-        [ "$(jq -r .match "$dir/rank.$i.binding.json")" = true ]
+        [ "$(jq -r ".bindings[$i].match" "$dir/record.json")" = true ]
         ok $? "rank $i recorded the binding it got, matching the plan"
         i=$((i + 1))
     done
@@ -58,9 +58,9 @@ d=$(last_run two)
 [ "$(jq -r .state "$d/record.json")" = ok ] && [ "$(jq -r .launcher "$d/record.json")" = mpirun ]
 ok $? "the record says ok, launched by mpirun"
 for i in 0 1; do
-    sed -n "s/^rank=\([0-9]*\) .*/\1/p" "$d/rank.$i.out" >"$TMP/mpirank"
+    rank_output "$d" "$i" | sed -n "s/^rank=\([0-9]*\) .*/\1/p" >"$TMP/mpirank"
     [ "$(cat "$TMP/mpirank")" = "$i" ]
-    ok $? "MPI_Comm_rank of the rank in rank.$i.out is $i"
+    ok $? "MPI_Comm_rank of the rank in rank $i's output is $i"
 done
 check_ranks "$d" 2 any 2
 
@@ -88,15 +88,17 @@ expect_rc 0 "--set overrides job keys"
 d=$(last_run two)
 [ "$(jq '.ranks | length' "$d/plan.json")" = 1 ]
 ok $? "--set ranks_per_node=1 gives one rank"
-contains "$d/rank.0.out" "size=1" "... and MPI sees one rank"
+rank_output "$d" 0 >"$TMP/r0"
+contains "$TMP/r0" "size=1" "... and MPI sees one rank"
 
 # The plan of another node (GPUs and NICs) still reaches the ranks as
 # variables; binding to cpus this machine lacks is reported, not hidden.
 job fake local 2 "gpus_per_rank = 1"
 run env GPURUN_TOPOLOGY="$FIXTURES/2s-4gpu-2nic.xml" "$GPURUN" run "$TMP/fake.conf" --quiet
 d=$(last_run fake)
-contains "$d/rank.1.out" "CUDA_VISIBLE_DEVICES=2" "rank 1 gets CUDA_VISIBLE_DEVICES of its planned GPU (2 ranks spread: GPU 2)"
-contains "$d/rank.1.out" "UCX_NET_DEVICES=mlx5_1:1" "rank 1 gets UCX_NET_DEVICES of the NIC on its GPU's switch"
+rank_output "$d" 1 >"$TMP/r1"
+contains "$TMP/r1" "CUDA_VISIBLE_DEVICES=2" "rank 1 gets CUDA_VISIBLE_DEVICES of its planned GPU (2 ranks spread: GPU 2)"
+contains "$TMP/r1" "UCX_NET_DEVICES=mlx5_1:1" "rank 1 gets UCX_NET_DEVICES of the NIC on its GPU's switch"
 if [ "$(hwloc-calc --number-of pu all)" -lt 16 ]; then
     contains "$TMP/err" "gpurun: warning: rank 1: planned cpus 8, got" "a binding the kernel refused is a warning"
     [ "$(jq -r '.bindings[1].match' "$d/record.json")" = false ]
@@ -134,7 +136,7 @@ run env GPURUN_TEMPLATE_PATH="$TMP/tpl" "$GPURUN" run "$TMP/t.conf" --quiet
 expect_rc 3 "a failing setup step is exit 3, before any rank starts"
 contains "$TMP/err" "setup step 1 (/bin/sh -c 'false >> setup-marker.txt') failed with exit status 1" "... naming the step"
 d=$(last_run t)
-[ ! -e "$d/rank.0.out" ]
+[ -z "$(rank_output "$d" 0)" ] && [ ! -e "$d/rank.0.out" ] && [ -z "$(ls "$d" | grep -v -e '^launcher.out$' -e '^setup.log$' | grep '\.out$')" ]
 ok $? "... and no rank was started"
 run "$GPURUN" run "$TMP/t.conf"
 expect_rc 2 "a template that is nowhere on the search path is exit 2"

@@ -9,7 +9,7 @@ if [ ! -x "${HELLO:-}" ]; then
     echo "1..0 # SKIP examples/hello/hello not built (configure found no MPI)"
     exit 0
 fi
-export GPURUN_SLURM_DIR=/tmp/gpurun-slurm-test-$$
+export GPURUN_SLURM_DIR="$TMP/slurm"
 export GPURUN_SLURMCTLD_PORT=${GPURUN_SLURMCTLD_PORT:-16917} GPURUN_SLURMD_PORT=${GPURUN_SLURMD_PORT:-16918}
 cluster=$top_srcdir/tests/cluster/slurm-single.sh
 trap '"$cluster" down >/dev/null 2>&1; rm -rf "$TMP"' EXIT INT TERM
@@ -57,10 +57,10 @@ d=$(ls -d "$TMP"/results/slurmhello/*/ 2>/dev/null | tail -1 | sed 's:/$::')
 ok $? "the job completed and its record says ok"
 [ "$(jq -r .launcher "$d/record.json" 2>/dev/null)" = srun ]
 ok $? "inside the allocation gpurun chose srun"
-[ -f "$d/launcher.out" ] && [ -f "$d/plan.json" ] && [ -f "$d/rank.1.binding.json" ]
+[ -f "$d/launcher.out" ] && [ -f "$d/plan.json" ] && [ "$(jq -r '.ranks[1].binding.rank' "$d"/*.ranks.json 2>/dev/null)" = 1 ]
 ok $? "the run folder holds the plan, srun's own output and each rank's binding"
 for i in 0 1; do
-    line=$(grep '^rank=' "$d/rank.$i.out" 2>/dev/null | head -1)
+    line=$(rank_output "$d" "$i" 2>/dev/null | grep '^rank=' | head -1)
     want=$(jq -r ".ranks[$i].cpus" "$d/plan.json" 2>/dev/null)
     case " $line " in
         *" rank=$i size=2 "*" cpus=$want "*"GPURUN_RANK=$i "*) ok 0 "rank $i: MPI rank $i of 2 under srun --mpi=pmix, bound to cpus $want" ;;

@@ -170,8 +170,15 @@ mkdir "$TMP/bin"
 cat >"$TMP/bin/sbatch" <<'FAKE'
 #!/bin/sh
 printf '%s\n' "$@" >"$FAKE_SBATCH_ARGS"
+# Another user's move, between gpurun's write and sbatch's read: every
+# script in the folder is replaced by name.
+for f in results/water/submit-*.sbatch; do
+    rm -f "$f" && printf '#!/bin/bash\necho swapped\n' >"$f"
+done
+# sbatch reads the file named last, else its standard input.
+s=-
 for a; do s=$a; done
-cp "$s" "$FAKE_SBATCH_ARGS.script"
+if [ "$s" = --parsable ] || [ "$s" = - ]; then cat; else cat "$s"; fi >"$FAKE_SBATCH_ARGS.script"
 echo 777
 FAKE
 chmod +x "$TMP/bin/sbatch"
@@ -182,15 +189,51 @@ expect_rc 0 "submit with a (fake) sbatch on PATH"
 contains "$TMP/out" "Submitted batch job 777" "... prints the job id"
 head -1 "$TMP/sbatch.args" | grep -qx -- '--parsable'
 ok $? "... sbatch got --parsable"
-grep -q "/results/water/submit-.*\.sbatch\$" "$TMP/sbatch.args"
-ok $? "... and the script in RESULTS/water/"
+[ "$(cat "$TMP/sbatch.args")" = --parsable ]
+ok $? "... and no path: the script comes on its standard input"
 grep -qx "module load 'cuda/12.4'" "$TMP/sbatch.args.script" && grep -qx '#SBATCH --account=proj-example' \
     "$TMP/sbatch.args.script"
 ok $? "... a script with the site's lines and modules"
+! grep -q swapped "$TMP/sbatch.args.script"
+ok $? "... what gpurun wrote, not a file swapped in by name before sbatch read it"
 rm -f "$TMP/sbatch.args"
 PATH=$TMP/bin:$PATH run "$GPURUN" submit bad-template.conf
 expect_rc 2 "a wrong template with a (fake) sbatch: exit 2"
 [ ! -e "$TMP/sbatch.args" ]
 ok $? "... sbatch never called"
+
+# The batch script is mode 0600 whatever the umask (issue 11, item 13).
+(umask 0 && "$GPURUN" submit water.conf --dry-run >/dev/null 2>"$TMP/err")
+s=$(sed -n 's/^gpurun: batch script written to \(.*\); not submitted.*/\1/p' "$TMP/err")
+[ -n "$s" ] && [ "$(stat -c %a "$s")" = 600 ]
+ok $? "the batch script is mode 0600, even with umask 0"
+
+# A results folder others can write into is refused (issue 11, HIGH 1).
+rm -f "$TMP/sbatch.args"
+chmod 0777 results/water
+PATH=$TMP/bin:$PATH run "$GPURUN" submit water.conf
+expect_rc 2 "a results folder everyone can write: exit 2"
+contains "$TMP/err" "results/water is writable by everyone without the sticky bit" "... said so, the folder named"
+[ ! -e "$TMP/sbatch.args" ]
+ok $? "... sbatch never called"
+chmod 0755 results/water
+
+# Site sbatch items: one option each (issue 11, item 13).
+mkdir -p "$TMP/w2/sites"
+printf '%s\n' 'description = "two options in one item"' 'scheduler = "slurm"' \
+    'sbatch = { "--qos=normal",' '           "--qos=normal --partition=debug" }' >"$TMP/w2/sites/two.conf"
+printf 'job = "two"\ncommand = "true"\nsite = "two"\nranks_per_node = 1\ngpus_per_rank = 0\n' >"$TMP/w2/job.conf"
+run "$GPURUN" submit "$TMP/w2/job.conf" --dry-run
+expect_rc 2 "a site sbatch item with two options: exit 2"
+contains "$TMP/err" "$TMP/w2/sites/two.conf:3: key 'sbatch', item 2: '--qos=normal --partition=debug'" \
+    "... the site file, line, key and item named"
+
+# Every documented name in a job's own command passes submit's check as it
+# passes run's (fuzz finding a), whatever the job folder's name.
+mkdir -p "$TMP/n b'c"
+printf '%s\n' 'command = "/bin/echo ${job_dir} ${run_dir} ${ranks} ${job} ${nodes}"' 'ranks_per_node = 2' \
+    'gpus_per_rank = 0' >"$TMP/n b'c/names.conf"
+run "$GPURUN" submit "$TMP/n b'c/names.conf" --dry-run
+expect_rc 0 "submit: \${job_dir}, \${run_dir}, \${ranks} in a job's command pass the check"
 
 done_testing

@@ -65,3 +65,22 @@ done_testing() {
     echo "1..$tap_n"
     [ "$tap_failed" -eq 0 ]
 }
+
+# rank_output RUN_DIR RANK: that rank's output, wherever its run folder keeps
+# it: rank.N.out (output = "per-rank"), else its lines in its host's
+# HOST.out without their "N: " label.
+rank_output() {
+    if [ -f "$1/rank.$2.out" ]; then
+        cat "$1/rank.$2.out"
+        return
+    fi
+    for _ro in "$1"/*.out; do
+        case "${_ro##*/}" in launcher.out | rank.*.out) continue ;; esac
+        [ -f "$_ro" ] && sed -n "s/^$2: //p" "$_ro"
+    done
+}
+# ranks_started RUN_DIR_GLOB: how many ranks printed a first line yet
+ranks_started() {
+    # shellcheck disable=SC2086 # a pattern
+    cat $1/*.out 2>/dev/null | grep -c '^[0-9][0-9]*: '
+}

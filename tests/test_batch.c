@@ -720,6 +720,15 @@ static void test_site_lines(void)
         {"\"--comment=my hetjob\"", "/bad.conf:3: key 'sbatch', item 1: '--comment=my hetjob': cannot go on an #SBATCH line: 'hetjob'",
          "'hetjob'"},
         {"\"--=x\"", "key 'sbatch', item 1: '--=x': cannot go on an #SBATCH line: not an sbatch option", "no option name"},
+        {"\"--qos=normal\", \"--qos=normal --partition=debug\"",
+         "/bad.conf:3: key 'sbatch', item 2: '--qos=normal --partition=debug': cannot go on an #SBATCH line: "
+         "'--partition=debug' after the option: one option per item",
+         "two options in one item (a hidden --partition)"},
+        {"\"--mail-type END --partition=debug\"", "item 1: '--mail-type END --partition=debug': cannot go on an "
+         "#SBATCH line: 'END --partition=debug' after the option", "an option, a value and another option"},
+        {"\"--qos=a b\"", "item 1: '--qos=a b': cannot go on an #SBATCH line: 'b' after the option", "a word after --name=value"},
+        {"\"--comment='x --partition=y'\"", "item 1: '--comment='x --partition=y'': cannot go on an #SBATCH line: a quote",
+         "a quote"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char *text = gpurun_xasprintf("description = \"d\"\nscheduler = \"slurm\"\nsbatch = { %s }\n", bad[i].sbatch);
@@ -1018,7 +1027,7 @@ static void test_check(void)
     free(want);
     rc = check_of("chk", "template = \"mytpl\"\nparams { input = \"in; rm -rf x\" gpu_flag = \"1\" }\n", NULL, 0,
                   &site, &err);
-    ok(rc < 0 && err.code == 2 && strstr(err.text, "key 'setup', item 1: 'prep in; rm -rf x'"),
+    ok(rc < 0 && err.code == 2 && strstr(err.text, "key 'setup', item 1: the words of '${input}', 'in; rm -rf x': unquoted ';'"),
        "a value that makes the words a shell's: exit 2, as run would");
     if (rc == 0 || !strstr(err.text, "key 'setup', item 1"))
         diag("got: %s", rc ? err.text : "accepted");
@@ -1110,7 +1119,9 @@ static void test_command(void)
     char *out = NULL, *first = NULL;
 
     char *dry[] = {"submit", job, "--dry-run", "--set", "env.GREETING=it's $(x)", NULL};
+    mode_t umask_was = umask(0); /* the script's mode must not come from the umask */
     int rc = submit(dry, 5, &out, &err);
+    umask(umask_was);
     is_int(rc, 0, "submit --dry-run: exit 0");
     if (rc)
         diag("%s", err.text);
@@ -1120,7 +1131,7 @@ static void test_command(void)
     if (first && gpurun_read_file(first, "script", 1 << 20, &file, NULL, &err) == 0) {
         ok(out && strcmp(out, file) == 0, "it printed exactly the script it wrote");
         ok(strstr(file, " --set 'env.GREETING=it'\\''s $(x)'\n") != NULL, "the --set is in the script, quoted");
-        ok(stat(first, &st) == 0 && (st.st_mode & 0777) == 0644, "the script is mode 0644");
+        ok(stat(first, &st) == 0 && (st.st_mode & 0777) == 0600, "the script is mode 0600, whatever the umask");
         const char *base = strrchr(first, '/') + 1;
         ok(strlen(base) == strlen("submit-20250101T120000Z.sbatch") && base[15] == 'T' && base[22] == 'Z',
            "it is named submit-<UTC time>.sbatch (%s)", base);
@@ -1164,16 +1175,39 @@ static void test_command(void)
     setenv("FAKE_ARGS", args, 1);
 
     char *real[] = {"submit", job, NULL};
-    write_file(sbatch, "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$FAKE_ARGS\"\necho '4242;clusterA'\n", 0755);
+    write_file(sbatch,
+               "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$FAKE_ARGS\"\ncat > \"$FAKE_ARGS.script\"\n"
+               "echo '4242;clusterA'\n",
+               0755);
     rc = submit(real, 2, &out, &err);
     is_int(rc, 0, "submit with a working sbatch: exit 0");
     ok(out && strncmp(out, "Submitted batch job 4242 on cluster clusterA\nBatch script: ", 58) == 0,
        "it says which job id sbatch gave");
     char *got = NULL;
     gpurun_read_file(args, "args", 4096, &got, NULL, &err);
-    ok(got && strncmp(got, "--parsable\n", 11) == 0 && strstr(got, "/results/hello/submit-"),
-       "sbatch got --parsable and the script's path");
+    is_str(got, "--parsable\n", "sbatch got --parsable and no path: the script comes on its stdin");
     free(got);
+    got = NULL;
+    char *given = gpurun_xasprintf("%s.script", args), *written = NULL;
+    gpurun_read_file(given, "script", 1 << 20, &got, NULL, &err);
+    /* The script sbatch read is one of those written (the last submit's). */
+    bool same = false;
+    DIR *dp = opendir(folder);
+    for (struct dirent *de; got && dp && !same && (de = readdir(dp));) {
+        if (strncmp(de->d_name, "submit-", 7))
+            continue;
+        char *p = gpurun_xasprintf("%s/%s", folder, de->d_name);
+        if (gpurun_read_file(p, "script", 1 << 20, &written, NULL, &err) == 0)
+            same = !strcmp(got, written) && strstr(got, "#SBATCH") && !strstr(got, "GREETING");
+        free(written);
+        written = NULL;
+        free(p);
+    }
+    if (dp)
+        closedir(dp);
+    ok(same, "... exactly a script written in RESULTS/<job>/ (this submit's)");
+    free(got);
+    free(given);
     free(out);
 
     write_file(sbatch,

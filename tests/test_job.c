@@ -377,9 +377,13 @@ static void test_dollar_preserved(void)
         is_str(kv(&job->params, 1, 0), "${GPURUN_TEST_X}.tpr", "params value keeps ${name}");
         is_str(kv(&job->params, 2, 0), "${GPURUN_TEST_X:-x}",
                "libconfuse's ${VAR:-default} not applied");
-        is_str(kv(&job->env, 0, 0), "/opt/bin:${PATH}", "env value keeps ${PATH}");
-        is_str(kv(&job->env, 1, 0), "${nsteps}", "single quotes keep ${name}");
-        is_str(kv(&job->env, 2, 0), "${tpr}", "an escaped \\$ stays a plain $");
+        /* env values are the exception (SPEC §2): ${VAR} is the launching
+         * environment's, expanded by gpurun, whatever the quotes */
+        char *path = gpurun_xasprintf("/opt/bin:%s", getenv("PATH"));
+        is_str(kv(&job->env, 0, 0), path, "env value: ${PATH} is the launching environment's");
+        free(path);
+        is_str(kv(&job->env, 1, 0), "EVIL", "... in single quotes too");
+        is_str(kv(&job->env, 2, 0), "EVIL", "... and after libconfuse's \\$");
         is_str(kv(&job->slurm, 0, 0), "${nsteps} # not a comment",
                "'#' inside quotes is no comment");
         is_str(kv(&job->references, 0, 0), "${tpr} }", "'}' inside quotes");
@@ -397,7 +401,6 @@ static void test_names(void)
     } labels[] = {
         {"job.conf", "job", "."},      {"some/dir/water-box.conf", "water-box", "some/dir"},
         {"/abs.conf", "abs", "/"},     {"bench", "bench", "."},
-        {"dir/.conf", ".conf", "dir"},
     };
     for (size_t i = 0; i < sizeof labels / sizeof *labels; i++) {
         gpurun_job_t *job = parse_ok("nodes = 1\n", labels[i].label, labels[i].label);
@@ -408,7 +411,34 @@ static void test_names(void)
             gpurun_job_destroy(job);
         }
     }
-    gpurun_job_t *job = parse_ok("command = \"./app ${n} ${nodes} ${results}\" params { n = 3 }\n"
+    /* A name from the file name meets the `job` key's rules (issue 11, item 10). */
+    static const char *const bad_labels[] = {"dir/.conf", "...conf", "dir/.hidden.conf", "-x.conf", "a b.conf"};
+    for (size_t i = 0; i < sizeof bad_labels / sizeof *bad_labels; i++) {
+        gpurun_job_t *job = NULL;
+        gpurun_error_t err = {0};
+        int rc = gpurun_job_parse("nodes = 1\n", strlen("nodes = 1\n"), bad_labels[i], &job, &err);
+        char *want = gpurun_xasprintf("%s: the job name '", bad_labels[i]);
+        ok(rc < 0 && err.code == 2 && !strncmp(err.text, want, strlen(want)) &&
+               strstr(err.text, "taken from the file name, is not a valid job name"),
+           "%s: refused, the file named", bad_labels[i]);
+        free(want);
+        gpurun_job_destroy(job);
+        job = parse_ok("job = \"ok\"\nnodes = 1\n", bad_labels[i], "... with a `job` key, accepted");
+        gpurun_job_destroy(job);
+    }
+    /* Every name the man page documents works in a job's command; what a
+     * run gives no value (a key such as results) is refused here already. */
+    gpurun_job_t *job = parse_ok("command = \"./app ${n} ${nodes} ${job_dir} ${run_dir} ${ranks} ${job}\"\n"
+                                 "params { n = 3 }\n", "x.conf", "command with ${job_dir}, ${run_dir}, ${ranks}");
+    gpurun_job_destroy(job);
+    {
+        gpurun_error_t err = {0};
+        const char *text = "command = \"./app ${results}\"\n";
+        int rc = gpurun_job_parse(text, strlen(text), "x.conf", &job, &err);
+        ok(rc < 0 && strstr(err.text, "x.conf:1: key 'command': '${results}' is unset"),
+           "${results}, a key but no value a run gives: refused at once");
+    }
+    job = parse_ok("command = \"./app ${n} ${nodes}\" params { n = 3 }\n"
                                  "job = \"cg_1.5+gpu\"\n",
                                  "x.conf", "command with params and job keys");
     if (job) {

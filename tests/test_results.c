@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <sqlite3.h>
 
 #include "report.h"
 #include "results.h"
@@ -430,10 +431,15 @@ static void test_store(void)
         fputs("this is not an SQLite database, not at all, but it is long enough to look at\n", f);
         fclose(f);
     }
-    ok(gpurun_results_open(base, false, &r, NULL, &err) == -1 && strstr(err.text, "--rebuild"),
-       "a corrupt database: an error naming --rebuild");
+    ok(gpurun_results_open(base, false, &r, NULL, &err) == -1 && err.code == GPURUN_EXIT_CONFIG &&
+           strstr(err.text, "not an SQLite database") && strstr(err.text, "leaves it as it is"),
+       "a file that is no database: exit 2, left as it is");
     diag("%s", err.text);
-    ok(gpurun_results_rebuild(base, &log, &err) == 0 && log.indexed == 2, "--rebuild recreates it");
+    ok(gpurun_results_rebuild(base, &log, &err) == -1 && err.code == GPURUN_EXIT_CONFIG,
+       "--rebuild does not remove it either");
+    gpurun_results_log_free(&log);
+    unlink_db();
+    ok(gpurun_results_rebuild(base, &log, &err) == 0 && log.indexed == 2, "moved away: --rebuild indexes again");
     gpurun_results_log_free(&log);
 
     /* Hostile strings are data. */
@@ -509,6 +515,243 @@ static void test_store(void)
     free(db);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+    ok(system(cmd) == 0, "clean up");
+}
+
+/* ---- what is not gpurun's is left alone -------------------------------- */
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = malloc(1 << 20);
+    *len = buf ? fread(buf, 1, 1 << 20, f) : 0;
+    fclose(f);
+    return buf;
+}
+
+/* Opening, syncing, rebuilding and adding a record all fail with exit 2 and
+ * leave the file at `db` byte for byte as it was. */
+static void untouched(const char *folder, const char *db, const char *rec, const char *what)
+{
+    size_t n0 = 0, n1 = 0;
+    char *before = slurp(db, &n0);
+    gpurun_results_t *r = NULL;
+    gpurun_error_t err = {0};
+    struct gpurun_results_log log = {0};
+    ok(gpurun_results_open(folder, false, &r, &log, &err) == -1 && err.code == GPURUN_EXIT_CONFIG,
+       "%s: results refused, exit 2", what);
+    diag("%s", err.text);
+    gpurun_results_close(r);
+    err = (gpurun_error_t){0};
+    ok(gpurun_results_rebuild(folder, &log, &err) == -1 && err.code == GPURUN_EXIT_CONFIG,
+       "%s: --rebuild refused, exit 2", what);
+    err = (gpurun_error_t){0};
+    ok(gpurun_results_add(folder, rec, &err) == -1 && err.code == GPURUN_EXIT_CONFIG,
+       "%s: adding a record refused, exit 2", what);
+    gpurun_results_log_free(&log);
+    char *after = slurp(db, &n1);
+    ok(before && after && n0 == n1 && memcmp(before, after, n0) == 0, "%s: left byte for byte as it was", what);
+    free(before);
+    free(after);
+}
+
+static void test_foreign(void)
+{
+    char folder[] = "/tmp/gpurun-test-foreign.XXXXXX";
+    if (!ok(mkdtemp(folder) != NULL, "a results folder"))
+        return;
+    char db[300], rec[300], cmd[1024], victim[300], wal[300];
+    snprintf(db, sizeof db, "%s/results.db", folder);
+    snprintf(wal, sizeof wal, "%s/results.db-wal", folder);
+    snprintf(victim, sizeof victim, "%s/victim.db", folder);
+    snprintf(rec, sizeof rec, "%s/j/20250101T000000Z-1/record.json", folder);
+    snprintf(cmd, sizeof cmd, "%s/j/20250101T000000Z-1", folder);
+    mkdir_p(cmd);
+    json_t *run = make_run("j", "20250101T000000Z-1", "ok", 1, 1, 100, 4);
+    json_dump_file(run, rec, JSON_INDENT(2));
+    json_decref(run);
+
+    /* Not SQLite at all. */
+    FILE *f = fopen(db, "w");
+    if (f) {
+        fputs("my notes, not a database\n", f);
+        fclose(f);
+    }
+    untouched(folder, db, rec, "a text file named results.db");
+    unlink(db);
+
+    /* SQLite, of someone else: tables named like gpurun's, no schema_version. */
+    sqlite3 *h = NULL;
+    ok(sqlite3_open(db, &h) == SQLITE_OK &&
+           sqlite3_exec(h,
+                        "CREATE TABLE runs(x); INSERT INTO runs VALUES ('keep me');"
+                        "CREATE TABLE foms(y); CREATE TABLE skipped(z);",
+                        NULL, NULL, NULL) == SQLITE_OK,
+       "an SQLite database of someone else's, with a table runs");
+    sqlite3_close(h);
+    untouched(folder, db, rec, "an SQLite database with tables of its own");
+    /* ... and one with a schema_version of its own among other tables. */
+    ok(sqlite3_open(db, &h) == SQLITE_OK &&
+           sqlite3_exec(h, "CREATE TABLE schema_version(version); INSERT INTO schema_version VALUES (1);"
+                           "CREATE TABLE accounts(a);",
+                        NULL, NULL, NULL) == SQLITE_OK,
+       "... with a schema_version and a table accounts");
+    sqlite3_close(h);
+    untouched(folder, db, rec, "an SQLite database with a schema_version and tables of its own");
+    unlink(db);
+
+    /* A symlink in place of results.db, or of its WAL. */
+    gpurun_error_t err = {0};
+    ok(gpurun_results_rebuild(folder, NULL, &err) == 0, "an index of gpurun's");
+    ok(rename(db, victim) == 0 && symlink(victim, db) == 0, "results.db replaced by a symlink to it");
+    untouched(folder, victim, rec, "a symlinked results.db");
+    f = fopen(db, "r"); /* still the link */
+    if (f)
+        fclose(f);
+    struct stat sb;
+    ok(lstat(db, &sb) == 0 && S_ISLNK(sb.st_mode), "the symlink left alone");
+    unlink(db);
+    ok(rename(victim, db) == 0 && symlink(victim, wal) == 0, "a symlink in place of results.db-wal");
+    untouched(folder, db, rec, "a symlinked results.db-wal");
+    unlink(wal);
+
+    /* Files of another user, and a folder others can write. */
+    if (geteuid() != 0) {
+        skip("not root: no file of another user can be made (chown)");
+    } else {
+        ok(chown(db, 4242, 4242) == 0, "results.db owned by uid 4242");
+        untouched(folder, db, rec, "a results.db of another user");
+        ok(chown(db, 0, 0) == 0, "results.db ours again");
+    }
+    ok(chmod(folder, 0777) == 0, "the results folder writable by everyone, without the sticky bit");
+    gpurun_results_t *r = NULL;
+    err = (gpurun_error_t){0};
+    ok(gpurun_results_open(folder, false, &r, NULL, &err) == -1 && err.code == GPURUN_EXIT_CONFIG &&
+           strstr(err.text, "sticky"),
+       "such a folder: refused, exit 2, the sticky bit named");
+    diag("%s", err.text);
+    gpurun_results_close(r);
+    ok(chmod(folder, 01777) == 0 && gpurun_results_open(folder, false, &r, NULL, &err) == 0,
+       "with the sticky bit: accepted");
+    gpurun_results_close(r);
+    chmod(folder, 0700);
+
+    /* Modes: 0644 whatever the umask, for the database and its WAL. */
+    unlink(db);
+    mode_t old = umask(077);
+    r = NULL;
+    ok(gpurun_results_open(folder, false, &r, NULL, &err) == 0 && gpurun_results_sync(r, false, NULL, &err) == 0,
+       "a new index under umask 077");
+    ok(stat(db, &sb) == 0 && (sb.st_mode & 07777) == 0644, "results.db: mode 0644 (%o)", sb.st_mode & 07777);
+    snprintf(cmd, sizeof cmd, "%s/results.db-wal", folder);
+    if (stat(cmd, &sb) == 0)
+        ok((sb.st_mode & 07777) == 0644, "results.db-wal: mode 0644 (%o)", sb.st_mode & 07777);
+    else
+        skip("no WAL on this filesystem: its mode not checked");
+    snprintf(cmd, sizeof cmd, "%s/results.db-shm", folder);
+    if (stat(cmd, &sb) == 0)
+        ok((sb.st_mode & 07777) == 0644, "results.db-shm: mode 0644 (%o)", sb.st_mode & 07777);
+    else
+        skip("no WAL on this filesystem: the -shm mode not checked");
+    gpurun_results_close(r);
+    umask(old);
+
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", folder);
+    ok(system(cmd) == 0, "clean up");
+}
+
+/* ---- records that are not ours ----------------------------------------- */
+
+static void test_record_files(void)
+{
+    char top[] = "/tmp/gpurun-test-records.XXXXXX";
+    if (!ok(mkdtemp(top) != NULL, "a folder for the results and for what is elsewhere"))
+        return;
+    char folder[100], path[300], real[300], outside[300], cmd[1024];
+    snprintf(folder, sizeof folder, "%s/results", top);
+    mkdir(folder, 0755);
+    static const char *const ids[] = {"20250101T000001Z-1", "20250101T000002Z-1", "20250101T000003Z-1",
+                                      "20250101T000004Z-1"};
+    for (size_t i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/j/%s", folder, ids[i]);
+        mkdir_p(path);
+        snprintf(path, sizeof path, "%s/j/%s/record.json", folder, ids[i]);
+        json_t *run = make_run("j", ids[i], "ok", 1, 1, 100, 4);
+        json_dump_file(run, path, JSON_INDENT(2));
+        json_decref(run);
+    }
+    /* 2: a symlink to a record elsewhere; 3: a symlinked run folder. */
+    snprintf(outside, sizeof outside, "%s/elsewhere", top);
+    mkdir(outside, 0755);
+    snprintf(path, sizeof path, "%s/j/%s/record.json", folder, ids[1]);
+    snprintf(real, sizeof real, "%s/elsewhere/record.json", top);
+    ok(rename(path, real) == 0 && symlink(real, path) == 0, "a record.json that is a symlink");
+    snprintf(path, sizeof path, "%s/j/%s", folder, ids[2]);
+    snprintf(real, sizeof real, "%s/elsewhere/run", top);
+    ok(rename(path, real) == 0 && symlink(real, path) == 0, "a run folder that is a symlink");
+    bool root = geteuid() == 0;
+    snprintf(path, sizeof path, "%s/j/%s/record.json", folder, ids[3]);
+    if (root)
+        ok(chown(path, 4242, 4242) == 0, "a record.json of uid 4242");
+
+    struct gpurun_results_log log = {0};
+    gpurun_error_t err = {0};
+    ok(gpurun_results_rebuild(folder, &log, &err) == 0, "--rebuild");
+    is_int(log.indexed, root ? 1 : 2, "only the records of ours, in folders of ours, indexed");
+    is_int(log.skipped, root ? 3 : 2, "the others skipped");
+    bool named[3] = {false, false, false};
+    for (size_t i = 0; i < log.nwarnings; i++) {
+        diag("%s", log.warnings[i]);
+        for (size_t k = 0; k < 3; k++)
+            if (strstr(log.warnings[i], ids[k + 1]) &&
+                strstr(log.warnings[i], k == 2 ? "owned by another user" : "symlink"))
+                named[k] = true;
+    }
+    ok(named[0] && named[1], "each symlink warned about, named");
+    if (root)
+        ok(named[2], "the record of another user warned about, named");
+    gpurun_results_log_free(&log);
+    gpurun_results_t *r = NULL;
+    ok(gpurun_results_open(folder, false, &r, &log, &err) == 0, "open");
+    is_int(count_runs(r, NULL), root ? 1 : 2, "the index holds only those");
+    gpurun_results_close(r);
+    gpurun_results_log_free(&log);
+
+    snprintf(path, sizeof path, "%s/j/%s/record.json", folder, ids[1]);
+    err = (gpurun_error_t){0};
+    ok(gpurun_results_add(folder, path, &err) == -1 && err.code == GPURUN_EXIT_CONFIG && strstr(err.text, "symlink"),
+       "adding a symlinked record: refused, exit 2");
+    diag("%s", err.text);
+    snprintf(path, sizeof path, "%s/j/%s/record.json", folder, ids[2]);
+    err = (gpurun_error_t){0};
+    ok(gpurun_results_add(folder, path, &err) == -1 && err.code == GPURUN_EXIT_CONFIG,
+       "adding a record in a symlinked run folder: refused, exit 2");
+    diag("%s", err.text);
+    if (root) {
+        snprintf(path, sizeof path, "%s/j/%s/record.json", folder, ids[3]);
+        err = (gpurun_error_t){0};
+        ok(gpurun_results_add(folder, path, &err) == -1 && err.code == GPURUN_EXIT_CONFIG &&
+               strstr(err.text, "owned by another user"),
+           "adding a record of another user: refused, exit 2");
+        diag("%s", err.text);
+    }
+    snprintf(path, sizeof path, "%s/j/20250101T000009Z-1/record.json", folder);
+    err = (gpurun_error_t){0};
+    ok(gpurun_results_add(folder, path, &err) == -1 && err.code != 0, "adding a record that is not there: refused");
+
+    /* A record indexed, then replaced by a symlink: it leaves the index. */
+    snprintf(path, sizeof path, "%s/j/%s/record.json", folder, ids[0]);
+    snprintf(real, sizeof real, "%s/elsewhere/first.json", top);
+    ok(rename(path, real) == 0 && symlink(real, path) == 0, "the indexed record replaced by a symlink");
+    ok(gpurun_results_open(folder, false, &r, &log, &err) == 0 && gpurun_results_sync(r, false, &log, &err) == 0,
+       "sync");
+    is_int(count_runs(r, NULL), root ? 0 : 1, "its row dropped");
+    gpurun_results_close(r);
+    gpurun_results_log_free(&log);
+
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", top);
     ok(system(cmd) == 0, "clean up");
 }
 
@@ -805,9 +1048,43 @@ static void test_escaping(void)
     ok(gpurun_write_text(bad, "x", &err) == -1 && err.code == GPURUN_EXIT_CONFIG &&
            strstr(err.text, "cannot write"),
        "a folder that does not exist: exit 2");
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "test $(ls -A '%s' | wc -l) -eq 1 && rm -rf '%s'", dir, dir);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "test $(ls -A '%s' | wc -l) -eq 1", dir);
     ok(system(cmd) == 0, "no temporary file left");
+
+    /* A symlink where the temporary file used to be (PATH.tmp.PID, known
+     * in advance) and one at the path itself: neither is followed, the
+     * file it points to is left as it was. */
+    char victim[256], planted[300];
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    snprintf(planted, sizeof planted, "%s.tmp.%ld", path, (long)getpid());
+    FILE *v = fopen(victim, "w");
+    if (v) {
+        fputs("precious\n", v);
+        fclose(v);
+    }
+    ok(symlink(victim, planted) == 0, "a symlink planted at the temporary name of old");
+    ok(gpurun_write_text(path, "<svg>new</svg>\n", &err) == 0, "the file written all the same");
+    snprintf(cmd, sizeof cmd, "grep -qx precious '%s' && test -L '%s' && test ! -L '%s' && grep -q new '%s'",
+             victim, planted, path, path);
+    ok(system(cmd) == 0, "the planted symlink not followed: its target unchanged");
+    unlink(planted);
+    unlink(path);
+    ok(symlink(victim, path) == 0, "a symlink at the path");
+    err = (gpurun_error_t){0};
+    ok(gpurun_write_text(path, "x", &err) == -1 && err.code == GPURUN_EXIT_CONFIG && strstr(err.text, "symlink"),
+       "a symlink at the path: refused, exit 2");
+    diag("%s", err.text);
+    snprintf(cmd, sizeof cmd, "grep -qx precious '%s' && test -L '%s'", victim, path);
+    ok(system(cmd) == 0, "the symlink and its target left alone");
+    unlink(path);
+    mode_t old = umask(077);
+    ok(gpurun_write_text(path, "x", &err) == 0, "written under umask 077");
+    umask(old);
+    struct stat sb;
+    ok(stat(path, &sb) == 0 && (sb.st_mode & 07777) == 0644, "mode 0644 whatever the umask");
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ok(system(cmd) == 0, "clean up");
 }
 
 int main(void)
@@ -816,6 +1093,8 @@ int main(void)
     test_site_bad();
     test_site_shipped();
     test_store();
+    test_foreign();
+    test_record_files();
     test_cost_basis();
     test_report_scaling();
     test_escaping();

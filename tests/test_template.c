@@ -194,8 +194,8 @@ static const struct bad bad[] = {
     {"setup step with a redirection", HEAD "setup = {\"make\",\n \"gen > in.txt\"}\n",
      "tpl.conf:3: key 'setup', item 2: 'gen > in.txt': unquoted '>' at position 5 (gpurun runs "
      "no shell: quote it to pass it to the program)"},
-    {"list for a single value", HEAD "sanity = {\"a\", \"b\"}\n",
-     "tpl.conf:3: key 'sanity': expected one value, not a list"},
+    {"list for a single value", HEAD "progress = {\"a\", \"b\"}\n",
+     "tpl.conf:3: key 'progress': expected one value, not a list"},
     {"env name not a variable name", HEAD "env {\n  GMX-X = \"1\"\n}\n",
      "tpl.conf:4: key 'env.GMX-X': not a valid environment variable name"},
     {"line break in a default", HEAD "defaults { msg = \"a\nb\" }\n",
@@ -586,6 +586,75 @@ static void test_words(void)
     gpurun_free_words(NULL);
 }
 
+/* ${name} expanded into words (issue 11, item 9): a value is never parsed
+ * again, except a params value alone as an unquoted word (a list). */
+static void test_expand_words(void)
+{
+    struct gpurun_kvlist v = {0};
+    gpurun_kvlist_set(&v, "job_dir", "/p/a b'c");
+    gpurun_kvlist_set(&v, "run_dir", "/p/results/j/<run-id>");
+    gpurun_kvlist_set(&v, "job", "j");
+    gpurun_kvlist_set(&v, "args", "--steps 10 'x y'");
+    gpurun_kvlist_set(&v, "empty", "");
+    gpurun_kvlist_set(&v, "semi", "a;b");
+    static const struct {
+        const char *line;
+        const char *want[8];
+    } good[] = {
+        {"cp ${job_dir}/in .", {"cp", "/p/a b'c/in", "."}},
+        {"prog ${job_dir}", {"prog", "/p/a b'c"}},
+        {"prog \"${job_dir}\" '${job_dir}'", {"prog", "/p/a b'c", "/p/a b'c"}},
+        {"prog ${run_dir}", {"prog", "/p/results/j/<run-id>"}},
+        {"prog ${args}", {"prog", "--steps", "10", "x y"}},
+        {"prog \"${args}\"", {"prog", "--steps 10 'x y'"}},
+        {"prog -a${args}", {"prog", "-a--steps 10 'x y'"}},
+        {"prog ${empty} x", {"prog", "x"}},
+        {"prog \"${empty}\"", {"prog", ""}},
+        {"prog ${semi}x", {"prog", "a;bx"}},
+        {"prog \\${job}", {"prog", "${job}"}},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        char **argv = NULL;
+        gpurun_error_t err = {0};
+        int rc = gpurun_expand_words(good[i].line, gpurun_kvlist_lookup, &v, "key 'command'", &argv, &err);
+        if (!ok(rc == 0 && argv, "expand into words [%s]", good[i].line)) {
+            diag("error: %s", err.text);
+            continue;
+        }
+        size_t n = 0, wn = 0;
+        while (argv[n])
+            n++;
+        while (good[i].want[wn])
+            wn++;
+        int same = n == wn;
+        for (size_t k = 0; same && k < n; k++)
+            same = strcmp(argv[k], good[i].want[k]) == 0;
+        if (!ok(same, "[%s]: %zu words as expected", good[i].line, wn))
+            for (size_t k = 0; k < n; k++)
+                diag("word %zu: [%s]", k, argv[k]);
+        gpurun_free_words(argv);
+    }
+    static const struct {
+        const char *line, *want;
+    } refused[] = {
+        {"prog ${nope}", "key 'command': '${nope}' is not set"},
+        {"prog \"${nope}\"", "key 'command': '${nope}' is not set"},
+        {"prog ${semi}", "the words of '${semi}', 'a;b': unquoted ';' at position 2"},
+        {"prog ${job", "key 'command': '${' without a closing '}'"},
+        {"prog ; ${job}", "'prog ; ${job}': unquoted ';' at position 6"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        char **argv = (char **)&argv;
+        gpurun_error_t err = {0};
+        int rc = gpurun_expand_words(refused[i].line, gpurun_kvlist_lookup, &v, "key 'command'", &argv, &err);
+        ok(rc == -1 && err.code == GPURUN_EXIT_CONFIG && argv == NULL && !strncmp(err.text, refused[i].want, strlen(refused[i].want)),
+           "[%s]: refused, exit 2", refused[i].line);
+        if (strncmp(err.text, refused[i].want, strlen(refused[i].want)))
+            diag("got: %s", err.text);
+    }
+    gpurun_kvlist_clear(&v);
+}
+
 /* ---- --set KEY=VALUE -------------------------------------------------- */
 
 static gpurun_job_t *job_from(const char *text)
@@ -650,8 +719,8 @@ static void test_set_good(void)
            "params: a new key, a value with '='");
     setenv("HOME", "/EVIL", 1);
     if (set_ok(job, "env.PATH=${HOME}/bin:\\x \"q\""))
-        is_str(job->env.items[1].value, "${HOME}/bin:\\x \"q\"",
-               "env value kept as given: ${...}, '\\', '\"'");
+        is_str(job->env.items[1].value, "/EVIL/bin:\\x \"q\"",
+               "env value: ${VAR} the launching environment's (SPEC §2), '\\', '\"' kept");
     if (set_ok(job, "slurm.partition=gpu") && set_ok(job, "references.ns_per_day=90 +-10%")) {
         ok(job->slurm.n == 1 && strcmp(job->slurm.items[0].value, "gpu") == 0, "slurm");
         ok(job->references.n == 1 && strcmp(job->references.items[0].value, "90 +-10%") == 0,
@@ -922,6 +991,7 @@ int main(void)
     test_shipped();
     test_expand();
     test_words();
+    test_expand_words();
     test_set_good();
     test_set_bad();
     test_params();

@@ -1,0 +1,121 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Jobs of real size on one node: gpurun's cost per rank with the local
+# launcher and /bin/true at several rank counts (64, 256, 1,024 ranks on the
+# node by default), against a bare baseline measured in the same run (the
+# same number of /bin/true processes started at once and reaped by a shell,
+# no gpurun), and the files each run folder holds.  Interleaved (gpurun, bare,
+# gpurun, ...) and reported as medians: these machines are noisy.
+#
+#   ranks  gpurun_s  bare_s  per_rank_ms  bare_per_ms  over_bare_ms  files
+#
+# per_rank_ms = gpurun_s / ranks; over_bare_ms = (gpurun_s - bare_s) / ranks.
+# The ranks oversubscribe the node's cores (oversubscribe = true).
+#
+# Then many hosts, simulated (bench/sim-mpirun plays mpirun for H hosts x 8
+# ranks on this node, three topologies mixed; $SCALE_HOSTS, default
+# "100 1000", "" to skip), one run each:
+#
+#   hosts  ranks  wall_s  launcher_s  head_s  peak_rss_mb  files  in_record
+#
+# head_s = wall_s - launcher_s: gpurun's own work (planning, writing the
+# inputs, merging the hosts' reports, the record); peak_rss_mb is the
+# largest resident size of gpurun and every process under it (GNU time);
+# in_record: ranks with a binding and a status / host plans in record.json.
+#
+# Usage: bench/scale.sh [REPEATS [RANKS...]]      (5; 64 256 1024)
+set -eu
+top=$(cd "$(dirname "$0")/.." && pwd)
+GPURUN=${GPURUN:-$top/build/launcher/gpurun}
+repeats=${1:-5}
+[ $# -gt 0 ] && shift
+sizes=${*:-64 256 1024}
+case "$repeats" in *[!0-9]* | '' | 0) echo "usage: $0 [REPEATS [RANKS...]]" >&2; exit 2 ;; esac
+for n in $sizes; do
+    case "$n" in *[!0-9]* | '' | 0) echo "usage: $0 [REPEATS [RANKS...]]" >&2; exit 2 ;; esac
+done
+[ -x "$GPURUN" ] || { echo "build first: no $GPURUN" >&2; exit 3; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+now() { date +%s.%N; }
+median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+# bare N: N processes started at once and reaped, as a launcher would
+bare() {
+    i=0
+    while [ "$i" -lt "$1" ]; do
+        /bin/true &
+        i=$((i + 1))
+    done
+    wait
+}
+
+printf '%-6s %-9s %-8s %-12s %-12s %-13s %s\n' ranks gpurun_s bare_s per_rank_ms bare_per_ms over_bare_ms files
+for n in $sizes; do
+    cat >"$tmp/j$n.conf" <<EOF
+job = "scale$n"
+command = "/bin/true"
+launcher = "local"
+ranks_per_node = $n
+threads_per_rank = 1
+oversubscribe = true
+results = "$tmp/results"
+EOF
+    : >"$tmp/g$n"
+    : >"$tmp/b$n"
+    r=0
+    while [ "$r" -lt "$repeats" ]; do
+        t0=$(now)
+        "$GPURUN" run "$tmp/j$n.conf" --quiet >"$tmp/out" 2>&1 || { cat "$tmp/out" >&2; exit 1; }
+        t1=$(now)
+        bare "$n"
+        t2=$(now)
+        echo "$t1 - $t0" | bc -l >>"$tmp/g$n"
+        echo "$t2 - $t1" | bc -l >>"$tmp/b$n"
+        r=$((r + 1))
+    done
+    g=$(median <"$tmp/g$n")
+    b=$(median <"$tmp/b$n")
+    rd=$(find "$tmp/results/scale$n" -mindepth 1 -maxdepth 1 -type d | head -1)
+    files=$(find "$rd" -type f | wc -l)
+    printf '%-6d %-9.3f %-8.3f %-12.3f %-12.3f %-13.3f %d\n' "$n" "$g" "$b" "$(echo "$g * 1000 / $n" | bc -l)" \
+        "$(echo "$b * 1000 / $n" | bc -l)" "$(echo "($g - $b) * 1000 / $n" | bc -l)" "$files"
+    rm -rf "$tmp/results"
+done
+
+[ -n "${SCALE_HOSTS-100 1000}" ] || exit 0
+[ -x /usr/bin/time ] || { echo "GNU time (/usr/bin/time) not found: no simulated hosts" >&2; exit 0; }
+mkdir "$tmp/bin"
+ln -s "$top/bench/sim-mpirun" "$tmp/bin/mpirun"
+fx=$top/tests/fixtures
+export GPURUN_SIM_TOPOLOGIES="$fx/2s-4gpu-2nic.xml $fx/cpu-only-2numa.xml $fx/single-gpu-ws.xml"
+echo
+printf '%-6s %-6s %-8s %-11s %-7s %-12s %-6s %s\n' hosts ranks wall_s launcher_s head_s peak_rss_mb files in_record
+for h in ${SCALE_HOSTS-100 1000}; do
+    cat >"$tmp/h$h.conf" <<EOF
+job = "hosts$h"
+command = "/bin/true"
+launcher = "mpirun"
+nodes = $h
+ranks_per_node = 8
+threads_per_rank = 1
+bind = "none"
+oversubscribe = true
+results = "$tmp/results"
+EOF
+    : >"$tmp/times"
+    t0=$(now)
+    PATH="$tmp/bin:$PATH" GPURUN_SIM_TIMES="$tmp/times" /usr/bin/time -f %M -o "$tmp/rss" \
+        "$GPURUN" run "$tmp/h$h.conf" --quiet >"$tmp/out" 2>&1 || { cat "$tmp/out" >&2; exit 1; }
+    t1=$(now)
+    l0=$(sed -n 1p "$tmp/times") l1=$(sed -n 2p "$tmp/times")
+    rd=$(find "$tmp/results/hosts$h" -mindepth 1 -maxdepth 1 -type d | head -1)
+    inrec=$(jq -r '"\([range(0; .ranks) as $i | select(.bindings[$i].host and .rank_status[$i].exit_code == 0)] | length)/\(.host_plans | length)"' \
+        "$rd/record.json")
+    printf '%-6d %-6d %-8.2f %-11.2f %-7.2f %-12.1f %-6d %s\n' "$h" $((h * 8)) "$(echo "$t1 - $t0" | bc -l)" \
+        "$(echo "$l1 - $l0" | bc -l)" "$(echo "($t1 - $t0) - ($l1 - $l0)" | bc -l)" \
+        "$(echo "$(tail -1 "$tmp/rss") / 1024" | bc -l)" "$(find "$rd" -type f | wc -l)" "$inrec"
+    rm -rf "$tmp/results"
+done

@@ -1,0 +1,64 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# The libFuzzer harnesses of tests/fuzz, briefly: each target runs its seeds
+# and its regression inputs (tests/fuzz/regressions/TARGET, every crash found
+# so far: none may crash again), then fuzzes for FUZZ_SECONDS (3) from the
+# seeds.  A crash, leak, timeout or memory blow-up fails the target, with
+# the reproducer named.  bench/fuzz.sh runs them for longer.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+if [ -n "${FUZZ_SKIP:-}" ]; then
+    skip "fuzz harnesses not built: $FUZZ_SKIP"
+    done_testing
+    exit
+fi
+seconds=${FUZZ_SECONDS:-3}
+# hwloc's own XML import crashes or leaks on some malformed exports (an
+# object with a cpuset but no complete_cpuset; NUL bytes): known, expected
+# until topology.c checks an export before handing it to hwloc (issue 11).
+# Such a failure of the topo target is reported as TODO, not as a failure;
+# any other is one.  Remove this once that check is in.
+hwloc_import_failure() { # TARGET: after run
+    [ "$1" = topo ] && grep -q 'libhwloc' "$TMP/err" && grep -q ' in topo_load ' "$TMP/err"
+}
+
+verdict() { # TARGET DESCRIPTION: after run
+    if [ "$rc" -eq 0 ]; then
+        ok 0 "$2"
+    elif hwloc_import_failure "$1"; then
+        tap_n=$((tap_n + 1))
+        echo "not ok $tap_n - $2 # TODO inside hwloc's XML import: $(grep -m1 -E 'ERROR: (Address|Leak)' "$TMP/err")"
+    else
+        ok 1 "$2 (exit $rc)"
+        grep -E 'ERROR|SUMMARY|Running:|Test unit written' "$TMP/err" | head -8 | sed 's/^/#   /'
+    fi
+}
+
+for t in ${FUZZ_TARGETS:-job set template site batch topo fom record}; do
+    prog=$FUZZ_BIN/fuzz-$t
+    if [ ! -x "$prog" ]; then
+        ok 1 "$t: $prog was not built"
+        continue
+    fi
+    sh "$top_srcdir/tests/fuzz/corpus.sh" "$t" "$TMP/seeds-$t"
+    opts="-rss_limit_mb=2048 -timeout=20 $(sh "$top_srcdir/tests/fuzz/corpus.sh" --options "$t")"
+    # the seeds once, in one process
+    run "$prog" $opts "$TMP/seeds-$t"/*
+    verdict "$t" "$t: its seeds run clean"
+    # each regression input once, in a process of its own
+    for r in "$top_srcdir/tests/fuzz/regressions/$t"/*; do
+        [ -f "$r" ] || continue
+        run "$prog" $opts "$r"
+        verdict "$t" "$t: regression input $(basename "$r") runs clean"
+    done
+    mkdir -p "$TMP/corpus-$t" "$TMP/artifacts-$t"
+    run "$prog" -max_total_time="$seconds" $opts -print_final_stats=1 \
+        -artifact_prefix="$TMP/artifacts-$t/" "$TMP/corpus-$t" "$TMP/seeds-$t"
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$TMP/err")
+    if [ -z "$execs" ] && [ "$rc" -eq 0 ]; then rc=1; fi # it never got to fuzz
+    verdict "$t" "$t: fuzzed ${seconds}s clean (${execs:-no} inputs)"
+    for a in "$TMP/artifacts-$t"/*; do
+        [ -f "$a" ] && diag "$t: reproducer $(basename "$a"), its first bytes:" && od -c "$a" | head -4 | sed 's/^/#   /'
+    done
+done
+done_testing

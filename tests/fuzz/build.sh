@@ -1,0 +1,66 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Build the libFuzzer harnesses of tests/fuzz with clang, apart from the gcc
+# build: the library's sources compiled again (fuzzer-no-link, ASan, UBSan)
+# into OUT/obj, each harness linked with them into OUT/fuzz-TARGET.  Only
+# what changed is compiled again (any header newer than the stamp: all).
+# Called by make (Makefile.am) with:
+#   FUZZ_CC  clang    SRCDIR  the source tree    OUT  where the programs go
+#   FUZZ_CPPFLAGS     -I flags of the library
+#   PKGDATADIR, PKGLIBDIR  where gpurun is installed (the library's -D flags)
+#   FUZZ_CFLAGS       flags of the libraries found by pkg-config
+#   FUZZ_LIBS         libraries to link
+#   FUZZ_SOURCES      the library's sources (relative to SRCDIR; .h ignored)
+#   FUZZ_TARGETS      job set template ...: tests/fuzz/fuzz_TARGET.c each
+set -eu
+: "${FUZZ_CC:?}" "${SRCDIR:?}" "${OUT:?}" "${FUZZ_TARGETS:?}"
+SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+# The -D strings as the library's Makefile.am gives them (no blank in them).
+DEFS="-DGPURUN_PKGDATADIR=\"${PKGDATADIR:?}\" -DGPURUN_PKGLIBDIR=\"${PKGLIBDIR:?}\"
+      -DGPURUN_SOURCE_TEMPLATES=\"$SRCDIR/templates\""
+CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 $SAN -fsanitize=fuzzer-no-link $DEFS ${FUZZ_CPPFLAGS:-} ${FUZZ_CFLAGS:-}"
+mkdir -p "$OUT/obj"
+stamp=$OUT/.built
+all=
+if test -f "$stamp"; then
+    for h in "$SRCDIR"/launcher/*.h "$SRCDIR"/plugins/*.h "$SRCDIR"/tests/fuzz/*.h; do
+        if test "$h" -nt "$stamp"; then all=yes; fi
+    done
+else
+    all=yes
+fi
+
+compile() { # SOURCE OBJECT [extra flags]
+    src=$1 obj=$2
+    shift 2
+    if test -n "$all" || ! test -f "$obj" || test "$src" -nt "$obj"; then
+        echo "  FUZZCC   $obj"
+        # shellcheck disable=SC2086
+        "$FUZZ_CC" $CFLAGS "$@" -c -o "$obj" "$src"
+    fi
+}
+
+objs=
+for s in ${FUZZ_SOURCES:-}; do
+    case $s in *.c) ;; *) continue ;; esac
+    o=$OUT/obj/$(echo "$s" | tr / _ | sed 's/\.c$/.o/')
+    compile "$SRCDIR/$s" "$o" -Wall -Wextra -Wno-unused-parameter
+    objs="$objs $o"
+done
+compile "$SRCDIR/tests/fuzz/fuzz_common.c" "$OUT/obj/fuzz_common.o" -Wall -Wextra -Werror
+for t in $FUZZ_TARGETS; do
+    compile "$SRCDIR/tests/fuzz/fuzz_$t.c" "$OUT/obj/fuzz_$t.o" -Wall -Wextra -Werror \
+        -I"$SRCDIR/tests/fuzz"
+    prog=$OUT/fuzz-$t
+    newer=
+    for o in $objs "$OUT/obj/fuzz_common.o" "$OUT/obj/fuzz_$t.o"; do
+        if ! test -f "$prog" || test "$o" -nt "$prog"; then newer=yes; fi
+    done
+    if test -n "$newer"; then
+        echo "  FUZZLD   $prog"
+        # shellcheck disable=SC2086
+        "$FUZZ_CC" -g $SAN -fsanitize=fuzzer -o "$prog" "$OUT/obj/fuzz_$t.o" "$OUT/obj/fuzz_common.o" \
+            $objs ${FUZZ_LIBS:-} -ldl -lm -lpthread
+    fi
+done
+touch "$stamp"
