@@ -175,29 +175,118 @@ static char *domain_label(const gpurun_topo_t *t, hwloc_const_cpuset_t dom)
 struct core_pool {
     hwloc_obj_t *cores; /* Core objects, or PUs where the export has no cores */
     bool *taken;
-    int *perf;          /* hwloc CPU kind efficiency: higher is faster; all 0 unless ranked kinds differ */
+    int *perf;          /* performance class of the core's kind: higher is faster; all 0 unless kinds really differ */
     int n;
 };
 
-/* The efficiency of the kind of a core's first PU (the one planned without
- * smt), or 0 when hwloc has one kind or could not rank them. */
-static int core_perf(const gpurun_topo_t *t, hwloc_obj_t core)
+/* hwloc reports CPU kinds that are one kind of core in all but a few
+ * percent of turbo frequency (favoured cores; hwloc 2.4 on a 72-core Arm
+ * server gave five kinds 1 % apart).  Two kinds are ranked apart only when
+ * they really differ: a core type hwloc names differently (CoreType
+ * IntelCore/IntelAtom, the ARM part), or a frequency or capacity at least
+ * 10 % apart.  10 % is hwloc's own rule for max frequencies
+ * (topology-linux.c, hwloc_linux_cpukinds_adjust_maxfreqs(): "adjust max
+ * frequencies by up to adjust_max percents", adjust_max = 10 unless
+ * HWLOC_CPUKINDS_MAXFREQ says otherwise), by which hwloc 2.7 and later merge
+ * such kinds themselves.  Kinds that share no such information keep hwloc's
+ * ranking. */
+#define KINDS_APART_PERCENT 10
+
+static const char *kind_info(const gpurun_topo_t *t, unsigned kind, const char *name)
 {
-    if (hwloc_cpukinds_get_nr(t->hw, 0) < 2)
+    unsigned n = 0;
+    struct hwloc_info_s *infos = NULL;
+    if (hwloc_cpukinds_get_info(t->hw, kind, NULL, NULL, &n, &infos, 0) < 0)
+        return NULL;
+    for (unsigned i = 0; i < n; i++)
+        if (!strcmp(infos[i].name, name))
+            return infos[i].value;
+    return NULL;
+}
+
+static bool kinds_differ(const gpurun_topo_t *t, unsigned a, unsigned b)
+{
+    static const char *const types[] = {"CoreType", "IntelCoreType", "CPUPart"};
+    static const char *const amounts[] = {"FrequencyBaseMHz", "FrequencyMaxMHz", "LinuxCapacity"};
+    bool compared = false;
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        const char *x = kind_info(t, a, types[i]), *y = kind_info(t, b, types[i]);
+        if (x && y && strcmp(x, y))
+            return true;
+        compared |= x && y;
+    }
+    for (size_t i = 0; i < sizeof amounts / sizeof amounts[0]; i++) {
+        const char *x = kind_info(t, a, amounts[i]), *y = kind_info(t, b, amounts[i]);
+        if (!x || !y)
+            continue;
+        double lo = atof(x), hi = atof(y);
+        if (lo > hi) {
+            double tmp = lo;
+            lo = hi;
+            hi = tmp;
+        }
+        if (lo <= 0)
+            continue;
+        compared = true;
+        if ((hi - lo) * 100 >= KINDS_APART_PERCENT * lo)
+            return true;
+    }
+    return !compared;
+}
+
+/* Each hwloc CPU kind's performance class: 0 for the slowest, one more for
+ * each kind that really differs from the slowest of the class below.  All 0
+ * when hwloc has one kind or could not rank them.  Caller frees. */
+static int *kind_classes(const gpurun_topo_t *t, int *nkinds)
+{
+    int n = hwloc_cpukinds_get_nr(t->hw, 0);
+    *nkinds = n > 0 ? n : 0;
+    int *cls = gpurun_xcalloc((size_t)(n > 0 ? n : 1), sizeof *cls);
+    if (n < 2)
+        return cls;
+    /* hwloc lists kinds by efficiency, slowest first, when it ranked them. */
+    unsigned anchor = 0;
+    for (int k = 0; k < n; k++) {
+        int eff = -1;
+        if (hwloc_cpukinds_get_info(t->hw, (unsigned)k, NULL, &eff, NULL, NULL, 0) < 0 || eff < 0) {
+            memset(cls, 0, (size_t)n * sizeof *cls);
+            return cls;
+        }
+        if (k > 0 && kinds_differ(t, anchor, (unsigned)k)) {
+            cls[k] = cls[k - 1] + 1;
+            anchor = (unsigned)k;
+        } else if (k > 0) {
+            cls[k] = cls[k - 1];
+        }
+    }
+    return cls;
+}
+
+/* The class of the kind of a core's first PU (the one planned without smt). */
+static int core_perf(const gpurun_topo_t *t, const int *classes, int nkinds, hwloc_obj_t core)
+{
+    if (nkinds < 2)
         return 0;
     hwloc_bitmap_t one = hwloc_bitmap_alloc();
     hwloc_bitmap_only(one, (unsigned)hwloc_bitmap_first(core->cpuset));
-    int kind = hwloc_cpukinds_get_by_cpuset(t->hw, one, 0), eff = -1;
+    int kind = hwloc_cpukinds_get_by_cpuset(t->hw, one, 0);
     hwloc_bitmap_free(one);
-    if (kind >= 0 && hwloc_cpukinds_get_info(t->hw, (unsigned)kind, NULL, &eff, NULL, NULL, 0) < 0)
-        eff = -1;
-    return eff > 0 ? eff : 0;
+    return kind >= 0 && kind < nkinds ? classes[kind] : 0;
+}
+
+int gpurun_core_class(const gpurun_topo_t *t, hwloc_obj_t core)
+{
+    int nkinds, *classes = kind_classes(t, &nkinds);
+    int c = core_perf(t, classes, nkinds, core);
+    free(classes);
+    return c;
 }
 
 static void core_pool_init(const gpurun_topo_t *t, hwloc_const_cpuset_t allowed, struct core_pool *cp)
 {
     hwloc_obj_type_t type = hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_CORE) > 0 ? HWLOC_OBJ_CORE : HWLOC_OBJ_PU;
-    int n = hwloc_get_nbobjs_by_type(t->hw, type);
+    int n = hwloc_get_nbobjs_by_type(t->hw, type), nkinds;
+    int *classes = kind_classes(t, &nkinds);
     cp->cores = gpurun_xcalloc((size_t)n, sizeof *cp->cores);
     cp->taken = gpurun_xcalloc((size_t)n, sizeof *cp->taken);
     cp->perf = gpurun_xcalloc((size_t)n, sizeof *cp->perf);
@@ -205,9 +294,10 @@ static void core_pool_init(const gpurun_topo_t *t, hwloc_const_cpuset_t allowed,
     for (hwloc_obj_t c = NULL; (c = hwloc_get_next_obj_by_type(t->hw, type, c));)
         if (!hwloc_bitmap_iszero(c->cpuset) /* a core whose PUs are all offline */
             && (!allowed || hwloc_bitmap_isincluded(c->cpuset, allowed))) {
-            cp->perf[cp->n] = core_perf(t, c);
+            cp->perf[cp->n] = core_perf(t, classes, nkinds, c);
             cp->cores[cp->n++] = c;
         }
+    free(classes);
 }
 
 static void core_pool_free(struct core_pool *cp)
@@ -505,6 +595,27 @@ static int place_cores(const gpurun_topo_t *t, gpurun_plan_t *p, hwloc_bitmap_t 
     hwloc_bitmap_free(moved);
     hwloc_bitmap_free(empty);
     return rc;
+}
+
+/* A plan that keeps most of the cores it may use idle is rarely what was
+ * meant (CPU kinds taken for a hybrid CPU once gave a rank 10 of 72 cores
+ * without a word): say so, with the numbers. */
+static void warn_unused_cores(const gpurun_topo_t *t, gpurun_plan_t *p, int rpn)
+{
+    hwloc_bitmap_t used = hwloc_bitmap_alloc();
+    for (int r = 0; r < rpn; r++)
+        hwloc_bitmap_or(used, used, p->ranks[r].cpuset);
+    struct core_pool cp;
+    core_pool_init(t, p->req.allowed_cpus, &cp);
+    int nused = 0;
+    for (int c = 0; c < cp.n; c++)
+        nused += hwloc_bitmap_intersects(cp.cores[c]->cpuset, used);
+    if (cp.n > 1 && 2 * nused < cp.n)
+        plan_warn(p, "the ranks of a node use %d of the %d cores %s, leaving most idle: more ranks per node or "
+                  "threads per rank would use them", nused, cp.n,
+                  p->req.allowed_cpus ? "of the allocation" : "of the node");
+    core_pool_free(&cp);
+    hwloc_bitmap_free(used);
 }
 
 /* --- NICs ------------------------------------------------------------------- */
@@ -979,6 +1090,8 @@ int gpurun_plan_create(const gpurun_topo_t *t, const gpurun_request_t *req_in, g
         doms[r] = gpr > 0 && rc == 0 ? gpu_domain(t, p, p->ranks[r].gpus, gpr) : cpu_domain(numa, nd, r, rpn);
     if (rc == 0 && req->bind == GPURUN_BIND_CLOSEST) {
         rc = place_cores(t, p, doms, rpn, err);
+        if (rc == 0)
+            warn_unused_cores(t, p, rpn);
     } else if (rc == 0) {
         /* bind = none: no affinity, but a thread count that fits the node. */
         int share = t->cores / rpn;

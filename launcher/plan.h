@@ -64,6 +64,12 @@ int gpurun_plan_create(const gpurun_topo_t *topo, const gpurun_request_t *req, g
                        gpurun_error_t *err);
 void gpurun_plan_destroy(gpurun_plan_t *plan);
 
+/* The performance class of the CPU kind of a core (of its first PU): 0 for
+ * the slowest, higher for faster.  Kinds that do not really differ (the
+ * same core type, frequencies less than 10 % apart) share a class, so a CPU
+ * that is no hybrid has class 0 everywhere. */
+int gpurun_core_class(const gpurun_topo_t *topo, hwloc_obj_t core);
+
 /* The request as JSON and back (run folders keep it, so that every host
  * of a job plans its own ranks with it). */
 json_t *gpurun_request_json(const gpurun_request_t *req);

@@ -3,19 +3,25 @@
  * NICs in it, found by what the PCI tree says rather than by names. */
 #include "config.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <libxml/parser.h>
+#include <libxml/tree.h>
 
 #include "gpu_partitions.h"
 #include "safefile.h"
 #include "topology.h"
 #include "util.h"
 
-/* Exports of big machines with every PCI device are a few MB. */
-#define TOPOLOGY_XML_MAX (64u << 20)
 
 #define PCI_VENDOR_NVIDIA 0x10de
 #define PCI_VENDOR_AMD 0x1002
@@ -363,7 +369,9 @@ static void split_partitions(gpurun_topo_t *t)
     gpurun_gpu_units_destroy(u);
 }
 
-static void find_devices(gpurun_topo_t *t)
+/* Past the limits, refused before anything quadratic in the devices runs
+ * (the affinity matrices, the NIC choice). */
+static int find_devices(gpurun_topo_t *t, const char *xml, gpurun_error_t *err)
 {
     int ngpu = 0, nnic = 0;
     for (hwloc_obj_t d = NULL; (d = hwloc_get_next_pcidev(t->hw, d));) {
@@ -374,6 +382,11 @@ static void find_devices(gpurun_topo_t *t)
                           nic_netdev(d, osdev_child(d, HWLOC_OBJ_OSDEV_OPENFABRICS)), &hs))
             nnic++;
     }
+    if (ngpu > GPURUN_TOPO_MAX_GPUS || nnic > GPURUN_TOPO_MAX_NICS)
+        return gpurun_err(err, xml ? GPURUN_EXIT_CONFIG : GPURUN_EXIT_ENV,
+                          "%s: %d %s, more than gpurun plans for (at most %d GPUs and %d NICs per node)",
+                          xml ? xml : "this node", ngpu > GPURUN_TOPO_MAX_GPUS ? ngpu : nnic,
+                          ngpu > GPURUN_TOPO_MAX_GPUS ? "GPUs" : "NICs", GPURUN_TOPO_MAX_GPUS, GPURUN_TOPO_MAX_NICS);
     t->gpus = gpurun_xcalloc((size_t)ngpu, sizeof *t->gpus);
     t->nics = gpurun_xcalloc((size_t)nnic, sizeof *t->nics);
 
@@ -428,6 +441,11 @@ static void find_devices(gpurun_topo_t *t)
                                ? t->gpus[i - 1].index + 1
                                : 0;
     split_partitions(t);
+    if (t->ngpus > GPURUN_TOPO_MAX_GPUS) /* compute partitions count as GPUs */
+        return gpurun_err(err, xml ? GPURUN_EXIT_CONFIG : GPURUN_EXIT_ENV,
+                          "%s: %d GPU partitions, more than gpurun plans for (at most %d GPUs per node)",
+                          xml ? xml : "this node", t->ngpus, GPURUN_TOPO_MAX_GPUS);
+    return 0;
 }
 
 static int topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err);
@@ -463,13 +481,532 @@ int gpurun_topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err
     return rc;
 }
 
+/* --- refusing malformed exports --------------------------------------------
+ *
+ * hwloc's XML importer trusts its input: it dereferences complete_cpuset and
+ * complete_nodeset without checking they were given (hwloc 2.9 crashes on a
+ * root or a child object without them, with its libxml2 parser and with its
+ * own), and sizes bitmaps and matrices from numbers in the file.  So gpurun
+ * first checks with libxml2 what the importer assumes of every export hwloc
+ * writes, and refuses anything else with exit 2, naming the file, the line
+ * and the attribute. */
+
+enum xml_kind { XK_NORMAL, XK_MEMORY, XK_IO, XK_MISC };
+
+struct xml_check {
+    const char *file;
+    gpurun_error_t *err;
+    bool v1;  /* hwloc 1.x format: NUMA nodes are in the CPU tree */
+    long objects, pus, numa;
+    hwloc_bitmap_t root_complete_cpuset;
+    unsigned long long *gp;  /* gp_index values seen, to refuse duplicates */
+    size_t ngp, capgp;
+};
+
+static const char *const set_attrs[] = {"cpuset",         "complete_cpuset", "allowed_cpuset", "online_cpuset",
+                                        "nodeset",        "complete_nodeset", "allowed_nodeset"};
+
+static int xml_fail(struct xml_check *c, xmlNodePtr n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int xml_fail(struct xml_check *c, xmlNodePtr n, const char *fmt, ...)
+{
+    char what[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return gpurun_err(c->err, GPURUN_EXIT_CONFIG,
+                      "%s:%ld: %s; not a well-formed hwloc export, so gpurun does not load it "
+                      "(export the node again with lstopo --of xml FILE)",
+                      c->file, n ? (long)xmlGetLineNo(n) : 0L, what);
+}
+
+static char *xml_attr(xmlNodePtr n, const char *name)
+{
+    return (char *)xmlGetProp(n, (const xmlChar *)name);
+}
+
+/* hwloc's bitmap syntax, strictly: comma-separated hex words of at most 32
+ * bits ("0x000000ff,,0x00000001", a zero word inside left empty), the
+ * first possibly "0xf...f" for an infinite set.  *words counts the finite words. */
+static bool bitmap_syntax(const char *s, size_t *words, bool *infinite)
+{
+    *words = 0;
+    *infinite = !strncmp(s, "0xf...f", 7);
+    if (*infinite) {
+        s += 7;
+        if (*s == '\0')
+            return true;
+        if (*s++ != ',')
+            return false;
+    }
+    for (;;) {
+        /* hwloc writes a zero word between others as nothing: "0x1,,0x2". */
+        if (*s != ',' || *words == 0 || !s[1]) {
+            if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
+                return false;
+            s += 2;
+            size_t digits = strspn(s, "0123456789abcdefABCDEF");
+            if (digits < 1 || digits > 8)
+                return false;
+            s += digits;
+        }
+        (*words)++;
+        if (*s == '\0')
+            return true;
+        if (*s++ != ',')
+            return false;
+    }
+}
+
+/* Parse one set attribute into out (left untouched when absent); -1 with
+ * the error when it is malformed or reaches past gpurun's limits. */
+static int xml_set(struct xml_check *c, xmlNodePtr n, const char *name, hwloc_bitmap_t out, bool *present)
+{
+    char *v = xml_attr(n, name);
+    *present = v != NULL;
+    if (!v)
+        return 0;
+    size_t words;
+    bool infinite;
+    bool nodes = strstr(name, "nodeset") != NULL;
+    unsigned limit = nodes ? GPURUN_TOPO_MAX_NUMA_INDEX : GPURUN_TOPO_MAX_PU_INDEX;
+    int rc = 0;
+    if (!bitmap_syntax(v, &words, &infinite))
+        rc = xml_fail(c, n, "%s=\"%.40s%s\" is not an hwloc bitmap (0x-prefixed 32-bit hex words, comma-separated)",
+                      name, v, strlen(v) > 40 ? "..." : "");
+    else if (infinite && !strstr(name, "allowed") && !strstr(name, "online"))
+        rc = xml_fail(c, n, "%s is infinite (0xf...f): only the allowed sets may be", name);
+    else if (words > (limit + 31) / 32)
+        rc = xml_fail(c, n, "%s has %zu words: more %s than gpurun accepts (numbers below %u)", name, words,
+                      nodes ? "NUMA nodes" : "PUs", limit);
+    else if (hwloc_bitmap_sscanf(out, v) < 0)
+        rc = xml_fail(c, n, "%s=\"%.40s\" is not an hwloc bitmap", name, v);
+    else if (!infinite && hwloc_bitmap_last(out) >= (int)limit)
+        rc = xml_fail(c, n, "%s names %s %d: gpurun accepts numbers below %u", name, nodes ? "NUMA node" : "PU",
+                      hwloc_bitmap_last(out), limit);
+    xmlFree(v);
+    return rc;
+}
+
+/* A decimal attribute; *present says whether it was there. */
+static int xml_uint(struct xml_check *c, xmlNodePtr n, const char *name, unsigned long long max,
+                    unsigned long long *value, bool *present)
+{
+    char *v = xml_attr(n, name), *end;
+    *present = v != NULL;
+    if (!v)
+        return 0;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    int rc = 0;
+    if (end == v || *end || errno || v[0] == '-' || x > max)
+        rc = xml_fail(c, n, "%s=\"%.40s\" is not a number from 0 to %llu", name, v, max);
+    xmlFree(v);
+    *value = x;
+    return rc;
+}
+
+static int xml_kind_of(struct xml_check *c, xmlNodePtr n, enum xml_kind *kind, hwloc_obj_type_t *type)
+{
+    char *v = xml_attr(n, "type");
+    if (!v)
+        return xml_fail(c, n, "an object without a type");
+    int rc = 0;
+    *type = HWLOC_OBJ_GROUP;
+    *kind = XK_NORMAL;
+    /* Names older and newer hwloc writes that 2.x reads as Groups/caches. */
+    if (!strcasecmp(v, "Cache") || !strcasecmp(v, "Tile") || !strcasecmp(v, "Module") || !strcasecmp(v, "System"))
+        *kind = XK_NORMAL;
+    else if (hwloc_type_sscanf(v, type, NULL, 0) < 0)
+        rc = xml_fail(c, n, "unknown object type \"%.40s\"", v);
+    else if (*type == HWLOC_OBJ_NUMANODE || *type == HWLOC_OBJ_MEMCACHE)
+        *kind = XK_MEMORY;
+    else if (*type == HWLOC_OBJ_BRIDGE || *type == HWLOC_OBJ_PCI_DEVICE || *type == HWLOC_OBJ_OS_DEVICE)
+        *kind = XK_IO;
+    else if (*type == HWLOC_OBJ_MISC)
+        *kind = XK_MISC;
+    else
+        *kind = XK_NORMAL;
+    xmlFree(v);
+    return rc;
+}
+
+static bool is_element(xmlNodePtr n, const char *name)
+{
+    return n->type == XML_ELEMENT_NODE && !strcmp((const char *)n->name, name);
+}
+
+struct xml_sets {
+    hwloc_bitmap_t cpuset, complete_cpuset, nodeset, complete_nodeset;
+};
+
+static int xml_check_object(struct xml_check *c, xmlNodePtr n, enum xml_kind parent_kind,
+                            hwloc_obj_type_t parent_type, const struct xml_sets *parent, int depth);
+
+/* The numbers hwloc sizes arrays from: a distance matrix of nbobjs x nbobjs. */
+static int xml_check_distances(struct xml_check *c, xmlNodePtr n)
+{
+    unsigned long long nb;
+    bool present;
+    if (xml_uint(c, n, "nbobjs", ULLONG_MAX, &nb, &present) < 0)
+        return -1;
+    if (!present)
+        return xml_fail(c, n, "%s without nbobjs", (const char *)n->name);
+    if (nb > GPURUN_TOPO_MAX_DISTANCE_OBJS)
+        return xml_fail(c, n, "%s between %llu objects: gpurun accepts at most %d", (const char *)n->name, nb,
+                        GPURUN_TOPO_MAX_DISTANCE_OBJS);
+    return 0;
+}
+
+static int xml_check_children(struct xml_check *c, xmlNodePtr n, enum xml_kind kind, hwloc_obj_type_t type,
+                              const struct xml_sets *sets, int depth)
+{
+    for (xmlNodePtr ch = n->children; ch; ch = ch->next) {
+        if (ch->type != XML_ELEMENT_NODE)
+            continue;
+        if (is_element(ch, "object")) {
+            if (xml_check_object(c, ch, kind, type, sets, depth + 1) < 0)
+                return -1;
+        } else if (is_element(ch, "info")) {
+            char *name = xml_attr(ch, "name"), *value = xml_attr(ch, "value");
+            bool good = name && value;
+            xmlFree(name);
+            xmlFree(value);
+            if (!good)
+                return xml_fail(c, ch, "an info without both name and value");
+        } else if (is_element(ch, "distances")) { /* hwloc 1.x puts them inside objects */
+            if (xml_check_distances(c, ch) < 0)
+                return -1;
+        } else if (is_element(ch, "page_type") || is_element(ch, "userdata")) {
+            /* hwloc reads their numbers with strtoull and checks userdata's
+             * length against its content itself. */
+        } else {
+            return xml_fail(c, ch, "<%.40s> inside an object", (const char *)ch->name);
+        }
+    }
+    return 0;
+}
+
+static int xml_check_object(struct xml_check *c, xmlNodePtr n, enum xml_kind parent_kind,
+                            hwloc_obj_type_t parent_type, const struct xml_sets *parent, int depth)
+{
+    enum xml_kind kind;
+    hwloc_obj_type_t type;
+    if (++c->objects > GPURUN_TOPO_MAX_OBJECTS)
+        return xml_fail(c, n, "more than %d objects: gpurun accepts at most %d", GPURUN_TOPO_MAX_OBJECTS,
+                        GPURUN_TOPO_MAX_OBJECTS);
+    /* Real trees are a few dozen levels deep; the importer recurses. */
+    if (depth > 256)
+        return xml_fail(c, n, "objects nested more than 256 deep");
+    if (xml_kind_of(c, n, &kind, &type) < 0)
+        return -1;
+    if (c->v1 && kind == XK_MEMORY) /* 1.x: NUMA nodes are in the CPU tree, I/O below them */
+        kind = XK_NORMAL;
+    const char *tname = hwloc_obj_type_string(type);
+
+    /* Where hwloc 2.x puts each kind; the importer refuses a few of these
+     * itself, but not a CPU object below a PU. */
+    if (parent) {
+        if (kind == XK_NORMAL && (parent_kind != XK_NORMAL || parent_type == HWLOC_OBJ_PU))
+            return xml_fail(c, n, "a %s object inside a %s", tname, hwloc_obj_type_string(parent_type));
+        if (kind == XK_MEMORY && (parent_kind == XK_IO || parent_kind == XK_MISC))
+            return xml_fail(c, n, "a %s object inside a %s", tname, hwloc_obj_type_string(parent_type));
+        if (kind == XK_IO && (parent_kind == XK_MEMORY || parent_kind == XK_MISC))
+            return xml_fail(c, n, "a %s object inside a %s", tname, hwloc_obj_type_string(parent_type));
+    } else if (kind != XK_NORMAL) {
+        return xml_fail(c, n, "the top object is a %s, not the Machine", tname);
+    }
+
+    /* The importer drops a cache whose level is not its type's, without
+     * saying why. */
+    if (type >= HWLOC_OBJ_L1CACHE && type <= HWLOC_OBJ_L3ICACHE) {
+        unsigned long long level;
+        bool has_level;
+        int want = type <= HWLOC_OBJ_L5CACHE ? (int)(type - HWLOC_OBJ_L1CACHE) + 1
+                                             : (int)(type - HWLOC_OBJ_L1ICACHE) + 1;
+        if (xml_uint(c, n, "depth", 64, &level, &has_level) < 0)
+            return -1;
+        if (has_level && level != (unsigned long long)want)
+            return xml_fail(c, n, "an %s that says it is a level-%llu cache (depth=\"%llu\")", tname, level, level);
+    }
+
+    unsigned long long gp, os_index;
+    bool has_gp, has_os;
+    if (xml_uint(c, n, "gp_index", ULLONG_MAX, &gp, &has_gp) < 0 ||
+        xml_uint(c, n, "os_index", UINT_MAX, &os_index, &has_os) < 0)
+        return -1;
+    if (has_gp) {
+        if (c->ngp == c->capgp) {
+            c->capgp = c->capgp ? 2 * c->capgp : 256;
+            c->gp = gpurun_xrealloc(c->gp, c->capgp * sizeof *c->gp);
+        }
+        c->gp[c->ngp++] = gp;
+    }
+
+    struct xml_sets s = {hwloc_bitmap_alloc(), hwloc_bitmap_alloc(), hwloc_bitmap_alloc(), hwloc_bitmap_alloc()};
+    hwloc_bitmap_t scratch = hwloc_bitmap_alloc();
+    int rc = 0;
+    bool present[sizeof set_attrs / sizeof set_attrs[0]];
+    for (size_t i = 0; i < sizeof set_attrs / sizeof set_attrs[0] && rc == 0; i++) {
+        hwloc_bitmap_t out = !strcmp(set_attrs[i], "cpuset")             ? s.cpuset
+                             : !strcmp(set_attrs[i], "complete_cpuset")  ? s.complete_cpuset
+                             : !strcmp(set_attrs[i], "nodeset")          ? s.nodeset
+                             : !strcmp(set_attrs[i], "complete_nodeset") ? s.complete_nodeset
+                                                                         : scratch;
+        rc = xml_set(c, n, set_attrs[i], out, &present[i]);
+    }
+    if (rc < 0)
+        goto out;
+    if (kind == XK_IO || kind == XK_MISC) {
+        for (size_t i = 0; i < sizeof set_attrs / sizeof set_attrs[0]; i++)
+            if (present[i]) {
+                rc = xml_fail(c, n, "a %s object with %s (I/O and Misc objects have no CPU sets)", tname,
+                              set_attrs[i]);
+                goto out;
+            }
+        rc = xml_check_children(c, n, kind, type, parent, depth);
+        goto out;
+    }
+    /* Every CPU and memory object hwloc exports has its four sets. */
+    for (size_t i = 0; i < 7; i++) {
+        if (!strcmp(set_attrs[i], "cpuset") || !strcmp(set_attrs[i], "complete_cpuset") ||
+            !strcmp(set_attrs[i], "nodeset") || !strcmp(set_attrs[i], "complete_nodeset")) {
+            if (!present[i]) {
+                rc = xml_fail(c, n, "a %s object without %s (hwloc needs cpuset, complete_cpuset, nodeset and "
+                              "complete_nodeset on every CPU and memory object)", tname, set_attrs[i]);
+                goto out;
+            }
+        }
+    }
+    if (!hwloc_bitmap_isincluded(s.cpuset, s.complete_cpuset) ||
+        !hwloc_bitmap_isincluded(s.nodeset, s.complete_nodeset)) {
+        rc = xml_fail(c, n, "a %s object whose cpuset or nodeset is not inside its complete_cpuset or "
+                      "complete_nodeset", tname);
+        goto out;
+    }
+    if (parent && (!hwloc_bitmap_isincluded(s.cpuset, parent->cpuset) ||
+                   !hwloc_bitmap_isincluded(s.complete_cpuset, parent->complete_cpuset) ||
+                   !hwloc_bitmap_isincluded(s.nodeset, parent->nodeset) ||
+                   !hwloc_bitmap_isincluded(s.complete_nodeset, parent->complete_nodeset))) {
+        rc = xml_fail(c, n, "a %s object with CPUs or NUMA nodes that its parent %s does not have", tname,
+                      hwloc_obj_type_string(parent_type));
+        goto out;
+    }
+    if (!parent) {
+        if (hwloc_bitmap_iszero(s.cpuset) || hwloc_bitmap_iszero(s.nodeset)) {
+            rc = xml_fail(c, n, "the Machine has no CPUs or no NUMA node");
+            goto out;
+        }
+        hwloc_bitmap_copy(c->root_complete_cpuset, s.complete_cpuset);
+    }
+    /* hwloc sets bit os_index of a PU or NUMA node in its sets. */
+    if (type == HWLOC_OBJ_PU || type == HWLOC_OBJ_NUMANODE) {
+        bool pu = type == HWLOC_OBJ_PU;
+        unsigned limit = pu ? GPURUN_TOPO_MAX_PU_INDEX : GPURUN_TOPO_MAX_NUMA_INDEX;
+        hwloc_bitmap_t own = pu ? s.complete_cpuset : s.complete_nodeset;
+        if (!has_os || os_index >= limit) {
+            rc = xml_fail(c, n, "a %s %s os_index (gpurun needs one below %u)", tname,
+                          has_os ? "with a too large" : "without an", limit);
+            goto out;
+        }
+        if (hwloc_bitmap_weight(own) != 1 || !hwloc_bitmap_isset(own, (unsigned)os_index)) {
+            rc = xml_fail(c, n, "%s P#%llu whose %s is not just %s %llu", tname, os_index,
+                          pu ? "complete_cpuset" : "complete_nodeset", pu ? "PU" : "node", os_index);
+            goto out;
+        }
+        if (pu && ++c->pus > GPURUN_TOPO_MAX_PUS) {
+            rc = xml_fail(c, n, "more than %d PUs: gpurun accepts at most %d", GPURUN_TOPO_MAX_PUS,
+                          GPURUN_TOPO_MAX_PUS);
+            goto out;
+        }
+        if (!pu && ++c->numa > GPURUN_TOPO_MAX_NUMA) {
+            rc = xml_fail(c, n, "more than %d NUMA nodes: gpurun accepts at most %d", GPURUN_TOPO_MAX_NUMA,
+                          GPURUN_TOPO_MAX_NUMA);
+            goto out;
+        }
+    }
+    rc = xml_check_children(c, n, kind, type, &s, depth);
+out:
+    hwloc_bitmap_free(s.cpuset);
+    hwloc_bitmap_free(s.complete_cpuset);
+    hwloc_bitmap_free(s.nodeset);
+    hwloc_bitmap_free(s.complete_nodeset);
+    hwloc_bitmap_free(scratch);
+    return rc;
+}
+
+static int ull_cmp(const void *a, const void *b)
+{
+    unsigned long long x = *(const unsigned long long *)a, y = *(const unsigned long long *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* What follows the top object: distances, CPU kinds, memory attributes. */
+static int xml_check_tail(struct xml_check *c, xmlNodePtr n)
+{
+    if (is_element(n, "distances2") || is_element(n, "distances2hetero") || is_element(n, "distances"))
+        return xml_check_distances(c, n);
+    if (is_element(n, "cpukind")) {
+        bool present;
+        hwloc_bitmap_t set = hwloc_bitmap_alloc();
+        int rc = xml_set(c, n, "cpuset", set, &present);
+        if (rc == 0 && !present)
+            rc = xml_fail(c, n, "a cpukind without cpuset");
+        else if (rc == 0 && (hwloc_bitmap_iszero(set) || !hwloc_bitmap_isincluded(set, c->root_complete_cpuset)))
+            rc = xml_fail(c, n, "a cpukind whose cpuset is empty or not the Machine's");
+        hwloc_bitmap_free(set);
+        return rc;
+    }
+    return 0;
+}
+
+static int xml_check_doc(struct xml_check *c, xmlDocPtr doc)
+{
+    xmlNodePtr top = xmlDocGetRootElement(doc);
+    if (!top || !is_element(top, "topology"))
+        return xml_fail(c, top, "the document is not a <topology>");
+    /* A newer format than this hwloc reads: hwloc refuses it itself, and
+     * gpurun then says to export it again. */
+    char *version = xml_attr(top, "version");
+    int major = version ? atoi(version) : 1;
+    xmlFree(version);
+    c->v1 = major < 2;
+    if (major > (int)(hwloc_get_api_version() >> 16))
+        return 0;
+    if (doc->intSubset && doc->intSubset->entities)
+        return xml_fail(c, top, "the document declares entities (hwloc exports never do)");
+    xmlNodePtr first = NULL;
+    for (xmlNodePtr n = top->children; n; n = n->next) {
+        if (n->type != XML_ELEMENT_NODE)
+            continue;
+        if (!first) {
+            first = n;
+            if (!is_element(n, "object"))
+                return xml_fail(c, n, "the topology starts with <%.40s>, not with the Machine <object>",
+                                (const char *)n->name);
+            if (xml_check_object(c, n, XK_NORMAL, HWLOC_OBJ_MACHINE, NULL, 0) < 0)
+                return -1;
+        } else if (is_element(n, "object")) {
+            return xml_fail(c, n, "a second top object");
+        } else if (xml_check_tail(c, n) < 0) {
+            return -1;
+        }
+    }
+    if (!first)
+        return xml_fail(c, top, "a topology without objects");
+    if (c->ngp > 1) /* hwloc 1.x exports have no gp_index: no array at all */
+        qsort(c->gp, c->ngp, sizeof *c->gp, ull_cmp);
+    for (size_t i = 1; i < c->ngp; i++)
+        if (c->gp[i] == c->gp[i - 1])
+            return xml_fail(c, top, "gp_index %llu is given to two objects", c->gp[i]);
+    return 0;
+}
+
+/* Check an export before hwloc imports it. */
+static int topo_xml_check(const char *file, const char *buf, size_t len, gpurun_error_t *err)
+{
+    struct xml_check c = {.file = file, .err = err, .root_complete_cpuset = hwloc_bitmap_alloc()};
+    xmlParserCtxtPtr ctxt = xmlNewParserCtxt();
+    if (!ctxt)
+        abort();
+    /* No network, no DTD, no entity substitution; errors come back here
+     * instead of on stderr. */
+    xmlDocPtr doc = xmlCtxtReadMemory(ctxt, buf, (int)len, file, NULL,
+                                      XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+    int rc;
+    if (!doc) {
+        xmlErrorPtr e = xmlCtxtGetLastError(ctxt);
+        char msg[512] = "not XML";
+        if (e && e->message) {
+            snprintf(msg, sizeof msg, "%s", e->message);
+            msg[strcspn(msg, "\n")] = '\0';
+        }
+        rc = gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: not an hwloc XML topology (line %d: %s)", file,
+                        e ? e->line : 0, msg);
+    } else {
+        rc = xml_check_doc(&c, doc);
+        xmlFreeDoc(doc);
+    }
+    xmlFreeParserCtxt(ctxt);
+    hwloc_bitmap_free(c.root_complete_cpuset);
+    free(c.gp);
+    return rc;
+}
+
+/* A safety net for what the checks above miss: hwloc imports the file once
+ * in a child process first, so that a crash there becomes exit 2 here.  The
+ * child only loads and exits, while this process runs the checks; its
+ * stderr is dropped (the real import prints hwloc's warnings once). */
+struct trial_import {
+    pid_t pid;
+    struct sigaction old_chld;
+};
+
+static int trial_import_start(const char *file, hwloc_topology_t hw, struct trial_import *ti, gpurun_error_t *err)
+{
+    /* A SIGCHLD ignored by whoever started gpurun would reap the child
+     * before waitpid could see how it ended. */
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    sigemptyset(&dfl.sa_mask);
+    sigaction(SIGCHLD, &dfl, &ti->old_chld);
+    fflush(NULL);
+    ti->pid = fork();
+    if (ti->pid < 0) {
+        sigaction(SIGCHLD, &ti->old_chld, NULL);
+        return gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot fork to import the topology: %s", file, strerror(errno));
+    }
+    if (ti->pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0)
+            dup2(devnull, STDERR_FILENO);
+        /* A hang is a failure too. */
+        sigset_t alrm;
+        sigemptyset(&alrm);
+        sigaddset(&alrm, SIGALRM);
+        signal(SIGALRM, SIG_DFL);
+        sigprocmask(SIG_UNBLOCK, &alrm, NULL);
+        alarm(120);
+        _exit(hwloc_topology_load(hw) < 0 ? 3 : 0);
+    }
+    return 0;
+}
+
+/* How the child ended; with `cancel` (the checks refused the file) it is
+ * killed instead and nothing is reported. */
+static int trial_import_finish(const char *file, struct trial_import *ti, bool cancel, gpurun_error_t *err)
+{
+    if (cancel)
+        kill(ti->pid, SIGKILL);
+    int status, rc;
+    while ((rc = (int)waitpid(ti->pid, &status, 0)) < 0 && errno == EINTR)
+        ;
+    int saved = errno;
+    sigaction(SIGCHLD, &ti->old_chld, NULL);
+    if (cancel)
+        return -1;
+    if (rc < 0)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "%s: lost the topology import: %s", file, strerror(saved));
+    /* 3: hwloc refused the file cleanly; the real import says why. */
+    if (WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 3))
+        return 0;
+    if (WIFSIGNALED(status))
+        return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                          "%s: hwloc crashed importing this file (signal %d, %s): it is not a well-formed hwloc "
+                          "export; export the node again with lstopo --of xml FILE",
+                          file, WTERMSIG(status), strsignal(WTERMSIG(status)));
+    return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                      "%s: hwloc failed importing this file (exit %d): it is not a well-formed hwloc export; export "
+                      "the node again with lstopo --of xml FILE",
+                      file, WEXITSTATUS(status));
+}
+
 static int topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err)
 {
     gpurun_topo_t *t = gpurun_xcalloc(1, sizeof *t);
     char *buf = NULL;
     size_t len = 0;
 
-    if (xml && gpurun_read_file(xml, "topology file", TOPOLOGY_XML_MAX, &buf, &len, err) < 0) {
+    if (xml && gpurun_read_file(xml, "topology file", GPURUN_TOPO_MAX_FILE_BYTES, &buf, &len, err) < 0) {
         err->code = GPURUN_EXIT_CONFIG;
         free(t);
         return -1;
@@ -488,6 +1025,16 @@ static int topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err
         free(buf);
         free(t);
         return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: not an hwloc XML topology", xml);
+    }
+    /* The trial import and the checks run side by side; a file the checks
+     * refuse never reaches the real import. */
+    struct trial_import ti;
+    if (xml && (trial_import_start(xml, t->hw, &ti, err) < 0 ||
+                trial_import_finish(xml, &ti, topo_xml_check(xml, buf, len, err) < 0, err) < 0)) {
+        hwloc_topology_destroy(t->hw);
+        free(buf);
+        free(t);
+        return -1;
     }
     if (hwloc_topology_load(t->hw) < 0) {
         hwloc_topology_destroy(t->hw);
@@ -520,7 +1067,10 @@ static int topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err
     if (t->cores <= 0) /* some exports have no Core level: every PU is its own core */
         t->cores = t->pus;
     find_home_nodes(t);
-    find_devices(t);
+    if (find_devices(t, xml, err) < 0) {
+        gpurun_topo_destroy(t);
+        return -1;
+    }
     *topop = t;
     return 0;
 }

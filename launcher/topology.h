@@ -65,6 +65,20 @@ typedef struct gpurun_topo {
     hwloc_bitmap_t home_nodes;
 } gpurun_topo_t;
 
+/* What a topology may hold (doc/gpurun.1, LIMITS).  An XML export past one
+ * is refused with exit 2 before anything is planned, the live node with
+ * exit 3; each is far above any real node, and keeps what gpurun computes
+ * (the GPU x GPU and GPU x NIC matrices are quadratic) small. */
+#define GPURUN_TOPO_MAX_FILE_BYTES (64u << 20)
+#define GPURUN_TOPO_MAX_OBJECTS 100000     /* <object> elements */
+#define GPURUN_TOPO_MAX_PUS 16384
+#define GPURUN_TOPO_MAX_PU_INDEX 65536     /* PU numbers (os_index) and cpuset bits below this */
+#define GPURUN_TOPO_MAX_NUMA 1024
+#define GPURUN_TOPO_MAX_NUMA_INDEX 4096    /* NUMA node numbers and nodeset bits below this */
+#define GPURUN_TOPO_MAX_DISTANCE_OBJS 1024 /* objects in one distance matrix */
+#define GPURUN_TOPO_MAX_GPUS 256
+#define GPURUN_TOPO_MAX_NICS 1024          /* every NIC function, Ethernet and SR-IOV VFs included */
+
 /* Load an XML export, or (xml == NULL) the export named by $GPURUN_TOPOLOGY,
  * else the live node; I/O devices included. */
 int gpurun_topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err);

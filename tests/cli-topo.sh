@@ -81,4 +81,97 @@ run "$GPURUN" topo --help
 expect_rc 0 "topo --help"
 contains "$TMP/out" "Usage: gpurun topo" "topo --help prints the usage"
 
+# Malformed exports (issue 11): hwloc 2.9's importer crashes on some (no
+# complete sets on the root or on a child), misreads others.  gpurun refuses
+# every one with exit 2, naming the file and what is wrong, in topo and plan.
+for f in "$FIXTURES"/malformed/*.xml; do
+    name=malformed/$(basename "$f")
+    run "$GPURUN" topo --topology "$f"
+    expect_rc 2 "topo refuses $name"
+    contains "$TMP/err" "$(basename "$f")" "... naming the file"
+    grep -Eq 'not (a well-formed hwloc export|an hwloc XML topology)' "$TMP/err"
+    ok $? "... saying it is not a well-formed export"
+    run "$GPURUN" plan --topology "$f" --json
+    expect_rc 2 "plan refuses $name"
+done
+run "$GPURUN" topo --topology "$FIXTURES/malformed/root-no-complete-sets.xml"
+contains "$TMP/err" "root-no-complete-sets.xml:4: a Machine object without complete_cpuset" \
+    "the refusal names the line and the attribute"
+# The same manglings of every real export, made here: each refused with exit 2.
+if [ -d "$SHARED_TOPOLOGIES" ]; then
+    for src in "$SHARED_TOPOLOGIES"/*.xml; do
+        base=$(basename "$src" .xml)
+        sh "$FIXTURES/malformed/generate.sh" "$src" "$TMP/mangled/$base"
+        bad=
+        for f in "$TMP/mangled/$base"/*.xml; do
+            run "$GPURUN" plan --topology "$f" --json
+            [ "$rc" -eq 2 ] || bad="$bad $(basename "$f") (exit $rc)"
+        done
+        [ -z "$bad" ]
+        ok $? "every mangling of $base.xml is refused with exit 2${bad:+:$bad}"
+    done
+else
+    skip "no $SHARED_TOPOLOGIES: manglings of real exports not checked"
+fi
+
+# Limits (doc/gpurun.1, LIMITS).  gpus_xml N: one PU and N A100s on one
+# host bridge.  16384 GPUs once took more than 4 GB and 300 s in the GPU x GPU
+# matrix; now any export past 256 GPUs is refused with exit 2.
+gpus_xml() {
+    cat <<'XML'
+<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE topology SYSTEM "hwloc2.dtd">
+<topology version="2.0">
+  <object type="Machine" os_index="0" cpuset="0x00000001" complete_cpuset="0x00000001" allowed_cpuset="0x00000001" nodeset="0x00000001" complete_nodeset="0x00000001" allowed_nodeset="0x00000001" gp_index="1">
+    <info name="HostName" value="many-gpus"/>
+    <object type="Package" os_index="0" cpuset="0x00000001" complete_cpuset="0x00000001" nodeset="0x00000001" complete_nodeset="0x00000001" gp_index="2">
+      <object type="NUMANode" os_index="0" cpuset="0x00000001" complete_cpuset="0x00000001" nodeset="0x00000001" complete_nodeset="0x00000001" gp_index="3" local_memory="1073741824"/>
+      <object type="Core" os_index="0" cpuset="0x00000001" complete_cpuset="0x00000001" nodeset="0x00000001" complete_nodeset="0x00000001" gp_index="4">
+        <object type="PU" os_index="0" cpuset="0x00000001" complete_cpuset="0x00000001" nodeset="0x00000001" complete_nodeset="0x00000001" gp_index="5"/>
+      </object>
+      <object type="Bridge" gp_index="6" bridge_type="0-1" depth="0" bridge_pci="0000:[00-ff]">
+XML
+    awk -v n="$1" 'BEGIN { for (i = 0; i < n; i++)
+        printf "        <object type=\"PCIDev\" gp_index=\"%d\" pci_busid=\"%04x:%02x:00.0\" pci_type=\"0302 [10de:20b0] [10de:134f] a1\"/>\n", 100 + i, int(i / 256), i % 256 }'
+    printf '      </object>\n    </object>\n  </object>\n</topology>\n'
+}
+gpus_xml 16384 >"$TMP/gpus-16384.xml"
+run "$GPURUN" plan --topology "$TMP/gpus-16384.xml" --json
+expect_rc 2 "an export with 16384 GPUs is refused"
+contains "$TMP/err" "gpus-16384.xml: 16384 GPUs, more than gpurun plans for (at most 256 GPUs" "... saying the limit"
+run "$GPURUN" topo --topology "$TMP/gpus-16384.xml" --json
+expect_rc 2 "... by topo too"
+gpus_xml 256 >"$TMP/gpus-256.xml"
+run "$GPURUN" topo --topology "$TMP/gpus-256.xml" --json
+jq_out '(.topology.gpus | length) == 256 and (.topology.affinity.gpu_gpu | length) == 256'
+expect_rc 0 "256 GPUs, the limit, still load"
+# Objects: 100001 Misc objects below the Machine.
+{
+    gpus_xml 0 | sed '/<object type="Bridge"/,$d'
+    awk 'BEGIN { for (i = 0; i < 100001; i++) printf "    <object type=\"Misc\" gp_index=\"%d\"/>\n", 100 + i }'
+    printf '    </object>\n  </object>\n</topology>\n'
+} >"$TMP/objects.xml"
+run "$GPURUN" topo --topology "$TMP/objects.xml"
+expect_rc 2 "an export of more than 100000 objects is refused"
+contains "$TMP/err" "more than 100000 objects" "... saying the limit"
+
+# The safety net: whatever the checks miss and crashes hwloc's import is an
+# exit 2 too.  A stand-in hwloc_topology_load() that crashes, preloaded (not
+# in a sanitizer build, whose runtime must come first).
+if ! command -v "${CC:-cc}" >/dev/null 2>&1; then
+    skip "no C compiler to build the crashing hwloc_topology_load stand-in"
+elif ldd "$GPURUN" 2>/dev/null | grep -q 'libasan\|libubsan'; then
+    skip "sanitizer build: a preloaded library would come before the sanitizer runtime"
+else
+    cat >"$TMP/crash.c" <<'C'
+#include <signal.h>
+int hwloc_topology_load(void *topology);
+int hwloc_topology_load(void *topology) { (void)topology; raise(SIGSEGV); return -1; }
+C
+    "${CC:-cc}" -shared -fPIC -o "$TMP/crash.so" "$TMP/crash.c"
+    run env LD_PRELOAD="$TMP/crash.so" "$GPURUN" topo --topology "$FIXTURES/2s-4gpu-2nic.xml"
+    expect_rc 2 "hwloc crashing on an export that passes the checks is exit 2, not a crash"
+    contains "$TMP/err" "2s-4gpu-2nic.xml: hwloc crashed importing this file (signal 11" "... naming the file and the signal"
+fi
+
 done_testing

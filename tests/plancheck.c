@@ -246,19 +246,16 @@ static int check_rank(const gpurun_plan_t *p, const gpurun_rank_plan_t *r, char 
         if (check_memory(p, r, why, len) < 0)
             return -1;
         /* On a hybrid CPU a rank's cores (the kind of their first PU) are of
-         * one kind, unless warned. */
+         * one class of kinds, unless warned. */
         if (hwloc_cpukinds_get_nr(t->hw, 0) > 1) {
             int kind = -2;
             bool mixed = false;
-            hwloc_bitmap_t one = hwloc_bitmap_alloc();
             hwloc_obj_t c = NULL;
             while ((c = hwloc_get_next_obj_covering_cpuset_by_type(t->hw, r->cpuset, HWLOC_OBJ_CORE, c))) {
-                hwloc_bitmap_only(one, (unsigned)hwloc_bitmap_first(c->cpuset));
-                int k = hwloc_cpukinds_get_by_cpuset(t->hw, one, 0);
+                int k = gpurun_core_class(t, c);
                 mixed |= kind != -2 && k != kind;
                 kind = k;
             }
-            hwloc_bitmap_free(one);
             if (mixed && !warned(p, "mix"))
                 return fail(why, len, "rank %d mixes CPU kinds without a warning", r->rank);
         }

@@ -564,6 +564,51 @@ static void hybrid(void)
     gpurun_topo_destroy(t);
 }
 
+/* CPU kinds that are one kind of core: hwloc 2.4 on a 72-core Arm server
+ * gave five kinds 1 % apart in max frequency.  They are no hybrid CPU. */
+static void arm_kinds(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("arm-5kinds.xml"));
+    gpurun_error_t err;
+    ok(hwloc_cpukinds_get_nr(t->hw, 0) == 5, "arm: hwloc reports five CPU kinds");
+    gpurun_plan_t *p = plan(t, req_default(), &err, "arm default");
+    if (ok(p != NULL && p->nranks == 1, "arm: one CPU-only rank")) {
+        is_str(cpus_of(&p->ranks[0]), "0-71", "arm: the rank gets all 72 cores, not the 10 of the top kind");
+        is_int(p->ranks[0].threads, 72, "arm: 72 threads");
+        is_int(p->nwarnings, 0, "arm: no warning");
+    }
+    gpurun_plan_destroy(p);
+
+    gpurun_request_t r = req_default();
+    r.ranks_per_node = 4;
+    p = plan(t, r, &err, "arm 4 ranks");
+    if (ok(p != NULL, "arm: 4 ranks")) {
+        is_str(cpus_of(&p->ranks[0]), "0-17", "arm: rank 0 on the first 18 cores, whatever their kind");
+        is_str(cpus_of(&p->ranks[3]), "54-71", "arm: rank 3 on the last 18");
+        is_int(p->nwarnings, 0, "arm: no hybrid-CPU warning");
+    }
+    gpurun_plan_destroy(p);
+
+    /* A plan that leaves most cores idle says so. */
+    r.ranks_per_node = 2;
+    r.threads_per_rank = 8;
+    p = plan(t, r, &err, "arm 2 ranks x 8 threads");
+    if (ok(p != NULL, "arm: 2 ranks x 8 threads")) {
+        ok(p->nwarnings == 1 && strstr(p->warnings[0], "use 16 of the 72 cores of the node, leaving most idle"),
+           "arm: 16 of 72 cores used is warned");
+        if (p->nwarnings)
+            diag("%s", p->warnings[0]);
+    }
+    gpurun_plan_destroy(p);
+    r.ranks_per_node = 4;
+    r.threads_per_rank = 9;
+    p = plan(t, r, &err, "arm 4 ranks x 9 threads");
+    if (ok(p != NULL, "arm: 4 ranks x 9 threads"))
+        is_int(p->nwarnings, 0, "arm: half the cores used is not warned");
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+}
+
 /* An export from a newer hwloc says so, rather than "could not load". */
 static void newer_xml(void)
 {
@@ -649,6 +694,7 @@ int main(void)
     usnic();
     vpi();
     hybrid();
+    arm_kinds();
     newer_xml();
     json_document();
     return done_testing();
