@@ -21,7 +21,11 @@ if [ -x examples/hello/hello ]; then
     echo
     echo "== gpurun run examples/hello/job.conf (every rank reports where it runs)"
     ./launcher/gpurun run examples/hello/job.conf --quiet
-    cat "$(ls -d examples/hello/results/hello/*/ | tail -1)"rank.*.out
+    # One output file per host, every line labelled with its rank.
+    run=$(ls -d examples/hello/results/hello/*/ | tail -1)
+    for out in "$run"*.out; do
+        [ "${out##*/}" = launcher.out ] || cat "$out"
+    done
 fi
 echo
 echo "== gpurun run ../examples/water-box/job.conf (GROMACS, 2 ranks: ns/day)"
