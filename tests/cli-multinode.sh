@@ -360,7 +360,13 @@ check_het() {
     done
     [ -z "$bad" ]
     ok $? "$what: every rank got the GPU and NIC of its own host's plan"
-    [ -z "$bad" ] || diag "wrong ranks:$bad"
+    if [ -n "$bad" ]; then
+        diag "wrong ranks:$bad"
+        for f in "$d"/*.out; do
+            diag "$f:"
+            head -20 "$f" | sed 's/^/#   /'
+        done
+    fi
     # The fixtures' own figures: on h2 (GPUs numbered against their NUMA
     # order) local rank 0 gets GPU 3, on h1 GPU 0.
     rank_output "$d" 0 | grep -q ' host=h1 local_rank=0 .*CUDA_VISIBLE_DEVICES=0 ' 2>/dev/null &&
