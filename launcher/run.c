@@ -780,18 +780,18 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     char *s0 = iso_time(start), *s1 = iso_time(time(NULL));
     const gpurun_gpu_t *g0 = c->plan->ranks[0].ngpus ? &c->topo->gpus[c->plan->ranks[0].gpus[0]] : NULL;
     /* The hosts the ranks really ran on, in rank order. */
-    json_t *hosts = json_array();
+    json_t *hosts = json_array(), *seen_hosts = json_object(); /* a set: linear in ranks, whatever the hosts */
     json_t *bnd;
     size_t bi;
     json_array_foreach(rr.bindings, bi, bnd)
     {
         const char *h = json_string_value(json_object_get(bnd, "host"));
-        bool seen = false;
-        for (size_t hi = 0; h && hi < json_array_size(hosts); hi++)
-            seen |= !strcmp(json_string_value(json_array_get(hosts, hi)), h);
-        if (h && !seen)
+        if (h && !json_object_get(seen_hosts, h)) {
+            json_object_set_new(seen_hosts, h, json_true());
             json_array_append_new(hosts, json_string(h));
+        }
     }
+    json_decref(seen_hosts);
     record = json_pack("{s:s, s:s, s:s?, s:s, s:s, s:f, s:i, s:s, s:i, s:i, s:i, s:i, s:s, s:o, s:s?, s:o, s:i}",
                        "run_id", strrchr(run_dir, '/') + 1, "job", job->name, "template", job->template_name,
                        "start", s0, "end", s1, "wall_s", oc.wall_s, "exit_status", rc, "state", state, "nodes",
