@@ -622,15 +622,7 @@ static void report_line(char kind, int rank, const char *payload, size_t len)
     int head = snprintf(buf, room, "%s%c %d ", GPURUN_MARK, kind, rank);
     memcpy(buf + head, payload, len);
     buf[(size_t)head + len] = '\n';
-    size_t total = (size_t)head + len + 1, done = 0;
-    while (done < total) {
-        ssize_t w = write(STDOUT_FILENO, buf + done, total - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            break;
-        done += (size_t)w;
-    }
+    gpurun_write_all(STDOUT_FILENO, buf, (size_t)head + len + 1);
     free(buf);
 }
 
@@ -655,20 +647,6 @@ static int failed_before_start(int rank, const char *host, gpurun_error_t *err)
     json_decref(st);
     free(end);
     return -1;
-}
-
-static int write_all(int fd, const char *buf, size_t len)
-{
-    while (len) {
-        ssize_t w = write(fd, buf, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        buf += w;
-        len -= (size_t)w;
-    }
-    return 0;
 }
 
 /* The rank's output file: its host's (HOST.out, shared by the host's rank
@@ -710,7 +688,7 @@ static void copy_output(int in, int out, int rank, bool labelled, bool relay)
         if (!eof)
             len += (size_t)n;
         if (!labelled && !eof) {
-            write_all(out, buf + len - (size_t)n, (size_t)n);
+            gpurun_write_all(out, buf + len - (size_t)n, (size_t)n);
             if (!relay) {
                 len = 0;
                 continue;
@@ -730,7 +708,7 @@ static void copy_output(int in, int out, int rank, bool labelled, bool relay)
                 int h = snprintf(line, sizeof line, "%d: ", rank);
                 memcpy(line + h, buf + start, ll);
                 line[(size_t)h + ll] = '\n';
-                write_all(out, line, (size_t)h + ll + 1);
+                gpurun_write_all(out, line, (size_t)h + ll + 1);
             }
             if (relay)
                 report_line('O', rank, buf + start, ll);

@@ -53,25 +53,6 @@ static int create_temp_at(int dirfd, const char *name, mode_t mode, char *tmp, s
     return -1;
 }
 
-static int write_all(int fd, const void *data, size_t len)
-{
-    const char *p = data;
-    while (len) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -1;
-        if (n == 0) {
-            errno = EIO;
-            return -1;
-        }
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 int gpurun_write_atomic_at(int dirfd, const char *name, const char *shown, const void *data, size_t len, mode_t mode,
                            int flags, gpurun_error_t *err)
 {
@@ -85,7 +66,7 @@ int gpurun_write_atomic_at(int dirfd, const char *name, const char *shown, const
     int fd = create_temp_at(dirfd, name, mode, tmp, sizeof tmp);
     if (fd < 0)
         return gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot write: %s", shown, strerror(errno));
-    int rc = write_all(fd, data, len);
+    int rc = gpurun_write_all(fd, data, len);
     if (rc == 0 && (flags & GPURUN_WRITE_SYNC))
         rc = fsync(fd);
     int e = errno;

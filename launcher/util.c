@@ -73,6 +73,25 @@ int gpurun_read_file(const char *path, const char *what, size_t max, char **bufp
     return 0;
 }
 
+int gpurun_write_all(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        if (n == 0) {
+            errno = EIO;
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
 void *gpurun_xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);

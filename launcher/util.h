@@ -12,6 +12,10 @@
 int gpurun_read_file(const char *path, const char *what, size_t max, char **bufp, size_t *lenp,
                      gpurun_error_t *err);
 
+/* Write all of data to fd, again after EINTR and short writes: 0, or -1
+ * with errno set. */
+int gpurun_write_all(int fd, const void *data, size_t len);
+
 /* Allocation that never returns NULL: on exhaustion the program aborts,
  * since no caller could report anything useful either. */
 void *gpurun_xmalloc(size_t n);
