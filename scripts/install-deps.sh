@@ -12,7 +12,8 @@ PACKAGES="build-essential autoconf automake libtool pkg-config
   openmpi-bin libopenmpi-dev slurm-wlm munge procps
   gromacs lammps hpcc chromium lmod bash-completion
   jq man-db
-  clang libclang-rt-14-dev"
+  clang libclang-rt-14-dev
+  python3-torch python3-torchvision libslurm-dev charliecloud podman"
 # clang and its libFuzzer runtime (libclang-rt-14-dev: Debian 12's clang 14)
 # build the fuzz harnesses of tests/fuzz; without them make check skips those.
 export DEBIAN_FRONTEND=noninteractive
