@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "results.h"
+#include "dbfile.h"
 #include "safefile.h"
 #include "util.h"
 
@@ -190,6 +191,8 @@ static const char drop_sql[] = "DROP TABLE IF EXISTS foms; DROP TABLE IF EXISTS 
 
 static int db_fail(gpurun_results_t *r, int code, const char *what, gpurun_error_t *err)
 {
+    if (*gpurun_db_vfs_refused())
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: %s", what, gpurun_db_vfs_refused());
     return gpurun_err(err, code, "%s/%s: %s: %s", r->dir, GPURUN_RESULTS_DB, what,
                       sqlite3_errmsg(r->db));
 }
@@ -404,9 +407,14 @@ static int setup_schema(gpurun_results_t *r, bool rebuild, gpurun_error_t *err)
 
 static int open_db(gpurun_results_t *r, const char *path, int flags, gpurun_error_t *err)
 {
-    if (sqlite3_open_v2(path, &r->db, flags, NULL) != SQLITE_OK) {
+    gpurun_db_vfs_clear();
+    if (gpurun_db_vfs_register(err) < 0)
+        return -1;
+    if (sqlite3_open_v2(path, &r->db, flags, strcmp(path, ":memory:") ? GPURUN_DB_VFS : NULL) != SQLITE_OK) {
         int code = r->db ? sqlite3_extended_errcode(r->db) : SQLITE_NOMEM;
-        int rc = gpurun_err(err, code == SQLITE_CANTOPEN_SYMLINK ? GPURUN_EXIT_CONFIG : GPURUN_EXIT_ENV,
+        int rc = *gpurun_db_vfs_refused()
+                     ? gpurun_err(err, GPURUN_EXIT_CONFIG, "%s", gpurun_db_vfs_refused())
+                     : gpurun_err(err, code == SQLITE_CANTOPEN_SYMLINK ? GPURUN_EXIT_CONFIG : GPURUN_EXIT_ENV,
                             "%s: cannot open: %s", path, r->db ? sqlite3_errmsg(r->db) : "out of memory");
         sqlite3_close(r->db);
         r->db = NULL;
@@ -414,6 +422,11 @@ static int open_db(gpurun_results_t *r, const char *path, int flags, gpurun_erro
     }
     sqlite3_busy_timeout(r->db, BUSY_TIMEOUT_MS);
     sqlite3_extended_result_codes(r->db, 0);
+    /* The WAL and its index stay, files of ours, between commands: deleted
+     * at close, each would be a name for someone else to take in a sticky
+     * folder until the next gpurun makes it again. */
+    int persist = 1;
+    sqlite3_file_control(r->db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
     return 0;
 }
 
@@ -521,7 +534,9 @@ int gpurun_results_open(const char *results_dir, bool rebuild, gpurun_results_t 
              GPURUN_RESULTS_DB);
         rc = open_db(r, ":memory:", SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, err);
     } else if (gpurun_check_folder(r->dfd, results_dir, "results folder", err) < 0 ||
-               check_db_files(r, err) < 0) {
+               check_db_files(r, err) < 0 ||
+               /* SQLite opens the WAL index itself, outside the VFS: ours first. */
+               (wal_ok(results_dir) && gpurun_db_own_file_at(r->dfd, results_dir, GPURUN_RESULTS_DB "-shm", err) < 0)) {
         rc = -1;
     } else {
         /* Made above: SQLite only opens it, and refuses a symlink (the path
