@@ -13,7 +13,7 @@ PACKAGES="build-essential autoconf automake libtool pkg-config
   gromacs lammps hpcc chromium lmod bash-completion
   jq man-db
   clang libclang-rt-14-dev
-  python3-torch python3-torchvision libslurm-dev charliecloud podman"
+  python3-torch python3-torchvision libslurm-dev charliecloud podman busybox-static"
 # clang and its libFuzzer runtime (libclang-rt-14-dev: Debian 12's clang 14)
 # build the fuzz harnesses of tests/fuzz; without them make check skips those.
 export DEBIAN_FRONTEND=noninteractive
