@@ -28,6 +28,7 @@
 #include "site.h"
 #include "template.h"
 #include "topology.h"
+#include "torchrun.h"
 #include "util.h"
 
 #define GRACE_S 5.0
@@ -446,6 +447,34 @@ static void run_names(const struct run_ctx *c, const char *run_dir, struct gpuru
     gpurun_job_names(names, &vals, c->tpl, &c->job->params);
 }
 
+/* Where a params key was set: the job's line (or --set), else the template. */
+static const char *param_origin(const struct run_ctx *c, const char *key)
+{
+    char *dotted = gpurun_xasprintf("params.%s", key);
+    bool in_job = gpurun_kvlist_get(&c->job->params, key) != NULL;
+    const char *from = in_job ? gpurun_job_origin(c->job, dotted) : c->tpl->path;
+    free(dotted);
+    return from;
+}
+
+/* The environment every rank gets (env.json): a torchrun template's
+ * rendezvous (MASTER_ADDR, MASTER_PORT, its bound), then the job's env{},
+ * which wins.  `choose`: pick the free port now (a run, not a dry run). */
+static int job_env(const struct run_ctx *c, struct gpurun_kvlist *names, bool choose, struct gpurun_kvlist *env,
+                   gpurun_error_t *err)
+{
+    if (c->tpl && c->tpl->rank_env &&
+        gpurun_torchrun_master_env(gpurun_kvlist_get(names, GPURUN_TORCHRUN_PORT_PARAM),
+                                   param_origin(c, GPURUN_TORCHRUN_PORT_PARAM),
+                                   gpurun_kvlist_get(names, GPURUN_TORCHRUN_TIMEOUT_PARAM),
+                                   param_origin(c, GPURUN_TORCHRUN_TIMEOUT_PARAM), choose, c->plan->req.nodes, env,
+                                   err) < 0)
+        return -1;
+    for (size_t i = 0; i < c->job->env.n; i++)
+        gpurun_kvlist_set(env, c->job->env.items[i].key, c->job->env.items[i].value);
+    return 0;
+}
+
 /* The ranks succeeded: read the figures of merit, then the template's
  * sanity text and the job's reference bands (exit 1 when one fails). */
 static int check_results(struct run_ctx *c, struct gpurun_kvlist *names, const char *run_dir, gpurun_foms_t *foms, json_t *refs,
@@ -557,7 +586,11 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
         hwloc_free_xmlbuffer(c->topo->hw, xml);
     free(p);
     p = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_ENV);
-    json_t *env = kv_json(&job->env);
+    struct gpurun_kvlist envkv = {0};
+    if (wrc == 0)
+        wrc = job_env(c, &names, true, &envkv, err);
+    json_t *env = kv_json(&envkv);
+    gpurun_kvlist_clear(&envkv);
     if (wrc == 0)
         wrc = gpurun_write_json_at(dfd, GPURUN_RUN_ENV, p, env, fmode, 0, err);
     json_decref(env);
@@ -884,7 +917,8 @@ out:
     return rc;
 }
 
-static void dry_run(struct run_ctx *c, char *const *app, const struct gpurun_launch_cmds *cmds)
+static void dry_run(struct run_ctx *c, char *const *app, const struct gpurun_launch_cmds *cmds,
+                    const struct gpurun_kvlist *env)
 {
     printf("# gpurun dry run of job %s: nothing is started\n", c->job->name);
     printf("# launcher: %s\n", c->launcher_why);
@@ -895,6 +929,11 @@ static void dry_run(struct run_ctx *c, char *const *app, const struct gpurun_lau
         printf("# allocation: %s\n", c->alloc_note);
     for (size_t i = 0; c->tpl && i < c->tpl->nsetup; i++)
         printf("# setup %zu: %s\n", i + 1, c->tpl->setup[i]);
+    if (c->tpl && c->tpl->rank_env)
+        printf("# rank environment: %s; rendezvous at %s:%s (a port free on this host is chosen at start when "
+               "params.%s is auto), bound %s s\n",
+               c->tpl->rank_env, gpurun_kvlist_get(env, "MASTER_ADDR"), gpurun_kvlist_get(env, "MASTER_PORT"),
+               GPURUN_TORCHRUN_PORT_PARAM, gpurun_kvlist_get(env, GPURUN_ENV_RENDEZVOUS_TIMEOUT));
     printf("# program: ");
     print_quoted(stdout, app);
     for (int i = 0; i < cmds->count; i++) {
@@ -921,8 +960,8 @@ static void dry_run(struct run_ctx *c, char *const *app, const struct gpurun_lau
         json_t *val;
         printf("rank %d:", r);
         json_object_foreach(c->plan->ranks[r].env, k, val) printf(" %s=%s", k, json_string_value(val));
-        for (size_t i = 0; i < c->job->env.n; i++)
-            printf(" %s=%s", c->job->env.items[i].key, c->job->env.items[i].value);
+        for (size_t i = 0; i < env->n; i++)
+            printf(" %s=%s", env->items[i].key, env->items[i].value);
         printf("\n");
     }
     for (size_t w = 0; w < c->plan->nwarnings; w++)
@@ -958,10 +997,14 @@ static int dry_run_config(struct run_ctx *c, gpurun_error_t *err)
                                        .app_argv = app,
                                        .export_env = export_env};
     struct gpurun_launch_cmds cmds = {0};
-    if (c->launcher->commands(&lr, &cmds, err) == 0)
-        dry_run(c, app, &cmds);
+    struct gpurun_kvlist env = {0};
+    if (job_env(c, &names, false, &env, err) < 0)
+        rc = err->code;
+    else if (c->launcher->commands(&lr, &cmds, err) == 0)
+        dry_run(c, app, &cmds, &env);
     else
         rc = err->code;
+    gpurun_kvlist_clear(&env);
     gpurun_launch_cmds_free(&cmds);
     gpurun_free_words(app);
     gpurun_kvlist_clear(&names);
@@ -1032,6 +1075,8 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
             gpurun_gdr_setup(c.plan, job->gpudirect, c.tpl ? &c.tpl->env : NULL, &c.gdr_probe, &c.gdr, err) < 0) {
             crc = err->code; /* gpudirect = on that this node cannot do: exit 3, nothing started */
         } else {
+            if (c.tpl && c.tpl->rank_env)
+                gpurun_torchrun_rank_env(c.plan);
             free(c.command);
             c.command = c.tpl ? (c.plan->req.gpus_per_rank > 0 && c.tpl->gpu_args
                                      ? gpurun_xasprintf("%s %s", c.tpl->command, c.tpl->gpu_args)

@@ -32,6 +32,7 @@
 
 static const char *const titled[] = {"fom", NULL};
 static const char *const better_names[] = {"higher", "lower"};
+static const char *const rank_env_names[] = {"torchrun"};
 
 /* ---- the search path -------------------------------------------------- */
 
@@ -400,7 +401,7 @@ static void check_fom(struct gpurun_conf_ctx *ctx, cfg_t *fom, bool complete)
     free(base);
 }
 
-static const char *const string_keys[] = {"description", "command", "gpu_args", "progress"};
+static const char *const string_keys[] = {"description", "command", "gpu_args", "progress", "rank_env"};
 /* Lists of plain text; a single string is a list of one. */
 static const char *const text_lists[] = {"sanity", "failure"};
 static const char *const free_sections[] = {"env", "defaults"};
@@ -459,6 +460,17 @@ static void check_template(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complet
 
     check_regex(ctx, "progress", cfg_getstr(cfg, "progress"));
 
+    /* The launcher families whose rank environment gpurun can give. */
+    int rline = gpurun_conf_record_line(ctx, "rank_env");
+    const char *rank_env = cfg_getstr(cfg, "rank_env");
+    if (rline && rank_env && strcmp(rank_env, "torchrun") != 0) {
+        struct gpurun_conf_shown a;
+        const char *near = gpurun_conf_closest(rank_env, rank_env_names, 1);
+        gpurun_conf_note(ctx, rline, GPURUN_CONF_CHECK, "key 'rank_env': '%s' is not one of torchrun%s%s%s",
+                         gpurun_conf_shown(&a, rank_env), near ? " (did you mean '" : "", near ? near : "",
+                         near ? "'?)" : "");
+    }
+
     unsigned nfoms = cfg_size(cfg, "fom");
     for (unsigned i = 0; i < nfoms; i++)
         check_fom(ctx, cfg_getnsec(cfg, "fom", i), complete);
@@ -506,6 +518,7 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     for (size_t i = 0; i < t->nfailure; i++)
         t->failure[i] = gpurun_xstrdup(cfg_getnstr(cfg, "failure", (unsigned)i));
     t->progress = gpurun_conf_strdup(cfg_getstr(cfg, "progress"));
+    t->rank_env = gpurun_conf_strdup(cfg_getstr(cfg, "rank_env"));
     gpurun_conf_take_kvlist(cfg, "env", &t->env);
     gpurun_conf_take_kvlist(cfg, "defaults", &t->defaults);
     return t;
@@ -621,6 +634,7 @@ int gpurun_template_parse(const char *text, size_t len, const char *label, gpuru
         CFG_STR_LIST("sanity", NULL, CFGF_NONE),
         CFG_STR_LIST("failure", NULL, CFGF_NONE),
         CFG_STR("progress", NULL, CFGF_NONE),
+        CFG_STR("rank_env", NULL, CFGF_NONE),
         CFG_SEC("env", NULL, CFGF_KEYSTRVAL),
         CFG_SEC("defaults", NULL, CFGF_KEYSTRVAL),
         CFG_END(),
@@ -681,6 +695,7 @@ void gpurun_template_destroy(gpurun_template_t *t)
         free(t->failure[i]);
     free(t->failure);
     free(t->progress);
+    free(t->rank_env);
     gpurun_kvlist_clear(&t->env);
     gpurun_kvlist_clear(&t->defaults);
     free(t);

@@ -43,6 +43,8 @@ typedef struct gpurun_template {
     char **failure;    /* `failure`: the run failed where one of them appears */
     size_t nfailure;
     char *progress;    /* regex whose first group is the current step; NULL when none */
+    char *rank_env;    /* "torchrun": each rank also gets torchrun's variables
+                          (torchrun.h); NULL when none */
     struct gpurun_kvlist env;      /* applied when gpudirect is on */
     struct gpurun_kvlist defaults; /* default params */
 } gpurun_template_t;
