@@ -467,8 +467,7 @@ static int job_env(const struct run_ctx *c, struct gpurun_kvlist *names, bool ch
         gpurun_torchrun_master_env(gpurun_kvlist_get(names, GPURUN_TORCHRUN_PORT_PARAM),
                                    param_origin(c, GPURUN_TORCHRUN_PORT_PARAM),
                                    gpurun_kvlist_get(names, GPURUN_TORCHRUN_TIMEOUT_PARAM),
-                                   param_origin(c, GPURUN_TORCHRUN_TIMEOUT_PARAM), choose, c->plan->req.nodes, env,
-                                   err) < 0)
+                                   param_origin(c, GPURUN_TORCHRUN_TIMEOUT_PARAM), choose, c->plan, env, err) < 0)
         return -1;
     for (size_t i = 0; i < c->job->env.n; i++)
         gpurun_kvlist_set(env, c->job->env.items[i].key, c->job->env.items[i].value);
@@ -960,8 +959,12 @@ static void dry_run(struct run_ctx *c, char *const *app, const struct gpurun_lau
         json_t *val;
         printf("rank %d:", r);
         json_object_foreach(c->plan->ranks[r].env, k, val) printf(" %s=%s", k, json_string_value(val));
-        for (size_t i = 0; i < env->n; i++)
-            printf(" %s=%s", env->items[i].key, env->items[i].value);
+        for (size_t i = 0; i < env->n; i++) {
+            /* A job-wide value the rank's own plan holds already, said once. */
+            const char *own = json_string_value(json_object_get(c->plan->ranks[r].env, env->items[i].key));
+            if (!own || strcmp(own, env->items[i].value))
+                printf(" %s=%s", env->items[i].key, env->items[i].value);
+        }
         printf("\n");
     }
     for (size_t w = 0; w < c->plan->nwarnings; w++)

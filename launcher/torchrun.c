@@ -80,9 +80,10 @@ static long whole_number(const char *s, long lo, long hi)
 }
 
 int gpurun_torchrun_master_env(const char *port, const char *origin_port, const char *timeout,
-                               const char *origin_timeout, bool choose, int nodes, struct gpurun_kvlist *env,
-                               gpurun_error_t *err)
+                               const char *origin_timeout, bool choose, const gpurun_plan_t *plan,
+                               struct gpurun_kvlist *env, gpurun_error_t *err)
 {
+    int nodes = plan->req.nodes;
     char buf[32];
     long t = timeout ? whole_number(timeout, 1, 7 * 24 * 3600) : GPURUN_TORCHRUN_TIMEOUT_DEFAULT;
     if (t < 0)
@@ -122,5 +123,10 @@ int gpurun_torchrun_master_env(const char *port, const char *origin_port, const 
     }
     snprintf(buf, sizeof buf, "%ld", t);
     gpurun_kvlist_set(env, GPURUN_ENV_RENDEZVOUS_TIMEOUT, buf);
+    snprintf(buf, sizeof buf, "%d", plan->nranks);
+    gpurun_kvlist_set(env, "WORLD_SIZE", buf);
+    gpurun_kvlist_set(env, "ROLE_WORLD_SIZE", buf);
+    snprintf(buf, sizeof buf, "%d", nodes);
+    gpurun_kvlist_set(env, "GROUP_WORLD_SIZE", buf);
     return 0;
 }

@@ -29,11 +29,13 @@ void gpurun_torchrun_rank_env(gpurun_plan_t *plan);
 /* The job-wide values into `env` (env.json): MASTER_ADDR (this host, where
  * rank 0 starts), MASTER_PORT (`port`: a number, or "auto": a port free on
  * this host now, or, when !choose (a dry run), "<free-port>"), and
- * GPURUN_RENDEZVOUS_TIMEOUT (`timeout`: whole seconds).  `origin_port` and
+ * GPURUN_RENDEZVOUS_TIMEOUT (`timeout`: whole seconds); and the job-wide
+ * sizes WORLD_SIZE, GROUP_WORLD_SIZE, ROLE_WORLD_SIZE again, for the ranks
+ * of hosts whose rank steps plan their own ranks (their plan lacks them).  `origin_port` and
  * `origin_timeout` say where each was set, for an error (exit 2); exit 3
  * when no free port can be had. */
 int gpurun_torchrun_master_env(const char *port, const char *origin_port, const char *timeout,
-                               const char *origin_timeout, bool choose, int nodes, struct gpurun_kvlist *env,
-                               gpurun_error_t *err);
+                               const char *origin_timeout, bool choose, const gpurun_plan_t *plan,
+                               struct gpurun_kvlist *env, gpurun_error_t *err);
 
 #endif

@@ -19,7 +19,7 @@ done
 export PATH
 GPUNODE=$FIXTURES/2s-4gpu-2nic.xml
 CPUNODE=$FIXTURES/cpu-only-2numa.xml
-TEMPLATES="generic gromacs lammps hpl cg netcheck"
+TEMPLATES="generic gromacs lammps hpl cg netcheck pytorch-ddp"
 SITES="local example-univ aws-p5en"
 have_jq=false
 command -v jq >/dev/null 2>&1 && have_jq=true

@@ -61,7 +61,7 @@ installed_finds() {
     expect_rc 0 "$2: gpurun --version"
     run "$1/bin/gpurun" templates
     expect_rc 0 "$2: gpurun templates"
-    for t in generic gromacs lammps hpl cg netcheck; do
+    for t in generic gromacs lammps hpl cg netcheck pytorch-ddp; do
         grep -q "^$t  .*  $1/share/gpurun/templates/$t.conf\$" "$TMP/out"
         ok $? "$2: template $t from $1/share/gpurun/templates"
     done

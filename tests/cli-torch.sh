@@ -48,6 +48,8 @@ check_env() {
     port=$(jq -r .MASTER_PORT "$1/env.json")
     case "$port" in '' | *[!0-9]*) ok 1 "env.json holds a numeric MASTER_PORT (got '$port')" ;;
         *) ok 0 "env.json holds the rendezvous: $addr:$port" ;; esac
+    [ "$(jq -r .WORLD_SIZE "$1/env.json")" = "$2" ]
+    ok $? "env.json holds WORLD_SIZE=$2, for hosts that plan their own ranks"
     i=0
     while [ "$i" -lt "$2" ]; do
         line=$(rank_output "$1" "$i" | grep '^ENV ' | head -1)
@@ -90,6 +92,32 @@ envjob own local 1 'env { MASTER_ADDR = "10.9.8.7" }'
 run "$GPURUN" run "$TMP/own.conf" --dry-run
 grep "^rank 0:" "$TMP/out" | grep -q " MASTER_ADDR=10.9.8.7"
 ok $? "the job's env { MASTER_ADDR = ... } wins"
+
+# The NCCL variables of the plan beside them: each rank's HCA and its
+# interface, GPUDirect's level; on 2 nodes GROUP_RANK is the node's index.
+cat >"$TMP/gpus.conf" <<JOB
+template = "pytorch-ddp"
+nodes = 2
+ranks_per_node = 2
+gpus_per_rank = 1
+launcher = "mpirun"
+params { python = "$PY" }
+JOB
+if command -v mpirun >/dev/null 2>&1; then
+    run env GPURUN_TOPOLOGY="$FIXTURES/2s-4gpu-2nic.xml" "$GPURUN" run "$TMP/gpus.conf" --dry-run
+    expect_rc 0 "a dry run of 2 nodes x 2 GPU ranks on a topology with a NIC per package"
+    for i in 0 1 2 3; do
+        l=$((i % 2)); g=$((i / 2))
+        line=$(grep "^rank $i:" "$TMP/out")
+        case "$line " in
+            *" NCCL_IB_HCA==mlx5_$l:1 "*" NCCL_NET_GDR_LEVEL="*" RANK=$i WORLD_SIZE=4 LOCAL_RANK=$l LOCAL_WORLD_SIZE=2 GROUP_RANK=$g GROUP_WORLD_SIZE=2 "*" NCCL_SOCKET_IFNAME=ib$l "*)
+                ok 0 "rank $i: NCCL_IB_HCA=mlx5_$l, NCCL_SOCKET_IFNAME=ib$l, NCCL_NET_GDR_LEVEL, RANK=$i LOCAL_RANK=$l GROUP_RANK=$g" ;;
+            *) ok 1 "rank $i: the NCCL variables and torchrun's"; diag "$line" ;;
+        esac
+    done
+else
+    skip "mpirun not found (Debian: openmpi-bin): no 2-node dry run"
+fi
 
 # A template's rank_env must be one gpurun knows.
 mkdir "$TMP/tpl"
