@@ -71,8 +71,8 @@ if $have_jq; then
     run "$GPURUN" templates --json
     expect_rc 0 "gpurun templates --json"
     cp "$TMP/out" "$TMP/t.json"
-    jq_out '.gpurun_templates == 1 and ([.templates[].name] | sort == ["cg","generic","gromacs","hpl","lammps","netcheck"])'
-    ok $rc "... version 1, the six shipped templates"
+    jq_out '.gpurun_templates == 1 and ([.templates[].name] | sort == ["cg","generic","gromacs","hpl","lammps","netcheck","pytorch-ddp"])'
+    ok $rc "... version 1, the seven shipped templates"
     run jq -e 'all(.templates[]; (.description | type) == "string" and .error == null and (.path | endswith(".conf"))
                and .shadows == [])' "$TMP/t.json"
     ok $rc "... each with its description, path, no error, nothing shadowed"
