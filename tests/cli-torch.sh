@@ -26,7 +26,8 @@ print("ENV " + " ".join("%s=%s" % (n, os.environ.get(n, "-")) for n in names), f
 print("DDP images_per_s: 1\nDDP step_ms: 1\nDDP done", flush=True)
 PYEOF
 
-# envjob NAME LAUNCHER RANKS [EXTRA LINES]
+# envjob NAME LAUNCHER RANKS [EXTRA LINES]: a pytorch-ddp job running $script
+script=envcheck.py
 envjob() {
     cat >"$TMP/$1.conf" <<JOB
 template = "pytorch-ddp"
@@ -35,7 +36,7 @@ ranks_per_node = $3
 gpus_per_rank = 0
 threads_per_rank = 1
 timeout = "2m"
-params { python = "$PY"  script = "envcheck.py" }
+params { python = "$PY"  script = "$script" }
 $4
 JOB
 }
@@ -205,5 +206,23 @@ port=$(jq -r .MASTER_PORT "$d/env.json")
 addr=$(jq -r .MASTER_ADDR "$d/env.json")
 contains "$TMP/never.out" "rank 0 of 2: rendezvous at $addr:$port (gloo) failed" "... and the rank's error names MASTER_ADDR:MASTER_PORT"
 contains "$TMP/never.out" "(bound 2 s, GPURUN_RENDEZVOUS_TIMEOUT)" "... and the bound"
+
+# A rank that dies after the rendezvous takes the job down, as any rank
+# does: rank 0, waiting in an all-reduce for it, is stopped.
+cat >"$TMP/dies.py" <<'PYEOF'
+import os, sys, datetime
+import torch, torch.distributed as dist
+dist.init_process_group("gloo", init_method="env://", timeout=datetime.timedelta(seconds=300))
+if dist.get_rank() == 1:
+    os._exit(5)
+dist.all_reduce(torch.ones(4))
+dist.barrier()
+print("DDP images_per_s: 1\nDDP step_ms: 1\nDDP done", flush=True)
+PYEOF
+script=dies.py
+envjob dies local 2
+run nice "$GPURUN" run "$TMP/dies.conf" --quiet
+expect_rc 5 "a DDP rank exiting 5 after the rendezvous ends the job with its status"
+contains "$TMP/err" "rank 1 on" "... naming rank 1"
 
 done_testing
