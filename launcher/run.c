@@ -239,6 +239,7 @@ struct rank_result {
     int finished;       /* ranks that wrote a status */
     int nlost;          /* ranks that started (a binding) and never reported an end */
     char lost[512];     /* "h2 (ranks 2, 3)": their hosts */
+    char unstarted[512]; /* "node 3 (ranks 6-7)": ranks that reported nothing at all */
     json_t *bindings;   /* what every rank reported */
     json_t *statuses;
     char unwritten[2048]; /* why a host's HOST.ranks.json could not be written, or "" */
@@ -343,6 +344,37 @@ static void collect_ranks(struct gpurun_outcome *oc, int nranks, struct rank_res
             used += (size_t)snprintf(rr->lost + used, sizeof rr->lost - used, "%s%s (rank%s %s)", used ? ", " : "",
                                      h, n == 1 ? "" : "s", ranks);
     }
+}
+
+/* Ranks that reported nothing, not even a binding: their host never
+ * started them (down, unreachable, refused by the launcher) and wrote
+ * nothing, so no host name is known: said by the node the plan gave them,
+ * as ranges ("node 3 (ranks 6-7)"), in one pass over the ranks. */
+static bool silent_rank(const struct rank_result *rr, int i)
+{
+    return json_is_null(json_array_get(rr->bindings, (size_t)i)) &&
+           json_is_null(json_array_get(rr->statuses, (size_t)i));
+}
+
+static void unstarted_ranks(const gpurun_plan_t *plan, struct rank_result *rr)
+{
+    char *out = rr->unstarted;
+    size_t size = sizeof rr->unstarted, used = 0;
+    out[0] = '\0';
+    for (int i = 0; i < plan->nranks && used < size; i++) {
+        if (!silent_rank(rr, i))
+            continue;
+        int node = plan->ranks[i].node, from = i;
+        while (i + 1 < plan->nranks && silent_rank(rr, i + 1) && plan->ranks[i + 1].node == node)
+            i++;
+        if (from == i)
+            used += (size_t)snprintf(out + used, size - used, "%snode %d (rank %d)", used ? ", " : "", node, from);
+        else
+            used += (size_t)snprintf(out + used, size - used, "%snode %d (ranks %d-%d)", used ? ", " : "", node,
+                                     from, i);
+    }
+    if (used >= size)
+        snprintf(out + size - 5, 5, "...");
 }
 
 static const char *signal_name(int code)
@@ -757,8 +789,11 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
             rc = GPURUN_EXIT_ENV; /* no rank ever ran: the launcher could not start them */
         state = "failed";
         char *tail = launcher_tail(run_dir);
-        gpurun_err(err, rc, "%s failed (exit status %d) with %d of %d ranks finished; it said:\n%s",
-                   c->launcher->name, oc.launcher_status, rr.finished, c->plan->nranks, tail ? tail : "(nothing)");
+        unstarted_ranks(c->plan, &rr);
+        gpurun_err(err, rc, "%s failed (exit status %d) with %d of %d ranks finished%s%s; it said:\n%s",
+                   c->launcher->name, oc.launcher_status, rr.finished, c->plan->nranks,
+                   rr.unstarted[0] && rr.finished ? "; never started (their hosts wrote nothing): " : "",
+                   rr.unstarted[0] && rr.finished ? rr.unstarted : "", tail ? tail : "(nothing)");
         free(tail);
     } else {
         rc = check_results(c, &names, run_dir, &foms, refs, &state, err);
