@@ -334,12 +334,12 @@ static bool parse_utc(const char *s, double *t)
         return false;
     const char *p = s + used;
     double frac = 0;
-    if (*p == '.') {
-        char *e;
-        frac = strtod(p, &e);
-        if (e == p + 1)
+    if (*p == '.') { /* digits only: a fraction under 1 */
+        size_t digits = strspn(p + 1, "0123456789");
+        if (digits == 0)
             return false;
-        p = e;
+        frac = strtod(p, NULL);
+        p += 1 + digits;
     }
     long off = 0;
     if ((*p == '+' || *p == '-') && strlen(p) == 6 && p[3] == ':') {
@@ -1597,15 +1597,19 @@ static void time_axis(struct gpurun_strbuf *b, const struct axis *xa)
 static void value_axis(struct gpurun_strbuf *b, struct axis *ya, double lo, double hi)
 {
     lo = lo < 0 ? fmax(lo, -DBL_MAX / 1.05) * 1.05 : 0;
-    hi = hi > 0 ? fmin(hi, DBL_MAX / 1.05) * 1.05 : 0;
+    hi = hi > 0 ? fmin(hi, DBL_MAX / 1.05) * 1.05 : lo < 0 ? 0 : 1; /* all 0: an axis to 1 */
     double half = fmax(hi / 2 - lo / 2, 1e-300); /* half the span: no overflow */
     double step = nice_step(half, 3);
     ya->lo = fmax(floor(lo / step) * step, -DBL_MAX);
     ya->hi = fmin(ceil(hi / step) * step, DBL_MAX);
     if (ya->hi <= ya->lo)
         ya->hi = ya->lo + step;
-    for (int i = 0; i < MAX_TICKS && ya->lo + i * step <= ya->hi * (1 + 1e-9); i++)
-        y_tick(b, ya, ya->lo + i * step);
+    for (int i = 0; i < MAX_TICKS; i++) {
+        double v = ya->lo + i * step;
+        if (!isfinite(v) || v > ya->hi * (1 + 1e-9))
+            break;
+        y_tick(b, ya, v);
+    }
 }
 
 /* The time of a point: its run's start, or the middle of its runs'. */

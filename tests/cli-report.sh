@@ -142,6 +142,23 @@ done
 contains "$TMP/cpu.svg" "wbox: ns_per_day (ns/day) over time" "history: the panel's title"
 contains "$TMP/cpu.svg" "2025-01-04T00:00:00Z: 30.50" "history: each point says when and what"
 
+# Figures at the edges of a double, over time: the plot stays finite.
+for v in 1.7976931348623157e308 -1.7976931348623157e308 5e-324 0 -5; do
+    E=$TMP/edge
+    rm -rf "$E"
+    for d in 01 02 03; do
+        cpu_record "$E" "202501${d}T000000Z-1" edge 2 1 "2025-01-${d}T00:00:00.5Z" ".foms.ns_per_day.value = $v"
+    done
+    run timeout 20 "$GPURUN" report --results "$E" --svg "$E/r.svg"
+    good=$rc
+    if [ "$good" -eq 0 ] && command -v xmllint >/dev/null 2>&1; then
+        xmllint --noout "$E/r.svg" 2>/dev/null || good=1
+    fi
+    grep -Eqi '="[^"]*(inf|nan)|>-?(inf|nan)' "$E/r.svg" 2>/dev/null && good=1
+    [ "$(history_points "$E/r.svg")" -eq 3 ] || good=1
+    ok "$good" "history of a figure $v: a panel of 3 points, well-formed and finite"
+done
+
 # 10,000 records (make-records.sh): a history per job, bounded.
 B=$TMP/big
 sh "$top_srcdir/tests/make-records.sh" "$B" 10000 1
