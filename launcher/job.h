@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "container.h"
 #include "error.h"
 #include "util.h"
 
@@ -64,6 +65,7 @@ typedef struct gpurun_job {
     struct gpurun_kvlist references;
     struct gpurun_scan_axis *scan;
     size_t nscan;
+    struct gpurun_container_spec container; /* container { }: image NULL when none */
 } gpurun_job_t;
 
 /* Where the job's dotted `key` was set: "FILE:LINE", the "--set ..." that
