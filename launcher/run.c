@@ -458,7 +458,7 @@ static int container_program(struct run_ctx *c, char **app, gpurun_error_t *err)
 {
     if (!strchr(app[0], '/') || app[0][0] == '/')
         return 0;
-    char *p = abs_path(c->job_dir, app[0]);
+    char *p = abs_path(c->job_dir, app[0] + (strncmp(app[0], "./", 2) ? 0 : 2));
     if (access(p, X_OK) < 0) {
         gpurun_err(err, GPURUN_EXIT_ENV,
                    "program '%s' not found (looked for %s, relative to the job file's folder, which the container "
@@ -648,10 +648,15 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
             rc = err->code;
             goto out;
         }
-        if (resolve_program(step, job->dir, err) < 0) {
+        if ((c->ctr ? container_program(c, step, err) : resolve_program(step, job->dir, err)) < 0) {
             gpurun_free_words(step);
             rc = err->code;
             goto out;
+        }
+        if (c->ctr) { /* in the image too, without GPUs */
+            char **in = gpurun_container_wrap(c->ctr, step, run_dir, c->job_dir, 0, NULL);
+            gpurun_free_words(step);
+            step = in;
         }
         char *log = gpurun_xasprintf("%s/setup.log", run_dir);
         if (setup_fd < 0)
