@@ -448,12 +448,30 @@ static char *ulimit_arg(const char *name, int resource)
 /* The GPU device nodes of this node that exist.  Every GPU of the node is
  * passed: the rank's CUDA_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES number the
  * node's GPUs, and a container holding only /dev/nvidia1 would call it 0. */
+static const char *const cdi_specs[] = {"/etc/cdi/nvidia.yaml", "/etc/cdi/nvidia.json", "/var/run/cdi/nvidia.yaml",
+                                        "/var/run/cdi/nvidia.json", NULL};
+
+/* NVIDIA's Container Device Interface spec (nvidia-ctk cdi generate): with
+ * it podman injects the devices and the host's driver libraries. */
+static const char *nvidia_cdi(void)
+{
+    for (size_t i = 0; cdi_specs[i]; i++)
+        if (access(cdi_specs[i], R_OK) == 0)
+            return cdi_specs[i];
+    return NULL;
+}
+
 static void gpu_devices(const char *vendor, char ***v, size_t *n)
 {
     static const char *const nvidia[] = {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
                                          "/dev/nvidia-modeset"};
     static const char *const amd[] = {"/dev/kfd", "/dev/dri"};
     bool is_amd = vendor && !strcmp(vendor, "amd");
+    if (!is_amd && nvidia_cdi()) {
+        add_word(v, n, gpurun_xstrdup("--device"));
+        add_word(v, n, gpurun_xstrdup("nvidia.com/gpu=all"));
+        return;
+    }
     const char *const *list = is_amd ? amd : nvidia;
     size_t count = is_amd ? 2 : 4;
     for (size_t i = 0; i < count; i++)
@@ -555,26 +573,39 @@ char **gpurun_container_wrap(const struct gpurun_container_run *r, char *const *
 
 /* ---- doctor ----------------------------------------------------------- */
 
-char **gpurun_container_doctor(void)
+int gpurun_container_doctor(bool nvidia_gpus, bool amd_gpus, char *detail, size_t size, bool *gpu_ok)
 {
-    char **lines = NULL;
-    size_t n = 0;
-    bool nvidia = access("/dev/nvidiactl", F_OK) == 0, amd = access("/dev/kfd", F_OK) == 0;
-    const char *devs = nvidia && amd ? "/dev/nvidiactl and /dev/kfd" : nvidia ? "/dev/nvidiactl" : amd ? "/dev/kfd" : NULL;
+    size_t used = 0;
+    int found = 0;
+    *gpu_ok = true;
+    detail[0] = '\0';
+    bool nv_dev = access("/dev/nvidiactl", F_OK) == 0, kfd = access("/dev/kfd", F_OK) == 0;
+    const char *cdi = nvidia_cdi();
     for (size_t i = 0; i < NRUNTIMES; i++) {
         char *exe = gpurun_which(runtimes[i].program);
-        if (!exe) {
-            add_word(&lines, &n, gpurun_xasprintf("%s: not found (%s)", runtimes[i].name, runtimes[i].install));
+        if (!exe)
             continue;
+        found++;
+        const char *gpu = "";
+        if (nvidia_gpus || amd_gpus) {
+            bool devs = nvidia_gpus ? nv_dev : kfd;
+            if (!strcmp(runtimes[i].program, "podman"))
+                gpu = amd_gpus && !nvidia_gpus ? (kfd ? " (GPUs: --device /dev/kfd /dev/dri)" : " (GPUs: no /dev/kfd)")
+                      : cdi                    ? " (GPUs: --device nvidia.com/gpu=all, CDI spec found)"
+                      : nv_dev ? " (GPUs: --device /dev/nvidia*; no CDI spec: the image must bring the driver's libraries)"
+                               : " (GPUs: no /dev/nvidiactl)";
+            else if (!strcmp(runtimes[i].program, "ch-run"))
+                gpu = devs ? " (GPUs: device nodes shared; inject the driver's libraries with ch-fromhost --nvidia)"
+                           : " (GPUs: no GPU device nodes)";
+            else
+                gpu = devs ? (nvidia_gpus ? " (GPUs: --nv)" : " (GPUs: --rocm)") : " (GPUs: no GPU device nodes)";
+            if (!devs || (!strcmp(runtimes[i].program, "podman") && nvidia_gpus && !cdi))
+                *gpu_ok = false;
         }
-        const char *opt = !strcmp(runtimes[i].program, "ch-run") ? "the host's GPU libraries injected with ch-fromhost --nvidia"
-                          : !strcmp(runtimes[i].program, "podman") ? "--device for each GPU device node"
-                                                                   : nvidia || !amd ? "--nv" : "--rocm";
-        char *gpu = devs ? gpurun_xasprintf("would work (%s present; %s)", devs, opt)
-                         : gpurun_xstrdup("no GPU device nodes here (no /dev/nvidiactl, /dev/kfd)");
-        add_word(&lines, &n, gpurun_xasprintf("%s: %s; GPU passthrough: %s", runtimes[i].name, exe, gpu));
-        free(gpu);
+        int w = snprintf(detail + used, size - used, "%s%s %s%s", found > 1 ? "; " : "", runtimes[i].name, exe, gpu);
+        if (w > 0 && (size_t)w < size - used)
+            used += (size_t)w;
         free(exe);
     }
-    return lines;
+    return found;
 }

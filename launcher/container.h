@@ -93,8 +93,10 @@ char **gpurun_container_wrap(const struct gpurun_container_run *run, char *const
                              const char *run_dir, const char *job_dir, int gpus,
                              const char *gpu_vendor);
 
-/* The runtimes this machine has, and whether GPU passthrough would work,
- * for `gpurun doctor`: one line each in *lines (NULL-ended). */
-char **gpurun_container_doctor(void);
+/* For `gpurun doctor`: the runtimes on PATH, each with how it would pass
+ * this node's GPUs (device nodes, the runtime's GPU option), in `detail`.
+ * *gpu_ok: every runtime found would give the ranks their GPUs.  Returns
+ * how many runtimes were found. */
+int gpurun_container_doctor(bool nvidia_gpus, bool amd_gpus, char *detail, size_t size, bool *gpu_ok);
 
 #endif

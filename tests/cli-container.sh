@@ -214,6 +214,27 @@ expect_rc 0 "a site's container block: its runtime and default mounts"
 contains "$TMP/out" "--bind $TMP/job:$TMP/job --bind $TMP/data:$TMP/data --pwd" "... the site's mount in the command line"
 contains "$TMP/out" "apptainer, as the site profile asks" "... and the site's runtime"
 
+# ---- submit: the batch script runs gpurun run; its comment shows the runtime's command line
+printf 'command = "./probe"\nranks_per_node = 2\ngpus_per_rank = 1\ncontainer { image = "gromacs.sif" }\n' >"$TMP/job/sub.conf"
+PATH=$TMP/bin:$PATH run "$GPURUN" submit "$TMP/job/sub.conf" --dry-run
+expect_rc 0 "submit --dry-run of a container job"
+contains "$TMP/out" "#   $TMP/bin/apptainer exec --nv --bind $TMP/job/results/sub/<run-id>:$TMP/job/results/sub/<run-id> --bind $TMP/job:$TMP/job --pwd $TMP/job/results/sub/<run-id> $TMP/job/gromacs.sif PROGRAM..." "... the script says the runtime's command line of each rank"
+contains "$TMP/out" "run '$TMP/job/sub.conf'" "... and runs the job file with gpurun run on the node"
+run "$GPURUN" submit "$TMP/job/outside.conf" --dry-run
+expect_rc 2 "submit: a mount outside the site's allowed_mounts is exit 2 there too"
+
+# ---- doctor: the runtimes there, and whether GPU passthrough would work
+PATH=$TMP/bin:$PATH run "$GPURUN" doctor --json
+jq_out '.checks[] | select(.id == "containers") | .detail | test("apptainer [^ ]*/bin/apptainer")'
+ok $? "doctor names the container runtimes it finds"
+if [ ! -e /dev/nvidiactl ]; then
+    PATH=$TMP/bin:$PATH GPURUN_TOPOLOGY=$FIXTURES/2s-4gpu-2nic.xml run "$GPURUN" doctor --json
+    jq_out '.checks[] | select(.id == "containers") | .status == "WARN" and (.detail | test("no GPU device nodes"))'
+    ok $? "doctor: GPUs in the topology but no /dev/nvidiactl: GPU passthrough would not work (WARN)"
+else
+    skip "doctor without GPU device nodes: this machine has /dev/nvidiactl"
+fi
+
 # ---- the NGC GROMACS example, as a dry run --------------------------------
 ex=$top_srcdir/examples/gromacs-ngc/job.conf
 PATH=$TMP/bin:$PATH GPURUN_TOPOLOGY=$FIXTURES/2s-4gpu-2nic.xml run "$GPURUN" run "$ex" --dry-run --set launcher=local
