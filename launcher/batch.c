@@ -577,10 +577,12 @@ static int put_container(FILE *f, const gpurun_job_t *job, const gpurun_site_t *
                          gpurun_error_t *err)
 {
     gpurun_template_t *tpl = NULL;
-    if (gpurun_template_for_job(job, &tpl, err) < 0)
-        return -1;
-    struct gpurun_container_run *ctr = NULL;
     gpurun_error_t e = {0};
+    /* gpurun_batch_check() has reported a template that cannot be read. */
+    if (job->template_name && gpurun_template_for_job(job, &tpl, &e) < 0)
+        tpl = NULL;
+    memset(&e, 0, sizeof e);
+    struct gpurun_container_run *ctr = NULL;
     int rc = 0;
     if (gpurun_container_wanted(&job->container) || (tpl && gpurun_container_wanted(&tpl->container))) {
         if (gpurun_container_resolve(&job->container, tpl ? &tpl->container : NULL, site ? &site->container : NULL,

@@ -214,6 +214,26 @@ expect_rc 0 "a site's container block: its runtime and default mounts"
 contains "$TMP/out" "--bind $TMP/job:$TMP/job --bind $TMP/data:$TMP/data --pwd" "... the site's mount in the command line"
 contains "$TMP/out" "apptainer, as the site profile asks" "... and the site's runtime"
 
+# ---- a template's container block; --set container.KEY
+mkdir -p "$TMP/job/tpl"
+: >"$TMP/job/tpl/from-template.sif"
+cat >"$TMP/job/boxed.conf" <<TPL
+description = "a template that brings its image"
+command     = "./probe"
+container { image = "tpl/from-template.sif" }
+TPL
+printf 'template = "boxed"\nlauncher = "local"\nranks_per_node = 1\n' >"$TMP/job/usetpl.conf"
+PATH=$TMP/bin:$PATH run "$GPURUN" run "$TMP/job/usetpl.conf" --dry-run
+expect_rc 0 "a template's container block"
+contains "$TMP/out" "image $TMP/job/tpl/from-template.sif" "... its image, relative to the template's folder"
+PATH=$TMP/bin:$PATH run "$GPURUN" run "$TMP/job/usetpl.conf" --dry-run --set "container.image=$TMP/job/gromacs.sif" --set "container.mounts=$TMP/data"
+expect_rc 0 "--set container.image and container.mounts"
+contains "$TMP/out" "--bind $TMP/data:$TMP/data --pwd" "... the mount given by --set"
+contains "$TMP/out" "image $TMP/job/gromacs.sif" "... the job's image over the template's"
+PATH=$TMP/bin:$PATH run "$GPURUN" run "$TMP/job/usetpl.conf" --dry-run --set container.runtime=dockr
+expect_rc 2 "--set container.runtime=dockr: exit 2"
+contains "$TMP/err" "--set container.runtime=dockr: key 'container.runtime': unknown runtime 'dockr'" "... naming the --set"
+
 # ---- submit: the batch script runs gpurun run; its comment shows the runtime's command line
 printf 'command = "./probe"\nranks_per_node = 2\ngpus_per_rank = 1\ncontainer { image = "gromacs.sif" }\n' >"$TMP/job/sub.conf"
 PATH=$TMP/bin:$PATH run "$GPURUN" submit "$TMP/job/sub.conf" --dry-run
