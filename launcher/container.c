@@ -79,7 +79,7 @@ static bool image_is_path(const char *image, const char *dir)
 
 /* A mount "SRC" or "SRC:DST": one ':' at most (it separates them), no ','
  * (apptainer's --bind and podman's -v read it as a list or an option). */
-static const char *mount_problem(const char *m, const char *dir, char *buf, size_t size)
+static const char *mount_problem(const char *m, const char *dir, bool must_exist, char *buf, size_t size)
 {
     const char *colon = strchr(m, ':');
     if (strchr(m, ','))
@@ -95,7 +95,7 @@ static const char *mount_problem(const char *m, const char *dir, char *buf, size
     char *p = under(dir, src);
     struct stat st;
     const char *why = NULL;
-    if (stat(p, &st) < 0) {
+    if (must_exist && stat(p, &st) < 0) {
         snprintf(buf, size, "%s does not exist (%s)", p, strerror(errno));
         why = buf;
     }
@@ -111,7 +111,10 @@ void gpurun_container_check(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
         return;
     struct gpurun_conf_shown a, b;
     char *dir = file_dir(ctx->label);
-    const char *image = cfg_getopt(sec, "image") ? cfg_getstr(sec, "image") : NULL;
+    /* A site profile describes the cluster's nodes, not this one: its
+     * folders need not exist where the profile is read. */
+    bool site = !cfg_getopt(sec, "image");
+    const char *image = site ? NULL : cfg_getstr(sec, "image");
     int line = gpurun_conf_record_line(ctx, "container.image");
     gpurun_conf_check_string(ctx, "container.image", image, true);
     if (line && image && *image && !strchr(image, '\n') && image_is_path(image, dir)) {
@@ -158,7 +161,7 @@ void gpurun_container_check(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
             char buf[512];
             const char *why = m ? gpurun_conf_value_problem(m, true, buf, sizeof buf) : NULL;
             if (!why && m && l == 0)
-                why = mount_problem(m, dir, buf, sizeof buf);
+                why = mount_problem(m, dir, !site, buf, sizeof buf);
             else if (!why && m && (m[0] != '/' || strchr(m, ':') || strchr(m, ',')))
                 why = "not an absolute folder path without ':' or ','";
             if (why)

@@ -164,6 +164,13 @@ check_probe "$d" "fake apptainer, local"
 want="exec --bind $d:$d --bind $TMP/job:$TMP/job --pwd $d $TMP/job/gromacs.sif $TMP/job/probe"
 [ "$(sed -n 1p "$TMP/apptainer.args")" = "$want" ]
 ok $? "apptainer exec: run and job folders bound at their own paths, --pwd the run folder, no --nv without GPUs"
+if [ "$has_mpirun" = 1 ]; then
+    PATH=$TMP/bin:$PATH run "$GPURUN" run "$TMP/job/app.conf" --set launcher=mpirun --quiet
+    expect_rc 0 "fake apptainer: 2 ranks under mpirun"
+    check_probe "$(last_run app)" "fake apptainer, mpirun"
+else
+    skip "fake apptainer under mpirun: mpirun not found (Debian: openmpi-bin)"
+fi
 [ "$(jq -r .container.runtime "$d/record.json")" = apptainer ]
 ok $? "the record names apptainer"
 
@@ -202,7 +209,7 @@ cat >"$TMP/job/sites/uni.conf" <<SITE
 description = "test site"
 container {
   runtime = "apptainer"
-  mounts = {"$TMP/data"}
+  mounts = {"$TMP/data", "/gpurun-test-not-here/scratch"}
   allowed_mounts = {"$TMP/data"}
 }
 SITE
@@ -211,8 +218,9 @@ bad outside "outside.conf:4: key 'container.mounts': $TMP/other is outside what 
 printf 'command = "./probe"\nsite = "uni"\nlauncher = "local"\nranks_per_node = 1\ncontainer { image = "gromacs.sif" }\n' >"$TMP/job/siteok.conf"
 PATH=$TMP/bin:$PATH run "$GPURUN" run "$TMP/job/siteok.conf" --dry-run
 expect_rc 0 "a site's container block: its runtime and default mounts"
-contains "$TMP/out" "--bind $TMP/job:$TMP/job --bind $TMP/data:$TMP/data --pwd" "... the site's mount in the command line"
+contains "$TMP/out" "--bind $TMP/job:$TMP/job --bind $TMP/data:$TMP/data --bind /gpurun-test-not-here/scratch:/gpurun-test-not-here/scratch --pwd" "... the site's mount in the command line"
 contains "$TMP/out" "apptainer, as the site profile asks" "... and the site's runtime"
+contains "$TMP/out" "--bind /gpurun-test-not-here/scratch:/gpurun-test-not-here/scratch" "... a site mount need not exist where the profile is read (it describes the cluster's nodes)"
 
 # ---- a template's container block; --set container.KEY
 mkdir -p "$TMP/job/tpl"
