@@ -586,7 +586,7 @@ static int put_container(FILE *f, const gpurun_job_t *job, const gpurun_site_t *
     int rc = 0;
     if (gpurun_container_wanted(&job->container) || (tpl && gpurun_container_wanted(&tpl->container))) {
         if (gpurun_container_resolve(&job->container, tpl ? &tpl->container : NULL, site ? &site->container : NULL,
-                                     gpurun_job_origin(job, "container.image"),
+                                     gpurun_job_section_origin(job, "container.image"),
                                      gpurun_job_origin(job, "container.mounts"), &ctr, &e) < 0) {
             if (e.code != GPURUN_EXIT_ENV) {
                 *err = e;

@@ -44,7 +44,9 @@ static const struct runtime *runtime_named(const char *name)
 static char *file_dir(const char *label)
 {
     const char *slash = strrchr(label, '/');
-    return !slash ? gpurun_xstrdup(".") : slash == label ? gpurun_xstrdup("/") : gpurun_xstrndup(label, (size_t)(slash - label));
+    return !slash          ? gpurun_xstrdup(".")
+           : slash == label ? gpurun_xstrdup("/")
+                            : gpurun_xstrndup(label, (size_t)(slash - label));
 }
 
 static char *under(const char *dir, const char *p)
@@ -292,8 +294,14 @@ int gpurun_container_resolve(const struct gpurun_container_spec *job, const stru
 {
     *runp = NULL;
     const struct gpurun_container_spec *img_from = gpurun_container_wanted(job) ? job : tpl;
-    if (!gpurun_container_wanted(img_from))
+    if (!gpurun_container_wanted(img_from)) {
+        if (job && job->dir) /* a block, but nothing to run */
+            return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                              "%s: key 'container.image' missing: the container block needs an image (a file or "
+                              "folder, or docker://REGISTRY/NAME:TAG), here or in the template",
+                              job_origin_image);
         return 0;
+    }
     struct gpurun_container_run *r = gpurun_xcalloc(1, sizeof *r);
     r->image_is_path = image_is_path(img_from->image, img_from->dir ? img_from->dir : ".");
     if (r->image_is_path) {
@@ -366,8 +374,11 @@ int gpurun_container_resolve(const struct gpurun_container_spec *job, const stru
             if (mfrom[s] == job && site && site->nallowed) {
                 char *src = gpurun_xstrndup(pair, strcspn(pair, ":"));
                 bool ok = false;
-                for (size_t k = 0; k < site->nallowed && !ok; k++)
-                    ok = inside(src, site->allowed[k]);
+                for (size_t k = 0; k < site->nallowed && !ok; k++) {
+                    char *real = realpath(site->allowed[k], NULL); /* /home may be a link */
+                    ok = inside(src, site->allowed[k]) || (real && inside(src, real));
+                    free(real);
+                }
                 if (!ok) {
                     gpurun_err(err, GPURUN_EXIT_CONFIG,
                                "%s: key 'container.mounts': %s is outside what the site allows in containers "
@@ -595,7 +606,8 @@ int gpurun_container_doctor(bool nvidia_gpus, bool amd_gpus, char *detail, size_
             if (!strcmp(runtimes[i].program, "podman"))
                 gpu = amd_gpus && !nvidia_gpus ? (kfd ? " (GPUs: --device /dev/kfd /dev/dri)" : " (GPUs: no /dev/kfd)")
                       : cdi                    ? " (GPUs: --device nvidia.com/gpu=all, CDI spec found)"
-                      : nv_dev ? " (GPUs: --device /dev/nvidia*; no CDI spec: the image must bring the driver's libraries)"
+                      : nv_dev ? " (GPUs: --device /dev/nvidia*; no CDI spec: the image must bring the driver's "
+                                 "libraries)"
                                : " (GPUs: no /dev/nvidiactl)";
             else if (!strcmp(runtimes[i].program, "ch-run"))
                 gpu = devs ? " (GPUs: device nodes shared; inject the driver's libraries with ch-fromhost --nvidia)"

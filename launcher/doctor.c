@@ -457,8 +457,8 @@ static void check_containers(struct doctor *d, bool nvidia, bool amd)
               "block need one");
     else
         check(d, "containers", "containers", gpu_ok ? GPURUN_CHECK_PASS : GPURUN_CHECK_WARN,
-              nvidia ? "install the NVIDIA Container Toolkit and run `nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml` "
-                       "(podman), or load the GPU driver so that /dev/nvidiactl exists"
+              nvidia ? "install the NVIDIA Container Toolkit and run `nvidia-ctk cdi generate "
+                       "--output=/etc/cdi/nvidia.yaml` (podman), or load the GPU driver so that /dev/nvidiactl exists"
                      : "load the GPU driver so that its device nodes (/dev/kfd, /dev/dri) exist",
               "%s", detail);
 }

@@ -945,6 +945,18 @@ const char *gpurun_job_origin(const gpurun_job_t *job, const char *key)
     return from ? from : job->path ? job->path : job->name;
 }
 
+const char *gpurun_job_section_origin(const gpurun_job_t *job, const char *key)
+{
+    const char *dot = strchr(key, '.');
+    size_t n = dot ? (size_t)(dot - key) : strlen(key);
+    if (gpurun_kvlist_get(&job->from, key))
+        return gpurun_kvlist_get(&job->from, key);
+    for (size_t i = 0; i < job->from.n; i++)
+        if (!strncmp(job->from.items[i].key, key, n) && job->from.items[i].key[n] == '.')
+            return job->from.items[i].value;
+    return job->path ? job->path : job->name;
+}
+
 int gpurun_job_locate(const gpurun_job_t *job, const char *key, gpurun_error_t *err)
 {
     char *text = gpurun_xstrdup(err->text);

@@ -72,6 +72,11 @@ typedef struct gpurun_job {
  * last set it, or the job file's name when neither is known. */
 const char *gpurun_job_origin(const gpurun_job_t *job, const char *key);
 
+/* Where the dotted `key` ("container.image") was set, else where another
+ * key of its section was (a missing key reported on its block's line), else
+ * the job file's name. */
+const char *gpurun_job_section_origin(const gpurun_job_t *job, const char *key);
+
 /* err's message put on the place that set the job's `key`:
  * "job.conf:2: key 'template': WHAT" (or "--set template=x: key ...").
  * Returns -1. */

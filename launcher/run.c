@@ -1095,7 +1095,7 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
     }
     /* A container: its runtime, image and mounts settled before anything starts. */
     if (gpurun_container_resolve(&job->container, c.tpl ? &c.tpl->container : NULL,
-                                 c.site ? &c.site->container : NULL, gpurun_job_origin(job, "container.image"),
+                                 c.site ? &c.site->container : NULL, gpurun_job_section_origin(job, "container.image"),
                                  gpurun_job_origin(job, "container.mounts"), &c.ctr, err) < 0) {
         rc = err->code;
         goto out;

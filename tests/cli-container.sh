@@ -199,6 +199,8 @@ printf 'command = "./probe"\nlauncher = "local"\ncontainer {\n  image = "nothere
 bad noimage "noimage.conf:4: key 'container.image': the image $TMP/job/nothere.sif does not exist" "an image that does not exist"
 printf 'command = "./probe"\ncontainer { image = "gromacs.sif"\n runtime = "podmn" }\n' >"$TMP/job/badrt.conf"
 bad badrt "badrt.conf:3: key 'container.runtime': unknown runtime 'podmn' (did you mean 'podman'?)" "an unknown runtime"
+printf 'command = "./probe"\nlauncher = "local"\ncontainer {\n  runtime = "podman"\n}\n' >"$TMP/job/noimg.conf"
+bad noimg "noimg.conf:4: key 'container.image' missing" "a container block without an image"
 mkdir -p "$TMP/data" "$TMP/other"
 printf 'command = "./probe"\ncontainer { image = "gromacs.sif"\n mounts = {"%s:/in:ro"} }\n' "$TMP/data" >"$TMP/job/colon.conf"
 bad colon "colon.conf:3: key 'container.mounts', item 1" "a mount with ':' in a path"
