@@ -42,3 +42,7 @@ echo
 echo "== gpurun results; gpurun report --html results/report.html"
 ./launcher/gpurun results --results results
 ./launcher/gpurun report --results results --html results/report.html
+echo
+echo "Next: a scaling study, the water box on 1 and 2 ranks, and its report (speedup, parallel efficiency):"
+echo "  build/launcher/gpurun run examples/water-box/scan.conf --results build/results"
+echo "  build/launcher/gpurun report --results build/results --job water-box-scan"

@@ -31,6 +31,7 @@
 
 #include "batch.h"
 #include "confparse.h"
+#include "container.h"
 #include "template.h"
 #include "util.h"
 
@@ -568,6 +569,61 @@ static int check_site_room(const gpurun_job_t *job, const gpurun_site_t *site, l
     return 0;
 }
 
+/* A container job: the runtime's command line each rank step will start
+ * inside its binding, as `gpurun run` on the node builds it (the runtime
+ * found here; the node's may sit elsewhere).  A mount the site refuses is
+ * exit 2 here already; a runtime this node lacks is only said. */
+static int put_container(FILE *f, const gpurun_job_t *job, const gpurun_site_t *site, const char *abs_job, long gpr,
+                         gpurun_error_t *err)
+{
+    gpurun_template_t *tpl = NULL;
+    gpurun_error_t e = {0};
+    /* gpurun_batch_check() has reported a template that cannot be read. */
+    if (job->template_name && gpurun_template_for_job(job, &tpl, &e) < 0)
+        tpl = NULL;
+    memset(&e, 0, sizeof e);
+    struct gpurun_container_run *ctr = NULL;
+    int rc = 0;
+    if (gpurun_container_wanted(&job->container) || (tpl && gpurun_container_wanted(&tpl->container))) {
+        if (gpurun_container_resolve(&job->container, tpl ? &tpl->container : NULL, site ? &site->container : NULL,
+                                     gpurun_job_section_origin(job, "container.image"),
+                                     gpurun_job_origin(job, "container.mounts"), &ctr, &e) < 0) {
+            if (e.code != GPURUN_EXIT_ENV) {
+                *err = e;
+                rc = -1;
+            } else {
+                char *cut = strstr(e.text, "; nothing was started");
+                if (cut)
+                    *cut = '\0';
+                fputs("# Container: the compute node must have the runtime; on this node, ", f);
+                put_comment_text(f, e.text);
+                fputc('\n', f);
+            }
+        }
+    }
+    if (ctr) {
+        char *dir = gpurun_xstrndup(abs_job, (size_t)(strrchr(abs_job, '/') - abs_job));
+        char *run = job->results[0] == '/' ? gpurun_xasprintf("%s/%s/<run-id>", job->results, job->name)
+                                           : gpurun_xasprintf("%s/%s/%s/<run-id>", dir, job->results, job->name);
+        char *app[] = {"PROGRAM...", NULL};
+        char **argv = gpurun_container_wrap(ctr, app, run, dir, gpr == GPURUN_UNSET ? 1 : (int)gpr, NULL);
+        fputs("# Container: ", f);
+        put_comment_text(f, ctr->why);
+        fputs(". Each rank step starts, inside its binding:\n#  ", f);
+        for (char **a = argv; *a; a++) {
+            fputc(' ', f);
+            put_comment_text(f, *a);
+        }
+        fputc('\n', f);
+        gpurun_free_words(argv);
+        free(run);
+        free(dir);
+    }
+    gpurun_container_run_free(ctr);
+    gpurun_template_destroy(tpl);
+    return rc;
+}
+
 int gpurun_batch_script(const gpurun_job_t *job, const gpurun_site_t *site, const char *job_path,
                         const char *gpurun_path, char *const *set_args, size_t nset, char **scriptp,
                         gpurun_error_t *err)
@@ -718,6 +774,8 @@ int gpurun_batch_script(const gpurun_job_t *job, const gpurun_site_t *site, cons
     if (lines[L_TIME].value && !lines[L_TIME].user)
         fprintf(f, "# --time: %ld run%s x (timeout %lds + %ds for gpurun to stop the ranks and write the record)\n",
                 runs_of(job), runs_of(job) == 1 ? "" : "s", job->timeout_s, STOP_GRACE_S);
+    if (put_container(f, job, site, abs_job, gpr, err) < 0)
+        goto out;
     for (size_t l = 0; l < L_N; l++) {
         const char *v = lines[l].user ? lines[l].user->value : lines[l].value;
         if (!v)

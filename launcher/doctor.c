@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../plugins/monitor.h"
+#include "container.h"
 #include "doctor.h"
 #include "gpudirect.h"
 #include "plugin.h"
@@ -443,6 +444,25 @@ static void check_gpudirect(struct doctor *d, const gpurun_gdr_probe_t *p, int n
               p->gdrcopy ? "; GDRCopy too" : "");
 }
 
+/* Container runtimes, for jobs with a container { } block: optional, so
+ * none is not a failure; a runtime that would not pass the GPUs is. */
+static void check_containers(struct doctor *d, bool nvidia, bool amd)
+{
+    char detail[900];
+    bool gpu_ok;
+    int n = gpurun_container_doctor(nvidia, amd, detail, sizeof detail, &gpu_ok);
+    if (n == 0)
+        check(d, "containers", "containers", GPURUN_CHECK_PASS, NULL,
+              "no container runtime (apptainer, singularity, ch-run, podman) on PATH; only jobs with a container "
+              "block need one");
+    else
+        check(d, "containers", "containers", gpu_ok ? GPURUN_CHECK_PASS : GPURUN_CHECK_WARN,
+              nvidia ? "install the NVIDIA Container Toolkit and run `nvidia-ctk cdi generate "
+                       "--output=/etc/cdi/nvidia.yaml` (podman), or load the GPU driver so that /dev/nvidiactl exists"
+                     : "load the GPU driver so that its device nodes (/dev/kfd, /dev/dri) exist",
+              "%s", detail);
+}
+
 int gpurun_doctor_run(const struct gpurun_doctor_opts *opts, json_t **reportp, gpurun_error_t *err)
 {
     struct gpurun_doctor_opts none = {0};
@@ -477,6 +497,7 @@ int gpurun_doctor_run(const struct gpurun_doctor_opts *opts, json_t **reportp, g
     check_driver(&d, probe, nnvidia, namd);
     int near = t->ngpus > 0 ? check_affinity(&d, t) : 0;
     check_gpudirect(&d, probe, nnvidia, namd, near, npci);
+    check_containers(&d, nnvidia > 0, namd > 0);
 
     *reportp = json_pack("{s:i, s:s, s:s, s:o, s:i, s:i, s:i, s:o}", "gpurun_doctor", 1, "host", t->hostname,
                          "topology", t->source, "checks", d.checks, "pass", d.counts[GPURUN_CHECK_PASS], "warn",

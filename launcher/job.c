@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "confparse.h"
+#include "container.h"
 #include "job.h"
 #include "template.h"
 #include "util.h"
@@ -529,6 +530,7 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     gpurun_conf_take_kvlist(cfg, "slurm", &job->slurm);
     gpurun_conf_take_kvlist(cfg, "references", &job->references);
     take_scan(ctx, cfg, job);
+    gpurun_container_take(ctx, cfg, &job->container);
     return job;
 }
 
@@ -539,6 +541,7 @@ static void check_job(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complete)
     check_strings(ctx, cfg);
     check_scan(ctx, cfg);
     check_env(ctx, cfg);
+    gpurun_container_check(ctx, cfg);
     if (ctx->prefix)
         return;
     check_file_job_name(ctx, cfg);
@@ -563,6 +566,7 @@ static int parse_job(const char *text, size_t len, const char *label, const char
         CFG_INT_LIST_CB("threads_per_rank", NULL, CFGF_NONE, cb_int),
         CFG_END(),
     };
+    cfg_opt_t container_opts[] = GPURUN_CONTAINER_JOB_OPTS;
     cfg_opt_t opts[] = {
         CFG_STR("job", NULL, CFGF_NONE),
         CFG_STR("template", NULL, CFGF_NONE),
@@ -588,6 +592,7 @@ static int parse_job(const char *text, size_t len, const char *label, const char
         CFG_SEC("slurm", NULL, CFGF_KEYSTRVAL),
         CFG_SEC("references", NULL, CFGF_KEYSTRVAL),
         CFG_SEC("scan", scan_opts, CFGF_NONE),
+        CFG_SEC("container", container_opts, CFGF_NONE),
         CFG_END(),
     };
 
@@ -777,6 +782,51 @@ static struct gpurun_kvlist *section_list(gpurun_job_t *job, const char *section
                                                 : NULL;
 }
 
+static int parse_job(const char *text, size_t len, const char *label, const char *set_prefix,
+                     gpurun_job_t **jobp, gpurun_error_t *err);
+
+/* container.image=..., container.runtime=...: the block's key, checked as
+ * the file's would be (a relative image is relative to the current folder). */
+static int set_container_key(gpurun_job_t *job, const char *prefix, const char *name, const char *value,
+                             gpurun_error_t *err)
+{
+    char *q = quoted(value);
+    char *text = gpurun_xasprintf("container {\n%s = %s\n}\n", name, q);
+    free(q);
+    gpurun_job_t *one;
+    int rc = parse_job(text, strlen(text), "--set", prefix, &one, err);
+    free(text);
+    if (rc < 0)
+        return -1;
+    struct gpurun_container_spec *to = &job->container, *from = &one->container;
+    char **field = !strcmp(name, "image") ? &to->image : !strcmp(name, "runtime") ? &to->runtime : NULL;
+    if (field) {
+        free(*field);
+        *field = !strcmp(name, "image") ? from->image : from->runtime;
+        if (!strcmp(name, "image"))
+            from->image = NULL;
+        else
+            from->runtime = NULL;
+        if (!to->dir) {
+            to->dir = from->dir;
+            from->dir = NULL;
+        }
+    } else { /* mounts: the list replaced */
+        for (size_t i = 0; i < to->nmounts; i++)
+            free(to->mounts[i]);
+        free(to->mounts);
+        to->mounts = from->mounts;
+        to->nmounts = from->nmounts;
+        from->mounts = NULL;
+        from->nmounts = 0;
+    }
+    char *dotted = gpurun_xasprintf("container.%s", name);
+    gpurun_kvlist_set(&job->from, dotted, prefix);
+    free(dotted);
+    gpurun_job_destroy(one);
+    return 0;
+}
+
 /* SECTION.NAME=VALUE: one key of a free-form section, created or replaced. */
 static int set_section_key(gpurun_job_t *job, const char *prefix, const char *key,
                            const char *value, gpurun_error_t *err)
@@ -786,6 +836,10 @@ static int set_section_key(gpurun_job_t *job, const char *prefix, const char *ke
     char *section = gpurun_xstrndup(key, (size_t)(dot - key));
     const char *name = dot + 1;
     int rc = -1;
+    if (!strcmp(section, "container")) {
+        free(section);
+        return set_container_key(job, prefix, name, value, err);
+    }
     if (!section_list(job, section)) {
         const char *near = gpurun_conf_closest(section, free_sections,
                                                sizeof free_sections / sizeof *free_sections);
@@ -891,6 +945,18 @@ const char *gpurun_job_origin(const gpurun_job_t *job, const char *key)
     return from ? from : job->path ? job->path : job->name;
 }
 
+const char *gpurun_job_section_origin(const gpurun_job_t *job, const char *key)
+{
+    const char *dot = strchr(key, '.');
+    size_t n = dot ? (size_t)(dot - key) : strlen(key);
+    if (gpurun_kvlist_get(&job->from, key))
+        return gpurun_kvlist_get(&job->from, key);
+    for (size_t i = 0; i < job->from.n; i++)
+        if (!strncmp(job->from.items[i].key, key, n) && job->from.items[i].key[n] == '.')
+            return job->from.items[i].value;
+    return job->path ? job->path : job->name;
+}
+
 int gpurun_job_locate(const gpurun_job_t *job, const char *key, gpurun_error_t *err)
 {
     char *text = gpurun_xstrdup(err->text);
@@ -943,6 +1009,7 @@ void gpurun_job_destroy(gpurun_job_t *job)
         free(job->scan[i].values);
     }
     free(job->scan);
+    gpurun_container_spec_clear(&job->container);
     free(job);
 }
 

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "container.h"
 #include "error.h"
 #include "util.h"
 
@@ -64,11 +65,17 @@ typedef struct gpurun_job {
     struct gpurun_kvlist references;
     struct gpurun_scan_axis *scan;
     size_t nscan;
+    struct gpurun_container_spec container; /* container { }: image NULL when none */
 } gpurun_job_t;
 
 /* Where the job's dotted `key` was set: "FILE:LINE", the "--set ..." that
  * last set it, or the job file's name when neither is known. */
 const char *gpurun_job_origin(const gpurun_job_t *job, const char *key);
+
+/* Where the dotted `key` ("container.image") was set, else where another
+ * key of its section was (a missing key reported on its block's line), else
+ * the job file's name. */
+const char *gpurun_job_section_origin(const gpurun_job_t *job, const char *key);
 
 /* err's message put on the place that set the job's `key`:
  * "job.conf:2: key 'template': WHAT" (or "--set template=x: key ...").

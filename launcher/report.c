@@ -235,6 +235,8 @@ static char *params_text(const json_t *params)
     return bdone(&b);
 }
 
+static bool monitor_shows(const json_t *m);
+
 struct pending {   /* what a job needs while it is being grouped */
     char **series; /* params keys in order of appearance */
     size_t last;   /* the configuration of the last run: repeats come in a row */
@@ -318,6 +320,115 @@ static void reserve_stats(struct gpurun_report_config *c, size_t nfoms)
         c->stats[f].cost = c->stats[f].spot_cost = NAN;
     }
     c->nstats = nfoms;
+}
+
+/* Seconds since the epoch of a record's time, "2025-01-01T00:03:00Z" (a
+ * fraction of a second and an offset "+02:00" allowed); false for anything
+ * else.  By hand: timegm is no C11, mktime is local time. */
+static bool parse_utc(const char *s, double *t)
+{
+    int y, mo, d, h, mi, sec, used = 0;
+    if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &used) != 6 || used != 19 ||
+        mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60 || y < 0 || h < 0 || mi < 0 ||
+        sec < 0)
+        return false;
+    const char *p = s + used;
+    double frac = 0;
+    if (*p == '.') { /* digits only: a fraction under 1 */
+        size_t digits = strspn(p + 1, "0123456789");
+        if (digits == 0)
+            return false;
+        frac = strtod(p, NULL);
+        p += 1 + digits;
+    }
+    long off = 0;
+    if ((*p == '+' || *p == '-') && strlen(p) == 6 && p[3] == ':') {
+        int oh, om;
+        if (sscanf(p + 1, "%2d:%2d", &oh, &om) != 2 || oh < 0 || oh > 23 || om < 0 || om > 59)
+            return false;
+        off = (*p == '+' ? 1 : -1) * (oh * 3600L + om * 60L);
+    } else if (strcmp(p, "Z") != 0) {
+        return false;
+    }
+    /* Days from 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
+     * days_from_civil). */
+    long yy = mo <= 2 ? y - 1 : y;
+    long era = (yy >= 0 ? yy : yy - 399) / 400, yoe = yy - era * 400;
+    long doy = (153 * (mo > 2 ? mo - 3 : mo + 9) + 2) / 5 + d - 1;
+    long days = era * 146097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719468;
+    *t = (double)days * 86400 + h * 3600 + mi * 60 + sec + frac - (double)off;
+    return true;
+}
+
+/* Two neighbouring points as one: weights under 1, so that figures near
+ * DBL_MAX do not overflow. */
+static struct gpurun_report_point point_merge(const struct gpurun_report_point *a,
+                                              const struct gpurun_report_point *b)
+{
+    struct gpurun_report_point m = {.n = a->n + b->n};
+    m.start = fmin(a->start, b->start);
+    m.end = fmax(a->end, b->end);
+    m.mean = a->mean * ((double)a->n / (double)m.n) + b->mean * ((double)b->n / (double)m.n);
+    m.min = fmin(a->min, b->min);
+    m.max = fmax(a->max, b->max);
+    return m;
+}
+
+/* One run's figure into its configuration's history: bounded, whatever
+ * the number of runs (pairs taken together when it is full). */
+static void history_add(struct gpurun_report_stat *st, double start, double v)
+{
+    struct gpurun_report_point p = {.start = start, .end = start, .n = 1, .mean = v, .min = v, .max = v};
+    if (st->history_per == 0)
+        st->history_per = 1;
+    if (st->nhistory == GPURUN_REPORT_HISTORY_MAX && st->history[st->nhistory - 1].n >= st->history_per) {
+        for (size_t i = 0; i < st->nhistory / 2; i++)
+            st->history[i] = point_merge(&st->history[2 * i], &st->history[2 * i + 1]);
+        st->nhistory /= 2;
+        st->history_per *= 2;
+    }
+    struct gpurun_report_point *last = st->nhistory ? &st->history[st->nhistory - 1] : NULL;
+    if (last && last->n < st->history_per) {
+        *last = point_merge(last, &p);
+        return;
+    }
+    if (st->nhistory == st->history_cap) {
+        st->history_cap = st->history_cap ? 2 * st->history_cap : 8;
+        st->history = gpurun_xrealloc(st->history, st->history_cap * sizeof *st->history);
+    }
+    st->history[st->nhistory++] = p;
+}
+
+static int cmp_point(const void *pa, const void *pb)
+{
+    const struct gpurun_report_point *a = pa, *b = pb;
+    return a->start < b->start ? -1 : a->start > b->start;
+}
+
+/* The history worth a plot: the main figure of the configuration with the
+ * most runs in it, 2 at least.  Runs come by start time from the index;
+ * from elsewhere they may not, and the points are put in order. */
+static void pick_history(struct gpurun_report_job *job)
+{
+    job->history_config = job->history_fom = -1;
+    long f = gpurun_report_main_fom(job);
+    size_t most = 1;
+    for (size_t c = 0; f >= 0 && c < job->nconfigs; c++) {
+        struct gpurun_report_stat *st = &job->configs[c].stats[f];
+        size_t runs = 0;
+        for (size_t i = 0; i < st->nhistory; i++)
+            runs += st->history[i].n;
+        if (runs > most) {
+            most = runs;
+            job->history_config = (long)c;
+            job->history_fom = f;
+        }
+    }
+    for (size_t c = 0; c < job->nconfigs; c++)
+        for (size_t k = 0; k < job->nfoms; k++)
+            if (job->configs[c].stats[k].nhistory > 1)
+                qsort(job->configs[c].stats[k].history, job->configs[c].stats[k].nhistory,
+                      sizeof(struct gpurun_report_point), cmp_point);
 }
 
 static bool is_ok(const json_t *run)
@@ -430,6 +541,7 @@ static void finish_job(struct gpurun_report_job *job)
         scaling(job, f);
         costs(job, f);
     }
+    pick_history(job);
 }
 
 gpurun_report_t *gpurun_report_new(void)
@@ -492,11 +604,13 @@ void gpurun_report_add(gpurun_report_t *r, const json_t *run)
         free(c->currency);
         c->currency = gpurun_xstrdup(cur);
     }
+    double start = 0;
+    bool has_start = parse_utc(gpurun_record_str(run, "start"), &start);
     const char *model = gpurun_record_str(run, "gpu_model");
     if (model && !c->gpu_model)
         c->gpu_model = gpurun_xstrdup(model);
     json_t *mon = json_object_get(run, "gpus_monitor");
-    if (mon) {
+    if (monitor_shows(mon)) { /* a CPU job's null, or GPUs that reported nothing: no table */
         json_decref(c->monitor);
         c->monitor = json_incref(mon); /* outlives the run, which the caller frees */
     }
@@ -506,6 +620,8 @@ void gpurun_report_add(gpurun_report_t *r, const json_t *run)
         if (!json_is_object(fom) || !gpurun_record_fom_value(fom, &v))
             continue;
         struct gpurun_report_stat *st = &c->stats[find_fom(job, fname, fom)];
+        if (has_start)
+            history_add(st, start, v);
         st->min = st->n == 0 || v < st->min ? v : st->min;
         st->max = st->n == 0 || v > st->max ? v : st->max;
         st->n++;
@@ -565,6 +681,8 @@ void gpurun_report_destroy(gpurun_report_t *r)
             free(cf->label);
             free(cf->gpu_model);
             free(cf->currency);
+            for (size_t f = 0; f < cf->nstats; f++)
+                free(cf->stats[f].history);
             free(cf->stats);
             json_decref(cf->monitor);
         }
@@ -672,6 +790,14 @@ static char *fmt_monitor(const json_t *m)
     return bdone(&b);
 }
 
+static bool monitor_shows(const json_t *m)
+{
+    char *text = m ? fmt_monitor(m) : NULL;
+    bool shows = text && strcmp(text, "-") != 0;
+    free(text);
+    return shows;
+}
+
 struct table {
     size_t ncols, nrows;
     const char **head;
@@ -694,6 +820,39 @@ static void table_free(struct table *t)
     free(t->cells);
     free(t->head);
     free(t->right);
+}
+
+/* Leave out the columns that have nothing to show: "-" in every row (costs
+ * without a price, GPUs of a CPU-only job, the scan combination of a job
+ * without a scan). */
+static void table_prune(struct table *t)
+{
+    bool *keep = gpurun_xcalloc(t->ncols + 1, sizeof *keep);
+    size_t kept = 0;
+    for (size_t c = 0; c < t->ncols; c++) {
+        keep[c] = t->nrows == 0;
+        for (size_t r = 0; r < t->nrows && !keep[c]; r++)
+            keep[c] = strcmp(t->cells[r * t->ncols + c], "-") != 0;
+        kept += keep[c];
+    }
+    char **cells = gpurun_xcalloc(t->nrows * kept + 1, sizeof *cells);
+    size_t k = 0;
+    for (size_t i = 0; i < t->nrows * t->ncols; i++) {
+        if (keep[i % t->ncols])
+            cells[k++] = t->cells[i];
+        else
+            free(t->cells[i]);
+    }
+    k = 0;
+    for (size_t c = 0; c < t->ncols; c++)
+        if (keep[c]) {
+            t->head[k] = t->head[c];
+            t->right[k++] = t->right[c];
+        }
+    free(t->cells);
+    free(keep);
+    t->cells = cells;
+    t->ncols = kept;
 }
 
 static bool any_monitor(const struct gpurun_report_job *job)
@@ -740,10 +899,11 @@ static struct table fom_table(const struct gpurun_report_job *job, size_t f, cha
         const struct gpurun_report_stat *st = &c->stats[f];
         char **row = &t.cells[r * t.ncols];
         size_t k = 0;
-        row[k++] = fmt_long(c->gpus);
+        /* A CPU-only job's GPUs are no figure to show. */
+        row[k++] = fmt_long(job->by_gpus ? c->gpus : -1);
         row[k++] = fmt_long(c->nodes);
         row[k++] = fmt_long(c->ranks);
-        row[k++] = fmt_long(c->gpus_per_rank);
+        row[k++] = fmt_long(job->by_gpus ? c->gpus_per_rank : -1);
         row[k++] = fmt_long(c->threads_per_rank);
         if (params)
             row[k++] = gpurun_xstrdup(c->params_text);
@@ -758,6 +918,7 @@ static struct table fom_table(const struct gpurun_report_job *job, size_t f, cha
         row[k++] = fmt_cost(st->cost, c->currency);
         row[k++] = fmt_cost(st->spot_cost, c->currency);
     }
+    table_prune(&t);
     return t;
 }
 
@@ -788,6 +949,7 @@ static struct table monitor_table(const struct gpurun_report_job *job)
         row[k++] = gpurun_xstrdup(c->label);
         row[k++] = fmt_monitor(c->monitor);
     }
+    table_prune(&t);
     return t;
 }
 
@@ -856,6 +1018,127 @@ static const char *job_gpu_model(const struct gpurun_report_job *job)
     return NULL;
 }
 
+/* ---- history --------------------------------------------------------- */
+
+/* Rows of the text history at most: a terminal's screenful. */
+#define HISTORY_ROWS 16
+
+/* A time as the records write it, to the second. */
+static void fmt_utc(double t, char *buf, size_t n)
+{
+    time_t secs = (time_t)floor(t);
+    struct tm tm;
+    if (!isfinite(t) || !gmtime_r(&secs, &tm) || !strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm))
+        snprintf(buf, n, "-");
+}
+
+/* A configuration's size in words: "2 ranks on 1 node, 2 GPUs". */
+static char *config_size(const struct gpurun_report_job *job, const struct gpurun_report_config *c)
+{
+    char *gpus = job->by_gpus ? gpurun_xasprintf(", %ld GPU%s", c->gpus, c->gpus == 1 ? "" : "s")
+                              : gpurun_xstrdup("");
+    char *s = gpurun_xasprintf("%ld rank%s on %ld node%s%s", c->ranks, c->ranks == 1 ? "" : "s", c->nodes,
+                               c->nodes == 1 ? "" : "s", gpus);
+    free(gpus);
+    return s;
+}
+
+/* The params that tell a configuration apart where its scan combination
+ * does not (a scan's combination names its params); NULL when none. */
+static const char *config_params(const struct gpurun_report_job *job, const struct gpurun_report_config *c)
+{
+    return job->nseries > 1 && strcmp(c->label, "-") == 0 ? c->params_text : NULL;
+}
+
+/* The configuration a history is of, in words: "ranks_per_node=2: 2 ranks
+ * on 1 node, 2 GPUs". */
+static char *config_words(const struct gpurun_report_job *job, const struct gpurun_report_config *c)
+{
+    char *size = config_size(job, c);
+    const char *params = config_params(job, c);
+    char *s = gpurun_xasprintf("%s%s%s%s%s", strcmp(c->label, "-") != 0 ? c->label : "",
+                               strcmp(c->label, "-") != 0 ? ": " : "", size, params ? "; " : "",
+                               params ? params : "");
+    free(size);
+    return s;
+}
+
+/* The shown history's points taken together into at most `max` rows;
+ * returns how many (`out` has room for `max`). */
+static size_t history_rows(const struct gpurun_report_stat *st, size_t max, struct gpurun_report_point *out)
+{
+    size_t per = (st->nhistory + max - 1) / max, n = 0;
+    for (size_t i = 0; i < st->nhistory; i++) {
+        if (i % per == 0)
+            out[n++] = st->history[i];
+        else
+            out[n - 1] = point_merge(&out[n - 1], &st->history[i]);
+    }
+    return n;
+}
+
+/* The text history: a row per run (or per few runs), its change against
+ * the first and a bar, so that a regression shows as a drop. */
+static struct table history_table(const struct gpurun_report_stat *st, char **head)
+{
+    struct table t = {0};
+    table_col(&t, "start (UTC)", false);
+    table_col(&t, "runs", true);
+    table_col(&t, "mean", true);
+    table_col(&t, "min", true);
+    table_col(&t, "max", true);
+    table_col(&t, "vs first", true);
+    struct gpurun_report_point rows[HISTORY_ROWS];
+    t.nrows = history_rows(st, HISTORY_ROWS, rows);
+    /* The bars span the lowest mean to the highest: a drop of some percent
+     * shows, as on a sparkline. */
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t r = 0; r < t.nrows; r++) {
+        lo = fmin(lo, rows[r].mean);
+        hi = fmax(hi, rows[r].mean);
+    }
+    char *l = gpurun_report_number(lo), *h = gpurun_report_number(hi);
+    *head = gpurun_xasprintf("%s to %s", l, h);
+    free(l);
+    free(h);
+    table_col(&t, *head, false);
+    t.cells = gpurun_xcalloc(t.nrows * t.ncols, sizeof *t.cells);
+    for (size_t r = 0; r < t.nrows; r++) {
+        char **row = &t.cells[r * t.ncols], when[32];
+        fmt_utc(rows[r].start, when, sizeof when);
+        row[0] = gpurun_xstrdup(when);
+        row[1] = gpurun_xasprintf("%zu", rows[r].n);
+        row[2] = gpurun_report_number(rows[r].mean);
+        row[3] = gpurun_report_number(rows[r].min);
+        row[4] = gpurun_report_number(rows[r].max);
+        double change = rows[0].mean != 0 ? (rows[r].mean / rows[0].mean - 1) * 100 : NAN;
+        row[5] = r == 0 || !isfinite(change) ? gpurun_xstrdup("-") : gpurun_xasprintf("%+.1f%%", change);
+        double share = hi > lo ? (rows[r].mean / 2 - lo / 2) / (hi / 2 - lo / 2) : 1; /* halves: no overflow */
+        row[6] = gpurun_xasprintf("%.*s", 1 + (int)lround(23 * (isfinite(share) ? share : 0)),
+                                  "########################");
+    }
+    return t;
+}
+
+static void print_history(const struct gpurun_report_job *job, FILE *out)
+{
+    if (job->history_config < 0)
+        return;
+    const struct gpurun_report_config *c = &job->configs[job->history_config];
+    const struct gpurun_report_fom *fom = &job->foms[job->history_fom];
+    const struct gpurun_report_stat *st = &c->stats[job->history_fom];
+    char *words = config_words(job, c), *w = gpurun_printable(words), *fn = gpurun_printable(fom->name);
+    fprintf(out, "\n  History of %s, %s (the configuration with the most runs)\n", fn, w);
+    free(words);
+    free(w);
+    free(fn);
+    char *head;
+    struct table t = history_table(st, &head);
+    table_print(&t, out);
+    table_free(&t);
+    free(head);
+}
+
 static void print_job(const struct gpurun_report_job *job, FILE *out)
 {
     char *name = gpurun_printable(job->name), *tpl = gpurun_printable(job->template_name);
@@ -893,6 +1176,7 @@ static void print_job(const struct gpurun_report_job *job, FILE *out)
         table_print(&t, out);
         table_free(&t);
     }
+    print_history(job, out);
 }
 
 void gpurun_report_print(const gpurun_report_t *r, const char *source, FILE *out)
@@ -1007,7 +1291,7 @@ static void y_tick(struct gpurun_strbuf *b, const struct axis *ya, double v)
 
 static void svg_panel(struct gpurun_strbuf *b, const struct gpurun_report_job *job, double y0)
 {
-    gpurun_strbuf_printf(b, "<g transform=\"translate(0,%.0f)\">\n", y0);
+    gpurun_strbuf_printf(b, "<g class=\"scaling\" transform=\"translate(0,%.0f)\">\n", y0);
     gpurun_strbuf_printf(b,
             "<rect x=\"0.5\" y=\"0.5\" width=\"%d\" height=\"%d\" fill=\"#ffffff\" "
             "stroke=\"#d0d0d0\"/>\n",
@@ -1271,10 +1555,186 @@ static void svg_panel(struct gpurun_strbuf *b, const struct gpurun_report_job *j
     gpurun_strbuf_puts(b, "</g>\n");
 }
 
+/* ---- the history panel ------------------------------------------------ */
+
+/* A step of time for about `n` ticks of `span` seconds: seconds, minutes,
+ * hours, days, weeks, months of 30 days, years of 365. */
+static double time_step(double span, int n)
+{
+    static const double steps[] = {1,     2,     5,     10,     15,     30,     60,      120,     300,
+                                   600,   900,   1800,  3600,   7200,   10800,  21600,   43200,   86400,
+                                   172800, 604800, 1209600, 2592000, 7776000, 31536000};
+    for (size_t i = 0; i < sizeof steps / sizeof *steps; i++)
+        if (span / steps[i] <= n)
+            return steps[i];
+    return 31536000 * fmax(1, nice_step(span / 31536000, n));
+}
+
+/* The time axis: ticks at multiples of the step (UTC midnights for days),
+ * labelled as much of the time as the step needs. */
+static void time_axis(struct gpurun_strbuf *b, const struct axis *xa)
+{
+    double step = time_step(xa->hi - xa->lo, 5);
+    const char *format = step < 60 ? "%H:%M:%S" : step < 86400 ? "%H:%M" : "%Y-%m-%d";
+    double first = ceil(xa->lo / step) * step;
+    for (int i = 0; i < MAX_TICKS && first + i * step <= xa->hi; i++) {
+        double t = first + i * step, px = ax_px(xa, t);
+        time_t secs = (time_t)t;
+        struct tm tm;
+        char label[32];
+        if (!gmtime_r(&secs, &tm) || !strftime(label, sizeof label, format, &tm))
+            continue;
+        gpurun_strbuf_printf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e6e6e6\"/>\n", px,
+                             PLOT_T, px, PLOT_B);
+        gpurun_strbuf_printf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#333333\"/>\n", px,
+                             PLOT_B, px, PLOT_B + 5);
+        svg_text(b, px, PLOT_B + 19, "middle", "", label);
+    }
+}
+
+/* A linear value axis over [lo, hi] and 0, with some room above: its
+ * extent into `ya`, its ticks into `b`.  Finite for any finite figures. */
+static void value_axis(struct gpurun_strbuf *b, struct axis *ya, double lo, double hi)
+{
+    lo = lo < 0 ? fmax(lo, -DBL_MAX / 1.05) * 1.05 : 0;
+    hi = hi > 0 ? fmin(hi, DBL_MAX / 1.05) * 1.05 : lo < 0 ? 0 : 1; /* all 0: an axis to 1 */
+    double half = fmax(hi / 2 - lo / 2, 1e-300); /* half the span: no overflow */
+    double step = nice_step(half, 3);
+    ya->lo = fmax(floor(lo / step) * step, -DBL_MAX);
+    ya->hi = fmin(ceil(hi / step) * step, DBL_MAX);
+    if (ya->hi <= ya->lo)
+        ya->hi = ya->lo + step;
+    for (int i = 0; i < MAX_TICKS; i++) {
+        double v = ya->lo + i * step;
+        if (!isfinite(v) || v > ya->hi * (1 + 1e-9))
+            break;
+        y_tick(b, ya, v);
+    }
+}
+
+/* The time of a point: its run's start, or the middle of its runs'. */
+static double point_time(const struct gpurun_report_point *p)
+{
+    return p->start / 2 + p->end / 2;
+}
+
+/* The points of a history: the line of the means, min-max bars, and a
+ * circle per point that says what it is. */
+static void history_marks(struct gpurun_strbuf *b, const struct gpurun_report_stat *st, const struct axis *xa,
+                          const struct axis *ya, const char *color)
+{
+    gpurun_strbuf_printf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", color);
+    for (size_t i = 0; i < st->nhistory; i++)
+        gpurun_strbuf_printf(b, "%s%.1f,%.1f", i ? " " : "", ax_px(xa, point_time(&st->history[i])),
+                             ax_px(ya, st->history[i].mean));
+    gpurun_strbuf_puts(b, "\"/>\n");
+    for (size_t i = 0; i < st->nhistory; i++) {
+        const struct gpurun_report_point *p = &st->history[i];
+        double px = ax_px(xa, point_time(p));
+        if (p->max > p->min)
+            gpurun_strbuf_printf(b, "<path d=\"M%.1f %.1fV%.1f\" stroke=\"%s\" fill=\"none\"/>\n", px,
+                                 ax_px(ya, p->min), ax_px(ya, p->max), color);
+        char when[32], *m = gpurun_report_number(p->mean);
+        fmt_utc(p->start, when, sizeof when);
+        char *tip = p->n == 1 ? gpurun_xasprintf("%s: %s", when, m)
+                              : gpurun_xasprintf("%zu runs from %s: mean %s", p->n, when, m);
+        gpurun_strbuf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"><title>", px,
+                             ax_px(ya, p->mean), color);
+        besc(b, tip);
+        gpurun_strbuf_puts(b, "</title></circle>\n");
+        free(tip);
+        free(m);
+    }
+}
+
+/* `text` cut to what fits right of the plot, at a character. */
+static void svg_side_text(struct gpurun_strbuf *b, double y, const char *text)
+{
+    char cut[44];
+    snprintf(cut, sizeof cut, "%s", text);
+    if (strlen(text) >= sizeof cut)
+        for (size_t k = sizeof cut - 4; k > 0; k--)
+            if (((unsigned char)cut[k] & 0xc0) != 0x80) {
+                snprintf(cut + k, sizeof cut - k, "...");
+                break;
+            }
+    svg_text(b, PLOT_R + 16, y, "start", " font-size=\"12\"", cut);
+}
+
+/* What the history is of and spans, right of the plot. */
+static void history_legend(struct gpurun_strbuf *b, const struct gpurun_report_job *job,
+                           const struct gpurun_report_stat *st)
+{
+    const struct gpurun_report_config *c = &job->configs[job->history_config];
+    const char *params = config_params(job, c);
+    char from[32], to[32];
+    size_t runs = 0;
+    for (size_t i = 0; i < st->nhistory; i++)
+        runs += st->history[i].n;
+    fmt_utc(st->history[0].start, from, sizeof from);
+    fmt_utc(st->history[st->nhistory - 1].end, to, sizeof to);
+    char *lines[] = {
+        gpurun_xstrdup("the configuration with the most runs:"),
+        gpurun_xstrdup(strcmp(c->label, "-") != 0 ? c->label : ""),
+        config_size(job, c),
+        gpurun_xstrdup(params ? params : ""),
+        gpurun_xasprintf("%zu runs, mean and min-max", runs),
+        st->history_per > 1 ? gpurun_xasprintf("of up to %zu runs a point", st->history_per) : gpurun_xstrdup(""),
+        gpurun_xasprintf("from %s", from),
+        gpurun_xasprintf("to %s", to),
+    };
+    double y = PLOT_T + 12;
+    for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
+        if (*lines[i]) {
+            svg_side_text(b, y, lines[i]);
+            y += 18;
+        }
+        free(lines[i]);
+    }
+}
+
+/* A job's main figure against the start time of the runs of one
+ * configuration: a regression shows as a drop. */
+static void svg_history_panel(struct gpurun_strbuf *b, const struct gpurun_report_job *job, double y0)
+{
+    const struct gpurun_report_fom *fom = &job->foms[job->history_fom];
+    const struct gpurun_report_stat *st = &job->configs[job->history_config].stats[job->history_fom];
+    gpurun_strbuf_printf(b, "<g class=\"history\" transform=\"translate(0,%.0f)\">\n", y0);
+    gpurun_strbuf_printf(b,
+                         "<rect x=\"0.5\" y=\"0.5\" width=\"%d\" height=\"%d\" fill=\"#ffffff\" "
+                         "stroke=\"#d0d0d0\"/>\n",
+                         SVG_W - 1, SVG_H - 1);
+    char *title = gpurun_xasprintf("%s: %s%s%s%s over time", job->name, fom->name, *fom->units ? " (" : "",
+                                   fom->units, *fom->units ? ")" : "");
+    svg_text(b, PLOT_L, 28, "start", " font-size=\"15\" font-weight=\"bold\"", title);
+    free(title);
+
+    double t0 = st->history[0].start, t1 = st->history[st->nhistory - 1].end, lo = INFINITY, hi = -INFINITY;
+    for (size_t i = 0; i < st->nhistory; i++) {
+        lo = fmin(lo, st->history[i].min);
+        hi = fmax(hi, st->history[i].max);
+    }
+    double pad = t1 > t0 ? (t1 - t0) * 0.05 : 60;
+    struct axis xa = {.lo = t0 - pad, .hi = t1 + pad, .px0 = PLOT_L, .px1 = PLOT_R},
+                ya = {.px0 = PLOT_B, .px1 = PLOT_T};
+    gpurun_strbuf_puts(b, "<g font-size=\"12\" fill=\"#333333\">\n");
+    value_axis(b, &ya, lo, hi);
+    time_axis(b, &xa);
+    gpurun_strbuf_puts(b, "</g>\n");
+    gpurun_strbuf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333333\"/>\n",
+                         PLOT_L, PLOT_T, PLOT_R - PLOT_L, PLOT_B - PLOT_T);
+    svg_text(b, (PLOT_L + PLOT_R) / 2.0, PLOT_B + 42, "middle", " font-size=\"13\"", "start of the run (UTC)");
+    history_marks(b, st, &xa, &ya, palette[0]);
+    history_legend(b, job, st);
+    gpurun_strbuf_puts(b, "</g>\n");
+}
+
 /* The panels, one per job, stacked; `standalone` adds the XML prolog. */
 static void svg_document(struct gpurun_strbuf *b, const gpurun_report_t *r, bool standalone)
 {
     size_t n = r->njobs ? r->njobs : 1;
+    for (size_t j = 0; j < r->njobs; j++)
+        n += r->jobs[j].history_config >= 0;
     if (standalone)
         gpurun_strbuf_puts(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     gpurun_strbuf_printf(b,
@@ -1282,11 +1742,16 @@ static void svg_document(struct gpurun_strbuf *b, const gpurun_report_t *r, bool
             "viewBox=\"0 0 %d %zu\" font-family=\"DejaVu Sans, Helvetica, Arial, "
             "sans-serif\" role=\"img\">\n",
             SVG_W, SVG_H * n + 10 * (n - 1), SVG_W, SVG_H * n + 10 * (n - 1));
-    gpurun_strbuf_puts(b, "<title>gpurun report: figure of merit against GPUs, with ideal scaling</title>\n");
+    gpurun_strbuf_puts(b, "<title>gpurun report: figure of merit against GPUs, with ideal scaling, "
+                          "and over time</title>\n");
     if (!r->njobs)
         svg_text(b, SVG_W / 2.0, SVG_H / 2.0, "middle", " font-size=\"14\"", "no runs to plot");
-    for (size_t j = 0; j < r->njobs; j++)
-        svg_panel(b, &r->jobs[j], (double)j * (SVG_H + 10));
+    size_t panel = 0;
+    for (size_t j = 0; j < r->njobs; j++) {
+        svg_panel(b, &r->jobs[j], (double)panel++ * (SVG_H + 10));
+        if (r->jobs[j].history_config >= 0)
+            svg_history_panel(b, &r->jobs[j], (double)panel++ * (SVG_H + 10));
+    }
     gpurun_strbuf_puts(b, "</svg>\n");
 }
 

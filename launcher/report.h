@@ -38,11 +38,29 @@ int gpurun_cost_basis(const char *units, const char *better, struct gpurun_cost_
  * when the basis has none or the value cannot give one (<= 0). */
 double gpurun_cost_hours(const struct gpurun_cost_basis *b, double value);
 
+/* A point of a figure's history: one run, or consecutive runs (by start
+ * time) taken together once a configuration has more runs than a plot
+ * shows. */
+struct gpurun_report_point {
+    double start, end; /* seconds since the epoch: its first and last run's start */
+    size_t n;          /* runs */
+    double mean, min, max;
+};
+/* Points a history keeps: past that, neighbours are taken together in pairs
+ * (runs per point doubles), so that 10,000 runs of one configuration cost
+ * what 128 do. */
+#define GPURUN_REPORT_HISTORY_MAX 128
+
 struct gpurun_report_stat {
     size_t n;                   /* runs of state ok with this figure */
     double mean, min, max;      /* NAN when n = 0 */
     double speedup, efficiency; /* against the series' smallest configuration; NAN: none */
     double cost, spot_cost;     /* per `work_label` of the figure, in `currency`; NAN: no price */
+    /* The figure against the runs' start time (records without a readable
+     * "start" are left out), oldest first; at most GPURUN_REPORT_HISTORY_MAX
+     * points of `history_per` runs each (the last may have fewer). */
+    struct gpurun_report_point *history;
+    size_t nhistory, history_cap, history_per;
 };
 
 /* One configuration of a job: the runs with the same nodes, ranks, GPUs per
@@ -61,9 +79,9 @@ struct gpurun_report_config {
     struct gpurun_report_stat *stats; /* one per figure of the job */
     size_t nstats;                    /* while runs are added: the figures so far */
     /* Per-GPU monitoring: the `gpus_monitor` of the configuration's last ok
-     * run when records carry one (shown in a table of its own: mean
-     * utilisation and power over the GPUs, highest memory peak), NULL
-     * otherwise. */
+     * run whose records carry one with a value in it (shown in a table of
+     * its own: mean utilisation and power over the GPUs, highest memory
+     * peak), NULL otherwise (a CPU job's record has null). */
     json_t *monitor;
 };
 
@@ -86,6 +104,10 @@ struct gpurun_report_job {
     size_t nconfigs;
     size_t nseries;
     size_t nruns, nfailed;
+    /* The history shown: the main figure of the configuration with the
+     * most runs in its history (ties: the first, the smallest), when it has
+     * 2 or more; -1 none. */
+    long history_config, history_fom;
 };
 
 typedef struct gpurun_report {
@@ -109,10 +131,15 @@ void gpurun_report_destroy(gpurun_report_t *r);
 /* The figure the plot shows for a job: the first with a value; -1 none. */
 long gpurun_report_main_fom(const struct gpurun_report_job *job);
 
-/* Text tables, for a terminal (control characters escaped). */
+/* Text tables, for a terminal (control characters escaped).  Columns that
+ * have nothing to show are left out (costs without a price, GPUs of a
+ * CPU-only job, the scan combination of a job without a scan), and so is the
+ * GPU monitoring table where no record has a monitoring value. */
 void gpurun_report_print(const gpurun_report_t *r, const char *source, FILE *out);
 /* An SVG document: per job, its main figure against GPUs (or ranks), with
- * min-max bars and the ideal-scaling line.  Every text escaped. */
+ * min-max bars and the ideal-scaling line, and, where the job has a
+ * history, a panel of that figure against the runs' start time.  Every
+ * text escaped. */
 char *gpurun_report_svg(const gpurun_report_t *r);
 /* One HTML page: inline CSS and SVG, no script, no external resource. */
 char *gpurun_report_html(const gpurun_report_t *r, const char *source);

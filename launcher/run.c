@@ -16,6 +16,7 @@
 
 #include "../plugins/monitor.h"
 #include "alloc.h"
+#include "container.h"
 #include "fom.h"
 #include "gpudirect.h"
 #include "launch.h"
@@ -240,6 +241,7 @@ struct rank_result {
     int finished;       /* ranks that wrote a status */
     int nlost;          /* ranks that started (a binding) and never reported an end */
     char lost[512];     /* "h2 (ranks 2, 3)": their hosts */
+    char unstarted[512]; /* "node 3 (ranks 6-7)": ranks that reported nothing at all */
     json_t *bindings;   /* what every rank reported */
     json_t *statuses;
     char unwritten[2048]; /* why a host's HOST.ranks.json could not be written, or "" */
@@ -346,6 +348,37 @@ static void collect_ranks(struct gpurun_outcome *oc, int nranks, struct rank_res
     }
 }
 
+/* Ranks that reported nothing, not even a binding: their host never
+ * started them (down, unreachable, refused by the launcher) and wrote
+ * nothing, so no host name is known: said by the node the plan gave them,
+ * as ranges ("node 3 (ranks 6-7)"), in one pass over the ranks. */
+static bool silent_rank(const struct rank_result *rr, int i)
+{
+    return json_is_null(json_array_get(rr->bindings, (size_t)i)) &&
+           json_is_null(json_array_get(rr->statuses, (size_t)i));
+}
+
+static void unstarted_ranks(const gpurun_plan_t *plan, struct rank_result *rr)
+{
+    char *out = rr->unstarted;
+    size_t size = sizeof rr->unstarted, used = 0;
+    out[0] = '\0';
+    for (int i = 0; i < plan->nranks && used < size; i++) {
+        if (!silent_rank(rr, i))
+            continue;
+        int node = plan->ranks[i].node, from = i;
+        while (i + 1 < plan->nranks && silent_rank(rr, i + 1) && plan->ranks[i + 1].node == node)
+            i++;
+        if (from == i)
+            used += (size_t)snprintf(out + used, size - used, "%snode %d (rank %d)", used ? ", " : "", node, from);
+        else
+            used += (size_t)snprintf(out + used, size - used, "%snode %d (ranks %d-%d)", used ? ", " : "", node,
+                                     from, i);
+    }
+    if (used >= size)
+        snprintf(out + size - 5, 5, "...");
+}
+
 static const char *signal_name(int code)
 {
     return code > 128 && code < 128 + 65 ? strsignal(code - 128) : NULL;
@@ -426,7 +459,69 @@ struct run_ctx {
     gpurun_gdr_probe_t *gdr_probe; /* this node's GPUDirect pieces: probed once per gpurun run */
     json_t *gdr;                   /* this configuration's GPUDirect decision, for its records */
     char *job_dir;        /* the job file's folder, absolute */
+    struct gpurun_container_run *ctr; /* the container the ranks run in; NULL: none */
 };
+
+/* The variables a rank step sets, by name, for a runtime that passes only
+ * what it is told (podman): the plan's, the job's and the template's env,
+ * torchrun's, and the MPI and Slurm ones by prefix (podman -e 'OMPI_*'). */
+static void container_env_names(struct run_ctx *c)
+{
+    static const char *const fixed[] = {
+        "GPURUN_*", "OMP_*", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "ROCR_VISIBLE_DEVICES",
+        "HIP_VISIBLE_DEVICES", "UCX_*", "NCCL_*", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+        "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT", "OMPI_*", "PMIX_*", "PMI_*", "SLURM_*", NULL};
+    for (size_t i = 0; fixed[i]; i++)
+        gpurun_container_pass_env(c->ctr, fixed[i]);
+    for (int r = 0; r < c->plan->nranks; r++) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(c->plan->ranks[r].env, k, v) gpurun_container_pass_env(c->ctr, k);
+    }
+    for (size_t i = 0; i < c->job->env.n; i++)
+        gpurun_container_pass_env(c->ctr, c->job->env.items[i].key);
+    for (size_t i = 0; c->tpl && i < c->tpl->env.n; i++)
+        gpurun_container_pass_env(c->ctr, c->tpl->env.items[i].key);
+}
+
+/* `app` as the program inside the container: a path with a slash is
+ * relative to the job's folder (mounted at its own path) and must be there;
+ * an absolute one or a bare name is the image's. */
+static int container_program(struct run_ctx *c, char **app, gpurun_error_t *err)
+{
+    if (!strchr(app[0], '/') || app[0][0] == '/')
+        return 0;
+    char *p = abs_path(c->job_dir, app[0] + (strncmp(app[0], "./", 2) ? 0 : 2));
+    if (access(p, X_OK) < 0) {
+        gpurun_err(err, GPURUN_EXIT_ENV,
+                   "program '%s' not found (looked for %s, relative to the job file's folder, which the container "
+                   "mounts at the same path); nothing was started",
+                   app[0], p);
+        free(p);
+        return -1;
+    }
+    free(app[0]);
+    app[0] = p;
+    return 0;
+}
+
+/* The runtime's command line that starts `app` in the container. */
+static char **container_argv(struct run_ctx *c, char *const *app, const char *run_dir)
+{
+    const gpurun_gpu_t *g0 = c->plan->ranks[0].ngpus ? &c->topo->gpus[c->plan->ranks[0].gpus[0]] : NULL;
+    return gpurun_container_wrap(c->ctr, app, run_dir, c->job_dir, c->plan->req.gpus_per_rank,
+                                 g0 ? g0->vendor : NULL);
+}
+
+static json_t *container_json(const struct run_ctx *c, char *const *launched)
+{
+    json_t *argv = json_array();
+    for (char *const *a = launched; *a; a++)
+        json_array_append_new(argv, json_string(*a));
+    return json_pack("{s:s, s:s, s:s, s:s?, s:b, s:s, s:o}", "runtime", c->ctr->runtime, "runtime_path",
+                     c->ctr->exe, "image", c->ctr->image, "digest", c->ctr->digest, "image_is_path",
+                     c->ctr->image_is_path, "why", c->ctr->why, "argv", argv);
+}
 
 /* The table of ${name}s of one run (or dry run) of a configuration. */
 static void run_names(const struct run_ctx *c, const char *run_dir, struct gpurun_kvlist *names)
@@ -537,7 +632,7 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     const mode_t fmode = run_file_mode(job);
     struct gpurun_kvlist names = {0};
     run_names(c, run_dir, &names);
-    char **app = NULL;
+    char **app = NULL, **launched = NULL;
     int rc = 0;
     json_t *record = NULL;
     struct rank_result rr = {0};
@@ -548,10 +643,13 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     char mon_why[512] = "";
     int setup_fd = -1;
 
-    if (command_argv("command", c->command, &names, &app, err) < 0 || resolve_program(app, job->dir, err) < 0) {
+    if (command_argv("command", c->command, &names, &app, err) < 0 ||
+        (c->ctr ? container_program(c, app, err) : resolve_program(app, job->dir, err)) < 0) {
         rc = err->code;
         goto out;
     }
+    if (c->ctr) /* the rank steps start the runtime, which starts the program */
+        launched = container_argv(c, app, run_dir);
     /* The rank steps' inputs, each written once through the folder's
      * descriptor with an explicit mode. */
     char *p = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_PLAN);
@@ -614,10 +712,15 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
             rc = err->code;
             goto out;
         }
-        if (resolve_program(step, job->dir, err) < 0) {
+        if ((c->ctr ? container_program(c, step, err) : resolve_program(step, job->dir, err)) < 0) {
             gpurun_free_words(step);
             rc = err->code;
             goto out;
+        }
+        if (c->ctr) { /* in the image too, without GPUs */
+            char **in = gpurun_container_wrap(c->ctr, step, run_dir, c->job_dir, 0, NULL);
+            gpurun_free_words(step);
+            step = in;
         }
         char *log = gpurun_xasprintf("%s/setup.log", run_dir);
         if (setup_fd < 0)
@@ -669,7 +772,7 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
         .oversubscribe = c->plan->req.oversubscribe,
         .rank_step = self,
         .run_dir = run_dir,
-        .app_argv = app,
+        .app_argv = launched ? launched : app,
         .export_env = export_env,
     };
     if (c->launcher->commands(&lr, &cmds, err) < 0) {
@@ -789,8 +892,11 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
             rc = GPURUN_EXIT_ENV; /* no rank ever ran: the launcher could not start them */
         state = "failed";
         char *tail = launcher_tail(run_dir);
-        gpurun_err(err, rc, "%s failed (exit status %d) with %d of %d ranks finished; it said:\n%s",
-                   c->launcher->name, oc.launcher_status, rr.finished, c->plan->nranks, tail ? tail : "(nothing)");
+        unstarted_ranks(c->plan, &rr);
+        gpurun_err(err, rc, "%s failed (exit status %d) with %d of %d ranks finished%s%s; it said:\n%s",
+                   c->launcher->name, oc.launcher_status, rr.finished, c->plan->nranks,
+                   rr.unstarted[0] && rr.finished ? "; never started (their hosts wrote nothing): " : "",
+                   rr.unstarted[0] && rr.finished ? rr.unstarted : "", tail ? tail : "(nothing)");
         free(tail);
     } else {
         rc = check_results(c, &names, run_dir, &foms, refs, &state, err);
@@ -834,6 +940,7 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     json_object_set_new(record, "command", json_array());
     for (char **a = app; *a; a++)
         json_array_append_new(json_object_get(record, "command"), json_string(*a));
+    json_object_set_new(record, "container", c->ctr ? container_json(c, launched) : json_null());
     json_object_set_new(record, "launcher_choice", json_string(c->launcher_why));
     if (c->alloc_note[0])
         json_object_set_new(record, "allocation", json_string(c->alloc_note));
@@ -908,6 +1015,8 @@ out:
     gpurun_launch_cmds_free(&cmds);
     if (app)
         gpurun_free_words(app);
+    if (launched)
+        gpurun_free_words(launched);
     gpurun_kvlist_clear(&names);
     if (setup_fd >= 0)
         close(setup_fd);
@@ -933,7 +1042,13 @@ static void dry_run(struct run_ctx *c, char *const *app, const struct gpurun_lau
                "params.%s is auto), bound %s s\n",
                c->tpl->rank_env, gpurun_kvlist_get(env, "MASTER_ADDR"), gpurun_kvlist_get(env, "MASTER_PORT"),
                GPURUN_TORCHRUN_PORT_PARAM, gpurun_kvlist_get(env, GPURUN_ENV_RENDEZVOUS_TIMEOUT));
-    printf("# program: ");
+    if (c->ctr) {
+        printf("# container: %s; image %s%s%s\n", c->ctr->why, c->ctr->image, c->ctr->digest ? ", digest " : "",
+               c->ctr->digest ? c->ctr->digest : "");
+        printf("# program in the container: ");
+    } else {
+        printf("# program: ");
+    }
     print_quoted(stdout, app);
     for (int i = 0; i < cmds->count; i++) {
         for (char **e = cmds->env[i]; e && *e; e++)
@@ -979,7 +1094,8 @@ static int dry_run_config(struct run_ctx *c, gpurun_error_t *err)
     run_names(c, rd, &names);
     char **app = NULL;
     int rc = 0;
-    if (command_argv("command", c->command, &names, &app, err) < 0 || resolve_program(app, c->job->dir, err) < 0) {
+    if (command_argv("command", c->command, &names, &app, err) < 0 ||
+        (c->ctr ? container_program(c, app, err) : resolve_program(app, c->job->dir, err)) < 0) {
         free(rd);
         gpurun_kvlist_clear(&names);
         if (app)
@@ -999,6 +1115,10 @@ static int dry_run_config(struct run_ctx *c, gpurun_error_t *err)
                                        .run_dir = rd,
                                        .app_argv = app,
                                        .export_env = export_env};
+    /* Each rank's runtime command line is the launcher's, after `--`. */
+    char **launched = c->ctr ? container_argv(c, app, rd) : NULL;
+    if (launched)
+        lr.app_argv = launched;
     struct gpurun_launch_cmds cmds = {0};
     struct gpurun_kvlist env = {0};
     if (job_env(c, &names, false, &env, err) < 0)
@@ -1008,6 +1128,8 @@ static int dry_run_config(struct run_ctx *c, gpurun_error_t *err)
     else
         rc = err->code;
     gpurun_kvlist_clear(&env);
+    if (launched)
+        gpurun_free_words(launched);
     gpurun_launch_cmds_free(&cmds);
     gpurun_free_words(app);
     gpurun_kvlist_clear(&names);
@@ -1052,6 +1174,13 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
         rc = err->code;
         goto out;
     }
+    /* A container: its runtime, image and mounts settled before anything starts. */
+    if (gpurun_container_resolve(&job->container, c.tpl ? &c.tpl->container : NULL,
+                                 c.site ? &c.site->container : NULL, gpurun_job_section_origin(job, "container.image"),
+                                 gpurun_job_origin(job, "container.mounts"), &c.ctr, err) < 0) {
+        rc = err->code;
+        goto out;
+    }
     if (gpurun_topo_load(NULL, &c.topo, err) < 0 ||
         gpurun_launcher_choose(job->launcher, &c.launcher, c.launcher_why, sizeof c.launcher_why, err) < 0) {
         rc = err->code;
@@ -1080,6 +1209,8 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
         } else {
             if (c.tpl && c.tpl->rank_env)
                 gpurun_torchrun_rank_env(c.plan);
+            if (c.ctr)
+                container_env_names(&c);
             free(c.command);
             c.command = c.tpl ? (c.plan->req.gpus_per_rank > 0 && c.tpl->gpu_args
                                      ? gpurun_xasprintf("%s %s", c.tpl->command, c.tpl->gpu_args)
@@ -1127,5 +1258,6 @@ out:
     gpurun_topo_destroy(c.topo);
     gpurun_template_destroy(c.tpl);
     gpurun_site_destroy(c.site);
+    gpurun_container_run_free(c.ctr);
     return rc;
 }

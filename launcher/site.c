@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "confparse.h"
+#include "container.h"
 #include "site.h"
 #include "template.h"
 #include "util.h"
@@ -129,6 +130,7 @@ static const char *const string_keys[] = {"description", "partition", "account",
 static void check_site(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complete)
 {
     struct gpurun_conf_shown a;
+    gpurun_container_check(ctx, cfg);
     for (size_t i = 0; i < sizeof string_keys / sizeof *string_keys; i++)
         gpurun_conf_check_string(ctx, string_keys[i], cfg_getstr(cfg, string_keys[i]), true);
     if (complete && !cfg_getstr(cfg, "description"))
@@ -204,6 +206,7 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     s->price_per_gpu_hour = cfg_getfloat(cfg, "price_per_gpu_hour");
     s->spot_price_per_gpu_hour = cfg_getfloat(cfg, "spot_price_per_gpu_hour");
     s->currency = gpurun_xstrdup(cfg_getstr(cfg, "currency"));
+    gpurun_container_take(ctx, cfg, &s->container);
     return s;
 }
 
@@ -213,6 +216,7 @@ int gpurun_site_parse(const char *text, size_t len, const char *label, gpurun_si
                       gpurun_error_t *err)
 {
     /* The schema.  Local: cfg_init() copies it. */
+    cfg_opt_t container_opts[] = GPURUN_CONTAINER_SITE_OPTS;
     cfg_opt_t opts[] = {
         CFG_STR("description", NULL, CFGF_NONE),
         CFG_INT_CB("scheduler", SCHED_NONE, CFGF_NONE, cb_enum),
@@ -227,6 +231,7 @@ int gpurun_site_parse(const char *text, size_t len, const char *label, gpurun_si
         CFG_FLOAT_CB("price_per_gpu_hour", -1.0, CFGF_NONE, cb_price),
         CFG_FLOAT_CB("spot_price_per_gpu_hour", -1.0, CFGF_NONE, cb_price),
         CFG_STR("currency", "USD", CFGF_NONE),
+        CFG_SEC("container", container_opts, CFGF_NONE),
         CFG_END(),
     };
 
@@ -274,6 +279,7 @@ void gpurun_site_destroy(gpurun_site_t *s)
 {
     if (!s)
         return;
+    gpurun_container_spec_clear(&s->container);
     gpurun_kvlist_clear(&s->from);
     free(s->path);
     free(s->name);

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+#include "container.h"
 #include "error.h"
 #include "job.h"
 
@@ -29,6 +30,7 @@ typedef struct gpurun_site {
     double spot_price_per_gpu_hour; /* < 0 unknown */
     char *currency;                 /* "USD" */
     struct gpurun_kvlist from;      /* key -> "FILE:LINE", for messages */
+    struct gpurun_container_spec container; /* container { runtime mounts allowed_mounts } */
 } gpurun_site_t;
 
 /* "FILE:LINE" of the profile's `key`, or the file name when unknown. */

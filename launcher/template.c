@@ -410,6 +410,7 @@ static const char *const free_sections[] = {"env", "defaults"};
  * (not merely after an error). */
 static void check_template(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complete)
 {
+    gpurun_container_check(ctx, cfg);
     for (size_t i = 0; i < sizeof string_keys / sizeof *string_keys; i++)
         gpurun_conf_check_string(ctx, string_keys[i], cfg_getstr(cfg, string_keys[i]), true);
 
@@ -521,6 +522,7 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     t->rank_env = gpurun_conf_strdup(cfg_getstr(cfg, "rank_env"));
     gpurun_conf_take_kvlist(cfg, "env", &t->env);
     gpurun_conf_take_kvlist(cfg, "defaults", &t->defaults);
+    gpurun_container_take(ctx, cfg, &t->container);
     return t;
 }
 
@@ -625,6 +627,7 @@ int gpurun_template_parse(const char *text, size_t len, const char *label, gpuru
         CFG_BOOL_CB("optional", cfg_false, CFGF_NONE, gpurun_conf_cb_bool),
         CFG_END(),
     };
+    cfg_opt_t container_opts[] = GPURUN_CONTAINER_JOB_OPTS;
     cfg_opt_t opts[] = {
         CFG_STR("description", NULL, CFGF_NONE),
         CFG_STR("command", NULL, CFGF_NONE),
@@ -637,6 +640,7 @@ int gpurun_template_parse(const char *text, size_t len, const char *label, gpuru
         CFG_STR("rank_env", NULL, CFGF_NONE),
         CFG_SEC("env", NULL, CFGF_KEYSTRVAL),
         CFG_SEC("defaults", NULL, CFGF_KEYSTRVAL),
+        CFG_SEC("container", container_opts, CFGF_NONE),
         CFG_END(),
     };
 
@@ -668,6 +672,7 @@ void gpurun_template_destroy(gpurun_template_t *t)
 {
     if (!t)
         return;
+    gpurun_container_spec_clear(&t->container);
     free(t->path);
     free(t->name);
     free(t->description);

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "container.h"
 #include "error.h"
 #include "job.h"
 
@@ -47,6 +48,7 @@ typedef struct gpurun_template {
                           (torchrun.h); NULL when none */
     struct gpurun_kvlist env;      /* applied when gpudirect is on */
     struct gpurun_kvlist defaults; /* default params */
+    struct gpurun_container_spec container; /* container { }: the job's keys win */
 } gpurun_template_t;
 
 /* Find NAME.conf on the search path: the job file's folder, each folder of

@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # The water-box example under gpurun: GROMACS builds the box, runs on 2 ranks,
-# and the ns/day gpurun records equals the one in GROMACS's own md.log.
+# and the ns/day gpurun records equals the one in GROMACS's own md.log; its
+# scan over ranks (1, 2) gives a report with the parallel efficiency.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 if ! command -v gmx_mpi >/dev/null 2>&1 || ! command -v gmx >/dev/null 2>&1; then
@@ -26,4 +27,43 @@ rec=$(jq -r '.foms.ns_per_day.value' "$d/record.json")
 ok $? "gpurun recorded $rec ns/day, GROMACS's md.log says $own"
 [ "$(jq -r .state "$d/record.json")" = ok ]
 ok $? "the record's state is ok (Finished mdrun found)"
+
+# The scaling study: examples/water-box/scan.conf on 1 and 2 ranks, then
+# the report's speedup and efficiency against 1 rank.
+run "$GPURUN" run "$top_srcdir/examples/water-box/scan.conf" --results "$TMP/scan" --quiet \
+    --set oversubscribe=true --set params.nsteps=500
+expect_rc 0 "the water-box scan runs on 1 and 2 ranks"
+[ "$(ls -d "$TMP"/scan/water-box-scan/*/ | wc -l)" -eq 2 ] &&
+    jq -e -s 'map(.state == "ok") | all' "$TMP"/scan/water-box-scan/*/record.json >/dev/null
+ok $? "... two runs, both ok"
+run "$GPURUN" report --results "$TMP/scan" --html "$TMP/scan.html"
+run "$GPURUN" report --results "$TMP/scan"
+expect_rc 0 "the scan's report"
+# The ns_per_day table's row of 2 ranks: its efficiency (right-aligned,
+# ending where its head ends) is a number.
+eff=$(awk '/ns_per_day/ { t = 1; next }
+    t && !e { p = index($0 " ", " efficiency "); if (p) { e = p + 10; r = index($0 " ", " ranks ") + 5 }; next }
+    t && e { n = split(substr($0, 1, r), a, " "); if (a[n] == 2) { n = split(substr($0, 1, e), a, " "); print a[n]; exit } }' "$TMP/out")
+echo "$eff" | grep -Eq '^[0-9]+\.[0-9][0-9]$'
+ok $? "the report shows the parallel efficiency on 2 ranks ($eff)"
+grep -q '<th>efficiency</th>' "$TMP/scan.html" && ! grep -Eq 'GPU monitoring|<th>cost/' "$TMP/scan.html"
+ok $? "the scan's page: efficiency, and no GPU monitoring or cost for this CPU job"
+# The same page as a browser shows it: rendered, and its tables as parsed.
+chromium=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
+if [ -z "$chromium" ]; then
+    skip "chromium not found (Debian: chromium): the scan's page is not rendered"
+else
+    mkdir -p "$TMP/home" "$TMP/profile"
+    for what in --screenshot="$TMP/scan.png" --dump-dom; do
+        HOME=$TMP/home timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --no-first-run \
+            --disable-background-networking --disable-component-update --disable-sync \
+            --user-data-dir="$TMP/profile" --window-size=1200,2000 "$what" "file://$TMP/scan.html" \
+            >"$TMP/scan.dom" 2>>"$TMP/chromium.log"
+    done
+    size=$(wc -c <"$TMP/scan.png" 2>/dev/null || echo 0)
+    [ "$(head -c 8 "$TMP/scan.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] && [ "$size" -gt 40000 ] &&
+        [ "$(grep -c '<table>' "$TMP/scan.dom")" -eq 2 ] && grep -q '<th>efficiency</th>' "$TMP/scan.dom" &&
+        ! grep -Eq 'GPU monitoring|<th>(cost|spot)/|<th>GPUs' "$TMP/scan.dom"
+    ok $? "in Chromium: the scan's page ($size-byte PNG): ns/day and hour/ns tables with efficiency, no empty table"
+fi
 done_testing

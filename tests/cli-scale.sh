@@ -111,6 +111,13 @@ ok $? "... each host's ranks' lines in its own HOST.out"
 run env PATH="$TMP/simbin:$PATH" LOSE=sim0005 "$GPURUN" run "$TMP/sim.conf" --quiet
 expect_rc 3 "a simulated host whose rank steps die: exit 3"
 contains "$TMP/err" "lost sim0005 (ranks 8, 9)" "... naming the lost host and its ranks"
+# A host that cannot be reached at all writes nothing: its ranks are named
+# by the node the plan gave them, not only counted.
+run env PATH="$TMP/simbin:$PATH" GPURUN_SIM_DOWN="sim0003 sim0004" "$GPURUN" run "$TMP/sim.conf" --quiet
+expect_rc 1 "two simulated hosts that cannot be reached: mpirun's exit status"
+contains "$TMP/err" "20 of 24 ranks finished; never started (their hosts wrote nothing): node 2 (ranks 4-5), node 3 (ranks 6-7)" \
+    "... naming the nodes and ranks that never started"
+contains "$TMP/err" "No route to host" "... and what mpirun said"
 
 # No polling: the same file-system calls for a 2 s and a 6 s job.
 if ! command -v strace >/dev/null 2>&1 || ! command -v script >/dev/null 2>&1; then

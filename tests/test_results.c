@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -1089,6 +1090,76 @@ static void test_escaping(void)
     ok(system(cmd) == 0, "clean up");
 }
 
+/* The history of a configuration: bounded points, in time order, the
+ * figure's drop kept; times read as UTC, offsets included. */
+static void test_report_history(void)
+{
+    json_t *runs = json_array();
+    char id[32], start[32];
+    for (int i = 0; i < 10000; i++) {
+        long t = 1735689600L + 60L * i; /* 2025-01-01T00:00:00Z, a run a minute */
+        snprintf(id, sizeof id, "r%05d", i);
+        json_t *r = run_fom("drift", id, "ok", 2, 1, "ns_per_day", i < 9900 ? 100 : 50, "ns/day", "higher", NAN);
+        time_t tt = (time_t)t;
+        struct tm tm;
+        gmtime_r(&tt, &tm);
+        strftime(start, sizeof start, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        json_object_set_new(r, "start", json_string(i == 0 ? "2025-01-01T01:00:00+01:00" : start));
+        json_array_append_new(runs, r);
+    }
+    /* One run of another configuration: no history of its own. */
+    json_t *one = run_fom("drift", "x", "ok", 4, 1, "ns_per_day", 300, "ns/day", "higher", NAN);
+    json_object_set_new(one, "start", json_string("2025-02-01T00:00:00Z"));
+    json_array_append_new(runs, one);
+    gpurun_report_t *r = gpurun_report_build(runs);
+    const struct gpurun_report_job *j = &r->jobs[0];
+    ok(j->history_config >= 0 && j->configs[j->history_config].ranks == 2 && j->history_fom == 0,
+       "history: of the configuration with the most runs");
+    const struct gpurun_report_stat *st = &j->configs[j->history_config].stats[0];
+    size_t n = 0;
+    bool ordered = true;
+    for (size_t i = 0; i < st->nhistory; i++) {
+        n += st->history[i].n;
+        ordered &= i == 0 || st->history[i].start > st->history[i - 1].end;
+    }
+    ok(st->nhistory >= GPURUN_REPORT_HISTORY_MAX / 2 && st->nhistory <= GPURUN_REPORT_HISTORY_MAX,
+       "history: 10,000 runs in at most 128 points");
+    diag("%zu points of %zu runs", st->nhistory, st->history_per);
+    is_int((long)n, 10000, "history: every run in a point");
+    ok(ordered, "history: points in time order, apart");
+    ok(st->history[0].start == 1735689600.0, "history: 01:00:00+01:00 is 00:00:00Z");
+    ok(st->history[0].mean == 100 && st->history[st->nhistory - 1].mean == 50 &&
+           st->history[st->nhistory - 1].min == 50,
+       "history: the drop at the end shows");
+    gpurun_report_destroy(r);
+
+    /* The same runs the other way round (not from the index): in order. */
+    json_t *back = json_array();
+    for (size_t i = json_array_size(runs); i-- > 0;)
+        json_array_append(back, json_array_get(runs, i));
+    r = gpurun_report_build(back);
+    j = &r->jobs[0];
+    st = &j->configs[j->history_config].stats[0];
+    ordered = true;
+    for (size_t i = 1; i < st->nhistory; i++)
+        ordered &= st->history[i].start >= st->history[i - 1].start;
+    ok(ordered, "history: runs in any order give points in time order");
+    gpurun_report_destroy(r);
+    json_decref(back);
+    json_decref(runs);
+
+    /* A run each: no history to show. */
+    runs = json_array();
+    json_array_append_new(runs, run_fom("scan", "a", "ok", 1, 0, "ns_per_day", 30, "ns/day", "higher", NAN));
+    json_array_append_new(runs, run_fom("scan", "b", "ok", 2, 0, "ns_per_day", 60, "ns/day", "higher", NAN));
+    for (size_t i = 0; i < 2; i++)
+        json_object_set_new(json_array_get(runs, i), "start", json_string("2025-01-01T00:00:00Z"));
+    r = gpurun_report_build(runs);
+    ok(r->jobs[0].history_config == -1, "history: none with one run per configuration");
+    gpurun_report_destroy(r);
+    json_decref(runs);
+}
+
 int main(void)
 {
     test_site_good();
@@ -1100,5 +1171,6 @@ int main(void)
     test_cost_basis();
     test_report_scaling();
     test_escaping();
+    test_report_history();
     return done_testing();
 }

@@ -303,8 +303,11 @@ int main(int argc, char **argv)
         if (!*end && v >= 0)
             job_rank = v;
     }
+    /* _exit: exit() would run the MPI library's destructors while its
+     * progress threads still run, and under PMIx that crashes now and then
+     * (SIGSEGV instead of the status asked for: tests/cli-multinode.sh). */
     if (names(&o.exit_ranks, job_rank))
-        exit((int)o.exit_code);
+        _exit((int)o.exit_code);
     if (names(&o.segv_ranks, job_rank)) {
         /* The default action, not an MPI library's handler, and no core
          * file left behind by a deliberate crash. */

@@ -1,0 +1,626 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Containers: the `container { }` block and the runtimes' command lines.
+ * See container.h for the design (the head builds the command line, the
+ * rank step execs it inside its binding). */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../plugins/launcher.h" /* gpurun_which */
+#include "confparse.h"
+#include "container.h"
+#include "util.h"
+
+/* In the order `auto` tries them; the program each runs. */
+static const struct runtime {
+    const char *name, *program, *install;
+} runtimes[] = {
+    {"apptainer", "apptainer", "Apptainer (https://apptainer.org; packages 'apptainer' in EPEL and the PPA)"},
+    {"singularity", "singularity", "SingularityCE (https://sylabs.io; package 'singularity-ce')"},
+    {"charliecloud", "ch-run", "Charliecloud (package 'charliecloud', or spack install charliecloud)"},
+    {"podman", "podman", "Podman (package 'podman')"},
+};
+#define NRUNTIMES (sizeof runtimes / sizeof *runtimes)
+static const char *const runtime_names[] = {"auto", "apptainer", "singularity", "charliecloud", "podman"};
+
+static const struct runtime *runtime_named(const char *name)
+{
+    for (size_t i = 0; i < NRUNTIMES; i++)
+        if (!strcmp(runtimes[i].name, name))
+            return &runtimes[i];
+    return NULL;
+}
+
+/* ---- checking the block ------------------------------------------------ */
+
+static char *file_dir(const char *label)
+{
+    const char *slash = strrchr(label, '/');
+    return !slash          ? gpurun_xstrdup(".")
+           : slash == label ? gpurun_xstrdup("/")
+                            : gpurun_xstrndup(label, (size_t)(slash - label));
+}
+
+static char *under(const char *dir, const char *p)
+{
+    return p[0] == '/' ? gpurun_xstrdup(p) : gpurun_xasprintf("%s/%s", dir, p);
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && !strcmp(s + n - m, suffix);
+}
+
+/* A file or folder, not a reference such as docker://nvcr.io/hpc/gromacs:2023.2
+ * or nvcr.io/hpc/gromacs:2023.2 that the runtime pulls or finds in its store. */
+static bool image_is_path(const char *image, const char *dir)
+{
+    if (strstr(image, "://"))
+        return false;
+    if (image[0] == '/' || !strncmp(image, "./", 2) || !strncmp(image, "../", 3))
+        return true;
+    static const char *const suffixes[] = {".sif", ".simg", ".sqfs", ".squashfs", ".img"};
+    for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++)
+        if (ends_with(image, suffixes[i]))
+            return true;
+    char *p = under(dir, image);
+    struct stat st;
+    bool there = stat(p, &st) == 0;
+    free(p);
+    return there;
+}
+
+/* A mount "SRC" or "SRC:DST": one ':' at most (it separates them), no ','
+ * (apptainer's --bind and podman's -v read it as a list or an option). */
+static const char *mount_problem(const char *m, const char *dir, bool must_exist, char *buf, size_t size)
+{
+    const char *colon = strchr(m, ':');
+    if (strchr(m, ','))
+        return "',' in a path: apptainer and podman would read it as two mounts or an option; "
+               "mount a folder whose path has none";
+    if (colon && strchr(colon + 1, ':'))
+        return "':' in a path: a mount is \"SRC\" or \"SRC:DST\", and ':' separates the two";
+    if (colon == m || (colon && !colon[1]))
+        return "empty path: a mount is \"SRC\" or \"SRC:DST\"";
+    if (colon && colon[1] != '/')
+        return "the destination is not an absolute path";
+    char *src = colon ? gpurun_xstrndup(m, (size_t)(colon - m)) : gpurun_xstrdup(m);
+    char *p = under(dir, src);
+    struct stat st;
+    const char *why = NULL;
+    if (must_exist && stat(p, &st) < 0) {
+        snprintf(buf, size, "%s does not exist (%s)", p, strerror(errno));
+        why = buf;
+    }
+    free(src);
+    free(p);
+    return why;
+}
+
+void gpurun_container_check(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
+{
+    cfg_t *sec = cfg_getsec(cfg, "container");
+    if (!sec || !gpurun_conf_find_record(ctx, "container"))
+        return;
+    struct gpurun_conf_shown a, b;
+    char *dir = file_dir(ctx->label);
+    /* A site profile describes the cluster's nodes, not this one: its
+     * folders need not exist where the profile is read. */
+    bool site = !cfg_getopt(sec, "image");
+    const char *image = site ? NULL : cfg_getstr(sec, "image");
+    int line = gpurun_conf_record_line(ctx, "container.image");
+    gpurun_conf_check_string(ctx, "container.image", image, true);
+    if (line && image && *image && !strchr(image, '\n') && image_is_path(image, dir)) {
+        char *p = under(dir, image);
+        struct stat st;
+        if (stat(p, &st) < 0)
+            gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK,
+                             "key 'container.image': the image %s does not exist (%s); a relative path "
+                             "starts at the file's folder, a registry image is written as "
+                             "docker://REGISTRY/NAME:TAG",
+                             gpurun_conf_shown(&a, p), strerror(errno));
+        else if (strchr(p, ':') || strchr(p, ','))
+            gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK,
+                             "key 'container.image': ':' or ',' in the image's path %s: the runtimes' "
+                             "options cannot carry it",
+                             gpurun_conf_shown(&a, p));
+        free(p);
+    }
+    const char *rt = cfg_getstr(sec, "runtime");
+    line = gpurun_conf_record_line(ctx, "container.runtime");
+    if (line && rt) {
+        bool known = false;
+        for (size_t i = 0; i < sizeof runtime_names / sizeof *runtime_names; i++)
+            known = known || !strcmp(rt, runtime_names[i]);
+        const char *near = known ? NULL
+                                 : gpurun_conf_closest(rt, runtime_names, sizeof runtime_names / sizeof *runtime_names);
+        if (!known)
+            gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK,
+                             "key 'container.runtime': unknown runtime '%s'%s%s%s (one of auto, apptainer, "
+                             "singularity, charliecloud, podman)",
+                             gpurun_conf_shown(&a, rt), near ? " (did you mean '" : "", near ? near : "",
+                             near ? "'?)" : "");
+    }
+    static const char *const lists[] = {"mounts", "allowed_mounts"};
+    for (size_t l = 0; l < sizeof lists / sizeof *lists; l++) {
+        if (!cfg_getopt(sec, lists[l]))
+            continue;
+        char key[64];
+        snprintf(key, sizeof key, "container.%s", lists[l]);
+        line = gpurun_conf_record_line(ctx, key);
+        unsigned n = line ? cfg_size(sec, lists[l]) : 0;
+        for (unsigned i = 0; i < n; i++) {
+            const char *m = cfg_getnstr(sec, lists[l], i);
+            char buf[512];
+            const char *why = m ? gpurun_conf_value_problem(m, true, buf, sizeof buf) : NULL;
+            if (!why && m && l == 0)
+                why = mount_problem(m, dir, !site, buf, sizeof buf);
+            else if (!why && m && (m[0] != '/' || strchr(m, ':') || strchr(m, ',')))
+                why = "not an absolute folder path without ':' or ','";
+            if (why)
+                gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK, "key '%s', item %u ('%s'): %s", key, i + 1,
+                                 gpurun_conf_shown(&b, m), why);
+        }
+    }
+    free(dir);
+}
+
+static char **take_list(cfg_t *sec, const char *key, size_t *np)
+{
+    *np = cfg_getopt(sec, key) ? cfg_size(sec, key) : 0;
+    char **v = gpurun_xcalloc(*np + 1, sizeof *v);
+    for (size_t i = 0; i < *np; i++)
+        v[i] = gpurun_xstrdup(cfg_getnstr(sec, key, (unsigned)i));
+    return v;
+}
+
+void gpurun_container_take(const struct gpurun_conf_ctx *ctx, cfg_t *cfg, struct gpurun_container_spec *spec)
+{
+    memset(spec, 0, sizeof *spec);
+    cfg_t *sec = cfg_getsec(cfg, "container");
+    if (!sec || !gpurun_conf_find_record(ctx, "container"))
+        return;
+    spec->dir = file_dir(ctx->label);
+    spec->image = cfg_getopt(sec, "image") ? gpurun_conf_strdup(cfg_getstr(sec, "image")) : NULL;
+    spec->runtime = gpurun_conf_strdup(cfg_getstr(sec, "runtime"));
+    spec->mounts = take_list(sec, "mounts", &spec->nmounts);
+    spec->allowed = take_list(sec, "allowed_mounts", &spec->nallowed);
+}
+
+void gpurun_container_spec_clear(struct gpurun_container_spec *spec)
+{
+    if (!spec)
+        return;
+    free(spec->image);
+    free(spec->runtime);
+    for (size_t i = 0; i < spec->nmounts; i++)
+        free(spec->mounts[i]);
+    free(spec->mounts);
+    for (size_t i = 0; i < spec->nallowed; i++)
+        free(spec->allowed[i]);
+    free(spec->allowed);
+    free(spec->dir);
+    memset(spec, 0, sizeof *spec);
+}
+
+bool gpurun_container_wanted(const struct gpurun_container_spec *spec)
+{
+    return spec && spec->image;
+}
+
+/* ---- resolving -------------------------------------------------------- */
+
+static void add_word(char ***v, size_t *n, char *w)
+{
+    *v = gpurun_xrealloc(*v, (*n + 2) * sizeof **v);
+    (*v)[(*n)++] = w;
+    (*v)[*n] = NULL;
+}
+
+/* "SRC:DST" with SRC absolute (relative to `dir`), DST defaulting to SRC. */
+static char *mount_pair(const char *m, const char *dir)
+{
+    const char *colon = strchr(m, ':');
+    char *src = colon ? gpurun_xstrndup(m, (size_t)(colon - m)) : gpurun_xstrdup(m);
+    char *abs = under(dir ? dir : ".", src);
+    char *real = realpath(abs, NULL);
+    char *pair = gpurun_xasprintf("%s:%s", real ? real : abs, colon ? colon + 1 : real ? real : abs);
+    free(real);
+    free(abs);
+    free(src);
+    return pair;
+}
+
+/* `path` is `folder` or inside it. */
+static bool inside(const char *path, const char *folder)
+{
+    size_t n = strlen(folder);
+    while (n > 1 && folder[n - 1] == '/')
+        n--;
+    return !strncmp(path, folder, n) && (path[n] == '\0' || path[n] == '/' || (n == 1 && folder[0] == '/'));
+}
+
+/* The first line of `argv`'s standard output, or NULL (it failed). */
+static char *first_line_of(char *const *argv)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) < 0)
+        return NULL;
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        dup2(fds[1], STDOUT_FILENO);
+        if (null >= 0) {
+            dup2(null, STDIN_FILENO);
+            dup2(null, STDERR_FILENO);
+        }
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    char buf[512];
+    size_t got = 0;
+    ssize_t r;
+    while (pid > 0 && (r = read(fds[0], buf + got, sizeof buf - 1 - got)) != 0) {
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            break;
+        got += (size_t)r;
+        if (got == sizeof buf - 1)
+            break;
+    }
+    close(fds[0]);
+    int status = 1;
+    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    buf[got] = '\0';
+    buf[strcspn(buf, "\n")] = '\0';
+    return pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && buf[0] ? gpurun_xstrdup(buf) : NULL;
+}
+
+int gpurun_container_resolve(const struct gpurun_container_spec *job, const struct gpurun_container_spec *tpl,
+                             const struct gpurun_container_spec *site, const char *job_origin_image,
+                             const char *job_origin_mounts, struct gpurun_container_run **runp, gpurun_error_t *err)
+{
+    *runp = NULL;
+    const struct gpurun_container_spec *img_from = gpurun_container_wanted(job) ? job : tpl;
+    if (!gpurun_container_wanted(img_from)) {
+        if (job && job->dir) /* a block, but nothing to run */
+            return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                              "%s: key 'container.image' missing: the container block needs an image (a file or "
+                              "folder, or docker://REGISTRY/NAME:TAG), here or in the template",
+                              job_origin_image);
+        return 0;
+    }
+    struct gpurun_container_run *r = gpurun_xcalloc(1, sizeof *r);
+    r->image_is_path = image_is_path(img_from->image, img_from->dir ? img_from->dir : ".");
+    if (r->image_is_path) {
+        char *p = under(img_from->dir ? img_from->dir : ".", img_from->image);
+        r->image = realpath(p, NULL);
+        if (!r->image) {
+            gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: key 'container.image': the image %s does not exist (%s)",
+                       img_from == job ? job_origin_image : "the template", p, strerror(errno));
+            free(p);
+            gpurun_container_run_free(r);
+            return -1;
+        }
+        free(p);
+    } else {
+        r->image = gpurun_xstrdup(img_from->image);
+    }
+
+    /* The runtime: the job's, the template's, the site's, else the first found. */
+    const char *asked = NULL, *by = NULL;
+    const struct gpurun_container_spec *order[] = {job, tpl, site};
+    static const char *const who[] = {"the job", "the template", "the site profile"};
+    for (size_t i = 0; i < 3 && !asked; i++)
+        if (order[i] && order[i]->runtime && strcmp(order[i]->runtime, "auto")) {
+            asked = order[i]->runtime;
+            by = who[i];
+        }
+    const struct runtime *rt = asked ? runtime_named(asked) : NULL;
+    if (rt) {
+        r->exe = gpurun_which(rt->program);
+        if (!r->exe) {
+            gpurun_err(err, GPURUN_EXIT_ENV,
+                       "container runtime '%s' (asked by %s) not found: no '%s' on PATH; nothing was started: "
+                       "install %s, load its module, or choose another runtime (container.runtime)",
+                       rt->name, by, rt->program, rt->install);
+            gpurun_container_run_free(r);
+            return -1;
+        }
+        r->why = gpurun_xasprintf("%s, as %s asks", rt->name, by);
+    } else {
+        for (size_t i = 0; i < NRUNTIMES && !r->exe; i++)
+            if ((r->exe = gpurun_which(runtimes[i].program)))
+                rt = &runtimes[i];
+        if (!rt) {
+            gpurun_err(err, GPURUN_EXIT_ENV,
+                       "container runtime 'auto': none of apptainer, singularity, ch-run, podman is on PATH; "
+                       "nothing was started: install one (%s; or %s) or load its module",
+                       runtimes[0].install, runtimes[2].install);
+            gpurun_container_run_free(r);
+            return -1;
+        }
+        r->why = gpurun_xasprintf("%s, the first runtime found (auto: apptainer, singularity, ch-run, podman)",
+                                  rt->name);
+    }
+    r->runtime = rt->name;
+    if (r->image_is_path && !strcmp(rt->name, "podman")) {
+        gpurun_err(err, GPURUN_EXIT_CONFIG,
+                   "%s: key 'container.image': podman runs images from its store, not the file %s: `podman load` "
+                   "or `podman import` it and give its name",
+                   img_from == job ? job_origin_image : "the template", r->image);
+        gpurun_container_run_free(r);
+        return -1;
+    }
+
+    /* Mounts: the site's defaults, the template's, the job's; the job's
+     * within the site's allowed folders when it names some. */
+    const struct gpurun_container_spec *mfrom[] = {site, tpl, job};
+    for (size_t s = 0; s < 3; s++)
+        for (size_t i = 0; mfrom[s] && i < mfrom[s]->nmounts; i++) {
+            char *pair = mount_pair(mfrom[s]->mounts[i], mfrom[s]->dir);
+            if (mfrom[s] == job && site && site->nallowed) {
+                char *src = gpurun_xstrndup(pair, strcspn(pair, ":"));
+                bool ok = false;
+                for (size_t k = 0; k < site->nallowed && !ok; k++) {
+                    char *real = realpath(site->allowed[k], NULL); /* /home may be a link */
+                    ok = inside(src, site->allowed[k]) || (real && inside(src, real));
+                    free(real);
+                }
+                if (!ok) {
+                    gpurun_err(err, GPURUN_EXIT_CONFIG,
+                               "%s: key 'container.mounts': %s is outside what the site allows in containers "
+                               "(allowed_mounts of %s: %s%s)",
+                               job_origin_mounts, src, site->dir ? site->dir : "the site profile",
+                               site->allowed[0], site->nallowed > 1 ? ", ..." : "");
+                    free(src);
+                    free(pair);
+                    gpurun_container_run_free(r);
+                    return -1;
+                }
+                free(src);
+            }
+            add_word(&r->mounts, &r->nmounts, pair);
+        }
+
+    /* What the record can name the image by: podman's content digest. */
+    if (!strcmp(rt->name, "podman")) {
+        char *argv[] = {r->exe, "image", "inspect", "--format", "{{.Digest}}", r->image, NULL};
+        r->digest = first_line_of(argv);
+    }
+    *runp = r;
+    return 0;
+}
+
+void gpurun_container_run_free(struct gpurun_container_run *r)
+{
+    if (!r)
+        return;
+    free(r->exe);
+    free(r->image);
+    free(r->why);
+    free(r->digest);
+    for (size_t i = 0; i < r->nmounts; i++)
+        free(r->mounts[i]);
+    free(r->mounts);
+    for (size_t i = 0; i < r->nenv; i++)
+        free(r->env_names[i]);
+    free(r->env_names);
+    free(r);
+}
+
+void gpurun_container_pass_env(struct gpurun_container_run *r, const char *name)
+{
+    for (size_t i = 0; i < r->nenv; i++)
+        if (!strcmp(r->env_names[i], name))
+            return;
+    add_word(&r->env_names, &r->nenv, gpurun_xstrdup(name));
+}
+
+/* ---- the command line --------------------------------------------------- */
+
+/* podman: the limits the rank step itself has.  podman's default (1048576)
+ * is more than an unprivileged runc may set where the host's hard limits are
+ * lower ("error setting rlimit type 7: operation not permitted"), and
+ * podman lowers its own RLIMIT_NPROC to kernel.pid_max, so nproc is capped
+ * there. */
+static char *ulimit_arg(const char *name, int resource)
+{
+    struct rlimit rl;
+    if (getrlimit(resource, &rl) < 0)
+        return NULL;
+    if (resource == RLIMIT_NPROC) {
+        FILE *f = fopen("/proc/sys/kernel/pid_max", "re");
+        unsigned long long pid_max = 0;
+        if (f && fscanf(f, "%llu", &pid_max) == 1 && pid_max > 0) {
+            if (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > pid_max)
+                rl.rlim_max = pid_max;
+            if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > rl.rlim_max)
+                rl.rlim_cur = rl.rlim_max;
+        }
+        if (f)
+            fclose(f);
+    }
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_max == RLIM_INFINITY)
+        return gpurun_xasprintf("%s=-1:-1", name);
+    return gpurun_xasprintf("%s=%llu:%llu", name, (unsigned long long)rl.rlim_cur,
+                            (unsigned long long)rl.rlim_max);
+}
+
+/* The GPU device nodes of this node that exist.  Every GPU of the node is
+ * passed: the rank's CUDA_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES number the
+ * node's GPUs, and a container holding only /dev/nvidia1 would call it 0. */
+static const char *const cdi_specs[] = {"/etc/cdi/nvidia.yaml", "/etc/cdi/nvidia.json", "/var/run/cdi/nvidia.yaml",
+                                        "/var/run/cdi/nvidia.json", NULL};
+
+/* NVIDIA's Container Device Interface spec (nvidia-ctk cdi generate): with
+ * it podman injects the devices and the host's driver libraries. */
+static const char *nvidia_cdi(void)
+{
+    for (size_t i = 0; cdi_specs[i]; i++)
+        if (access(cdi_specs[i], R_OK) == 0)
+            return cdi_specs[i];
+    return NULL;
+}
+
+static void gpu_devices(const char *vendor, char ***v, size_t *n)
+{
+    static const char *const nvidia[] = {"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
+                                         "/dev/nvidia-modeset"};
+    static const char *const amd[] = {"/dev/kfd", "/dev/dri"};
+    bool is_amd = vendor && !strcmp(vendor, "amd");
+    if (!is_amd && nvidia_cdi()) {
+        add_word(v, n, gpurun_xstrdup("--device"));
+        add_word(v, n, gpurun_xstrdup("nvidia.com/gpu=all"));
+        return;
+    }
+    const char *const *list = is_amd ? amd : nvidia;
+    size_t count = is_amd ? 2 : 4;
+    for (size_t i = 0; i < count; i++)
+        if (access(list[i], F_OK) == 0) {
+            add_word(v, n, gpurun_xstrdup("--device"));
+            add_word(v, n, gpurun_xstrdup(list[i]));
+        }
+    for (int g = 0; !is_amd && g < 256; g++) {
+        char dev[32];
+        snprintf(dev, sizeof dev, "/dev/nvidia%d", g);
+        if (access(dev, F_OK) < 0)
+            continue;
+        add_word(v, n, gpurun_xstrdup("--device"));
+        add_word(v, n, gpurun_xstrdup(dev));
+    }
+}
+
+char **gpurun_container_wrap(const struct gpurun_container_run *r, char *const *app, const char *run_dir,
+                             const char *job_dir, int gpus, const char *gpu_vendor)
+{
+    char **v = NULL;
+    size_t n = 0;
+    bool amd = gpu_vendor && !strcmp(gpu_vendor, "amd");
+    /* The run folder and job folder at their own paths: figures of merit
+     * are read, and relative paths of the job resolved, as for any run. */
+    char *own[2] = {gpurun_xasprintf("%s:%s", run_dir, run_dir),
+                    strcmp(job_dir, run_dir) ? gpurun_xasprintf("%s:%s", job_dir, job_dir) : NULL};
+    add_word(&v, &n, gpurun_xstrdup(r->exe));
+    if (!strcmp(r->runtime, "apptainer") || !strcmp(r->runtime, "singularity")) {
+        add_word(&v, &n, gpurun_xstrdup("exec"));
+        if (gpus > 0)
+            add_word(&v, &n, gpurun_xstrdup(amd ? "--rocm" : "--nv"));
+        for (size_t i = 0; i < 2 + r->nmounts; i++) {
+            const char *m = i < 2 ? own[i] : r->mounts[i - 2];
+            if (!m)
+                continue;
+            add_word(&v, &n, gpurun_xstrdup("--bind"));
+            add_word(&v, &n, gpurun_xstrdup(m));
+        }
+        add_word(&v, &n, gpurun_xstrdup("--pwd"));
+        add_word(&v, &n, gpurun_xstrdup(run_dir));
+        add_word(&v, &n, gpurun_xstrdup(r->image));
+    } else if (!strcmp(r->runtime, "charliecloud")) {
+        /* ch-run keeps the rank step's environment; --set-env adds the
+         * image's own (ch-image writes it to /ch/environment). */
+        for (size_t i = 0; i < 2 + r->nmounts; i++) {
+            const char *m = i < 2 ? own[i] : r->mounts[i - 2];
+            if (m)
+                add_word(&v, &n, gpurun_xasprintf("--bind=%s", m));
+        }
+        add_word(&v, &n, gpurun_xasprintf("--cd=%s", run_dir));
+        char *envfile = gpurun_xasprintf("%s/ch/environment", r->image);
+        if (!r->image_is_path || access(envfile, R_OK) == 0)
+            add_word(&v, &n, gpurun_xstrdup("--set-env"));
+        free(envfile);
+        add_word(&v, &n, gpurun_xstrdup(r->image));
+        add_word(&v, &n, gpurun_xstrdup("--"));
+    } else { /* podman */
+        static const char *const fixed[] = {"run", "--rm", "--network=host", "--ipc=host", "--pid=host"};
+        for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
+            add_word(&v, &n, gpurun_xstrdup(fixed[i]));
+        if (geteuid() != 0) /* rootless: files in the run folder stay the user's */
+            add_word(&v, &n, gpurun_xstrdup("--userns=keep-id"));
+        static const struct {
+            const char *name;
+            int resource;
+        } limits[] = {{"nofile", RLIMIT_NOFILE}, {"nproc", RLIMIT_NPROC}};
+        for (size_t i = 0; i < 2; i++) {
+            char *u = ulimit_arg(limits[i].name, limits[i].resource);
+            if (u) {
+                add_word(&v, &n, gpurun_xstrdup("--ulimit"));
+                add_word(&v, &n, u);
+            }
+        }
+        for (size_t i = 0; i < 2 + r->nmounts; i++) {
+            const char *m = i < 2 ? own[i] : r->mounts[i - 2];
+            if (!m)
+                continue;
+            add_word(&v, &n, gpurun_xstrdup("-v"));
+            add_word(&v, &n, gpurun_xstrdup(m));
+        }
+        add_word(&v, &n, gpurun_xasprintf("--workdir=%s", run_dir));
+        /* By name: podman takes each value from the rank step's own
+         * environment, so every rank's own values reach its container. */
+        for (size_t i = 0; i < r->nenv; i++) {
+            add_word(&v, &n, gpurun_xstrdup("-e"));
+            add_word(&v, &n, gpurun_xstrdup(r->env_names[i]));
+        }
+        if (gpus > 0)
+            gpu_devices(gpu_vendor, &v, &n);
+        add_word(&v, &n, gpurun_xstrdup(r->image));
+    }
+    for (char *const *a = app; *a; a++)
+        add_word(&v, &n, gpurun_xstrdup(*a));
+    free(own[0]);
+    free(own[1]);
+    return v;
+}
+
+/* ---- doctor ----------------------------------------------------------- */
+
+int gpurun_container_doctor(bool nvidia_gpus, bool amd_gpus, char *detail, size_t size, bool *gpu_ok)
+{
+    size_t used = 0;
+    int found = 0;
+    *gpu_ok = true;
+    detail[0] = '\0';
+    bool nv_dev = access("/dev/nvidiactl", F_OK) == 0, kfd = access("/dev/kfd", F_OK) == 0;
+    const char *cdi = nvidia_cdi();
+    for (size_t i = 0; i < NRUNTIMES; i++) {
+        char *exe = gpurun_which(runtimes[i].program);
+        if (!exe)
+            continue;
+        found++;
+        const char *gpu = "";
+        if (nvidia_gpus || amd_gpus) {
+            bool devs = nvidia_gpus ? nv_dev : kfd;
+            if (!strcmp(runtimes[i].program, "podman"))
+                gpu = amd_gpus && !nvidia_gpus ? (kfd ? " (GPUs: --device /dev/kfd /dev/dri)" : " (GPUs: no /dev/kfd)")
+                      : cdi                    ? " (GPUs: --device nvidia.com/gpu=all, CDI spec found)"
+                      : nv_dev ? " (GPUs: --device /dev/nvidia*; no CDI spec: the image must bring the driver's "
+                                 "libraries)"
+                               : " (GPUs: no /dev/nvidiactl)";
+            else if (!strcmp(runtimes[i].program, "ch-run"))
+                gpu = devs ? " (GPUs: device nodes shared; inject the driver's libraries with ch-fromhost --nvidia)"
+                           : " (GPUs: no GPU device nodes)";
+            else
+                gpu = devs ? (nvidia_gpus ? " (GPUs: --nv)" : " (GPUs: --rocm)") : " (GPUs: no GPU device nodes)";
+            if (!devs || (!strcmp(runtimes[i].program, "podman") && nvidia_gpus && !cdi))
+                *gpu_ok = false;
+        }
+        int w = snprintf(detail + used, size - used, "%s%s %s%s", found > 1 ? "; " : "", runtimes[i].name, exe, gpu);
+        if (w > 0 && (size_t)w < size - used)
+            used += (size_t)w;
+        free(exe);
+    }
+    return found;
+}

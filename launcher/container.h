@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef GPURUN_CONTAINER_H
+#define GPURUN_CONTAINER_H
+
+/* Containers, the hybrid way: the host's launcher starts one rank step per
+ * rank, the rank step applies the binding and then starts one container
+ * process (apptainer / singularity exec, ch-run, podman run) that inherits
+ * its cores, memory policy and environment.  The head builds the runtime's
+ * command line once (gpurun_container_wrap) and hands it to the launcher as
+ * the program: the rank step only execs it.
+ *
+ * The `container { }` block of job files, templates and site profiles is
+ * read by their own files' schemas with the options below, and checked here
+ * (gpurun_container_check), so that its errors name the file, line and key
+ * as any other's. */
+
+#include <confuse.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
+
+struct gpurun_conf_ctx;
+
+/* The block as a job file, template or site profile wrote it. */
+struct gpurun_container_spec {
+    char *image;   /* NULL: not given */
+    char *runtime; /* NULL: not given ("auto") */
+    char **mounts; /* "SRC" or "SRC:DST", NULL-ended; SRC relative to the file's folder */
+    size_t nmounts;
+    char **allowed; /* site only: folders a job's mounts must lie in; NULL-ended */
+    size_t nallowed;
+    char *dir;      /* the file's folder: relative image paths and mounts start there */
+};
+
+/* libconfuse options of the block: image, runtime, mounts (job files,
+ * templates), and runtime, mounts, allowed_mounts (site profiles). */
+#define GPURUN_CONTAINER_JOB_OPTS                                                                  \
+    {                                                                                              \
+        CFG_STR("image", NULL, CFGF_NONE), CFG_STR("runtime", NULL, CFGF_NONE),                   \
+            CFG_STR_LIST("mounts", NULL, CFGF_NONE), CFG_END()                                     \
+    }
+#define GPURUN_CONTAINER_SITE_OPTS                                                                 \
+    {                                                                                              \
+        CFG_STR("runtime", NULL, CFGF_NONE), CFG_STR_LIST("mounts", NULL, CFGF_NONE),             \
+            CFG_STR_LIST("allowed_mounts", NULL, CFGF_NONE), CFG_END()                             \
+    }
+
+/* Pass 3 of a file with a `container` block: the runtime is a known one,
+ * the image and every mount exist (relative to the file's folder), no path
+ * holds ':' or ','. */
+void gpurun_container_check(struct gpurun_conf_ctx *ctx, cfg_t *cfg);
+/* The block of cfg as a spec (all NULL when the file has none). */
+void gpurun_container_take(const struct gpurun_conf_ctx *ctx, cfg_t *cfg,
+                           struct gpurun_container_spec *spec);
+void gpurun_container_spec_clear(struct gpurun_container_spec *spec);
+bool gpurun_container_wanted(const struct gpurun_container_spec *spec);
+
+/* What a run needs: the job's block over the template's, then the site's. */
+struct gpurun_container_run {
+    const char *runtime; /* "apptainer" | "singularity" | "charliecloud" | "podman" */
+    char *exe;           /* the runtime program, found on PATH */
+    char *image;         /* an absolute path, or a reference the runtime resolves */
+    bool image_is_path;
+    char *why;           /* how the runtime was chosen */
+    char **mounts;       /* "SRC:DST", absolute; the job and run folders added at wrap time */
+    size_t nmounts;
+    char **env_names;    /* podman: variables passed by name (-e NAME) */
+    size_t nenv;
+    char *digest;        /* the image's content digest where the runtime gives one, else NULL */
+};
+
+/* Choose the runtime (the job's, the template's, the site's, else the first
+ * of apptainer, singularity, ch-run, podman found on PATH), check the job's
+ * mounts against the site's allowed_mounts, and find the image's digest.
+ * `origin(key)` places an error on the job's line; a runtime missing is
+ * exit 3 naming what to install, a mount the site refuses exit 2. */
+int gpurun_container_resolve(const struct gpurun_container_spec *job,
+                             const struct gpurun_container_spec *tpl,
+                             const struct gpurun_container_spec *site, const char *job_origin_image,
+                             const char *job_origin_mounts, struct gpurun_container_run **runp,
+                             gpurun_error_t *err);
+void gpurun_container_run_free(struct gpurun_container_run *run);
+
+/* A variable the container must see (podman only passes what it is told). */
+void gpurun_container_pass_env(struct gpurun_container_run *run, const char *name);
+
+/* The runtime's command line that starts `app` in the container with the
+ * run folder and job folder mounted at their own paths, `run_dir` as the
+ * working folder, and the GPU option when `gpus` > 0 ("nvidia" | "amd").
+ * A new NULL-ended vector (gpurun_free_words). */
+char **gpurun_container_wrap(const struct gpurun_container_run *run, char *const *app,
+                             const char *run_dir, const char *job_dir, int gpus,
+                             const char *gpu_vendor);
+
+/* For `gpurun doctor`: the runtimes on PATH, each with how it would pass
+ * this node's GPUs (device nodes, the runtime's GPU option), in `detail`.
+ * *gpu_ok: every runtime found would give the ranks their GPUs.  Returns
+ * how many runtimes were found. */
+int gpurun_container_doctor(bool nvidia_gpus, bool amd_gpus, char *detail, size_t size, bool *gpu_ok);
+
+#endif

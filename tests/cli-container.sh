@@ -1,0 +1,277 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Containers (issue 15): 2 ranks under `local` and `mpirun` in real
+# Charliecloud and Podman containers built here from files on the machine
+# (a static busybox and the test's own probe script, no registry); each rank
+# reports from inside the container its cpus, its memory policy and its
+# environment, checked against the plan.  Apptainer is checked by its
+# command line (dry run, and a fake `apptainer` that records its arguments).
+# Then the bad inputs: exit 2 (or 3 for a missing runtime), nothing started.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+BUSYBOX=$(command -v busybox 2>/dev/null || true)
+case "$BUSYBOX" in /*) ;; *) BUSYBOX=/bin/busybox ;; esac
+# A static one (ldd refuses it): the image has no libraries.
+if [ ! -x "$BUSYBOX" ] || ldd "$BUSYBOX" >/dev/null 2>&1; then
+    echo "1..0 # SKIP no static busybox for the test image (Debian: busybox-static)"
+    exit 0
+fi
+if [ "$(id -u)" -eq 0 ]; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+unset GPURUN_TOPOLOGY
+: "${USER:=$(id -un 2>/dev/null || echo gpurun)}" # ch-run needs it
+export USER
+has_mpirun=$(command -v mpirun >/dev/null 2>&1 && echo 1 || echo 0)
+
+# The image: a directory for ch-run; the same folder as a tarball for podman.
+img=$TMP/img
+mkdir -p "$img/bin" "$img/etc" "$img/dev" "$img/proc" "$img/sys" "$img/tmp" "$img/home" "$img/mnt"
+cp "$BUSYBOX" "$img/bin/busybox"
+ln -s busybox "$img/bin/sh"
+for f in passwd group hosts resolv.conf; do : >"$img/etc/$f"; done
+# The probe: what the rank's process in the container really got.
+cat >"$img/probe" <<'EOF'
+#!/bin/busybox sh
+cpus=$(/bin/busybox sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
+mem=$(/bin/busybox head -1 /proc/self/numa_maps | /bin/busybox cut -d' ' -f2)
+echo "probe rank=$GPURUN_RANK cpus=$cpus mem=$mem omp=$OMP_NUM_THREADS foo=$FOO pwd=$(pwd)"
+echo "value 4$GPURUN_RANK" >"probe.$GPURUN_RANK.log"
+EOF
+chmod 755 "$img/probe"
+
+mkdir -p "$TMP/job"
+# job NAME RUNTIME IMAGE LAUNCHER: a 2-rank job running the probe.
+job() {
+    cat >"$TMP/job/$1.conf" <<JOB
+command = "/probe"
+launcher = "$4"
+ranks_per_node = 2
+threads_per_rank = 1
+env { FOO = "bar" }
+container { image = "$3"  runtime = "$2" }
+JOB
+}
+
+# check_probe RUN_DIR WHAT: each rank's report from inside the container
+# matches plan.json, and it ran in the run folder (mounted at its own path).
+check_probe() {
+    i=0
+    bad=""
+    while [ "$i" -lt 2 ]; do
+        line=$(rank_output "$1" "$i" | grep '^probe ' | head -1)
+        want_cpus=$(jq -r ".ranks[$i].cpus" "$1/plan.json")
+        want_mem=bind:$(jq -r ".ranks[$i].numa | map(tostring) | join(\",\")" "$1/plan.json")
+        want_omp=$(jq -r ".ranks[$i].threads" "$1/plan.json")
+        want="probe rank=$i cpus=$want_cpus mem=$want_mem omp=$want_omp foo=bar pwd=$1"
+        [ "$line" = "$want" ] || bad="$bad [rank $i: got '$line', wanted '$want']"
+        [ -f "$1/probe.$i.log" ] || bad="$bad [rank $i wrote no probe.$i.log in the run folder]"
+        i=$((i + 1))
+    done
+    ok "$([ -z "$bad" ] && echo 0 || echo 1)" "$2: each rank's cpus, memory policy and environment, from inside, match the plan"
+    [ -z "$bad" ] || diag "$bad"
+}
+
+last_run() { ls -d "$TMP/job/results/$1"/*/ | tail -1 | sed 's:/$::'; }
+
+# ---- Charliecloud, for real ------------------------------------------------
+if command -v ch-run >/dev/null 2>&1; then
+    job ch charliecloud ../img local
+    run "$GPURUN" run "$TMP/job/ch.conf" --quiet
+    expect_rc 0 "ch-run: 2 ranks under local"
+    d=$(last_run ch)
+    check_probe "$d" "ch-run, local"
+    [ "$(jq -r '.container.runtime + " " + .container.image' "$d/record.json")" = "charliecloud $img" ]
+    ok $? "ch-run: the record names the runtime and the image's path"
+    if [ "$has_mpirun" = 1 ]; then
+        run "$GPURUN" run "$TMP/job/ch.conf" --set launcher=mpirun --quiet
+        expect_rc 0 "ch-run: 2 ranks under mpirun"
+        check_probe "$(last_run ch)" "ch-run, mpirun"
+    else
+        skip "ch-run under mpirun: mpirun not found (Debian: openmpi-bin)"
+    fi
+else
+    skip "Charliecloud: ch-run not found (Debian: charliecloud)"
+fi
+
+# ---- Podman, for real: a unique image name, removed at the end ---------------
+if command -v podman >/dev/null 2>&1; then
+    name=localhost/gpurun-test-$$-$(date +%s):probe
+    trap 'podman rmi -f "$name" >/dev/null 2>&1; rm -rf "$TMP"' EXIT INT TERM
+    tar -C "$img" -cf "$TMP/img.tar" .
+    if podman import -q "$TMP/img.tar" "$name" >/dev/null 2>"$TMP/podman.err"; then
+        job pod podman "$name" local
+        run "$GPURUN" run "$TMP/job/pod.conf" --quiet
+        expect_rc 0 "podman: 2 ranks under local"
+        d=$(last_run pod)
+        check_probe "$d" "podman, local"
+        jq -e '.container.runtime == "podman" and (.container.digest | startswith("sha256:"))' "$d/record.json" >/dev/null
+        ok $? "podman: the record names the runtime and the image's content digest"
+        if [ "$has_mpirun" = 1 ]; then
+            run "$GPURUN" run "$TMP/job/pod.conf" --set launcher=mpirun --quiet
+            expect_rc 0 "podman: 2 ranks under mpirun"
+            check_probe "$(last_run pod)" "podman, mpirun"
+        else
+            skip "podman under mpirun: mpirun not found (Debian: openmpi-bin)"
+        fi
+    else
+        ok 1 "podman import of the test image: $(head -c 300 "$TMP/podman.err")"
+    fi
+else
+    skip "Podman: podman not found (Debian: podman)"
+fi
+
+# ---- Apptainer: its command line, through a fake that records it -----------
+if command -v apptainer >/dev/null 2>&1; then
+    diag "apptainer is installed, but these checks use a fake one: the test builds no SIF image"
+else
+    skip "a real apptainer: not installed; its command lines are checked through the dry run and a fake apptainer only"
+fi
+mkdir -p "$TMP/bin"
+cat >"$TMP/bin/apptainer" <<EOF
+#!/bin/sh
+# Records its arguments, then runs the program on the host: exec [--nv|--rocm] [--bind M]... --pwd D IMAGE PROG...
+printf '%s\n' "\$*" >>"$TMP/apptainer.args"
+[ "\$1" = exec ] || exit 99
+shift
+while [ \$# -gt 0 ]; do
+    case "\$1" in
+    --nv | --rocm) shift ;;
+    --bind) shift 2 ;;
+    --pwd) cd "\$2" || exit 98; shift 2 ;;
+    *) shift; break ;; # the image
+    esac
+done
+exec "\$@"
+EOF
+chmod 755 "$TMP/bin/apptainer"
+cp "$img/probe" "$TMP/job/probe"
+sed -i "2,\$ s:/bin/busybox:$BUSYBOX:g; 1s:.*:#!$BUSYBOX sh:" "$TMP/job/probe"
+: >"$TMP/job/gromacs.sif"
+cat >"$TMP/job/app.conf" <<JOB
+command = "./probe"
+launcher = "local"
+ranks_per_node = 2
+threads_per_rank = 1
+env { FOO = "bar" }
+container { image = "gromacs.sif" }
+JOB
+PATH=$TMP/bin:$PATH run "$GPURUN" run "$TMP/job/app.conf" --quiet
+[ "$rc" -eq 0 ] || { d=$(last_run app); sed "s/^/#   /" "$d/vm.out" | head -5; }
+expect_rc 0 "fake apptainer (runtime auto picks it first): 2 ranks under local"
+d=$(last_run app)
+check_probe "$d" "fake apptainer, local"
+want="exec --bind $d:$d --bind $TMP/job:$TMP/job --pwd $d $TMP/job/gromacs.sif $TMP/job/probe"
+[ "$(sed -n 1p "$TMP/apptainer.args")" = "$want" ]
+ok $? "apptainer exec: run and job folders bound at their own paths, --pwd the run folder, no --nv without GPUs"
+if [ "$has_mpirun" = 1 ]; then
+    PATH=$TMP/bin:$PATH run "$GPURUN" run "$TMP/job/app.conf" --set launcher=mpirun --quiet
+    expect_rc 0 "fake apptainer: 2 ranks under mpirun"
+    check_probe "$(last_run app)" "fake apptainer, mpirun"
+else
+    skip "fake apptainer under mpirun: mpirun not found (Debian: openmpi-bin)"
+fi
+[ "$(jq -r .container.runtime "$d/record.json")" = apptainer ]
+ok $? "the record names apptainer"
+
+# GPUs: --nv for NVIDIA ranks, --rocm for AMD ones (dry run on a fixture's topology).
+PATH=$TMP/bin:$PATH GPURUN_TOPOLOGY=$FIXTURES/2s-4gpu-2nic.xml run "$GPURUN" run "$TMP/job/app.conf" --dry-run --set ranks_per_node=4 --set gpus_per_rank=1
+expect_rc 0 "dry run on a 4-GPU topology"
+n=$(grep -c -- ' -- [^ ]*/apptainer exec --nv --bind ' "$TMP/out")
+[ "$n" -eq 4 ]
+ok $? "dry run: the runtime's command line per rank, with --nv (got $n of 4)"
+PATH=$TMP/bin:$PATH GPURUN_TOPOLOGY=$FIXTURES/amd-partitioned.xml run "$GPURUN" run "$TMP/job/app.conf" --dry-run --set ranks_per_node=1 --set gpus_per_rank=1
+grep -q -- '/apptainer exec --rocm ' "$TMP/out"
+ok $? "dry run: --rocm for AMD GPUs"
+PATH=$TMP/bin:$PATH run "$GPURUN" run "$TMP/job/app.conf" --dry-run --set container.runtime=singularity
+expect_rc 3 "runtime singularity missing: exit 3"
+contains "$TMP/err" "install SingularityCE" "... saying what to install"
+
+# ---- bad input: file, line and key; exit 2; nothing started -------------
+bad() { # bad NAME EXPECTED-TEXT DESCRIPTION (the job file written as $TMP/job/NAME.conf)
+    PATH=$TMP/bin:$PATH run "$GPURUN" run "$TMP/job/$1.conf"
+    expect_rc 2 "$3: exit 2"
+    contains "$TMP/err" "$2" "$3: the message names the file, line and key"
+    [ ! -d "$TMP/job/results/$1" ]
+    ok $? "$3: nothing started"
+}
+printf 'command = "./probe"\nlauncher = "local"\ncontainer {\n  image = "nothere.sif"\n}\n' >"$TMP/job/noimage.conf"
+bad noimage "noimage.conf:4: key 'container.image': the image $TMP/job/nothere.sif does not exist" "an image that does not exist"
+printf 'command = "./probe"\ncontainer { image = "gromacs.sif"\n runtime = "podmn" }\n' >"$TMP/job/badrt.conf"
+bad badrt "badrt.conf:3: key 'container.runtime': unknown runtime 'podmn' (did you mean 'podman'?)" "an unknown runtime"
+printf 'command = "./probe"\nlauncher = "local"\ncontainer {\n  runtime = "podman"\n}\n' >"$TMP/job/noimg.conf"
+bad noimg "noimg.conf:4: key 'container.image' missing" "a container block without an image"
+mkdir -p "$TMP/data" "$TMP/other"
+printf 'command = "./probe"\ncontainer { image = "gromacs.sif"\n mounts = {"%s:/in:ro"} }\n' "$TMP/data" >"$TMP/job/colon.conf"
+bad colon "colon.conf:3: key 'container.mounts', item 1" "a mount with ':' in a path"
+printf 'command = "./probe"\ncontainer { image = "gromacs.sif"\n mounts = {"%s,x"} }\n' "$TMP/data" >"$TMP/job/comma.conf"
+bad comma "comma.conf:3: key 'container.mounts', item 1" "a mount with ',' in a path"
+mkdir -p "$TMP/job/sites"
+cat >"$TMP/job/sites/uni.conf" <<SITE
+description = "test site"
+container {
+  runtime = "apptainer"
+  mounts = {"$TMP/data", "/gpurun-test-not-here/scratch"}
+  allowed_mounts = {"$TMP/data"}
+}
+SITE
+printf 'command = "./probe"\nsite = "uni"\ncontainer { image = "gromacs.sif"\n mounts = {"%s"} }\n' "$TMP/other" >"$TMP/job/outside.conf"
+bad outside "outside.conf:4: key 'container.mounts': $TMP/other is outside what the site allows" "a mount outside the site's allowed_mounts"
+printf 'command = "./probe"\nsite = "uni"\nlauncher = "local"\nranks_per_node = 1\ncontainer { image = "gromacs.sif" }\n' >"$TMP/job/siteok.conf"
+PATH=$TMP/bin:$PATH run "$GPURUN" run "$TMP/job/siteok.conf" --dry-run
+expect_rc 0 "a site's container block: its runtime and default mounts"
+contains "$TMP/out" "--bind $TMP/job:$TMP/job --bind $TMP/data:$TMP/data --bind /gpurun-test-not-here/scratch:/gpurun-test-not-here/scratch --pwd" "... the site's mount in the command line"
+contains "$TMP/out" "apptainer, as the site profile asks" "... and the site's runtime"
+contains "$TMP/out" "--bind /gpurun-test-not-here/scratch:/gpurun-test-not-here/scratch" "... a site mount need not exist where the profile is read (it describes the cluster's nodes)"
+
+# ---- a template's container block; --set container.KEY
+mkdir -p "$TMP/job/tpl"
+: >"$TMP/job/tpl/from-template.sif"
+cat >"$TMP/job/boxed.conf" <<TPL
+description = "a template that brings its image"
+command     = "./probe"
+container { image = "tpl/from-template.sif" }
+TPL
+printf 'template = "boxed"\nlauncher = "local"\nranks_per_node = 1\n' >"$TMP/job/usetpl.conf"
+PATH=$TMP/bin:$PATH run "$GPURUN" run "$TMP/job/usetpl.conf" --dry-run
+expect_rc 0 "a template's container block"
+contains "$TMP/out" "image $TMP/job/tpl/from-template.sif" "... its image, relative to the template's folder"
+PATH=$TMP/bin:$PATH run "$GPURUN" run "$TMP/job/usetpl.conf" --dry-run --set "container.image=$TMP/job/gromacs.sif" --set "container.mounts=$TMP/data"
+expect_rc 0 "--set container.image and container.mounts"
+contains "$TMP/out" "--bind $TMP/data:$TMP/data --pwd" "... the mount given by --set"
+contains "$TMP/out" "image $TMP/job/gromacs.sif" "... the job's image over the template's"
+PATH=$TMP/bin:$PATH run "$GPURUN" run "$TMP/job/usetpl.conf" --dry-run --set container.runtime=dockr
+expect_rc 2 "--set container.runtime=dockr: exit 2"
+contains "$TMP/err" "--set container.runtime=dockr: key 'container.runtime': unknown runtime 'dockr'" "... naming the --set"
+
+# ---- submit: the batch script runs gpurun run; its comment shows the runtime's command line
+printf 'command = "./probe"\nranks_per_node = 2\ngpus_per_rank = 1\ncontainer { image = "gromacs.sif" }\n' >"$TMP/job/sub.conf"
+PATH=$TMP/bin:$PATH run "$GPURUN" submit "$TMP/job/sub.conf" --dry-run
+expect_rc 0 "submit --dry-run of a container job"
+contains "$TMP/out" "#   $TMP/bin/apptainer exec --nv --bind $TMP/job/results/sub/<run-id>:$TMP/job/results/sub/<run-id> --bind $TMP/job:$TMP/job --pwd $TMP/job/results/sub/<run-id> $TMP/job/gromacs.sif PROGRAM..." "... the script says the runtime's command line of each rank"
+contains "$TMP/out" "run '$TMP/job/sub.conf'" "... and runs the job file with gpurun run on the node"
+run "$GPURUN" submit "$TMP/job/outside.conf" --dry-run
+expect_rc 2 "submit: a mount outside the site's allowed_mounts is exit 2 there too"
+
+# ---- doctor: the runtimes there, and whether GPU passthrough would work
+PATH=$TMP/bin:$PATH run "$GPURUN" doctor --json
+jq_out '.checks[] | select(.id == "containers") | .detail | test("apptainer [^ ]*/bin/apptainer")'
+ok $? "doctor names the container runtimes it finds"
+if [ ! -e /dev/nvidiactl ]; then
+    PATH=$TMP/bin:$PATH GPURUN_TOPOLOGY=$FIXTURES/2s-4gpu-2nic.xml run "$GPURUN" doctor --json
+    jq_out '.checks[] | select(.id == "containers") | .status == "WARN" and (.detail | test("no GPU device nodes"))'
+    ok $? "doctor: GPUs in the topology but no /dev/nvidiactl: GPU passthrough would not work (WARN)"
+else
+    skip "doctor without GPU device nodes: this machine has /dev/nvidiactl"
+fi
+
+# ---- the NGC GROMACS example, as a dry run --------------------------------
+ex=$top_srcdir/examples/gromacs-ngc/job.conf
+PATH=$TMP/bin:$PATH GPURUN_TOPOLOGY=$FIXTURES/2s-4gpu-2nic.xml run "$GPURUN" run "$ex" --dry-run --set launcher=local
+expect_rc 0 "examples/gromacs-ngc: dry run"
+n=$(grep -c -- '/apptainer exec --nv --bind ' "$TMP/out")
+[ "$n" -eq 2 ]
+ok $? "... apptainer's command line for each of its 2 ranks (got $n)"
+contains "$TMP/out" "docker://nvcr.io/hpc/gromacs:" "... with the NGC image"
+
+done_testing
