@@ -897,6 +897,9 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, const char *pla
 {
     /* Whatever started us dies: so do we, and so does the program below. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    const char *launch_parent = getenv("GPURUN_LAUNCH_PARENT"); /* the local launcher's gpurun */
+    if (launch_parent && *launch_parent && strtol(launch_parent, NULL, 10) != (long)getppid())
+        return gpurun_err(err, 137, "rank step: gpurun (pid %s) is gone", launch_parent);
     step_planner = planner;
     step_run_dir = run_dir;
     step_app_argv = app_argv;
