@@ -176,9 +176,12 @@ int gpurun_open_run_dir(const char *run_dir, mode_t *file_mode, gpurun_error_t *
                           "rank step: runs as uid %ld, but gpurun ran as uid %s: the run folder %s is not ours; refused",
                           (long)geteuid(), uid_s, run_dir);
     int fd = open(run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
+    struct stat lst;
+    if (fd < 0) /* O_DIRECTORY makes a symlink ENOTDIR, not ELOOP */
         return gpurun_err(err, GPURUN_EXIT_ENV, "rank step: cannot open the run folder %s: %s", run_dir,
-                          errno == ELOOP ? "it is a symlink" : strerror(errno));
+                          errno == ELOOP || (errno == ENOTDIR && lstat(run_dir, &lst) == 0 && S_ISLNK(lst.st_mode))
+                              ? "it is a symlink"
+                              : strerror(errno));
     struct stat st;
     const char *why = NULL;
     if (fstat(fd, &st) < 0)
