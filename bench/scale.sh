@@ -14,7 +14,9 @@
 # x_bare = gpurun_s / bare_s; over_bare_ms = (gpurun_s - bare_s) / ranks;
 # cpu_ms, bare_cpu_ms: processor time per rank; cpu_over_ms = their
 # difference.  Last, the per-rank costs over bare at the largest rank count
-# as a multiple of those at the smallest (the goal: at most 1.2).
+# as a multiple of those at the smallest (the goal: at most 1.2), and what
+# each rank more costs over bare between them (gpurun's fixed work, the
+# same for any number of ranks, left out: the goal, at most 1 ms).
 # The ranks oversubscribe the node's cores (oversubscribe = true).
 # GPURUN_FULL_RANK_STEP=1 makes the ranks start through `gpurun rank` (the
 # whole program) instead of gpurun-rank, to compare.
@@ -62,7 +64,7 @@ timed() {
 }
 printf '%-6s %-9s %-8s %-7s %-13s %-7s %-12s %-12s %s\n' ranks gpurun_s bare_s x_bare over_bare_ms cpu_ms \
     bare_cpu_ms cpu_over_ms files
-first_over= first_cpu= last_over= last_cpu=
+small='' big='' first_over='' first_cpu='' last_over='' last_cpu=
 for n in $sizes; do
     cat >"$tmp/j$n.conf" <<EOF
 job = "scale$n"
@@ -88,15 +90,17 @@ EOF
     over=$(echo "($g - $b) * 1000 / $n" | bc -l) cover=$(echo "($gc - $bc) * 1000 / $n" | bc -l)
     printf '%-6d %-9.3f %-8.3f %-7.2f %-13.3f %-7.3f %-12.3f %-12.3f %d\n' "$n" "$g" "$b" "$(echo "$g / $b" | bc -l)" \
         "$over" "$(echo "$gc * 1000 / $n" | bc -l)" "$(echo "$bc * 1000 / $n" | bc -l)" "$cover" "$files"
-    [ -n "$first_over" ] || first_over=$over first_cpu=$cover
-    last_over=$over last_cpu=$cover
+    [ -n "$first_over" ] || small=$n first_over=$over first_cpu=$cover sg=$g sb=$b sgc=$gc sbc=$bc
+    big=$n last_over=$over last_cpu=$cover
     rm -rf "$tmp/results"
 done
-set -- $sizes
-if [ $# -gt 1 ]; then
-    eval "big=\${$#}"
-    printf 'per rank over bare, %s ranks against %s: wall x%.2f, cpu x%.2f\n' "$big" "$1" \
+if [ "$big" != "$small" ]; then
+    printf 'per rank over bare, %s ranks against %s: wall x%.2f, cpu x%.2f\n' "$big" "$small" \
         "$(echo "$last_over / $first_over" | bc -l)" "$(echo "$last_cpu / $first_cpu" | bc -l)"
+    # What one rank more costs, gpurun's fixed work (planning, record) left out.
+    printf 'each rank more, over bare (%s to %s ranks): wall %.3f ms, cpu %.3f ms\n' "$small" "$big" \
+        "$(echo "(($g - $sg) - ($b - $sb)) * 1000 / ($big - $small)" | bc -l)" \
+        "$(echo "(($gc - $sgc) - ($bc - $sbc)) * 1000 / ($big - $small)" | bc -l)"
 fi
 
 [ -n "${SCALE_HOSTS-100 1000}" ] || exit 0
