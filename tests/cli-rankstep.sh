@@ -89,6 +89,14 @@ ln -s "$d" "$TMP/link"
 step "$("$GPURUN" --version | sed 's/^gpurun //')" "$ino" "$TMP/link"
 [ "$rc" -ne 0 ] && grep -q "symlink" "$TMP/out"
 ok $? "... and a run folder reached through a symlink"
+# Started by posix_spawn, a local rank step checks itself that gpurun is
+# still its parent (its death signal is set only once it runs).
+lines=$(wc -l <"$out")
+run env GPURUN_LAUNCH_PARENT=1 GPURUN_LAUNCH_RANK=0 GPURUN_LAUNCH_LOCAL_RANK=0 GPURUN_RUN_DIR_INO="$ino" \
+    GPURUN_RUN_UID="$(id -u)" "$LEAN" --gpurun "$GPURUN" --version "$("$GPURUN" --version | sed 's/^gpurun //')" \
+    --run-dir "$d" -- "$TMP/who"
+[ "$rc" -ne 0 ] && [ "$(wc -l <"$out")" = "$lines" ] && grep -q "gpurun (pid 1) is gone" "$TMP/err"
+ok $? "a local rank step whose gpurun is gone (GPURUN_LAUNCH_PARENT is not its parent) runs nothing"
 run "$LEAN" --run-dir "$d" -- /bin/true
 expect_rc 2 "gpurun-rank by hand, without its arguments: a usage error"
 
