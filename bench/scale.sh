@@ -5,12 +5,21 @@
 # node by default), against a bare baseline measured in the same run (the
 # same number of /bin/true processes started at once and reaped by a shell,
 # no gpurun), and the files each run folder holds.  Interleaved (gpurun, bare,
-# gpurun, ...) and reported as medians: these machines are noisy.
+# gpurun, ...) and reported as medians: these machines are noisy, so the
+# processor time (user + system of gpurun and all under it, GNU time) is
+# given beside the wall time: it is what a busy node's load changes least.
 #
-#   ranks  gpurun_s  bare_s  per_rank_ms  bare_per_ms  over_bare_ms  files
+#   ranks  gpurun_s  bare_s  x_bare  over_bare_ms  cpu_ms  bare_cpu_ms  cpu_over_ms  files
 #
-# per_rank_ms = gpurun_s / ranks; over_bare_ms = (gpurun_s - bare_s) / ranks.
+# x_bare = gpurun_s / bare_s; over_bare_ms = (gpurun_s - bare_s) / ranks;
+# cpu_ms, bare_cpu_ms: processor time per rank; cpu_over_ms = their
+# difference.  Last, the per-rank costs over bare at the largest rank count
+# as a multiple of those at the smallest (the goal: at most 1.2), and what
+# each rank more costs over bare between them (gpurun's fixed work, the
+# same for any number of ranks, left out: the goal, at most 1 ms).
 # The ranks oversubscribe the node's cores (oversubscribe = true).
+# GPURUN_FULL_RANK_STEP=1 makes the ranks start through `gpurun rank` (the
+# whole program) instead of gpurun-rank, to compare.
 #
 # Then many hosts, simulated (bench/sim-mpirun plays mpirun for H hosts x 8
 # ranks on this node, three topologies mixed; $SCALE_HOSTS, default
@@ -43,16 +52,19 @@ trap 'exit 143' TERM
 now() { date +%s.%N; }
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 # bare N: N processes started at once and reaped, as a launcher would
-bare() {
-    i=0
-    while [ "$i" -lt "$1" ]; do
-        /bin/true &
-        i=$((i + 1))
-    done
-    wait
-}
+bare_sh='i=0; while [ "$i" -lt "$1" ]; do /bin/true & i=$((i + 1)); done; wait'
 
-printf '%-6s %-9s %-8s %-12s %-12s %-13s %s\n' ranks gpurun_s bare_s per_rank_ms bare_per_ms over_bare_ms files
+[ -x /usr/bin/time ] || { echo "GNU time (/usr/bin/time) not found" >&2; exit 3; }
+# timed FILE CMD...: appends "wall cpu" (seconds) of CMD to FILE
+timed() {
+    f=$1
+    shift
+    /usr/bin/time -f '%e %U %S' -o "$tmp/time" "$@" || return 1
+    tail -1 "$tmp/time" | awk '{print $1, $2 + $3}' >>"$f"
+}
+printf '%-6s %-9s %-8s %-7s %-13s %-7s %-12s %-12s %s\n' ranks gpurun_s bare_s x_bare over_bare_ms cpu_ms \
+    bare_cpu_ms cpu_over_ms files
+small='' big='' first_over='' first_cpu='' last_over='' last_cpu=
 for n in $sizes; do
     cat >"$tmp/j$n.conf" <<EOF
 job = "scale$n"
@@ -67,23 +79,29 @@ EOF
     : >"$tmp/b$n"
     r=0
     while [ "$r" -lt "$repeats" ]; do
-        t0=$(now)
-        "$GPURUN" run "$tmp/j$n.conf" --quiet >"$tmp/out" 2>&1 || { cat "$tmp/out" >&2; exit 1; }
-        t1=$(now)
-        bare "$n"
-        t2=$(now)
-        echo "$t1 - $t0" | bc -l >>"$tmp/g$n"
-        echo "$t2 - $t1" | bc -l >>"$tmp/b$n"
+        timed "$tmp/g$n" "$GPURUN" run "$tmp/j$n.conf" --quiet >"$tmp/out" 2>&1 || { cat "$tmp/out" >&2; exit 1; }
+        timed "$tmp/b$n" sh -c "$bare_sh" sh "$n"
         r=$((r + 1))
     done
-    g=$(median <"$tmp/g$n")
-    b=$(median <"$tmp/b$n")
+    g=$(cut -d' ' -f1 "$tmp/g$n" | median) gc=$(cut -d' ' -f2 "$tmp/g$n" | median)
+    b=$(cut -d' ' -f1 "$tmp/b$n" | median) bc=$(cut -d' ' -f2 "$tmp/b$n" | median)
     rd=$(find "$tmp/results/scale$n" -mindepth 1 -maxdepth 1 -type d | head -1)
     files=$(find "$rd" -type f | wc -l)
-    printf '%-6d %-9.3f %-8.3f %-12.3f %-12.3f %-13.3f %d\n' "$n" "$g" "$b" "$(echo "$g * 1000 / $n" | bc -l)" \
-        "$(echo "$b * 1000 / $n" | bc -l)" "$(echo "($g - $b) * 1000 / $n" | bc -l)" "$files"
+    over=$(echo "($g - $b) * 1000 / $n" | bc -l) cover=$(echo "($gc - $bc) * 1000 / $n" | bc -l)
+    printf '%-6d %-9.3f %-8.3f %-7.2f %-13.3f %-7.3f %-12.3f %-12.3f %d\n' "$n" "$g" "$b" "$(echo "$g / $b" | bc -l)" \
+        "$over" "$(echo "$gc * 1000 / $n" | bc -l)" "$(echo "$bc * 1000 / $n" | bc -l)" "$cover" "$files"
+    [ -n "$first_over" ] || small=$n first_over=$over first_cpu=$cover sg=$g sb=$b sgc=$gc sbc=$bc
+    big=$n last_over=$over last_cpu=$cover
     rm -rf "$tmp/results"
 done
+if [ "$big" != "$small" ]; then
+    printf 'per rank over bare, %s ranks against %s: wall x%.2f, cpu x%.2f\n' "$big" "$small" \
+        "$(echo "$last_over / $first_over" | bc -l)" "$(echo "$last_cpu / $first_cpu" | bc -l)"
+    # What one rank more costs, gpurun's fixed work (planning, record) left out.
+    printf 'each rank more, over bare (%s to %s ranks): wall %.3f ms, cpu %.3f ms\n' "$small" "$big" \
+        "$(echo "(($g - $sg) - ($b - $sb)) * 1000 / ($big - $small)" | bc -l)" \
+        "$(echo "(($gc - $sgc) - ($bc - $sbc)) * 1000 / ($big - $small)" | bc -l)"
+fi
 
 [ -n "${SCALE_HOSTS-100 1000}" ] || exit 0
 [ -x /usr/bin/time ] || { echo "GNU time (/usr/bin/time) not found: no simulated hosts" >&2; exit 0; }

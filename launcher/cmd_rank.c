@@ -15,6 +15,6 @@ int cmd_rank(int argc, char **argv, gpurun_error_t *err)
                                             "(started by gpurun run, not by hand)");
         return GPURUN_EXIT_CONFIG;
     }
-    int rc = gpurun_rank_step(argv[2], argv + 4, err);
+    int rc = gpurun_rank_step(argv[2], argv + 4, NULL, err);
     return rc < 0 ? err->code : rc;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <spawn.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -190,6 +191,72 @@ static bool read_pipe(struct reader *r, int fd, bool flush)
     return !eof;
 }
 
+/* `extra` ("NAME=VALUE") over the environment, as putenv would: a new
+ * vector of pointers, the strings not copied. */
+static char **env_with(char *const *extra)
+{
+    extern char **environ;
+    size_t n = 0, k = 0;
+    while (environ[n])
+        n++;
+    for (char *const *e = extra; e && *e; e++)
+        k++;
+    char **env = gpurun_xcalloc(n + k + 1, sizeof *env);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool over = false;
+        for (char *const *e = extra; e && *e && !over; e++) {
+            size_t nl = strcspn(*e, "=");
+            over = !strncmp(environ[i], *e, nl) && environ[i][nl] == '=';
+        }
+        if (!over)
+            env[m++] = environ[i];
+    }
+    for (char *const *e = extra; e && *e; e++)
+        env[m++] = *e;
+    return env;
+}
+
+/* A rank step that guards itself against gpurun's death (the local
+ * launcher's: GPURUN_LAUNCH_PARENT) starts without a copy of gpurun's
+ * address space (posix_spawn: vfork and exec), as child_setup would set it
+ * up but for the death signal, which it sets itself: with 1,024 ranks,
+ * copying and tearing down gpurun's mappings per rank is most of what
+ * gpurun itself adds.  -1 when it cannot: fork then. */
+static pid_t spawn_rank_step(char *const *argv, char *const *extra, const char *cwd, const sigset_t *oldmask,
+                             int log_fd, int pipe_fd)
+{
+    bool guarded = false;
+    for (char *const *e = extra; e && *e; e++)
+        guarded = guarded || !strncmp(*e, "GPURUN_LAUNCH_PARENT=", 21);
+    if (!guarded)
+        return -1;
+    posix_spawnattr_t at;
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_init(&at);
+    posix_spawn_file_actions_init(&fa);
+    sigset_t dfl;
+    sigemptyset(&dfl);
+    sigaddset(&dfl, SIGPIPE);
+    posix_spawnattr_setsigdefault(&at, &dfl);
+    posix_spawnattr_setsigmask(&at, oldmask);
+    posix_spawnattr_setpgroup(&at, 0);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    if (cwd)
+        posix_spawn_file_actions_addchdir_np(&fa, cwd);
+    if (log_fd >= 0)
+        posix_spawn_file_actions_adddup2(&fa, log_fd, STDERR_FILENO);
+    posix_spawn_file_actions_adddup2(&fa, pipe_fd, STDOUT_FILENO);
+    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    char **env = env_with(extra);
+    pid_t pid;
+    int rc = posix_spawnp(&pid, argv[0], &fa, &at, argv, env);
+    free(env);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    return rc == 0 ? pid : -1;
+}
+
 int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_supervise *sv,
                   struct gpurun_outcome *out, gpurun_error_t *err)
 {
@@ -221,7 +288,9 @@ int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_sup
     int started = 0;
     pid_t parent = getpid();
     for (int i = 0; i < n; i++) {
-        pid_t pid = fork();
+        pid_t pid = spawn_rank_step(cmds->argv[i], cmds->env[i], sv->cwd, &old, logfd, pfd[1]);
+        if (pid < 0)
+            pid = fork();
         if (pid == 0) {
             child_setup(parent, sv->cwd, &old, logfd);
             dup2(pfd[1], STDOUT_FILENO); /* the rank steps' reports come to us */

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "plugin.h"
+#include "rank.h"
 #include "util.h"
 
 extern const gpurun_launcher_plugin_t gpurun_launcher_local;
@@ -176,8 +177,55 @@ void gpurun_launch_cmds_one(struct gpurun_launch_cmds *out, char **argv)
     out->env[0] = gpurun_argv_new();
 }
 
+static int executable_file(const char *path);
+
+const char *gpurun_rank_program(const char *gpurun_path)
+{
+    static char *found, *found_for;
+    if (found_for && !strcmp(found_for, gpurun_path))
+        return found;
+    free(found);
+    free(found_for);
+    found = NULL;
+    found_for = gpurun_xstrdup(gpurun_path);
+    const char *full = getenv("GPURUN_FULL_RANK_STEP"); /* "1": `gpurun rank` (to compare) */
+    if (full && !strcmp(full, "1"))
+        return NULL;
+    const char *slash = strrchr(gpurun_path, '/');
+    int dl = slash ? (int)(slash - gpurun_path) : 1;
+    const char *dir = slash ? gpurun_path : ".";
+    char *cand[] = {gpurun_xasprintf("%.*s/gpurun-rank", dl, dir),
+                    gpurun_xasprintf("%.*s/../libexec/gpurun/gpurun-rank", dl, dir),
+#ifdef GPURUN_PKGLIBEXECDIR /* (not in the fuzz harnesses' builds) */
+                    gpurun_xstrdup(GPURUN_PKGLIBEXECDIR "/gpurun-rank"),
+#endif
+                    NULL};
+    for (size_t i = 0; cand[i]; i++) {
+        if (!found && executable_file(cand[i]))
+            found = realpath(cand[i], NULL);
+        free(cand[i]);
+    }
+    return found;
+}
+
 void gpurun_argv_add_rank_step(char ***argv, const struct gpurun_launch_request *req)
 {
+    /* The lean rank step when there is one: it runs `gpurun rank` itself
+     * when it must (a host to plan; another version of it). */
+    const char *lean = gpurun_rank_program(req->rank_step);
+    if (lean) {
+        gpurun_argv_add(argv, lean);
+        gpurun_argv_add(argv, "--gpurun");
+        gpurun_argv_add(argv, req->rank_step);
+        gpurun_argv_add(argv, "--version");
+        gpurun_argv_add(argv, PACKAGE_VERSION);
+        gpurun_argv_add(argv, "--run-dir");
+        gpurun_argv_add(argv, req->run_dir);
+        gpurun_argv_add(argv, "--");
+        for (char *const *a = req->app_argv; *a; a++)
+            gpurun_argv_add(argv, *a);
+        return;
+    }
     gpurun_argv_add(argv, req->rank_step);
     gpurun_argv_add(argv, "rank");
     gpurun_argv_add(argv, "--run-dir");

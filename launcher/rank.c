@@ -17,15 +17,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <hwloc.h>
-
+#include "rank.h"
+#include "safefile.h"
+#include "util.h"
+#ifndef GPURUN_RANK_LEAN
+/* Only gpurun itself plans a host: gpurun-rank (the same file built with
+ * GPURUN_RANK_LEAN) loads no hwloc and hands planning over to it. */
 #include "alloc.h"
 #include "gpudirect.h"
 #include "plan.h"
-#include "rank.h"
-#include "safefile.h"
 #include "topology.h"
-#include "util.h"
+#endif
 
 /* "h1" of "DIR/h1.out" when that is a host's output file (plan.h1.json
  * beside it), else NULL. */
@@ -174,9 +176,12 @@ int gpurun_open_run_dir(const char *run_dir, mode_t *file_mode, gpurun_error_t *
                           "rank step: runs as uid %ld, but gpurun ran as uid %s: the run folder %s is not ours; refused",
                           (long)geteuid(), uid_s, run_dir);
     int fd = open(run_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
+    struct stat lst;
+    if (fd < 0) /* O_DIRECTORY makes a symlink ENOTDIR, not ELOOP */
         return gpurun_err(err, GPURUN_EXIT_ENV, "rank step: cannot open the run folder %s: %s", run_dir,
-                          errno == ELOOP ? "it is a symlink" : strerror(errno));
+                          errno == ELOOP || (errno == ENOTDIR && lstat(run_dir, &lst) == 0 && S_ISLNK(lst.st_mode))
+                              ? "it is a symlink"
+                              : strerror(errno));
     struct stat st;
     const char *why = NULL;
     if (fstat(fd, &st) < 0)
@@ -270,13 +275,111 @@ static json_int_t now_ns(void)
     return (json_int_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static hwloc_bitmap_t nodes_of(json_t *numa)
+/* A set of CPU or NUMA OS indexes, as many bits as it needs: the rank step
+ * reads and writes hwloc's list syntax ("0-3,8") without hwloc. */
+struct idset {
+    size_t words;
+    unsigned long *w;
+};
+#define IDSET_BITS (8 * sizeof(unsigned long))
+#define IDSET_MAX (1 << 20)
+
+static void idset_add(struct idset *s, size_t i)
 {
-    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    if (i / IDSET_BITS >= s->words) {
+        size_t n = i / IDSET_BITS + 1;
+        s->w = gpurun_xrealloc(s->w, n * sizeof *s->w);
+        memset(s->w + s->words, 0, (n - s->words) * sizeof *s->w);
+        s->words = n;
+    }
+    s->w[i / IDSET_BITS] |= 1UL << (i % IDSET_BITS);
+}
+
+static bool idset_has(const struct idset *s, size_t i)
+{
+    return i / IDSET_BITS < s->words && (s->w[i / IDSET_BITS] & (1UL << (i % IDSET_BITS)));
+}
+
+static long idset_last(const struct idset *s)
+{
+    for (size_t i = s->words * IDSET_BITS; i-- > 0;)
+        if (idset_has(s, i))
+            return (long)i;
+    return -1;
+}
+
+static bool idset_equal(const struct idset *a, const struct idset *b)
+{
+    size_t n = a->words > b->words ? a->words : b->words;
+    for (size_t i = 0; i < n; i++)
+        if ((i < a->words ? a->w[i] : 0) != (i < b->words ? b->w[i] : 0))
+            return false;
+    return true;
+}
+
+/* "0-3,8": -1 when it is not such a list. */
+static int idset_parse(struct idset *s, const char *list)
+{
+    const char *p = list;
+    while (*p) {
+        char *end;
+        unsigned long a = strtoul(p, &end, 10), b = a;
+        if (end == p || a >= IDSET_MAX)
+            return -1;
+        p = end;
+        if (*p == '-') {
+            b = strtoul(p + 1, &end, 10);
+            if (end == p + 1 || b < a || b >= IDSET_MAX)
+                return -1;
+            p = end;
+        }
+        for (unsigned long i = a; i <= b; i++)
+            idset_add(s, i);
+        if (*p == ',')
+            p++;
+        else if (*p)
+            return -1;
+    }
+    return 0;
+}
+
+/* hwloc's list syntax, as gpurun_cpuset_list writes the plan's: "" when empty. */
+static char *idset_format(const struct idset *s)
+{
+    size_t cap = 16, len = 0;
+    char *out = gpurun_xcalloc(cap, 1);
+    long last = idset_last(s);
+    for (long i = 0; i <= last; i++) {
+        if (!idset_has(s, (size_t)i))
+            continue;
+        long j = i;
+        while (j + 1 <= last && idset_has(s, (size_t)j + 1))
+            j++;
+        char item[48];
+        int n = j > i ? snprintf(item, sizeof item, "%s%ld-%ld", len ? "," : "", i, j)
+                      : snprintf(item, sizeof item, "%s%ld", len ? "," : "", i);
+        while (len + (size_t)n + 1 > cap)
+            out = gpurun_xrealloc(out, cap *= 2);
+        memcpy(out + len, item, (size_t)n + 1);
+        len += (size_t)n;
+        i = j;
+    }
+    return out;
+}
+
+static void idset_clear(struct idset *s)
+{
+    free(s->w);
+    s->w = NULL;
+    s->words = 0;
+}
+
+static void nodes_of(json_t *numa, struct idset *set)
+{
     size_t i;
     json_t *v;
-    json_array_foreach(numa, i, v) hwloc_bitmap_set(set, (unsigned)json_integer_value(v));
-    return set;
+    json_array_foreach(numa, i, v) if (json_is_integer(v) && json_integer_value(v) >= 0 &&
+                                       json_integer_value(v) < IDSET_MAX) idset_add(set, (size_t)json_integer_value(v));
 }
 
 /* The kernel's binding calls, made directly: a rank needs no topology to
@@ -285,25 +388,25 @@ static hwloc_bitmap_t nodes_of(json_t *numa)
 #define RANK_MPOL_DEFAULT 0
 #define RANK_MPOL_BIND 2
 
-static int set_cpus(hwloc_const_bitmap_t want)
+static int set_cpus(const struct idset *want)
 {
-    int last = hwloc_bitmap_last(want);
+    long last = idset_last(want);
     if (last < 0)
         return -1;
     size_t size = CPU_ALLOC_SIZE(last + 1);
     cpu_set_t *set = CPU_ALLOC(last + 1);
     CPU_ZERO_S(size, set);
-    int i;
-    hwloc_bitmap_foreach_begin(i, want) CPU_SET_S((size_t)i, size, set);
-    hwloc_bitmap_foreach_end();
+    for (long i = 0; i <= last; i++)
+        if (idset_has(want, (size_t)i))
+            CPU_SET_S((size_t)i, size, set);
     int rc = sched_setaffinity(0, size, set);
     CPU_FREE(set);
     return rc;
 }
 
-static void get_cpus(hwloc_bitmap_t got)
+static void get_cpus(struct idset *got)
 {
-    hwloc_bitmap_zero(got);
+    idset_clear(got);
     for (int n = 1024; n <= 1 << 20; n *= 2) {
         size_t size = CPU_ALLOC_SIZE(n);
         cpu_set_t *set = CPU_ALLOC(n);
@@ -311,7 +414,7 @@ static void get_cpus(hwloc_bitmap_t got)
         if (rc == 0)
             for (int i = 0; i < n; i++)
                 if (CPU_ISSET_S((size_t)i, size, set))
-                    hwloc_bitmap_set(got, (unsigned)i);
+                    idset_add(got, (size_t)i);
         CPU_FREE(set);
         if (rc == 0 || errno != EINVAL)
             return;
@@ -320,25 +423,25 @@ static void get_cpus(hwloc_bitmap_t got)
 
 #define NODEMASK_WORDS 64 /* 4096 NUMA nodes */
 
-static long set_memory(hwloc_const_bitmap_t nodes)
+static long set_memory(const struct idset *nodes)
 {
     unsigned long mask[NODEMASK_WORDS] = {0};
-    int i;
-    hwloc_bitmap_foreach_begin(i, nodes) if (i < NODEMASK_WORDS * 64) mask[i / 64] |= 1UL << (i % 64);
-    hwloc_bitmap_foreach_end();
+    for (size_t i = 0; i < NODEMASK_WORDS * 64; i++)
+        if (idset_has(nodes, i))
+            mask[i / 64] |= 1UL << (i % 64);
     return syscall(SYS_set_mempolicy, RANK_MPOL_BIND, mask, (unsigned long)NODEMASK_WORDS * 64);
 }
 
-static int get_memory(hwloc_bitmap_t nodes)
+static int get_memory(struct idset *nodes)
 {
     unsigned long mask[NODEMASK_WORDS] = {0};
     int mode = RANK_MPOL_DEFAULT;
-    hwloc_bitmap_zero(nodes);
+    idset_clear(nodes);
     if (syscall(SYS_get_mempolicy, &mode, mask, (unsigned long)NODEMASK_WORDS * 64, NULL, 0UL) < 0)
         return RANK_MPOL_DEFAULT;
-    for (int i = 0; i < NODEMASK_WORDS * 64; i++)
+    for (size_t i = 0; i < NODEMASK_WORDS * 64; i++)
         if (mask[i / 64] & (1UL << (i % 64)))
-            hwloc_bitmap_set(nodes, (unsigned)i);
+            idset_add(nodes, i);
     return mode;
 }
 
@@ -352,37 +455,40 @@ static void bind(json_t *entry, json_t *report)
         json_object_set_new(report, "match", json_true()); /* bind = none: nothing to check */
         return;
     }
-    hwloc_bitmap_t want = hwloc_bitmap_alloc(), got = hwloc_bitmap_alloc();
-    hwloc_bitmap_list_sscanf(want, cpus);
-    if (set_cpus(want) < 0)
+    struct idset want = {0}, got = {0}, nwant = {0}, ngot = {0};
+    if (idset_parse(&want, cpus) < 0)
+        idset_clear(&want); /* not a list: bound to nothing, reported as a mismatch */
+    errno = EINVAL;
+    if (set_cpus(&want) < 0)
         json_array_append_new(warnings, json_sprintf("cannot bind to cpus %s: %s", cpus, strerror(errno)));
-    hwloc_bitmap_t nwant = nodes_of(json_object_get(entry, "numa")), ngot = hwloc_bitmap_alloc();
-    if (!hwloc_bitmap_iszero(nwant) && set_memory(nwant) < 0) {
-        char *s = gpurun_cpuset_list(nwant);
+    nodes_of(json_object_get(entry, "numa"), &nwant);
+    bool bind_numa = idset_last(&nwant) >= 0;
+    if (bind_numa && set_memory(&nwant) < 0) {
+        char *s = idset_format(&nwant);
         json_array_append_new(warnings, json_sprintf("cannot bind memory to NUMA %s: %s", s, strerror(errno)));
         free(s);
     }
-    get_cpus(got);
-    int mode = get_memory(ngot);
-    char *g = gpurun_cpuset_list(got), *ng = gpurun_cpuset_list(ngot);
+    get_cpus(&got);
+    int mode = get_memory(&ngot);
+    char *g = idset_format(&got), *ng = idset_format(&ngot);
     json_object_set_new(report, "cpus", json_string(g));
     json_object_set_new(report, "numa", json_string(ng));
     json_object_set_new(report, "membind", json_string(mode == RANK_MPOL_BIND ? "bind" : "other"));
-    bool match = hwloc_bitmap_isequal(want, got) &&
-                 (hwloc_bitmap_iszero(nwant) || (mode == RANK_MPOL_BIND && hwloc_bitmap_isequal(nwant, ngot)));
+    bool match = idset_last(&want) >= 0 && idset_equal(&want, &got) &&
+                 (!bind_numa || (mode == RANK_MPOL_BIND && idset_equal(&nwant, &ngot)));
     json_object_set_new(report, "match", json_boolean(match));
     if (!match) {
-        char *nw = gpurun_cpuset_list(nwant);
+        char *nw = idset_format(&nwant);
         json_array_append_new(warnings, json_sprintf("planned cpus %s, got %s; planned memory bound to NUMA %s, got %s (%s)",
                                                      cpus, g, nw, *ng ? ng : "-", mode == RANK_MPOL_BIND ? "bound" : "not bound"));
         free(nw);
     }
     free(g);
     free(ng);
-    hwloc_bitmap_free(want);
-    hwloc_bitmap_free(got);
-    hwloc_bitmap_free(nwant);
-    hwloc_bitmap_free(ngot);
+    idset_clear(&want);
+    idset_clear(&got);
+    idset_clear(&nwant);
+    idset_clear(&ngot);
 }
 
 static void set_env_object(json_t *obj)
@@ -512,22 +618,90 @@ static char *host_file(const char *host, const char *kind, const char *ext)
     return f;
 }
 
+/* What gpurun_rank_step was started with: gpurun-rank hands a host's
+ * planning over to gpurun with them, and the lock it holds as
+ * GPURUN_PLAN_LOCK_FD (read, and taken out of the environment, first). */
+static const char *step_planner, *step_run_dir;
+static char *const *step_app_argv;
+static int handed_lock_fd = -1;
+
+/* The host's plan lock, held: the one a gpurun-rank handed over (that very
+ * file of this run folder, still locked by the open file it passed), or
+ * taken now. */
+static int plan_lock(int dfd, const char *lock, mode_t fmode)
+{
+    int fd = handed_lock_fd;
+    handed_lock_fd = -1;
+    struct stat held, named;
+    if (fd > STDERR_FILENO && fstat(fd, &held) == 0 && fstatat(dfd, lock, &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+        held.st_dev == named.st_dev && held.st_ino == named.st_ino && S_ISREG(held.st_mode)) {
+        fcntl(fd, F_SETFD, FD_CLOEXEC);
+        return fd;
+    }
+    fd = openat(dfd, lock, O_CREAT | O_RDWR | O_NOFOLLOW | O_CLOEXEC, fmode);
+    if (fd >= 0 && flock(fd, LOCK_EX) < 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+#ifdef GPURUN_RANK_LEAN
+/* Planning a host needs its topology, which is gpurun's work: with the
+ * lock held (across exec: flock belongs to the open file), gpurun takes
+ * over this rank step and plans.  Returns only when it could not. */
+static int plan_handoff(int fd, const char *host, gpurun_error_t *err)
+{
+    if (!step_planner)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "rank step: no gpurun to plan host %s with", host);
+    size_t n = 0;
+    while (step_app_argv[n])
+        n++;
+    char **argv = gpurun_xcalloc(n + 5, sizeof *argv);
+    argv[0] = (char *)step_planner;
+    argv[1] = "rank";
+    argv[2] = "--run-dir";
+    argv[3] = (char *)step_run_dir;
+    argv[4] = "--";
+    memcpy(argv + 5, step_app_argv, n * sizeof *argv);
+    char num[32];
+    snprintf(num, sizeof num, "%d", fd);
+    setenv(GPURUN_ENV_PLAN_LOCK_FD, num, 1);
+    fcntl(fd, F_SETFD, 0);
+    execv(step_planner, argv);
+    int e = errno;
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    unsetenv(GPURUN_ENV_PLAN_LOCK_FD);
+    free(argv);
+    return gpurun_err(err, GPURUN_EXIT_ENV, "rank step: cannot run %s to plan host %s: %s", step_planner, host,
+                      strerror(e));
+}
+#endif
+
 /* Make plan.HOST.json when nobody has yet. */
 static int host_plan_make(int dfd, const char *run_dir, const char *host, const char *name, const char *shown,
                           mode_t fmode, gpurun_error_t *err)
 {
-    json_t *plan = NULL;
     char *lock = host_file(host, "plan", "lock");
-    int fd = openat(dfd, lock, O_CREAT | O_RDWR | O_NOFOLLOW | O_CLOEXEC, fmode);
-    if (fd < 0 || flock(fd, LOCK_EX) < 0) {
+    int fd = plan_lock(dfd, lock, fmode);
+    if (fd < 0) {
         gpurun_err(err, GPURUN_EXIT_ENV, "rank step: cannot lock %s's plan in %s: %s", host, run_dir, strerror(errno));
         if (fd >= 0)
             close(fd);
         free(lock);
         return -1;
     }
-    gpurun_topo_t *topo = NULL;
     int rc = 0;
+#ifdef GPURUN_RANK_LEAN
+    if (faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) != 0)
+        rc = plan_handoff(fd, host, err);
+    (void)run_dir;
+    (void)shown;
+#else
+    json_t *plan = NULL;
+    gpurun_topo_t *topo = NULL;
     if (faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) != 0) {
         rc = -1;
         char *rshown = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_REQUEST);
@@ -568,6 +742,8 @@ static int host_plan_make(int dfd, const char *run_dir, const char *host, const 
         json_decref(gj);
         gpurun_plan_destroy(p);
     }
+    gpurun_topo_destroy(topo);
+#endif
     /* The plan is written (atomically): whoever waits on the lock reads it
      * from now on, so the lock file goes.  The host's topology is in its
      * plan ("topology"): no file more per host. */
@@ -575,7 +751,6 @@ static int host_plan_make(int dfd, const char *run_dir, const char *host, const 
     free(lock);
     flock(fd, LOCK_UN);
     close(fd);
-    gpurun_topo_destroy(topo);
     return rc;
 }
 
@@ -721,10 +896,24 @@ static void copy_output(int in, int out, int rank, bool labelled, bool relay)
     }
 }
 
-int gpurun_rank_step(const char *run_dir, char *const *app_argv, gpurun_error_t *err)
+int gpurun_rank_step(const char *run_dir, char *const *app_argv, const char *planner, gpurun_error_t *err)
 {
     /* Whatever started us dies: so do we, and so does the program below. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    const char *launch_parent = getenv("GPURUN_LAUNCH_PARENT"); /* the local launcher's gpurun */
+    if (launch_parent && *launch_parent && strtol(launch_parent, NULL, 10) != (long)getppid())
+        return gpurun_err(err, 137, "rank step: gpurun (pid %s) is gone", launch_parent);
+    step_planner = planner;
+    step_run_dir = run_dir;
+    step_app_argv = app_argv;
+    const char *handed = getenv(GPURUN_ENV_PLAN_LOCK_FD);
+    if (handed) {
+        char *end;
+        long fd = strtol(handed, &end, 10);
+        if (*handed && !*end && fd > STDERR_FILENO && fd < 1 << 20)
+            handed_lock_fd = (int)fd;
+        unsetenv(GPURUN_ENV_PLAN_LOCK_FD); /* not the program's */
+    }
     int rank, local;
     const char *rank_var, *local_var;
     if (env_first_int(rank_vars, &rank, &rank_var) < 0)

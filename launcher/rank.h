@@ -42,9 +42,22 @@
  *   MARK "B RANK {binding}"  MARK "S RANK {status}"  MARK "O RANK line of output" (relay only) */
 #define GPURUN_MARK "\036gpurun "
 
+/* A rank step that hands its host's planning over to gpurun (gpurun-rank
+ * execs `gpurun rank`) passes the plan lock it holds as this descriptor. */
+#define GPURUN_ENV_PLAN_LOCK_FD "GPURUN_PLAN_LOCK_FD"
+
 /* Returns the program's exit status (128+N when killed by signal N), or -1
- * with err when the rank could not even be started. */
-int gpurun_rank_step(const char *run_dir, char *const *app_argv, gpurun_error_t *err);
+ * with err when the rank could not even be started.  `planner`: the gpurun
+ * that plans a host nobody planned yet (gpurun-rank, built from this file
+ * without the planner, execs it); NULL in gpurun itself, which plans. */
+int gpurun_rank_step(const char *run_dir, char *const *app_argv, const char *planner, gpurun_error_t *err);
+
+/* gpurun-rank, the rank step without the rest of gpurun (no hwloc, no
+ * SQLite, ...: its start-up is most of a rank's cost), for the gpurun at
+ * `gpurun_path`: beside it (a build folder), in ../libexec/gpurun (installed,
+ * the prefix moved or not) or in the configured pkglibexecdir.  NULL when
+ * none is there: `gpurun rank` then does it all. */
+const char *gpurun_rank_program(const char *gpurun_path);
 
 /* Open the run folder a rank step was given: not a symlink, ours, not
  * writable by others, and the one gpurun made (GPURUN_RUN_DIR_INO).  Sets

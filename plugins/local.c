@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <unistd.h>
 
 #include "launcher.h"
 #include "util.h"
@@ -31,6 +32,8 @@ static int local_commands(const struct gpurun_launch_request *req, struct gpurun
         gpurun_argv_addf(&out->env[r], "GPURUN_LAUNCH_RANK=%d", r);
         gpurun_argv_addf(&out->env[r], "GPURUN_LAUNCH_LOCAL_RANK=%d", r);
         gpurun_argv_addf(&out->env[r], "GPURUN_LAUNCH_SIZE=%d", req->nranks);
+        /* gpurun starts it: it dies with gpurun, as it checks itself */
+        gpurun_argv_addf(&out->env[r], "GPURUN_LAUNCH_PARENT=%ld", (long)getpid());
     }
     return 0;
 }

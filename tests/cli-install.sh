@@ -39,7 +39,7 @@ if [ $rc -ne 0 ]; then
 fi
 
 # ---- what is installed --------------------------------------------------------
-for f in bin/gpurun share/man/man1/gpurun.1 share/man/man5/gpurun.conf.5 \
+for f in bin/gpurun libexec/gpurun/gpurun-rank share/man/man1/gpurun.1 share/man/man5/gpurun.conf.5 \
     share/gpurun/templates/gromacs.conf share/gpurun/templates/sites/example-univ.conf \
     share/bash-completion/completions/gpurun share/modulefiles/gpurun/0.1.0 \
     share/modulefiles/gpurun/0.1.0.lua; do
@@ -76,6 +76,14 @@ installed_finds() {
     ok $? "$2: ... from the installed gromacs template"
     GPURUN_TOPOLOGY=$FIXTURES/2s-4gpu-2nic.xml run "$1/bin/gpurun" plan job.conf
     expect_rc 0 "$2: gpurun plan of it"
+    # The ranks start through the installed gpurun-rank (the prefix's own).
+    printf '#!/bin/sh\nreadlink "/proc/$PPID/exe"\n' >"$TMP/work/step" && chmod 0755 "$TMP/work/step"
+    printf 'job = "step"\ncommand = "%s"\nlauncher = "local"\nranks_per_node = 2\nthreads_per_rank = 1\noversubscribe = true\nresults = "%s"\n' \
+        "$TMP/work/step" "$TMP/work/results" >"$TMP/work/step.conf"
+    run "$1/bin/gpurun" run "$TMP/work/step.conf" --quiet
+    expect_rc 0 "$2: a 2-rank job"
+    [ "$(cat "$TMP"/work/results/step/*/*.out | grep -c "^[01]: $1/libexec/gpurun/gpurun-rank\$")" = 2 ]
+    ok $? "$2: ... its ranks started through $1/libexec/gpurun/gpurun-rank"
 }
 installed_finds "$P" "installed"
 
