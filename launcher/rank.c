@@ -491,6 +491,29 @@ static void bind(json_t *entry, json_t *report)
     idset_clear(&ngot);
 }
 
+/* torchrun's per-rank values for a rank of a host that planned its own
+ * ranks (its plan numbers them from 0 and knows no other host): from the
+ * rank's place in the job, which the launcher gave, and the job-wide sizes
+ * that the head put in env.json for a torchrun template. */
+static void torchrun_rank_env(json_t *entry, json_t *jobenv, int rank, int local)
+{
+    const char *lws = json_string_value(json_object_get(jobenv, "LOCAL_WORLD_SIZE"));
+    if (!lws || !json_object_get(jobenv, "WORLD_SIZE") || json_object_get(json_object_get(entry, "env"), "RANK"))
+        return;
+    char *end;
+    long per = strtol(lws, &end, 10);
+    if (*end || per < 1)
+        return;
+    char num[32];
+    snprintf(num, sizeof num, "%d", rank);
+    setenv("RANK", num, 1);
+    setenv("ROLE_RANK", num, 1);
+    snprintf(num, sizeof num, "%d", local);
+    setenv("LOCAL_RANK", num, 1);
+    snprintf(num, sizeof num, "%ld", (rank - local) / per);
+    setenv("GROUP_RANK", num, 1);
+}
+
 static void set_env_object(json_t *obj)
 {
     const char *k;
@@ -966,6 +989,7 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, const char *pla
     char num[32];
     snprintf(num, sizeof num, "%d", rank); /* the host plan numbers its ranks from 0 */
     setenv("GPURUN_RANK", num, 1);
+    torchrun_rank_env(entry, jobenv, rank, local);
     set_env_object(jobenv); /* the job's own env{} wins: the user asked for it */
     json_decref(jobenv);
     bind(entry, report);

@@ -30,11 +30,13 @@ void gpurun_torchrun_rank_env(gpurun_plan_t *plan)
     for (int r = 0; r < plan->nranks; r++)
         if (plan->ranks[r].node + 1 > nodes)
             nodes = plan->ranks[r].node + 1;
+    /* Ranks per node counted once: linear in ranks, at 8,000 too. */
+    int *per_node = gpurun_xcalloc((size_t)nodes, sizeof *per_node);
+    for (int r = 0; r < plan->nranks; r++)
+        per_node[plan->ranks[r].node]++;
     for (int r = 0; r < plan->nranks; r++) {
         gpurun_rank_plan_t *rk = &plan->ranks[r];
-        int on_node = 0;
-        for (int k = 0; k < plan->nranks; k++)
-            on_node += plan->ranks[k].node == rk->node;
+        int on_node = per_node[rk->node];
         set_int(rk->env, "RANK", rk->rank);
         set_int(rk->env, "WORLD_SIZE", plan->nranks);
         set_int(rk->env, "LOCAL_RANK", rk->local_rank);
@@ -49,6 +51,7 @@ void gpurun_torchrun_rank_env(gpurun_plan_t *plan)
         if (netdev && *netdev)
             json_object_set_new(rk->env, "NCCL_SOCKET_IFNAME", json_string(netdev));
     }
+    free(per_node);
 }
 
 /* A TCP port nobody listens on now: the kernel's choice for port 0 (as
@@ -128,5 +131,9 @@ int gpurun_torchrun_master_env(const char *port, const char *origin_port, const 
     gpurun_kvlist_set(env, "ROLE_WORLD_SIZE", buf);
     snprintf(buf, sizeof buf, "%d", nodes);
     gpurun_kvlist_set(env, "GROUP_WORLD_SIZE", buf);
+    /* For the rank steps of hosts that plan their own ranks: with this and
+     * the rank's place in the job they set RANK, LOCAL_RANK, GROUP_RANK. */
+    snprintf(buf, sizeof buf, "%d", nodes > 0 ? plan->nranks / nodes : plan->nranks);
+    gpurun_kvlist_set(env, "LOCAL_WORLD_SIZE", buf);
     return 0;
 }

@@ -225,4 +225,25 @@ run nice "$GPURUN" run "$TMP/dies.conf" --quiet
 expect_rc 5 "a DDP rank exiting 5 after the rendezvous ends the job with its status"
 contains "$TMP/err" "rank 1 on" "... naming rank 1"
 
+# Hosts other than gpurun's plan their own ranks (bench/sim-mpirun plays 3
+# hosts x 2 ranks here): their ranks get torchrun's values for their place
+# in the job, not those of a host's own plan numbered from 0.
+mkdir -p "$TMP/simbin" "$TMP/simtpl"
+ln -sf "$(cd "$top_srcdir" && pwd)/bench/sim-mpirun" "$TMP/simbin/mpirun"
+printf 'description = "env"\ncommand = "sh -c \x27echo TR RANK=$RANK LOCAL_RANK=$LOCAL_RANK GROUP_RANK=$GROUP_RANK WORLD_SIZE=$WORLD_SIZE LOCAL_WORLD_SIZE=$LOCAL_WORLD_SIZE\x27"\nrank_env = "torchrun"\n' \
+    >"$TMP/simtpl/trenv.conf"
+printf 'template = "trenv"\nlauncher = "mpirun"\nnodes = 3\nranks_per_node = 2\nthreads_per_rank = 1\nbind = "none"\noversubscribe = true\nresults = "%s"\n' \
+    "$TMP/results" >"$TMP/simtpl/trenv-job.conf"
+run env PATH="$TMP/simbin:$PATH" GPURUN_TEMPLATE_PATH="$TMP/simtpl" "$GPURUN" run "$TMP/simtpl/trenv-job.conf" --quiet
+expect_rc 0 "torchrun's variables on 3 simulated hosts x 2 ranks (mpirun)"
+d=$(ls -d "$TMP"/results/trenv-job/*/ | tail -1)
+cat "$d"/*.out | sed -n 's/^[0-9]*: TR //p' | sort >"$TMP/trenv.got"
+for r in 0 1 2 3 4 5; do
+    echo "RANK=$r LOCAL_RANK=$((r % 2)) GROUP_RANK=$((r / 2)) WORLD_SIZE=6 LOCAL_WORLD_SIZE=2"
+done | sort >"$TMP/trenv.want"
+cmp -s "$TMP/trenv.got" "$TMP/trenv.want"
+ok $? "... every rank, on every host, has its own RANK, LOCAL_RANK and GROUP_RANK"
+[ -s "$TMP/trenv.got" ] || cat "$d"/*.out >&2
+diff "$TMP/trenv.want" "$TMP/trenv.got" >&2 || :
+
 done_testing
