@@ -75,9 +75,12 @@ cat >"$TMP/report.sh" <<'EOF'
 #!/bin/sh
 cpus=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
 mem=$(grep -o -m1 'bind:[0-9,-]*' /proc/self/numa_maps)
-echo "task=$SLURM_LOCALID cpus=$cpus mem=${mem#bind:} CVD=${CUDA_VISIBLE_DEVICES:-} ORDER=${CUDA_DEVICE_ORDER:-} UCX=${UCX_NET_DEVICES:-} NCCL=${NCCL_IB_HCA:-} OMP=${OMP_NUM_THREADS:-} PLACES=${OMP_PLACES:-} LOCAL=${GPURUN_LOCAL_RANK:-}"
+echo "task=$SLURM_LOCALID cpus=$cpus mem=${mem#bind:} CVD=${CUDA_VISIBLE_DEVICES:-} ORDER=${CUDA_DEVICE_ORDER:-} UCX=${UCX_NET_DEVICES:-} NCCL=${NCCL_IB_HCA:-} OMP=${OMP_NUM_THREADS:-} PLACES=${OMP_PLACES:-} LOCAL=${GPURUN_LOCAL_RANK:-} JOB=$SLURM_JOB_ID.$SLURM_STEP_ID"
 EOF
 chmod 755 "$TMP/report.sh"
+got_line() { # got_line I: what task I reported (srun -l), less its step id
+    sed -n "s/^ *$1: //p" "$TMP/out" | sed 's/ JOB=.*//'
+}
 want() { # want I: the line task I reports when bound as planned
     jq -r --argjson i "$1" '.ranks[$i] | "task=\($i) cpus=\(.cpus) mem=\(.numa | map(tostring) | join(",")) CVD=\(.env.CUDA_VISIBLE_DEVICES // "") ORDER=\(.env.CUDA_DEVICE_ORDER // "") UCX=\(.env.UCX_NET_DEVICES // "") NCCL=\(.env.NCCL_IB_HCA // "") OMP=\(.env.OMP_NUM_THREADS // "") PLACES=\(.env.OMP_PLACES // "") LOCAL=\(.env.GPURUN_LOCAL_RANK // "")"' "$TMP/plan.json"
 }
@@ -85,7 +88,7 @@ want() { # want I: the line task I reports when bound as planned
 run srun -n 2 --gpurun -l "$TMP/report.sh"
 expect_rc 0 "srun -n 2 --gpurun"
 for i in 0 1; do
-    got=$(sed -n "s/^ *$i: //p" "$TMP/out")
+    got=$(got_line $i)
     exp=$(want $i)
     [ "$got" = "$exp" ]
     ok $? "task $i is bound and set up as gpurun plan gives: $exp"
@@ -94,6 +97,14 @@ done
 grep -q 'CVD=[0-9]' "$TMP/out" && grep -q 'UCX=mlx5_' "$TMP/out"
 ok $? "... GPU and NIC variables from the topology given to the plugin"
 
+# One discovery and plan per step and node (slurmstepd's), one binding per task.
+run srun -n 2 --gpurun=verbose -l "$TMP/report.sh"
+expect_rc 0 "srun -n 2 --gpurun=verbose"
+step=$(sed -n 's/^ *0: .*JOB=\([0-9][0-9]*\)\.\([0-9][0-9]*\).*/\1.\2/p' "$TMP/out")
+[ "$(grep -c "gpurun: step $step: planned 2 tasks" "$GPURUN_SLURM_DIR/log/slurmd.log")" -eq 1 ] &&
+    [ "$(grep -c "gpurun: task [01]: cpus" "$GPURUN_SLURM_DIR/log/slurmd.log")" -eq 2 ]
+ok $? "step $step planned once on the node, for both its tasks (slurmd.log)"
+
 run srun -n 2 -l "$TMP/report.sh"
 expect_rc 0 "srun -n 2 without --gpurun"
 ! grep -q 'CVD=[0-9]\|LOCAL=[0-9]' "$TMP/out"
@@ -101,7 +112,7 @@ ok $? "... the plugin sets nothing (the site default is off)"
 
 run srun -n 2 --gpurun --cpu-bind=none -l "$TMP/report.sh"
 expect_rc 0 "srun --gpurun --cpu-bind=none"
-got=$(sed -n 's/^ *1: //p' "$TMP/out")
+got=$(got_line 1)
 case "$got" in
     *"cpus=$live "*"CVD=$(jq -r '.ranks[1].env.CUDA_VISIBLE_DEVICES' "$TMP/plan.json") "*) ok 0 "... the cpus are Slurm's ($live), the GPUs gpurun's" ;;
     *) ok 1 "... the cpus are Slurm's ($live), the GPUs gpurun's"; diag "got: $got" ;;
@@ -111,7 +122,7 @@ contains "$TMP/err" "leaves it alone" "... and the plugin says so"
 # The site's default: every step gets gpurun's binding without --gpurun.
 echo "optional $SPANK_GPURUN default=closest topology=$XML" >"$PLUGSTACK"
 run srun -n 2 -l "$TMP/report.sh"
-[ "$(sed -n 's/^ *0: //p' "$TMP/out")" = "$(want 0)" ]
+[ "$(got_line 0)" = "$(want 0)" ]
 ok $? "with default=closest in plugstack.conf a plain srun is bound as planned"
 run srun -n 2 --gpurun=off -l "$TMP/report.sh"
 ! grep -q 'LOCAL=[0-9]' "$TMP/out"

@@ -232,6 +232,13 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
     }
     for (size_t i = 0; i < gpurun_placement_warnings(st.placement); i++)
         slurm_info("gpurun: %s", gpurun_placement_warning(st.placement, i));
+    if (st.verbose) {
+        uint32_t job = 0, step = 0;
+        spank_get_item(sp, S_JOB_ID, &job);
+        spank_get_item(sp, S_JOB_STEPID, &step);
+        slurm_info("gpurun: step %u.%u: planned %u task%s on this node from %s", job, step, ntasks,
+                   ntasks == 1 ? "" : "s", st.topology[0] ? st.topology : "the node's topology");
+    }
     return 0;
 }
 
