@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "gpurun_private.h"
 #include "job.h"
 #include "plan.h"
 
@@ -64,6 +65,34 @@ static void print_plan(const gpurun_plan_t *p)
     }
     for (size_t i = 0; i < p->nwarnings; i++)
         printf("warning: %s\n", p->warnings[i]);
+}
+
+static int plan_with_api(const char *xml, const gpurun_request_t *req, int json, gpurun_error_t *err)
+{
+    gpurun_topology_t *t = NULL;
+    gpurun_plan_request_t *preq = NULL;
+    gpurun_placement_t *p = NULL;
+    char *text = NULL, *doc = NULL;
+    json_t *rj = gpurun_request_json(req);
+    text = json_dumps(rj, JSON_COMPACT);
+    json_decref(rj);
+    int rc = gpurun_plan_request_create(&preq, err);
+    if (rc == 0)
+        rc = gpurun_plan_request_set_json(preq, text, err);
+    if (rc == 0)
+        rc = gpurun_topology_load(xml, GPURUN_TOPOLOGY_FROM_ENV, &t, err);
+    if (rc == 0)
+        rc = gpurun_placement_create(t, preq, &p, err);
+    if (rc == 0 && json && (rc = gpurun_placement_json(p, GPURUN_JSON_INDENT, &doc, err)) == 0)
+        printf("%s\n", doc);
+    else if (rc == 0)
+        print_plan(gpurun_placement_internal(p));
+    free(doc);
+    free(text);
+    gpurun_placement_destroy(p);
+    gpurun_topology_destroy(t);
+    gpurun_plan_request_destroy(preq);
+    return rc;
 }
 
 static int bad_option(const char *arg, gpurun_error_t *err)
@@ -137,25 +166,6 @@ int cmd_plan(int argc, char **argv, gpurun_error_t *err)
     req.oversubscribe |= over;
     gpurun_job_destroy(job);
 
-    gpurun_topo_t *t;
-    if (gpurun_topo_load(xml, &t, err) < 0)
-        return err->code;
-    gpurun_plan_t *p;
-    int rc = 0;
-    if (gpurun_plan_create(t, &req, &p, err) < 0) {
-        rc = err->code;
-        goto out;
-    }
-    if (json) {
-        json_t *doc = gpurun_plan_json(p);
-        json_dumpf(doc, stdout, JSON_INDENT(2));
-        printf("\n");
-        json_decref(doc);
-    } else {
-        print_plan(p);
-    }
-    gpurun_plan_destroy(p);
-out:
-    gpurun_topo_destroy(t);
-    return rc;
+    /* From here through the public API (libgpurun), as other programs plan. */
+    return plan_with_api(xml, &req, json, err);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "gpurun_private.h"
 #include "topology.h"
 
 static const char topo_usage[] =
@@ -168,23 +169,23 @@ int cmd_topo(int argc, char **argv, gpurun_error_t *err)
         gpurun_err(err, GPURUN_EXIT_CONFIG, "topo: unexpected argument '%s' (see gpurun topo --help)", argv[optind]);
         return GPURUN_EXIT_CONFIG;
     }
-    gpurun_topo_t *t;
-    if (gpurun_topo_load(xml, &t, err) < 0)
-        return err->code;
-    int rc = 0;
-    if (export && gpurun_topo_export(t, export, err) < 0) {
-        rc = err->code;
+    /* Through the public API (libgpurun); the tables from what is behind it. */
+    gpurun_topology_t *t;
+    int rc = gpurun_topology_load(xml, GPURUN_TOPOLOGY_FROM_ENV, &t, err);
+    if (rc != 0)
+        return rc;
+    if (export && (rc = gpurun_topology_export(t, export, err)) != 0)
         goto out;
-    }
     if (json) {
-        json_t *doc = json_pack("{s:i, s:o}", "gpurun_topo", 1, "topology", gpurun_topo_json(t, true));
-        json_dumpf(doc, stdout, JSON_INDENT(2));
-        printf("\n");
-        json_decref(doc);
+        char *doc;
+        if ((rc = gpurun_topology_json(t, GPURUN_JSON_INDENT | GPURUN_JSON_FULL, &doc, err)) != 0)
+            goto out;
+        printf("%s\n", doc);
+        free(doc);
     } else {
-        print_tables(t);
+        print_tables(gpurun_topology_internal(t));
     }
 out:
-    gpurun_topo_destroy(t);
+    gpurun_topology_destroy(t);
     return rc;
 }

@@ -12,10 +12,15 @@ enum gpurun_exit {
     GPURUN_EXIT_TIMEOUT = 124,
 };
 
+/* The same type as the public gpurun.h's (libgpurun's callers pass theirs
+ * straight through): keep the two in step. */
+#ifndef GPURUN_ERROR_T_DEFINED
+#define GPURUN_ERROR_T_DEFINED
 typedef struct gpurun_error {
     int code;          /* an enum gpurun_exit value */
     char text[2048];   /* one or more sentences, no trailing newline */
 } gpurun_error_t;
+#endif
 
 /* Fill err (if not NULL) and return -1, so callers can write
  * `return gpurun_err(err, GPURUN_EXIT_CONFIG, "...", ...);` */

@@ -458,6 +458,11 @@ static int xml_major_version(const char *buf)
     return v ? atoi(v + strlen("<topology version=\"")) : 0;
 }
 
+int gpurun_topo_load_xml(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err)
+{
+    return topo_load(xml, topop, err);
+}
+
 int gpurun_topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err)
 {
     /* A site or test can stand in another node's export for the live one;

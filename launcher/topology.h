@@ -82,6 +82,8 @@ typedef struct gpurun_topo {
 /* Load an XML export, or (xml == NULL) the export named by $GPURUN_TOPOLOGY,
  * else the live node; I/O devices included. */
 int gpurun_topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err);
+/* The same, xml (NULL: the live node) only: $GPURUN_TOPOLOGY not read. */
+int gpurun_topo_load_xml(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err);
 void gpurun_topo_destroy(gpurun_topo_t *topo);
 
 /* Write the topology as hwloc XML (to plan for this node elsewhere). */

@@ -17,6 +17,8 @@
 #   GPURUN_SLURMCTLD_PORT      slurmctld port        [16817]
 #   GPURUN_SLURMD_PORT         slurmd port           [16818]
 #   GPURUN_SLURM_UP_TIMEOUT    seconds to wait for the node to be idle [30]
+#   GPURUN_SLURM_PLUGSTACK     a plugstack.conf whose lines the cluster's gets
+#                              (SPANK plugins under test) [none: empty]
 set -u
 
 DIR=${GPURUN_SLURM_DIR:-/tmp/gpurun-slurm}
@@ -134,7 +136,10 @@ EOF
         conf_common
         echo "$node NodeAddr=127.0.0.1 State=UNKNOWN"
         echo "PartitionName=debug Nodes=$nodename Default=YES MaxTime=INFINITE State=UP"
-    } >"$CONF"
+    } >"$CONF" || return 1
+    if [ -n "${GPURUN_SLURM_PLUGSTACK:-}" ]; then
+        cat "$GPURUN_SLURM_PLUGSTACK" >"$DIR/plugstack.conf"
+    fi
 }
 
 node_idle() {

@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* libgpurun through its public header only (linked with libgpurun.la):
+ * the golden plans of tests/golden for the fixtures and the real machine
+ * exports, the request's checks, one rank's binding and environment, an
+ * allocation it must stay inside, applying and reading back a binding, and
+ * separate handles planned from separate threads at once. */
+#include "config.h"
+
+#include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gpurun.h"
+#include "tap.h"
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    size_t n;
+    while ((n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+        len += n;
+        if (cap - len < 2)
+            buf = realloc(buf, cap *= 2);
+    }
+    fclose(f);
+    buf[len] = '\0';
+    while (len && buf[len - 1] == '\n')
+        buf[--len] = '\0';
+    return buf;
+}
+
+/* The default plan of DIR/NAME.xml (loaded from DIR, so that the recorded
+ * source is the bare name, as the golden files have it). */
+static char *default_plan(const char *dir, const char *name, int over, gpurun_error_t *err)
+{
+    char cwd[4096], xml[512];
+    if (!getcwd(cwd, sizeof cwd) || chdir(dir) != 0)
+        return NULL;
+    snprintf(xml, sizeof xml, "%s.xml", name);
+    char *doc = NULL;
+    gpurun_topology_t *t = NULL;
+    gpurun_plan_request_t *r = NULL;
+    gpurun_placement_t *p = NULL;
+    if (access(xml, R_OK) == 0 && gpurun_topology_load(xml, 0, &t, err) == 0 &&
+        gpurun_plan_request_create(&r, err) == 0 && gpurun_plan_request_set(r, GPURUN_REQ_OVERSUBSCRIBE, over, err) == 0 &&
+        gpurun_placement_create(t, r, &p, err) == 0)
+        gpurun_placement_json(p, GPURUN_JSON_INDENT, &doc, err);
+    gpurun_placement_destroy(p);
+    gpurun_plan_request_destroy(r);
+    gpurun_topology_destroy(t);
+    if (chdir(cwd) != 0)
+        abort();
+    return doc;
+}
+
+static void golden_plans(const char *top)
+{
+    char golden[4096], fixtures[4096], shared[4096];
+    snprintf(golden, sizeof golden, "%s/tests/golden", top);
+    snprintf(fixtures, sizeof fixtures, "%s/tests/fixtures", top);
+    const char *env = getenv("GPURUN_SHARED_TOPOLOGIES");
+    snprintf(shared, sizeof shared, "%s", env ? env : "");
+    if (!env)
+        snprintf(shared, sizeof shared, "%s/../shared/topologies", top);
+    DIR *d = opendir(golden);
+    ok(d != NULL, "golden plans in %s", golden);
+    if (!d)
+        return;
+    int planned = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n < 6 || strcmp(e->d_name + n - 5, ".json"))
+            continue;
+        char name[256], path[4096 + 256];
+        snprintf(name, sizeof name, "%.*s", (int)(n - 5), e->d_name);
+        snprintf(path, sizeof path, "%s/%s", golden, e->d_name);
+        gpurun_error_t err = {0, ""};
+        char *want = slurp(path);
+        /* As tests/cli-plan.sh: a machine whose default plan it cannot
+         * meet has the golden plan of an oversubscribed one. */
+        char *got = NULL;
+        for (int over = 0; over < 2 && !got && (!over || err.code == GPURUN_ERR_ENV); over++) {
+            err.code = 0;
+            got = default_plan(fixtures, name, over, &err);
+            if (!got && !err.code)
+                got = default_plan(shared, name, over, &err);
+        }
+        if (!got && !err.code) {
+            diag("%s: no %s.xml in the fixtures or %s", e->d_name, name, shared);
+            free(want);
+            continue;
+        }
+        is_str(got ? got : err.text, want, "golden plan for %s through libgpurun", name);
+        planned++;
+        free(got);
+        free(want);
+    }
+    closedir(d);
+    ok(planned >= 10, "planned %d of the golden files", planned);
+}
+
+static void request_checks(void)
+{
+    gpurun_error_t err;
+    gpurun_plan_request_t *r;
+    is_int(gpurun_plan_request_create(&r, &err), 0, "request created");
+    is_int(gpurun_plan_request_set(r, GPURUN_REQ_NODES, 0, &err), GPURUN_ERR_CONFIG, "nodes = 0 refused");
+    ok(strstr(err.text, "nodes = 0") != NULL, "the message names the key and value: %s", err.text);
+    is_int(gpurun_plan_request_set(r, GPURUN_REQ_RANKS_PER_NODE, GPURUN_REQ_AUTO, &err), 0, "ranks_per_node auto");
+    is_int(gpurun_plan_request_set(r, (enum gpurun_request_key)999, 1, &err), GPURUN_ERR_CONFIG, "unknown key refused");
+    is_int(gpurun_plan_request_set_json(r, "{\"ranks_per_node\": 2, \"bind\": \"none\"}", &err), 0,
+           "set from JSON: %s", err.text);
+    is_int(gpurun_plan_request_set_json(r, "{\"ranks_pre_node\": 2}", &err), GPURUN_ERR_CONFIG, "misspelt key refused");
+    ok(strstr(err.text, "ranks_pre_node") != NULL, "the message names it: %s", err.text);
+    is_int(gpurun_plan_request_set_json(r, "{\"bind\": \"tight\"}", &err), GPURUN_ERR_CONFIG, "bad bind refused");
+    is_int(gpurun_plan_request_set_json(r, "{\"smt\": 1}", &err), GPURUN_ERR_CONFIG, "smt must be a boolean");
+    is_int(gpurun_plan_request_set_json(r, "[1]", &err), GPURUN_ERR_CONFIG, "not an object refused");
+    is_int(gpurun_plan_request_allow_cpus(r, "0-3,x", &err), GPURUN_ERR_CONFIG, "bad cpu list refused");
+    is_int(gpurun_plan_request_allow_gpus(r, "zero", &err), GPURUN_ERR_CONFIG, "bad GPU list refused");
+    gpurun_plan_request_destroy(r);
+
+    gpurun_topology_t *t = (gpurun_topology_t *)&err;
+    int rc = gpurun_topology_load("/nonexistent/gpurun-topology.xml", 0, &t, &err);
+    ok(rc == GPURUN_ERR_CONFIG || rc == GPURUN_ERR_ENV, "a missing XML file is an error (%d)", rc);
+    ok(t == NULL && strstr(err.text, "/nonexistent/gpurun-topology.xml") != NULL, "it names the file: %s", err.text);
+    is_int(gpurun_topology_load(NULL, 0x80, &t, &err), GPURUN_ERR_CONFIG, "unknown flags refused");
+    ok(gpurun_api_version() == GPURUN_API_VERSION, "API version %d", gpurun_api_version());
+}
+
+static void binding_checks(const char *top)
+{
+    char xml[4096];
+    snprintf(xml, sizeof xml, "%s/tests/fixtures/2s-4gpu-2nic.xml", top);
+    gpurun_error_t err;
+    gpurun_topology_t *t;
+    if (gpurun_topology_load(xml, 0, &t, &err) != 0) {
+        ok(0, "load %s: %s", xml, err.text);
+        return;
+    }
+    is_int(gpurun_topology_count(t, GPURUN_COUNT_GPUS), 4, "4 GPUs");
+    is_int(gpurun_topology_count(t, GPURUN_COUNT_NICS), 2, "2 high-speed NICs");
+    is_int(gpurun_topology_count(t, GPURUN_COUNT_CORES), 16, "16 cores");
+    char *doc;
+    is_int(gpurun_topology_json(t, GPURUN_JSON_FULL, &doc, &err), 0, "topology JSON");
+    ok(strstr(doc, "\"gpurun_topo\":1") && strstr(doc, "\"ethernet\""), "the document of gpurun topo --json");
+    free(doc);
+
+    gpurun_plan_request_t *r;
+    gpurun_placement_t *p;
+    gpurun_binding_t *b;
+    gpurun_plan_request_create(&r, &err);
+    is_int(gpurun_placement_create(t, r, &p, &err), 0, "default plan");
+    is_int(gpurun_placement_ranks(p), 4, "one rank per GPU");
+    is_int(gpurun_binding_get(p, 0, 4, &b, &err), GPURUN_ERR_CONFIG, "no local rank 4");
+    is_int(gpurun_binding_get(p, 0, 1, &b, &err), 0, "local rank 1");
+    is_int(gpurun_binding_rank(b), 1, "its rank");
+    is_str(gpurun_binding_getenv(b, "CUDA_DEVICE_ORDER"), "PCI_BUS_ID", "CUDA_DEVICE_ORDER");
+    ok(gpurun_binding_getenv(b, "CUDA_VISIBLE_DEVICES") != NULL, "CUDA_VISIBLE_DEVICES=%s",
+       gpurun_binding_getenv(b, "CUDA_VISIBLE_DEVICES"));
+    ok(gpurun_binding_getenv(b, "UCX_NET_DEVICES") != NULL, "UCX_NET_DEVICES=%s", gpurun_binding_getenv(b, "UCX_NET_DEVICES"));
+    ok(*gpurun_binding_cpus(b) && *gpurun_binding_mems(b), "cpus %s, NUMA %s", gpurun_binding_cpus(b),
+       gpurun_binding_mems(b));
+    const char *v;
+    ok(gpurun_binding_env(b, 0, &v) && v && !gpurun_binding_env(b, gpurun_binding_env_count(b), &v), "env by index");
+    gpurun_binding_destroy(b);
+    gpurun_placement_destroy(p);
+
+    /* An allocation of cores 8-11 and GPU 2 only: the plan stays inside it. */
+    gpurun_plan_request_set(r, GPURUN_REQ_RANKS_PER_NODE, 1, &err);
+    is_int(gpurun_plan_request_allow_cpus(r, "8-11,24-27", &err), 0, "allow cpus");
+    is_int(gpurun_plan_request_allow_gpus(r, "2", &err), 0, "allow GPU 2");
+    is_int(gpurun_placement_create(t, r, &p, &err), 0, "plan in the allocation: %s", err.text);
+    gpurun_plan_request_destroy(r); /* the placement keeps its own copy */
+    if (p && gpurun_binding_get(p, 0, 0, &b, &err) == 0) {
+        is_str(gpurun_binding_getenv(b, "CUDA_VISIBLE_DEVICES"), "2", "the allowed GPU");
+        is_str(gpurun_binding_cpus(b), "8-11", "the allowed cores");
+        gpurun_binding_destroy(b);
+    }
+    gpurun_placement_destroy(p);
+    gpurun_topology_destroy(t);
+}
+
+/* Apply a one-core binding on this node, inside what this process may use,
+ * to a child (by pid) and to the calling thread of another; read both back. */
+static void apply_checks(void)
+{
+    gpurun_error_t err;
+    char *mine = NULL, *mems = NULL;
+    int got_mine = gpurun_binding_read(0, &mine, &mems, &err);
+    is_int(got_mine, 0, "read this thread's binding: cpus %s", got_mine ? err.text : mine);
+    gpurun_topology_t *t;
+    if (gpurun_topology_load(NULL, 0, &t, &err) != 0) {
+        ok(0, "live topology: %s", err.text);
+        free(mine);
+        free(mems);
+        return;
+    }
+    gpurun_plan_request_t *r;
+    gpurun_placement_t *p = NULL;
+    gpurun_binding_t *b = NULL;
+    gpurun_plan_request_create(&r, &err);
+    gpurun_plan_request_set(r, GPURUN_REQ_RANKS_PER_NODE, 1, &err);
+    gpurun_plan_request_set(r, GPURUN_REQ_GPUS_PER_RANK, 0, &err);
+    gpurun_plan_request_set(r, GPURUN_REQ_THREADS_PER_RANK, 1, &err);
+    gpurun_plan_request_allow_cpus(r, mine, &err);
+    int rc = gpurun_placement_create(t, r, &p, &err);
+    if (rc == 0)
+        rc = gpurun_binding_get(p, 0, 0, &b, &err);
+    is_int(rc, 0, "one rank of one core on this node: %s", rc ? err.text : gpurun_binding_cpus(b));
+    if (rc == 0) {
+        pid_t child = fork();
+        if (child == 0) {
+            pause();
+            _exit(0);
+        }
+        is_int(gpurun_binding_apply(b, child, &err), 0, "apply to pid %d: %s", (int)child, err.text);
+        char *got = NULL;
+        is_int(gpurun_binding_read(child, &got, NULL, &err), 0, "read pid %d back", (int)child);
+        is_str(got, gpurun_binding_cpus(b), "the child got the planned cpus");
+        free(got);
+        kill(child, SIGKILL);
+        waitpid(child, NULL, 0);
+
+        child = fork();
+        if (child == 0) {
+            char *c = NULL, *m = NULL;
+            int same = gpurun_binding_apply(b, 0, NULL) == 0 && gpurun_binding_read(0, &c, &m, NULL) == 0 &&
+                       !strcmp(c, gpurun_binding_cpus(b)) && !strcmp(m, gpurun_binding_mems(b));
+            _exit(same ? 0 : 1);
+        }
+        int status = -1;
+        waitpid(child, &status, 0);
+        ok(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a process that applies its own binding reads back cpus %s, memory NUMA %s",
+           gpurun_binding_cpus(b), gpurun_binding_mems(b));
+    }
+    is_int(gpurun_binding_apply(b, -1, &err), GPURUN_ERR_CONFIG, "a negative pid refused");
+    gpurun_binding_destroy(b);
+    gpurun_placement_destroy(p);
+    gpurun_plan_request_destroy(r);
+    gpurun_topology_destroy(t);
+    free(mine);
+    free(mems);
+}
+
+struct planner {
+    const char *xml;
+    char *doc;
+    int rc;
+};
+
+static void *plan_thread(void *arg)
+{
+    struct planner *w = arg;
+    gpurun_error_t err;
+    gpurun_topology_t *t = NULL;
+    gpurun_plan_request_t *r = NULL;
+    gpurun_placement_t *p = NULL;
+    w->rc = gpurun_topology_load(w->xml, 0, &t, &err);
+    if (!w->rc)
+        w->rc = gpurun_plan_request_create(&r, &err);
+    if (!w->rc)
+        w->rc = gpurun_plan_request_set(r, GPURUN_REQ_THREADS_PER_RANK, 2, &err);
+    if (!w->rc)
+        w->rc = gpurun_placement_create(t, r, &p, &err);
+    if (!w->rc)
+        w->rc = gpurun_placement_json(p, 0, &w->doc, &err);
+    gpurun_placement_destroy(p);
+    gpurun_plan_request_destroy(r);
+    gpurun_topology_destroy(t);
+    return NULL;
+}
+
+static void thread_checks(const char *top)
+{
+    char xml[4096];
+    snprintf(xml, sizeof xml, "%s/tests/fixtures/2s-4gpu-2nic.xml", top);
+    struct planner alone = {xml, NULL, 0}, w[4];
+    plan_thread(&alone);
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        w[i] = alone;
+        w[i].doc = NULL;
+        pthread_create(&th[i], NULL, plan_thread, &w[i]);
+    }
+    int same = alone.rc == 0 && alone.doc;
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        same = same && w[i].rc == 0 && w[i].doc && !strcmp(w[i].doc, alone.doc);
+        free(w[i].doc);
+    }
+    ok(same, "4 threads with handles of their own plan what one thread plans");
+    free(alone.doc);
+}
+
+int main(void)
+{
+    const char *top = getenv("top_srcdir");
+    if (!top)
+        top = ".";
+    unsetenv("GPURUN_TOPOLOGY"); /* the library never reads it unless asked */
+    golden_plans(top);
+    request_checks();
+    binding_checks(top);
+    apply_checks();
+    thread_checks(top);
+    return done_testing();
+}
