@@ -1102,6 +1102,29 @@ static void dry_run(struct run_ctx *c, char *const *app, const struct gpurun_lau
                json_integer_value(json_object_get(c->gdr, "on_ranks")), c->plan->nranks);
     if (c->alloc_note[0])
         printf("# allocation: %s\n", c->alloc_note);
+    if (c->plan->req.ranks_per_gpu > 1 || gpurun_mps_wanted(c->plan)) {
+        char control[PATH_MAX], groups[256] = "";
+        size_t gl = 0;
+        int shown = 0;
+        for (int r = 0; r < c->plan->nranks && c->plan->ranks[r].node == 0 && gl < sizeof groups - 8; r++) {
+            const gpurun_rank_plan_t *rk = &c->plan->ranks[r];
+            if (rk->gpu_first_rank != rk->local_rank || rk->gpu_nranks < 2)
+                continue;
+            gl += (size_t)snprintf(groups + gl, sizeof groups - gl, "%s%d-%d", shown ? ", " : "", r,
+                                   r + rk->gpu_nranks - 1);
+            if (++shown == 4 && r + rk->gpu_nranks < c->plan->nranks) {
+                snprintf(groups + gl, sizeof groups - gl, ", ...");
+                break;
+            }
+        }
+        bool local = !strcmp(c->launcher->name, "local"), found = gpurun_mps_find_control(control, sizeof control);
+        printf("# ranks_per_gpu = %d: ranks %s share a GPU each; mps = %s: %s\n", c->plan->req.ranks_per_gpu,
+               groups[0] ? groups : "(none)", gpurun_mps_mode_name(c->job->mps),
+               !gpurun_mps_wanted(c->plan) || c->job->mps == GPURUN_MPS_OFF ? "no CUDA MPS daemon"
+               : !local ? "no daemon started under this launcher"
+               : found  ? "one CUDA MPS daemon would start on this host (" GPURUN_MPS_CONTROL " -d)"
+                        : GPURUN_MPS_CONTROL " is not on PATH: no daemon");
+    }
     for (size_t i = 0; c->tpl && i < c->tpl->nsetup; i++)
         printf("# setup %zu: %s\n", i + 1, c->tpl->setup[i]);
     if (c->tpl && c->tpl->rank_env)

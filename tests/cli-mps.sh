@@ -187,4 +187,36 @@ else
     skip "no python3 to play a running daemon"
 fi
 
+# The gromacs template with 2 ranks per GPU, as a dry run on a GPU node's
+# topology (a stand-in gmx_mpi: only its path is looked up): -ntomp is each
+# rank's share of the cores near its GPU, the GPU flags centres set by hand
+# come from params, and the dry run says which ranks share a GPU and that a
+# daemon would start.
+printf '#!/bin/sh\nexit 0\n' >"$TMP/bin/gmx_mpi"
+chmod 755 "$TMP/bin/gmx_mpi"
+cat >"$TMP/g.conf" <<JOB
+template = "gromacs"
+launcher = "local"
+ranks_per_gpu = 2
+params { pme = "gpu"  npme = "1"  bonded = "gpu"  update = "gpu" }
+JOB
+run env PATH="$PATH_WITH" GPURUN_TEMPLATE_PATH="$top_srcdir/templates" "$GPURUN" run --dry-run "$TMP/g.conf" \
+    --results "$TMP/results"
+expect_rc 0 "gromacs, ranks_per_gpu = 2: dry run"
+contains "$TMP/out" "mdrun -s bench.tpr -deffnm g -ntomp 2 -nsteps 10000 -resethway -noconfout -nb gpu -pme gpu -npme 1 -bonded gpu -update gpu" \
+    "... -ntomp 2 (16 cores, 8 ranks) and the PME/bonded/update flags"
+contains "$TMP/out" "# ranks_per_gpu = 2: ranks 0-1, 2-3, 4-5, 6-7 share a GPU each; mps = auto: one CUDA MPS daemon would start" \
+    "... says which ranks share a GPU, and the daemon"
+[ ! -e "$TMP/mps.log" ] || [ "$(grep -c '^start ' "$TMP/mps.log")" = 0 ]
+ok $? "... and starts none"
+run env PATH="$PATH_WITH" GPURUN_TEMPLATE_PATH="$top_srcdir/templates" "$GPURUN" run --dry-run "$TMP/g.conf" \
+    --results "$TMP/results" --set ranks_per_gpu=1 --set gpus_per_rank=0
+expect_rc 0 "gromacs on CPUs: dry run"
+contains "$TMP/out" "-ntomp 8 -nsteps 10000 -resethway -noconfout" "... no GPU flags"
+! grep -q -- "-nb gpu" "$TMP/out"
+ok $? "... none at all"
+run env PATH="$PATH_WITH" "$GPURUN" run --dry-run "$TMP/g.conf" --set gpus_per_rank=2
+expect_rc 2 "--set gpus_per_rank=2 with ranks_per_gpu = 2: exit 2"
+contains "$TMP/err" "--set gpus_per_rank=2: key 'gpus_per_rank': contradicts 'ranks_per_gpu' (2)" "... naming both keys"
+
 done_testing
