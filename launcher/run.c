@@ -622,6 +622,31 @@ static int check_results(struct run_ctx *c, struct gpurun_kvlist *names, const c
     return rc;
 }
 
+/* SIGINT/SIGTERM/SIGHUP while the MPS daemon starts (the control program
+ * can take seconds) must not kill gpurun and leave the daemon running: they
+ * are noted until the ranks' supervision takes them (it reads them through
+ * a signalfd, whatever the handler). */
+static volatile sig_atomic_t mps_signal;
+
+static void note_mps_signal(int sig)
+{
+    mps_signal = sig;
+}
+
+static void mps_signals(bool catch, struct sigaction old[3])
+{
+    static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+    for (int i = 0; i < 3; i++) {
+        if (catch) {
+            struct sigaction sa = {.sa_handler = note_mps_signal};
+            sigemptyset(&sa.sa_mask);
+            sigaction(sigs[i], &sa, &old[i]);
+        } else {
+            sigaction(sigs[i], &old[i], NULL);
+        }
+    }
+}
+
 /* CUDA MPS for ranks that share an NVIDIA GPU, under the local launcher
  * (the other launchers' hosts start theirs in the rank step: not yet).
  * *jp: what the record says of it, NULL when no rank shares a GPU. */
@@ -868,8 +893,18 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
         }
     /* Ranks sharing a GPU: one MPS daemon on this host, started last so
      * that nothing between it and the ranks can fail, stopped first. */
-    if (start_mps(c, &mps, dfd, run_dir, host, &mps_json, err) < 0) {
+    struct sigaction old_handlers[3];
+    bool catching = gpurun_mps_wanted(c->plan) && c->job->mps != GPURUN_MPS_OFF;
+    mps_signal = 0;
+    if (catching)
+        mps_signals(true, old_handlers);
+    if (start_mps(c, &mps, dfd, run_dir, host, &mps_json, err) < 0 || mps_signal) {
         free(pcis);
+        if (mps_signal)
+            gpurun_err(err, 128 + mps_signal, "interrupted by %s while the CUDA MPS daemon started: no rank was "
+                       "started; run folder %s", strsignal(mps_signal), run_dir);
+        if (catching)
+            mps_signals(false, old_handlers);
         rc = err->code;
         goto out;
     }
@@ -878,6 +913,8 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     int lrc = gpurun_launch(&cmds, &sv, &oc, err);
     gpus_monitor = gpurun_monitor_end(mon);
     stop_mps(&mps, mps_json);
+    if (catching)
+        mps_signals(false, old_handlers);
     if (lrc < 0) {
         rc = err->code;
         goto out;

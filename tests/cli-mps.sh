@@ -26,6 +26,9 @@ if [ "\$1" = "-d" ]; then
     "$TMP/bin/$mark" 300 </dev/null >/dev/null 2>&1 &
     echo \$! >"\$CUDA_MPS_PIPE_DIRECTORY/daemon.pid"
     : >"\$CUDA_MPS_PIPE_DIRECTORY/control"
+    # FAKE_MPS_HOLD=FILE: return only once FILE exists (a slow start)
+    n=0
+    while [ -n "\${FAKE_MPS_HOLD:-}" ] && [ ! -e "\$FAKE_MPS_HOLD" ] && [ \$n -lt 600 ]; do sleep 0.1; n=\$((n + 1)); done
     exit 0
 fi
 read -r cmd
@@ -130,6 +133,24 @@ for sig in TERM INT; do
     expect_rc "$want" "SIG$sig to gpurun: $want"
     check_stopped "SIG$sig"
 done
+
+# SIGTERM while the daemon starts: gpurun quits it, starts no rank, 143.
+job ok
+rm -rf "$TMP/mps.log" "$TMP/results" "$TMP/go"
+PATH="$PATH_WITH" FAKE_MPS_HOLD="$TMP/go" "$GPURUN" run "$TMP/m.conf" --quiet --results "$TMP/results" \
+    >"$TMP/out" 2>"$TMP/err" &
+pid=$!
+n=0
+while ! grep -q '^start ' "$TMP/mps.log" 2>/dev/null && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
+kill -TERM "$pid"
+: >"$TMP/go"
+rc=0
+wait "$pid" || rc=$?
+expect_rc 143 "SIGTERM while the daemon starts: 143"
+contains "$TMP/err" "while the CUDA MPS daemon started: no rank was started" "... saying so"
+check_stopped "SIGTERM during the start"
+[ "$(ranks_started "$TMP/results/m/*")" = 0 ]
+ok $? "... and no rank ran"
 
 # One rank per GPU: nothing to share, no daemon, even with mps = "on".
 job ok 'mps = "on"'
