@@ -541,6 +541,13 @@ static void free_lines(struct option_line *lines, size_t n, char **names, size_t
 
 /* A layout the site's nodes cannot hold is refused here as `gpurun run`
  * would refuse it on such a node (exit 3), unless the job allows sharing. */
+/* GPUs a node's ranks use: ranks_per_gpu ranks share each one. */
+static long gpus_per_node(const gpurun_job_t *job, long rpn, long gpr)
+{
+    long share = job->ranks_per_gpu > 1 ? job->ranks_per_gpu : 1;
+    return share > 1 ? (rpn + share - 1) / share * gpr : rpn * gpr;
+}
+
 static int check_site_room(const gpurun_job_t *job, const gpurun_site_t *site, long rpn, long gpr, long tpr,
                            bool gpus_from_layout, gpurun_error_t *err)
 {
@@ -560,12 +567,14 @@ static int check_site_room(const gpurun_job_t *job, const gpurun_site_t *site, l
                           "%s: key 'ranks_per_node': %ld ranks on a node of %ld cores (site %s, cores_per_node in "
                           "%s): lower it, or set oversubscribe = true to share cores",
                           job->path, rpn, cores, site->name, site->path);
-    if (gpus_from_layout && site->gpus_per_node >= 0 && gpr != GPURUN_UNSET && rpn * gpr > site->gpus_per_node)
+    if (gpus_from_layout && site->gpus_per_node >= 0 && gpr != GPURUN_UNSET &&
+        gpus_per_node(job, rpn, gpr) > site->gpus_per_node)
         return gpurun_err(err, GPURUN_EXIT_ENV,
-                          "%s: keys 'ranks_per_node' and 'gpus_per_rank': %ld ranks x %ld GPUs need %ld GPUs on a "
+                          "%s: keys 'ranks_per_node' and 'gpus_per_rank': %ld ranks x %ld GPUs%s need %ld GPUs on a "
                           "node; site %s's nodes have %d (gpus_per_node in %s): lower them, or set oversubscribe "
                           "= true to share GPUs",
-                          job->path, rpn, gpr, rpn * gpr, site->name, site->gpus_per_node, site->path);
+                          job->path, rpn, gpr, job->ranks_per_gpu > 1 ? " (shared by ranks_per_gpu ranks)" : "",
+                          gpus_per_node(job, rpn, gpr), site->name, site->gpus_per_node, site->path);
     return 0;
 }
 
@@ -713,8 +722,8 @@ int gpurun_batch_script(const gpurun_job_t *job, const gpurun_site_t *site, cons
                        job->path);
             goto out;
         }
-        if (rpn * gpr > 0)
-            lines[L_GPUS].value = gpurun_xasprintf("%ld", rpn * gpr);
+        if (gpus_per_node(job, rpn, gpr) > 0)
+            lines[L_GPUS].value = gpurun_xasprintf("%ld", gpus_per_node(job, rpn, gpr));
     }
     if (check_site_room(job, site, rpn, gpr, tpr, !gpus_asked && !lines[L_GPUS].user, err) < 0)
         goto out;

@@ -15,7 +15,8 @@
 
 static const char plan_usage[] =
     "Usage: gpurun plan [JOB.conf] [--topology FILE.xml] [--nodes N] [--ranks-per-node R]\n"
-    "                   [--gpus-per-rank G] [--threads-per-rank T] [--smt] [--oversubscribe] [--json]\n"
+    "                   [--gpus-per-rank G] [--ranks-per-gpu N] [--threads-per-rank T] [--smt]\n"
+    "                   [--oversubscribe] [--json]\n"
     "\n"
     "Show which GPUs, NICs, cores and NUMA memory every rank gets. Flags override the job file.\n"
     "\n"
@@ -23,6 +24,7 @@ static const char plan_usage[] =
     "  --nodes N               nodes (the plan of this topology is repeated on each)\n"
     "  --ranks-per-node R      default: one per GPU group, or one per NUMA domain without GPUs\n"
     "  --gpus-per-rank G       default: 1 where the node has GPUs, else 0\n"
+    "  --ranks-per-gpu N       N ranks share each GPU, each with its own cores near it (default 1)\n"
     "  --threads-per-rank T    default: the rank's share of the cores near its GPU\n"
     "  --smt                   use every hardware thread of a core, not one\n"
     "  --oversubscribe         share GPUs/cores (with a warning) instead of refusing\n"
@@ -38,6 +40,8 @@ static void print_plan(const gpurun_plan_t *p)
     printf("Plan for %s (%s): %d node%s x %d rank%s, %d GPU%s per rank, binding %s\n", t->hostname, t->source,
            r->nodes, r->nodes == 1 ? "" : "s", r->ranks_per_node, r->ranks_per_node == 1 ? "" : "s",
            r->gpus_per_rank, r->gpus_per_rank == 1 ? "" : "s", r->bind == GPURUN_BIND_NONE ? "none" : "closest");
+    if (r->ranks_per_gpu > 1)
+        printf("%d ranks share each GPU\n", r->ranks_per_gpu);
     printf("\n%-5s %-4s %-5s %-6s %-28s %-20s %-4s %-6s %-20s %s\n", "rank", "node", "local", "GPU", "GPU PCI",
            "NIC", "aff", "NUMA", "cpus", "threads");
     for (int i = 0; i < p->nranks; i++) {
@@ -103,13 +107,14 @@ static int bad_option(const char *arg, gpurun_error_t *err)
 
 int cmd_plan(int argc, char **argv, gpurun_error_t *err)
 {
-    enum { O_TOPO = 1000, O_NODES, O_RPN, O_GPR, O_TPR, O_SMT, O_OVER, O_JSON };
+    enum { O_TOPO = 1000, O_NODES, O_RPN, O_GPR, O_TPR, O_RPG, O_SMT, O_OVER, O_JSON };
     static const struct option opts[] = {
         {"topology", required_argument, NULL, O_TOPO},
         {"nodes", required_argument, NULL, O_NODES},
         {"ranks-per-node", required_argument, NULL, O_RPN},
         {"gpus-per-rank", required_argument, NULL, O_GPR},
         {"threads-per-rank", required_argument, NULL, O_TPR},
+        {"ranks-per-gpu", required_argument, NULL, O_RPG},
         {"smt", no_argument, NULL, O_SMT},
         {"oversubscribe", no_argument, NULL, O_OVER},
         {"json", no_argument, NULL, O_JSON},
@@ -118,7 +123,7 @@ int cmd_plan(int argc, char **argv, gpurun_error_t *err)
     };
     const char *xml = NULL;
     int json = 0, c;
-    int nodes = GPURUN_UNSET, rpn = GPURUN_UNSET, gpr = GPURUN_UNSET, tpr = GPURUN_UNSET;
+    int nodes = GPURUN_UNSET, rpn = GPURUN_UNSET, gpr = GPURUN_UNSET, tpr = GPURUN_UNSET, rpg = GPURUN_UNSET;
     bool smt = false, over = false;
     optind = 1;
     opterr = 0;
@@ -131,6 +136,7 @@ int cmd_plan(int argc, char **argv, gpurun_error_t *err)
         case O_RPN: rc = cmd_parse_int("plan", "--ranks-per-node", optarg, 1, 4096, &rpn, err); break;
         case O_GPR: rc = cmd_parse_int("plan", "--gpus-per-rank", optarg, 0, 64, &gpr, err); break;
         case O_TPR: rc = cmd_parse_int("plan", "--threads-per-rank", optarg, 1, 4096, &tpr, err); break;
+        case O_RPG: rc = cmd_parse_int("plan", "--ranks-per-gpu", optarg, 1, 64, &rpg, err); break;
         case O_SMT: smt = true; break;
         case O_OVER: over = true; break;
         case O_JSON: json = 1; break;
@@ -162,6 +168,8 @@ int cmd_plan(int argc, char **argv, gpurun_error_t *err)
         req.gpus_per_rank = gpr;
     if (tpr != GPURUN_UNSET)
         req.threads_per_rank = tpr;
+    if (rpg != GPURUN_UNSET)
+        req.ranks_per_gpu = rpg;
     req.smt |= smt;
     req.oversubscribe |= over;
     gpurun_job_destroy(job);

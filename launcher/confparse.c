@@ -57,7 +57,8 @@ const char *gpurun_conf_closest(const char *word, const char *const *cands, size
     size_t best_d = 3;
     for (size_t i = 0; i < n; i++) {
         size_t d = gpurun_edit_distance(word, cands[i]);
-        if (d < best_d && d < wl) {
+        /* Two edits to a 3-letter key ("gpus" -> "mps") is another word. */
+        if (d < best_d && d < wl && (d == 1 || 2 * d < strlen(cands[i]))) {
             best = cands[i];
             best_d = d;
         }

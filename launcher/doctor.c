@@ -13,6 +13,7 @@
 #include "../plugins/monitor.h"
 #include "container.h"
 #include "doctor.h"
+#include "mps.h"
 #include "gpudirect.h"
 #include "plugin.h"
 #include "topology.h"
@@ -463,6 +464,25 @@ static void check_containers(struct doctor *d, bool nvidia, bool amd)
               "%s", detail);
 }
 
+/* CUDA MPS, which ranks sharing a GPU (ranks_per_gpu > 1) run under. */
+static void check_mps(struct doctor *d, int nnvidia)
+{
+    char dir[PATH_MAX], control[PATH_MAX];
+    if (nnvidia == 0)
+        return;
+    if (gpurun_mps_running(dir, sizeof dir))
+        check(d, "mps", "CUDA MPS", GPURUN_CHECK_PASS, NULL,
+              "a daemon of yours runs (pipe folder %s): jobs with ranks_per_gpu > 1 use it", dir);
+    else if (gpurun_mps_find_control(control, sizeof control))
+        check(d, "mps", "CUDA MPS", GPURUN_CHECK_PASS, NULL,
+              "%s: gpurun starts a daemon for each job with ranks_per_gpu > 1", control);
+    else
+        check(d, "mps", "CUDA MPS", GPURUN_CHECK_WARN,
+              "install the driver's " GPURUN_MPS_CONTROL " (NVIDIA's packages: nvidia-cuda-mps, or the CUDA "
+              "toolkit's) so that ranks sharing a GPU run side by side, not in turns",
+              GPURUN_MPS_CONTROL " not on PATH: ranks sharing a GPU (ranks_per_gpu > 1) take turns on it");
+}
+
 int gpurun_doctor_run(const struct gpurun_doctor_opts *opts, json_t **reportp, gpurun_error_t *err)
 {
     struct gpurun_doctor_opts none = {0};
@@ -498,6 +518,7 @@ int gpurun_doctor_run(const struct gpurun_doctor_opts *opts, json_t **reportp, g
     int near = t->ngpus > 0 ? check_affinity(&d, t) : 0;
     check_gpudirect(&d, probe, nnvidia, namd, near, npci);
     check_containers(&d, nnvidia > 0, namd > 0);
+    check_mps(&d, nnvidia);
 
     *reportp = json_pack("{s:i, s:s, s:s, s:o, s:i, s:i, s:i, s:o}", "gpurun_doctor", 1, "host", t->hostname,
                          "topology", t->source, "checks", d.checks, "pass", d.counts[GPURUN_CHECK_PASS], "warn",

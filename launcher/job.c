@@ -44,6 +44,7 @@ static const struct int_limit {
 } int_limits[] = {
     {"nodes", 1, 65536},           {"ranks_per_node", 1, 4096}, {"gpus_per_rank", 0, 64},
     {"threads_per_rank", 1, 4096}, {"repeat", 1, 10000},
+    {"ranks_per_gpu", 1, 64},
 };
 
 /* Indexed by the enum values of job.h. */
@@ -60,6 +61,8 @@ static const char *const gpudirect_names[] = {[GPURUN_GPUDIRECT_AUTO] = "auto",
                                               [GPURUN_GPUDIRECT_ON] = "on",
                                               [GPURUN_GPUDIRECT_OFF] = "off",
                                               NULL};
+static const char *const mps_names[] = {
+    [GPURUN_MPS_AUTO] = "auto", [GPURUN_MPS_ON] = "on", [GPURUN_MPS_OFF] = "off", NULL};
 static const char *const run_folder_mode_names[] = {
     [GPURUN_RUN_FOLDER_PRIVATE] = "private", [GPURUN_RUN_FOLDER_GROUP] = "group", NULL};
 static const char *const output_names[] = {
@@ -70,6 +73,7 @@ static const struct gpurun_conf_enum_key enum_keys[] = {
     {"bind", bind_names},
     {"gpu_visibility", gpuvis_names},
     {"gpudirect", gpudirect_names},
+    {"mps", mps_names},
     {"run_folder_mode", run_folder_mode_names},
     {"output", output_names},
 };
@@ -320,6 +324,22 @@ static void check_contradictions(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
                 ctx, "launcher", "scan.nodes",
                 "launcher \"local\" runs on this node only, the scan asks for more nodes");
     }
+    if (cfg_getint(cfg, "ranks_per_gpu") > 1) {
+        /* Sharing one GPU and spanning several are two different layouts. */
+        if (cfg_getint(cfg, "gpus_per_rank") > 1)
+            gpurun_conf_contradiction(ctx, "ranks_per_gpu", "gpus_per_rank",
+                                      "ranks share one GPU each, gpus_per_rank = %ld",
+                                      cfg_getint(cfg, "gpus_per_rank"));
+        if (cfg_getint(cfg, "gpus_per_rank") == 0)
+            gpurun_conf_contradiction(ctx, "ranks_per_gpu", "gpus_per_rank",
+                                      "ranks share a GPU, gpus_per_rank = 0");
+        if (list_has(scan, "gpus_per_rank", more_than_one))
+            gpurun_conf_contradiction(ctx, "ranks_per_gpu", "scan.gpus_per_rank",
+                                      "ranks share one GPU each, the scan has gpus_per_rank > 1");
+        if (list_has(scan, "gpus_per_rank", is_zero))
+            gpurun_conf_contradiction(ctx, "ranks_per_gpu", "scan.gpus_per_rank",
+                                      "ranks share a GPU, the scan has gpus_per_rank = 0");
+    }
     if (cfg_getint(cfg, "gpu_visibility") == GPURUN_GPUVIS_SHARED) {
         if (cfg_getint(cfg, "gpus_per_rank") == 0)
             gpurun_conf_contradiction(ctx, "gpu_visibility", "gpus_per_rank",
@@ -507,6 +527,8 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     job->threads_per_rank = (int)cfg_getint(cfg, "threads_per_rank");
     job->smt = cfg_getbool(cfg, "smt");
     job->oversubscribe = cfg_getbool(cfg, "oversubscribe");
+    job->ranks_per_gpu = (int)cfg_getint(cfg, "ranks_per_gpu");
+    job->mps = (enum gpurun_mps_mode)cfg_getint(cfg, "mps");
     job->launcher = (enum gpurun_launcher)cfg_getint(cfg, "launcher");
     job->bind = (enum gpurun_bind)cfg_getint(cfg, "bind");
     job->gpu_visibility = (enum gpurun_gpu_visibility)cfg_getint(cfg, "gpu_visibility");
@@ -578,6 +600,8 @@ static int parse_job(const char *text, size_t len, const char *label, const char
         CFG_INT_CB("threads_per_rank", GPURUN_UNSET, CFGF_NONE, cb_int),
         CFG_BOOL_CB("smt", cfg_false, CFGF_NONE, gpurun_conf_cb_bool),
         CFG_BOOL_CB("oversubscribe", cfg_false, CFGF_NONE, gpurun_conf_cb_bool),
+        CFG_INT_CB("ranks_per_gpu", 1, CFGF_NONE, cb_int),
+        CFG_INT_CB("mps", GPURUN_MPS_AUTO, CFGF_NONE, cb_enum),
         CFG_INT_CB("launcher", GPURUN_LAUNCHER_AUTO, CFGF_NONE, cb_enum),
         CFG_INT_CB("bind", GPURUN_BIND_CLOSEST, CFGF_NONE, cb_enum),
         CFG_INT_CB("gpu_visibility", GPURUN_GPUVIS_ISOLATE, CFGF_NONE, cb_enum),
@@ -712,6 +736,19 @@ static int set_contradictions(const gpurun_job_t *next, const char *key, const c
                           "on this node only, the scan asks for more nodes",
                           prefix);
 
+    bool is_rpg = strcmp(key, "ranks_per_gpu") == 0, is_gpr = strcmp(key, "gpus_per_rank") == 0;
+    if (next->ranks_per_gpu > 1 && (next->gpus_per_rank > 1 || next->gpus_per_rank == 0) && (is_rpg || is_gpr))
+        return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                          "%s: key '%s': contradicts '%s' (%d): ranks share %s GPU, gpus_per_rank = %d", prefix,
+                          key, is_rpg ? "gpus_per_rank" : "ranks_per_gpu",
+                          is_rpg ? next->gpus_per_rank : next->ranks_per_gpu,
+                          next->gpus_per_rank ? "one" : "a", next->gpus_per_rank);
+    if (next->ranks_per_gpu > 1 && is_rpg && scan_has(next, "gpus_per_rank", more_than_one))
+        return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                          "%s: key 'ranks_per_gpu': contradicts 'scan.gpus_per_rank': ranks share one GPU each, "
+                          "the scan has gpus_per_rank > 1",
+                          prefix);
+
     bool shared = next->gpu_visibility == GPURUN_GPUVIS_SHARED;
     if (shared && next->gpus_per_rank == 0 && strcmp(key, "gpu_visibility") == 0)
         return gpurun_err(err, GPURUN_EXIT_CONFIG,
@@ -755,6 +792,10 @@ static void take_key(gpurun_job_t *to, gpurun_job_t *from, const char *key, bool
         to->smt = from->smt;
     else if (strcmp(key, "oversubscribe") == 0)
         to->oversubscribe = from->oversubscribe;
+    else if (strcmp(key, "ranks_per_gpu") == 0)
+        to->ranks_per_gpu = from->ranks_per_gpu;
+    else if (strcmp(key, "mps") == 0)
+        to->mps = from->mps;
     else if (strcmp(key, "launcher") == 0)
         to->launcher = from->launcher;
     else if (strcmp(key, "bind") == 0)
@@ -1011,6 +1052,11 @@ void gpurun_job_destroy(gpurun_job_t *job)
     free(job->scan);
     gpurun_container_spec_clear(&job->container);
     free(job);
+}
+
+const char *gpurun_mps_mode_name(enum gpurun_mps_mode m)
+{
+    return (size_t)m < sizeof mps_names / sizeof *mps_names - 1 ? mps_names[m] : "?";
 }
 
 const char *gpurun_launcher_name(enum gpurun_launcher l)

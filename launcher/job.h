@@ -15,6 +15,8 @@ enum gpurun_launcher { GPURUN_LAUNCHER_AUTO, GPURUN_LAUNCHER_MPIRUN, GPURUN_LAUN
 enum gpurun_bind { GPURUN_BIND_CLOSEST, GPURUN_BIND_NONE };
 enum gpurun_gpu_visibility { GPURUN_GPUVIS_ISOLATE, GPURUN_GPUVIS_SHARED };
 enum gpurun_gpudirect { GPURUN_GPUDIRECT_AUTO, GPURUN_GPUDIRECT_ON, GPURUN_GPUDIRECT_OFF };
+/* CUDA MPS for ranks that share a GPU: where possible, always, never. */
+enum gpurun_mps_mode { GPURUN_MPS_AUTO, GPURUN_MPS_ON, GPURUN_MPS_OFF };
 /* Who may read a run folder: its owner only (0700), or its group too (0750). */
 enum gpurun_run_folder_mode { GPURUN_RUN_FOLDER_PRIVATE, GPURUN_RUN_FOLDER_GROUP };
 /* Rank output: one file per host, lines labelled "RANK: ", or one per rank. */
@@ -45,6 +47,8 @@ typedef struct gpurun_job {
     int threads_per_rank; /* GPURUN_UNSET: the rank's share of cores */
     bool smt;             /* all PUs of a core, not one */
     bool oversubscribe;   /* allow sharing GPUs/cores, with a warning */
+    int ranks_per_gpu;    /* default 1: ranks sharing each GPU, with disjoint cores */
+    enum gpurun_mps_mode mps; /* default auto */
 
     enum gpurun_launcher launcher;
     enum gpurun_bind bind;
@@ -102,5 +106,6 @@ int gpurun_job_set(gpurun_job_t *job, const char *assignment, gpurun_error_t *er
 void gpurun_job_destroy(gpurun_job_t *job);
 
 const char *gpurun_launcher_name(enum gpurun_launcher l);
+const char *gpurun_mps_mode_name(enum gpurun_mps_mode m);
 
 #endif

@@ -20,6 +20,7 @@ void gpurun_request_init(gpurun_request_t *req)
     req->ranks_per_node = GPURUN_UNSET;
     req->gpus_per_rank = GPURUN_UNSET;
     req->threads_per_rank = GPURUN_UNSET;
+    req->ranks_per_gpu = 1;
     req->bind = GPURUN_BIND_CLOSEST;
     req->gpu_visibility = GPURUN_GPUVIS_ISOLATE;
     req->nallowed_gpus = -1;
@@ -32,6 +33,7 @@ void gpurun_request_from_job(gpurun_request_t *req, const gpurun_job_t *job)
     req->ranks_per_node = job->ranks_per_node;
     req->gpus_per_rank = job->gpus_per_rank;
     req->threads_per_rank = job->threads_per_rank;
+    req->ranks_per_gpu = job->ranks_per_gpu;
     req->smt = job->smt;
     req->oversubscribe = job->oversubscribe;
     req->bind = job->bind;
@@ -40,8 +42,9 @@ void gpurun_request_from_job(gpurun_request_t *req, const gpurun_job_t *job)
 
 json_t *gpurun_request_json(const gpurun_request_t *r)
 {
-    return json_pack("{s:i, s:i, s:i, s:i, s:b, s:b, s:s, s:s}", "nodes", r->nodes, "ranks_per_node",
+    return json_pack("{s:i, s:i, s:i, s:i, s:i, s:b, s:b, s:s, s:s}", "nodes", r->nodes, "ranks_per_node",
                      r->ranks_per_node, "gpus_per_rank", r->gpus_per_rank, "threads_per_rank", r->threads_per_rank,
+                     "ranks_per_gpu", r->ranks_per_gpu,
                      "smt", r->smt, "oversubscribe", r->oversubscribe, "bind",
                      r->bind == GPURUN_BIND_NONE ? "none" : "closest", "gpu_visibility",
                      r->gpu_visibility == GPURUN_GPUVIS_SHARED ? "shared" : "isolate");
@@ -59,6 +62,8 @@ void gpurun_request_from_json(gpurun_request_t *r, json_t *j)
         r->gpus_per_rank = (int)json_integer_value(v);
     if ((v = json_object_get(j, "threads_per_rank")))
         r->threads_per_rank = (int)json_integer_value(v);
+    if ((v = json_object_get(j, "ranks_per_gpu")) && json_integer_value(v) >= 1)
+        r->ranks_per_gpu = (int)json_integer_value(v);
     r->smt = json_is_true(json_object_get(j, "smt"));
     r->oversubscribe = json_is_true(json_object_get(j, "oversubscribe"));
     const char *b = json_string_value(json_object_get(j, "bind"));
@@ -862,6 +867,16 @@ static int check_request(const gpurun_request_t *r, gpurun_error_t *err)
     if (r->threads_per_rank != GPURUN_UNSET && r->threads_per_rank < 1)
         return gpurun_err(err, GPURUN_EXIT_CONFIG, "threads_per_rank must be at least 1 (got %d)",
                           r->threads_per_rank);
+    if (r->ranks_per_gpu < 1 || r->ranks_per_gpu > 64)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "ranks_per_gpu must be 1 to 64 (got %d)", r->ranks_per_gpu);
+    if (r->ranks_per_gpu > 1 && r->gpus_per_rank > 1)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                          "ranks_per_gpu = %d and gpus_per_rank = %d contradict each other: ranks share one GPU each",
+                          r->ranks_per_gpu, r->gpus_per_rank);
+    if (r->ranks_per_gpu > 1 && r->gpus_per_rank == 0)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                          "ranks_per_gpu = %d and gpus_per_rank = 0 contradict each other: CPU-only ranks share no GPU",
+                          r->ranks_per_gpu);
     if ((long)r->nodes * (r->ranks_per_node > 0 ? r->ranks_per_node : 1) > 1000000)
         return gpurun_err(err, GPURUN_EXIT_CONFIG, "%d nodes × %d ranks is more than gpurun plans (1000000 ranks)",
                           r->nodes, r->ranks_per_node);
@@ -940,6 +955,27 @@ static bool gpu_allowed(const gpurun_plan_t *p, const gpurun_gpu_t *g)
     return p->gpu_vendor && !strcmp(g->vendor, p->gpu_vendor) && in_allocation(&p->req, g);
 }
 
+static bool same_gpus(const gpurun_rank_plan_t *a, const gpurun_rank_plan_t *b)
+{
+    return a->ngpus == b->ngpus && a->ngpus > 0 && !memcmp(a->gpus, b->gpus, (size_t)a->ngpus * sizeof *a->gpus);
+}
+
+/* Which consecutive local ranks got the same GPUs (ranks_per_gpu, or
+ * sharing allowed by oversubscribe). */
+static void mark_gpu_sharing(gpurun_plan_t *p, int rpn)
+{
+    for (int r = 0; r < rpn; r++) {
+        gpurun_rank_plan_t *rp = &p->ranks[r];
+        int first = r, end = r + 1;
+        while (first > 0 && same_gpus(&p->ranks[first - 1], rp))
+            first--;
+        while (end < rpn && same_gpus(&p->ranks[end], rp))
+            end++;
+        rp->gpu_first_rank = first;
+        rp->gpu_nranks = end - first;
+    }
+}
+
 static int place_gpus(const gpurun_topo_t *t, gpurun_plan_t *p, int rpn, int gpr, int nvendor, gpurun_error_t *err)
 {
     int *order = gpus_by_locality(t), ngpus = 0;
@@ -952,7 +988,32 @@ static int place_gpus(const gpurun_topo_t *t, gpurun_plan_t *p, int rpn, int gpr
                           "a rank cannot have %d GPUs: the allocation gives %d of %s's %d GPUs", gpr, ngpus,
                           t->hostname, nvendor);
     }
-    int units = ngpus / gpr;
+    int units = ngpus / gpr, share = p->req.ranks_per_gpu;
+    if (share > 1 && rpn > units * share && !p->req.oversubscribe) {
+        free(order);
+        return gpurun_err(err, GPURUN_EXIT_ENV,
+                          "%d ranks at %d per GPU need %d GPUs, but %s has %d%s; use ranks_per_node = %d, more "
+                          "ranks_per_gpu, or oversubscribe = true",
+                          rpn, share, (rpn + share - 1) / share, t->hostname, ngpus,
+                          ngpus < nvendor ? " in this allocation" : "", units * share);
+    }
+    if (share > 1 && rpn <= units * share) {
+        /* Consecutive ranks fill each GPU, share at a time: the GPU's
+         * locality is one domain, so its ranks get disjoint cores in it. */
+        for (int r = 0; r < rpn; r++) {
+            gpurun_rank_plan_t *rp = &p->ranks[r];
+            int unit = r / share;
+            rp->ngpus = 1;
+            rp->gpus = gpurun_xcalloc(1, sizeof *rp->gpus);
+            rp->gpus[0] = order[unit];
+        }
+        if (rpn % share)
+            plan_warn(p, "ranks_per_node = %d is not a multiple of ranks_per_gpu = %d: the last GPU has %d rank%s, "
+                      "the others %d each", rpn, share, rpn % share, plural(rpn % share), share);
+        free(order);
+        mark_gpu_sharing(p, rpn);
+        return 0;
+    }
     if (rpn > units) {
         if (!p->req.oversubscribe) {
             free(order);
@@ -981,6 +1042,7 @@ static int place_gpus(const gpurun_topo_t *t, gpurun_plan_t *p, int rpn, int gpr
             }
     }
     free(order);
+    mark_gpu_sharing(p, rpn);
     return 0;
 }
 
@@ -1047,6 +1109,12 @@ int gpurun_plan_create(const gpurun_topo_t *t, const gpurun_request_t *req_in, g
         plan_warn(p, "ranks get the %s GPUs only; not planned: %s", p->gpu_vendor, others);
         free(others);
     }
+    if (gpr == 0 && req->ranks_per_gpu > 1) {
+        gpurun_err(err, GPURUN_EXIT_ENV,
+                   "ranks_per_gpu = %d, but %s has no GPUs to share; set ranks_per_gpu = 1 to run on CPUs only, "
+                   "or run on (or gpurun submit to) a node with GPUs", req->ranks_per_gpu, t->hostname);
+        goto fail;
+    }
     if (gpr > 0 && t->ngpus == 0) {
         gpurun_err(err, GPURUN_EXIT_ENV,
                    "gpus_per_rank = %d, but %s has no GPUs; set gpus_per_rank = 0 to run on CPUs only, or run "
@@ -1071,7 +1139,7 @@ int gpurun_plan_create(const gpurun_topo_t *t, const gpurun_request_t *req_in, g
         int usable = 0;
         for (int i = 0; i < t->ngpus; i++)
             usable += gpu_allowed(p, &t->gpus[i]);
-        req->ranks_per_node = gpr > 0 ? (usable / gpr > 0 ? usable / gpr : 1) : nd;
+        req->ranks_per_node = gpr > 0 ? (usable / gpr > 0 ? usable / gpr : 1) * req->ranks_per_gpu : nd;
     }
     int rpn = req->ranks_per_node;
 
@@ -1146,6 +1214,14 @@ json_t *gpurun_plan_json(const gpurun_plan_t *p)
                              "nic_pci", nic_pci, "nic_affinity",
                              r->nnics ? json_string(gpurun_affinity_name(r->nic_affinity)) : json_null(), "numa",
                              gpurun_nodeset_json(r->nodeset), "cpus", cpus, "threads", r->threads, "env", r->env));
+        if (p->req.ranks_per_gpu > 1) {
+            /* Which ranks share this rank's GPU, itself included (global numbers). */
+            json_t *with = json_array();
+            int base = r->rank - r->local_rank;
+            for (int k = 0; k < r->gpu_nranks; k++)
+                json_array_append_new(with, json_integer(base + r->gpu_first_rank + k));
+            json_object_set_new(json_array_get(ranks, json_array_size(ranks) - 1), "gpu_ranks", with);
+        }
     }
     for (size_t i = 0; i < p->nwarnings; i++)
         json_array_append_new(warnings, json_string(p->warnings[i]));

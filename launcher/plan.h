@@ -19,6 +19,7 @@ typedef struct gpurun_request {
     int ranks_per_node;    /* GPURUN_UNSET: one per GPU group, or per NUMA domain */
     int gpus_per_rank;     /* GPURUN_UNSET: 1 where the node has GPUs, else 0 */
     int threads_per_rank;  /* GPURUN_UNSET: the rank's share of its domain */
+    int ranks_per_gpu;     /* >= 1: consecutive local ranks sharing each GPU (gpus_per_rank 1) */
     bool smt;
     bool oversubscribe;
     enum gpurun_bind bind;
@@ -42,6 +43,7 @@ typedef struct gpurun_rank_plan {
     int nnics;
     int *nics;                 /* indexes into topo->nics */
     enum gpurun_affinity nic_affinity; /* meaningful when nnics > 0 */
+    int gpu_first_rank, gpu_nranks; /* the local ranks gpu_first_rank.. (gpu_nranks of them) share its GPUs */
     hwloc_bitmap_t cpuset;     /* empty when bind = none */
     hwloc_bitmap_t nodeset;    /* memory binding; empty when bind = none */
     int threads;

@@ -25,6 +25,7 @@
 #include "rank.h"
 #include "results.h"
 #include "safefile.h"
+#include "mps.h"
 #include "run.h"
 #include "site.h"
 #include "template.h"
@@ -621,6 +622,83 @@ static int check_results(struct run_ctx *c, struct gpurun_kvlist *names, const c
     return rc;
 }
 
+/* SIGINT/SIGTERM/SIGHUP while the MPS daemon starts (the control program
+ * can take seconds) must not kill gpurun and leave the daemon running: they
+ * are noted until the ranks' supervision takes them (it reads them through
+ * a signalfd, whatever the handler). */
+static volatile sig_atomic_t mps_signal;
+
+static void note_mps_signal(int sig)
+{
+    mps_signal = sig;
+}
+
+static void mps_signals(bool catch, struct sigaction old[3])
+{
+    static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+    for (int i = 0; i < 3; i++) {
+        if (catch) {
+            struct sigaction sa = {.sa_handler = note_mps_signal};
+            sigemptyset(&sa.sa_mask);
+            sigaction(sigs[i], &sa, &old[i]);
+        } else {
+            sigaction(sigs[i], &old[i], NULL);
+        }
+    }
+}
+
+/* CUDA MPS for ranks that share an NVIDIA GPU, under the local launcher
+ * (the other launchers' hosts start theirs in the rank step: not yet).
+ * *jp: what the record says of it, NULL when no rank shares a GPU. */
+static int start_mps(struct run_ctx *c, struct gpurun_mps *m, int dfd, const char *run_dir, const char *host,
+                     json_t **jp, gpurun_error_t *err)
+{
+    enum gpurun_mps_mode mode = c->job->mps;
+    *jp = NULL;
+    if (!gpurun_mps_wanted(c->plan))
+        return 0;
+    if (mode != GPURUN_MPS_OFF && strcmp(c->launcher->name, "local")) {
+        if (mode == GPURUN_MPS_ON)
+            return gpurun_err(err, GPURUN_EXIT_ENV,
+                              "mps = \"on\", but gpurun starts CUDA MPS under the local launcher only so far, not "
+                              "under %s; start the daemon yourself on each host, or set mps = \"auto\"",
+                              c->launcher->name);
+        snprintf(m->note, sizeof m->note, "ranks share GPUs without CUDA MPS: gpurun starts it under the local "
+                 "launcher only so far, not under %s", c->launcher->name);
+    } else if (gpurun_mps_start(m, mode, dfd, run_dir, host, err) < 0) {
+        return -1;
+    }
+    if (mode != GPURUN_MPS_OFF && !m->active)
+        fprintf(stderr, "gpurun: note: %s\n", m->note);
+    else if (c->opts->verbose && m->note[0])
+        fprintf(stderr, "gpurun: %s\n", m->note);
+    gpurun_mps_export(m);
+    *jp = json_pack("{s:s, s:b, s:b, s:s?, s:s?, s:s}", "mode", gpurun_mps_mode_name(mode), "active", m->active,
+                    "started", m->ours, "pipe_dir", m->active ? m->pipe_dir : NULL, "log_dir",
+                    m->active && m->log_dir[0] ? m->log_dir : NULL, "note", m->note);
+    return 0;
+}
+
+/* Quit this job's daemon (once), and take its variables back from the
+ * environment later runs of this gpurun start with. */
+static void stop_mps(struct gpurun_mps *m, json_t *j)
+{
+    gpurun_error_t e = {0};
+    bool was_ours = m->ours;
+    if (gpurun_mps_stop(m, &e) < 0) {
+        fprintf(stderr, "gpurun: warning: %s\n", e.text);
+        if (j)
+            json_object_set_new(j, "stop_error", json_string(e.text));
+    } else if (was_ours && j) {
+        json_object_set_new(j, "stopped", json_true());
+    }
+    if (was_ours) { /* a daemon of the user's keeps the variables that found it */
+        unsetenv("CUDA_MPS_PIPE_DIRECTORY");
+        unsetenv("CUDA_MPS_LOG_DIRECTORY");
+    }
+    m->active = false;
+}
+
 static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
 {
     gpurun_job_t *job = c->job;
@@ -642,6 +720,8 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     json_t *gpus_monitor = NULL;
     char mon_why[512] = "";
     int setup_fd = -1;
+    struct gpurun_mps mps = {0};
+    json_t *mps_json = NULL;
 
     if (command_argv("command", c->command, &names, &app, err) < 0 ||
         (c->ctr ? container_program(c, app, err) : resolve_program(app, job->dir, err)) < 0) {
@@ -811,10 +891,30 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
             if (!seen)
                 pcis[npci++] = gpu->pci;
         }
+    /* Ranks sharing a GPU: one MPS daemon on this host, started last so
+     * that nothing between it and the ranks can fail, stopped first. */
+    struct sigaction old_handlers[3];
+    bool catching = gpurun_mps_wanted(c->plan) && c->job->mps != GPURUN_MPS_OFF;
+    mps_signal = 0;
+    if (catching)
+        mps_signals(true, old_handlers);
+    if (start_mps(c, &mps, dfd, run_dir, host, &mps_json, err) < 0 || mps_signal) {
+        free(pcis);
+        if (mps_signal)
+            gpurun_err(err, 128 + mps_signal, "interrupted by %s while the CUDA MPS daemon started: no rank was "
+                       "started; run folder %s", strsignal(mps_signal), run_dir);
+        if (catching)
+            mps_signals(false, old_handlers);
+        rc = err->code;
+        goto out;
+    }
     gpurun_monitor_session_t *mon = gpurun_monitor_begin(pcis, npci, mon_why, sizeof mon_why);
     free(pcis);
     int lrc = gpurun_launch(&cmds, &sv, &oc, err);
     gpus_monitor = gpurun_monitor_end(mon);
+    stop_mps(&mps, mps_json);
+    if (catching)
+        mps_signals(false, old_handlers);
     if (lrc < 0) {
         rc = err->code;
         goto out;
@@ -964,6 +1064,8 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     json_object_set_new(record, "rank_status", json_incref(rr.statuses));
     json_object_set_new(record, "gpurun_version", json_string(PACKAGE_VERSION));
     json_object_set_new(record, "gpudirect", c->gdr ? json_incref(c->gdr) : json_null());
+    if (mps_json)
+        json_object_set_new(record, "mps", json_incref(mps_json));
     json_object_set_new(record, "gpus_monitor", gpus_monitor ? json_incref(gpus_monitor) : json_null());
     if (!gpus_monitor && mon_why[0])
         json_object_set_new(record, "gpus_monitor_note", json_string(mon_why));
@@ -1008,6 +1110,8 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     gpurun_foms_free(&foms);
     json_decref(refs);
 out:
+    stop_mps(&mps, mps_json); /* a run that failed after the start: never left running */
+    json_decref(mps_json);
     json_decref(gpus_monitor);
     json_decref(record);
     json_decref(rr.bindings);
@@ -1035,6 +1139,29 @@ static void dry_run(struct run_ctx *c, char *const *app, const struct gpurun_lau
                json_integer_value(json_object_get(c->gdr, "on_ranks")), c->plan->nranks);
     if (c->alloc_note[0])
         printf("# allocation: %s\n", c->alloc_note);
+    if (c->plan->req.ranks_per_gpu > 1 || gpurun_mps_wanted(c->plan)) {
+        char control[PATH_MAX], groups[256] = "";
+        size_t gl = 0;
+        int shown = 0;
+        for (int r = 0; r < c->plan->nranks && c->plan->ranks[r].node == 0 && gl < sizeof groups - 8; r++) {
+            const gpurun_rank_plan_t *rk = &c->plan->ranks[r];
+            if (rk->gpu_first_rank != rk->local_rank || rk->gpu_nranks < 2)
+                continue;
+            gl += (size_t)snprintf(groups + gl, sizeof groups - gl, "%s%d-%d", shown ? ", " : "", r,
+                                   r + rk->gpu_nranks - 1);
+            if (++shown == 4 && r + rk->gpu_nranks < c->plan->nranks) {
+                snprintf(groups + gl, sizeof groups - gl, ", ...");
+                break;
+            }
+        }
+        bool local = !strcmp(c->launcher->name, "local"), found = gpurun_mps_find_control(control, sizeof control);
+        printf("# ranks_per_gpu = %d: ranks %s share a GPU each; mps = %s: %s\n", c->plan->req.ranks_per_gpu,
+               groups[0] ? groups : "(none)", gpurun_mps_mode_name(c->job->mps),
+               !gpurun_mps_wanted(c->plan) || c->job->mps == GPURUN_MPS_OFF ? "no CUDA MPS daemon"
+               : !local ? "no daemon started under this launcher"
+               : found  ? "one CUDA MPS daemon would start on this host (" GPURUN_MPS_CONTROL " -d)"
+                        : GPURUN_MPS_CONTROL " is not on PATH: no daemon");
+    }
     for (size_t i = 0; c->tpl && i < c->tpl->nsetup; i++)
         printf("# setup %zu: %s\n", i + 1, c->tpl->setup[i]);
     if (c->tpl && c->tpl->rank_env)

@@ -8,6 +8,7 @@
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 unset GPURUN_TOPOLOGY SLURM_JOB_ID SLURM_JOB_NUM_NODES
+export CUDA_MPS_PIPE_DIRECTORY="$TMP/no-mps-daemon" # not a daemon this machine may run
 export GPURUN_PMIX_LIBRARY=/nonexistent/libpmix.so.2 # only the fake pmix_info counts
 fixture=$FIXTURES/2s-4gpu-2nic.xml
 gpus=0000:13:00.0,0000:15:00.0,0000:83:00.0,0000:85:00.0
@@ -34,6 +35,7 @@ tool "$good" ucx_info 'case $1 in -v) echo "# Library version: 1.16.0"; echo "# 
   -d) echo "#      Transport: cuda_copy"; echo "#      Transport: gdr_copy" ;; esac'
 tool "$good" srun 'echo "slurm 23.11.4"'
 tool "$good" sbatch 'echo "slurm 23.11.4"'
+tool "$good" nvidia-cuda-mps-control 'exit 0'
 tool "$good" pmix_info 'echo "                 Package: OpenPMIx fake"; echo "                    PMIx: 4.2.9"'
 root=$TMP/good-root
 mkdir -p "$root/sys/module/nvidia_peermem" "$root/dev" "$root/proc"
@@ -78,6 +80,7 @@ contains "$TMP/out" "PASS  GDRCopy           /dev/gdrdrv present" "GDRCopy"
 contains "$TMP/out" "PASS  RDMA ports        2 of 2 ACTIVE: mlx5_0:1, mlx5_1:1" "RDMA ports"
 contains "$TMP/out" "PASS  GPUDirect RDMA    ready for 4 of 4 GPUs" "GPUDirect summary"
 contains "$TMP/out" "PASS  Locked memory     unlimited" "memlock unlimited (proc/self/limits of the fake root)"
+contains "$TMP/out" "PASS  CUDA MPS          $good/nvidia-cuda-mps-control: gpurun starts a daemon" "MPS control on PATH"
 contains "$TMP/out" "0 WARN, 0 FAIL: this node is ready for GPU jobs" "summary line"
 grep -q 'fix:' "$TMP/out"
 [ $? -ne 0 ]
@@ -138,6 +141,7 @@ contains "$TMP/out" "WARN  RDMA ports        no RDMA device in /sys/class/infini
 contains "$TMP/out" "WARN  Locked memory     limited to 64 KiB" "limited locked memory"
 contains "$TMP/out" "WARN  GPUDirect RDMA    not possible here: no peer-memory kernel module" "GPUDirect not possible, and why"
 contains "$TMP/out" "1 FAIL: fix the FAIL lines before running GPU jobs here" "summary names the FAIL"
+contains "$TMP/out" "WARN  CUDA MPS          nvidia-cuda-mps-control not on PATH" "no MPS control: WARN"
 # Without a fake limits file the real limit counts: lowered here, it shows.
 mkdir -p "$TMP/empty-root"
 run sh -c 'ulimit -l 64 && exec env PATH="$1" "$2" doctor --topology "$3" --root "$4" --json' sh "$bare" "$GPURUN" \

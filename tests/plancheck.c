@@ -297,14 +297,27 @@ int plancheck(const gpurun_plan_t *p, char *why, size_t len)
             return -1;
     }
     bool shared = p->req.oversubscribe && p->nwarnings > 0;
+    int rpg = p->req.ranks_per_gpu;
     for (int node = 0; node < p->req.nodes; node++) {
         const gpurun_rank_plan_t *rk = &p->ranks[node * rpn];
+        /* ranks_per_gpu = N: local ranks kN..kN+N-1 share one GPU, and
+         * each rank's record of its sharers says so. */
+        for (int a = 0; rpg > 1 && !p->req.oversubscribe && a < rpn; a++) {
+            int first = a / rpg * rpg, n = rpn - first < rpg ? rpn - first : rpg;
+            if (rk[a].ngpus != 1 || rk[first].ngpus != 1 || rk[a].gpus[0] != rk[first].gpus[0])
+                return fail(why, len, "rank %d is not on the GPU of rank %d (ranks_per_gpu = %d)", rk[a].rank,
+                            rk[first].rank, rpg);
+            if (rk[a].gpu_first_rank != first || rk[a].gpu_nranks != n)
+                return fail(why, len, "rank %d: sharers %d+%d, want %d+%d", rk[a].rank, rk[a].gpu_first_rank,
+                            rk[a].gpu_nranks, first, n);
+        }
         for (int a = 0; a < rpn; a++)
             for (int b = a + 1; b < rpn; b++) {
+                bool rpg_pair = rpg > 1 && !p->req.oversubscribe && a / rpg == b / rpg;
                 /* GPUs and cores are never shared unless sharing was allowed and announced. */
                 for (int x = 0; x < rk[a].ngpus; x++)
                     for (int y = 0; y < rk[b].ngpus; y++)
-                        if (rk[a].gpus[x] == rk[b].gpus[y] && !(shared && warned(p, "share")))
+                        if (rk[a].gpus[x] == rk[b].gpus[y] && !rpg_pair && !(shared && warned(p, "share")))
                             return fail(why, len, "ranks %d and %d share GPU %d", rk[a].rank, rk[b].rank,
                                         t->gpus[rk[a].gpus[x]].index);
                 hwloc_obj_t core = NULL;
@@ -373,4 +386,63 @@ int plancheck(const gpurun_plan_t *p, char *why, size_t len)
             return fail(why, len, "%d CPU-only ranks use the cores of %d NUMA domains, %d available", rpn, got, want);
     }
     return 0;
+}
+
+static const char *visible(const gpurun_rank_plan_t *r)
+{
+    const char *v = env_get(r, "CUDA_VISIBLE_DEVICES");
+    if (!v)
+        v = env_get(r, "ROCR_VISIBLE_DEVICES");
+    if (!v)
+        v = env_get(r, "ZE_AFFINITY_MASK");
+    return v;
+}
+
+int plancheck_ranks_per_gpu(const gpurun_plan_t *p, int n, char *why, size_t len)
+{
+    const gpurun_topo_t *t = p->topo;
+    int rpn = p->req.ranks_per_node;
+    bool cores_shared = p->req.oversubscribe && warned(p, "compete for cores");
+    json_t *doc = gpurun_plan_json(p);
+    json_t *jranks = json_object_get(doc, "ranks");
+    int rc = 0;
+    for (int i = 0; i < p->nranks && rc == 0; i++) {
+        const gpurun_rank_plan_t *r = &p->ranks[i];
+        if (r->ngpus != 1) {
+            rc = fail(why, len, "rank %d has %d GPUs", i, r->ngpus);
+            break;
+        }
+        /* Its sharers: every rank of its node on the same GPU. */
+        json_t *want = json_array();
+        int count = 0;
+        for (int k = r->node * rpn; k < (r->node + 1) * rpn; k++) {
+            const gpurun_rank_plan_t *o = &p->ranks[k];
+            if (o->ngpus != 1 || o->gpus[0] != r->gpus[0])
+                continue;
+            count++;
+            json_array_append_new(want, json_integer(k));
+            if (k != i && (!visible(o) || !visible(r) || strcmp(visible(o), visible(r))))
+                rc = fail(why, len, "ranks %d and %d share GPU %d but see %s and %s", i, k, t->gpus[r->gpus[0]].index,
+                          visible(r) ? visible(r) : "(unset)", visible(o) ? visible(o) : "(unset)");
+            else if (k != i && !cores_shared && hwloc_bitmap_intersects(o->cpuset, r->cpuset))
+                rc = fail(why, len, "ranks %d and %d share GPU %d and cpus", i, k, t->gpus[r->gpus[0]].index);
+        }
+        int last_gpu_ranks = rpn % n ? rpn % n : n;
+        bool last = r->local_rank >= rpn - last_gpu_ranks;
+        if (rc == 0 && count != (last ? last_gpu_ranks : n))
+            rc = fail(why, len, "GPU %d has %d ranks, ranks_per_gpu = %d", t->gpus[r->gpus[0]].index, count, n);
+        if (rc == 0 && !hwloc_bitmap_isincluded(r->cpuset, t->gpus[r->gpus[0]].cpuset) &&
+            !warned(p, "no usable cores"))
+            rc = fail(why, len, "rank %d's cpus leave its GPU's locality", i);
+        if (rc == 0 && !json_equal(json_object_get(json_array_get(jranks, (size_t)i), "gpu_ranks"), want)) {
+            char *got = json_dumps(json_object_get(json_array_get(jranks, (size_t)i), "gpu_ranks"), JSON_ENCODE_ANY);
+            char *w = json_dumps(want, 0);
+            rc = fail(why, len, "rank %d: gpu_ranks %s, want %s", i, got ? got : "(none)", w);
+            free(got);
+            free(w);
+        }
+        json_decref(want);
+    }
+    json_decref(doc);
+    return rc;
 }

@@ -13,6 +13,12 @@
  * Returns 0, or -1 with the first violation in `why`. */
 int plancheck(const gpurun_plan_t *plan, char *why, size_t len);
 
+/* ranks_per_gpu = n: each GPU used by n ranks of its node (the last by
+ * fewer when n does not divide ranks_per_node), the sharers seeing the same
+ * device and having disjoint cpus in its locality, and each rank's
+ * "gpu_ranks" in the plan document listing them. */
+int plancheck_ranks_per_gpu(const gpurun_plan_t *plan, int n, char *why, size_t len);
+
 /* Load an XML topology for tests (exits the test on failure). */
 gpurun_topo_t *plancheck_load(const char *path);
 

@@ -299,6 +299,21 @@ static void test_layout(void)
     free(s);
 }
 
+/* ranks_per_gpu ranks share each GPU: the node's GPUs are the ranks over it. */
+static void test_ranks_per_gpu(void)
+{
+    gpurun_error_t err = {0};
+    char *s = script_of("job = \"small\"\nranks_per_node = 8\ngpus_per_rank = 1\nranks_per_gpu = 2\n", NULL, 0, &err);
+    if (!ok(s != NULL, "ranks_per_gpu = 2: a script"))
+        diag("%s", err.text);
+    ok(s && count_line(s, "#SBATCH --ntasks-per-node=8") == 1 && count_line(s, "#SBATCH --gpus-per-node=4") == 1,
+       "8 ranks at 2 per GPU ask 8 tasks and 4 GPUs per node");
+    free(s);
+    s = script_of("job = \"small\"\nranks_per_node = 3\ngpus_per_rank = 1\nranks_per_gpu = 2\n", NULL, 0, &err);
+    ok(s && count_line(s, "#SBATCH --gpus-per-node=2") == 1, "3 ranks at 2 per GPU ask 2 GPUs");
+    free(s);
+}
+
 static void test_defaults(void)
 {
     gpurun_error_t err = {0};
@@ -1272,6 +1287,7 @@ int main(void)
         return 0;
     }
     test_layout();
+    test_ranks_per_gpu();
     test_defaults();
     test_time();
     test_scan_and_overrides();

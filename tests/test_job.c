@@ -114,6 +114,18 @@ static const struct bad bad[] = {
      "job.conf:2: key 'gpus_per_rank': contradicts 'gpu_visibility' on line 1: \"shared\" chooses "
      "a "
      "GPU for each rank, gpus_per_rank = 0"},
+    {"ranks_per_gpu with several GPUs per rank", "ranks_per_gpu = 2\ngpus_per_rank = 2\n", 0,
+     "job.conf:2: key 'gpus_per_rank': contradicts 'ranks_per_gpu' on line 1: ranks share one GPU each, "
+     "gpus_per_rank = 2"},
+    {"ranks_per_gpu without GPUs", "gpus_per_rank = 0\nranks_per_gpu = 4\n", 0,
+     "job.conf:2: key 'ranks_per_gpu': contradicts 'gpus_per_rank' on line 1: ranks share a GPU, "
+     "gpus_per_rank = 0"},
+    {"ranks_per_gpu, scan over GPUs per rank", "ranks_per_gpu = 2\nscan { gpus_per_rank = {1, 2} }\n", 0,
+     "job.conf:2: key 'scan.gpus_per_rank': contradicts 'ranks_per_gpu' on line 1: ranks share one GPU "
+     "each, the scan has gpus_per_rank > 1"},
+    {"ranks_per_gpu out of range", "ranks_per_gpu = 0\n", 0,
+     "job.conf:1: key 'ranks_per_gpu': 0 is out of range (1 to 64)"},
+    {"bad mps", "mps = \"yes\"\n", 0, "job.conf:1: key 'mps': 'yes' is not one of auto, on, off"},
     /* names */
     {"env key not a variable name", "env {\n  1BAD = \"x\"\n}\n", 0,
      "job.conf:2: key 'env.1BAD': not a valid environment variable name"},
@@ -285,6 +297,8 @@ static void test_defaults(void)
            "enums at their defaults");
         is_int(job->timeout_s, 0, "no time limit");
         is_int(job->repeat, 1, "repeat 1");
+        is_int(job->ranks_per_gpu, 1, "ranks_per_gpu 1");
+        ok(job->mps == GPURUN_MPS_AUTO, "mps auto");
         is_str(job->results, "results", "results");
         ok(job->params.n == 0 && job->env.n == 0 && job->slurm.n == 0 && job->references.n == 0 &&
                job->nscan == 0,
@@ -565,8 +579,46 @@ static void test_many_keys(void)
     free(text);
 }
 
+/* ranks_per_gpu and mps from a file and from --set, with the
+ * contradiction of several GPUs per rank found either way. */
+static void test_ranks_per_gpu(void)
+{
+    gpurun_job_t *job = parse_ok("ranks_per_gpu = 3\nmps = \"on\"\n", "job.conf", "ranks_per_gpu, mps");
+    if (job) {
+        is_int(job->ranks_per_gpu, 3, "ranks_per_gpu = 3 read");
+        ok(job->mps == GPURUN_MPS_ON, "mps = on read");
+        gpurun_error_t err = {0};
+        ok(gpurun_job_set(job, "mps=off", &err) == 0 && job->mps == GPURUN_MPS_OFF, "--set mps=off");
+        ok(gpurun_job_set(job, "gpus_per_rank=2", &err) == -1 && err.code == GPURUN_EXIT_CONFIG,
+           "--set gpus_per_rank=2 with ranks_per_gpu = 3: exit 2");
+        is_str(err.text,
+               "--set gpus_per_rank=2: key 'gpus_per_rank': contradicts 'ranks_per_gpu' (3): ranks share one GPU, "
+               "gpus_per_rank = 2",
+               "... naming both keys");
+        is_int(job->gpus_per_rank, GPURUN_UNSET, "... and the job is unchanged");
+        gpurun_job_destroy(job);
+    }
+    job = parse_ok("gpus_per_rank = 2\n", "job.conf", "two GPUs per rank");
+    if (job) {
+        gpurun_error_t err = {0};
+        ok(gpurun_job_set(job, "ranks_per_gpu=2", &err) == -1 && err.code == GPURUN_EXIT_CONFIG,
+           "--set ranks_per_gpu=2 with gpus_per_rank = 2: exit 2");
+        is_str(err.text,
+               "--set ranks_per_gpu=2: key 'ranks_per_gpu': contradicts 'gpus_per_rank' (2): ranks share one GPU, "
+               "gpus_per_rank = 2",
+               "... naming both keys");
+        ok(gpurun_job_set(job, "gpus_per_rank=1", &err) == 0 && gpurun_job_set(job, "ranks_per_gpu=2", &err) == 0 &&
+               job->ranks_per_gpu == 2,
+           "--set gpus_per_rank=1 --set ranks_per_gpu=2 is fine");
+        ok(gpurun_job_set(job, "ranks_per_gpu=65", &err) == -1 && strstr(err.text, "out of range"),
+           "--set ranks_per_gpu=65 is out of range");
+        gpurun_job_destroy(job);
+    }
+}
+
 int main(void)
 {
+    test_ranks_per_gpu();
     test_bad();
     test_spec_example();
     test_defaults();

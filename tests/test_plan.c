@@ -681,8 +681,118 @@ static void json_document(void)
     gpurun_topo_destroy(t);
 }
 
+/* ranks_per_gpu: consecutive ranks on each GPU, own cores in its
+ * locality, one device seen by all of them, and the plan naming them. */
+static void ranks_per_gpu(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("2s-4gpu-2nic.xml"));
+    gpurun_error_t err = {0};
+    gpurun_request_t r = req_default();
+    r.ranks_per_gpu = 2;
+    gpurun_plan_t *p = plan(t, r, &err, "2s-4gpu, 2 ranks per GPU");
+    char why[512] = "";
+    if (ok(p && p->nranks == 8, "2s-4gpu, 2 ranks per GPU: 8 ranks by default")) {
+        int rc = plancheck_ranks_per_gpu(p, 2, why, sizeof why);
+        ok(rc == 0, "2s-4gpu: 2 ranks on each GPU, same device, disjoint cores, gpu_ranks");
+        if (rc)
+            diag("%s", why);
+        is_str(cpus_of(&p->ranks[0]), "0-1", "rank 0: cpus 0-1");
+        is_str(cpus_of(&p->ranks[1]), "2-3", "rank 1: cpus 2-3, beside rank 0 near GPU 0");
+        is_str(env(&p->ranks[1], "CUDA_VISIBLE_DEVICES"), "0", "rank 1 sees GPU 0 as rank 0 does");
+        is_str(env(&p->ranks[7], "CUDA_VISIBLE_DEVICES"), "3", "rank 7 sees GPU 3");
+        json_t *doc = gpurun_plan_json(p);
+        char *s = json_dumps(json_object_get(json_array_get(json_object_get(doc, "ranks"), 5), "gpu_ranks"), 0);
+        is_str(s, "[4, 5]", "plan JSON: rank 5 shares its GPU with ranks 4 and 5");
+        free(s);
+        json_decref(doc);
+    }
+    gpurun_plan_destroy(p);
+
+    r.nodes = 2;
+    p = plan(t, r, &err, "2s-4gpu, 2 nodes, 2 ranks per GPU");
+    if (ok(p && p->nranks == 16, "2 nodes: 16 ranks")) {
+        ok(plancheck_ranks_per_gpu(p, 2, why, sizeof why) == 0, "2 nodes: the sharers of rank 9 are 8 and 9");
+        json_t *doc = gpurun_plan_json(p);
+        char *s = json_dumps(json_object_get(json_array_get(json_object_get(doc, "ranks"), 9), "gpu_ranks"), 0);
+        is_str(s, "[8, 9]", "plan JSON: global rank numbers on the second node");
+        free(s);
+        json_decref(doc);
+    }
+    gpurun_plan_destroy(p);
+
+    r.nodes = 1;
+    r.ranks_per_node = 3;
+    p = plan(t, r, &err, "2s-4gpu, 3 ranks at 2 per GPU");
+    if (ok(p && p->nranks == 3, "3 ranks at 2 per GPU")) {
+        ok(plancheck_ranks_per_gpu(p, 2, why, sizeof why) == 0, "3 ranks: two on GPU 0, one on GPU 1");
+        bool said = false;
+        for (size_t w = 0; w < p->nwarnings; w++)
+            said |= strstr(p->warnings[w], "not a multiple of ranks_per_gpu") != NULL;
+        ok(said, "... with a warning");
+    }
+    gpurun_plan_destroy(p);
+
+    r.ranks_per_node = 9;
+    ok(gpurun_plan_create(t, &r, &p, &err) < 0 && err.code == GPURUN_EXIT_ENV && strstr(err.text, "ranks_per_node = 8"),
+       "9 ranks at 2 per GPU on 4 GPUs: exit 3, proposing 8");
+    r.ranks_per_node = GPURUN_UNSET;
+    r.gpus_per_rank = 2;
+    ok(gpurun_plan_create(t, &r, &p, &err) < 0 && err.code == GPURUN_EXIT_CONFIG, "with gpus_per_rank = 2: exit 2");
+
+    /* ranks_per_gpu = 1 is the plan of old: no gpu_ranks (golden plans unchanged). */
+    r = req_default();
+    p = plan(t, r, &err, "2s-4gpu default");
+    if (p) {
+        json_t *doc = gpurun_plan_json(p);
+        ok(!json_object_get(json_array_get(json_object_get(doc, "ranks"), 0), "gpu_ranks"),
+           "ranks_per_gpu = 1: no gpu_ranks in the plan");
+        json_decref(doc);
+    }
+    gpurun_plan_destroy(p);
+
+    /* The request travels to other hosts with ranks_per_gpu. */
+    r.ranks_per_gpu = 4;
+    json_t *rj = gpurun_request_json(&r);
+    gpurun_request_t back;
+    gpurun_request_from_json(&back, rj);
+    is_int(back.ranks_per_gpu, 4, "request JSON keeps ranks_per_gpu");
+    json_decref(rj);
+    gpurun_topo_destroy(t);
+
+    t = plancheck_load(fixture("cpu-only-2numa.xml"));
+    r = req_default();
+    r.ranks_per_gpu = 2;
+    ok(gpurun_plan_create(t, &r, &p, &err) < 0 && err.code == GPURUN_EXIT_ENV && strstr(err.text, "no GPUs"),
+       "ranks_per_gpu = 2 on a node without GPUs: exit 3");
+    gpurun_topo_destroy(t);
+
+    /* Every fixture with GPUs: 2 per GPU, or a refusal that says why. */
+    static const char *const gpu_fixtures[] = {"2s-4gpu-2nic.xml", "amd-partitioned.xml", "apu-dgpu-ws.xml",
+                                               "cisco-usnic.xml", "cpuless-numa.xml", "gpu-order-not-numa.xml",
+                                               "hybrid-pe-cores.xml", "memoryless-numa.xml", "npu-laptop.xml",
+                                               "single-gpu-ws.xml", "sriov-host.xml", "sriov-vm.xml"};
+    for (size_t i = 0; i < sizeof gpu_fixtures / sizeof *gpu_fixtures; i++) {
+        t = plancheck_load(fixture(gpu_fixtures[i]));
+        gpurun_error_clear(&err);
+        if (gpurun_plan_create(t, &r, &p, &err) < 0) {
+            ok(err.code == GPURUN_EXIT_ENV && strstr(err.text, "free core"), "%s: 2 per GPU refused: %s",
+               gpu_fixtures[i], err.text);
+        } else {
+            int rc = plancheck_ranks_per_gpu(p, 2, why, sizeof why);
+            if (rc == 0)
+                rc = plancheck(p, why, sizeof why);
+            ok(rc == 0 && p->nranks >= 2, "%s: %d ranks, 2 per GPU, their own cores", gpu_fixtures[i], p->nranks);
+            if (rc)
+                diag("%s", why);
+            gpurun_plan_destroy(p);
+        }
+        gpurun_topo_destroy(t);
+    }
+}
+
 int main(void)
 {
+    ranks_per_gpu();
     two_socket();
     gpu_order();
     cpu_only();

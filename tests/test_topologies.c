@@ -80,6 +80,49 @@ static void properties(const char *name, const gpurun_topo_t *t)
     }
 }
 
+/* ranks_per_gpu = 2 on every machine with GPUs: 2 ranks per GPU, disjoint
+ * cores in each GPU's locality.  Where the default plan itself needs
+ * oversubscribe (fewer cores than GPUs), so does this one. */
+static void two_per_gpu(const char *name, const gpurun_topo_t *t)
+{
+    if (t->ngpus == 0)
+        return;
+    for (int over = 0; over < 2; over++) {
+        gpurun_request_t r;
+        gpurun_request_init(&r);
+        r.ranks_per_gpu = 2;
+        r.oversubscribe = over;
+        gpurun_plan_t *p = NULL, *one = NULL;
+        gpurun_error_t err = {0};
+        if (gpurun_plan_create(t, &r, &p, &err) < 0) {
+            r.ranks_per_gpu = 1;
+            bool one_refused = gpurun_plan_create(t, &r, &one, &err) < 0;
+            gpurun_plan_destroy(one);
+            if (!over && one_refused)
+                continue; /* try again with oversubscribe */
+            ok(0, "%s: ranks_per_gpu = 2%s planned: %s", name, over ? " (oversubscribe)" : "", err.text);
+            break;
+        }
+        char why[512] = "";
+        int rc = plancheck_ranks_per_gpu(p, 2, why, sizeof why);
+        if (rc == 0)
+            rc = plancheck(p, why, sizeof why);
+        int used = 0;
+        for (int g = 0; g < t->ngpus; g++)
+            for (int k = 0; k < p->nranks; k++)
+                if (p->ranks[k].gpus[0] == g) {
+                    used++;
+                    break;
+                }
+        ok(rc == 0 && p->nranks == 2 * used, "%s: ranks_per_gpu = 2%s: %d ranks, 2 on each of %d GPUs, their own cores",
+           name, over ? " (oversubscribe, fewer cores than ranks)" : "", p->nranks, used);
+        if (rc)
+            diag("%s", why);
+        gpurun_plan_destroy(p);
+        break;
+    }
+}
+
 static gpurun_plan_t *default_plan(const gpurun_topo_t *t)
 {
     gpurun_request_t r;
@@ -239,6 +282,7 @@ int main(void)
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         gpurun_topo_t *t = plancheck_load(path);
         properties(names[i], t);
+        two_per_gpu(names[i], t);
         ground_truth(names[i], t);
         gpurun_topo_destroy(t);
         free(names[i]);

@@ -1,0 +1,243 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# CUDA MPS for ranks that share a GPU (ranks_per_gpu > 1), with a fake
+# nvidia-cuda-mps-control on PATH that records what it is asked (`-d`,
+# "quit" on stdin) and whose "daemon" is a real process: after a normal end,
+# a failed rank, a timeout, SIGTERM and SIGINT to gpurun the daemon was
+# quit and no process of it is left; its folders are private (0700); a
+# daemon the user already runs is used, not replaced; mps = "on" where it
+# cannot be done is exit 3, "auto" runs with a note.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+export GPURUN_KILL_GRACE=1
+export GPURUN_TOPOLOGY="$FIXTURES/2s-4gpu-2nic.xml" # 4 NVIDIA GPUs, 16 cores
+# No daemon of the user's where gpurun looks first (it would be used).
+export CUDA_MPS_PIPE_DIRECTORY="$TMP/no-daemon-here"
+unset CUDA_MPS_LOG_DIRECTORY
+
+mark=gpurun-mpsd-$$
+mkdir -p "$TMP/bin"
+cp "$(command -v sleep)" "$TMP/bin/$mark"
+cat >"$TMP/bin/nvidia-cuda-mps-control" <<FAKE
+#!/bin/sh
+log="$TMP/mps.log"
+if [ "\$1" = "-d" ]; then
+    echo "start pipe=\$CUDA_MPS_PIPE_DIRECTORY log=\$CUDA_MPS_LOG_DIRECTORY modes=\$(stat -c %a "\$CUDA_MPS_PIPE_DIRECTORY")/\$(stat -c %a "\$CUDA_MPS_LOG_DIRECTORY")" >>"\$log"
+    "$TMP/bin/$mark" 300 </dev/null >/dev/null 2>&1 &
+    echo \$! >"\$CUDA_MPS_PIPE_DIRECTORY/daemon.pid"
+    : >"\$CUDA_MPS_PIPE_DIRECTORY/control"
+    # FAKE_MPS_HOLD=FILE: return only once FILE exists (a slow start)
+    n=0
+    while [ -n "\${FAKE_MPS_HOLD:-}" ] && [ ! -e "\$FAKE_MPS_HOLD" ] && [ \$n -lt 600 ]; do sleep 0.1; n=\$((n + 1)); done
+    exit 0
+fi
+read -r cmd
+echo "cmd=\$cmd pipe=\$CUDA_MPS_PIPE_DIRECTORY" >>"\$log"
+if [ "\$cmd" = quit ]; then
+    kill "\$(cat "\$CUDA_MPS_PIPE_DIRECTORY/daemon.pid")"
+    rm -f "\$CUDA_MPS_PIPE_DIRECTORY/daemon.pid" "\$CUDA_MPS_PIPE_DIRECTORY/control"
+fi
+FAKE
+chmod 755 "$TMP/bin/nvidia-cuda-mps-control"
+PATH_WITH="$TMP/bin:$PATH"
+PATH_WITHOUT="$PATH"
+
+cat >"$TMP/rank.sh" <<'RANK'
+echo "rank=$GPURUN_RANK cvd=$CUDA_VISIBLE_DEVICES pipe=$CUDA_MPS_PIPE_DIRECTORY logdir=$CUDA_MPS_LOG_DIRECTORY"
+case $MODE in
+fail) [ "$GPURUN_RANK" = 1 ] && exit 7; sleep 30 ;;
+hang) sleep 60 ;;
+esac
+exit 0
+RANK
+
+job() { # job MODE [EXTRA LINES]
+    cat >"$TMP/m.conf" <<JOB
+command = "/bin/sh \${script}"
+launcher = "local"
+ranks_per_node = 2
+ranks_per_gpu = 2
+threads_per_rank = 1
+params { script = "$TMP/rank.sh" }
+env { MODE = "$1" }
+$2
+JOB
+}
+
+leftovers() { pgrep -f "$mark" | wc -l; }
+# wait_gone: true once no fake daemon is left (60 s at most: only a failing
+# run waits that long).
+wait_gone() {
+    n=0
+    while [ "$(leftovers)" -gt 0 ] && [ "$n" -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
+    [ "$(leftovers)" -eq 0 ]
+}
+last_run() { ls -d "$TMP/results/m"/*/ 2>/dev/null | tail -1 | sed 's,/$,,'; }
+wait_running() {
+    n=0
+    while [ "$(ranks_started "$TMP/results/m/*")" -lt 2 ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
+}
+
+# check_stopped WHAT: the log shows one start and one quit, of the same
+# private pipe folder inside this run's folder, and no daemon is left.
+check_stopped() {
+    d=$(last_run)
+    [ "$(grep -c '^start ' "$TMP/mps.log")" = 1 ]
+    ok $? "$1: one daemon started"
+    contains "$TMP/mps.log" "start pipe=$d/mps." "$1: ... with its pipe folder in the run folder"
+    contains "$TMP/mps.log" "modes=700/700" "$1: ... pipe and log folders mode 0700"
+    pipe=$(sed -n 's/^start pipe=\([^ ]*\) .*/\1/p' "$TMP/mps.log")
+    contains "$TMP/mps.log" "cmd=quit pipe=$pipe" "$1: ... and quit on the same pipe folder"
+    wait_gone
+    ok $? "$1: no daemon left"
+}
+
+# Normal end: the ranks see the same GPU and the daemon's folders.
+job ok
+rm -f "$TMP/mps.log"
+run env PATH="$PATH_WITH" "$GPURUN" run "$TMP/m.conf" --quiet --results "$TMP/results"
+expect_rc 0 "normal end: exit 0"
+check_stopped "normal end"
+d=$(last_run)
+rank_output "$d" 0 >"$TMP/r0"
+rank_output "$d" 1 >"$TMP/r1"
+contains "$TMP/r0" "cvd=0 pipe=$pipe logdir=$d/mps." "rank 0: GPU 0, pointed at the daemon"
+contains "$TMP/r1" "cvd=0 pipe=$pipe logdir=$d/mps." "rank 1: the same GPU and daemon"
+[ "$(jq -r '.mps.started and .mps.stopped' "$d/record.json")" = true ]
+ok $? "the record says the daemon was started and stopped"
+[ "$(jq -c '.plan.ranks[1].gpu_ranks' "$d/record.json")" = "[0,1]" ]
+ok $? "the record's plan says ranks 0 and 1 share a GPU"
+
+job fail
+rm -f "$TMP/mps.log"
+run timeout 60 env PATH="$PATH_WITH" "$GPURUN" run "$TMP/m.conf" --quiet --results "$TMP/results"
+expect_rc 7 "a failed rank: its exit status"
+check_stopped "failed rank"
+
+job hang 'timeout = "2s"'
+rm -f "$TMP/mps.log"
+run timeout -s KILL 60 env PATH="$PATH_WITH" "$GPURUN" run "$TMP/m.conf" --quiet --results "$TMP/results"
+expect_rc 124 "timeout: 124"
+check_stopped "timeout"
+
+for sig in TERM INT; do
+    job hang
+    rm -rf "$TMP/mps.log" "$TMP/results"
+    PATH="$PATH_WITH" "$GPURUN" run "$TMP/m.conf" --quiet --results "$TMP/results" >"$TMP/out" 2>"$TMP/err" &
+    pid=$!
+    wait_running
+    kill -"$sig" "$pid"
+    rc=0
+    wait "$pid" || rc=$?
+    [ "$sig" = TERM ] && want=143 || want=130
+    expect_rc "$want" "SIG$sig to gpurun: $want"
+    check_stopped "SIG$sig"
+done
+
+# SIGTERM while the daemon starts: gpurun quits it, starts no rank, 143.
+job ok
+rm -rf "$TMP/mps.log" "$TMP/results" "$TMP/go"
+PATH="$PATH_WITH" FAKE_MPS_HOLD="$TMP/go" "$GPURUN" run "$TMP/m.conf" --quiet --results "$TMP/results" \
+    >"$TMP/out" 2>"$TMP/err" &
+pid=$!
+n=0
+while ! grep -q '^start ' "$TMP/mps.log" 2>/dev/null && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
+kill -TERM "$pid"
+: >"$TMP/go"
+rc=0
+wait "$pid" || rc=$?
+expect_rc 143 "SIGTERM while the daemon starts: 143"
+contains "$TMP/err" "while the CUDA MPS daemon started: no rank was started" "... saying so"
+check_stopped "SIGTERM during the start"
+[ "$(ranks_started "$TMP/results/m/*")" = 0 ]
+ok $? "... and no rank ran"
+
+# One rank per GPU: nothing to share, no daemon, even with mps = "on".
+job ok 'mps = "on"'
+rm -f "$TMP/mps.log"
+run env PATH="$PATH_WITH" "$GPURUN" run "$TMP/m.conf" --quiet --results "$TMP/results" --set ranks_per_gpu=1
+expect_rc 0 "ranks_per_gpu = 1 with mps = on: runs"
+[ ! -e "$TMP/mps.log" ]
+ok $? "... and starts no daemon"
+
+job ok 'mps = "off"'
+run env PATH="$PATH_WITH" "$GPURUN" run "$TMP/m.conf" --quiet --results "$TMP/results"
+expect_rc 0 "mps = off: runs"
+[ ! -e "$TMP/mps.log" ]
+ok $? "... without a daemon"
+rank_output "$(last_run)" 1 >"$TMP/r1"
+contains "$TMP/r1" "cvd=0 pipe=$TMP/no-daemon-here logdir=" "... the ranks keep the environment they had"
+
+# No control program: on is exit 3 before any rank, auto a note.
+job ok 'mps = "on"'
+rm -rf "$TMP/results"
+run env PATH="$PATH_WITHOUT" "$GPURUN" run "$TMP/m.conf" --quiet --results "$TMP/results"
+expect_rc 3 "mps = on without nvidia-cuda-mps-control: exit 3"
+contains "$TMP/err" "nvidia-cuda-mps-control is not on PATH" "... saying why"
+[ "$(ranks_started "$TMP/results/m/*")" = 0 ]
+ok $? "... and no rank ran"
+job ok
+run env PATH="$PATH_WITHOUT" "$GPURUN" run "$TMP/m.conf" --quiet --results "$TMP/results"
+expect_rc 0 "mps = auto without it: runs"
+contains "$TMP/err" "note: ranks share GPUs without CUDA MPS" "... with a note"
+
+# A daemon of the user's (a control socket that answers): used, not replaced.
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3)
+if [ -n "$PY" ]; then
+    mkdir -m 700 "$TMP/userpipe"
+    "$PY" -c 'import socket,sys,time
+s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8); time.sleep(120)' "$TMP/userpipe/control" &
+    pypid=$!
+    n=0
+    while [ ! -S "$TMP/userpipe/control" ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
+    job ok 'mps = "on"'
+    rm -f "$TMP/mps.log"
+    run env PATH="$PATH_WITH" CUDA_MPS_PIPE_DIRECTORY="$TMP/userpipe" "$GPURUN" run "$TMP/m.conf" --quiet \
+        --results "$TMP/results"
+    expect_rc 0 "a daemon already running: runs"
+    [ ! -e "$TMP/mps.log" ]
+    ok $? "... starts and quits none"
+    rank_output "$(last_run)" 0 >"$TMP/r0"
+    contains "$TMP/r0" "pipe=$TMP/userpipe " "... and points the ranks at the user's daemon"
+    kill "$pypid" 2>/dev/null
+    wait "$pypid" 2>/dev/null
+else
+    skip "no python3 to play a running daemon"
+    skip "no python3 to play a running daemon"
+    skip "no python3 to play a running daemon"
+fi
+
+# The gromacs template with 2 ranks per GPU, as a dry run on a GPU node's
+# topology (a stand-in gmx_mpi: only its path is looked up): -ntomp is each
+# rank's share of the cores near its GPU, the GPU flags centres set by hand
+# come from params, and the dry run says which ranks share a GPU and that a
+# daemon would start.
+printf '#!/bin/sh\nexit 0\n' >"$TMP/bin/gmx_mpi"
+chmod 755 "$TMP/bin/gmx_mpi"
+cat >"$TMP/g.conf" <<JOB
+template = "gromacs"
+launcher = "local"
+ranks_per_gpu = 2
+params { pme = "gpu"  npme = "1"  bonded = "gpu"  update = "gpu" }
+JOB
+run env PATH="$PATH_WITH" GPURUN_TEMPLATE_PATH="$top_srcdir/templates" "$GPURUN" run --dry-run "$TMP/g.conf" \
+    --results "$TMP/results"
+expect_rc 0 "gromacs, ranks_per_gpu = 2: dry run"
+contains "$TMP/out" "mdrun -s bench.tpr -deffnm g -ntomp 2 -nsteps 10000 -resethway -noconfout -nb gpu -pme gpu -npme 1 -bonded gpu -update gpu" \
+    "... -ntomp 2 (16 cores, 8 ranks) and the PME/bonded/update flags"
+contains "$TMP/out" "# ranks_per_gpu = 2: ranks 0-1, 2-3, 4-5, 6-7 share a GPU each; mps = auto: one CUDA MPS daemon would start" \
+    "... says which ranks share a GPU, and the daemon"
+[ ! -e "$TMP/mps.log" ] || [ "$(grep -c '^start ' "$TMP/mps.log")" = 0 ]
+ok $? "... and starts none"
+run env PATH="$PATH_WITH" GPURUN_TEMPLATE_PATH="$top_srcdir/templates" "$GPURUN" run --dry-run "$TMP/g.conf" \
+    --results "$TMP/results" --set ranks_per_gpu=1 --set gpus_per_rank=0
+expect_rc 0 "gromacs on CPUs: dry run"
+contains "$TMP/out" "-ntomp 8 -nsteps 10000 -resethway -noconfout" "... no GPU flags"
+! grep -q -- "-nb gpu" "$TMP/out"
+ok $? "... none at all"
+run env PATH="$PATH_WITH" "$GPURUN" run --dry-run "$TMP/g.conf" --set gpus_per_rank=2
+expect_rc 2 "--set gpus_per_rank=2 with ranks_per_gpu = 2: exit 2"
+contains "$TMP/err" "--set gpus_per_rank=2: key 'gpus_per_rank': contradicts 'ranks_per_gpu' (2)" "... naming both keys"
+
+done_testing
