@@ -24,14 +24,14 @@ unset MAKEFLAGS MFLAGS MAKELEVEL GPURUN_TOPOLOGY
 CC=${LIBGPURUN_CC:-cc}
 
 # ---- what the shared library exports --------------------------------------------
-grep -o 'gpurun_[a-z_]*(' "$top_srcdir/lib/gpurun.h" | tr -d '(' | sort -u >"$TMP/header"
+grep -o 'gpurun_[a-z_]*(' "$top_srcdir/launcher/lib/gpurun.h" | tr -d '(' | sort -u >"$TMP/header"
 nm -D --defined-only "$SO" | awk '$2 != "A" { sub(/@.*/, "", $3); print $3 }' | sort -u >"$TMP/exported"
 diff -u "$TMP/header" "$TMP/exported" >"$TMP/diff"
 ok $? "libgpurun.so exports exactly the $(wc -l <"$TMP/header") functions of gpurun.h"
 sed 's/^/#   /' "$TMP/diff" | head -20
-sed -n 's/^ *\(gpurun_[a-z_]*\);$/\1/p' "$top_srcdir/lib/libgpurun.map" | sort -u >"$TMP/map"
+sed -n 's/^ *\(gpurun_[a-z_]*\);$/\1/p' "$top_srcdir/launcher/lib/libgpurun.map" | sort -u >"$TMP/map"
 cmp -s "$TMP/header" "$TMP/map"
-ok $? "lib/libgpurun.map lists the functions of gpurun.h"
+ok $? "launcher/lib/libgpurun.map lists the functions of gpurun.h"
 nm "$top_builddir/lib/.libs/libgpurun.so" 2>/dev/null | grep -q ' t gpurun_plan_create$'
 ok $? "the internal planner is in it, hidden"
 objdump -p "$SO" | awk '$1 == "SONAME" { print $2 }' >"$TMP/soname"

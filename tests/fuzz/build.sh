@@ -23,7 +23,7 @@ mkdir -p "$OUT/obj"
 stamp=$OUT/.built
 all=
 if test -f "$stamp"; then
-    for h in "$SRCDIR"/launcher/*.h "$SRCDIR"/lib/*.h "$SRCDIR"/plugins/*.h "$SRCDIR"/tests/fuzz/*.h; do
+    for h in "$SRCDIR"/launcher/*/*.h "$SRCDIR"/plugins/*.h "$SRCDIR"/tests/fuzz/*.h; do
         if test "$h" -nt "$stamp"; then all=yes; fi
     done
 else
