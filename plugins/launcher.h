@@ -48,7 +48,7 @@ typedef struct gpurun_launcher_plugin {
     int (*commands)(const struct gpurun_launch_request *req, struct gpurun_launch_cmds *out, gpurun_error_t *err);
 } gpurun_launcher_plugin_t;
 
-/* Helpers for plugins (launcher/plugin.c). */
+/* Helpers for plugins (launcher/run/plugin.c). */
 char **gpurun_argv_new(void);
 void gpurun_argv_add(char ***argv, const char *s);
 void gpurun_argv_addf(char ***argv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -84,7 +84,7 @@ typedef struct gpurun_monitor_plugin {
     int (*health)(struct gpurun_gpu_health **healthp, int *np, char *driver, size_t driver_len, gpurun_error_t *err);
 } gpurun_monitor_plugin_t;
 
-/* --- gpurun's side (launcher/monitor.c) ----------------------------------- */
+/* --- gpurun's side (launcher/run/monitor.c) ----------------------------------- */
 
 /* Find a monitor by name: built-in (nvml) first, else
  * $GPURUN_PLUGIN_PATH/monitor_NAME.so, else the installed plugin folder;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Files in shared folders (launcher/safefile.c): modes whatever the umask,
+/* Files in shared folders (launcher/lib/safefile.c): modes whatever the umask,
  * symlinks never followed nor replaced, nothing left behind on error, files
  * and folders of others refused. */
 #include "config.h"

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../plugins/launcher.h" /* gpurun_which */
+#include "launcher.h" /* gpurun_which */
 #include "alloc.h"
 #include "cmd.h"
 #include "job.h"

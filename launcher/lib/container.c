@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../plugins/launcher.h" /* gpurun_which */
+#include "launcher.h" /* gpurun_which */
 #include "confparse.h"
 #include "container.h"
 #include "util.h"

@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../plugins/launcher.h" /* gpurun_which */
+#include "launcher.h" /* gpurun_which */
 #include "gpudirect.h"
 #include "util.h"
 

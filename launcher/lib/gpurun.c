@@ -540,7 +540,7 @@ const char *gpurun_binding_getenv(const gpurun_binding_t *b, const char *name)
     return NULL;
 }
 
-/* The kernel's calls, as the rank step makes them (launcher/rank.c). */
+/* The kernel's calls, as the rank step makes them (launcher/run/rank.c). */
 #define LIB_MPOL_DEFAULT 0
 #define LIB_MPOL_BIND 2
 #define LIB_NODEMASK_WORDS 64 /* 4096 NUMA nodes, GPURUN_TOPO_MAX_NUMA_INDEX */

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../plugins/monitor.h"
+#include "monitor.h"
 #include "container.h"
 #include "doctor.h"
 #include "mps.h"

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "../plugins/launcher.h"
+#include "launcher.h"
 #include <jansson.h>
 
 #include "error.h"

@@ -10,7 +10,7 @@
 
 #include <jansson.h>
 
-#include "../plugins/monitor.h"
+#include "monitor.h"
 #include "plugin.h"
 #include "util.h"
 

@@ -2,7 +2,7 @@
 #ifndef GPURUN_PLUGIN_H
 #define GPURUN_PLUGIN_H
 
-#include "../plugins/launcher.h"
+#include "launcher.h"
 #include "job.h"
 
 /* A kind of plugin, for the one loader: a plugin is found by name among the

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../plugins/monitor.h"
+#include "monitor.h"
 #include "alloc.h"
 #include "container.h"
 #include "fom.h"
