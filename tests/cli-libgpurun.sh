@@ -47,6 +47,13 @@ hdr=$(find "$DEST" -name gpurun.h | head -1)
 [ -n "$pc" ] && [ -n "$hdr" ] && [ -n "$(find "$DEST" -name 'libgpurun.so.*' -type f)" ] &&
     [ -n "$(find "$DEST" -name libgpurun.a)" ]
 ok $? "installed: gpurun.pc, gpurun.h, libgpurun.so.* and libgpurun.a"
+if [ -n "${SPANK_GPURUN:-}" ]; then # built: Slurm's spank.h was found
+    spank=$(find "$DEST" -name spank_gpurun.so -path '*/slurm/*' | head -1)
+    [ -n "$spank" ] && nm -D --defined-only "$spank" | grep -q ' slurm_spank_task_init\| slurm_spank_user_init'
+    ok $? "installed: spank_gpurun.so in the Slurm plugin folder (${spank#"$DEST"})"
+else
+    skip "spank_gpurun.so not built (no Slurm spank.h): not installed"
+fi
 if [ -z "$pc" ]; then
     tail -5 "$TMP/install.log" | sed 's/^/#   /'
     done_testing
