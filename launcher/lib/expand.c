@@ -190,197 +190,240 @@ static const char *expand_one(const char *d, gpurun_lookup_fn lookup, void *ctx,
     return value;
 }
 
+/* What split_words() keeps while it goes along the line. */
+struct splitter {
+    const char *line;
+    gpurun_lookup_fn lookup; /* NULL: ${name} is not expanded */
+    void *ctx;
+    const char *what;
+    gpurun_error_t *err;
+    struct words w;
+    struct gpurun_strbuf cur; /* the word being made */
+    bool in_word;
+    bool plain; /* the word so far has no quote or escape */
+};
+
+/* A blank after a word: the word is complete. */
+static void end_word(struct splitter *s)
+{
+    gpurun_strbuf_add(&s->cur, "", 0);
+    words_add(&s->w, s->cur.s);
+    s->cur = (struct gpurun_strbuf){0};
+    s->in_word = false;
+    s->plain = true;
+}
+
+/* The ${name} at `q` inside quotes: its value, always inside the word; *afterp is past the '}'. */
+static int add_quoted_name(struct splitter *s, const char *q, const char **afterp)
+{
+    char *name;
+    const char *value = expand_one(q, s->lookup, s->ctx, s->what, &name, afterp, s->err);
+    if (!value)
+        return -1;
+    free(name);
+    gpurun_strbuf_add(&s->cur, value, strlen(value));
+    return 0;
+}
+
+/* An unquoted ${name} at line[*ip]: standing alone as a word, a list of
+ * arguments (one_word_name() aside); otherwise part of the word. */
+static int take_unquoted_name(struct splitter *s, size_t *ip)
+{
+    char *name;
+    const char *end;
+    const char *value = expand_one(s->line + *ip, s->lookup, s->ctx, s->what, &name, &end, s->err);
+    if (!value)
+        return -1;
+    bool alone = !s->in_word && (!*end || *end == ' ' || *end == '\t' || *end == '\n');
+    if (alone && !one_word_name(name)) {
+        /* a list of arguments: its words, as the user quoted them */
+        char **more;
+        int rc = gpurun_split_words(value, &more, s->err);
+        if (rc < 0) {
+            char *why = gpurun_xstrdup(s->err->text);
+            gpurun_err(s->err, GPURUN_EXIT_CONFIG, "the words of '${%s}', %s", name, why);
+            free(why);
+        }
+        free(name);
+        if (rc < 0)
+            return -1;
+        for (char **m = more; *m; m++)
+            words_add(&s->w, *m);
+        free(more);
+    } else {
+        free(name);
+        if (*value) { /* an empty one, unquoted, makes no word (as in sh) */
+            gpurun_strbuf_add(&s->cur, value, strlen(value));
+            s->in_word = true;
+        }
+        s->plain = false;
+    }
+    *ip = (size_t)(end - s->line);
+    return 0;
+}
+
+/* An unquoted backslash at line[*ip]. */
+static void take_backslash(struct splitter *s, size_t *ip)
+{
+    const char *line = s->line;
+    size_t i = *ip;
+    s->in_word = true;
+    s->plain = false;
+    if (line[i + 1] == '\n') { /* a line continuation */
+        i += 2;
+    } else if (!line[i + 1]) { /* escapes nothing: kept, as sh does */
+        gpurun_strbuf_addc(&s->cur, line[i]);
+        i++;
+    } else {
+        gpurun_strbuf_addc(&s->cur, line[i + 1]);
+        i += 2;
+    }
+    *ip = i;
+}
+
+/* The quote at line[i] has no closing one. */
+static int refuse_unterminated(struct splitter *s, size_t i)
+{
+    return refuse(s->err, s->line, "the %s at position %zu is never closed",
+                  s->line[i] == '"' ? "'\"'" : "\"'\"", i + 1);
+}
+
+/* The '...' that starts at line[*ip]. */
+static int take_single_quoted(struct splitter *s, size_t *ip)
+{
+    const char *line = s->line;
+    const char *end = strchr(line + *ip + 1, '\'');
+    if (!end)
+        return refuse_unterminated(s, *ip);
+    gpurun_strbuf_add(&s->cur, "", 0); /* '' is a word, if an empty one */
+    for (const char *q = line + *ip + 1; q < end;) {
+        /* ${name} is gpurun's, not the shell's: expanded in single quotes too */
+        if (s->lookup && q[0] == '$' && q[1] == '{') {
+            if (add_quoted_name(s, q, &q) < 0)
+                return -1;
+            /* a name holds no quote: q is still before `end` */
+        } else {
+            gpurun_strbuf_addc(&s->cur, *q++);
+        }
+    }
+    s->in_word = true;
+    s->plain = false;
+    *ip = (size_t)(end - line) + 1;
+    return 0;
+}
+
+/* The "..." that starts at line[*ip]: backslash escapes " \ $ ` and a line
+ * break; command substitution is refused. */
+static int take_double_quoted(struct splitter *s, size_t *ip)
+{
+    const char *line = s->line;
+    size_t j = *ip + 1;
+    gpurun_strbuf_add(&s->cur, "", 0); /* "" is a word, if an empty one */
+    for (;;) {
+        char d = line[j];
+        if (!d)
+            return refuse_unterminated(s, *ip);
+        if (d == '"')
+            break;
+        if (s->lookup && d == '$' && line[j + 1] == '{') {
+            const char *after;
+            if (add_quoted_name(s, line + j, &after) < 0)
+                return -1;
+            j = (size_t)(after - line);
+            continue;
+        }
+        if (d == '\\' && line[j + 1] && strchr("\"\\$`", line[j + 1])) {
+            gpurun_strbuf_addc(&s->cur, line[j + 1]);
+            j += 2;
+        } else if (d == '\\' && line[j + 1] == '\n') {
+            j += 2;
+        } else if (d == '`' || (d == '$' && line[j + 1] == '(')) {
+            return refuse(s->err, line, "'%s' at position %zu: " NO_SUBST, d == '`' ? "`" : "$(", j + 1);
+        } else {
+            gpurun_strbuf_addc(&s->cur, d);
+            j++;
+        }
+    }
+    s->in_word = true;
+    s->plain = false;
+    *ip = j + 1;
+    return 0;
+}
+
+/* Any other unquoted character at line[*ip]: part of the word, unless a
+ * shell would make more of it. */
+static int take_unquoted_char(struct splitter *s, size_t *ip)
+{
+    const char *line = s->line;
+    size_t i = *ip;
+    char c = line[i];
+    size_t pos = i + 1; /* positions count from 1, as an editor does */
+    const char *refusal = NULL;
+    if (c == '`' || (c == '$' && line[i + 1] == '(')) {
+        return refuse(s->err, line, "'%s' at position %zu: " NO_SUBST, c == '`' ? "`" : "$(", pos);
+    } else if (c == '\n') {
+        refusal = "unquoted line break at position %zu (" NO_SHELL ")";
+    } else if (c == '#' && !s->in_word) {
+        refusal = "unquoted '#' at position %zu starts a comment in a shell (" NO_SHELL ")";
+    } else if (strchr(";|&<>()", c)) {
+        return refuse(s->err, line, "unquoted '%c' at position %zu (" NO_SHELL ")", c, pos);
+    } else if (c == '=' && s->w.n == 0 && s->in_word && s->plain && gpurun_conf_env_name_ok(s->cur.s)) {
+        /* `NAME=value prog`: a shell sets NAME for prog, exec would run "NAME=value" */
+        struct gpurun_conf_shown a, b;
+        return refuse(s->err, line,
+                      "'%s=' at position 1 sets a variable in a shell, not a program to "
+                      "run: put %s in env { }",
+                      gpurun_conf_shown(&a, s->cur.s), gpurun_conf_shown(&b, s->cur.s));
+    }
+    if (refusal)
+        return refuse(s->err, line, refusal, pos);
+    gpurun_strbuf_addc(&s->cur, c);
+    s->in_word = true;
+    *ip = i + 1;
+    return 0;
+}
+
 static int split_words(const char *line, gpurun_lookup_fn lookup, void *ctx, const char *what, char ***argvp,
                        gpurun_error_t *err)
 {
-    struct words w = {0};
-    struct gpurun_strbuf cur = {0};
-    bool in_word = false;
-    bool plain = true; /* the word so far has no quote or escape */
+    struct splitter s = {.line = line, .lookup = lookup, .ctx = ctx, .what = what, .err = err, .plain = true};
     size_t i = 0;
+    int rc = 0;
     *argvp = NULL;
-    w.v = gpurun_xcalloc(1, sizeof *w.v); /* an empty line: no words, still a vector */
-    w.cap = 1;
+    s.w.v = gpurun_xcalloc(1, sizeof *s.w.v); /* an empty line: no words, still a vector */
+    s.w.cap = 1;
 
-    while (line[i]) {
+    while (line[i] && rc == 0) {
         char c = line[i];
-        size_t pos = i + 1; /* positions count from 1, as an editor does */
         if (c == ' ' || c == '\t') {
-            if (in_word) {
-                gpurun_strbuf_add(&cur, "", 0);
-                words_add(&w, cur.s);
-                cur = (struct gpurun_strbuf){0};
-                in_word = false;
-                plain = true;
-            }
+            if (s.in_word)
+                end_word(&s);
             i++;
-            continue;
+        } else if (lookup && c == '$' && line[i + 1] == '{') {
+            rc = take_unquoted_name(&s, &i);
+        } else if (c == '\\') {
+            take_backslash(&s, &i);
+        } else if (c == '\'') {
+            rc = take_single_quoted(&s, &i);
+        } else if (c == '"') {
+            rc = take_double_quoted(&s, &i);
+        } else {
+            rc = take_unquoted_char(&s, &i);
         }
-        if (lookup && c == '$' && line[i + 1] == '{') {
-            char *name;
-            const char *end;
-            const char *value = expand_one(line + i, lookup, ctx, what, &name, &end, err);
-            if (!value)
-                goto failed;
-            bool alone = !in_word && (!*end || *end == ' ' || *end == '\t' || *end == '\n');
-            if (alone && !one_word_name(name)) {
-                /* a list of arguments: its words, as the user quoted them */
-                char **more;
-                int rc = gpurun_split_words(value, &more, err);
-                if (rc < 0) {
-                    char *why = gpurun_xstrdup(err->text);
-                    gpurun_err(err, GPURUN_EXIT_CONFIG, "the words of '${%s}', %s", name, why);
-                    free(why);
-                }
-                free(name);
-                if (rc < 0)
-                    goto failed;
-                for (char **m = more; *m; m++)
-                    words_add(&w, *m);
-                free(more);
-            } else {
-                free(name);
-                if (*value) { /* an empty one, unquoted, makes no word (as in sh) */
-                    gpurun_strbuf_add(&cur, value, strlen(value));
-                    in_word = true;
-                }
-                plain = false;
-            }
-            i = (size_t)(end - line);
-            continue;
-        }
-        if (c == '\\') {
-            in_word = true;
-            plain = false;
-            if (line[i + 1] == '\n') { /* a line continuation */
-                i += 2;
-            } else if (!line[i + 1]) { /* escapes nothing: kept, as sh does */
-                gpurun_strbuf_addc(&cur, c);
-                i++;
-            } else {
-                gpurun_strbuf_addc(&cur, line[i + 1]);
-                i += 2;
-            }
-            continue;
-        }
-        if (c == '\'') {
-            const char *end = strchr(line + i + 1, '\'');
-            if (!end)
-                goto unterminated;
-            gpurun_strbuf_add(&cur, "", 0); /* '' is a word, if an empty one */
-            for (const char *q = line + i + 1; q < end;) {
-                /* ${name} is gpurun's, not the shell's: expanded in single quotes too */
-                if (lookup && q[0] == '$' && q[1] == '{') {
-                    char *name;
-                    const char *after;
-                    const char *value = expand_one(q, lookup, ctx, what, &name, &after, err);
-                    if (!value)
-                        goto failed;
-                    free(name);
-                    gpurun_strbuf_add(&cur, value, strlen(value));
-                    q = after; /* a name holds no quote: still before `end` */
-                } else {
-                    gpurun_strbuf_addc(&cur, *q++);
-                }
-            }
-            in_word = true;
-            plain = false;
-            i = (size_t)(end - line) + 1;
-            continue;
-        }
-        if (c == '"') {
-            size_t j = i + 1;
-            gpurun_strbuf_add(&cur, "", 0); /* "" is a word, if an empty one */
-            for (;;) {
-                char d = line[j];
-                if (!d)
-                    goto unterminated;
-                if (d == '"')
-                    break;
-                if (lookup && d == '$' && line[j + 1] == '{') {
-                    char *name;
-                    const char *after;
-                    const char *value = expand_one(line + j, lookup, ctx, what, &name, &after, err);
-                    if (!value)
-                        goto failed;
-                    free(name);
-                    gpurun_strbuf_add(&cur, value, strlen(value));
-                    j = (size_t)(after - line);
-                    continue;
-                }
-                if (d == '\\' && line[j + 1] && strchr("\"\\$`", line[j + 1])) {
-                    gpurun_strbuf_addc(&cur, line[j + 1]);
-                    j += 2;
-                } else if (d == '\\' && line[j + 1] == '\n') {
-                    j += 2;
-                } else if (d == '`' || (d == '$' && line[j + 1] == '(')) {
-                    gpurun_free_words(w.v);
-                    free(cur.s);
-                    return refuse(err, line, "'%s' at position %zu: " NO_SUBST,
-                                  d == '`' ? "`" : "$(", j + 1);
-                } else {
-                    gpurun_strbuf_addc(&cur, d);
-                    j++;
-                }
-            }
-            in_word = true;
-            plain = false;
-            i = j + 1;
-            continue;
-        }
-
-        const char *refusal = NULL;
-        if (c == '`' || (c == '$' && line[i + 1] == '(')) {
-            gpurun_free_words(w.v);
-            free(cur.s);
-            return refuse(err, line, "'%s' at position %zu: " NO_SUBST, c == '`' ? "`" : "$(", pos);
-        } else if (c == '\n') {
-            refusal = "unquoted line break at position %zu (" NO_SHELL ")";
-        } else if (c == '#' && !in_word) {
-            refusal = "unquoted '#' at position %zu starts a comment in a shell (" NO_SHELL ")";
-        } else if (strchr(";|&<>()", c)) {
-            gpurun_free_words(w.v);
-            free(cur.s);
-            return refuse(err, line, "unquoted '%c' at position %zu (" NO_SHELL ")", c, pos);
-        } else if (c == '=' && w.n == 0 && in_word && plain && gpurun_conf_env_name_ok(cur.s)) {
-            /* `NAME=value prog`: a shell sets NAME for prog, exec would run "NAME=value" */
-            struct gpurun_conf_shown a, b;
-            gpurun_free_words(w.v);
-            int rc = refuse(err, line,
-                            "'%s=' at position 1 sets a variable in a shell, not a program to "
-                            "run: put %s in env { }",
-                            gpurun_conf_shown(&a, cur.s), gpurun_conf_shown(&b, cur.s));
-            free(cur.s);
-            return rc;
-        }
-        if (refusal) {
-            gpurun_free_words(w.v);
-            free(cur.s);
-            return refuse(err, line, refusal, pos);
-        }
-        gpurun_strbuf_addc(&cur, c);
-        in_word = true;
-        i++;
     }
-    if (in_word) {
-        gpurun_strbuf_add(&cur, "", 0);
-        words_add(&w, cur.s);
+    if (rc < 0) {
+        gpurun_free_words(s.w.v);
+        free(s.cur.s);
+        return -1;
+    }
+    if (s.in_word) {
+        gpurun_strbuf_add(&s.cur, "", 0);
+        words_add(&s.w, s.cur.s);
     } else {
-        free(cur.s);
+        free(s.cur.s);
     }
-    *argvp = w.v;
+    *argvp = s.w.v;
     return 0;
-
-unterminated:
-    gpurun_free_words(w.v);
-    free(cur.s);
-    return refuse(err, line, "the %s at position %zu is never closed",
-                  line[i] == '"' ? "'\"'" : "\"'\"", i + 1);
-
-failed:
-    gpurun_free_words(w.v);
-    free(cur.s);
-    return -1;
 }
 
 int gpurun_split_words(const char *line, char ***argvp, gpurun_error_t *err)

@@ -257,43 +257,55 @@ static pid_t spawn_rank_step(char *const *argv, char *const *extra, const char *
     return rc == 0 ? pid : -1;
 }
 
-int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_supervise *sv,
-                  struct gpurun_outcome *out, gpurun_error_t *err)
+/* What gpurun_launch() keeps while the launchers run. */
+struct launch {
+    const struct gpurun_launch_cmds *cmds;
+    const struct gpurun_supervise *sv;
+    struct gpurun_outcome *out;
+    int n; /* launchers */
+    pid_t *pids;
+    bool *alive;
+    int nalive;
+    int logfd;  /* launcher.out, or -1 */
+    int pfd[2]; /* the pipe the rank steps report through */
+    int sfd;    /* a signalfd of the supervised signals, or -1 */
+    sigset_t set, old;
+    double t0;
+    bool stopping;  /* the launchers were told to stop... */
+    double kill_at; /* ...and get SIGKILL after this */
+    double last_status;
+    bool status_shown;
+    bool pipe_open;
+    struct reader *rd;
+};
+
+/* An outcome with a null binding and status for each rank, to be filled
+ * in from what the rank steps report. */
+static void outcome_init(struct gpurun_outcome *out, int nranks)
 {
     memset(out, 0, sizeof *out);
     out->bindings = json_array();
     out->statuses = json_array();
-    for (int i = 0; i < sv->nranks; i++) {
+    for (int i = 0; i < nranks; i++) {
         json_array_append_new(out->bindings, json_null());
         json_array_append_new(out->statuses, json_null());
     }
-    int n = cmds->count;
-    pid_t *pids = gpurun_xcalloc((size_t)n, sizeof *pids);
-    bool *alive = gpurun_xcalloc((size_t)n, sizeof *alive);
-    int logfd = openat(sv->dir_fd, GPURUN_RUN_LAUNCHER_OUT,
-                       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, sv->file_mode);
-    int pfd[2];
-    if (pipe2(pfd, O_CLOEXEC) < 0) {
-        if (logfd >= 0)
-            close(logfd);
-        free(pids);
-        free(alive);
-        return gpurun_err(err, GPURUN_EXIT_ENV, "cannot make a pipe: %s", strerror(errno));
-    }
-    sigset_t set, old;
-    sigset_supervised(&set);
-    sigprocmask(SIG_BLOCK, &set, &old);
-    int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-    double t0 = now_s();
+}
+
+/* Starts the launchers, each in its own process group, until one cannot
+ * start; returns how many did. */
+static int start_launchers(struct launch *L)
+{
+    const struct gpurun_launch_cmds *cmds = L->cmds;
     int started = 0;
     pid_t parent = getpid();
-    for (int i = 0; i < n; i++) {
-        pid_t pid = spawn_rank_step(cmds->argv[i], cmds->env[i], sv->cwd, &old, logfd, pfd[1]);
+    for (int i = 0; i < L->n; i++) {
+        pid_t pid = spawn_rank_step(cmds->argv[i], cmds->env[i], L->sv->cwd, &L->old, L->logfd, L->pfd[1]);
         if (pid < 0)
             pid = fork();
         if (pid == 0) {
-            child_setup(parent, sv->cwd, &old, logfd);
-            dup2(pfd[1], STDOUT_FILENO); /* the rank steps' reports come to us */
+            child_setup(parent, L->sv->cwd, &L->old, L->logfd);
+            dup2(L->pfd[1], STDOUT_FILENO); /* the rank steps' reports come to us */
             for (char **e = cmds->env[i]; e && *e; e++)
                 putenv(*e);
             execvp(cmds->argv[i][0], cmds->argv[i]);
@@ -303,145 +315,206 @@ int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_sup
         if (pid < 0)
             break;
         setpgid(pid, pid); /* also here: no race with a signal sent right after fork */
-        pids[i] = pid;
-        alive[i] = true;
+        L->pids[i] = pid;
+        L->alive[i] = true;
         started++;
     }
-    close(pfd[1]);
+    return started;
+}
+
+static void signal_alive(struct launch *L, int sig)
+{
+    for (int j = 0; j < L->n; j++)
+        if (L->alive[j])
+            kill(-L->pids[j], sig);
+}
+
+/* Sends `sig` to the launchers still alive; the first time, SIGKILL is
+ * due after the grace period. */
+static void stop_launchers(struct launch *L, double t, int sig)
+{
+    if (!L->stopping) {
+        L->stopping = true;
+        L->kill_at = t + L->sv->grace_s;
+    }
+    signal_alive(L, sig);
+}
+
+/* How long poll() may wait: until the timeout, the SIGKILL or the next
+ * status line, and a second at most. */
+static int poll_wait_ms(const struct launch *L, double t)
+{
+    const struct gpurun_supervise *sv = L->sv;
+    double next = t + 1.0;
+    if (sv->timeout_s > 0 && !L->stopping)
+        next = L->t0 + sv->timeout_s < next ? L->t0 + sv->timeout_s : next;
+    if (L->stopping && L->kill_at < next)
+        next = L->kill_at;
+    if (sv->status_line && L->last_status + 0.5 < next)
+        next = L->last_status + 0.5;
+    int wait_ms = next > t ? (int)((next - t) * 1000) + 1 : 0;
+    return L->sfd >= 0 ? wait_ms : (wait_ms < 100 ? wait_ms : 100);
+}
+
+/* Ctrl-C, SIGTERM and SIGHUP go on to the launchers' process groups
+ * (SIGHUP as SIGTERM); the first one is the outcome's. */
+static void forward_signals(struct launch *L, double t)
+{
+    struct signalfd_siginfo si;
+    while (L->sfd >= 0 && read(L->sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+        int sig = (int)si.ssi_signo;
+        if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+            if (!L->out->interrupted)
+                L->out->interrupted = sig;
+            stop_launchers(L, t, sig == SIGHUP ? SIGTERM : sig);
+        }
+    }
+}
+
+static void reap_launchers(struct launch *L, double t)
+{
+    for (int i = 0; i < L->n; i++) {
+        int status;
+        if (!L->alive[i] || waitpid(L->pids[i], &status, WNOHANG) != L->pids[i])
+            continue;
+        L->alive[i] = false;
+        L->nalive--;
+        int code = exit_status(status);
+        if (code > L->out->launcher_status)
+            L->out->launcher_status = code;
+        /* One failure ends the job, as mpirun and srun do. */
+        if (code != 0 && L->nalive > 0 && !L->stopping)
+            stop_launchers(L, t, SIGTERM);
+    }
+}
+
+/* The status line on the terminal: elapsed time, ranks alive, step. */
+static void show_status(struct launch *L, double t)
+{
+    int el = (int)(t - L->t0);
+    printf("\r\033[K[gpurun] %02d:%02d:%02d  ranks alive %d/%d", el / 3600, el / 60 % 60, el % 60,
+           L->out->nbound - L->out->nended, L->sv->nranks);
+    if (L->rd->step >= 0)
+        printf("  step %ld", L->rd->step);
+    if (L->stopping)
+        printf("  stopping");
+    fflush(stdout);
+    L->status_shown = true;
+    L->last_status = t;
+}
+
+/* Wait on the pipe, the signals and the children only: nothing of the
+ * run folder is looked at while the ranks run. */
+static void supervise_launchers(struct launch *L)
+{
+    const struct gpurun_supervise *sv = L->sv;
+    while (L->nalive > 0) {
+        int wait_ms = poll_wait_ms(L, now_s());
+        struct pollfd pf[2] = {{.fd = L->pipe_open ? L->pfd[0] : -1, .events = POLLIN},
+                               {.fd = L->sfd, .events = POLLIN}};
+        int pr = poll(pf, 2, wait_ms);
+        double t = now_s();
+        if (pr > 0 && (pf[0].revents & (POLLIN | POLLHUP)))
+            L->pipe_open = read_pipe(L->rd, L->pfd[0], false);
+        forward_signals(L, t);
+        /* Children are reaped whatever woke us: a SIGCHLD may be merged. */
+        reap_launchers(L, t);
+        if (!L->stopping && sv->timeout_s > 0 && t - L->t0 > sv->timeout_s) {
+            L->out->timed_out = true;
+            stop_launchers(L, t, SIGTERM);
+        }
+        if (L->stopping && t > L->kill_at)
+            signal_alive(L, SIGKILL);
+        if (sv->status_line && t - L->last_status >= 0.5 && L->nalive > 0)
+            show_status(L, t);
+    }
+}
+
+/* Whatever a launcher left in its process group goes with it; what
+ * the rank steps said before is still in the pipe. */
+static void drain_pipe(struct launch *L)
+{
+    struct reader *rd = L->rd;
+    for (int j = 0; j < L->n; j++)
+        kill(-L->pids[j], SIGKILL);
+    fcntl(L->pfd[0], F_SETFL, O_NONBLOCK);
+    while (L->pipe_open) {
+        size_t before = rd->len;
+        ssize_t avail = 0;
+        L->pipe_open = read_pipe(rd, L->pfd[0], false);
+        if (L->pipe_open && rd->len == before && (ioctl(L->pfd[0], FIONREAD, &avail) < 0 || avail == 0))
+            break; /* nothing more now: a process that outlived its group holds the pipe */
+    }
+    if (rd->len)
+        read_pipe(rd, L->pfd[0], true);
+    close(L->pfd[0]);
+    if (L->status_shown) {
+        fputs("\r\033[K", stdout);
+        fflush(stdout);
+    }
+}
+
+int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_supervise *sv,
+                  struct gpurun_outcome *out, gpurun_error_t *err)
+{
+    outcome_init(out, sv->nranks);
+    struct launch L = {.cmds = cmds, .sv = sv, .out = out, .n = cmds->count, .pipe_open = true};
+    L.pids = gpurun_xcalloc((size_t)L.n, sizeof *L.pids);
+    L.alive = gpurun_xcalloc((size_t)L.n, sizeof *L.alive);
+    L.logfd = openat(sv->dir_fd, GPURUN_RUN_LAUNCHER_OUT,
+                     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, sv->file_mode);
+    if (pipe2(L.pfd, O_CLOEXEC) < 0) {
+        if (L.logfd >= 0)
+            close(L.logfd);
+        free(L.pids);
+        free(L.alive);
+        return gpurun_err(err, GPURUN_EXIT_ENV, "cannot make a pipe: %s", strerror(errno));
+    }
+    sigset_supervised(&L.set);
+    sigprocmask(SIG_BLOCK, &L.set, &L.old);
+    L.sfd = signalfd(-1, &L.set, SFD_CLOEXEC | SFD_NONBLOCK);
+    L.t0 = now_s();
+    int started = start_launchers(&L);
+    close(L.pfd[1]);
     if (started == 0) {
-        close(pfd[0]);
-        if (sfd >= 0)
-            close(sfd);
-        if (logfd >= 0)
-            close(logfd);
-        sigprocmask(SIG_SETMASK, &old, NULL);
-        free(pids);
-        free(alive);
+        close(L.pfd[0]);
+        if (L.sfd >= 0)
+            close(L.sfd);
+        if (L.logfd >= 0)
+            close(L.logfd);
+        sigprocmask(SIG_SETMASK, &L.old, NULL);
+        free(L.pids);
+        free(L.alive);
         return gpurun_err(err, GPURUN_EXIT_ENV, "could not start %s: %s", cmds->argv[0][0], strerror(errno));
     }
 
     regex_t re;
     bool have_re = sv->progress_regex && !gpurun_regex_cost_problem(sv->progress_regex) &&
                    regcomp(&re, sv->progress_regex, REG_EXTENDED) == 0;
-    bool stopping = false, status_shown = false, pipe_open = true;
-    struct reader *rd = gpurun_xcalloc(1, sizeof *rd);
-    rd->sv = sv;
-    rd->out = out;
-    rd->log_fd = logfd;
-    rd->status_shown = &status_shown;
-    rd->re = have_re ? &re : NULL;
-    rd->step = -1;
-    double kill_at = 0, last_status = 0;
-    int nalive = started;
-    /* Wait on the pipe, the signals and the children only: nothing of the
-     * run folder is looked at while the ranks run. */
-    while (nalive > 0) {
-        double t = now_s(), next = t + 1.0;
-        if (sv->timeout_s > 0 && !stopping)
-            next = t0 + sv->timeout_s < next ? t0 + sv->timeout_s : next;
-        if (stopping && kill_at < next)
-            next = kill_at;
-        if (sv->status_line && last_status + 0.5 < next)
-            next = last_status + 0.5;
-        int wait_ms = next > t ? (int)((next - t) * 1000) + 1 : 0;
-        struct pollfd pf[2] = {{.fd = pipe_open ? pfd[0] : -1, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
-        int pr = poll(pf, 2, sfd >= 0 ? wait_ms : (wait_ms < 100 ? wait_ms : 100));
-        t = now_s();
-        if (pr > 0 && (pf[0].revents & (POLLIN | POLLHUP)))
-            pipe_open = read_pipe(rd, pfd[0], false);
-        int sig = 0;
-        struct signalfd_siginfo si;
-        while (sfd >= 0 && read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-            sig = (int)si.ssi_signo;
-            if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
-                if (!out->interrupted)
-                    out->interrupted = sig;
-                if (!stopping) {
-                    stopping = true;
-                    kill_at = t + sv->grace_s;
-                }
-                for (int j = 0; j < n; j++)
-                    if (alive[j])
-                        kill(-pids[j], sig == SIGHUP ? SIGTERM : sig);
-            }
-        }
-        /* Children are reaped whatever woke us: a SIGCHLD may be merged. */
-        for (int i = 0; i < n; i++) {
-            int status;
-            if (!alive[i] || waitpid(pids[i], &status, WNOHANG) != pids[i])
-                continue;
-            alive[i] = false;
-            nalive--;
-            int code = exit_status(status);
-            if (code > out->launcher_status)
-                out->launcher_status = code;
-            /* One failure ends the job, as mpirun and srun do. */
-            if (code != 0 && nalive > 0 && !stopping) {
-                stopping = true;
-                kill_at = t + sv->grace_s;
-                for (int j = 0; j < n; j++)
-                    if (alive[j])
-                        kill(-pids[j], SIGTERM);
-            }
-        }
-        if (!stopping && sv->timeout_s > 0 && t - t0 > sv->timeout_s) {
-            out->timed_out = true;
-            stopping = true;
-            kill_at = t + sv->grace_s;
-            for (int j = 0; j < n; j++)
-                if (alive[j])
-                    kill(-pids[j], SIGTERM);
-        }
-        if (stopping && t > kill_at)
-            for (int j = 0; j < n; j++)
-                if (alive[j])
-                    kill(-pids[j], SIGKILL);
-        if (sv->status_line && t - last_status >= 0.5 && nalive > 0) {
-            int el = (int)(t - t0);
-            printf("\r\033[K[gpurun] %02d:%02d:%02d  ranks alive %d/%d", el / 3600, el / 60 % 60, el % 60,
-                   out->nbound - out->nended, sv->nranks);
-            if (rd->step >= 0)
-                printf("  step %ld", rd->step);
-            if (stopping)
-                printf("  stopping");
-            fflush(stdout);
-            status_shown = true;
-            last_status = t;
-        }
-    }
-    /* Whatever a launcher left in its process group goes with it; what
-     * the rank steps said before is still in the pipe. */
-    for (int j = 0; j < n; j++)
-        kill(-pids[j], SIGKILL);
-    fcntl(pfd[0], F_SETFL, O_NONBLOCK);
-    while (pipe_open) {
-        size_t before = rd->len;
-        ssize_t avail = 0;
-        pipe_open = read_pipe(rd, pfd[0], false);
-        if (pipe_open && rd->len == before && (ioctl(pfd[0], FIONREAD, &avail) < 0 || avail == 0))
-            break; /* nothing more now: a process that outlived its group holds the pipe */
-    }
-    if (rd->len)
-        read_pipe(rd, pfd[0], true);
-    close(pfd[0]);
-    if (status_shown) {
-        fputs("\r\033[K", stdout);
-        fflush(stdout);
-    }
-    if (logfd >= 0)
-        close(logfd);
-    if (sfd >= 0)
-        close(sfd);
-    free(rd);
+    L.rd = gpurun_xcalloc(1, sizeof *L.rd);
+    L.rd->sv = sv;
+    L.rd->out = out;
+    L.rd->log_fd = L.logfd;
+    L.rd->status_shown = &L.status_shown;
+    L.rd->re = have_re ? &re : NULL;
+    L.rd->step = -1;
+    L.nalive = started;
+    supervise_launchers(&L);
+    drain_pipe(&L);
+    if (L.logfd >= 0)
+        close(L.logfd);
+    if (L.sfd >= 0)
+        close(L.sfd);
+    free(L.rd);
     if (have_re)
         regfree(&re);
     /* Signals that came in the meantime are the caller's to see; drop them. */
     struct timespec zero = {0, 0};
-    while (sigtimedwait(&set, NULL, &zero) > 0)
+    while (sigtimedwait(&L.set, NULL, &zero) > 0)
         ;
-    sigprocmask(SIG_SETMASK, &old, NULL);
-    out->wall_s = now_s() - t0;
-    free(pids);
-    free(alive);
+    sigprocmask(SIG_SETMASK, &L.old, NULL);
+    out->wall_s = now_s() - L.t0;
+    free(L.pids);
+    free(L.alive);
     return 0;
 }
