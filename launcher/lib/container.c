@@ -288,38 +288,34 @@ static char *first_line_of(char *const *argv)
     return pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && buf[0] ? gpurun_xstrdup(buf) : NULL;
 }
 
-int gpurun_container_resolve(const struct gpurun_container_spec *job, const struct gpurun_container_spec *tpl,
-                             const struct gpurun_container_spec *site, const char *job_origin_image,
-                             const char *job_origin_mounts, struct gpurun_container_run **runp, gpurun_error_t *err)
+/* The image to run: a file or folder (r->image its real path) or a name
+ * for the runtime. */
+static int resolve_image(struct gpurun_container_run *r, const struct gpurun_container_spec *img_from,
+                         const struct gpurun_container_spec *job, const char *job_origin_image, gpurun_error_t *err)
 {
-    *runp = NULL;
-    const struct gpurun_container_spec *img_from = gpurun_container_wanted(job) ? job : tpl;
-    if (!gpurun_container_wanted(img_from)) {
-        if (job && job->dir) /* a block, but nothing to run */
-            return gpurun_err(err, GPURUN_EXIT_CONFIG,
-                              "%s: key 'container.image' missing: the container block needs an image (a file or "
-                              "folder, or docker://REGISTRY/NAME:TAG), here or in the template",
-                              job_origin_image);
+    r->image_is_path = image_is_path(img_from->image, img_from->dir ? img_from->dir : ".");
+    if (!r->image_is_path) {
+        r->image = gpurun_xstrdup(img_from->image);
         return 0;
     }
-    struct gpurun_container_run *r = gpurun_xcalloc(1, sizeof *r);
-    r->image_is_path = image_is_path(img_from->image, img_from->dir ? img_from->dir : ".");
-    if (r->image_is_path) {
-        char *p = under(img_from->dir ? img_from->dir : ".", img_from->image);
-        r->image = realpath(p, NULL);
-        if (!r->image) {
-            gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: key 'container.image': the image %s does not exist (%s)",
-                       img_from == job ? job_origin_image : "the template", p, strerror(errno));
-            free(p);
-            gpurun_container_run_free(r);
-            return -1;
-        }
+    char *p = under(img_from->dir ? img_from->dir : ".", img_from->image);
+    r->image = realpath(p, NULL);
+    if (!r->image) {
+        gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: key 'container.image': the image %s does not exist (%s)",
+                   img_from == job ? job_origin_image : "the template", p, strerror(errno));
         free(p);
-    } else {
-        r->image = gpurun_xstrdup(img_from->image);
+        return -1;
     }
+    free(p);
+    return 0;
+}
 
-    /* The runtime: the job's, the template's, the site's, else the first found. */
+/* The runtime: the job's, the template's, the site's, else the first found.
+ * Sets r->exe and r->why; NULL when it is not there. */
+static const struct runtime *choose_runtime(struct gpurun_container_run *r, const struct gpurun_container_spec *job,
+                                            const struct gpurun_container_spec *tpl,
+                                            const struct gpurun_container_spec *site, gpurun_error_t *err)
+{
     const char *asked = NULL, *by = NULL;
     const struct gpurun_container_spec *order[] = {job, tpl, site};
     static const char *const who[] = {"the job", "the template", "the site profile"};
@@ -336,24 +332,89 @@ int gpurun_container_resolve(const struct gpurun_container_spec *job, const stru
                        "container runtime '%s' (asked by %s) not found: no '%s' on PATH; nothing was started: "
                        "install %s, load its module, or choose another runtime (container.runtime)",
                        rt->name, by, rt->program, rt->install);
-            gpurun_container_run_free(r);
-            return -1;
+            return NULL;
         }
         r->why = gpurun_xasprintf("%s, as %s asks", rt->name, by);
-    } else {
-        for (size_t i = 0; i < NRUNTIMES && !r->exe; i++)
-            if ((r->exe = gpurun_which(runtimes[i].program)))
-                rt = &runtimes[i];
-        if (!rt) {
-            gpurun_err(err, GPURUN_EXIT_ENV,
-                       "container runtime 'auto': none of apptainer, singularity, ch-run, podman is on PATH; "
-                       "nothing was started: install one (%s; or %s) or load its module",
-                       runtimes[0].install, runtimes[2].install);
-            gpurun_container_run_free(r);
-            return -1;
+        return rt;
+    }
+    for (size_t i = 0; i < NRUNTIMES && !r->exe; i++)
+        if ((r->exe = gpurun_which(runtimes[i].program)))
+            rt = &runtimes[i];
+    if (!rt) {
+        gpurun_err(err, GPURUN_EXIT_ENV,
+                   "container runtime 'auto': none of apptainer, singularity, ch-run, podman is on PATH; "
+                   "nothing was started: install one (%s; or %s) or load its module",
+                   runtimes[0].install, runtimes[2].install);
+        return NULL;
+    }
+    r->why = gpurun_xasprintf("%s, the first runtime found (auto: apptainer, singularity, ch-run, podman)", rt->name);
+    return rt;
+}
+
+/* Whether `src` is inside one of the site's allowed_mounts. */
+static bool mount_allowed(const struct gpurun_container_spec *site, const char *src)
+{
+    bool ok = false;
+    for (size_t k = 0; k < site->nallowed && !ok; k++) {
+        char *real = realpath(site->allowed[k], NULL); /* /home may be a link */
+        ok = inside(src, site->allowed[k]) || (real && inside(src, real));
+        free(real);
+    }
+    return ok;
+}
+
+/* Mounts: the site's defaults, the template's, the job's; the job's
+ * within the site's allowed folders when it names some. */
+static int resolve_mounts(struct gpurun_container_run *r, const struct gpurun_container_spec *job,
+                          const struct gpurun_container_spec *tpl, const struct gpurun_container_spec *site,
+                          const char *job_origin_mounts, gpurun_error_t *err)
+{
+    const struct gpurun_container_spec *mfrom[] = {site, tpl, job};
+    for (size_t s = 0; s < 3; s++)
+        for (size_t i = 0; mfrom[s] && i < mfrom[s]->nmounts; i++) {
+            char *pair = mount_pair(mfrom[s]->mounts[i], mfrom[s]->dir);
+            if (mfrom[s] == job && site && site->nallowed) {
+                char *src = gpurun_xstrndup(pair, strcspn(pair, ":"));
+                if (!mount_allowed(site, src)) {
+                    gpurun_err(err, GPURUN_EXIT_CONFIG,
+                               "%s: key 'container.mounts': %s is outside what the site allows in containers "
+                               "(allowed_mounts of %s: %s%s)",
+                               job_origin_mounts, src, site->dir ? site->dir : "the site profile",
+                               site->allowed[0], site->nallowed > 1 ? ", ..." : "");
+                    free(src);
+                    free(pair);
+                    return -1;
+                }
+                free(src);
+            }
+            add_word(&r->mounts, &r->nmounts, pair);
         }
-        r->why = gpurun_xasprintf("%s, the first runtime found (auto: apptainer, singularity, ch-run, podman)",
-                                  rt->name);
+    return 0;
+}
+
+int gpurun_container_resolve(const struct gpurun_container_spec *job, const struct gpurun_container_spec *tpl,
+                             const struct gpurun_container_spec *site, const char *job_origin_image,
+                             const char *job_origin_mounts, struct gpurun_container_run **runp, gpurun_error_t *err)
+{
+    *runp = NULL;
+    const struct gpurun_container_spec *img_from = gpurun_container_wanted(job) ? job : tpl;
+    if (!gpurun_container_wanted(img_from)) {
+        if (job && job->dir) /* a block, but nothing to run */
+            return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                              "%s: key 'container.image' missing: the container block needs an image (a file or "
+                              "folder, or docker://REGISTRY/NAME:TAG), here or in the template",
+                              job_origin_image);
+        return 0;
+    }
+    struct gpurun_container_run *r = gpurun_xcalloc(1, sizeof *r);
+    if (resolve_image(r, img_from, job, job_origin_image, err) < 0) {
+        gpurun_container_run_free(r);
+        return -1;
+    }
+    const struct runtime *rt = choose_runtime(r, job, tpl, site, err);
+    if (!rt) {
+        gpurun_container_run_free(r);
+        return -1;
     }
     r->runtime = rt->name;
     if (r->image_is_path && !strcmp(rt->name, "podman")) {
@@ -364,36 +425,10 @@ int gpurun_container_resolve(const struct gpurun_container_spec *job, const stru
         gpurun_container_run_free(r);
         return -1;
     }
-
-    /* Mounts: the site's defaults, the template's, the job's; the job's
-     * within the site's allowed folders when it names some. */
-    const struct gpurun_container_spec *mfrom[] = {site, tpl, job};
-    for (size_t s = 0; s < 3; s++)
-        for (size_t i = 0; mfrom[s] && i < mfrom[s]->nmounts; i++) {
-            char *pair = mount_pair(mfrom[s]->mounts[i], mfrom[s]->dir);
-            if (mfrom[s] == job && site && site->nallowed) {
-                char *src = gpurun_xstrndup(pair, strcspn(pair, ":"));
-                bool ok = false;
-                for (size_t k = 0; k < site->nallowed && !ok; k++) {
-                    char *real = realpath(site->allowed[k], NULL); /* /home may be a link */
-                    ok = inside(src, site->allowed[k]) || (real && inside(src, real));
-                    free(real);
-                }
-                if (!ok) {
-                    gpurun_err(err, GPURUN_EXIT_CONFIG,
-                               "%s: key 'container.mounts': %s is outside what the site allows in containers "
-                               "(allowed_mounts of %s: %s%s)",
-                               job_origin_mounts, src, site->dir ? site->dir : "the site profile",
-                               site->allowed[0], site->nallowed > 1 ? ", ..." : "");
-                    free(src);
-                    free(pair);
-                    gpurun_container_run_free(r);
-                    return -1;
-                }
-                free(src);
-            }
-            add_word(&r->mounts, &r->nmounts, pair);
-        }
+    if (resolve_mounts(r, job, tpl, site, job_origin_mounts, err) < 0) {
+        gpurun_container_run_free(r);
+        return -1;
+    }
 
     /* What the record can name the image by: podman's content digest. */
     if (!strcmp(rt->name, "podman")) {

@@ -692,6 +692,133 @@ static int xml_check_children(struct xml_check *c, xmlNodePtr n, enum xml_kind k
     return 0;
 }
 
+/* Where hwloc 2.x puts each kind; the importer refuses a few of these
+ * itself, but not a CPU object below a PU. */
+static int xml_check_placement(struct xml_check *c, xmlNodePtr n, enum xml_kind kind, const char *tname,
+                               enum xml_kind parent_kind, hwloc_obj_type_t parent_type, bool has_parent)
+{
+    if (has_parent) {
+        if (kind == XK_NORMAL && (parent_kind != XK_NORMAL || parent_type == HWLOC_OBJ_PU))
+            return xml_fail(c, n, "a %s object inside a %s", tname, hwloc_obj_type_string(parent_type));
+        if (kind == XK_MEMORY && (parent_kind == XK_IO || parent_kind == XK_MISC))
+            return xml_fail(c, n, "a %s object inside a %s", tname, hwloc_obj_type_string(parent_type));
+        if (kind == XK_IO && (parent_kind == XK_MEMORY || parent_kind == XK_MISC))
+            return xml_fail(c, n, "a %s object inside a %s", tname, hwloc_obj_type_string(parent_type));
+    } else if (kind != XK_NORMAL) {
+        return xml_fail(c, n, "the top object is a %s, not the Machine", tname);
+    }
+    return 0;
+}
+
+/* The importer drops a cache whose level is not its type's, without
+ * saying why. */
+static int xml_check_cache_level(struct xml_check *c, xmlNodePtr n, hwloc_obj_type_t type, const char *tname)
+{
+    if (type < HWLOC_OBJ_L1CACHE || type > HWLOC_OBJ_L3ICACHE)
+        return 0;
+    unsigned long long level;
+    bool has_level;
+    int want = type <= HWLOC_OBJ_L5CACHE ? (int)(type - HWLOC_OBJ_L1CACHE) + 1 : (int)(type - HWLOC_OBJ_L1ICACHE) + 1;
+    if (xml_uint(c, n, "depth", 64, &level, &has_level) < 0)
+        return -1;
+    if (has_level && level != (unsigned long long)want)
+        return xml_fail(c, n, "an %s that says it is a level-%llu cache (depth=\"%llu\")", tname, level, level);
+    return 0;
+}
+
+/* Read os_index, and note gp_index for the check for duplicates. */
+static int xml_read_indexes(struct xml_check *c, xmlNodePtr n, unsigned long long *os_index, bool *has_os)
+{
+    unsigned long long gp;
+    bool has_gp;
+    if (xml_uint(c, n, "gp_index", ULLONG_MAX, &gp, &has_gp) < 0 ||
+        xml_uint(c, n, "os_index", UINT_MAX, os_index, has_os) < 0)
+        return -1;
+    if (has_gp) {
+        if (c->ngp == c->capgp) {
+            c->capgp = c->capgp ? 2 * c->capgp : 256;
+            c->gp = gpurun_xrealloc(c->gp, c->capgp * sizeof *c->gp);
+        }
+        c->gp[c->ngp++] = gp;
+    }
+    return 0;
+}
+
+/* Parse every set attribute of the object (each checked; the four that
+ * matter kept in *s), and say in present[] which were there. */
+static int xml_read_sets(struct xml_check *c, xmlNodePtr n, struct xml_sets *s, bool *present)
+{
+    hwloc_bitmap_t scratch = hwloc_bitmap_alloc();
+    int rc = 0;
+    for (size_t i = 0; i < sizeof set_attrs / sizeof set_attrs[0] && rc == 0; i++) {
+        hwloc_bitmap_t out = !strcmp(set_attrs[i], "cpuset")             ? s->cpuset
+                             : !strcmp(set_attrs[i], "complete_cpuset")  ? s->complete_cpuset
+                             : !strcmp(set_attrs[i], "nodeset")          ? s->nodeset
+                             : !strcmp(set_attrs[i], "complete_nodeset") ? s->complete_nodeset
+                                                                         : scratch;
+        rc = xml_set(c, n, set_attrs[i], out, &present[i]);
+    }
+    hwloc_bitmap_free(scratch);
+    return rc;
+}
+
+/* A CPU or memory object's sets: all four there, each inside its complete
+ * one and inside its parent's; the Machine's not empty. */
+static int xml_check_cpu_sets(struct xml_check *c, xmlNodePtr n, const char *tname, const struct xml_sets *s,
+                              const bool *present, const struct xml_sets *parent, hwloc_obj_type_t parent_type)
+{
+    /* Every CPU and memory object hwloc exports has its four sets. */
+    for (size_t i = 0; i < 7; i++) {
+        if (!strcmp(set_attrs[i], "cpuset") || !strcmp(set_attrs[i], "complete_cpuset") ||
+            !strcmp(set_attrs[i], "nodeset") || !strcmp(set_attrs[i], "complete_nodeset")) {
+            if (!present[i])
+                return xml_fail(c, n, "a %s object without %s (hwloc needs cpuset, complete_cpuset, nodeset and "
+                                "complete_nodeset on every CPU and memory object)", tname, set_attrs[i]);
+        }
+    }
+    if (!hwloc_bitmap_isincluded(s->cpuset, s->complete_cpuset) ||
+        !hwloc_bitmap_isincluded(s->nodeset, s->complete_nodeset))
+        return xml_fail(c, n, "a %s object whose cpuset or nodeset is not inside its complete_cpuset or "
+                        "complete_nodeset", tname);
+    if (parent && (!hwloc_bitmap_isincluded(s->cpuset, parent->cpuset) ||
+                   !hwloc_bitmap_isincluded(s->complete_cpuset, parent->complete_cpuset) ||
+                   !hwloc_bitmap_isincluded(s->nodeset, parent->nodeset) ||
+                   !hwloc_bitmap_isincluded(s->complete_nodeset, parent->complete_nodeset)))
+        return xml_fail(c, n, "a %s object with CPUs or NUMA nodes that its parent %s does not have", tname,
+                        hwloc_obj_type_string(parent_type));
+    if (!parent) {
+        if (hwloc_bitmap_iszero(s->cpuset) || hwloc_bitmap_iszero(s->nodeset))
+            return xml_fail(c, n, "the Machine has no CPUs or no NUMA node");
+        hwloc_bitmap_copy(c->root_complete_cpuset, s->complete_cpuset);
+    }
+    return 0;
+}
+
+/* hwloc sets bit os_index of a PU or NUMA node in its sets; and the
+ * counts of both are bounded. */
+static int xml_check_pu_or_numa(struct xml_check *c, xmlNodePtr n, hwloc_obj_type_t type, const char *tname,
+                                const struct xml_sets *s, unsigned long long os_index, bool has_os)
+{
+    if (type != HWLOC_OBJ_PU && type != HWLOC_OBJ_NUMANODE)
+        return 0;
+    bool pu = type == HWLOC_OBJ_PU;
+    unsigned limit = pu ? GPURUN_TOPO_MAX_PU_INDEX : GPURUN_TOPO_MAX_NUMA_INDEX;
+    hwloc_bitmap_t own = pu ? s->complete_cpuset : s->complete_nodeset;
+    if (!has_os || os_index >= limit)
+        return xml_fail(c, n, "a %s %s os_index (gpurun needs one below %u)", tname,
+                        has_os ? "with a too large" : "without an", limit);
+    if (hwloc_bitmap_weight(own) != 1 || !hwloc_bitmap_isset(own, (unsigned)os_index))
+        return xml_fail(c, n, "%s P#%llu whose %s is not just %s %llu", tname, os_index,
+                        pu ? "complete_cpuset" : "complete_nodeset", pu ? "PU" : "node", os_index);
+    if (pu && ++c->pus > GPURUN_TOPO_MAX_PUS)
+        return xml_fail(c, n, "more than %d PUs: gpurun accepts at most %d", GPURUN_TOPO_MAX_PUS,
+                        GPURUN_TOPO_MAX_PUS);
+    if (!pu && ++c->numa > GPURUN_TOPO_MAX_NUMA)
+        return xml_fail(c, n, "more than %d NUMA nodes: gpurun accepts at most %d", GPURUN_TOPO_MAX_NUMA,
+                        GPURUN_TOPO_MAX_NUMA);
+    return 0;
+}
+
 static int xml_check_object(struct xml_check *c, xmlNodePtr n, enum xml_kind parent_kind,
                             hwloc_obj_type_t parent_type, const struct xml_sets *parent, int depth)
 {
@@ -708,58 +835,17 @@ static int xml_check_object(struct xml_check *c, xmlNodePtr n, enum xml_kind par
     if (c->v1 && kind == XK_MEMORY) /* 1.x: NUMA nodes are in the CPU tree, I/O below them */
         kind = XK_NORMAL;
     const char *tname = hwloc_obj_type_string(type);
-
-    /* Where hwloc 2.x puts each kind; the importer refuses a few of these
-     * itself, but not a CPU object below a PU. */
-    if (parent) {
-        if (kind == XK_NORMAL && (parent_kind != XK_NORMAL || parent_type == HWLOC_OBJ_PU))
-            return xml_fail(c, n, "a %s object inside a %s", tname, hwloc_obj_type_string(parent_type));
-        if (kind == XK_MEMORY && (parent_kind == XK_IO || parent_kind == XK_MISC))
-            return xml_fail(c, n, "a %s object inside a %s", tname, hwloc_obj_type_string(parent_type));
-        if (kind == XK_IO && (parent_kind == XK_MEMORY || parent_kind == XK_MISC))
-            return xml_fail(c, n, "a %s object inside a %s", tname, hwloc_obj_type_string(parent_type));
-    } else if (kind != XK_NORMAL) {
-        return xml_fail(c, n, "the top object is a %s, not the Machine", tname);
-    }
-
-    /* The importer drops a cache whose level is not its type's, without
-     * saying why. */
-    if (type >= HWLOC_OBJ_L1CACHE && type <= HWLOC_OBJ_L3ICACHE) {
-        unsigned long long level;
-        bool has_level;
-        int want = type <= HWLOC_OBJ_L5CACHE ? (int)(type - HWLOC_OBJ_L1CACHE) + 1
-                                             : (int)(type - HWLOC_OBJ_L1ICACHE) + 1;
-        if (xml_uint(c, n, "depth", 64, &level, &has_level) < 0)
-            return -1;
-        if (has_level && level != (unsigned long long)want)
-            return xml_fail(c, n, "an %s that says it is a level-%llu cache (depth=\"%llu\")", tname, level, level);
-    }
-
-    unsigned long long gp, os_index;
-    bool has_gp, has_os;
-    if (xml_uint(c, n, "gp_index", ULLONG_MAX, &gp, &has_gp) < 0 ||
-        xml_uint(c, n, "os_index", UINT_MAX, &os_index, &has_os) < 0)
+    if (xml_check_placement(c, n, kind, tname, parent_kind, parent_type, parent != NULL) < 0 ||
+        xml_check_cache_level(c, n, type, tname) < 0)
         return -1;
-    if (has_gp) {
-        if (c->ngp == c->capgp) {
-            c->capgp = c->capgp ? 2 * c->capgp : 256;
-            c->gp = gpurun_xrealloc(c->gp, c->capgp * sizeof *c->gp);
-        }
-        c->gp[c->ngp++] = gp;
-    }
+    unsigned long long os_index;
+    bool has_os;
+    if (xml_read_indexes(c, n, &os_index, &has_os) < 0)
+        return -1;
 
     struct xml_sets s = {hwloc_bitmap_alloc(), hwloc_bitmap_alloc(), hwloc_bitmap_alloc(), hwloc_bitmap_alloc()};
-    hwloc_bitmap_t scratch = hwloc_bitmap_alloc();
-    int rc = 0;
     bool present[sizeof set_attrs / sizeof set_attrs[0]];
-    for (size_t i = 0; i < sizeof set_attrs / sizeof set_attrs[0] && rc == 0; i++) {
-        hwloc_bitmap_t out = !strcmp(set_attrs[i], "cpuset")             ? s.cpuset
-                             : !strcmp(set_attrs[i], "complete_cpuset")  ? s.complete_cpuset
-                             : !strcmp(set_attrs[i], "nodeset")          ? s.nodeset
-                             : !strcmp(set_attrs[i], "complete_nodeset") ? s.complete_nodeset
-                                                                         : scratch;
-        rc = xml_set(c, n, set_attrs[i], out, &present[i]);
-    }
+    int rc = xml_read_sets(c, n, &s, present);
     if (rc < 0)
         goto out;
     if (kind == XK_IO || kind == XK_MISC) {
@@ -772,63 +858,10 @@ static int xml_check_object(struct xml_check *c, xmlNodePtr n, enum xml_kind par
         rc = xml_check_children(c, n, kind, type, parent, depth);
         goto out;
     }
-    /* Every CPU and memory object hwloc exports has its four sets. */
-    for (size_t i = 0; i < 7; i++) {
-        if (!strcmp(set_attrs[i], "cpuset") || !strcmp(set_attrs[i], "complete_cpuset") ||
-            !strcmp(set_attrs[i], "nodeset") || !strcmp(set_attrs[i], "complete_nodeset")) {
-            if (!present[i]) {
-                rc = xml_fail(c, n, "a %s object without %s (hwloc needs cpuset, complete_cpuset, nodeset and "
-                              "complete_nodeset on every CPU and memory object)", tname, set_attrs[i]);
-                goto out;
-            }
-        }
-    }
-    if (!hwloc_bitmap_isincluded(s.cpuset, s.complete_cpuset) ||
-        !hwloc_bitmap_isincluded(s.nodeset, s.complete_nodeset)) {
-        rc = xml_fail(c, n, "a %s object whose cpuset or nodeset is not inside its complete_cpuset or "
-                      "complete_nodeset", tname);
+    if (xml_check_cpu_sets(c, n, tname, &s, present, parent, parent_type) < 0 ||
+        xml_check_pu_or_numa(c, n, type, tname, &s, os_index, has_os) < 0) {
+        rc = -1;
         goto out;
-    }
-    if (parent && (!hwloc_bitmap_isincluded(s.cpuset, parent->cpuset) ||
-                   !hwloc_bitmap_isincluded(s.complete_cpuset, parent->complete_cpuset) ||
-                   !hwloc_bitmap_isincluded(s.nodeset, parent->nodeset) ||
-                   !hwloc_bitmap_isincluded(s.complete_nodeset, parent->complete_nodeset))) {
-        rc = xml_fail(c, n, "a %s object with CPUs or NUMA nodes that its parent %s does not have", tname,
-                      hwloc_obj_type_string(parent_type));
-        goto out;
-    }
-    if (!parent) {
-        if (hwloc_bitmap_iszero(s.cpuset) || hwloc_bitmap_iszero(s.nodeset)) {
-            rc = xml_fail(c, n, "the Machine has no CPUs or no NUMA node");
-            goto out;
-        }
-        hwloc_bitmap_copy(c->root_complete_cpuset, s.complete_cpuset);
-    }
-    /* hwloc sets bit os_index of a PU or NUMA node in its sets. */
-    if (type == HWLOC_OBJ_PU || type == HWLOC_OBJ_NUMANODE) {
-        bool pu = type == HWLOC_OBJ_PU;
-        unsigned limit = pu ? GPURUN_TOPO_MAX_PU_INDEX : GPURUN_TOPO_MAX_NUMA_INDEX;
-        hwloc_bitmap_t own = pu ? s.complete_cpuset : s.complete_nodeset;
-        if (!has_os || os_index >= limit) {
-            rc = xml_fail(c, n, "a %s %s os_index (gpurun needs one below %u)", tname,
-                          has_os ? "with a too large" : "without an", limit);
-            goto out;
-        }
-        if (hwloc_bitmap_weight(own) != 1 || !hwloc_bitmap_isset(own, (unsigned)os_index)) {
-            rc = xml_fail(c, n, "%s P#%llu whose %s is not just %s %llu", tname, os_index,
-                          pu ? "complete_cpuset" : "complete_nodeset", pu ? "PU" : "node", os_index);
-            goto out;
-        }
-        if (pu && ++c->pus > GPURUN_TOPO_MAX_PUS) {
-            rc = xml_fail(c, n, "more than %d PUs: gpurun accepts at most %d", GPURUN_TOPO_MAX_PUS,
-                          GPURUN_TOPO_MAX_PUS);
-            goto out;
-        }
-        if (!pu && ++c->numa > GPURUN_TOPO_MAX_NUMA) {
-            rc = xml_fail(c, n, "more than %d NUMA nodes: gpurun accepts at most %d", GPURUN_TOPO_MAX_NUMA,
-                          GPURUN_TOPO_MAX_NUMA);
-            goto out;
-        }
     }
     rc = xml_check_children(c, n, kind, type, &s, depth);
 out:
@@ -836,7 +869,6 @@ out:
     hwloc_bitmap_free(s.complete_cpuset);
     hwloc_bitmap_free(s.nodeset);
     hwloc_bitmap_free(s.complete_nodeset);
-    hwloc_bitmap_free(scratch);
     return rc;
 }
 

@@ -919,7 +919,22 @@ static void copy_output(int in, int out, int rank, bool labelled, bool relay)
     }
 }
 
-int gpurun_rank_step(const char *run_dir, char *const *app_argv, const char *planner, gpurun_error_t *err)
+/* Everything the parts of a rank step share about their rank. */
+struct rank_step {
+    int rank, local;
+    char host[256];
+    char num[32]; /* the rank as text: GPURUN_RANK, and its lines' label */
+    mode_t fmode;
+    int dfd;        /* the run folder */
+    json_t *entry;  /* the rank's entry in its host's plan */
+    json_t *report; /* what the 'B' report says */
+    bool per_rank, relay;
+    int out; /* the rank's output file */
+};
+
+/* Check that gpurun is still there, note what the step was started with,
+ * and take up a plan lock handed over by gpurun-rank. */
+static int step_begin(const char *run_dir, char *const *app_argv, const char *planner, gpurun_error_t *err)
 {
     /* Whatever started us dies: so do we, and so does the program below. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -937,97 +952,121 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, const char *pla
             handed_lock_fd = (int)fd;
         unsetenv(GPURUN_ENV_PLAN_LOCK_FD); /* not the program's */
     }
-    int rank, local;
-    const char *rank_var, *local_var;
-    if (env_first_int(rank_vars, &rank, &rank_var) < 0)
-        return gpurun_err(err, GPURUN_EXIT_ENV,
-                          "rank step: no rank in the environment (none of GPURUN_LAUNCH_RANK, OMPI_COMM_WORLD_RANK, "
-                          "PMIX_RANK, SLURM_PROCID, PMI_RANK)");
-    char host[256] = "";
-    const char *host_env = getenv(GPURUN_ENV_HOST); /* a test launcher playing many hosts on one */
-    snprintf(host, sizeof host, "%s", host_env && *host_env ? host_env : "");
-    if (!host[0])
-        gethostname(host, sizeof host - 1);
+    return 0;
+}
+
+/* Open the run folder, find the local rank and its entry in the host's
+ * plan, and read the job's env.json into *jobenv.  On failure nothing is
+ * left open. */
+static int step_read_plan(struct rank_step *s, const char *run_dir, json_t **jobenv, gpurun_error_t *err)
+{
     /* Nothing of a folder that is not the one gpurun made, ours and closed
      * to others, is read or written. */
-    mode_t fmode = 0600;
-    int dfd = gpurun_open_run_dir(run_dir, &fmode, err);
-    if (dfd < 0)
-        return failed_before_start(rank, host, err);
-    if (env_first_int(local_vars, &local, &local_var) < 0) {
+    s->dfd = gpurun_open_run_dir(run_dir, &s->fmode, err);
+    if (s->dfd < 0)
+        return -1;
+    const char *local_var;
+    if (env_first_int(local_vars, &s->local, &local_var) < 0) {
         gpurun_err(err, GPURUN_EXIT_ENV,
                    "rank step: rank %d has no local rank in the environment (none of GPURUN_LAUNCH_LOCAL_RANK, "
                    "OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID, MPI_LOCALRANKID, PMI_LOCAL_RANK)",
-                   rank);
-        close(dfd);
-        return failed_before_start(rank, host, err);
+                   s->rank);
+        close(s->dfd);
+        return -1;
     }
-    json_t *entry = gpurun_host_plan_entry(dfd, run_dir, host, local, fmode, err);
-    if (entry && json_integer_value(json_object_get(entry, "node")) != 0) {
-        json_decref(entry);
-        entry = NULL;
-        gpurun_err(err, GPURUN_EXIT_ENV, "rank step: local rank %d (from %s) is not in %s's plan", local, local_var,
-                   host);
+    s->entry = gpurun_host_plan_entry(s->dfd, run_dir, s->host, s->local, s->fmode, err);
+    if (s->entry && json_integer_value(json_object_get(s->entry, "node")) != 0) {
+        json_decref(s->entry);
+        s->entry = NULL;
+        gpurun_err(err, GPURUN_EXIT_ENV, "rank step: local rank %d (from %s) is not in %s's plan", s->local,
+                   local_var, s->host);
     }
     char *env_shown = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_ENV);
-    json_t *jobenv = entry ? gpurun_read_own_json_at(dfd, GPURUN_RUN_ENV, env_shown, err) : NULL;
+    *jobenv = s->entry ? gpurun_read_own_json_at(s->dfd, GPURUN_RUN_ENV, env_shown, err) : NULL;
     free(env_shown);
-    if (!jobenv) {
-        json_decref(entry);
-        close(dfd);
-        return failed_before_start(rank, host, err);
+    if (!*jobenv) {
+        json_decref(s->entry);
+        close(s->dfd);
+        return -1;
     }
-    json_t *report = json_object();
-    json_object_set_new(report, "warnings", json_array());
-    json_object_set_new(report, "rank", json_integer(rank));
-    json_object_set_new(report, "local_rank", json_integer(local));
-    json_object_set_new(report, "host", json_string(host));
-    json_object_set_new(report, "planned_cpus", json_copy(json_object_get(entry, "cpus")));
-    json_object_set_new(report, "planned_numa", json_copy(json_object_get(entry, "numa")));
+    return 0;
+}
 
-    set_env_object(json_object_get(entry, "env"));
-    char num[32];
-    snprintf(num, sizeof num, "%d", rank); /* the host plan numbers its ranks from 0 */
-    setenv("GPURUN_RANK", num, 1);
-    torchrun_rank_env(entry, jobenv, rank, local);
+/* Start the rank's report, set its environment (the plan's, the rank's,
+ * then the job's) and bind it as planned. */
+static void step_set_up_rank(struct rank_step *s, json_t *jobenv)
+{
+    s->report = json_object();
+    json_object_set_new(s->report, "warnings", json_array());
+    json_object_set_new(s->report, "rank", json_integer(s->rank));
+    json_object_set_new(s->report, "local_rank", json_integer(s->local));
+    json_object_set_new(s->report, "host", json_string(s->host));
+    json_object_set_new(s->report, "planned_cpus", json_copy(json_object_get(s->entry, "cpus")));
+    json_object_set_new(s->report, "planned_numa", json_copy(json_object_get(s->entry, "numa")));
+
+    set_env_object(json_object_get(s->entry, "env"));
+    snprintf(s->num, sizeof s->num, "%d", s->rank); /* the host plan numbers its ranks from 0 */
+    setenv("GPURUN_RANK", s->num, 1);
+    torchrun_rank_env(s->entry, jobenv, s->rank, s->local);
     set_env_object(jobenv); /* the job's own env{} wins: the user asked for it */
     json_decref(jobenv);
-    bind(entry, report);
+    bind(s->entry, s->report);
+}
 
+/* Open the rank's output file and say in the report which it is; the run
+ * folder is closed either way. */
+static int step_open_output(struct rank_step *s, const char *run_dir, gpurun_error_t *err)
+{
     /* A planted name (a symlink to make us append to someone's file) is
      * refused, not followed. */
     const char *mode = getenv(GPURUN_ENV_OUTPUT);
-    bool per_rank = mode && !strcmp(mode, "per-rank");
+    s->per_rank = mode && !strcmp(mode, "per-rank");
     const char *relay_s = getenv(GPURUN_ENV_RELAY);
-    bool relay = relay_s && !strcmp(relay_s, "1");
-    char *oname = per_rank ? gpurun_xasprintf("rank.%d.out", rank) : gpurun_host_output_name(host);
-    int fd = open_output(dfd, oname, fmode, !per_rank);
-    if (fd < 0) {
-        gpurun_err(err, GPURUN_EXIT_ENV, "rank %d: cannot create its output %s/%s: %s", rank, run_dir, oname,
+    s->relay = relay_s && !strcmp(relay_s, "1");
+    char *oname = s->per_rank ? gpurun_xasprintf("rank.%d.out", s->rank) : gpurun_host_output_name(s->host);
+    s->out = open_output(s->dfd, oname, s->fmode, !s->per_rank);
+    if (s->out < 0) {
+        gpurun_err(err, GPURUN_EXIT_ENV, "rank %d: cannot create its output %s/%s: %s", s->rank, run_dir, oname,
                    errno == ELOOP ? "it is a symlink" : errno == EEXIST ? "it exists already" : strerror(errno));
         free(oname);
-        json_decref(report);
-        json_decref(entry);
-        close(dfd);
-        return failed_before_start(rank, host, err);
+        close(s->dfd);
+        return -1;
     }
-    close(dfd);
-    json_object_set_new(report, "output", per_rank ? json_pack("{s:s}", "file", oname)
-                                                   : json_pack("{s:s, s:s+}", "file", oname, "label", num, ": "));
+    close(s->dfd);
+    json_object_set_new(s->report, "output",
+                        s->per_rank ? json_pack("{s:s}", "file", oname)
+                                    : json_pack("{s:s, s:s+}", "file", oname, "label", s->num, ": "));
     free(oname);
-    char *start = iso_now();
-    json_object_set_new(report, "start", json_string(start));
-    json_object_set_new(report, "pid", json_integer(getpid()));
-    report_json('B', rank, report);
+    return 0;
+}
 
+/* In the forked child: the program, its output and errors into the pipe,
+ * the forwarded signals back to their defaults. */
+static void exec_program(int pipe_out, pid_t parent, int rank, char *const *app_argv)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(137);
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
+    for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+        sigaction(forwarded[i], &dfl, NULL);
+    dup2(pipe_out, STDOUT_FILENO);
+    dup2(pipe_out, STDERR_FILENO);
+    execvp(app_argv[0], app_argv);
+    fprintf(stderr, "gpurun: rank %d: cannot run %s: %s\n", rank, app_argv[0], strerror(errno));
+    _exit(errno == ENOENT ? 127 : 126);
+}
+
+/* Run the program with signals forwarded to it and its output copied to
+ * the rank's file; returns its exit code (and *term_signal, what killed it), or
+ * -1 when there is no pipe for its output.  Closes the output file. */
+static int step_run_program(struct rank_step *s, char *const *app_argv, int *term_signal, gpurun_error_t *err)
+{
     int pipefd[2];
     if (pipe2(pipefd, O_CLOEXEC) < 0) {
-        gpurun_err(err, GPURUN_EXIT_ENV, "rank %d: cannot make a pipe: %s", rank, strerror(errno));
-        close(fd);
-        json_decref(report);
-        json_decref(entry);
-        free(start);
-        return failed_before_start(rank, host, err);
+        gpurun_err(err, GPURUN_EXIT_ENV, "rank %d: cannot make a pipe: %s", s->rank, strerror(errno));
+        close(s->out);
+        return -1;
     }
     fflush(NULL);
     struct sigaction sa = {.sa_handler = forward};
@@ -1037,43 +1076,71 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, const char *pla
         sigaction(forwarded[i], &sa, NULL);
     pid_t parent = getpid();
     pid_t pid = fork();
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(137);
-        struct sigaction dfl = {.sa_handler = SIG_DFL};
-        for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-            sigaction(forwarded[i], &dfl, NULL);
-        dup2(pipefd[1], STDOUT_FILENO);
-        dup2(pipefd[1], STDERR_FILENO);
-        execvp(app_argv[0], app_argv);
-        fprintf(stderr, "gpurun: rank %d: cannot run %s: %s\n", rank, app_argv[0], strerror(errno));
-        _exit(errno == ENOENT ? 127 : 126);
-    }
+    if (pid == 0)
+        exec_program(pipefd[1], parent, s->rank, app_argv);
     close(pipefd[1]);
     int status = 0, code;
     if (pid < 0) {
-        dprintf(fd, "%s%sgpurun: rank %d: cannot start %s: %s\n", per_rank ? "" : num, per_rank ? "" : ": ", rank,
-                app_argv[0], strerror(errno));
+        dprintf(s->out, "%s%sgpurun: rank %d: cannot start %s: %s\n", s->per_rank ? "" : s->num,
+                s->per_rank ? "" : ": ", s->rank, app_argv[0], strerror(errno));
         code = 126;
     } else {
         child_pid = pid;
-        copy_output(pipefd[0], fd, rank, !per_rank, relay);
+        copy_output(pipefd[0], s->out, s->rank, !s->per_rank, s->relay);
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
             ;
         code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     }
     close(pipefd[0]);
-    close(fd);
+    close(s->out);
+    *term_signal = pid > 0 && WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    return code;
+}
+
+int gpurun_rank_step(const char *run_dir, char *const *app_argv, const char *planner, gpurun_error_t *err)
+{
+    if (step_begin(run_dir, app_argv, planner, err) < 0)
+        return -1;
+    struct rank_step s = {.fmode = 0600, .dfd = -1, .out = -1};
+    const char *rank_var;
+    if (env_first_int(rank_vars, &s.rank, &rank_var) < 0)
+        return gpurun_err(err, GPURUN_EXIT_ENV,
+                          "rank step: no rank in the environment (none of GPURUN_LAUNCH_RANK, OMPI_COMM_WORLD_RANK, "
+                          "PMIX_RANK, SLURM_PROCID, PMI_RANK)");
+    const char *host_env = getenv(GPURUN_ENV_HOST); /* a test launcher playing many hosts on one */
+    snprintf(s.host, sizeof s.host, "%s", host_env && *host_env ? host_env : "");
+    if (!s.host[0])
+        gethostname(s.host, sizeof s.host - 1);
+    json_t *jobenv;
+    if (step_read_plan(&s, run_dir, &jobenv, err) < 0)
+        return failed_before_start(s.rank, s.host, err);
+    step_set_up_rank(&s, jobenv);
+    if (step_open_output(&s, run_dir, err) < 0) {
+        json_decref(s.report);
+        json_decref(s.entry);
+        return failed_before_start(s.rank, s.host, err);
+    }
+    char *start = iso_now();
+    json_object_set_new(s.report, "start", json_string(start));
+    json_object_set_new(s.report, "pid", json_integer(getpid()));
+    report_json('B', s.rank, s.report);
+
+    int term_signal;
+    int code = step_run_program(&s, app_argv, &term_signal, err);
+    if (code < 0) {
+        json_decref(s.report);
+        json_decref(s.entry);
+        free(start);
+        return failed_before_start(s.rank, s.host, err);
+    }
     char *end = iso_now();
-    json_t *st = json_pack("{s:i, s:s, s:i, s:i, s:s, s:s, s:I}", "rank", rank, "host", host, "exit_code", code,
-                           "signal", pid > 0 && WIFSIGNALED(status) ? WTERMSIG(status) : 0, "start", start, "end",
-                           end, "end_ns", now_ns());
-    report_json('S', rank, st);
+    json_t *st = json_pack("{s:i, s:s, s:i, s:i, s:s, s:s, s:I}", "rank", s.rank, "host", s.host, "exit_code", code,
+                           "signal", term_signal, "start", start, "end", end, "end_ns", now_ns());
+    report_json('S', s.rank, st);
     json_decref(st);
     free(start);
     free(end);
-    json_decref(report);
-    json_decref(entry);
+    json_decref(s.report);
+    json_decref(s.entry);
     return code;
 }
