@@ -699,186 +699,147 @@ static void stop_mps(struct gpurun_mps *m, json_t *j)
     m->active = false;
 }
 
-static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
-{
-    gpurun_job_t *job = c->job;
-    int dfd;
-    ino_t dir_ino = 0;
-    char *run_dir = make_run_dir(c->results, job, &dfd, &dir_ino, err);
-    if (!run_dir)
-        return err->code;
-    const mode_t fmode = run_file_mode(job);
-    struct gpurun_kvlist names = {0};
-    run_names(c, run_dir, &names);
-    char **app = NULL, **launched = NULL;
-    int rc = 0;
-    json_t *record = NULL;
-    struct rank_result rr = {0};
-    time_t start = time(NULL);
-    struct gpurun_outcome oc = {0};
-    struct gpurun_launch_cmds cmds = {0};
-    json_t *gpus_monitor = NULL;
-    char mon_why[512] = "";
-    int setup_fd = -1;
-    struct gpurun_mps mps = {0};
-    json_t *mps_json = NULL;
+/* One run of the job, from its folder's creation to its record: what the
+ * steps of run_once share. */
+struct run_attempt {
+    char *run_dir;
+    int dfd; /* the run folder's descriptor */
+    ino_t dir_ino;
+    mode_t fmode;                 /* the run folder's files' mode */
+    char host[256];               /* this host's name */
+    struct gpurun_kvlist names;   /* what the template's {names} expand to */
+    char **app;                   /* the program and its arguments */
+    char **launched;              /* what the rank steps start instead (the container runtime); NULL: app */
+    time_t start;
+    struct gpurun_launch_cmds cmds;
+    struct gpurun_outcome oc;
+    struct rank_result rr;
+    json_t *gpus_monitor;
+    char mon_why[512]; /* why there is no GPU monitor, or "" */
+    int setup_fd;      /* setup.log; -1 until a setup step runs */
+    struct gpurun_mps mps;
+    json_t *mps_json;
+    int rc;            /* the exit status a step that stopped the run ended with */
+    const char *state; /* the record's: "ok", "failed", "timeout", ... */
+    gpurun_foms_t foms;
+    json_t *refs;
+};
 
-    if (command_argv("command", c->command, &names, &app, err) < 0 ||
-        (c->ctr ? container_program(c, app, err) : resolve_program(app, job->dir, err)) < 0) {
-        rc = err->code;
-        goto out;
-    }
-    if (c->ctr) /* the rank steps start the runtime, which starts the program */
-        launched = container_argv(c, app, run_dir);
-    /* The rank steps' inputs, each written once through the folder's
-     * descriptor with an explicit mode. */
-    char *p = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_PLAN);
-    json_t *pj = gpurun_plan_json(c->plan);
-    int wrc = gpurun_write_json_at(dfd, GPURUN_RUN_PLAN, p, pj, fmode, 0, err);
-    free(p);
-    char host[256] = "";
-    gethostname(host, sizeof host - 1);
-    char *hname = gpurun_host_plan_name(host); /* this host's ranks need not plan again */
-    p = gpurun_xasprintf("%s/%s", run_dir, hname);
-    if (wrc == 0)
-        wrc = gpurun_write_host_plan_at(dfd, hname, p, pj, fmode, err);
-    json_decref(pj);
-    free(p);
-    free(hname);
-    p = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_REQUEST);
-    json_t *rj = gpurun_request_json(&c->req);
-    if (wrc == 0)
-        wrc = gpurun_write_json_at(dfd, GPURUN_RUN_REQUEST, p, rj, fmode, 0, err);
-    json_decref(rj);
-    free(p);
-    p = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_TOPOLOGY);
+/* A step that stops the run: -1, with the exit status kept in a->rc. */
+static int stop_with(struct run_attempt *a, int rc)
+{
+    a->rc = rc;
+    return -1;
+}
+
+/* The topology as hwloc XML, for the rank steps on this host. */
+static int write_topology(struct run_ctx *c, struct run_attempt *a, gpurun_error_t *err)
+{
+    char *p = gpurun_xasprintf("%s/%s", a->run_dir, GPURUN_RUN_TOPOLOGY);
     char *xml = NULL;
     int xlen = 0;
-    if (wrc == 0 && hwloc_topology_export_xmlbuffer(c->topo->hw, &xml, &xlen, 0) < 0)
+    int wrc = 0;
+    if (hwloc_topology_export_xmlbuffer(c->topo->hw, &xml, &xlen, 0) < 0)
         wrc = gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot export the topology", p);
     if (wrc == 0)
-        wrc = gpurun_write_atomic_at(dfd, GPURUN_RUN_TOPOLOGY, p, xml, xlen > 0 ? (size_t)xlen - 1 : 0, fmode, 0,
-                                     err);
+        wrc = gpurun_write_atomic_at(a->dfd, GPURUN_RUN_TOPOLOGY, p, xml, xlen > 0 ? (size_t)xlen - 1 : 0, a->fmode,
+                                     0, err);
     if (xml)
         hwloc_free_xmlbuffer(c->topo->hw, xml);
     free(p);
-    p = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_ENV);
+    return wrc;
+}
+
+/* The rank steps' inputs, each written once through the folder's
+ * descriptor with an explicit mode. */
+static int write_rank_inputs(struct run_ctx *c, struct run_attempt *a, gpurun_error_t *err)
+{
+    char *p = gpurun_xasprintf("%s/%s", a->run_dir, GPURUN_RUN_PLAN);
+    json_t *pj = gpurun_plan_json(c->plan);
+    int wrc = gpurun_write_json_at(a->dfd, GPURUN_RUN_PLAN, p, pj, a->fmode, 0, err);
+    free(p);
+    gethostname(a->host, sizeof a->host - 1);
+    char *hname = gpurun_host_plan_name(a->host); /* this host's ranks need not plan again */
+    p = gpurun_xasprintf("%s/%s", a->run_dir, hname);
+    if (wrc == 0)
+        wrc = gpurun_write_host_plan_at(a->dfd, hname, p, pj, a->fmode, err);
+    json_decref(pj);
+    free(p);
+    free(hname);
+    p = gpurun_xasprintf("%s/%s", a->run_dir, GPURUN_RUN_REQUEST);
+    json_t *rj = gpurun_request_json(&c->req);
+    if (wrc == 0)
+        wrc = gpurun_write_json_at(a->dfd, GPURUN_RUN_REQUEST, p, rj, a->fmode, 0, err);
+    json_decref(rj);
+    free(p);
+    if (wrc == 0)
+        wrc = write_topology(c, a, err);
+    p = gpurun_xasprintf("%s/%s", a->run_dir, GPURUN_RUN_ENV);
     struct gpurun_kvlist envkv = {0};
     if (wrc == 0)
-        wrc = job_env(c, &names, true, &envkv, err);
+        wrc = job_env(c, &a->names, true, &envkv, err);
     json_t *env = kv_json(&envkv);
     gpurun_kvlist_clear(&envkv);
     if (wrc == 0)
-        wrc = gpurun_write_json_at(dfd, GPURUN_RUN_ENV, p, env, fmode, 0, err);
+        wrc = gpurun_write_json_at(a->dfd, GPURUN_RUN_ENV, p, env, a->fmode, 0, err);
     json_decref(env);
     free(p);
     /* Another host's rank step decides GPUDirect for its own ranks with these. */
-    p = gpurun_xasprintf("%s/%s", run_dir, GPURUN_RUN_GPUDIRECT);
-    json_t *gj = json_pack("{s:s, s:o}", "mode", gpurun_gdr_mode_name(job->gpudirect), "env",
+    p = gpurun_xasprintf("%s/%s", a->run_dir, GPURUN_RUN_GPUDIRECT);
+    json_t *gj = json_pack("{s:s, s:o}", "mode", gpurun_gdr_mode_name(c->job->gpudirect), "env",
                            c->tpl ? kv_json(&c->tpl->env) : json_object());
     if (wrc == 0)
-        wrc = gpurun_write_json_at(dfd, GPURUN_RUN_GPUDIRECT, p, gj, fmode, 0, err);
+        wrc = gpurun_write_json_at(a->dfd, GPURUN_RUN_GPUDIRECT, p, gj, a->fmode, 0, err);
     json_decref(gj);
     free(p);
-    if (wrc < 0) {
-        rc = err->code;
-        goto out;
-    }
+    return wrc;
+}
 
-    /* Setup steps run once, in the run folder, before any rank. */
+/* Setup steps run once, in the run folder, before any rank: 0, or -1
+ * (stop_with). */
+static int run_setup_steps(struct run_ctx *c, struct run_attempt *a, gpurun_error_t *err)
+{
     for (size_t i = 0; c->tpl && i < c->tpl->nsetup; i++) {
         char **step;
-        if (command_argv("setup", c->tpl->setup[i], &names, &step, err) < 0) {
-            rc = err->code;
-            goto out;
-        }
-        if ((c->ctr ? container_program(c, step, err) : resolve_program(step, job->dir, err)) < 0) {
+        if (command_argv("setup", c->tpl->setup[i], &a->names, &step, err) < 0)
+            return stop_with(a, err->code);
+        if ((c->ctr ? container_program(c, step, err) : resolve_program(step, c->job->dir, err)) < 0) {
             gpurun_free_words(step);
-            rc = err->code;
-            goto out;
+            return stop_with(a, err->code);
         }
         if (c->ctr) { /* in the image too, without GPUs */
-            char **in = gpurun_container_wrap(c->ctr, step, run_dir, c->job_dir, 0, NULL);
+            char **in = gpurun_container_wrap(c->ctr, step, a->run_dir, c->job_dir, 0, NULL);
             gpurun_free_words(step);
             step = in;
         }
-        char *log = gpurun_xasprintf("%s/setup.log", run_dir);
-        if (setup_fd < 0)
-            setup_fd = openat(dfd, "setup.log", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC,
-                              fmode);
-        if (setup_fd < 0) {
+        char *log = gpurun_xasprintf("%s/setup.log", a->run_dir);
+        if (a->setup_fd < 0)
+            a->setup_fd = openat(a->dfd, "setup.log", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC,
+                                 a->fmode);
+        if (a->setup_fd < 0) {
             gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot create: %s", log, strerror(errno));
             gpurun_free_words(step);
             free(log);
-            rc = GPURUN_EXIT_ENV;
-            goto out;
+            return stop_with(a, GPURUN_EXIT_ENV);
         }
-        int code = gpurun_run_step(step, run_dir, setup_fd, err);
+        int code = gpurun_run_step(step, a->run_dir, a->setup_fd, err);
         gpurun_free_words(step);
         if (code != 0) {
             if (code > 0)
                 gpurun_err(err, GPURUN_EXIT_ENV, "setup step %zu (%s) failed with exit status %d; see %s", i + 1,
                            c->tpl->setup[i], code, log);
             free(log);
-            rc = GPURUN_EXIT_ENV;
-            goto out;
+            return stop_with(a, GPURUN_EXIT_ENV);
         }
         free(log);
     }
+    return 0;
+}
 
-    char self[PATH_MAX];
-    ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (sl < 0) {
-        gpurun_err(err, GPURUN_EXIT_ENV, "cannot find gpurun's own path: %s", strerror(errno));
-        rc = GPURUN_EXIT_ENV;
-        goto out;
-    }
-    self[sl] = '\0';
-    /* Which folder is this run's: every rank step checks it finds this one. */
-    char idbuf[32];
-    snprintf(idbuf, sizeof idbuf, "%llu", (unsigned long long)dir_ino);
-    setenv(GPURUN_ENV_RUN_DIR_INO, idbuf, 1);
-    snprintf(idbuf, sizeof idbuf, "%ld", (long)geteuid());
-    setenv(GPURUN_ENV_RUN_UID, idbuf, 1);
-    setenv(GPURUN_ENV_OUTPUT, job->output == GPURUN_OUTPUT_PER_RANK ? "per-rank" : "per-host", 1);
-    bool tty = isatty(STDOUT_FILENO) && !c->opts->quiet;
-    setenv(GPURUN_ENV_RELAY, tty ? "1" : "0", 1);
-    char *export_env[16];
-    export_names(export_env);
-    struct gpurun_launch_request lr = {
-        .nodes = c->plan->req.nodes,
-        .ranks_per_node = c->plan->req.ranks_per_node,
-        .nranks = c->plan->nranks,
-        .oversubscribe = c->plan->req.oversubscribe,
-        .rank_step = self,
-        .run_dir = run_dir,
-        .app_argv = launched ? launched : app,
-        .export_env = export_env,
-    };
-    if (c->launcher->commands(&lr, &cmds, err) < 0) {
-        rc = err->code;
-        goto out;
-    }
-    struct gpurun_supervise sv = {
-        .run_dir = run_dir,
-        .dir_fd = dfd,
-        .file_mode = fmode,
-        .cwd = run_dir,
-        .nranks = c->plan->nranks,
-        .timeout_s = (double)job->timeout_s,
-        .grace_s = kill_grace(),
-        .relay_output = tty,
-        .status_line = tty,
-        .progress_regex = c->tpl ? c->tpl->progress : NULL,
-    };
-    if (!c->opts->quiet) {
-        printf("gpurun: %s: %d rank%s (%d node%s x %d) via %s; run folder %s\n", job->name, c->plan->nranks,
-               c->plan->nranks == 1 ? "" : "s", lr.nodes, lr.nodes == 1 ? "" : "s", lr.ranks_per_node,
-               c->launcher->name, run_dir);
-        fflush(stdout);
-    }
-    /* Utilisation, memory and power of this node's NVIDIA GPUs while the
-     * ranks run; a node without NVML only says so in the record. */
+/* The PCI addresses of this node's NVIDIA GPUs that its ranks use, each
+ * once: what the monitor watches. */
+static const char **monitored_gpus(const struct run_ctx *c, int *npcip)
+{
     const char **pcis = gpurun_xcalloc((size_t)c->plan->nranks * (size_t)(c->plan->req.gpus_per_rank + 1),
                                        sizeof *pcis);
     int npci = 0;
@@ -891,6 +852,31 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
             if (!seen)
                 pcis[npci++] = gpu->pci;
         }
+    *npcip = npci;
+    return pcis;
+}
+
+/* Starts the launcher's commands and supervises the ranks to their end,
+ * with the GPU monitor and (ranks sharing a GPU) the MPS daemon around
+ * them: 0, or -1 (stop_with). */
+static int supervise_ranks(struct run_ctx *c, struct run_attempt *a, bool tty, gpurun_error_t *err)
+{
+    struct gpurun_supervise sv = {
+        .run_dir = a->run_dir,
+        .dir_fd = a->dfd,
+        .file_mode = a->fmode,
+        .cwd = a->run_dir,
+        .nranks = c->plan->nranks,
+        .timeout_s = (double)c->job->timeout_s,
+        .grace_s = kill_grace(),
+        .relay_output = tty,
+        .status_line = tty,
+        .progress_regex = c->tpl ? c->tpl->progress : NULL,
+    };
+    /* Utilisation, memory and power of this node's NVIDIA GPUs while the
+     * ranks run; a node without NVML only says so in the record. */
+    int npci = 0;
+    const char **pcis = monitored_gpus(c, &npci);
     /* Ranks sharing a GPU: one MPS daemon on this host, started last so
      * that nothing between it and the ranks can fail, stopped first. */
     struct sigaction old_handlers[3];
@@ -898,113 +884,184 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     mps_signal = 0;
     if (catching)
         mps_signals(true, old_handlers);
-    if (start_mps(c, &mps, dfd, run_dir, host, &mps_json, err) < 0 || mps_signal) {
+    if (start_mps(c, &a->mps, a->dfd, a->run_dir, a->host, &a->mps_json, err) < 0 || mps_signal) {
         free(pcis);
         if (mps_signal)
             gpurun_err(err, 128 + mps_signal, "interrupted by %s while the CUDA MPS daemon started: no rank was "
-                       "started; run folder %s", strsignal(mps_signal), run_dir);
+                       "started; run folder %s", strsignal(mps_signal), a->run_dir);
         if (catching)
             mps_signals(false, old_handlers);
-        rc = err->code;
-        goto out;
+        return stop_with(a, err->code);
     }
-    gpurun_monitor_session_t *mon = gpurun_monitor_begin(pcis, npci, mon_why, sizeof mon_why);
+    gpurun_monitor_session_t *mon = gpurun_monitor_begin(pcis, npci, a->mon_why, sizeof a->mon_why);
     free(pcis);
-    int lrc = gpurun_launch(&cmds, &sv, &oc, err);
-    gpus_monitor = gpurun_monitor_end(mon);
-    stop_mps(&mps, mps_json);
+    int lrc = gpurun_launch(&a->cmds, &sv, &a->oc, err);
+    a->gpus_monitor = gpurun_monitor_end(mon);
+    stop_mps(&a->mps, a->mps_json);
     if (catching)
         mps_signals(false, old_handlers);
-    if (lrc < 0) {
-        rc = err->code;
-        goto out;
-    }
-    collect_ranks(&oc, c->plan->nranks, &rr);
-    write_host_files(dfd, run_dir, fmode, &rr);
+    return lrc < 0 ? stop_with(a, err->code) : 0;
+}
 
-    const char *state = "ok";
-    gpurun_foms_t foms = {0};
-    json_t *refs = json_object();
+/* The launcher's commands for the ranks, then the ranks run (through
+ * supervise_ranks): 0, or -1 (stop_with). */
+static int launch_ranks(struct run_ctx *c, struct run_attempt *a, gpurun_error_t *err)
+{
+    char self[PATH_MAX];
+    ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (sl < 0) {
+        gpurun_err(err, GPURUN_EXIT_ENV, "cannot find gpurun's own path: %s", strerror(errno));
+        return stop_with(a, GPURUN_EXIT_ENV);
+    }
+    self[sl] = '\0';
+    /* Which folder is this run's: every rank step checks it finds this one. */
+    char idbuf[32];
+    snprintf(idbuf, sizeof idbuf, "%llu", (unsigned long long)a->dir_ino);
+    setenv(GPURUN_ENV_RUN_DIR_INO, idbuf, 1);
+    snprintf(idbuf, sizeof idbuf, "%ld", (long)geteuid());
+    setenv(GPURUN_ENV_RUN_UID, idbuf, 1);
+    setenv(GPURUN_ENV_OUTPUT, c->job->output == GPURUN_OUTPUT_PER_RANK ? "per-rank" : "per-host", 1);
+    bool tty = isatty(STDOUT_FILENO) && !c->opts->quiet;
+    setenv(GPURUN_ENV_RELAY, tty ? "1" : "0", 1);
+    char *export_env[16];
+    export_names(export_env);
+    struct gpurun_launch_request lr = {
+        .nodes = c->plan->req.nodes,
+        .ranks_per_node = c->plan->req.ranks_per_node,
+        .nranks = c->plan->nranks,
+        .oversubscribe = c->plan->req.oversubscribe,
+        .rank_step = self,
+        .run_dir = a->run_dir,
+        .app_argv = a->launched ? a->launched : a->app,
+        .export_env = export_env,
+    };
+    if (c->launcher->commands(&lr, &a->cmds, err) < 0)
+        return stop_with(a, err->code);
+    if (!c->opts->quiet) {
+        printf("gpurun: %s: %d rank%s (%d node%s x %d) via %s; run folder %s\n", c->job->name, c->plan->nranks,
+               c->plan->nranks == 1 ? "" : "s", lr.nodes, lr.nodes == 1 ? "" : "s", lr.ranks_per_node,
+               c->launcher->name, a->run_dir);
+        fflush(stdout);
+    }
+    return supervise_ranks(c, a, tty, err);
+}
+
+/* Hosts lost while ranks ran: the message, with what the launcher said. */
+static void lost_hosts_error(struct run_ctx *c, struct run_attempt *a, bool collateral, int rc, gpurun_error_t *err)
+{
+    const struct rank_result *rr = &a->rr;
+    char *tail = launcher_tail(a->run_dir);
+    char also[400] = "";
+    if (collateral && rr->failed_code != 128 + SIGTERM && rr->failed_code != 128 + SIGKILL)
+        snprintf(also, sizeof also, "; meanwhile rank %d on %s was killed by signal %d (%s)", rr->failed_rank,
+                 rr->failed_host, rr->failed_code - 128, signal_name(rr->failed_code));
+    gpurun_err(err, rc,
+               "lost %s: these ranks started and never reported an end (the host, or %s's link to it, failed); "
+               "the other ranks were stopped%s; run folder %s; %s said:\n%s",
+               rr->lost, c->launcher->name, also, a->run_dir, c->launcher->name, tail ? tail : "(nothing)");
+    free(tail);
+}
+
+/* The first rank that failed: the message, with where its output is. */
+static void failed_rank_error(struct run_attempt *a, int rc, gpurun_error_t *err)
+{
+    const struct rank_result *rr = &a->rr;
+    const char *sig = signal_name(rc);
+    if (rr->failed_error[0]) {
+        gpurun_err(err, rc, "rank %d on %s could not start (exit status %d): %s; run folder %s", rr->failed_rank,
+                   rr->failed_host, rc, rr->failed_error, a->run_dir);
+        return;
+    }
+    json_t *o = json_object_get(json_array_get(rr->bindings, (size_t)rr->failed_rank), "output");
+    const char *file = json_string_value(json_object_get(o, "file"));
+    const char *label = json_string_value(json_object_get(o, "label"));
+    char where[600];
+    if (file && label)
+        snprintf(where, sizeof where, "%s/%s (its lines start with '%s')", a->run_dir, file, label);
+    else
+        snprintf(where, sizeof where, "%s/%s", a->run_dir, file ? file : "launcher.out");
+    gpurun_err(err, rc, "rank %d on %s failed first: %s %d%s%s%s; its output: %s", rr->failed_rank, rr->failed_host,
+               sig ? "killed by signal" : "exit status", sig ? rc - 128 : rc, sig ? " (" : "", sig ? sig : "",
+               sig ? ")" : "", where);
+}
+
+/* The launcher failed, or not every rank finished: the exit status and
+ * the message, with what the launcher said. */
+static int launcher_failed_error(struct run_ctx *c, struct run_attempt *a, gpurun_error_t *err)
+{
+    struct rank_result *rr = &a->rr;
+    int rc = a->oc.launcher_status ? a->oc.launcher_status : GPURUN_EXIT_ENV;
+    if (rr->finished == 0)
+        rc = GPURUN_EXIT_ENV; /* no rank ever ran: the launcher could not start them */
+    char *tail = launcher_tail(a->run_dir);
+    unstarted_ranks(c->plan, rr);
+    gpurun_err(err, rc, "%s failed (exit status %d) with %d of %d ranks finished%s%s; it said:\n%s",
+               c->launcher->name, a->oc.launcher_status, rr->finished, c->plan->nranks,
+               rr->unstarted[0] && rr->finished ? "; never started (their hosts wrote nothing): " : "",
+               rr->unstarted[0] && rr->finished ? rr->unstarted : "", tail ? tail : "(nothing)");
+    free(tail);
+    return rc;
+}
+
+/* How the run ended, from the launch's outcome and what the ranks
+ * reported: the exit status, a->state, the message in err; the figures of
+ * merit and their references when the ranks all ended well. */
+static int decide_outcome(struct run_ctx *c, struct run_attempt *a, gpurun_error_t *err)
+{
+    const struct gpurun_outcome *oc = &a->oc;
+    const struct rank_result *rr = &a->rr;
+    int rc;
+    a->state = "ok";
     /* A rank killed by a signal while others were lost with their host
      * was stopped because of that loss (SIGTERM, SIGKILL), or crashed in its
      * MPI library when the peer vanished (Open MPI's TCP transport can
      * SIGSEGV then): the lost host is the cause, the rank is said beside it.
      * A rank that exited with a code of its own stays the cause. */
-    bool collateral = rr.failed_rank >= 0 && rr.failed_code > 128 && !rr.failed_error[0];
-    if (oc.interrupted) {
-        rc = 128 + oc.interrupted;
-        state = "failed";
-        if (rr.nlost)
+    bool collateral = rr->failed_rank >= 0 && rr->failed_code > 128 && !rr->failed_error[0];
+    if (oc->interrupted) {
+        rc = 128 + oc->interrupted;
+        a->state = "failed";
+        if (rr->nlost)
             gpurun_err(err, rc,
                        "interrupted by %s; %s never reported an end (killed, or their host lost); every other rank was stopped; "
                        "run folder %s",
-                       strsignal(oc.interrupted), rr.lost, run_dir);
+                       strsignal(oc->interrupted), rr->lost, a->run_dir);
         else
-            gpurun_err(err, rc, "interrupted by %s: every rank was stopped; run folder %s", strsignal(oc.interrupted),
-                       run_dir);
-    } else if (oc.timed_out) {
+            gpurun_err(err, rc, "interrupted by %s: every rank was stopped; run folder %s", strsignal(oc->interrupted),
+                       a->run_dir);
+    } else if (oc->timed_out) {
         rc = GPURUN_EXIT_TIMEOUT;
-        state = "timeout";
-        gpurun_err(err, rc, "time limit of %lds reached: every rank was stopped; run folder %s", job->timeout_s,
-                   run_dir);
-    } else if (rr.unwritten[0] && rr.failed_rank < 0) {
+        a->state = "timeout";
+        gpurun_err(err, rc, "time limit of %lds reached: every rank was stopped; run folder %s", c->job->timeout_s,
+                   a->run_dir);
+    } else if (rr->unwritten[0] && rr->failed_rank < 0) {
         rc = GPURUN_EXIT_ENV;
-        state = "failed";
-        gpurun_err(err, rc, "the ranks ended, but their statuses could not be kept: %s; run folder %s", rr.unwritten,
-                   run_dir);
-    } else if (rr.nlost && (rr.failed_rank < 0 || collateral)) {
+        a->state = "failed";
+        gpurun_err(err, rc, "the ranks ended, but their statuses could not be kept: %s; run folder %s", rr->unwritten,
+                   a->run_dir);
+    } else if (rr->nlost && (rr->failed_rank < 0 || collateral)) {
         rc = GPURUN_EXIT_ENV;
-        state = "failed";
-        char *tail = launcher_tail(run_dir);
-        char also[400] = "";
-        if (collateral && rr.failed_code != 128 + SIGTERM && rr.failed_code != 128 + SIGKILL)
-            snprintf(also, sizeof also, "; meanwhile rank %d on %s was killed by signal %d (%s)", rr.failed_rank,
-                     rr.failed_host, rr.failed_code - 128, signal_name(rr.failed_code));
-        gpurun_err(err, rc,
-                   "lost %s: these ranks started and never reported an end (the host, or %s's link to it, failed); "
-                   "the other ranks were stopped%s; run folder %s; %s said:\n%s",
-                   rr.lost, c->launcher->name, also, run_dir, c->launcher->name, tail ? tail : "(nothing)");
-        free(tail);
-    } else if (rr.failed_rank >= 0) {
-        rc = rr.failed_code;
-        state = "failed";
-        const char *sig = signal_name(rc);
-        if (rr.failed_error[0])
-            gpurun_err(err, rc, "rank %d on %s could not start (exit status %d): %s; run folder %s", rr.failed_rank,
-                       rr.failed_host, rc, rr.failed_error, run_dir);
-        else
-        {
-            json_t *o = json_object_get(json_array_get(rr.bindings, (size_t)rr.failed_rank), "output");
-            const char *file = json_string_value(json_object_get(o, "file"));
-            const char *label = json_string_value(json_object_get(o, "label"));
-            char where[600];
-            if (file && label)
-                snprintf(where, sizeof where, "%s/%s (its lines start with '%s')", run_dir, file, label);
-            else
-                snprintf(where, sizeof where, "%s/%s", run_dir, file ? file : "launcher.out");
-            gpurun_err(err, rc, "rank %d on %s failed first: %s %d%s%s%s; its output: %s", rr.failed_rank,
-                       rr.failed_host, sig ? "killed by signal" : "exit status", sig ? rc - 128 : rc, sig ? " (" : "",
-                       sig ? sig : "", sig ? ")" : "", where);
-        }
-    } else if (oc.launcher_status != 0 || rr.finished < c->plan->nranks) {
-        rc = oc.launcher_status ? oc.launcher_status : GPURUN_EXIT_ENV;
-        if (rr.finished == 0)
-            rc = GPURUN_EXIT_ENV; /* no rank ever ran: the launcher could not start them */
-        state = "failed";
-        char *tail = launcher_tail(run_dir);
-        unstarted_ranks(c->plan, &rr);
-        gpurun_err(err, rc, "%s failed (exit status %d) with %d of %d ranks finished%s%s; it said:\n%s",
-                   c->launcher->name, oc.launcher_status, rr.finished, c->plan->nranks,
-                   rr.unstarted[0] && rr.finished ? "; never started (their hosts wrote nothing): " : "",
-                   rr.unstarted[0] && rr.finished ? rr.unstarted : "", tail ? tail : "(nothing)");
-        free(tail);
+        a->state = "failed";
+        lost_hosts_error(c, a, collateral, rc, err);
+    } else if (rr->failed_rank >= 0) {
+        rc = rr->failed_code;
+        a->state = "failed";
+        failed_rank_error(a, rc, err);
+    } else if (oc->launcher_status != 0 || rr->finished < c->plan->nranks) {
+        a->state = "failed";
+        rc = launcher_failed_error(c, a, err);
     } else {
-        rc = check_results(c, &names, run_dir, &foms, refs, &state, err);
+        rc = check_results(c, &a->names, a->run_dir, &a->foms, a->refs, &a->state, err);
     }
-    /* A binding the kernel did not give as planned is said, not hidden. */
+    return rc;
+}
+
+/* A binding the kernel did not give as planned is said, not hidden. */
+static void say_warnings(const struct run_ctx *c, const struct rank_result *rr)
+{
     size_t i;
     json_t *b;
-    json_array_foreach(rr.bindings, i, b)
+    json_array_foreach(rr->bindings, i, b)
     {
         size_t k;
         json_t *w;
@@ -1014,14 +1071,15 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     for (size_t w = 0; w < c->plan->nwarnings; w++)
         if (c->opts->verbose)
             fprintf(stderr, "gpurun: plan warning: %s\n", c->plan->warnings[w]);
+}
 
-    char *s0 = iso_time(start), *s1 = iso_time(time(NULL));
-    const gpurun_gpu_t *g0 = c->plan->ranks[0].ngpus ? &c->topo->gpus[c->plan->ranks[0].gpus[0]] : NULL;
-    /* The hosts the ranks really ran on, in rank order. */
+/* The hosts the ranks really ran on, in rank order. */
+static json_t *ran_on_hosts(json_t *bindings)
+{
     json_t *hosts = json_array(), *seen_hosts = json_object(); /* a set: linear in ranks, whatever the hosts */
     json_t *bnd;
     size_t bi;
-    json_array_foreach(rr.bindings, bi, bnd)
+    json_array_foreach(bindings, bi, bnd)
     {
         const char *h = json_string_value(json_object_get(bnd, "host"));
         if (h && !json_object_get(seen_hosts, h)) {
@@ -1030,64 +1088,91 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
         }
     }
     json_decref(seen_hosts);
-    record = json_pack("{s:s, s:s, s:s?, s:s, s:s, s:f, s:i, s:s, s:i, s:i, s:i, s:i, s:s, s:o, s:s?, s:o, s:i}",
-                       "run_id", strrchr(run_dir, '/') + 1, "job", job->name, "template", job->template_name,
-                       "start", s0, "end", s1, "wall_s", oc.wall_s, "exit_status", rc, "state", state, "nodes",
-                       c->plan->req.nodes, "ranks", c->plan->nranks, "gpus_per_rank", c->plan->req.gpus_per_rank,
-                       "threads_per_rank", c->plan->ranks[0].threads, "launcher", c->launcher->name, "hosts", hosts,
-                       "gpu_model", g0 ? g0->name : NULL, "params", kv_json(&job->params), "repeat_index",
-                       repeat_index);
+    return hosts;
+}
+
+/* "plan" is the head's topology repeated for every node; what each host
+ * really planned for its own ranks is its plan.HOST.json. */
+static json_t *host_plans_json(int dfd, json_t *hosts)
+{
+    json_t *host_plans = json_object();
+    json_t *hj;
+    size_t bi;
+    json_array_foreach(hosts, bi, hj)
+    {
+        char *hp = gpurun_host_plan_name(json_string_value(hj));
+        json_t *doc = gpurun_read_own_json_at(dfd, hp, hp, NULL);
+        json_object_del(doc, "rank_index"); /* for rank steps only */
+        free(hp);
+        json_object_set_new(host_plans, json_string_value(hj), doc ? doc : json_null());
+    }
+    return host_plans;
+}
+
+/* The record's site, prices and currency: null where the site says none. */
+static void add_site_prices(json_t *record, const gpurun_site_t *site)
+{
+    json_object_set_new(record, "site", site ? json_string(site->name) : json_null());
+    json_object_set_new(record, "price_per_gpu_hour",
+                        site && site->price_per_gpu_hour >= 0 ? json_real(site->price_per_gpu_hour) : json_null());
+    json_object_set_new(record, "spot_price_per_gpu_hour",
+                        site && site->spot_price_per_gpu_hour >= 0 ? json_real(site->spot_price_per_gpu_hour)
+                                                                    : json_null());
+    json_object_set_new(record, "currency", site && site->currency ? json_string(site->currency) : json_null());
+}
+
+/* record.json's document for this run, ending with exit status rc. */
+static json_t *run_record(struct run_ctx *c, struct run_attempt *a, int rc, int repeat_index)
+{
+    gpurun_job_t *job = c->job;
+    char *s0 = iso_time(a->start), *s1 = iso_time(time(NULL));
+    const gpurun_gpu_t *g0 = c->plan->ranks[0].ngpus ? &c->topo->gpus[c->plan->ranks[0].gpus[0]] : NULL;
+    json_t *hosts = ran_on_hosts(a->rr.bindings);
+    json_t *record =
+        json_pack("{s:s, s:s, s:s?, s:s, s:s, s:f, s:i, s:s, s:i, s:i, s:i, s:i, s:s, s:o, s:s?, s:o, s:i}", "run_id",
+                  strrchr(a->run_dir, '/') + 1, "job", job->name, "template", job->template_name, "start", s0, "end",
+                  s1, "wall_s", a->oc.wall_s, "exit_status", rc, "state", a->state, "nodes", c->plan->req.nodes,
+                  "ranks", c->plan->nranks, "gpus_per_rank", c->plan->req.gpus_per_rank, "threads_per_rank",
+                  c->plan->ranks[0].threads, "launcher", c->launcher->name, "hosts", hosts, "gpu_model",
+                  g0 ? g0->name : NULL, "params", kv_json(&job->params), "repeat_index", repeat_index);
     json_object_set_new(record, "command", json_array());
-    for (char **a = app; *a; a++)
-        json_array_append_new(json_object_get(record, "command"), json_string(*a));
-    json_object_set_new(record, "container", c->ctr ? container_json(c, launched) : json_null());
+    for (char **arg = a->app; *arg; arg++)
+        json_array_append_new(json_object_get(record, "command"), json_string(*arg));
+    json_object_set_new(record, "container", c->ctr ? container_json(c, a->launched) : json_null());
     json_object_set_new(record, "launcher_choice", json_string(c->launcher_why));
     if (c->alloc_note[0])
         json_object_set_new(record, "allocation", json_string(c->alloc_note));
     json_object_set_new(record, "plan", gpurun_plan_json(c->plan));
-    if (json_array_size(hosts) > 1) {
-        /* "plan" is the head's topology repeated for every node; what each
-         * host really planned for its own ranks is its plan.HOST.json. */
-        json_t *host_plans = json_object();
-        json_t *hj;
-        json_array_foreach(hosts, bi, hj)
-        {
-            char *hp = gpurun_host_plan_name(json_string_value(hj));
-            json_t *doc = gpurun_read_own_json_at(dfd, hp, hp, NULL);
-            json_object_del(doc, "rank_index"); /* for rank steps only */
-            free(hp);
-            json_object_set_new(host_plans, json_string_value(hj), doc ? doc : json_null());
-        }
-        json_object_set_new(record, "host_plans", host_plans);
-    }
-    json_object_set_new(record, "bindings", json_incref(rr.bindings));
-    json_object_set_new(record, "rank_status", json_incref(rr.statuses));
+    if (json_array_size(hosts) > 1)
+        json_object_set_new(record, "host_plans", host_plans_json(a->dfd, hosts));
+    json_object_set_new(record, "bindings", json_incref(a->rr.bindings));
+    json_object_set_new(record, "rank_status", json_incref(a->rr.statuses));
     json_object_set_new(record, "gpurun_version", json_string(PACKAGE_VERSION));
     json_object_set_new(record, "gpudirect", c->gdr ? json_incref(c->gdr) : json_null());
-    if (mps_json)
-        json_object_set_new(record, "mps", json_incref(mps_json));
-    json_object_set_new(record, "gpus_monitor", gpus_monitor ? json_incref(gpus_monitor) : json_null());
-    if (!gpus_monitor && mon_why[0])
-        json_object_set_new(record, "gpus_monitor_note", json_string(mon_why));
-    json_object_set_new(record, "foms", gpurun_foms_json(&foms));
-    json_object_set_new(record, "references", json_incref(refs));
+    if (a->mps_json)
+        json_object_set_new(record, "mps", json_incref(a->mps_json));
+    json_object_set_new(record, "gpus_monitor", a->gpus_monitor ? json_incref(a->gpus_monitor) : json_null());
+    if (!a->gpus_monitor && a->mon_why[0])
+        json_object_set_new(record, "gpus_monitor_note", json_string(a->mon_why));
+    json_object_set_new(record, "foms", gpurun_foms_json(&a->foms));
+    json_object_set_new(record, "references", json_incref(a->refs));
     json_object_set_new(record, "config", json_incref(c->config));
     json_object_set_new(record, "gpus", json_integer((json_int_t)c->plan->nranks * c->plan->req.gpus_per_rank));
-    json_object_set_new(record, "site", c->site ? json_string(c->site->name) : json_null());
-    json_object_set_new(record, "price_per_gpu_hour",
-                        c->site && c->site->price_per_gpu_hour >= 0 ? json_real(c->site->price_per_gpu_hour)
-                                                                     : json_null());
-    json_object_set_new(record, "spot_price_per_gpu_hour",
-                        c->site && c->site->spot_price_per_gpu_hour >= 0 ? json_real(c->site->spot_price_per_gpu_hour)
-                                                                          : json_null());
-    json_object_set_new(record, "currency", c->site && c->site->currency ? json_string(c->site->currency) : json_null());
+    add_site_prices(record, c->site);
     free(s0);
     free(s1);
+    return record;
+}
+
+/* Writes the record and adds it to the results database, then says the
+ * figures of merit: the exit status, rc or the record's failure. */
+static int keep_record(struct run_ctx *c, struct run_attempt *a, json_t *record, int rc, gpurun_error_t *err)
+{
     /* A run whose record is not on disk is not a success, and the results
      * database names only records that are. */
-    p = gpurun_xasprintf("%s/record.json", run_dir);
+    char *p = gpurun_xasprintf("%s/record.json", a->run_dir);
     gpurun_error_t werr;
-    if (gpurun_write_json_at(dfd, "record.json", p, record, fmode, GPURUN_WRITE_SYNC, &werr) < 0) {
+    if (gpurun_write_json_at(a->dfd, "record.json", p, record, a->fmode, GPURUN_WRITE_SYNC, &werr) < 0) {
         if (rc == 0)
             gpurun_err(err, GPURUN_EXIT_ENV, "the ranks ended well, but the record could not be written: %s; "
                        "the run is not in the results", werr.text);
@@ -1100,32 +1185,72 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     }
     free(p);
     if (!c->opts->quiet) {
-        for (size_t f = 0; f < foms.n; f++)
-            if (foms.f[f].n)
-                printf("gpurun: %s: %s = %g %s\n", job->name, foms.f[f].name, foms.f[f].values[foms.f[f].n - 1],
-                       foms.f[f].units ? foms.f[f].units : "");
+        const gpurun_foms_t *foms = &a->foms;
+        for (size_t f = 0; f < foms->n; f++)
+            if (foms->f[f].n)
+                printf("gpurun: %s: %s = %g %s\n", c->job->name, foms->f[f].name, foms->f[f].values[foms->f[f].n - 1],
+                       foms->f[f].units ? foms->f[f].units : "");
         if (rc == 0)
-            printf("gpurun: %s: ok in %.1f s; record %s/record.json\n", job->name, oc.wall_s, run_dir);
+            printf("gpurun: %s: ok in %.1f s; record %s/record.json\n", c->job->name, a->oc.wall_s, a->run_dir);
     }
-    gpurun_foms_free(&foms);
-    json_decref(refs);
+    return rc;
+}
+
+/* One run of the job: its folder, the rank steps' inputs, the setup steps,
+ * the ranks, the outcome and the record. */
+static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
+{
+    struct run_attempt a = {.setup_fd = -1};
+    a.run_dir = make_run_dir(c->results, c->job, &a.dfd, &a.dir_ino, err);
+    if (!a.run_dir)
+        return err->code;
+    a.fmode = run_file_mode(c->job);
+    run_names(c, a.run_dir, &a.names);
+    int rc = 0;
+    json_t *record = NULL;
+    a.start = time(NULL);
+
+    if (command_argv("command", c->command, &a.names, &a.app, err) < 0 ||
+        (c->ctr ? container_program(c, a.app, err) : resolve_program(a.app, c->job->dir, err)) < 0) {
+        rc = err->code;
+        goto out;
+    }
+    if (c->ctr) /* the rank steps start the runtime, which starts the program */
+        a.launched = container_argv(c, a.app, a.run_dir);
+    if (write_rank_inputs(c, &a, err) < 0) {
+        rc = err->code;
+        goto out;
+    }
+    if (run_setup_steps(c, &a, err) < 0 || launch_ranks(c, &a, err) < 0) {
+        rc = a.rc;
+        goto out;
+    }
+    collect_ranks(&a.oc, c->plan->nranks, &a.rr);
+    write_host_files(a.dfd, a.run_dir, a.fmode, &a.rr);
+    a.refs = json_object();
+    rc = decide_outcome(c, &a, err);
+    say_warnings(c, &a.rr);
+    record = run_record(c, &a, rc, repeat_index);
+    rc = keep_record(c, &a, record, rc, err);
 out:
-    stop_mps(&mps, mps_json); /* a run that failed after the start: never left running */
-    json_decref(mps_json);
-    json_decref(gpus_monitor);
+    stop_mps(&a.mps, a.mps_json); /* a run that failed after the start: never left running */
+    gpurun_foms_free(&a.foms);
+    json_decref(a.refs);
+    json_decref(a.mps_json);
+    json_decref(a.gpus_monitor);
     json_decref(record);
-    json_decref(rr.bindings);
-    json_decref(rr.statuses);
-    gpurun_launch_cmds_free(&cmds);
-    if (app)
-        gpurun_free_words(app);
-    if (launched)
-        gpurun_free_words(launched);
-    gpurun_kvlist_clear(&names);
-    if (setup_fd >= 0)
-        close(setup_fd);
-    close(dfd);
-    free(run_dir);
+    json_decref(a.rr.bindings);
+    json_decref(a.rr.statuses);
+    gpurun_launch_cmds_free(&a.cmds);
+    if (a.app)
+        gpurun_free_words(a.app);
+    if (a.launched)
+        gpurun_free_words(a.launched);
+    gpurun_kvlist_clear(&a.names);
+    if (a.setup_fd >= 0)
+        close(a.setup_fd);
+    close(a.dfd);
+    free(a.run_dir);
     return rc;
 }
 
