@@ -1289,32 +1289,33 @@ static void y_tick(struct gpurun_strbuf *b, const struct axis *ya, double v)
     svg_text(b, PLOT_L - 8, py + 4, "end", "", num);
 }
 
-static void svg_panel(struct gpurun_strbuf *b, const struct gpurun_report_job *job, double y0)
-{
-    gpurun_strbuf_printf(b, "<g class=\"scaling\" transform=\"translate(0,%.0f)\">\n", y0);
-    gpurun_strbuf_printf(b,
-            "<rect x=\"0.5\" y=\"0.5\" width=\"%d\" height=\"%d\" fill=\"#ffffff\" "
-            "stroke=\"#d0d0d0\"/>\n",
-            SVG_W - 1, SVG_H - 1);
-    long f = gpurun_report_main_fom(job);
-    const char *xname = job->by_gpus ? "GPUs" : "ranks";
-    if (f < 0) {
-        char *t =
-            gpurun_xasprintf("%s: no run of state ok with a figure of merit to plot", job->name);
-        svg_text(b, SVG_W / 2.0, SVG_H / 2.0, "middle", " font-size=\"14\"", t);
-        free(t);
-        gpurun_strbuf_puts(b, "</g>\n");
-        return;
-    }
-    const struct gpurun_report_fom *fom = &job->foms[f];
-    bool lower = strcmp(fom->better, "lower") == 0;
-    char *title =
-        gpurun_xasprintf("%s: %s%s%s%s against %s", job->name, fom->name, *fom->units ? " (" : "",
-                         fom->units, *fom->units ? ")" : "", xname);
-    svg_text(b, PLOT_L, 28, "start", " font-size=\"15\" font-weight=\"bold\"", title);
-    free(title);
+/* What the parts of a scaling panel share: the job and the figure of merit
+ * plotted, the extent of the data, the axes, each series' baseline. */
+struct scaling_plot {
+    const struct gpurun_report_job *job;
+    size_t f;          /* the figure of merit plotted */
+    bool lower;        /* lower is better: the ideal line falls */
+    const char *xname; /* "GPUs" or "ranks" */
+    double xmin, xmax, ymin, ymax;
+    struct axis xa, ya;
+    double xstep; /* of a linear x axis */
+    /* Per series: its first configuration with a value; NULL: none. */
+    const struct gpurun_report_config **base;
+};
 
-    /* The extent of the data and of each series' ideal line. */
+/* A panel that has nothing to plot says why, and ends. */
+static void svg_panel_message(struct gpurun_strbuf *b, const char *text)
+{
+    svg_text(b, SVG_W / 2.0, SVG_H / 2.0, "middle", " font-size=\"14\"", text);
+    gpurun_strbuf_puts(b, "</g>\n");
+}
+
+/* The extent of the data and of each series' ideal line; the baselines. */
+static void scaling_extent(struct scaling_plot *p)
+{
+    const struct gpurun_report_job *job = p->job;
+    size_t f = p->f;
+    bool lower = p->lower;
     double xmin = INFINITY, xmax = 0, ymin = INFINITY, ymax = 0;
     for (size_t c = 0; c < job->nconfigs; c++) {
         const struct gpurun_report_config *cf = &job->configs[c];
@@ -1345,15 +1346,18 @@ static void svg_panel(struct gpurun_strbuf *b, const struct gpurun_report_job *j
     ymax = isfinite(ymax) ? ymax : DBL_MAX;
     if (!(ymin >= 1e-300) || !isfinite(ymin))
         ymin = isfinite(ymin) && ymin > 0 ? 1e-300 : INFINITY;
-    if (!isfinite(xmin)) { /* values, but no GPU or rank count to plot them at */
-        svg_text(b, SVG_W / 2.0, SVG_H / 2.0, "middle", " font-size=\"14\"",
-                 "no GPU or rank count in these records to plot against");
-        gpurun_strbuf_puts(b, "</g>\n");
-        free(base);
-        return;
-    }
+    p->xmin = xmin;
+    p->xmax = xmax;
+    p->ymin = ymin;
+    p->ymax = ymax;
+    p->base = base;
+}
 
+/* The scales, and the x axis' span; the y axis' span comes with its ticks. */
+static void scaling_axes(struct scaling_plot *p)
+{
     struct axis xa = {.px0 = PLOT_L, .px1 = PLOT_R}, ya = {.px0 = PLOT_B, .px1 = PLOT_T};
+    double xmin = p->xmin, xmax = p->xmax, ymin = p->ymin;
     /* GPUs from 1 to 64: log-log, where ideal scaling is a straight line. */
     xa.log = xmax / xmin >= 16 ? 2 : 0;
     ya.log = xa.log && ymin > 0 && isfinite(ymin) ? 10 : 0;
@@ -1370,72 +1374,94 @@ static void svg_panel(struct gpurun_strbuf *b, const struct gpurun_report_job *j
         if (xa.hi <= xmax)
             xa.hi += xstep;
     }
-    /* Grid, ticks and their labels. */
+    p->xa = xa;
+    p->ya = ya;
+    p->xstep = xstep;
+}
+
+/* A log y axis: its span, and ticks at 1, 2, 5 (or finer) per decade. */
+static void y_log_ticks(struct gpurun_strbuf *b, struct axis *ya, double ymin, double ymax)
+{
+    ya->lo = log10(ymin);
+    ya->hi = log10(ymax);
+    double pad = fmax(0.08 * (ya->hi - ya->lo), (0.6 - (ya->hi - ya->lo)) / 2);
+    ya->lo -= pad;
+    ya->hi += pad;
+    static const double fine[] = {1, 1.5, 2, 3, 4, 5, 6, 7, 8, 9}, some[] = {1, 2, 5}, one[] = {1};
+    double span = ya->hi - ya->lo;
+    const double *m = span < 1.2 ? fine : span < 3 ? some : one;
+    size_t nm = span < 1.2 ? 10 : span < 3 ? 3 : 1;
+    /* From 1e-300 to 1e308: a decade in every few, not 600 ticks. */
+    int estep = span > 10 ? (int)ceil(span / 10) : 1;
+    for (int e = (int)floor(ya->lo); e <= (int)ceil(ya->hi); e += estep)
+        for (size_t k = 0; k < nm; k++) {
+            double v = m[k] * pow(10, e);
+            if (log10(v) >= ya->lo && log10(v) <= ya->hi)
+                y_tick(b, ya, v);
+        }
+}
+
+/* A linear y axis from 0: its span, and its ticks. */
+static void y_linear_ticks(struct gpurun_strbuf *b, struct axis *ya, double ymax)
+{
+    /* 5% above the top, short of infinity; at least a normal number. */
+    double top = ymax > 0 ? fmin(ymax, DBL_MAX / 1.05) * 1.05 : 1;
+    top = fmax(top, 1e-300);
+    double ystep = nice_step(top, 6);
+    double nsteps = fmin(ceil(top / ystep), MAX_TICKS - 1);
+    ya->lo = 0;
+    ya->hi = fmin(nsteps * ystep, DBL_MAX);
+    double last = fmin(ya->hi * (1 + 1e-9), DBL_MAX);
+    for (int i = 0; i < MAX_TICKS && i * ystep <= last; i++)
+        y_tick(b, ya, i * ystep);
+}
+
+static void x_tick(struct gpurun_strbuf *b, const struct axis *xa, double v)
+{
     char num[64];
+    double px = ax_px(xa, v);
+    gpurun_strbuf_printf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e6e6e6\"/>\n", px, PLOT_T,
+            px, PLOT_B);
+    gpurun_strbuf_printf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#333333\"/>\n", px, PLOT_B,
+            px, PLOT_B + 5);
+    svg_number(v, num, sizeof num);
+    svg_text(b, px, PLOT_B + 19, "middle", "", num);
+}
+
+/* Grid, ticks and their labels. */
+static void scaling_ticks(struct gpurun_strbuf *b, struct scaling_plot *p)
+{
     gpurun_strbuf_puts(b, "<g font-size=\"12\" fill=\"#333333\">\n");
-    if (ya.log) {
-        ya.lo = log10(ymin);
-        ya.hi = log10(ymax);
-        double pad = fmax(0.08 * (ya.hi - ya.lo), (0.6 - (ya.hi - ya.lo)) / 2);
-        ya.lo -= pad;
-        ya.hi += pad;
-        static const double fine[] = {1, 1.5, 2, 3, 4, 5, 6, 7, 8, 9}, some[] = {1, 2, 5},
-                            one[] = {1};
-        double span = ya.hi - ya.lo;
-        const double *m = span < 1.2 ? fine : span < 3 ? some : one;
-        size_t nm = span < 1.2 ? 10 : span < 3 ? 3 : 1;
-        /* From 1e-300 to 1e308: a decade in every few, not 600 ticks. */
-        int estep = span > 10 ? (int)ceil(span / 10) : 1;
-        for (int e = (int)floor(ya.lo); e <= (int)ceil(ya.hi); e += estep)
-            for (size_t k = 0; k < nm; k++) {
-                double v = m[k] * pow(10, e);
-                if (log10(v) >= ya.lo && log10(v) <= ya.hi)
-                    y_tick(b, &ya, v);
-            }
+    if (p->ya.log)
+        y_log_ticks(b, &p->ya, p->ymin, p->ymax);
+    else
+        y_linear_ticks(b, &p->ya, p->ymax);
+    const struct axis *xa = &p->xa;
+    if (xa->log) {
+        for (int e = (int)ceil(xa->lo); e <= (int)floor(xa->hi); e++)
+            x_tick(b, xa, pow(2, e));
     } else {
-        /* 5% above the top, short of infinity; at least a normal number. */
-        double top = ymax > 0 ? fmin(ymax, DBL_MAX / 1.05) * 1.05 : 1;
-        top = fmax(top, 1e-300);
-        double ystep = nice_step(top, 6);
-        double nsteps = fmin(ceil(top / ystep), MAX_TICKS - 1);
-        ya.lo = 0;
-        ya.hi = fmin(nsteps * ystep, DBL_MAX);
-        double last = fmin(ya.hi * (1 + 1e-9), DBL_MAX);
-        for (int i = 0; i < MAX_TICKS && i * ystep <= last; i++)
-            y_tick(b, &ya, i * ystep);
-    }
-    if (xa.log) {
-        for (int e = (int)ceil(xa.lo); e <= (int)floor(xa.hi); e++) {
-            double px = ax_px(&xa, pow(2, e));
-            gpurun_strbuf_printf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e6e6e6\"/>\n",
-                    px, PLOT_T, px, PLOT_B);
-            gpurun_strbuf_printf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#333333\"/>\n",
-                    px, PLOT_B, px, PLOT_B + 5);
-            svg_number(pow(2, e), num, sizeof num);
-            svg_text(b, px, PLOT_B + 19, "middle", "", num);
-        }
-    } else {
-        for (int i = 0; i < MAX_TICKS && xa.lo + i * xstep <= xa.hi + xstep * 1e-9; i++) {
-            double v = xa.lo + i * xstep, px = ax_px(&xa, v);
-            gpurun_strbuf_printf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e6e6e6\"/>\n",
-                    px, PLOT_T, px, PLOT_B);
-            gpurun_strbuf_printf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#333333\"/>\n",
-                    px, PLOT_B, px, PLOT_B + 5);
-            svg_number(v, num, sizeof num);
-            svg_text(b, px, PLOT_B + 19, "middle", "", num);
-        }
+        for (int i = 0; i < MAX_TICKS && xa->lo + i * p->xstep <= xa->hi + p->xstep * 1e-9; i++)
+            x_tick(b, xa, xa->lo + i * p->xstep);
     }
     gpurun_strbuf_puts(b, "</g>\n");
+}
+
+/* The plot's frame and the axes' labels. */
+static void scaling_labels(struct gpurun_strbuf *b, const struct scaling_plot *p)
+{
+    const struct gpurun_report_fom *fom = &p->job->foms[p->f];
     gpurun_strbuf_printf(b,
             "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
             "stroke=\"#333333\"/>\n",
             PLOT_L, PLOT_T, PLOT_R - PLOT_L, PLOT_B - PLOT_T);
-    char *xlabel = gpurun_xasprintf("%s%s", xname, xa.log ? " (log scale)" : "");
+    char *xlabel = gpurun_xasprintf("%s%s", p->xname, p->xa.log ? " (log scale)" : "");
     svg_text(b, (PLOT_L + PLOT_R) / 2.0, PLOT_B + 42, "middle", " font-size=\"13\"", xlabel);
     free(xlabel);
-    char *ylabel = gpurun_xasprintf("%s%s%s%s%s", fom->name, *fom->units || ya.log ? " (" : "",
-                                    fom->units, *fom->units && ya.log ? ", " : "",
-                                    ya.log        ? "log scale)"
+    bool ylog = p->ya.log;
+    char *ylabel = gpurun_xasprintf("%s%s%s%s%s", fom->name, *fom->units || ylog ? " (" : "", fom->units,
+                                    *fom->units && ylog ? ", " : "",
+                                    ylog          ? "log scale)"
                                     : *fom->units ? ")"
                                                   : "");
     gpurun_strbuf_printf(b,
@@ -1445,113 +1471,175 @@ static void svg_panel(struct gpurun_strbuf *b, const struct gpurun_report_job *j
     besc(b, ylabel);
     gpurun_strbuf_puts(b, "</text>\n");
     free(ylabel);
+}
 
-    /* Per series: the ideal line, the measured line, min-max bars, points. */
+/* "GPU", "rank", or the axis' plural: what `n` of them are called. */
+static const char *resource_word(const struct scaling_plot *p, long n)
+{
+    return n == 1 ? (p->job->by_gpus ? "GPU" : "rank") : p->xname;
+}
+
+/* Series s's ideal line: its baseline's value, scaled by the resources. */
+static void series_ideal_line(struct gpurun_strbuf *b, const struct scaling_plot *p, size_t s, const char *color)
+{
+    double bx = (double)p->base[s]->resources, by = p->base[s]->stats[p->f].mean, xmax = p->xmax;
+    gpurun_strbuf_printf(b,
+            "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" "
+            "stroke-dasharray=\"6 4\" opacity=\"0.7\" points=\"",
+            color);
+    for (int i = 0; i <= 48; i++) {
+        double x = p->xa.log ? pow(2, log2(bx) + (log2(xmax) - log2(bx)) * i / 48.0) : bx + (xmax - bx) * i / 48.0;
+        double y = p->lower ? by * bx / x : by * x / bx;
+        gpurun_strbuf_printf(b, "%s%.1f,%.1f", i ? " " : "", ax_px(&p->xa, x), ax_px(&p->ya, y));
+    }
+    gpurun_strbuf_puts(b, "\"/>\n");
+}
+
+/* Series s's measured line, its min-max bars and points: every stride-th
+ * configuration of the series, and its last. */
+static void series_measured(struct gpurun_strbuf *b, const struct scaling_plot *p, size_t s, const char *color)
+{
+    const struct gpurun_report_job *job = p->job;
+    size_t f = p->f;
+    size_t npts = 0, last = 0;
+    for (size_t c = 0; c < job->nconfigs; c++)
+        if (job->configs[c].series == s && job->configs[c].stats[f].n > 0 && job->configs[c].resources > 0) {
+            npts++;
+            last = c;
+        }
+    size_t stride = (npts + MAX_POINTS - 1) / MAX_POINTS, nth = 0;
+    gpurun_strbuf_printf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", color);
+    bool first = true;
+    for (size_t c = 0; c < job->nconfigs; c++) {
+        const struct gpurun_report_config *cf = &job->configs[c];
+        if (cf->series != s || cf->stats[f].n == 0 || cf->resources <= 0 || (nth++ % stride && c != last))
+            continue;
+        gpurun_strbuf_printf(b, "%s%.1f,%.1f", first ? "" : " ", ax_px(&p->xa, (double)cf->resources),
+                ax_px(&p->ya, cf->stats[f].mean));
+        first = false;
+    }
+    gpurun_strbuf_puts(b, "\"/>\n");
+    nth = 0;
+    for (size_t c = 0; c < job->nconfigs; c++) {
+        const struct gpurun_report_config *cf = &job->configs[c];
+        const struct gpurun_report_stat *st = &cf->stats[f];
+        if (cf->series != s || st->n == 0 || cf->resources <= 0 || (nth++ % stride && c != last))
+            continue;
+        double px = ax_px(&p->xa, (double)cf->resources);
+        if (st->max > st->min)
+            gpurun_strbuf_printf(b,
+                    "<path d=\"M%.1f %.1fV%.1fM%.1f %.1fH%.1fM%.1f %.1fH%.1f\" "
+                    "stroke=\"%s\" fill=\"none\"/>\n",
+                    px, ax_px(&p->ya, st->min), ax_px(&p->ya, st->max), px - 4, ax_px(&p->ya, st->min), px + 4,
+                    px - 4, ax_px(&p->ya, st->max), px + 4, color);
+        gpurun_strbuf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"><title>", px,
+                ax_px(&p->ya, st->mean), color);
+        char *m = gpurun_report_number(st->mean), *e = fmt_ratio(st->efficiency);
+        char *tip = gpurun_xasprintf("%ld %s: mean %s, efficiency %s (n = %zu)", cf->resources,
+                                     resource_word(p, cf->resources), m, e, st->n);
+        besc(b, tip);
+        free(tip);
+        free(m);
+        free(e);
+        gpurun_strbuf_puts(b, "</title></circle>\n");
+    }
+}
+
+/* Series s's two legend entries at height ly, right of the plot; returns
+ * the height of the next series' entries. */
+static double series_legend(struct gpurun_strbuf *b, const struct scaling_plot *p, size_t s, const char *color,
+                            double ly)
+{
+    const struct gpurun_report_config *base = p->base[s];
+    char *what = p->job->nseries > 1 ? gpurun_xasprintf("measured: %s", base->params_text)
+                                     : gpurun_xstrdup("measured (mean, min-max)");
+    gpurun_strbuf_printf(b,
+            "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" "
+            "stroke-width=\"2\"/><circle cx=\"%d\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>\n",
+            PLOT_R + 16, ly, PLOT_R + 44, ly, color, PLOT_R + 30, ly, color);
+    char cut[40]; /* what fits right of the plot; cut at a character */
+    snprintf(cut, sizeof cut, "%s", what);
+    if (strlen(what) >= sizeof cut)
+        for (size_t k = sizeof cut - 4; k > 0; k--)
+            if (((unsigned char)cut[k] & 0xc0) != 0x80) {
+                snprintf(cut + k, sizeof cut - k, "...");
+                break;
+            }
+    svg_text(b, PLOT_R + 52, ly + 4, "start", " font-size=\"12\"", cut);
+    free(what);
+    ly += 20;
+    char *ideal = gpurun_xasprintf("ideal, from %ld %s", base->resources, resource_word(p, base->resources));
+    gpurun_strbuf_printf(b,
+            "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" "
+            "stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/>\n",
+            PLOT_R + 16, ly, PLOT_R + 44, ly, color);
+    svg_text(b, PLOT_R + 52, ly + 4, "start", " font-size=\"12\"", ideal);
+    free(ideal);
+    return ly + 28;
+}
+
+/* Per series: the ideal line, the measured line, min-max bars, points, and
+ * the legend, right of the plot, as far as it has room. */
+static void scaling_series(struct gpurun_strbuf *b, const struct scaling_plot *p)
+{
     double ly = PLOT_T + 8;
     size_t drawn = 0, left_out = 0;
-    for (size_t s = 0; s < job->nseries; s++) {
-        if (!base[s])
+    for (size_t s = 0; s < p->job->nseries; s++) {
+        if (!p->base[s])
             continue;
         if (drawn == MAX_SERIES) {
             left_out++;
             continue;
         }
         drawn++;
-        /* Every stride-th configuration of the series, and its last. */
-        size_t npts = 0, last = 0;
-        for (size_t c = 0; c < job->nconfigs; c++)
-            if (job->configs[c].series == s && job->configs[c].stats[f].n > 0 && job->configs[c].resources > 0) {
-                npts++;
-                last = c;
-            }
-        size_t stride = (npts + MAX_POINTS - 1) / MAX_POINTS, nth = 0;
         const char *color = palette[s % (sizeof palette / sizeof *palette)];
-        double bx = (double)base[s]->resources, by = base[s]->stats[f].mean;
-        gpurun_strbuf_printf(b,
-                "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" "
-                "stroke-dasharray=\"6 4\" opacity=\"0.7\" points=\"",
-                color);
-        for (int i = 0; i <= 48; i++) {
-            double x = xa.log ? pow(2, log2(bx) + (log2(xmax) - log2(bx)) * i / 48.0)
-                              : bx + (xmax - bx) * i / 48.0;
-            double y = lower ? by * bx / x : by * x / bx;
-            gpurun_strbuf_printf(b, "%s%.1f,%.1f", i ? " " : "", ax_px(&xa, x), ax_px(&ya, y));
-        }
-        gpurun_strbuf_puts(b, "\"/>\n");
-        gpurun_strbuf_printf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", color);
-        bool first = true;
-        for (size_t c = 0; c < job->nconfigs; c++) {
-            const struct gpurun_report_config *cf = &job->configs[c];
-            if (cf->series != s || cf->stats[f].n == 0 || cf->resources <= 0 || (nth++ % stride && c != last))
-                continue;
-            gpurun_strbuf_printf(b, "%s%.1f,%.1f", first ? "" : " ", ax_px(&xa, (double)cf->resources),
-                    ax_px(&ya, cf->stats[f].mean));
-            first = false;
-        }
-        gpurun_strbuf_puts(b, "\"/>\n");
-        nth = 0;
-        for (size_t c = 0; c < job->nconfigs; c++) {
-            const struct gpurun_report_config *cf = &job->configs[c];
-            const struct gpurun_report_stat *st = &cf->stats[f];
-            if (cf->series != s || st->n == 0 || cf->resources <= 0 || (nth++ % stride && c != last))
-                continue;
-            double px = ax_px(&xa, (double)cf->resources);
-            if (st->max > st->min)
-                gpurun_strbuf_printf(b,
-                        "<path d=\"M%.1f %.1fV%.1fM%.1f %.1fH%.1fM%.1f %.1fH%.1f\" "
-                        "stroke=\"%s\" fill=\"none\"/>\n",
-                        px, ax_px(&ya, st->min), ax_px(&ya, st->max), px - 4, ax_px(&ya, st->min),
-                        px + 4, px - 4, ax_px(&ya, st->max), px + 4, color);
-            gpurun_strbuf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"><title>", px,
-                    ax_px(&ya, st->mean), color);
-            char *m = gpurun_report_number(st->mean), *e = fmt_ratio(st->efficiency);
-            const char *unit = cf->resources == 1 ? (job->by_gpus ? "GPU" : "rank") : xname;
-            char *tip = gpurun_xasprintf("%ld %s: mean %s, efficiency %s (n = %zu)", cf->resources,
-                                         unit, m, e, st->n);
-            besc(b, tip);
-            free(tip);
-            free(m);
-            free(e);
-            gpurun_strbuf_puts(b, "</title></circle>\n");
-        }
-
-        /* Legend, right of the plot, as far as it has room. */
+        series_ideal_line(b, p, s, color);
+        series_measured(b, p, s, color);
         if (ly > SVG_H - 40)
             continue;
-        char *what = job->nseries > 1 ? gpurun_xasprintf("measured: %s", base[s]->params_text)
-                                      : gpurun_xstrdup("measured (mean, min-max)");
-        gpurun_strbuf_printf(b,
-                "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" "
-                "stroke-width=\"2\"/><circle cx=\"%d\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>\n",
-                PLOT_R + 16, ly, PLOT_R + 44, ly, color, PLOT_R + 30, ly, color);
-        char cut[40]; /* what fits right of the plot; cut at a character */
-        snprintf(cut, sizeof cut, "%s", what);
-        if (strlen(what) >= sizeof cut)
-            for (size_t k = sizeof cut - 4; k > 0; k--)
-                if (((unsigned char)cut[k] & 0xc0) != 0x80) {
-                    snprintf(cut + k, sizeof cut - k, "...");
-                    break;
-                }
-        svg_text(b, PLOT_R + 52, ly + 4, "start", " font-size=\"12\"", cut);
-        free(what);
-        ly += 20;
-        char *ideal =
-            gpurun_xasprintf("ideal, from %ld %s", base[s]->resources,
-                             base[s]->resources == 1 ? (job->by_gpus ? "GPU" : "rank") : xname);
-        gpurun_strbuf_printf(b,
-                "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" "
-                "stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/>\n",
-                PLOT_R + 16, ly, PLOT_R + 44, ly, color);
-        svg_text(b, PLOT_R + 52, ly + 4, "start", " font-size=\"12\"", ideal);
-        free(ideal);
-        ly += 28;
+        ly = series_legend(b, p, s, color, ly);
     }
     if (left_out) {
         char *t = gpurun_xasprintf("%zu more series of params not drawn (the tables have them)", left_out);
         svg_text(b, PLOT_R + 16, SVG_H - 16, "start", " font-size=\"11\"", t);
         free(t);
     }
-    free(base);
+}
+
+static void svg_panel(struct gpurun_strbuf *b, const struct gpurun_report_job *job, double y0)
+{
+    gpurun_strbuf_printf(b, "<g class=\"scaling\" transform=\"translate(0,%.0f)\">\n", y0);
+    gpurun_strbuf_printf(b,
+            "<rect x=\"0.5\" y=\"0.5\" width=\"%d\" height=\"%d\" fill=\"#ffffff\" "
+            "stroke=\"#d0d0d0\"/>\n",
+            SVG_W - 1, SVG_H - 1);
+    long f = gpurun_report_main_fom(job);
+    struct scaling_plot p = {.job = job, .xname = job->by_gpus ? "GPUs" : "ranks"};
+    if (f < 0) {
+        char *t = gpurun_xasprintf("%s: no run of state ok with a figure of merit to plot", job->name);
+        svg_panel_message(b, t);
+        free(t);
+        return;
+    }
+    const struct gpurun_report_fom *fom = &job->foms[f];
+    p.f = (size_t)f;
+    p.lower = strcmp(fom->better, "lower") == 0;
+    char *title = gpurun_xasprintf("%s: %s%s%s%s against %s", job->name, fom->name, *fom->units ? " (" : "",
+                                   fom->units, *fom->units ? ")" : "", p.xname);
+    svg_text(b, PLOT_L, 28, "start", " font-size=\"15\" font-weight=\"bold\"", title);
+    free(title);
+
+    scaling_extent(&p);
+    if (!isfinite(p.xmin)) { /* values, but no GPU or rank count to plot them at */
+        svg_panel_message(b, "no GPU or rank count in these records to plot against");
+        free(p.base);
+        return;
+    }
+    scaling_axes(&p);
+    scaling_ticks(b, &p);
+    scaling_labels(b, &p);
+    scaling_series(b, &p);
+    free(p.base);
     gpurun_strbuf_puts(b, "</g>\n");
 }
 

@@ -633,40 +633,28 @@ static int put_container(FILE *f, const gpurun_job_t *job, const gpurun_site_t *
     return rc;
 }
 
-int gpurun_batch_script(const gpurun_job_t *job, const gpurun_site_t *site, const char *job_path,
-                        const char *gpurun_path, char *const *set_args, size_t nset, char **scriptp,
-                        gpurun_error_t *err)
+/* The generated lines, in the order written; slurm{} may replace some. */
+enum { L_NAME, L_NODES, L_TASKS, L_GPUS, L_CPUS, L_TIME, L_OUTPUT, L_N };
+
+/* What the parts of a batch script share, as gpurun_batch_script() works
+ * them out before it writes a line. */
+struct batch_parts {
+    const gpurun_job_t *job;
+    const gpurun_site_t *site;
+    long nodes, rpn, gpr, tpr; /* the layout, at its largest */
+    struct option_line lines[L_N];
+    char **names;              /* slurm{} key names as sbatch options ('_' -> '-') */
+    bool gpus_asked;           /* a slurm{} key asks for GPUs in its own words */
+    struct site_option *sopts; /* the site's options, some dropped */
+    size_t nsopts;
+    char *folder, *abs_job;
+};
+
+/* The job's slurm{} keys: each checked, named as an sbatch option, and set
+ * on the generated line of that name. */
+static int take_slurm_keys(struct batch_parts *bp, gpurun_error_t *err)
 {
-    *scriptp = NULL;
-    long nodes = layout_max(job, "nodes", job->nodes);
-    long rpn = layout_max(job, "ranks_per_node", job->ranks_per_node);
-    long gpr = layout_max(job, "gpus_per_rank", job->gpus_per_rank);
-    long tpr = layout_max(job, "threads_per_rank", job->threads_per_rank);
-    if (rpn == GPURUN_UNSET)
-        return gpurun_err(err, GPURUN_EXIT_CONFIG,
-                          "%s: key 'ranks_per_node': gpurun submit needs it, since the compute node's GPUs "
-                          "are not known here: set it in the job file or with --set ranks_per_node=N",
-                          job->path);
-
-    /* The generated lines, in the order written; slurm{} may replace some. */
-    enum { L_NAME, L_NODES, L_TASKS, L_GPUS, L_CPUS, L_TIME, L_OUTPUT, L_N };
-    struct option_line lines[L_N] = {
-        [L_NAME] = {"job-name", NULL, NULL}, [L_NODES] = {"nodes", NULL, NULL},
-        [L_TASKS] = {"ntasks-per-node", NULL, NULL}, [L_GPUS] = {"gpus-per-node", NULL, NULL},
-        [L_CPUS] = {"cpus-per-task", NULL, NULL}, [L_TIME] = {"time", NULL, NULL},
-        [L_OUTPUT] = {"output", NULL, NULL},
-    };
-    /* slurm{} key names as sbatch options ('_' -> '-'). */
-    char **names = gpurun_xcalloc(job->slurm.n, sizeof *names);
-    bool gpus_asked = false;
-    int rc = -1;
-    char *folder = NULL, *abs_job = NULL;
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = NULL;
-    struct site_option *sopts = NULL;
-    size_t nsopts = 0;
-
+    const gpurun_job_t *job = bp->job;
     for (size_t i = 0; i < job->slurm.n; i++) {
         const struct gpurun_kv *kv = &job->slurm.items[i];
         char *what = gpurun_xasprintf("slurm.%s", kv->key);
@@ -674,152 +662,156 @@ int gpurun_batch_script(const gpurun_job_t *job, const gpurun_site_t *site, cons
             gpurun_err(err, GPURUN_EXIT_CONFIG,
                        "%s: key '%s': not an sbatch option name (letters, digits, '_', '-')", job->path, what);
             free(what);
-            goto out;
+            return -1;
         }
-        names[i] = gpurun_xstrdup(kv->key);
-        for (char *p = names[i]; *p; p++)
+        bp->names[i] = gpurun_xstrdup(kv->key);
+        for (char *p = bp->names[i]; *p; p++)
             if (*p == '_')
                 *p = '-';
         for (size_t r = 0; r < sizeof refused / sizeof *refused; r++)
-            if (!strcmp(names[i], refused[r].name)) {
+            if (!strcmp(bp->names[i], refused[r].name)) {
                 gpurun_err(err, GPURUN_EXIT_CONFIG,
                            "%s: key '%s': contradicts the job's layout, which sets --%s: use '%s' instead",
                            job->path, what, refused[r].name, refused[r].use);
                 free(what);
-                goto out;
+                return -1;
             }
         int bad = check_line(job, what, kv->key, err) < 0 ? -1 : check_line(job, what, kv->value, err);
         free(what);
         if (bad < 0)
-            goto out;
-        gpus_asked |= asks_for_gpus(names[i], kv->value);
+            return -1;
+        bp->gpus_asked |= asks_for_gpus(bp->names[i], kv->value);
         for (size_t l = 0; l < L_N; l++)
-            if (!strcmp(names[i], lines[l].name))
-                lines[l].user = kv; /* the last one wins, as in sbatch */
+            if (!strcmp(bp->names[i], bp->lines[l].name))
+                bp->lines[l].user = kv; /* the last one wins, as in sbatch */
     }
-    if (site && site_options(site, &sopts, &nsopts, err) < 0)
-        goto out;
-    /* The job's GPU request, in any words, replaces the site's; a job that
-     * says nothing of GPUs takes the site's. */
-    bool job_gpus = gpus_asked || lines[L_GPUS].user || gpr != GPURUN_UNSET, site_gpus = false;
-    for (size_t i = 0; i < nsopts; i++) {
-        if (sopts[i].gpus && job_gpus)
-            sopts[i].dropped = true;
-        site_gpus |= sopts[i].gpus && !sopts[i].dropped;
-    }
+    return 0;
+}
 
+/* The --output line: slurm-%j.out in the job's results folder. */
+static int output_line(struct batch_parts *bp, gpurun_error_t *err)
+{
+    const gpurun_job_t *job = bp->job;
+    if (gpurun_batch_job_folder(job, &bp->folder, err) < 0)
+        return -1;
+    /* sbatch's file names expand %j, %x, ...: a '%' of the folder is
+     * written %%, and a '\' would turn the expansion off. */
+    if (strchr(bp->folder, '\\'))
+        return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                          "%s: key 'results': the results folder '%s' holds a '\\', which turns off sbatch's "
+                          "%%j in file names: choose another folder (--results DIR)",
+                          job->path, bp->folder);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        abort();
+    for (const char *p = bp->folder; *p; p++) {
+        if (*p == '%')
+            fputc('%', f);
+        fputc(*p, f);
+    }
+    fputs("/slurm-%j.out", f);
+    fclose(f);
+    bp->lines[L_OUTPUT].value = buf;
+    return check_line(job, "results", bp->lines[L_OUTPUT].value, err);
+}
+
+/* The values of the generated lines, from the layout, the site and the
+ * job's timeout; `site_gpus`: a site option asks for GPUs. */
+static int layout_lines(struct batch_parts *bp, bool site_gpus, gpurun_error_t *err)
+{
+    const gpurun_job_t *job = bp->job;
+    const gpurun_site_t *site = bp->site;
+    struct option_line *lines = bp->lines;
+    long rpn = bp->rpn, gpr = bp->gpr, tpr = bp->tpr;
     if (check_line(job, "job", job->name, err) < 0)
-        goto out;
+        return -1;
     lines[L_NAME].value = gpurun_xstrdup(job->name);
-    lines[L_NODES].value = gpurun_xasprintf("%ld", nodes);
+    lines[L_NODES].value = gpurun_xasprintf("%ld", bp->nodes);
     lines[L_TASKS].value = gpurun_xasprintf("%ld", rpn);
-    if (!gpus_asked && !lines[L_GPUS].user && !site_gpus) {
-        if (gpr == GPURUN_UNSET) {
-            gpurun_err(err, GPURUN_EXIT_CONFIG,
-                       "%s: key 'gpus_per_rank': gpurun submit needs it, since the compute node's GPUs are "
-                       "not known here: set it in the job file (0 for a CPU-only job) or with --set "
-                       "gpus_per_rank=N",
-                       job->path);
-            goto out;
-        }
+    if (!bp->gpus_asked && !lines[L_GPUS].user && !site_gpus) {
+        if (gpr == GPURUN_UNSET)
+            return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                              "%s: key 'gpus_per_rank': gpurun submit needs it, since the compute node's GPUs are "
+                              "not known here: set it in the job file (0 for a CPU-only job) or with --set "
+                              "gpus_per_rank=N",
+                              job->path);
         if (gpus_per_node(job, rpn, gpr) > 0)
             lines[L_GPUS].value = gpurun_xasprintf("%ld", gpus_per_node(job, rpn, gpr));
     }
-    if (check_site_room(job, site, rpn, gpr, tpr, !gpus_asked && !lines[L_GPUS].user, err) < 0)
-        goto out;
+    if (check_site_room(job, site, rpn, gpr, tpr, !bp->gpus_asked && !lines[L_GPUS].user, err) < 0)
+        return -1;
     if (tpr != GPURUN_UNSET)
         lines[L_CPUS].value = gpurun_xasprintf("%ld", tpr);
     else if (site && site->cores_per_node > 0 && site->cores_per_node / rpn > 0)
         lines[L_CPUS].value = gpurun_xasprintf("%ld", site->cores_per_node / rpn); /* each rank's share */
     if (job->timeout_s > 0)
         lines[L_TIME].value = slurm_time(runs_of(job) * (job->timeout_s + STOP_GRACE_S));
-    if (!lines[L_OUTPUT].user) {
-        if (gpurun_batch_job_folder(job, &folder, err) < 0)
-            goto out;
-        /* sbatch's file names expand %j, %x, ...: a '%' of the folder is
-         * written %%, and a '\' would turn the expansion off. */
-        if (strchr(folder, '\\')) {
-            gpurun_err(err, GPURUN_EXIT_CONFIG,
-                       "%s: key 'results': the results folder '%s' holds a '\\', which turns off sbatch's "
-                       "%%j in file names: choose another folder (--results DIR)",
-                       job->path, folder);
-            goto out;
-        }
-        f = open_memstream(&buf, &len);
-        if (!f)
-            abort();
-        for (const char *p = folder; *p; p++) {
-            if (*p == '%')
-                fputc('%', f);
-            fputc(*p, f);
-        }
-        fputs("/slurm-%j.out", f);
-        fclose(f);
-        f = NULL;
-        lines[L_OUTPUT].value = buf;
-        buf = NULL;
-        if (check_line(job, "results", lines[L_OUTPUT].value, err) < 0)
-            goto out;
-    }
-    /* No option twice: what the job writes replaces the site's, and the
-     * site's first of a name its later ones. */
-    for (size_t i = 0; i < nsopts; i++) {
+    if (!lines[L_OUTPUT].user && output_line(bp, err) < 0)
+        return -1;
+    return 0;
+}
+
+/* No option twice: what the job writes replaces the site's, and the site's
+ * first of a name its later ones. */
+static void drop_repeated_site_options(struct batch_parts *bp)
+{
+    struct site_option *sopts = bp->sopts;
+    for (size_t i = 0; i < bp->nsopts; i++) {
         for (size_t l = 0; l < L_N && !sopts[i].dropped; l++)
-            sopts[i].dropped = (lines[l].value || lines[l].user) && !strcmp(sopts[i].name, lines[l].name);
-        for (size_t k = 0; k < job->slurm.n && !sopts[i].dropped; k++)
-            sopts[i].dropped = !strcmp(sopts[i].name, names[k]);
+            sopts[i].dropped =
+                (bp->lines[l].value || bp->lines[l].user) && !strcmp(sopts[i].name, bp->lines[l].name);
+        for (size_t k = 0; k < bp->job->slurm.n && !sopts[i].dropped; k++)
+            sopts[i].dropped = !strcmp(sopts[i].name, bp->names[k]);
         for (size_t k = 0; k < i && !sopts[i].dropped; k++)
             sopts[i].dropped = !sopts[k].dropped && !strcmp(sopts[i].name, sopts[k].name);
     }
-    if (gpurun_batch_abspath(job_path, &abs_job, err) < 0)
-        goto out;
+}
 
-    f = open_memstream(&buf, &len);
-    if (!f)
-        abort();
-    fputs("#!/bin/bash\n# Slurm batch script written by gpurun " PACKAGE_VERSION " (gpurun submit) for job '", f);
-    put_comment_text(f, job->name);
-    fputs("'.\n# On the compute node it runs the job file again with gpurun run.\n", f);
-    if (lines[L_TIME].value && !lines[L_TIME].user)
-        fprintf(f, "# --time: %ld run%s x (timeout %lds + %ds for gpurun to stop the ranks and write the record)\n",
-                runs_of(job), runs_of(job) == 1 ? "" : "s", job->timeout_s, STOP_GRACE_S);
-    if (put_container(f, job, site, abs_job, gpr, err) < 0)
-        goto out;
+/* The #SBATCH lines: gpurun's, the job's other slurm{} keys, then the
+ * site's options, before the first command: sbatch stops reading options
+ * there. */
+static void put_sbatch_lines(FILE *f, const struct batch_parts *bp)
+{
+    const gpurun_job_t *job = bp->job;
     for (size_t l = 0; l < L_N; l++) {
-        const char *v = lines[l].user ? lines[l].user->value : lines[l].value;
+        const char *v = bp->lines[l].user ? bp->lines[l].user->value : bp->lines[l].value;
         if (!v)
             continue;
-        fprintf(f, "#SBATCH --%s=", lines[l].name);
+        fprintf(f, "#SBATCH --%s=", bp->lines[l].name);
         put_sbatch_value(f, v);
         fputc('\n', f);
     }
     for (size_t i = 0; i < job->slurm.n; i++) {
         bool generated = false;
         for (size_t l = 0; l < L_N && !generated; l++)
-            generated = !strcmp(names[i], lines[l].name);
+            generated = !strcmp(bp->names[i], bp->lines[l].name);
         if (generated)
             continue;
-        fprintf(f, "#SBATCH --%s=", names[i]);
+        fprintf(f, "#SBATCH --%s=", bp->names[i]);
         put_sbatch_value(f, job->slurm.items[i].value);
         fputc('\n', f);
     }
-    /* The site's options, before the first command: sbatch stops reading
-     * options there. */
     bool heading = false;
-    for (size_t i = 0; i < nsopts; i++) {
-        if (sopts[i].dropped)
+    for (size_t i = 0; i < bp->nsopts; i++) {
+        if (bp->sopts[i].dropped)
             continue;
         if (!heading) {
             fputs("# Site ", f);
-            put_comment_text(f, site->name);
+            put_comment_text(f, bp->site->name);
             fputs(" (", f);
-            put_comment_text(f, site->path);
+            put_comment_text(f, bp->site->path);
             fputs("):\n", f);
             heading = true;
         }
-        fprintf(f, "#SBATCH %s\n", sopts[i].line);
+        fprintf(f, "#SBATCH %s\n", bp->sopts[i].line);
     }
-    fputs("set -euo pipefail\n", f);
+}
+
+/* The site's module loads and scratch folder, if it has them. */
+static int put_site_setup(FILE *f, const gpurun_site_t *site, gpurun_error_t *err)
+{
     if (site && site->nmodules) {
         fputs("# Site ", f);
         put_comment_text(f, site->name);
@@ -838,18 +830,95 @@ int gpurun_batch_script(const gpurun_job_t *job, const gpurun_site_t *site, cons
     if (site && site->scratch && *site->scratch) {
         fputs("export GPURUN_SCRATCH=", f);
         if (put_scratch(f, site, err) < 0)
-            goto out;
+            return -1;
         fputs("   # the site's scratch folder\n", f);
     }
+    return 0;
+}
+
+/* The whole script into f, from the parts worked out. */
+static int put_script(FILE *f, const struct batch_parts *bp, const char *gpurun_path, char *const *set_args,
+                      size_t nset, gpurun_error_t *err)
+{
+    const gpurun_job_t *job = bp->job;
+    fputs("#!/bin/bash\n# Slurm batch script written by gpurun " PACKAGE_VERSION " (gpurun submit) for job '", f);
+    put_comment_text(f, job->name);
+    fputs("'.\n# On the compute node it runs the job file again with gpurun run.\n", f);
+    if (bp->lines[L_TIME].value && !bp->lines[L_TIME].user)
+        fprintf(f, "# --time: %ld run%s x (timeout %lds + %ds for gpurun to stop the ranks and write the record)\n",
+                runs_of(job), runs_of(job) == 1 ? "" : "s", job->timeout_s, STOP_GRACE_S);
+    if (put_container(f, job, bp->site, bp->abs_job, bp->gpr, err) < 0)
+        return -1;
+    put_sbatch_lines(f, bp);
+    fputs("set -euo pipefail\n", f);
+    if (put_site_setup(f, bp->site, err) < 0)
+        return -1;
     fputs("exec ", f);
     put_shell_word(f, gpurun_path);
     fputs(" run ", f);
-    put_shell_word(f, abs_job);
+    put_shell_word(f, bp->abs_job);
     for (size_t i = 0; i < nset; i++) {
         fputs(" --set ", f);
         put_shell_word(f, set_args[i]);
     }
     fputc('\n', f);
+    return 0;
+}
+
+int gpurun_batch_script(const gpurun_job_t *job, const gpurun_site_t *site, const char *job_path,
+                        const char *gpurun_path, char *const *set_args, size_t nset, char **scriptp,
+                        gpurun_error_t *err)
+{
+    *scriptp = NULL;
+    struct batch_parts bp = {
+        .job = job,
+        .site = site,
+        .nodes = layout_max(job, "nodes", job->nodes),
+        .rpn = layout_max(job, "ranks_per_node", job->ranks_per_node),
+        .gpr = layout_max(job, "gpus_per_rank", job->gpus_per_rank),
+        .tpr = layout_max(job, "threads_per_rank", job->threads_per_rank),
+        .lines =
+            {
+                [L_NAME] = {"job-name", NULL, NULL}, [L_NODES] = {"nodes", NULL, NULL},
+                [L_TASKS] = {"ntasks-per-node", NULL, NULL}, [L_GPUS] = {"gpus-per-node", NULL, NULL},
+                [L_CPUS] = {"cpus-per-task", NULL, NULL}, [L_TIME] = {"time", NULL, NULL},
+                [L_OUTPUT] = {"output", NULL, NULL},
+            },
+    };
+    if (bp.rpn == GPURUN_UNSET)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                          "%s: key 'ranks_per_node': gpurun submit needs it, since the compute node's GPUs "
+                          "are not known here: set it in the job file or with --set ranks_per_node=N",
+                          job->path);
+    bp.names = gpurun_xcalloc(job->slurm.n, sizeof *bp.names);
+    int rc = -1;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = NULL;
+
+    if (take_slurm_keys(&bp, err) < 0)
+        goto out;
+    if (site && site_options(site, &bp.sopts, &bp.nsopts, err) < 0)
+        goto out;
+    /* The job's GPU request, in any words, replaces the site's; a job that
+     * says nothing of GPUs takes the site's. */
+    bool job_gpus = bp.gpus_asked || bp.lines[L_GPUS].user || bp.gpr != GPURUN_UNSET, site_gpus = false;
+    for (size_t i = 0; i < bp.nsopts; i++) {
+        if (bp.sopts[i].gpus && job_gpus)
+            bp.sopts[i].dropped = true;
+        site_gpus |= bp.sopts[i].gpus && !bp.sopts[i].dropped;
+    }
+    if (layout_lines(&bp, site_gpus, err) < 0)
+        goto out;
+    drop_repeated_site_options(&bp);
+    if (gpurun_batch_abspath(job_path, &bp.abs_job, err) < 0)
+        goto out;
+
+    f = open_memstream(&buf, &len);
+    if (!f)
+        abort();
+    if (put_script(f, &bp, gpurun_path, set_args, nset, err) < 0)
+        goto out;
     fclose(f);
     f = NULL;
     *scriptp = buf;
@@ -859,10 +928,10 @@ out:
     if (f)
         fclose(f);
     free(buf);
-    free(folder);
-    free(abs_job);
-    free_lines(lines, L_N, names, job->slurm.n);
-    free(names);
-    site_options_free(sopts, nsopts);
+    free(bp.folder);
+    free(bp.abs_job);
+    free_lines(bp.lines, L_N, bp.names, job->slurm.n);
+    free(bp.names);
+    site_options_free(bp.sopts, bp.nsopts);
     return rc;
 }
