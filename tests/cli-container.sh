@@ -23,6 +23,14 @@ unset GPURUN_TOPOLOGY
 : "${USER:=$(id -un 2>/dev/null || echo gpurun)}" # ch-run needs it
 export USER
 has_mpirun=$(command -v mpirun >/dev/null 2>&1 && echo 1 || echo 0)
+# gpurun-rank, the containers' entry: it reports the binding from inside
+# when it is statically linked (it then runs in any image).
+RANK=$(realpath "$(dirname "$GPURUN")/gpurun-rank" 2>/dev/null || true)
+RANKDIR=$(dirname "$RANK")
+inside=0
+if [ -x "$RANK" ] && ! ldd "$RANK" >/dev/null 2>&1; then
+    inside=1
+fi
 
 # The image: a directory for ch-run; the same folder as a tarball for podman.
 img=$TMP/img
@@ -70,6 +78,27 @@ check_probe() {
     done
     ok "$([ -z "$bad" ] && echo 0 || echo 1)" "$2: each rank's cpus, memory policy and environment, from inside, match the plan"
     [ -z "$bad" ] || diag "$bad"
+    check_reported "$1" "$2"
+}
+
+# check_reported RUN_DIR WHAT: the binding each rank reported (record.json)
+# is the one its program saw inside, and says it was read there.
+check_reported() {
+    if [ "$inside" = 0 ]; then
+        skip "$2: binding read inside the container: $RANK is not a static program (configure found no static jansson)"
+        return
+    fi
+    i=0
+    bad=""
+    while [ "$i" -lt 2 ]; do
+        line=$(rank_output "$1" "$i" | grep '^probe ' | head -1)
+        seen=$(printf '%s\n' "$line" | sed -n 's/.* cpus=\([^ ]*\) mem=\([^ ]*\) .*/\1 \2/p')
+        got=$(jq -r ".bindings[$i] | .binding_from + \" \" + .cpus + \" \" + (if .membind == \"bind\" then \"bind:\" + .numa else .membind end)" "$1/record.json")
+        [ "$got" = "inside $seen" ] || bad="$bad [rank $i: reported '$got', its program saw '$seen']"
+        i=$((i + 1))
+    done
+    ok "$([ -z "$bad" ] && echo 0 || echo 1)" "$2: each rank's reported binding is read inside the container, as its program sees it"
+    [ -z "$bad" ] || diag "$bad"
 }
 
 last_run() { ls -d "$TMP/job/results/$1"/*/ | tail -1 | sed 's:/$::'; }
@@ -77,6 +106,15 @@ last_run() { ls -d "$TMP/job/results/$1"/*/ | tail -1 | sed 's:/$::'; }
 # ---- Charliecloud, for real ------------------------------------------------
 if command -v ch-run >/dev/null 2>&1; then
     job ch charliecloud ../img local
+    if [ "$inside" = 1 ]; then
+        # ch-run makes no mount point in its read-only image: without a
+        # folder for gpurun-rank there, the rank steps report from outside.
+        run "$GPURUN" run "$TMP/job/ch.conf" --quiet
+        expect_rc 0 "ch-run, the image without a folder for gpurun-rank: 2 ranks run"
+        jq -e --arg dir "$RANKDIR" '.container.binding_from == "rank step" and (.container.inside_note | contains("no folder " + $dir)) and ([.bindings[] | has("binding_from")] == [false, false])' "$(last_run ch)/record.json" >/dev/null
+        ok $? "... the record says the binding is the rank step's, and why"
+        mkdir -p "$img$RANKDIR" # the mount point, as a site's image would have it
+    fi
     run "$GPURUN" run "$TMP/job/ch.conf" --quiet
     expect_rc 0 "ch-run: 2 ranks under local"
     d=$(last_run ch)
@@ -107,6 +145,23 @@ if command -v podman >/dev/null 2>&1; then
         check_probe "$d" "podman, local"
         jq -e '.container.runtime == "podman" and (.container.digest | startswith("sha256:"))' "$d/record.json" >/dev/null
         ok $? "podman: the record names the runtime and the image's content digest"
+        # A podman that confines every container to rank 0's cpus (as a
+        # site's containers.conf or wrapper may): rank 1's program runs on
+        # other cpus than the rank step bound, and its report says so.
+        if [ "$inside" = 1 ]; then
+            mkdir -p "$TMP/podbin"
+            cpu0=$(jq -r '.ranks[0].cpus' "$d/plan.json")
+            real=$(command -v podman)
+            printf '#!/bin/sh\nif [ "$1" = run ]; then shift; exec %s run --cpuset-cpus=%s "$@"; fi\nexec %s "$@"\n' "$real" "$cpu0" "$real" >"$TMP/podbin/podman"
+            chmod 755 "$TMP/podbin/podman"
+            PATH=$TMP/podbin:$PATH run "$GPURUN" run "$TMP/job/pod.conf" --quiet
+            d=$(last_run pod)
+            seen=$(rank_output "$d" 1 | grep '^probe ' | head -1 | sed -n 's/.* cpus=\([^ ]*\) .*/\1/p')
+            jq -e --arg seen "$seen" --arg cpu0 "$cpu0" '.bindings[1] | .binding_from == "inside" and .cpus == $seen and $seen == $cpu0 and .match == false and .outside.cpus != $cpu0 and (.warnings | any(startswith("inside the container: planned cpus")))' "$d/record.json" >/dev/null
+            ok $? "podman --cpuset-cpus=$cpu0: rank 1 reports the cpus its program has inside ($seen), not the rank step's, and a mismatch"
+        else
+            skip "podman confined to other cpus: $RANK is not a static program"
+        fi
         if [ "$has_mpirun" = 1 ]; then
             run "$GPURUN" run "$TMP/job/pod.conf" --set launcher=mpirun --quiet
             expect_rc 0 "podman: 2 ranks under mpirun"
@@ -142,6 +197,8 @@ while [ \$# -gt 0 ]; do
     *) shift; break ;; # the image
     esac
 done
+# FAKE_NO_ENTRY=1: a runtime that starts the program but not gpurun-rank.
+if [ "\$FAKE_NO_ENTRY" = 1 ] && [ "\$2" = --inside ]; then shift 4; fi
 exec "\$@"
 EOF
 chmod 755 "$TMP/bin/apptainer"
@@ -162,8 +219,15 @@ expect_rc 0 "fake apptainer (runtime auto picks it first): 2 ranks under local"
 d=$(last_run app)
 check_probe "$d" "fake apptainer, local"
 want="exec --bind $d:$d --bind $TMP/job:$TMP/job --pwd $d $TMP/job/gromacs.sif $TMP/job/probe"
+[ "$inside" = 0 ] || want="exec --bind $RANKDIR:$RANKDIR:ro --bind $d:$d --bind $TMP/job:$TMP/job --pwd $d $TMP/job/gromacs.sif $RANK --inside 3 -- $TMP/job/probe"
 [ "$(sed -n 1p "$TMP/apptainer.args")" = "$want" ]
-ok $? "apptainer exec: run and job folders bound at their own paths, --pwd the run folder, no --nv without GPUs"
+ok $? "apptainer exec: gpurun-rank's folder (read-only), run and job folders bound at their own paths, --pwd the run folder, gpurun-rank the entry, no --nv without GPUs"
+if [ "$inside" = 1 ]; then
+    FAKE_NO_ENTRY=1 PATH=$TMP/bin:$PATH run "$GPURUN" run "$TMP/job/app.conf" --quiet
+    expect_rc 0 "a runtime that does not start gpurun-rank: the ranks still run"
+    jq -e '[.bindings[] | .binding_from == "rank step" and .cpus != null and (.warnings | any(startswith("no binding report from inside the container")))] == [true, true]' "$(last_run app)/record.json" >/dev/null
+    ok $? "... each rank reports the rank step's binding, saying the inside report never came"
+fi
 if [ "$has_mpirun" = 1 ]; then
     PATH=$TMP/bin:$PATH run "$GPURUN" run "$TMP/job/app.conf" --set launcher=mpirun --quiet
     expect_rc 0 "fake apptainer: 2 ranks under mpirun"

@@ -4,7 +4,9 @@
  * rank step execs it inside its binding). */
 #include "config.h"
 
+#include <elf.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@
 #include "launcher.h" /* gpurun_which */
 #include "confparse.h"
 #include "container.h"
+#include "rank.h" /* GPURUN_INSIDE_FD */
 #include "util.h"
 
 /* In the order `auto` tries them; the program each runs. */
@@ -447,6 +450,8 @@ void gpurun_container_run_free(struct gpurun_container_run *r)
     free(r->image);
     free(r->why);
     free(r->digest);
+    free(r->inside);
+    free(r->inside_note);
     for (size_t i = 0; i < r->nmounts; i++)
         free(r->mounts[i]);
     free(r->mounts);
@@ -538,39 +543,142 @@ static void gpu_devices(const char *vendor, char ***v, size_t *n)
     }
 }
 
-char **gpurun_container_wrap(const struct gpurun_container_run *r, char *const *app, const char *run_dir,
-                             const char *job_dir, int gpus, const char *gpu_vendor)
+/* Whether `path` is a statically linked ELF program (no PT_INTERP): one
+ * that runs in any image, whatever C library the image has or lacks. */
+static bool static_program(const char *path, char *why, size_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    Elf64_Ehdr eh;
+    bool ok = false;
+    if (fd < 0 || pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+        eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr)) {
+        snprintf(why, size, "%s is not a 64-bit ELF program", path);
+    } else {
+        ok = true;
+        for (unsigned i = 0; i < eh.e_phnum && ok; i++) {
+            Elf64_Phdr ph;
+            if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (Elf64_Off)i * sizeof ph)) != (ssize_t)sizeof ph)
+                ok = false;
+            else if (ph.p_type == PT_INTERP)
+                ok = false;
+        }
+        if (!ok)
+            snprintf(why, size, "%s is not statically linked (configure found no static jansson), so it may not "
+                                "run in the image", path);
+    }
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
+/* ch-run mounts the image read-only and makes no mount point in it: the
+ * folder of gpurun-rank must be in the image (a directory image, checked
+ * here), or under /tmp, which ch-run shares with the host. */
+static bool ch_mount_point(const struct gpurun_container_run *r, const char *program, char *why, size_t size)
+{
+    const char *slash = strrchr(program, '/');
+    char *dir = gpurun_xstrndup(program, slash && slash != program ? (size_t)(slash - program) : 1);
+    bool ok = !strncmp(dir, "/tmp/", 5);
+    if (!ok && r->image_is_path) {
+        char *in = gpurun_xasprintf("%s%s", r->image, dir);
+        struct stat st;
+        ok = stat(in, &st) == 0 && S_ISDIR(st.st_mode);
+        free(in);
+    }
+    if (!ok)
+        snprintf(why, size,
+                 "ch-run makes no mount point in a read-only image and the image has no folder %s for gpurun-rank "
+                 "(make one in the image, an empty folder)",
+                 dir);
+    free(dir);
+    return ok;
+}
+
+void gpurun_container_set_inside(struct gpurun_container_run *r, const char *rank_program)
+{
+    free(r->inside);
+    free(r->inside_note);
+    r->inside = r->inside_note = NULL;
+    char why[PATH_MAX + 128];
+    if (!rank_program)
+        r->inside_note = gpurun_xstrdup("no gpurun-rank beside gpurun (or GPURUN_FULL_RANK_STEP=1)");
+    else if (strchr(rank_program, ':') || strchr(rank_program, ','))
+        r->inside_note = gpurun_xasprintf("':' or ',' in the path of %s: the runtimes' mount options cannot "
+                                          "carry it", rank_program);
+    else if (!static_program(rank_program, why, sizeof why))
+        r->inside_note = gpurun_xstrdup(why);
+    else if (!strcmp(r->runtime, "charliecloud") && !ch_mount_point(r, rank_program, why, sizeof why))
+        r->inside_note = gpurun_xstrdup(why);
+    else
+        r->inside = gpurun_xstrdup(rank_program);
+}
+
+/* The mounts of a rank's container: gpurun-rank's folder (read-only, first,
+ * so that the run and job folders, which may lie below it, are not hidden),
+ * the run folder and the job folder at their own paths, then the site's,
+ * template's and job's. */
+struct mount_list {
+    char *own[3]; /* what own_mounts adds; NULL: none */
+    bool ro[3];
+};
+
+static void own_mounts(struct mount_list *ml, const struct gpurun_container_run *r, bool inside, const char *run_dir,
+                       const char *job_dir)
+{
+    memset(ml, 0, sizeof *ml);
+    if (inside && r->inside) {
+        const char *slash = strrchr(r->inside, '/');
+        char *dir = gpurun_xstrndup(r->inside, slash && slash != r->inside ? (size_t)(slash - r->inside) : 1);
+        ml->own[0] = gpurun_xasprintf("%s:%s", dir, dir);
+        ml->ro[0] = true;
+        free(dir);
+    }
+    ml->own[1] = gpurun_xasprintf("%s:%s", run_dir, run_dir);
+    ml->own[2] = strcmp(job_dir, run_dir) ? gpurun_xasprintf("%s:%s", job_dir, job_dir) : NULL;
+}
+
+static void wrap_mounts(char ***v, size_t *n, const struct mount_list *ml, const struct gpurun_container_run *r,
+                        const char *opt, const char *ro_suffix, bool joined)
+{
+    for (size_t i = 0; i < 3 + r->nmounts; i++) {
+        const char *m = i < 3 ? ml->own[i] : r->mounts[i - 3];
+        if (!m)
+            continue;
+        const char *ro = i < 3 && ml->ro[i] ? ro_suffix : "";
+        if (joined) {
+            add_word(v, n, gpurun_xasprintf("%s=%s%s", opt, m, ro));
+        } else {
+            add_word(v, n, gpurun_xstrdup(opt));
+            add_word(v, n, gpurun_xasprintf("%s%s", m, ro));
+        }
+    }
+}
+
+static char **wrap(const struct gpurun_container_run *r, char *const *app, const char *run_dir, const char *job_dir,
+                   int gpus, const char *gpu_vendor, bool inside)
 {
     char **v = NULL;
     size_t n = 0;
     bool amd = gpu_vendor && !strcmp(gpu_vendor, "amd");
+    inside = inside && r->inside;
     /* The run folder and job folder at their own paths: figures of merit
      * are read, and relative paths of the job resolved, as for any run. */
-    char *own[2] = {gpurun_xasprintf("%s:%s", run_dir, run_dir),
-                    strcmp(job_dir, run_dir) ? gpurun_xasprintf("%s:%s", job_dir, job_dir) : NULL};
+    struct mount_list ml;
+    own_mounts(&ml, r, inside, run_dir, job_dir);
     add_word(&v, &n, gpurun_xstrdup(r->exe));
     if (!strcmp(r->runtime, "apptainer") || !strcmp(r->runtime, "singularity")) {
         add_word(&v, &n, gpurun_xstrdup("exec"));
         if (gpus > 0)
             add_word(&v, &n, gpurun_xstrdup(amd ? "--rocm" : "--nv"));
-        for (size_t i = 0; i < 2 + r->nmounts; i++) {
-            const char *m = i < 2 ? own[i] : r->mounts[i - 2];
-            if (!m)
-                continue;
-            add_word(&v, &n, gpurun_xstrdup("--bind"));
-            add_word(&v, &n, gpurun_xstrdup(m));
-        }
+        wrap_mounts(&v, &n, &ml, r, "--bind", ":ro", false);
         add_word(&v, &n, gpurun_xstrdup("--pwd"));
         add_word(&v, &n, gpurun_xstrdup(run_dir));
         add_word(&v, &n, gpurun_xstrdup(r->image));
     } else if (!strcmp(r->runtime, "charliecloud")) {
         /* ch-run keeps the rank step's environment; --set-env adds the
-         * image's own (ch-image writes it to /ch/environment). */
-        for (size_t i = 0; i < 2 + r->nmounts; i++) {
-            const char *m = i < 2 ? own[i] : r->mounts[i - 2];
-            if (m)
-                add_word(&v, &n, gpurun_xasprintf("--bind=%s", m));
-        }
+         * image's own (ch-image writes it to /ch/environment).  Its binds
+         * take no read-only flag. */
+        wrap_mounts(&v, &n, &ml, r, "--bind", "", true);
         add_word(&v, &n, gpurun_xasprintf("--cd=%s", run_dir));
         char *envfile = gpurun_xasprintf("%s/ch/environment", r->image);
         if (!r->image_is_path || access(envfile, R_OK) == 0)
@@ -584,6 +692,8 @@ char **gpurun_container_wrap(const struct gpurun_container_run *r, char *const *
             add_word(&v, &n, gpurun_xstrdup(fixed[i]));
         if (geteuid() != 0) /* rootless: files in the run folder stay the user's */
             add_word(&v, &n, gpurun_xstrdup("--userns=keep-id"));
+        if (inside) /* podman passes no descriptor above 2 unless told: the inside report's */
+            add_word(&v, &n, gpurun_xasprintf("--preserve-fds=%d", GPURUN_INSIDE_FD - 2));
         static const struct {
             const char *name;
             int resource;
@@ -595,13 +705,7 @@ char **gpurun_container_wrap(const struct gpurun_container_run *r, char *const *
                 add_word(&v, &n, u);
             }
         }
-        for (size_t i = 0; i < 2 + r->nmounts; i++) {
-            const char *m = i < 2 ? own[i] : r->mounts[i - 2];
-            if (!m)
-                continue;
-            add_word(&v, &n, gpurun_xstrdup("-v"));
-            add_word(&v, &n, gpurun_xstrdup(m));
-        }
+        wrap_mounts(&v, &n, &ml, r, "-v", ":ro", false);
         add_word(&v, &n, gpurun_xasprintf("--workdir=%s", run_dir));
         /* By name: podman takes each value from the rank step's own
          * environment, so every rank's own values reach its container. */
@@ -613,11 +717,29 @@ char **gpurun_container_wrap(const struct gpurun_container_run *r, char *const *
             gpu_devices(gpu_vendor, &v, &n);
         add_word(&v, &n, gpurun_xstrdup(r->image));
     }
+    if (inside) {
+        add_word(&v, &n, gpurun_xstrdup(r->inside));
+        add_word(&v, &n, gpurun_xstrdup(GPURUN_INSIDE_ARG));
+        add_word(&v, &n, gpurun_xasprintf("%d", GPURUN_INSIDE_FD));
+        add_word(&v, &n, gpurun_xstrdup("--"));
+    }
     for (char *const *a = app; *a; a++)
         add_word(&v, &n, gpurun_xstrdup(*a));
-    free(own[0]);
-    free(own[1]);
+    for (size_t i = 0; i < 3; i++)
+        free(ml.own[i]);
     return v;
+}
+
+char **gpurun_container_wrap(const struct gpurun_container_run *r, char *const *app, const char *run_dir,
+                             const char *job_dir, int gpus, const char *gpu_vendor)
+{
+    return wrap(r, app, run_dir, job_dir, gpus, gpu_vendor, false);
+}
+
+char **gpurun_container_wrap_rank(const struct gpurun_container_run *r, char *const *app, const char *run_dir,
+                                  const char *job_dir, int gpus, const char *gpu_vendor)
+{
+    return wrap(r, app, run_dir, job_dir, gpus, gpu_vendor, true);
 }
 
 /* ---- doctor ----------------------------------------------------------- */

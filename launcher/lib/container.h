@@ -68,6 +68,8 @@ struct gpurun_container_run {
     char **env_names;    /* podman: variables passed by name (-e NAME) */
     size_t nenv;
     char *digest;        /* the image's content digest where the runtime gives one, else NULL */
+    char *inside;        /* gpurun-rank, the container's entry that reports the binding from inside; NULL: none */
+    char *inside_note;   /* why there is none (the rank steps' reports then say the binding they applied) */
 };
 
 /* Choose the runtime (the job's, the template's, the site's, else the first
@@ -92,6 +94,18 @@ void gpurun_container_pass_env(struct gpurun_container_run *run, const char *nam
 char **gpurun_container_wrap(const struct gpurun_container_run *run, char *const *app,
                              const char *run_dir, const char *job_dir, int gpus,
                              const char *gpu_vendor);
+
+/* The same for a rank: with `run->inside`, the container's entry is
+ * `INSIDE --inside FD -- app...` (gpurun-rank, its folder mounted read-only
+ * at its own path), which reports the binding it finds inside on the
+ * descriptor GPURUN_INSIDE_FD (rank.h) and execs the program. */
+char **gpurun_container_wrap_rank(const struct gpurun_container_run *run, char *const *app, const char *run_dir,
+                                  const char *job_dir, int gpus, const char *gpu_vendor);
+
+/* Use `rank_program` (gpurun-rank; NULL: none found) as the container's
+ * entry when it can run in any image: a statically linked program.  Else
+ * run->inside stays NULL and run->inside_note says why. */
+void gpurun_container_set_inside(struct gpurun_container_run *run, const char *rank_program);
 
 /* For `gpurun doctor`: the runtimes on PATH, each with how it would pass
  * this node's GPUs (device nodes, the runtime's GPU option), in `detail`.

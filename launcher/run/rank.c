@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <poll.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -491,6 +492,69 @@ static void bind(json_t *entry, json_t *report)
     idset_clear(&ngot);
 }
 
+/* The variables that say which GPUs a program may use: read inside the
+ * container too, where a runtime may drop or rewrite them. */
+static const char *const gpu_vars[] = {"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+                                       "HIP_VISIBLE_DEVICES",  "GPU_DEVICE_ORDINAL",     "ZE_AFFINITY_MASK"};
+
+/* The memory nodes this process's cpuset allows ("0-1"): a container's
+ * cgroup may allow fewer than the host's. */
+static char *mems_allowed(void)
+{
+    FILE *f = fopen("/proc/self/status", "re");
+    char line[4096];
+    char *found = NULL;
+    while (f && !found && fgets(line, sizeof line, f))
+        if (!strncmp(line, "Mems_allowed_list:", 18)) {
+            char *v = line + 18;
+            v += strspn(v, " \t");
+            v[strcspn(v, "\n")] = '\0';
+            found = gpurun_xstrdup(v);
+        }
+    if (f)
+        fclose(f);
+    return found;
+}
+
+int gpurun_rank_inside(int fd, char *const *app_argv)
+{
+    struct stat st;
+    /* Only into the rank step's pipe, never into whatever a hand-started
+     * gpurun-rank --inside finds on that descriptor. */
+    if (fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
+        struct idset cpus = {0}, nodes = {0};
+        get_cpus(&cpus);
+        int mode = get_memory(&nodes);
+        char *c = idset_format(&cpus), *n = idset_format(&nodes), *mems = mems_allowed();
+        json_t *gpu = json_object();
+        for (size_t i = 0; i < sizeof gpu_vars / sizeof *gpu_vars; i++)
+            if (getenv(gpu_vars[i]))
+                json_object_set_new(gpu, gpu_vars[i], json_string(getenv(gpu_vars[i])));
+        json_t *r = json_pack("{s:s, s:s, s:s, s:s?, s:o, s:I}", "cpus", c, "numa", n, "membind",
+                              mode == RANK_MPOL_BIND ? "bind" : "other", "mems_allowed", mems, "gpu_env", gpu,
+                              "pid", (json_int_t)getpid());
+        char *text = r ? json_dumps(r, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+        if (text) {
+            size_t len = strlen(text);
+            text[len] = '\n'; /* one line, one write: the rank step reads up to the newline */
+            gpurun_write_all(fd, text, len + 1);
+        }
+        free(text);
+        json_decref(r);
+        free(c);
+        free(n);
+        free(mems);
+        idset_clear(&cpus);
+        idset_clear(&nodes);
+    }
+    if (fd > STDERR_FILENO)
+        close(fd);
+    execvp(app_argv[0], app_argv);
+    int e = errno;
+    fprintf(stderr, "gpurun: inside the container: cannot run %s: %s\n", app_argv[0], strerror(e));
+    return e == ENOENT ? 127 : 126;
+}
+
 /* torchrun's per-rank values for a rank of a host that planned its own
  * ranks (its plan numbers them from 0 and knows no other host): from the
  * rank's place in the job, which the launcher gave, and the job-wide sizes
@@ -869,16 +933,21 @@ static int open_output(int dfd, const char *name, mode_t fmode, bool shared)
     return fd;
 }
 
+struct rank_step;
+static void inside_poll(struct rank_step *s, int in);
+
 /* Copy the program's output from `in` to the rank's file: per host, each
  * line as "RANK: line" in one write (so that the host's ranks never mix
  * within a line); per rank, as it is.  With `relay`, also to gpurun's pipe
  * for the terminal. */
-static void copy_output(int in, int out, int rank, bool labelled, bool relay)
+static void copy_output(int in, int out, int rank, bool labelled, bool relay, struct rank_step *inside)
 {
     enum { CHUNK = 3072 }; /* a labelled line stays one atomic write */
     char buf[CHUNK], line[CHUNK + 32];
     size_t len = 0;
     for (;;) {
+        if (inside)
+            inside_poll(inside, in); /* the container's report, as it comes, and never a full output pipe */
         ssize_t n = read(in, buf + len, sizeof buf - len);
         if (n < 0 && errno == EINTR)
             continue;
@@ -930,7 +999,165 @@ struct rank_step {
     json_t *report; /* what the 'B' report says */
     bool per_rank, relay;
     int out; /* the rank's output file */
+    /* In a container whose entry is gpurun-rank --inside: its report's pipe
+     * (-1: closed), what came so far, and whether the 'B' report went. */
+    bool inside, inside_sent;
+    int inside_fd;
+    size_t inside_len;
+    char inside_buf[8192];
 };
+
+
+/* ---- the binding read inside the container --------------------------- */
+
+/* Whether the program is a container whose entry reports from inside;
+ * the variable is the rank step's, not the program's. */
+static bool inside_wanted(void)
+{
+    const char *v = getenv(GPURUN_ENV_INSIDE);
+    bool on = v && !strcmp(v, "1");
+    unsetenv(GPURUN_ENV_INSIDE);
+    return on;
+}
+
+/* Put what the container's entry saw into the rank's report: its cpus,
+ * memory policy and nodes, checked against the plan, and the visible-GPU
+ * variables against the ones the rank step set; the rank step's own view
+ * kept as "outside".  No report (the runtime did not start, or could not
+ * run gpurun-rank in the image): the outside view, saying so. */
+static void take_inside_report(json_t *report, json_t *entry, const char *text, size_t len)
+{
+    json_t *in = len ? json_loadb(text, len, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
+    json_t *warnings = json_object_get(report, "warnings");
+    if (!json_is_object(in) || !json_is_string(json_object_get(in, "cpus"))) {
+        json_object_set_new(report, "binding_from", json_string("rank step"));
+        json_array_append_new(warnings,
+                              json_string("no binding report from inside the container (the runtime did not "
+                                          "start gpurun-rank there): this is the binding the rank step applied "
+                                          "outside it"));
+        json_decref(in);
+        return;
+    }
+    static const char *const fields[] = {"cpus", "numa", "membind", "match"};
+    json_t *outside = json_object();
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
+        if (json_object_get(report, fields[i]))
+            json_object_set(outside, fields[i], json_object_get(report, fields[i]));
+    json_object_set_new(report, "outside", outside);
+    const char *cpus = json_string_value(json_object_get(in, "cpus"));
+    const char *numa = json_string_value(json_object_get(in, "numa"));
+    const char *membind = json_string_value(json_object_get(in, "membind"));
+    json_object_set_new(report, "binding_from", json_string("inside"));
+    json_object_set_new(report, "cpus", json_string(cpus));
+    json_object_set_new(report, "numa", json_string(numa ? numa : ""));
+    json_object_set_new(report, "membind", json_string(membind ? membind : "other"));
+    json_object_set(report, "mems_allowed", json_object_get(in, "mems_allowed"));
+    json_object_set(report, "gpu_env", json_object_get(in, "gpu_env"));
+    json_object_set(report, "inside_pid", json_object_get(in, "pid"));
+    bool match = true;
+    const char *want_cpus = json_string_value(json_object_get(entry, "cpus"));
+    if (want_cpus) { /* bind = none: nothing to check */
+        struct idset want = {0}, got = {0}, nwant = {0}, ngot = {0};
+        if (idset_parse(&want, want_cpus) < 0)
+            idset_clear(&want);
+        if (idset_parse(&got, cpus) < 0)
+            idset_clear(&got);
+        nodes_of(json_object_get(entry, "numa"), &nwant);
+        if (numa && idset_parse(&ngot, numa) < 0)
+            idset_clear(&ngot);
+        bool bound = membind && !strcmp(membind, "bind");
+        match = idset_last(&want) >= 0 && idset_equal(&want, &got) &&
+                (idset_last(&nwant) < 0 || (bound && idset_equal(&nwant, &ngot)));
+        if (!match) {
+            char *nw = idset_format(&nwant);
+            json_array_append_new(warnings,
+                                  json_sprintf("inside the container: planned cpus %s, got %s; planned memory bound "
+                                               "to NUMA %s, got %s (%s)",
+                                               want_cpus, cpus, nw, numa && *numa ? numa : "-",
+                                               bound ? "bound" : "not bound"));
+            free(nw);
+        }
+        idset_clear(&want);
+        idset_clear(&got);
+        idset_clear(&nwant);
+        idset_clear(&ngot);
+    }
+    json_t *genv = json_object_get(in, "gpu_env"), *penv = json_object_get(entry, "env");
+    for (size_t i = 0; i < sizeof gpu_vars / sizeof *gpu_vars; i++) {
+        const char *set = json_object_get(penv, gpu_vars[i]) ? getenv(gpu_vars[i]) : NULL;
+        const char *seen = json_string_value(json_object_get(genv, gpu_vars[i]));
+        if (set && (!seen || strcmp(set, seen))) {
+            match = false;
+            json_array_append_new(warnings, json_sprintf("inside the container: %s is %s, the rank step set %s",
+                                                         gpu_vars[i], seen ? seen : "not set", set));
+        }
+    }
+    json_object_set_new(report, "match", json_boolean(match));
+    json_decref(in);
+}
+
+/* The report is in (a line), or will never come: the rank's 'B' report. */
+static void inside_done(struct rank_step *s)
+{
+    if (s->inside_fd >= 0)
+        close(s->inside_fd);
+    s->inside_fd = -1;
+    if (s->inside_sent)
+        return;
+    s->inside_sent = true;
+    take_inside_report(s->report, s->entry, s->inside_buf, s->inside_len);
+    report_json('B', s->rank, s->report);
+}
+
+static void inside_read(struct rank_step *s)
+{
+    ssize_t n = read(s->inside_fd, s->inside_buf + s->inside_len, sizeof s->inside_buf - 1 - s->inside_len);
+    if (n < 0 && errno == EINTR)
+        return;
+    if (n > 0)
+        s->inside_len += (size_t)n;
+    /* EOF: every holder is gone (the runtime failed, or the entry wrote
+     * nothing); a line: the entry's report, whoever still holds the pipe. */
+    if (n <= 0 || memchr(s->inside_buf, '\n', s->inside_len) || s->inside_len == sizeof s->inside_buf - 1)
+        inside_done(s);
+}
+
+/* Wait until the program's output `in` has something or the report is in. */
+static void inside_poll(struct rank_step *s, int in)
+{
+    struct pollfd p[2] = {{.fd = s->inside_fd, .events = POLLIN}, {.fd = in, .events = POLLIN}};
+    while (s->inside_fd >= 0) {
+        if (poll(p, 2, -1) < 0) {
+            if (errno != EINTR)
+                inside_done(s);
+            continue;
+        }
+        if (p[0].revents)
+            inside_read(s);
+        if (p[1].revents)
+            return;
+    }
+}
+
+/* The program's output has ended: a report still in the pipe is read, and
+ * the 'B' report goes, with or without it. */
+static void inside_finish(struct rank_step *s)
+{
+    if (!s->inside)
+        return;
+    if (s->inside_fd >= 0 && fcntl(s->inside_fd, F_SETFL, O_NONBLOCK) == 0)
+        inside_read(s);
+    inside_done(s);
+}
+
+/* In the forked child: the report's pipe as GPURUN_INSIDE_FD, inherited. */
+static void give_inside_fd(int w)
+{
+    if (w == GPURUN_INSIDE_FD)
+        fcntl(w, F_SETFD, 0);
+    else
+        dup2(w, GPURUN_INSIDE_FD);
+}
 
 /* Check that gpurun is still there, note what the step was started with,
  * and take up a plan lock handed over by gpurun-rank. */
@@ -1042,7 +1269,7 @@ static int step_open_output(struct rank_step *s, const char *run_dir, gpurun_err
 
 /* In the forked child: the program, its output and errors into the pipe,
  * the forwarded signals back to their defaults. */
-static void exec_program(int pipe_out, pid_t parent, int rank, char *const *app_argv)
+static void exec_program(int pipe_out, int inside_w, pid_t parent, int rank, char *const *app_argv)
 {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)
@@ -1052,6 +1279,8 @@ static void exec_program(int pipe_out, pid_t parent, int rank, char *const *app_
         sigaction(forwarded[i], &dfl, NULL);
     dup2(pipe_out, STDOUT_FILENO);
     dup2(pipe_out, STDERR_FILENO);
+    if (inside_w >= 0)
+        give_inside_fd(inside_w);
     execvp(app_argv[0], app_argv);
     fprintf(stderr, "gpurun: rank %d: cannot run %s: %s\n", rank, app_argv[0], strerror(errno));
     _exit(errno == ENOENT ? 127 : 126);
@@ -1066,8 +1295,13 @@ static int step_run_program(struct rank_step *s, char *const *app_argv, int *ter
     if (pipe2(pipefd, O_CLOEXEC) < 0) {
         gpurun_err(err, GPURUN_EXIT_ENV, "rank %d: cannot make a pipe: %s", s->rank, strerror(errno));
         close(s->out);
+        inside_finish(s);
         return -1;
     }
+    int inside_pipe[2] = {-1, -1};
+    if (s->inside && pipe2(inside_pipe, O_CLOEXEC) < 0)
+        inside_pipe[0] = inside_pipe[1] = -1; /* no report then: the outside view, saying so */
+    s->inside_fd = inside_pipe[0];
     fflush(NULL);
     struct sigaction sa = {.sa_handler = forward};
     sigemptyset(&sa.sa_mask);
@@ -1077,8 +1311,10 @@ static int step_run_program(struct rank_step *s, char *const *app_argv, int *ter
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0)
-        exec_program(pipefd[1], parent, s->rank, app_argv);
+        exec_program(pipefd[1], inside_pipe[1], parent, s->rank, app_argv);
     close(pipefd[1]);
+    if (inside_pipe[1] >= 0)
+        close(inside_pipe[1]);
     int status = 0, code;
     if (pid < 0) {
         dprintf(s->out, "%s%sgpurun: rank %d: cannot start %s: %s\n", s->per_rank ? "" : s->num,
@@ -1086,11 +1322,12 @@ static int step_run_program(struct rank_step *s, char *const *app_argv, int *ter
         code = 126;
     } else {
         child_pid = pid;
-        copy_output(pipefd[0], s->out, s->rank, !s->per_rank, s->relay);
+        copy_output(pipefd[0], s->out, s->rank, !s->per_rank, s->relay, s->inside ? s : NULL);
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
             ;
         code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     }
+    inside_finish(s);
     close(pipefd[0]);
     close(s->out);
     *term_signal = pid > 0 && WIFSIGNALED(status) ? WTERMSIG(status) : 0;
@@ -1101,7 +1338,7 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, const char *pla
 {
     if (step_begin(run_dir, app_argv, planner, err) < 0)
         return -1;
-    struct rank_step s = {.fmode = 0600, .dfd = -1, .out = -1};
+    struct rank_step s = {.fmode = 0600, .dfd = -1, .out = -1, .inside_fd = -1};
     const char *rank_var;
     if (env_first_int(rank_vars, &s.rank, &rank_var) < 0)
         return gpurun_err(err, GPURUN_EXIT_ENV,
@@ -1123,7 +1360,11 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, const char *pla
     char *start = iso_now();
     json_object_set_new(s.report, "start", json_string(start));
     json_object_set_new(s.report, "pid", json_integer(getpid()));
-    report_json('B', s.rank, s.report);
+    /* In a container with gpurun-rank as its entry, the report waits for
+     * what that entry sees inside. */
+    s.inside = inside_wanted();
+    if (!s.inside)
+        report_json('B', s.rank, s.report);
 
     int term_signal;
     int code = step_run_program(&s, app_argv, &term_signal, err);

@@ -42,6 +42,18 @@
  *   MARK "B RANK {binding}"  MARK "S RANK {status}"  MARK "O RANK line of output" (relay only) */
 #define GPURUN_MARK "\036gpurun "
 
+/* A rank in a container: its entry there is `gpurun-rank --inside FD --
+ * PROGRAM ARGS`, which reports the binding it finds inside (one JSON line)
+ * on descriptor FD and execs the program.  GPURUN_ENV_INSIDE="1" tells the
+ * rank step to open that descriptor for it and to report that binding. */
+#define GPURUN_ENV_INSIDE "GPURUN_INSIDE_REPORT"
+#define GPURUN_INSIDE_FD 3
+#define GPURUN_INSIDE_ARG "--inside"
+
+/* gpurun-rank --inside FD -- PROGRAM ARGS: report and exec; returns only
+ * when the program cannot be started (126/127). */
+int gpurun_rank_inside(int fd, char *const *app_argv);
+
 /* A rank step that hands its host's planning over to gpurun (gpurun-rank
  * execs `gpurun rank`) passes the plan lock it holds as this descriptor. */
 #define GPURUN_ENV_PLAN_LOCK_FD "GPURUN_PLAN_LOCK_FD"

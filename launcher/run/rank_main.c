@@ -9,14 +9,30 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "error.h"
 #include "rank.h"
 
+/* gpurun-rank --inside FD -- PROGRAM ARGS: the entry of a rank's container. */
+static int inside(int argc, char **argv)
+{
+    char *end;
+    long fd = strtol(argv[2], &end, 10);
+    if (argc < 5 || *end || end == argv[2] || fd < 0 || fd > 1 << 20 || strcmp(argv[3], "--")) {
+        fprintf(stderr, "gpurun-rank: usage: gpurun-rank --inside FD -- PROGRAM [ARGS...] (the entry of a rank's "
+                        "container, started by the rank step)\n");
+        return GPURUN_EXIT_CONFIG;
+    }
+    return gpurun_rank_inside((int)fd, argv + 4);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 3 && !strcmp(argv[1], GPURUN_INSIDE_ARG))
+        return inside(argc, argv);
     if (argc < 9 || strcmp(argv[1], "--gpurun") || argv[2][0] != '/' || strcmp(argv[3], "--version") ||
         strcmp(argv[5], "--run-dir") || strcmp(argv[7], "--")) {
         fprintf(stderr, "gpurun-rank: usage: gpurun-rank --gpurun GPURUN --version V --run-dir DIR -- PROGRAM "

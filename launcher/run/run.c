@@ -226,7 +226,7 @@ static void export_names(char **out)
      * sanitizers' options too, in a checking build. */
     static const char *const names[] = {"PATH",         "LD_LIBRARY_PATH", "GPURUN_TOPOLOGY", "ASAN_OPTIONS",
                                         "LSAN_OPTIONS", "UBSAN_OPTIONS",   GPURUN_ENV_RUN_DIR_INO,
-                                        GPURUN_ENV_RUN_UID, GPURUN_ENV_OUTPUT, GPURUN_ENV_RELAY, NULL};
+                                        GPURUN_ENV_RUN_UID, GPURUN_ENV_OUTPUT, GPURUN_ENV_RELAY, GPURUN_ENV_INSIDE, NULL};
     size_t n = 0;
     for (size_t i = 0; names[i]; i++)
         if (getenv(names[i]))
@@ -506,12 +506,26 @@ static int container_program(struct run_ctx *c, char **app, gpurun_error_t *err)
     return 0;
 }
 
+/* gpurun-rank as the container's entry, so that each rank reports the
+ * binding its program sees inside; the rank steps are told so. */
+static void container_inside(struct run_ctx *c)
+{
+    char self[PATH_MAX];
+    ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[sl > 0 ? sl : 0] = '\0';
+    gpurun_container_set_inside(c->ctr, sl > 0 ? gpurun_rank_program(self) : NULL);
+    if (c->ctr->inside)
+        setenv(GPURUN_ENV_INSIDE, "1", 1);
+    else
+        unsetenv(GPURUN_ENV_INSIDE);
+}
+
 /* The runtime's command line that starts `app` in the container. */
 static char **container_argv(struct run_ctx *c, char *const *app, const char *run_dir)
 {
     const gpurun_gpu_t *g0 = c->plan->ranks[0].ngpus ? &c->topo->gpus[c->plan->ranks[0].gpus[0]] : NULL;
-    return gpurun_container_wrap(c->ctr, app, run_dir, c->job_dir, c->plan->req.gpus_per_rank,
-                                 g0 ? g0->vendor : NULL);
+    return gpurun_container_wrap_rank(c->ctr, app, run_dir, c->job_dir, c->plan->req.gpus_per_rank,
+                                      g0 ? g0->vendor : NULL);
 }
 
 static json_t *container_json(const struct run_ctx *c, char *const *launched)
@@ -519,9 +533,11 @@ static json_t *container_json(const struct run_ctx *c, char *const *launched)
     json_t *argv = json_array();
     for (char *const *a = launched; *a; a++)
         json_array_append_new(argv, json_string(*a));
-    return json_pack("{s:s, s:s, s:s, s:s?, s:b, s:s, s:o}", "runtime", c->ctr->runtime, "runtime_path",
-                     c->ctr->exe, "image", c->ctr->image, "digest", c->ctr->digest, "image_is_path",
-                     c->ctr->image_is_path, "why", c->ctr->why, "argv", argv);
+    return json_pack("{s:s, s:s, s:s, s:s?, s:b, s:s, s:o, s:s, s:s?, s:s?}", "runtime", c->ctr->runtime,
+                     "runtime_path", c->ctr->exe, "image", c->ctr->image, "digest", c->ctr->digest, "image_is_path",
+                     c->ctr->image_is_path, "why", c->ctr->why, "argv", argv, "binding_from",
+                     c->ctr->inside ? "inside" : "rank step", "inside_entry", c->ctr->inside, "inside_note",
+                     c->ctr->inside_note);
 }
 
 /* The table of ${name}s of one run (or dry run) of a configuration. */
@@ -1297,6 +1313,11 @@ static void dry_run(struct run_ctx *c, char *const *app, const struct gpurun_lau
     if (c->ctr) {
         printf("# container: %s; image %s%s%s\n", c->ctr->why, c->ctr->image, c->ctr->digest ? ", digest " : "",
                c->ctr->digest ? c->ctr->digest : "");
+        if (c->ctr->inside)
+            printf("# binding reported from inside the container: its entry is %s " GPURUN_INSIDE_ARG " %d\n",
+                   c->ctr->inside, GPURUN_INSIDE_FD);
+        else
+            printf("# binding reported by the rank step, outside the container: %s\n", c->ctr->inside_note);
         printf("# program in the container: ");
     } else {
         printf("# program: ");
@@ -1433,6 +1454,8 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
         rc = err->code;
         goto out;
     }
+    if (c.ctr)
+        container_inside(&c);
     if (gpurun_topo_load(NULL, &c.topo, err) < 0 ||
         gpurun_launcher_choose(job->launcher, &c.launcher, c.launcher_why, sizeof c.launcher_why, err) < 0) {
         rc = err->code;
