@@ -28,6 +28,10 @@ struct gpurun_launch_request {
     const char *run_dir;        /* the run folder (plan.json, topology.xml, host plans, HOST.out) */
     char *const *app_argv;      /* the program and its arguments */
     char *const *export_env;    /* NULL-terminated names the ranks must inherit */
+    /* Options for the launcher itself, before the rank step (srun: pyxis's
+     * --container-image, --container-mounts, --container-workdir); NULL:
+     * none.  Added last: plugins built before it never read it. */
+    char *const *launcher_args;
 };
 
 /* What a plugin starts: argv[i] run with extra environment env[i]

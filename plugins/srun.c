@@ -31,6 +31,8 @@ static int srun_commands(const struct gpurun_launch_request *req, struct gpurun_
         gpurun_argv_add(&a, "--overcommit");
     gpurun_argv_add(&a, "--kill-on-bad-exit=1");
     gpurun_argv_add(&a, "--export=ALL");
+    for (char *const *o = req->launcher_args; o && *o; o++)
+        gpurun_argv_add(&a, *o);
     gpurun_argv_add_rank_step(&a, req);
     gpurun_launch_cmds_one(out, a);
     return 0;

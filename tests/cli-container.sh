@@ -317,6 +317,40 @@ contains "$TMP/out" "run '$TMP/job/sub.conf'" "... and runs the job file with gp
 run "$GPURUN" submit "$TMP/job/outside.conf" --dry-run
 expect_rc 2 "submit: a mount outside the site's allowed_mounts is exit 2 there too"
 
+# ---- pyxis: srun --container-image, by its command line (dry runs, a fake srun
+# whose --help lists the option); tests/cli-pyxis.sh runs it on the test
+# cluster with a fake pyxis plugin.
+mkdir -p "$TMP/pbin"
+printf '#!/bin/sh\n[ "$1" = --help ] && echo "      --container-image=[USER@][REGISTRY#]IMAGE[:TAG]|PATH"\nexit 0\n' >"$TMP/pbin/srun"
+chmod 755 "$TMP/pbin/srun"
+printf 'command = "./probe"\nranks_per_node = 2\ncontainer { image = "nvcr.io#hpc/gromacs:2023.2"\n runtime = "pyxis" }\n' >"$TMP/job/pyx.conf"
+rd="$TMP/job/results/pyx/<run-id>"
+pmounts="$rd:$rd,$TMP/job:$TMP/job"
+[ "$inside" = 0 ] || pmounts="$RANKDIR:$RANKDIR:ro,$pmounts"
+SLURM_JOB_ID=4242 PATH=$TMP/pbin:$PATH run "$GPURUN" run "$TMP/job/pyx.conf" --dry-run --set launcher=srun
+expect_rc 0 "pyxis under srun: dry run"
+contains "$TMP/out" "--export=ALL '--container-image=nvcr.io#hpc/gromacs:2023.2' '--container-mounts=$pmounts' '--container-workdir=$rd' " "... srun gets the image, gpurun-rank's folder read-only, the run and job folders, and the working folder"
+grep -q "^srun .*--container-workdir=[^ ]* [^ ]*/gpurun-rank --gpurun [^ ]* --version [^ ]* --run-dir [^ ]* -- $TMP/job/probe\$" "$TMP/out"
+ok $? "... and then the rank step, with no per-rank runtime between it and the program"
+SLURM_JOB_ID=4242 PATH=$TMP/pbin:$PATH run "$GPURUN" run "$TMP/job/pyx.conf" --dry-run --set container.runtime=auto
+contains "$TMP/out" "container: pyxis, the first runtime found (auto: inside Slurm allocation 4242, srun takes --container-image)" "runtime auto inside an allocation where srun takes --container-image: pyxis"
+PATH=$TMP/pbin:$PATH run "$GPURUN" run "$TMP/job/pyx.conf" --dry-run --set launcher=local
+expect_rc 2 "pyxis under launcher local: exit 2"
+contains "$TMP/err" "pyx.conf:4: key 'container.runtime': pyxis (asked by the job) runs only under launcher = \"srun\"" "... naming the file, line and key"
+SLURM_JOB_ID=4242 PATH=$TMP/pbin:$PATH run "$GPURUN" run "$TMP/job/pyx.conf" --dry-run --set launcher=mpirun
+expect_rc 2 "pyxis under launcher mpirun, inside an allocation: exit 2"
+printf '#!/bin/sh\nexit 0\n' >"$TMP/bin/srun"
+chmod 755 "$TMP/bin/srun"
+SLURM_JOB_ID=4242 PATH=$TMP/bin:$PATH run "$GPURUN" run "$TMP/job/pyx.conf" --dry-run --set launcher=srun
+expect_rc 3 "pyxis where srun takes no --container-image: exit 3"
+contains "$TMP/err" "lists no --container-image" "... saying pyxis is not loaded"
+SLURM_JOB_ID=4242 PATH=$TMP/bin:$PATH run "$GPURUN" run "$TMP/job/pyx.conf" --dry-run --set launcher=srun --set container.runtime=auto
+contains "$TMP/out" "container: apptainer, the first runtime found" "runtime auto where srun takes no --container-image: not pyxis"
+rm -f "$TMP/bin/srun"
+PATH=$TMP/pbin:$PATH run "$GPURUN" submit "$TMP/job/pyx.conf" --dry-run --set gpus_per_rank=0
+expect_rc 0 "submit --dry-run of a pyxis job"
+contains "$TMP/out" "#   --container-image=nvcr.io#hpc/gromacs:2023.2 --container-mounts=$pmounts --container-workdir=$rd" "... the script says srun's pyxis options"
+
 # ---- doctor: the runtimes there, and whether GPU passthrough would work
 PATH=$TMP/bin:$PATH run "$GPURUN" doctor --json
 jq_out '.checks[] | select(.id == "containers") | .detail | test("apptainer [^ ]*/bin/apptainer")'

@@ -30,9 +30,13 @@ static const struct runtime {
     {"singularity", "singularity", "SingularityCE (https://sylabs.io; package 'singularity-ce')"},
     {"charliecloud", "ch-run", "Charliecloud (package 'charliecloud', or spack install charliecloud)"},
     {"podman", "podman", "Podman (package 'podman')"},
+    /* Not a program of its own: Slurm's srun with NVIDIA's pyxis SPANK
+     * plugin (and enroot) enters the image before each task starts. */
+    {"pyxis", "srun", "pyxis and enroot (https://github.com/NVIDIA/pyxis) in Slurm's plugstack.conf"},
 };
 #define NRUNTIMES (sizeof runtimes / sizeof *runtimes)
-static const char *const runtime_names[] = {"auto", "apptainer", "singularity", "charliecloud", "podman"};
+#define NRUNTIMES_ON_PATH (NRUNTIMES - 1) /* what `auto` looks for on PATH */
+static const char *const runtime_names[] = {"auto", "apptainer", "singularity", "charliecloud", "podman", "pyxis"};
 
 static const struct runtime *runtime_named(const char *name)
 {
@@ -149,7 +153,7 @@ void gpurun_container_check(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
         if (!known)
             gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK,
                              "key 'container.runtime': unknown runtime '%s'%s%s%s (one of auto, apptainer, "
-                             "singularity, charliecloud, podman)",
+                             "singularity, charliecloud, podman, pyxis)",
                              gpurun_conf_shown(&a, rt), near ? " (did you mean '" : "", near ? near : "",
                              near ? "'?)" : "");
     }
@@ -291,6 +295,56 @@ static char *first_line_of(char *const *argv)
     return pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && buf[0] ? gpurun_xstrdup(buf) : NULL;
 }
 
+/* Whether what `argv` writes on its standard output mentions `needle`
+ * (srun --help and --container-image: pyxis is loaded). */
+static bool output_mentions(char *const *argv, const char *needle)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) < 0)
+        return false;
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        dup2(fds[1], STDOUT_FILENO);
+        if (null >= 0) {
+            dup2(null, STDIN_FILENO);
+            dup2(null, STDERR_FILENO);
+        }
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t cap = 65536, got = 0;
+    char *buf = gpurun_xcalloc(cap + 1, 1);
+    ssize_t n;
+    while (pid > 0 && got < cap && (n = read(fds[0], buf + got, cap - got)) != 0) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fds[0]);
+    int status = 1;
+    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    bool found = pid > 0 && strstr(buf, needle) != NULL;
+    free(buf);
+    return found;
+}
+
+static bool srun_has_pyxis(const char *srun)
+{
+    char *argv[] = {(char *)srun, "--help", NULL};
+    return output_mentions(argv, "--container-image");
+}
+
+/* Whether the job's launcher setting leaves srun possible. */
+static bool srun_launcher(const char *launcher)
+{
+    return !launcher || !strcmp(launcher, "srun") || (!strcmp(launcher, "auto") && getenv("SLURM_JOB_ID"));
+}
+
 /* The image to run: a file or folder (r->image its real path) or a name
  * for the runtime. */
 static int resolve_image(struct gpurun_container_run *r, const struct gpurun_container_spec *img_from,
@@ -317,7 +371,8 @@ static int resolve_image(struct gpurun_container_run *r, const struct gpurun_con
  * Sets r->exe and r->why; NULL when it is not there. */
 static const struct runtime *choose_runtime(struct gpurun_container_run *r, const struct gpurun_container_spec *job,
                                             const struct gpurun_container_spec *tpl,
-                                            const struct gpurun_container_spec *site, gpurun_error_t *err)
+                                            const struct gpurun_container_spec *site, const char *launcher,
+                                            const char *origin, gpurun_error_t *err)
 {
     const char *asked = NULL, *by = NULL;
     const struct gpurun_container_spec *order[] = {job, tpl, site};
@@ -337,10 +392,39 @@ static const struct runtime *choose_runtime(struct gpurun_container_run *r, cons
                        rt->name, by, rt->program, rt->install);
             return NULL;
         }
+        if (!strcmp(rt->name, "pyxis") && !srun_launcher(launcher)) {
+            gpurun_err(err, GPURUN_EXIT_CONFIG,
+                       "%s: key 'container.runtime': pyxis (asked by %s) runs only under launcher = \"srun\" "
+                       "(srun --container-image), and this job's launcher is '%s'%s",
+                       origin, by, launcher, launcher && !strcmp(launcher, "auto") ? " outside a Slurm allocation (no SLURM_JOB_ID)" : "");
+            free(r->exe);
+            r->exe = NULL;
+            return NULL;
+        }
+        if (!strcmp(rt->name, "pyxis") && !srun_has_pyxis(r->exe)) {
+            gpurun_err(err, GPURUN_EXIT_ENV,
+                       "container runtime 'pyxis' (asked by %s): %s --help lists no --container-image, so the pyxis "
+                       "plugin is not loaded here; nothing was started: install %s",
+                       by, r->exe, rt->install);
+            free(r->exe);
+            r->exe = NULL;
+            return NULL;
+        }
         r->why = gpurun_xasprintf("%s, as %s asks", rt->name, by);
         return rt;
     }
-    for (size_t i = 0; i < NRUNTIMES && !r->exe; i++)
+    /* auto: pyxis first where srun would launch and takes --container-image. */
+    if (getenv("SLURM_JOB_ID") && srun_launcher(launcher) && (r->exe = gpurun_which("srun"))) {
+        if (srun_has_pyxis(r->exe)) {
+            r->why = gpurun_xasprintf("pyxis, the first runtime found (auto: inside Slurm allocation %s, srun takes "
+                                      "--container-image)",
+                                      getenv("SLURM_JOB_ID"));
+            return runtime_named("pyxis");
+        }
+        free(r->exe);
+        r->exe = NULL;
+    }
+    for (size_t i = 0; i < NRUNTIMES_ON_PATH && !r->exe; i++)
         if ((r->exe = gpurun_which(runtimes[i].program)))
             rt = &runtimes[i];
     if (!rt) {
@@ -397,7 +481,9 @@ static int resolve_mounts(struct gpurun_container_run *r, const struct gpurun_co
 
 int gpurun_container_resolve(const struct gpurun_container_spec *job, const struct gpurun_container_spec *tpl,
                              const struct gpurun_container_spec *site, const char *job_origin_image,
-                             const char *job_origin_mounts, struct gpurun_container_run **runp, gpurun_error_t *err)
+                             const char *job_origin_mounts, const char *job_origin_runtime, const char *launcher,
+                             struct gpurun_container_run **runp,
+                             gpurun_error_t *err)
 {
     *runp = NULL;
     const struct gpurun_container_spec *img_from = gpurun_container_wanted(job) ? job : tpl;
@@ -414,7 +500,7 @@ int gpurun_container_resolve(const struct gpurun_container_spec *job, const stru
         gpurun_container_run_free(r);
         return -1;
     }
-    const struct runtime *rt = choose_runtime(r, job, tpl, site, err);
+    const struct runtime *rt = choose_runtime(r, job, tpl, site, launcher, job_origin_runtime, err);
     if (!rt) {
         gpurun_container_run_free(r);
         return -1;
@@ -654,12 +740,71 @@ static void wrap_mounts(char ***v, size_t *n, const struct mount_list *ml, const
     }
 }
 
+/* pyxis's options for srun: the image, the mounts (gpurun-rank's folder
+ * read-only, the run and job folders, the site's, template's and job's),
+ * and the working folder. */
+static char **pyxis_options(const struct gpurun_container_run *r, const char *run_dir, const char *job_dir)
+{
+    struct mount_list ml;
+    own_mounts(&ml, r, true, run_dir, job_dir);
+    char **v = NULL;
+    size_t n = 0;
+    add_word(&v, &n, gpurun_xasprintf("--container-image=%s", r->image));
+    size_t len = 0;
+    char *mounts = gpurun_xstrdup("");
+    for (size_t i = 0; i < 3 + r->nmounts; i++) {
+        const char *m = i < 3 ? ml.own[i] : r->mounts[i - 3];
+        if (!m)
+            continue;
+        char *next = gpurun_xasprintf("%s%s%s%s", mounts, len ? "," : "", m, i < 3 && ml.ro[i] ? ":ro" : "");
+        free(mounts);
+        mounts = next;
+        len = strlen(mounts);
+    }
+    add_word(&v, &n, gpurun_xasprintf("--container-mounts=%s", mounts));
+    add_word(&v, &n, gpurun_xasprintf("--container-workdir=%s", run_dir));
+    free(mounts);
+    for (size_t i = 0; i < 3; i++)
+        free(ml.own[i]);
+    return v;
+}
+
+char **gpurun_container_launcher_options(const struct gpurun_container_run *r, const char *run_dir,
+                                         const char *job_dir)
+{
+    return r && !strcmp(r->runtime, "pyxis") ? pyxis_options(r, run_dir, job_dir) : NULL;
+}
+
+/* pyxis: a rank needs no wrapper (the srun that starts the rank steps
+ * enters the image before each); anything else (a setup step) is a
+ * one-task srun with the same options. */
+static char **pyxis_wrap(const struct gpurun_container_run *r, char *const *app, const char *run_dir,
+                         const char *job_dir, bool rank)
+{
+    char **v = NULL;
+    size_t n = 0;
+    if (!rank) {
+        add_word(&v, &n, gpurun_xstrdup(r->exe));
+        add_word(&v, &n, gpurun_xstrdup("--nodes=1"));
+        add_word(&v, &n, gpurun_xstrdup("--ntasks=1"));
+        char **opts = pyxis_options(r, run_dir, job_dir);
+        for (char **o = opts; *o; o++)
+            add_word(&v, &n, *o);
+        free(opts);
+    }
+    for (char *const *a = app; *a; a++)
+        add_word(&v, &n, gpurun_xstrdup(*a));
+    return v;
+}
+
 static char **wrap(const struct gpurun_container_run *r, char *const *app, const char *run_dir, const char *job_dir,
                    int gpus, const char *gpu_vendor, bool inside)
 {
     char **v = NULL;
     size_t n = 0;
     bool amd = gpu_vendor && !strcmp(gpu_vendor, "amd");
+    if (!strcmp(r->runtime, "pyxis"))
+        return pyxis_wrap(r, app, run_dir, job_dir, inside);
     inside = inside && r->inside;
     /* The run folder and job folder at their own paths: figures of merit
      * are read, and relative paths of the job resolved, as for any run. */

@@ -58,7 +58,7 @@ bool gpurun_container_wanted(const struct gpurun_container_spec *spec);
 
 /* What a run needs: the job's block over the template's, then the site's. */
 struct gpurun_container_run {
-    const char *runtime; /* "apptainer" | "singularity" | "charliecloud" | "podman" */
+    const char *runtime; /* "apptainer" | "singularity" | "charliecloud" | "podman" | "pyxis" */
     char *exe;           /* the runtime program, found on PATH */
     char *image;         /* an absolute path, or a reference the runtime resolves */
     bool image_is_path;
@@ -75,13 +75,16 @@ struct gpurun_container_run {
 /* Choose the runtime (the job's, the template's, the site's, else the first
  * of apptainer, singularity, ch-run, podman found on PATH), check the job's
  * mounts against the site's allowed_mounts, and find the image's digest.
+ * `launcher`: the job's launcher setting (pyxis runs only under srun;
+ * `auto` picks pyxis first inside an allocation where srun takes
+ * --container-image).
  * `origin(key)` places an error on the job's line; a runtime missing is
  * exit 3 naming what to install, a mount the site refuses exit 2. */
 int gpurun_container_resolve(const struct gpurun_container_spec *job,
                              const struct gpurun_container_spec *tpl,
                              const struct gpurun_container_spec *site, const char *job_origin_image,
-                             const char *job_origin_mounts, struct gpurun_container_run **runp,
-                             gpurun_error_t *err);
+                             const char *job_origin_mounts, const char *job_origin_runtime, const char *launcher,
+                             struct gpurun_container_run **runp, gpurun_error_t *err);
 void gpurun_container_run_free(struct gpurun_container_run *run);
 
 /* A variable the container must see (podman only passes what it is told). */
@@ -101,6 +104,11 @@ char **gpurun_container_wrap(const struct gpurun_container_run *run, char *const
  * descriptor GPURUN_INSIDE_FD (rank.h) and execs the program. */
 char **gpurun_container_wrap_rank(const struct gpurun_container_run *run, char *const *app, const char *run_dir,
                                   const char *job_dir, int gpus, const char *gpu_vendor);
+
+/* pyxis: srun's options that start every task in the image (a new
+ * NULL-ended vector); NULL for the other runtimes. */
+char **gpurun_container_launcher_options(const struct gpurun_container_run *run, const char *run_dir,
+                                         const char *job_dir);
 
 /* Use `rank_program` (gpurun-rank; NULL: none found) as the container's
  * entry when it can run in any image: a statically linked program.  Else

@@ -32,6 +32,7 @@
 #include "batch.h"
 #include "confparse.h"
 #include "container.h"
+#include "rank.h" /* gpurun_rank_program */
 #include "template.h"
 #include "util.h"
 
@@ -596,7 +597,11 @@ static int put_container(FILE *f, const gpurun_job_t *job, const gpurun_site_t *
     if (gpurun_container_wanted(&job->container) || (tpl && gpurun_container_wanted(&tpl->container))) {
         if (gpurun_container_resolve(&job->container, tpl ? &tpl->container : NULL, site ? &site->container : NULL,
                                      gpurun_job_section_origin(job, "container.image"),
-                                     gpurun_job_origin(job, "container.mounts"), &ctr, &e) < 0) {
+                                     gpurun_job_origin(job, "container.mounts"),
+                                     gpurun_job_section_origin(job, "container.runtime"),
+                                     /* the script runs inside the allocation, where auto is srun */
+                                     job->launcher == GPURUN_LAUNCHER_AUTO ? "srun" : gpurun_launcher_name(job->launcher),
+                                     &ctr, &e) < 0) {
             if (e.code != GPURUN_EXIT_ENV) {
                 *err = e;
                 rc = -1;
@@ -611,14 +616,23 @@ static int put_container(FILE *f, const gpurun_job_t *job, const gpurun_site_t *
         }
     }
     if (ctr) {
+        char self[4096];
+        ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (sl > 0) { /* pyxis mounts gpurun-rank's folder */
+            self[sl] = '\0';
+            gpurun_container_set_inside(ctr, gpurun_rank_program(self));
+        }
         char *dir = gpurun_xstrndup(abs_job, (size_t)(strrchr(abs_job, '/') - abs_job));
         char *run = job->results[0] == '/' ? gpurun_xasprintf("%s/%s/<run-id>", job->results, job->name)
                                            : gpurun_xasprintf("%s/%s/%s/<run-id>", dir, job->results, job->name);
         char *app[] = {"PROGRAM...", NULL};
-        char **argv = gpurun_container_wrap(ctr, app, run, dir, gpr == GPURUN_UNSET ? 1 : (int)gpr, NULL);
+        char **pyxis = gpurun_container_launcher_options(ctr, run, dir);
+        char **argv = pyxis ? pyxis : gpurun_container_wrap(ctr, app, run, dir, gpr == GPURUN_UNSET ? 1 : (int)gpr, NULL);
         fputs("# Container: ", f);
         put_comment_text(f, ctr->why);
-        fputs(". Each rank step starts, inside its binding:\n#  ", f);
+        fputs(pyxis ? ". srun starts each rank step in the image, with:\n#  "
+                    : ". Each rank step starts, inside its binding:\n#  ",
+              f);
         for (char **a = argv; *a; a++) {
             fputc(' ', f);
             put_comment_text(f, *a);

@@ -514,7 +514,7 @@ static void container_inside(struct run_ctx *c)
     ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
     self[sl > 0 ? sl : 0] = '\0';
     gpurun_container_set_inside(c->ctr, sl > 0 ? gpurun_rank_program(self) : NULL);
-    if (c->ctr->inside)
+    if (c->ctr->inside && strcmp(c->ctr->runtime, "pyxis")) /* pyxis: the rank step is inside */
         setenv(GPURUN_ENV_INSIDE, "1", 1);
     else
         unsetenv(GPURUN_ENV_INSIDE);
@@ -536,7 +536,8 @@ static json_t *container_json(const struct run_ctx *c, char *const *launched)
     return json_pack("{s:s, s:s, s:s, s:s?, s:b, s:s, s:o, s:s, s:s?, s:s?}", "runtime", c->ctr->runtime,
                      "runtime_path", c->ctr->exe, "image", c->ctr->image, "digest", c->ctr->digest, "image_is_path",
                      c->ctr->image_is_path, "why", c->ctr->why, "argv", argv, "binding_from",
-                     c->ctr->inside ? "inside" : "rank step", "inside_entry", c->ctr->inside, "inside_note",
+                     c->ctr->inside || !strcmp(c->ctr->runtime, "pyxis") ? "inside" : "rank step", "inside_entry",
+                     c->ctr->inside, "inside_note",
                      c->ctr->inside_note);
 }
 
@@ -941,6 +942,7 @@ static int launch_ranks(struct run_ctx *c, struct run_attempt *a, gpurun_error_t
     setenv(GPURUN_ENV_RELAY, tty ? "1" : "0", 1);
     char *export_env[16];
     export_names(export_env);
+    char **pyxis = gpurun_container_launcher_options(c->ctr, a->run_dir, c->job_dir);
     struct gpurun_launch_request lr = {
         .nodes = c->plan->req.nodes,
         .ranks_per_node = c->plan->req.ranks_per_node,
@@ -950,8 +952,12 @@ static int launch_ranks(struct run_ctx *c, struct run_attempt *a, gpurun_error_t
         .run_dir = a->run_dir,
         .app_argv = a->launched ? a->launched : a->app,
         .export_env = export_env,
+        .launcher_args = pyxis,
     };
-    if (c->launcher->commands(&lr, &a->cmds, err) < 0)
+    int crc = c->launcher->commands(&lr, &a->cmds, err);
+    if (pyxis)
+        gpurun_free_words(pyxis);
+    if (crc < 0)
         return stop_with(a, err->code);
     if (!c->opts->quiet) {
         printf("gpurun: %s: %d rank%s (%d node%s x %d) via %s; run folder %s\n", c->job->name, c->plan->nranks,
@@ -1313,7 +1319,10 @@ static void dry_run(struct run_ctx *c, char *const *app, const struct gpurun_lau
     if (c->ctr) {
         printf("# container: %s; image %s%s%s\n", c->ctr->why, c->ctr->image, c->ctr->digest ? ", digest " : "",
                c->ctr->digest ? c->ctr->digest : "");
-        if (c->ctr->inside)
+        if (!strcmp(c->ctr->runtime, "pyxis"))
+            printf("# pyxis: srun enters the image before each task, so the rank step itself runs inside it "
+                   "and reports the binding from there\n");
+        else if (c->ctr->inside)
             printf("# binding reported from inside the container: its entry is %s " GPURUN_INSIDE_ARG " %d\n",
                    c->ctr->inside, GPURUN_INSIDE_FD);
         else
@@ -1380,6 +1389,7 @@ static int dry_run_config(struct run_ctx *c, gpurun_error_t *err)
     self[sl > 0 ? sl : 0] = '\0';
     char *export_env[16];
     export_names(export_env);
+    char **pyxis = gpurun_container_launcher_options(c->ctr, rd, c->job_dir);
     struct gpurun_launch_request lr = {.nodes = c->plan->req.nodes,
                                        .ranks_per_node = c->plan->req.ranks_per_node,
                                        .nranks = c->plan->nranks,
@@ -1387,7 +1397,8 @@ static int dry_run_config(struct run_ctx *c, gpurun_error_t *err)
                                        .rank_step = self,
                                        .run_dir = rd,
                                        .app_argv = app,
-                                       .export_env = export_env};
+                                       .export_env = export_env,
+                                       .launcher_args = pyxis};
     /* Each rank's runtime command line is the launcher's, after `--`. */
     char **launched = c->ctr ? container_argv(c, app, rd) : NULL;
     if (launched)
@@ -1404,6 +1415,8 @@ static int dry_run_config(struct run_ctx *c, gpurun_error_t *err)
     if (launched)
         gpurun_free_words(launched);
     gpurun_launch_cmds_free(&cmds);
+    if (pyxis)
+        gpurun_free_words(pyxis);
     gpurun_free_words(app);
     gpurun_kvlist_clear(&names);
     free(rd);
@@ -1450,7 +1463,9 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
     /* A container: its runtime, image and mounts settled before anything starts. */
     if (gpurun_container_resolve(&job->container, c.tpl ? &c.tpl->container : NULL,
                                  c.site ? &c.site->container : NULL, gpurun_job_section_origin(job, "container.image"),
-                                 gpurun_job_origin(job, "container.mounts"), &c.ctr, err) < 0) {
+                                 gpurun_job_origin(job, "container.mounts"),
+                                 gpurun_job_section_origin(job, "container.runtime"), gpurun_launcher_name(job->launcher),
+                                 &c.ctr, err) < 0) {
         rc = err->code;
         goto out;
     }
@@ -1458,6 +1473,14 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
         container_inside(&c);
     if (gpurun_topo_load(NULL, &c.topo, err) < 0 ||
         gpurun_launcher_choose(job->launcher, &c.launcher, c.launcher_why, sizeof c.launcher_why, err) < 0) {
+        rc = err->code;
+        goto out;
+    }
+    if (c.ctr && !strcmp(c.ctr->runtime, "pyxis") && strcmp(c.launcher->name, "srun")) {
+        gpurun_err(err, GPURUN_EXIT_CONFIG,
+                   "%s: key 'container.runtime': pyxis runs only under launcher = \"srun\" (srun "
+                   "--container-image), and this job's launcher is %s (%s); nothing was started",
+                   gpurun_job_section_origin(job, "container.runtime"), c.launcher->name, c.launcher_why);
         rc = err->code;
         goto out;
     }
