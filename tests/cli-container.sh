@@ -237,6 +237,20 @@ else
 fi
 [ "$(jq -r .container.runtime "$d/record.json")" = apptainer ]
 ok $? "the record names apptainer"
+# What the record says of an image file: its size, mtime and inode, and a
+# SIF's own ID from its header (the file is not hashed).
+{
+    printf '#!/usr/bin/env run-singularity\n\0'
+    printf 'SIF_MAGIC\0'
+    printf '01\0'
+    printf '02\0'
+    printf '\001\002\003\004\005\006\007\010\011\012\013\014\015\016\017\020'
+    head -c 64 /dev/zero
+} >"$TMP/job/id.sif"
+PATH=$TMP/bin:$PATH run "$GPURUN" run "$TMP/job/app.conf" --quiet --set "container.image=$TMP/job/id.sif"
+expect_rc 0 "fake apptainer with a SIF image"
+jq -e --argjson size "$(stat -c %s "$TMP/job/id.sif")" --argjson ino "$(stat -c %i "$TMP/job/id.sif")" '.container | .sif_id == "01020304-0506-0708-090a-0b0c0d0e0f10" and .image_file.size == $size and .image_file.inode == $ino and (.image_file.mtime_ns > 0) and .digest == null' "$(last_run app)/record.json" >/dev/null
+ok $? "the record names a SIF image by its header's ID and its size, mtime and inode (no digest)"
 
 # GPUs: --nv for NVIDIA ranks, --rocm for AMD ones (dry run on a fixture's topology).
 PATH=$TMP/bin:$PATH GPURUN_TOPOLOGY=$FIXTURES/2s-4gpu-2nic.xml run "$GPURUN" run "$TMP/job/app.conf" --dry-run --set ranks_per_node=4 --set gpus_per_rank=1

@@ -479,6 +479,39 @@ static int resolve_mounts(struct gpurun_container_run *r, const struct gpurun_co
     return 0;
 }
 
+/* A SIF file's ID: the UUID in its global header (after the 32-byte launch
+ * line, "SIF_MAGIC", a 3-byte version and a 3-byte architecture). */
+static char *sif_id(int fd)
+{
+    unsigned char h[64];
+    if (pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h || memcmp(h + 32, "SIF_MAGIC", 9))
+        return NULL;
+    const unsigned char *u = h + 48;
+    return gpurun_xasprintf("%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2],
+                            u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+}
+
+/* Which image file or folder ran, from its inode: no hashing of gigabytes
+ * on every run. */
+static void image_identity(struct gpurun_container_run *r)
+{
+    int fd = open(r->image, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) < 0) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    r->have_file = true;
+    r->file_size = (long long)st.st_size;
+    r->file_mtime_ns = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+    r->file_inode = (unsigned long long)st.st_ino;
+    r->file_dev = (unsigned long long)st.st_dev;
+    if (S_ISREG(st.st_mode))
+        r->sif_id = sif_id(fd);
+    close(fd);
+}
+
 int gpurun_container_resolve(const struct gpurun_container_spec *job, const struct gpurun_container_spec *tpl,
                              const struct gpurun_container_spec *site, const char *job_origin_image,
                              const char *job_origin_mounts, const char *job_origin_runtime, const char *launcher,
@@ -519,6 +552,8 @@ int gpurun_container_resolve(const struct gpurun_container_spec *job, const stru
         return -1;
     }
 
+    if (r->image_is_path)
+        image_identity(r);
     /* What the record can name the image by: podman's content digest. */
     if (!strcmp(rt->name, "podman")) {
         char *argv[] = {r->exe, "image", "inspect", "--format", "{{.Digest}}", r->image, NULL};
@@ -536,6 +571,7 @@ void gpurun_container_run_free(struct gpurun_container_run *r)
     free(r->image);
     free(r->why);
     free(r->digest);
+    free(r->sif_id);
     free(r->inside);
     free(r->inside_note);
     for (size_t i = 0; i < r->nmounts; i++)

@@ -68,6 +68,13 @@ struct gpurun_container_run {
     char **env_names;    /* podman: variables passed by name (-e NAME) */
     size_t nenv;
     char *digest;        /* the image's content digest where the runtime gives one, else NULL */
+    /* An image file or folder: which one it was, without reading it (a
+     * SquashFS or SIF image may be gigabytes): its size, mtime, inode and
+     * device; a SIF image's own ID (its header's UUID, set when built). */
+    bool have_file;
+    long long file_size, file_mtime_ns;
+    unsigned long long file_inode, file_dev;
+    char *sif_id;
     char *inside;        /* gpurun-rank, the container's entry that reports the binding from inside; NULL: none */
     char *inside_note;   /* why there is none (the rank steps' reports then say the binding they applied) */
 };

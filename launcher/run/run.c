@@ -533,12 +533,17 @@ static json_t *container_json(const struct run_ctx *c, char *const *launched)
     json_t *argv = json_array();
     for (char *const *a = launched; *a; a++)
         json_array_append_new(argv, json_string(*a));
-    return json_pack("{s:s, s:s, s:s, s:s?, s:b, s:s, s:o, s:s, s:s?, s:s?}", "runtime", c->ctr->runtime,
+    json_t *file = c->ctr->have_file
+                       ? json_pack("{s:I, s:I, s:I, s:I}", "size", (json_int_t)c->ctr->file_size, "mtime_ns",
+                                   (json_int_t)c->ctr->file_mtime_ns, "inode", (json_int_t)c->ctr->file_inode,
+                                   "device", (json_int_t)c->ctr->file_dev)
+                       : json_null();
+    return json_pack("{s:s, s:s, s:s, s:s?, s:b, s:s, s:o, s:s, s:s?, s:s?, s:o, s:s?}", "runtime", c->ctr->runtime,
                      "runtime_path", c->ctr->exe, "image", c->ctr->image, "digest", c->ctr->digest, "image_is_path",
                      c->ctr->image_is_path, "why", c->ctr->why, "argv", argv, "binding_from",
                      c->ctr->inside || !strcmp(c->ctr->runtime, "pyxis") ? "inside" : "rank step", "inside_entry",
                      c->ctr->inside, "inside_note",
-                     c->ctr->inside_note);
+                     c->ctr->inside_note, "image_file", file, "sif_id", c->ctr->sif_id);
 }
 
 /* The table of ${name}s of one run (or dry run) of a configuration. */
