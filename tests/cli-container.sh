@@ -326,7 +326,12 @@ contains "$TMP/err" "--set container.runtime=dockr: key 'container.runtime': unk
 printf 'command = "./probe"\nranks_per_node = 2\ngpus_per_rank = 1\ncontainer { image = "gromacs.sif" }\n' >"$TMP/job/sub.conf"
 PATH=$TMP/bin:$PATH run "$GPURUN" submit "$TMP/job/sub.conf" --dry-run
 expect_rc 0 "submit --dry-run of a container job"
-contains "$TMP/out" "#   $TMP/bin/apptainer exec --nv --bind $TMP/job/results/sub/<run-id>:$TMP/job/results/sub/<run-id> --bind $TMP/job:$TMP/job --pwd $TMP/job/results/sub/<run-id> $TMP/job/gromacs.sif PROGRAM..." "... the script says the runtime's command line of each rank"
+srd="$TMP/job/results/sub/<run-id>"
+if [ "$inside" = 1 ]; then
+    contains "$TMP/out" "#   $TMP/bin/apptainer exec --nv --bind $RANKDIR:$RANKDIR:ro --bind $srd:$srd --bind $TMP/job:$TMP/job --pwd $srd $TMP/job/gromacs.sif $RANK --inside 3 -- PROGRAM..." "... the script says the runtime's command line of each rank, gpurun-rank its entry"
+else
+    contains "$TMP/out" "#   $TMP/bin/apptainer exec --nv --bind $srd:$srd --bind $TMP/job:$TMP/job --pwd $srd $TMP/job/gromacs.sif PROGRAM..." "... the script says the runtime's command line of each rank"
+fi
 contains "$TMP/out" "run '$TMP/job/sub.conf'" "... and runs the job file with gpurun run on the node"
 run "$GPURUN" submit "$TMP/job/outside.conf" --dry-run
 expect_rc 2 "submit: a mount outside the site's allowed_mounts is exit 2 there too"

@@ -627,7 +627,8 @@ static int put_container(FILE *f, const gpurun_job_t *job, const gpurun_site_t *
                                            : gpurun_xasprintf("%s/%s/%s/<run-id>", dir, job->results, job->name);
         char *app[] = {"PROGRAM...", NULL};
         char **pyxis = gpurun_container_launcher_options(ctr, run, dir);
-        char **argv = pyxis ? pyxis : gpurun_container_wrap(ctr, app, run, dir, gpr == GPURUN_UNSET ? 1 : (int)gpr, NULL);
+        char **argv = pyxis ? pyxis
+                             : gpurun_container_wrap_rank(ctr, app, run, dir, gpr == GPURUN_UNSET ? 1 : (int)gpr, NULL);
         fputs("# Container: ", f);
         put_comment_text(f, ctr->why);
         fputs(pyxis ? ". srun starts each rank step in the image, with:\n#  "
