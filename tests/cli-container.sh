@@ -148,9 +148,11 @@ if command -v podman >/dev/null 2>&1; then
         # A podman that confines every container to rank 0's cpus (as a
         # site's containers.conf or wrapper may): rank 1's program runs on
         # other cpus than the rank step bound, and its report says so.
-        if [ "$inside" = 1 ]; then
+        cpu0=$(jq -r '.ranks[0].cpus' "$d/plan.json")
+        if [ "$cpu0" = "$(jq -r '.ranks[1].cpus' "$d/plan.json")" ]; then
+            skip "podman confined to other cpus: both ranks are planned on cpus $cpu0 here"
+        elif [ "$inside" = 1 ]; then
             mkdir -p "$TMP/podbin"
-            cpu0=$(jq -r '.ranks[0].cpus' "$d/plan.json")
             real=$(command -v podman)
             printf '#!/bin/sh\nif [ "$1" = run ]; then shift; exec %s run --cpuset-cpus=%s "$@"; fi\nexec %s "$@"\n' "$real" "$cpu0" "$real" >"$TMP/podbin/podman"
             chmod 755 "$TMP/podbin/podman"
