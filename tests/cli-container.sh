@@ -376,6 +376,11 @@ contains "$TMP/out" "#   --container-image=nvcr.io#hpc/gromacs:2023.2 --containe
 PATH=$TMP/bin:$PATH run "$GPURUN" doctor --json
 jq_out '.checks[] | select(.id == "containers") | .detail | test("apptainer [^ ]*/bin/apptainer")'
 ok $? "doctor names the container runtimes it finds"
+jq_out '.checks[] | select(.id == "containers") | .detail | test("pyxis") | not'
+ok $? "... and not pyxis where srun takes no --container-image"
+PATH=$TMP/pbin:$TMP/bin:$PATH run "$GPURUN" doctor --json
+jq_out '.checks[] | select(.id == "containers") | .detail | test("pyxis [^ ]*/pbin/srun --container-image")'
+ok $? "doctor names pyxis where srun takes --container-image"
 if [ ! -e /dev/nvidiactl ]; then
     PATH=$TMP/bin:$PATH GPURUN_TOPOLOGY=$FIXTURES/2s-4gpu-2nic.xml run "$GPURUN" doctor --json
     jq_out '.checks[] | select(.id == "containers") | .status == "WARN" and (.detail | test("no GPU device nodes"))'

@@ -935,13 +935,21 @@ int gpurun_container_doctor(bool nvidia_gpus, bool amd_gpus, char *detail, size_
     const char *cdi = nvidia_cdi();
     for (size_t i = 0; i < NRUNTIMES; i++) {
         char *exe = gpurun_which(runtimes[i].program);
+        bool pyxis = !strcmp(runtimes[i].name, "pyxis");
+        if (exe && pyxis && !srun_has_pyxis(exe)) { /* srun without the plugin */
+            free(exe);
+            exe = NULL;
+        }
         if (!exe)
             continue;
         found++;
         const char *gpu = "";
         if (nvidia_gpus || amd_gpus) {
             bool devs = nvidia_gpus ? nv_dev : kfd;
-            if (!strcmp(runtimes[i].program, "podman"))
+            if (pyxis)
+                gpu = devs ? " (GPUs: enroot's NVIDIA hook, from the task's CUDA_VISIBLE_DEVICES)"
+                           : " (GPUs: no GPU device nodes)";
+            else if (!strcmp(runtimes[i].program, "podman"))
                 gpu = amd_gpus && !nvidia_gpus ? (kfd ? " (GPUs: --device /dev/kfd /dev/dri)" : " (GPUs: no /dev/kfd)")
                       : cdi                    ? " (GPUs: --device nvidia.com/gpu=all, CDI spec found)"
                       : nv_dev ? " (GPUs: --device /dev/nvidia*; no CDI spec: the image must bring the driver's "
@@ -955,7 +963,8 @@ int gpurun_container_doctor(bool nvidia_gpus, bool amd_gpus, char *detail, size_
             if (!devs || (!strcmp(runtimes[i].program, "podman") && nvidia_gpus && !cdi))
                 *gpu_ok = false;
         }
-        int w = snprintf(detail + used, size - used, "%s%s %s%s", found > 1 ? "; " : "", runtimes[i].name, exe, gpu);
+        int w = snprintf(detail + used, size - used, "%s%s %s%s%s", found > 1 ? "; " : "", runtimes[i].name, exe,
+                         pyxis ? " --container-image" : "", gpu);
         if (w > 0 && (size_t)w < size - used)
             used += (size_t)w;
         free(exe);
