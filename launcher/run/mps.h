@@ -4,29 +4,46 @@
 
 /* CUDA MPS for ranks that share an NVIDIA GPU (ranks_per_gpu > 1): one
  * control daemon per host and job, its pipe and log folders private to the
- * run (mode 0700), stopped when the job ends however it ends.  A daemon the
- * user already runs is used, never replaced nor stopped. */
+ * run (mode 0700), stopped when the host's ranks end however they end.  A
+ * daemon the user already runs is used, never replaced nor stopped.
+ *
+ * Whoever plans a host (gpurun for its own, the first rank step of any
+ * other) starts the daemon through a guard: a small process of its own
+ * session that runs the control program, listens on a unix socket in the
+ * pipe folder (GPURUN_MPS_GUARD), and quits the daemon once the host's
+ * ranks, which each hold a connection to it for their life, have all
+ * closed theirs (the kernel closes the sockets of killed processes too);
+ * also when the planner asks (gpurun_mps_stop), and it ends when the
+ * daemon dies. */
 
 #include <limits.h>
 #include <stdbool.h>
+
+#include <jansson.h>
 
 #include "error.h"
 #include "job.h"
 #include "plan.h"
 
 #define GPURUN_MPS_CONTROL "nvidia-cuda-mps-control"
+#define GPURUN_MPS_GUARD "gpurun-guard" /* the guard's socket, in the pipe folder */
 
 struct gpurun_mps {
     bool active;             /* the ranks are pointed at a daemon */
     bool ours;               /* started for this job: gpurun_mps_stop() quits it */
     bool tmp_pipe;           /* the pipe folder is a mkdtemp() one (run folder path too long for sockets) */
+    int holder_fd;           /* the planner's link to the guard, -1 when none */
     char pipe_dir[PATH_MAX]; /* CUDA_MPS_PIPE_DIRECTORY for the ranks */
     char log_dir[PATH_MAX];  /* CUDA_MPS_LOG_DIRECTORY; "" for a daemon of the user's */
+    char guard[PATH_MAX];    /* the guard's socket the ranks connect to; "" for a daemon of the user's */
     char note[3 * PATH_MAX + 512]; /* what was done, or why not (auto's fallback) */
 };
 
 /* Whether ranks of the plan's first node share an NVIDIA GPU. */
 bool gpurun_mps_wanted(const gpurun_plan_t *plan);
+
+/* "auto", "on", "off" (what gpurun_mps_mode_name gives); auto for others. */
+enum gpurun_mps_mode gpurun_mps_mode_from_name(const char *name);
 
 /* The control program's path on PATH into buf; false when there is none. */
 bool gpurun_mps_find_control(char *buf, size_t len);
@@ -35,21 +52,32 @@ bool gpurun_mps_find_control(char *buf, size_t len);
  * else /tmp/nvidia-mps: a control socket of ours that answers), or false. */
 bool gpurun_mps_running(char *pipe_dir, size_t len);
 
-/* Start the daemon for `host` with its folders in the run folder (open as
- * run_fd): mps.HOST/pipe and mps.HOST/log, or use the user's own.  mode off:
- * nothing.  Where it cannot be done, auto leaves m->active false with the
- * reason in m->note, on fails (exit 3).  Call gpurun_mps_stop() whatever
- * happens next. */
+/* Start the daemon and its guard for `host`, whose plan has `nlocal` ranks,
+ * with its folders in the run folder (open as run_fd): mps.HOST/pipe and
+ * mps.HOST/log, or use the user's own.  mode off: nothing.  Where it cannot
+ * be done, auto leaves m->active false with the reason in m->note, on fails
+ * (exit 3).  Then gpurun_mps_stop() (the planner outlives the ranks) or
+ * gpurun_mps_release() (it is one of them). */
 int gpurun_mps_start(struct gpurun_mps *m, enum gpurun_mps_mode mode, int run_fd, const char *run_dir,
-                     const char *host, gpurun_error_t *err);
+                     const char *host, int nlocal, gpurun_error_t *err);
 
-/* The variables that point a rank at the daemon, set in this process (the
- * ranks it starts inherit them), or removed when none is active. */
-void gpurun_mps_export(const struct gpurun_mps *m);
+/* Point the plan's first-node ranks at the daemon: CUDA_MPS_PIPE_DIRECTORY
+ * and CUDA_MPS_LOG_DIRECTORY in their "env", the guard's socket as
+ * "mps_guard"; and the plan's "mps" says what was done (gpurun_mps_json). */
+void gpurun_mps_plan_add(const struct gpurun_mps *m, enum gpurun_mps_mode mode, json_t *plan);
 
-/* Quit a daemon this job started ("quit" on the control program's stdin);
- * nothing for another's.  Safe to call twice.  -1 (exit 3) when the control
- * program failed: the daemon may still run, the message says where. */
+/* What the record says of a host's MPS: mode, active, started (a daemon of
+ * the job's), user_daemon (the user's, used), pipe_dir, log_dir, note. */
+json_t *gpurun_mps_json(const struct gpurun_mps *m, enum gpurun_mps_mode mode);
+
+/* Leave the daemon to its guard alone (a rank step that planned its host:
+ * the guard quits it after the host's last rank). */
+void gpurun_mps_release(struct gpurun_mps *m);
+
+/* Quit a daemon this job started (the guard runs the control program with
+ * "quit" and says how it went); nothing for another's.  Safe to call twice.
+ * -1 (exit 3) when the control program failed: the daemon may still run,
+ * the message says where. */
 int gpurun_mps_stop(struct gpurun_mps *m, gpurun_error_t *err);
 
 #endif

@@ -12,8 +12,10 @@
 #include <poll.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,6 +28,7 @@
  * GPURUN_RANK_LEAN) loads no hwloc and hands planning over to it. */
 #include "alloc.h"
 #include "gpudirect.h"
+#include "mps.h"
 #include "plan.h"
 #include "topology.h"
 #endif
@@ -448,7 +451,7 @@ static int get_memory(struct idset *nodes)
 
 /* Apply the cpu and memory binding; report what the kernel gives back.
  * Memory policy is set for this thread: fork and exec pass it on. */
-static void bind(json_t *entry, json_t *report)
+static void bind_rank(json_t *entry, json_t *report)
 {
     json_t *warnings = json_object_get(report, "warnings");
     const char *cpus = json_string_value(json_object_get(entry, "cpus"));
@@ -767,6 +770,29 @@ static int plan_handoff(int fd, const char *host, gpurun_error_t *err)
 }
 #endif
 
+#ifndef GPURUN_RANK_LEAN
+/* CUDA MPS for this host's ranks that share a GPU, started before its plan
+ * is written (the plan says where the ranks find it): the daemon's guard
+ * quits it after the host's last rank, so the planner lets go of it. */
+static int host_plan_mps(int dfd, const char *run_dir, const char *host, const gpurun_plan_t *p, json_t *gj,
+                         json_t *plan, gpurun_error_t *err)
+{
+    if (!gpurun_mps_wanted(p))
+        return 0;
+    enum gpurun_mps_mode mode = gpurun_mps_mode_from_name(json_string_value(json_object_get(gj, "mps")));
+    struct gpurun_mps m;
+    if (gpurun_mps_start(&m, mode, dfd, run_dir, host, p->nranks, err) < 0) {
+        char *why = gpurun_xasprintf("%s", err->text);
+        gpurun_err(err, err->code, "host %s cannot run its ranks: %s", host, why);
+        free(why);
+        return -1;
+    }
+    gpurun_mps_plan_add(&m, mode, plan);
+    gpurun_mps_release(&m);
+    return 0;
+}
+#endif
+
 /* Make plan.HOST.json when nobody has yet. */
 static int host_plan_make(int dfd, const char *run_dir, const char *host, const char *name, const char *shown,
                           mode_t fmode, gpurun_error_t *err)
@@ -815,7 +841,9 @@ static int host_plan_make(int dfd, const char *run_dir, const char *host, const 
                                  &genv, &probe, &gdr, err) == 0) {
                 plan = gpurun_plan_json(p);
                 json_object_set_new(plan, "gpudirect", gdr); /* this host's decision, for the record */
-                rc = gpurun_write_host_plan_at(dfd, name, shown, plan, fmode, err);
+                rc = host_plan_mps(dfd, run_dir, host, p, gj, plan, err);
+                if (rc == 0)
+                    rc = gpurun_write_host_plan_at(dfd, name, shown, plan, fmode, err);
                 json_decref(plan);
             } else {
                 char *m = gpurun_xasprintf("%s", err->text);
@@ -1237,7 +1265,32 @@ static void step_set_up_rank(struct rank_step *s, json_t *jobenv)
     torchrun_rank_env(s->entry, jobenv, s->rank, s->local);
     set_env_object(jobenv); /* the job's own env{} wins: the user asked for it */
     json_decref(jobenv);
-    bind(s->entry, s->report);
+    bind_rank(s->entry, s->report);
+}
+
+/* Ranks under a CUDA MPS daemon of the job's: a connection to its guard,
+ * held by this rank step for the rank's life and inherited by nobody
+ * (close-on-exec), so that the guard sees the rank end however it ends
+ * (the kernel closes a killed process's sockets). */
+static void step_join_mps(struct rank_step *s)
+{
+    const char *path = json_string_value(json_object_get(s->entry, "mps_guard"));
+    if (!path)
+        return;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    int fd = -1, e = ENAMETOOLONG;
+    if (strlen(path) < sizeof sa.sun_path) {
+        memcpy(sa.sun_path, path, strlen(path) + 1);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
+            return; /* kept open until this process ends */
+        e = errno;
+    }
+    if (fd >= 0)
+        close(fd);
+    json_array_append_new(json_object_get(s->report, "warnings"),
+                          json_sprintf("cannot reach the CUDA MPS guard %s: %s (the daemon may stop before this "
+                                       "rank ends)", path, strerror(e)));
 }
 
 /* Open the rank's output file and say in the report which it is; the run
@@ -1352,6 +1405,7 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, const char *pla
     if (step_read_plan(&s, run_dir, &jobenv, err) < 0)
         return failed_before_start(s.rank, s.host, err);
     step_set_up_rank(&s, jobenv);
+    step_join_mps(&s);
     if (step_open_output(&s, run_dir, err) < 0) {
         json_decref(s.report);
         json_decref(s.entry);

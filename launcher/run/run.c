@@ -669,9 +669,25 @@ static void mps_signals(bool catch, struct sigaction old[3])
     }
 }
 
-/* CUDA MPS for ranks that share an NVIDIA GPU, under the local launcher
- * (the other launchers' hosts start theirs in the rank step: not yet).
- * *jp: what the record says of it, NULL when no rank shares a GPU. */
+/* This host's plan again, now with where its ranks find the MPS daemon
+ * (the other hosts' planners put it in theirs). */
+static int mps_into_host_plan(struct run_ctx *c, const struct gpurun_mps *m, int dfd, const char *run_dir,
+                              const char *host, gpurun_error_t *err)
+{
+    json_t *pj = gpurun_plan_json(c->plan);
+    gpurun_mps_plan_add(m, c->job->mps, pj);
+    char *hname = gpurun_host_plan_name(host);
+    char *p = gpurun_xasprintf("%s/%s", run_dir, hname);
+    int wrc = gpurun_write_host_plan_at(dfd, hname, p, pj, run_file_mode(c->job), err);
+    free(p);
+    free(hname);
+    json_decref(pj);
+    return wrc;
+}
+
+/* CUDA MPS for ranks of this host that share an NVIDIA GPU, under every
+ * launcher (another host's first rank step starts its own).  *jp: what the
+ * record says of it, NULL when no rank shares a GPU. */
 static int start_mps(struct run_ctx *c, struct gpurun_mps *m, int dfd, const char *run_dir, const char *host,
                      json_t **jp, gpurun_error_t *err)
 {
@@ -679,30 +695,22 @@ static int start_mps(struct run_ctx *c, struct gpurun_mps *m, int dfd, const cha
     *jp = NULL;
     if (!gpurun_mps_wanted(c->plan))
         return 0;
-    if (mode != GPURUN_MPS_OFF && strcmp(c->launcher->name, "local")) {
-        if (mode == GPURUN_MPS_ON)
-            return gpurun_err(err, GPURUN_EXIT_ENV,
-                              "mps = \"on\", but gpurun starts CUDA MPS under the local launcher only so far, not "
-                              "under %s; start the daemon yourself on each host, or set mps = \"auto\"",
-                              c->launcher->name);
-        snprintf(m->note, sizeof m->note, "ranks share GPUs without CUDA MPS: gpurun starts it under the local "
-                 "launcher only so far, not under %s", c->launcher->name);
-    } else if (gpurun_mps_start(m, mode, dfd, run_dir, host, err) < 0) {
+    int nlocal = 0;
+    while (nlocal < c->plan->nranks && c->plan->ranks[nlocal].node == 0)
+        nlocal++;
+    if (gpurun_mps_start(m, mode, dfd, run_dir, host, nlocal, err) < 0)
         return -1;
-    }
+    if (m->active && mps_into_host_plan(c, m, dfd, run_dir, host, err) < 0)
+        return -1; /* run_once's stop_mps quits the daemon */
     if (mode != GPURUN_MPS_OFF && !m->active)
         fprintf(stderr, "gpurun: note: %s\n", m->note);
     else if (c->opts->verbose && m->note[0])
         fprintf(stderr, "gpurun: %s\n", m->note);
-    gpurun_mps_export(m);
-    *jp = json_pack("{s:s, s:b, s:b, s:s?, s:s?, s:s}", "mode", gpurun_mps_mode_name(mode), "active", m->active,
-                    "started", m->ours, "pipe_dir", m->active ? m->pipe_dir : NULL, "log_dir",
-                    m->active && m->log_dir[0] ? m->log_dir : NULL, "note", m->note);
+    *jp = gpurun_mps_json(m, mode);
     return 0;
 }
 
-/* Quit this job's daemon (once), and take its variables back from the
- * environment later runs of this gpurun start with. */
+/* Quit this job's daemon on this host (once). */
 static void stop_mps(struct gpurun_mps *m, json_t *j)
 {
     gpurun_error_t e = {0};
@@ -713,10 +721,6 @@ static void stop_mps(struct gpurun_mps *m, json_t *j)
             json_object_set_new(j, "stop_error", json_string(e.text));
     } else if (was_ours && j) {
         json_object_set_new(j, "stopped", json_true());
-    }
-    if (was_ours) { /* a daemon of the user's keeps the variables that found it */
-        unsetenv("CUDA_MPS_PIPE_DIRECTORY");
-        unsetenv("CUDA_MPS_LOG_DIRECTORY");
     }
     m->active = false;
 }
@@ -806,10 +810,10 @@ static int write_rank_inputs(struct run_ctx *c, struct run_attempt *a, gpurun_er
         wrc = gpurun_write_json_at(a->dfd, GPURUN_RUN_ENV, p, env, a->fmode, 0, err);
     json_decref(env);
     free(p);
-    /* Another host's rank step decides GPUDirect for its own ranks with these. */
+    /* Another host's rank step decides GPUDirect (and CUDA MPS) for its own ranks with these. */
     p = gpurun_xasprintf("%s/%s", a->run_dir, GPURUN_RUN_GPUDIRECT);
-    json_t *gj = json_pack("{s:s, s:o}", "mode", gpurun_gdr_mode_name(c->job->gpudirect), "env",
-                           c->tpl ? kv_json(&c->tpl->env) : json_object());
+    json_t *gj = json_pack("{s:s, s:o, s:s}", "mode", gpurun_gdr_mode_name(c->job->gpudirect), "env",
+                           c->tpl ? kv_json(&c->tpl->env) : json_object(), "mps", gpurun_mps_mode_name(c->job->mps));
     if (wrc == 0)
         wrc = gpurun_write_json_at(a->dfd, GPURUN_RUN_GPUDIRECT, p, gj, a->fmode, 0, err);
     json_decref(gj);
@@ -1136,6 +1140,41 @@ static json_t *host_plans_json(int dfd, json_t *hosts)
     return host_plans;
 }
 
+/* The record's "mps": this host's daemon (as gpurun started and stopped
+ * it), and under "hosts" each host's, from the plan its planner wrote:
+ * which hosts started a daemon, which used the user's. */
+static json_t *mps_record(struct run_ctx *c, struct run_attempt *a, json_t *hosts, json_t *host_plans)
+{
+    json_t *per = json_object();
+    if (a->mps_json)
+        json_object_set(per, a->host, a->mps_json);
+    json_t *hj;
+    size_t i;
+    json_array_foreach(hosts, i, hj)
+    {
+        const char *name = json_string_value(hj);
+        if (!name || !strcmp(name, a->host))
+            continue;
+        json_t *doc = json_incref(json_object_get(host_plans, name));
+        if (!doc) {
+            char *hp = gpurun_host_plan_name(name);
+            doc = gpurun_read_own_json_at(a->dfd, hp, hp, NULL);
+            free(hp);
+        }
+        json_t *m = json_object_get(doc, "mps");
+        if (json_is_object(m))
+            json_object_set(per, name, m);
+        json_decref(doc);
+    }
+    if (!a->mps_json && json_object_size(per) == 0) {
+        json_decref(per);
+        return NULL;
+    }
+    json_t *rec = a->mps_json ? json_copy(a->mps_json) : json_pack("{s:s}", "mode", gpurun_mps_mode_name(c->job->mps));
+    json_object_set_new(rec, "hosts", per);
+    return rec;
+}
+
 /* The record's site, prices and currency: null where the site says none. */
 static void add_site_prices(json_t *record, const gpurun_site_t *site)
 {
@@ -1170,14 +1209,16 @@ static json_t *run_record(struct run_ctx *c, struct run_attempt *a, int rc, int 
     if (c->alloc_note[0])
         json_object_set_new(record, "allocation", json_string(c->alloc_note));
     json_object_set_new(record, "plan", gpurun_plan_json(c->plan));
-    if (json_array_size(hosts) > 1)
-        json_object_set_new(record, "host_plans", host_plans_json(a->dfd, hosts));
+    json_t *host_plans = json_array_size(hosts) > 1 ? host_plans_json(a->dfd, hosts) : NULL;
+    if (host_plans)
+        json_object_set_new(record, "host_plans", host_plans);
     json_object_set_new(record, "bindings", json_incref(a->rr.bindings));
     json_object_set_new(record, "rank_status", json_incref(a->rr.statuses));
     json_object_set_new(record, "gpurun_version", json_string(PACKAGE_VERSION));
     json_object_set_new(record, "gpudirect", c->gdr ? json_incref(c->gdr) : json_null());
-    if (a->mps_json)
-        json_object_set_new(record, "mps", json_incref(a->mps_json));
+    json_t *mps = mps_record(c, a, hosts, host_plans);
+    if (mps)
+        json_object_set_new(record, "mps", mps);
     json_object_set_new(record, "gpus_monitor", a->gpus_monitor ? json_incref(a->gpus_monitor) : json_null());
     if (!a->gpus_monitor && a->mon_why[0])
         json_object_set_new(record, "gpus_monitor_note", json_string(a->mon_why));
@@ -1307,12 +1348,14 @@ static void dry_run(struct run_ctx *c, char *const *app, const struct gpurun_lau
             }
         }
         bool local = !strcmp(c->launcher->name, "local"), found = gpurun_mps_find_control(control, sizeof control);
-        printf("# ranks_per_gpu = %d: ranks %s share a GPU each; mps = %s: %s\n", c->plan->req.ranks_per_gpu,
+        const char *other_hosts = local ? "" : "; the first rank step of each other host starts its own";
+        bool none = !gpurun_mps_wanted(c->plan) || c->job->mps == GPURUN_MPS_OFF;
+        printf("# ranks_per_gpu = %d: ranks %s share a GPU each; mps = %s: %s%s\n", c->plan->req.ranks_per_gpu,
                groups[0] ? groups : "(none)", gpurun_mps_mode_name(c->job->mps),
-               !gpurun_mps_wanted(c->plan) || c->job->mps == GPURUN_MPS_OFF ? "no CUDA MPS daemon"
-               : !local ? "no daemon started under this launcher"
-               : found  ? "one CUDA MPS daemon would start on this host (" GPURUN_MPS_CONTROL " -d)"
-                        : GPURUN_MPS_CONTROL " is not on PATH: no daemon");
+               none    ? "no CUDA MPS daemon"
+               : found ? "one CUDA MPS daemon would start on this host (" GPURUN_MPS_CONTROL " -d)"
+                       : GPURUN_MPS_CONTROL " is not on PATH here: no daemon",
+               none ? "" : other_hosts);
     }
     for (size_t i = 0; c->tpl && i < c->tpl->nsetup; i++)
         printf("# setup %zu: %s\n", i + 1, c->tpl->setup[i]);
