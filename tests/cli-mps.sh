@@ -3,8 +3,10 @@
 # CUDA MPS for ranks that share a GPU (ranks_per_gpu > 1), with a fake
 # nvidia-cuda-mps-control on PATH that records what it is asked (`-d`,
 # "quit" on stdin) and whose "daemon" is a real process: after a normal end,
-# a failed rank, a timeout, SIGTERM and SIGINT to gpurun the daemon was
-# quit and no process of it is left; its folders are private (0700); a
+# a failed rank, a timeout, SIGTERM, SIGINT and SIGKILL to gpurun the daemon
+# was quit and no process of it is left, under the local launcher and
+# mpirun (also SIGKILL of a rank step), and on two hosts played by
+# bench/sim-mpirun, each host planning itself, one daemon per host; its folders are private (0700); a
 # daemon the user already runs is used, not replaced; mps = "on" where it
 # cannot be done is exit 3, "auto" runs with a note.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
@@ -43,53 +45,57 @@ PATH_WITH="$TMP/bin:$PATH"
 PATH_WITHOUT="$PATH"
 
 cat >"$TMP/rank.sh" <<'RANK'
-echo "rank=$GPURUN_RANK cvd=$CUDA_VISIBLE_DEVICES pipe=$CUDA_MPS_PIPE_DIRECTORY logdir=$CUDA_MPS_LOG_DIRECTORY"
+echo "rank=$GPURUN_RANK cvd=$CUDA_VISIBLE_DEVICES pipe=$CUDA_MPS_PIPE_DIRECTORY logdir=$CUDA_MPS_LOG_DIRECTORY step=$PPID"
 case $MODE in
 fail) [ "$GPURUN_RANK" = 1 ] && exit 7; sleep 30 ;;
 hang) sleep 60 ;;
+hold) n=0; while [ ! -e "$RELEASE" ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done ;;
 esac
 exit 0
 RANK
 
-job() { # job MODE [EXTRA LINES]
+job() { # job MODE [EXTRA LINES]; $LAUNCHER (local) and $NODES (1)
     cat >"$TMP/m.conf" <<JOB
 command = "/bin/sh \${script}"
-launcher = "local"
+launcher = "${LAUNCHER:-local}"
+nodes = ${NODES:-1}
 ranks_per_node = 2
 ranks_per_gpu = 2
 threads_per_rank = 1
 params { script = "$TMP/rank.sh" }
-env { MODE = "$1" }
+env { MODE = "$1"  RELEASE = "$TMP/release" }
 $2
 JOB
 }
 
-leftovers() { pgrep -f "$mark" | wc -l; }
-# wait_gone: true once no fake daemon is left (60 s at most: only a failing
-# run waits that long).
+# A fake daemon, or a guard's socket, still there.
+leftovers() { echo $(($(pgrep -f "$mark" | wc -l) + $(find "$TMP/results" -name gpurun-guard 2>/dev/null | wc -l))); }
+# wait_gone: true once no fake daemon and no guard is left (60 s at most:
+# only a failing run waits that long).
 wait_gone() {
     n=0
     while [ "$(leftovers)" -gt 0 ] && [ "$n" -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
     [ "$(leftovers)" -eq 0 ]
 }
 last_run() { ls -d "$TMP/results/m"/*/ 2>/dev/null | tail -1 | sed 's,/$,,'; }
-wait_running() {
+wait_running() { # [RANKS]
     n=0
-    while [ "$(ranks_started "$TMP/results/m/*")" -lt 2 ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
+    while [ "$(ranks_started "$TMP/results/m/*")" -lt "${1:-2}" ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
 }
 
 # check_stopped WHAT: the log shows one start and one quit, of the same
 # private pipe folder inside this run's folder, and no daemon is left.
 check_stopped() {
     d=$(last_run)
+    wait_gone # after a SIGKILL of gpurun, the guard quits the daemon on its own time
+    gone=$?
     [ "$(grep -c '^start ' "$TMP/mps.log")" = 1 ]
     ok $? "$1: one daemon started"
     contains "$TMP/mps.log" "start pipe=$d/mps." "$1: ... with its pipe folder in the run folder"
     contains "$TMP/mps.log" "modes=700/700" "$1: ... pipe and log folders mode 0700"
     pipe=$(sed -n 's/^start pipe=\([^ ]*\) .*/\1/p' "$TMP/mps.log")
     contains "$TMP/mps.log" "cmd=quit pipe=$pipe" "$1: ... and quit on the same pipe folder"
-    wait_gone
-    ok $? "$1: no daemon left"
+    ok $gone "$1: no daemon nor guard left"
 }
 
 # Normal end: the ranks see the same GPU and the daemon's folders.
@@ -152,6 +158,95 @@ check_stopped "SIGTERM during the start"
 [ "$(ranks_started "$TMP/results/m/*")" = 0 ]
 ok $? "... and no rank ran"
 
+# SIGKILL of gpurun: it can quit nothing, the daemon's guard does once the
+# host's rank steps are gone (they die with gpurun).
+# kill_gpurun_check WHAT: a hanging job started, gpurun SIGKILLed.
+kill_gpurun_check() {
+    job hang "${EXTRA:-}"
+    rm -rf "$TMP/mps.log" "$TMP/results"
+    PATH="$PATH_WITH" "$GPURUN" run "$TMP/m.conf" --quiet --results "$TMP/results" >"$TMP/out" 2>"$TMP/err" &
+    pid=$!
+    wait_running
+    kill -KILL "$pid"
+    wait "$pid" 2>/dev/null
+    check_stopped "$1"
+}
+kill_gpurun_check "SIGKILL of gpurun, local launcher"
+
+# Under mpirun (real Open MPI, this host): the same daemon for the ranks,
+# quit after them, also when gpurun or a rank step is SIGKILLed; and under
+# a stand-in mpirun playing two hosts (bench/sim-mpirun), each host's first
+# rank step starts its host's daemon, which its guard quits after the
+# host's last rank, however that rank ends.
+if command -v mpirun >/dev/null 2>&1; then
+    [ "$(id -u)" -eq 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    LAUNCHER=mpirun EXTRA="oversubscribe = true"
+    export LAUNCHER
+    job ok "$EXTRA"
+    rm -rf "$TMP/mps.log" "$TMP/results"
+    run env PATH="$PATH_WITH" "$GPURUN" run "$TMP/m.conf" --quiet --results "$TMP/results"
+    expect_rc 0 "mpirun: exit 0"
+    check_stopped "mpirun"
+    d=$(last_run)
+    rank_output "$d" 0 >"$TMP/r0"
+    rank_output "$d" 1 >"$TMP/r1"
+    contains "$TMP/r0" "cvd=0 pipe=$pipe logdir=$d/mps." "mpirun: rank 0 pointed at the daemon"
+    contains "$TMP/r1" "cvd=0 pipe=$pipe logdir=$d/mps." "mpirun: rank 1 too"
+    [ "$(jq -r '[.mps.hosts[] | select(.started and .stopped and (.user_daemon | not))] | length' \
+        "$d/record.json")" = 1 ]
+    ok $? "mpirun: the record's mps.hosts says this host started its daemon and stopped it"
+
+    kill_gpurun_check "mpirun, SIGKILL of gpurun"
+
+    job hang "$EXTRA"
+    rm -rf "$TMP/mps.log" "$TMP/results"
+    PATH="$PATH_WITH" "$GPURUN" run "$TMP/m.conf" --quiet --results "$TMP/results" >"$TMP/out" 2>"$TMP/err" &
+    pid=$!
+    wait_running
+    step=$(rank_output "$(last_run)" 1 | sed -n 's/.* step=\([0-9]*\).*/\1/p' | head -1)
+    [ -n "$step" ] && kill -KILL "$step"
+    rc=0
+    wait "$pid" || rc=$?
+    [ "$rc" -ne 0 ]
+    ok $? "mpirun, SIGKILL of rank 1's step: the job fails ($rc)"
+    check_stopped "mpirun, SIGKILL of a rank step"
+
+    mkdir "$TMP/simbin"
+    ln -s "$(cd "$top_srcdir" && pwd)/bench/sim-mpirun" "$TMP/simbin/mpirun"
+    NODES=2
+    export NODES
+    job hold "$EXTRA"
+    rm -rf "$TMP/mps.log" "$TMP/results" "$TMP/release"
+    PATH="$TMP/simbin:$PATH_WITH" "$GPURUN" run "$TMP/m.conf" --quiet --results "$TMP/results" \
+        >"$TMP/out" 2>"$TMP/err" &
+    pid=$!
+    wait_running 4
+    d=$(last_run)
+    step=$(grep '^1: rank=1 ' "$d/sim0001.out" | sed -n 's/.* step=\([0-9]*\).*/\1/p')
+    [ -n "$step" ] && kill -KILL "$step"
+    : >"$TMP/release"
+    rc=0
+    wait "$pid" || rc=$?
+    [ "$rc" -ne 0 ]
+    ok $? "two hosts, SIGKILL of rank 1's step on sim0001: the job fails ($rc)"
+    for h in sim0001 sim0002; do
+        [ "$(grep -c "^start pipe=$d/mps.$h/pipe log=$d/mps.$h/log modes=700/700$" "$TMP/mps.log")" = 1 ]
+        ok $? "two hosts: $h started one daemon, its folders 0700, in the run folder"
+        contains "$TMP/mps.log" "cmd=quit pipe=$d/mps.$h/pipe" "two hosts: ... and its guard quit it"
+        grep "^[0-9]*: rank=" "$d/$h.out" | grep -v "pipe=$d/mps.$h/pipe logdir=$d/mps.$h/log " >"$TMP/bad"
+        [ ! -s "$TMP/bad" ] && [ "$(grep -c "^[0-9]*: rank=" "$d/$h.out")" = 2 ]
+        ok $? "two hosts: both ranks of $h pointed at $h's daemon"
+        [ "$(jq -r --arg h "$h" '.mps.hosts[$h] | .started and (.user_daemon | not)' "$d/record.json")" = true ]
+        ok $? "two hosts: the record's mps.hosts says $h started its daemon"
+    done
+    wait_gone
+    ok $? "two hosts: no daemon nor guard left"
+    NODES=1
+    LAUNCHER=local EXTRA=
+else
+    for i in $(seq 1 25); do skip "mpirun not found (Debian: openmpi-bin)"; done
+fi
+
 # One rank per GPU: nothing to share, no daemon, even with mps = "on".
 job ok 'mps = "on"'
 rm -f "$TMP/mps.log"
@@ -200,12 +295,26 @@ s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8); time.sleep(12
     ok $? "... starts and quits none"
     rank_output "$(last_run)" 0 >"$TMP/r0"
     contains "$TMP/r0" "pipe=$TMP/userpipe " "... and points the ranks at the user's daemon"
+    if command -v mpirun >/dev/null 2>&1; then
+        LAUNCHER=mpirun job ok "mps = \"on\"
+oversubscribe = true"
+        rm -f "$TMP/mps.log"
+        run env PATH="$PATH_WITH" CUDA_MPS_PIPE_DIRECTORY="$TMP/userpipe" "$GPURUN" run "$TMP/m.conf" --quiet \
+            --results "$TMP/results"
+        expect_rc 0 "mpirun, a daemon already running: runs"
+        [ ! -e "$TMP/mps.log" ]
+        ok $? "... starts and quits none"
+        [ "$(jq -r '[.mps.hosts[] | select(.user_daemon and (.started | not))] | length' "$(last_run)/record.json")" = 1 ]
+        ok $? "... and the record's mps.hosts says this host used the user's daemon"
+    else
+        skip "mpirun not found"
+        skip "mpirun not found"
+        skip "mpirun not found"
+    fi
     kill "$pypid" 2>/dev/null
     wait "$pypid" 2>/dev/null
 else
-    skip "no python3 to play a running daemon"
-    skip "no python3 to play a running daemon"
-    skip "no python3 to play a running daemon"
+    for i in 1 2 3 4 5 6; do skip "no python3 to play a running daemon"; done
 fi
 
 # The gromacs template with 2 ranks per GPU, as a dry run on a GPU node's

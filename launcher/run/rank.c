@@ -749,7 +749,7 @@ static int plan_handoff(int fd, const char *host, gpurun_error_t *err)
     size_t n = 0;
     while (step_app_argv[n])
         n++;
-    char **argv = gpurun_xcalloc(n + 5, sizeof *argv);
+    char **argv = gpurun_xcalloc(n + 6, sizeof *argv); /* and the NULL that ends it */
     argv[0] = (char *)step_planner;
     argv[1] = "rank";
     argv[2] = "--run-dir";
