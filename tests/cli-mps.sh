@@ -317,6 +317,84 @@ else
     for i in 1 2 3 4 5 6; do skip "no python3 to play a running daemon"; done
 fi
 
+# Under srun, on the single-node test Slurm cluster (cli-slurm.sh's; free
+# ports asked of the kernel): gpurun inside a batch job starts the host's
+# daemon and quits it; SIGKILL of gpurun or of a rank step there, and the
+# batch script itself waits (bounded) for the daemon to go and says what is
+# left before the job ends (Slurm may kill what is left after).
+cluster=$top_srcdir/tests/cluster/slurm-single.sh
+ports=
+[ -n "$PY" ] && ports=$("$PY" -c 'import socket
+s = [socket.socket() for _ in range(2)]
+for x in s: x.bind(("127.0.0.1", 0))
+print(" ".join(str(x.getsockname()[1]) for x in s))' 2>/dev/null)
+slurm_up=no
+if [ -n "$ports" ] && command -v sbatch >/dev/null 2>&1; then
+    set -- $ports
+    export GPURUN_SLURM_DIR="$TMP/slurm" GPURUN_SLURMCTLD_PORT=$1 GPURUN_SLURMD_PORT=$2
+    trap '"$cluster" down >/dev/null 2>&1; rm -rf "$TMP"' EXIT INT TERM
+    rc=0
+    "$cluster" up >"$TMP/exports" 2>"$TMP/up.err" || rc=$?
+    [ "$rc" -eq 0 ] && slurm_up=yes
+    [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && diag "the Slurm test cluster did not come up: $(tail -3 "$TMP/up.err")"
+fi
+if [ "$slurm_up" = yes ]; then
+    . "$TMP/exports"
+    # srun_job KILL: a batch job running gpurun; KILL = none, gpurun or step
+    srun_job() {
+        LAUNCHER=srun
+        job "$([ "$1" = none ] && echo ok || echo hang)" 'oversubscribe = true'
+        rm -rf "$TMP/mps.log" "$TMP/results" "$TMP/batch.out"
+        cat >"$TMP/batch.sh" <<SCRIPT
+#!/bin/sh
+#SBATCH --nodes=1
+#SBATCH --ntasks=2
+#SBATCH --output=$TMP/batch.out
+"$GPURUN" run "$TMP/m.conf" --quiet --results "$TMP/results" &
+pid=\$!
+if [ "$1" != none ]; then
+    n=0
+    while [ "\$(cat "$TMP"/results/m/*/*.out 2>/dev/null | grep -c '^[0-9]*: rank=')" -lt 2 ] && [ \$n -lt 600 ]; do
+        sleep 0.1; n=\$((n + 1))
+    done
+    step=\$(cat "$TMP"/results/m/*/*.out | sed -n 's/^1: rank=1 .* step=\\([0-9]*\\).*/\\1/p')
+    [ "$1" = gpurun ] && kill -KILL "\$pid"
+    [ "$1" = step ] && kill -KILL "\$step"
+fi
+wait "\$pid"
+echo "gpurun rc=\$?"
+n=0
+while [ "\$(pgrep -f "$mark" | wc -l)" -gt 0 ] && [ \$n -lt 600 ]; do sleep 0.1; n=\$((n + 1)); done
+echo "left=\$(pgrep -f "$mark" | wc -l)"
+SCRIPT
+        id=$(PATH="$PATH_WITH" sbatch --parsable "$TMP/batch.sh" 2>"$TMP/err" | cut -d';' -f1)
+        n=0
+        while [ -n "$id" ] && squeue -h -j "$id" 2>/dev/null | grep -q . && [ $n -lt 900 ]; do
+            sleep 0.2
+            n=$((n + 1))
+        done
+    }
+    srun_job none
+    contains "$TMP/batch.out" "gpurun rc=0" "srun: the batch job's gpurun ends 0"
+    check_stopped "srun"
+    contains "$TMP/batch.out" "left=0" "srun: nothing of the daemon left before the batch job ends"
+    rank_output "$(last_run)" 1 >"$TMP/r1"
+    contains "$TMP/r1" "cvd=0 pipe=$pipe logdir=$(last_run)/mps." "srun: rank 1 pointed at the daemon"
+    [ "$(jq -r '.launcher + " " + ([.mps.hosts[] | select(.started and .stopped)] | length | tostring)' \
+        "$(last_run)/record.json")" = "srun 1" ]
+    ok $? "srun: the record's mps.hosts says the host started its daemon and stopped it"
+    for k in gpurun step; do
+        srun_job "$k"
+        check_stopped "srun, SIGKILL of the $k"
+        contains "$TMP/batch.out" "left=0" "srun, SIGKILL of the $k: nothing of the daemon left before the job ends"
+    done
+    LAUNCHER=local
+    rm -f "$TMP/mps.log"
+else
+    why="no Slurm test cluster ($(tail -1 "$TMP/up.err" 2>/dev/null || echo 'no sbatch or python3'))"
+    for i in $(seq 1 21); do skip "$why"; done
+fi
+
 # The gromacs template with 2 ranks per GPU, as a dry run on a GPU node's
 # topology (a stand-in gmx_mpi: only its path is looked up): -ntomp is each
 # rank's share of the cores near its GPU, the GPU flags centres set by hand
