@@ -173,6 +173,28 @@ kill_gpurun_check() {
 }
 kill_gpurun_check "SIGKILL of gpurun, local launcher"
 
+# A run folder path too long for a unix socket: the pipe folder is a private
+# mkdtemp one under $TMPDIR instead, which the guard removes after the quit,
+# also when gpurun was SIGKILLed.
+long="$TMP/results/$(printf 'l%.0s' $(seq 1 70))"
+mkdir -p "$TMP/tmpdir"
+job hang
+rm -rf "$TMP/mps.log" "$TMP/results"
+PATH="$PATH_WITH" TMPDIR="$TMP/tmpdir" "$GPURUN" run "$TMP/m.conf" --quiet --results "$long" >"$TMP/out" 2>"$TMP/err" &
+pid=$!
+n=0
+while [ "$(ranks_started "$long/m/*")" -lt 2 ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null
+wait_gone
+ok $? "a long run folder path, SIGKILL of gpurun: no daemon nor guard left"
+contains "$TMP/mps.log" "start pipe=$TMP/tmpdir/gpurun-mps-" "... its pipe folder was a private one under \$TMPDIR"
+contains "$TMP/mps.log" "modes=700/700" "... mode 0700"
+n=0
+while [ -n "$(ls "$TMP/tmpdir")" ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+[ -z "$(ls "$TMP/tmpdir")" ] && grep -q "^cmd=quit pipe=$TMP/tmpdir/gpurun-mps-" "$TMP/mps.log"
+ok $? "... quit, and the folder removed"
+
 # Under mpirun (real Open MPI, this host): the same daemon for the ranks,
 # quit after them, also when gpurun or a rank step is SIGKILLed; and under
 # a stand-in mpirun playing two hosts (bench/sim-mpirun), each host's first
