@@ -401,6 +401,7 @@ static _Noreturn void guard_main(const struct gpurun_mps *m, const char *control
     struct guard g = {.m = m, .control = control, .nlocal = nlocal, .listen_fd = listen_fd, .holder_fd = holder_fd};
     g.sig_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
     prctl(PR_SET_CHILD_SUBREAPER, 1);
+    prctl(PR_SET_NAME, "gpurun-mpsguard"); /* what ps shows, not gpurun's own name */
     fcntl(listen_fd, F_SETFL, O_NONBLOCK);
     fcntl(holder_fd, F_SETFL, O_NONBLOCK);
     int ino_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
