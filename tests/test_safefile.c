@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dbfile.h"
 #include "safefile.h"
 #include "tap.h"
 
@@ -87,6 +89,38 @@ int main(void)
     ok(gpurun_open_own_at(dfd, "link.json", NULL, &err) < 0, "a symlink does not: %s", err.text);
     chmod(target, 0666);
     ok(gpurun_open_own_at(dfd, "victim", NULL, &err) < 0, "nor a world-writable file: %s", err.text);
+
+    /* The one test of "a file of ours" (safefile.c, dbfile.c, results.c). */
+    struct stat st;
+    ok(fstatat(dfd, "a.json", &st, 0) == 0 && gpurun_own_file_problem(&st) == NULL, "ours, 0644: no problem");
+    ok(fstatat(dfd, "victim", &st, 0) == 0 && gpurun_own_file_problem(&st) &&
+           !strcmp(gpurun_own_file_problem(&st), "writable by group or others"),
+       "0666: writable by group or others");
+    ok(fstat(dfd, &st) == 0 && gpurun_own_file_problem(&st) &&
+           !strcmp(gpurun_own_file_problem(&st), "not a regular file"),
+       "a folder: not a regular file");
+    if (geteuid() == 0 && fchownat(dfd, "a.json", 4242, 4242, 0) == 0) {
+        ok(fstatat(dfd, "a.json", &st, 0) == 0 && gpurun_own_file_problem(&st) &&
+               !strcmp(gpurun_own_file_problem(&st), "owned by another user"),
+           "uid 4242's: owned by another user");
+        fchownat(dfd, "a.json", 0, 0, 0);
+    } else {
+        skip("not root: cannot give a file to uid 4242");
+    }
+
+    /* A file made as results.db's VFS makes its files: the mode exactly,
+     * O_EXCL, never through a symlink. */
+    umask(077);
+    ok(gpurun_db_create_at(dfd, "made.db", 0644) == 0, "a new file is made");
+    umask(022);
+    snprintf(path, sizeof path, "%s/made.db", dir);
+    is_int(mode_of(path), 0644, "with mode 0644 under umask 077");
+    ok(gpurun_db_create_at(dfd, "made.db", 0644) == -1 && errno == EEXIST, "again: EEXIST, it is there");
+    ok(gpurun_db_create_at(dfd, "link.json", 0644) == -1 && errno == EEXIST, "a symlink: EEXIST, not followed");
+    f = fopen(target, "r");
+    ok(f && fgets(buf, sizeof buf, f) && !strcmp(buf, "precious\n"), "its target is untouched");
+    if (f)
+        fclose(f);
 
     /* Folders: writable by others without the sticky bit is refused. */
     ok(gpurun_check_folder(dfd, dir, "results folder", &err) == 0, "a 0700 folder of ours is fine");
