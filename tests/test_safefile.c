@@ -14,8 +14,10 @@
 #include <unistd.h>
 
 #include "dbfile.h"
+#include "rank.h"
 #include "safefile.h"
 #include "tap.h"
+#include "util.h"
 
 static int entries(const char *dir)
 {
@@ -141,6 +143,45 @@ int main(void)
     symlink("/", path);
     ok(gpurun_open_folder_at(dfd, "dirlink", NULL, "run folder", 0700, false, &err) < 0,
        "a symlink to a folder is not opened as one: %s", err.text);
+    /* Reading a whole file from a descriptor: /proc files say 0 bytes and
+     * have more, so the buffer must grow, and stop at the bound. */
+    char *text = NULL;
+    size_t len = 0;
+    fd = open("/proc/self/status", O_RDONLY);
+    int rc = fd >= 0 ? gpurun_read_fd(fd, "/proc/self/status", "status", 1 << 20, &text, &len, &err) : -1;
+    ok(rc == 0 && len > 100 && strlen(text) == len && strstr(text, "Pid:"),
+       "a file larger than fstat says is read whole (%zu bytes)", len);
+    free(text);
+    if (fd >= 0)
+        close(fd);
+    fd = open("/proc/self/status", O_RDONLY);
+    ok(fd >= 0 && gpurun_read_fd(fd, "/proc/self/status", "status", 100, &text, &len, &err) < 0 &&
+           strstr(err.text, "more than the 100 bytes allowed"),
+       "past the bound: refused (%s)", err.text);
+    if (fd >= 0)
+        close(fd);
+    fd = open(dir, O_RDONLY | O_DIRECTORY);
+    ok(fd >= 0 && gpurun_read_fd(fd, dir, "job file", 1 << 20, &text, &len, &err) < 0 &&
+           strstr(err.text, "not a regular file (a directory)"),
+       "a folder: refused (%s)", err.text);
+    if (fd >= 0)
+        close(fd);
+
+    /* A run file that fails to read is a read error, not JSON cut short:
+     * /proc/self/mem is a regular file of ours whose first page reads EIO. */
+    int proc = open("/proc/self", O_RDONLY | O_DIRECTORY);
+    json_t *got = gpurun_read_own_json_at(proc, "mem", "/proc/self/mem", &err);
+    ok(!got && err.code == GPURUN_EXIT_ENV && strstr(err.text, strerror(EIO)),
+       "a read error is said as such, exit 3 (%s)", err.text);
+    json_decref(got);
+    if (proc >= 0)
+        close(proc);
+    got = gpurun_read_own_json_at(dfd, "a.json", NULL, &err);
+    ok(got && json_is_object(got) &&
+           !strcmp(json_string_value(json_object_get(got, "k")), "v"),
+       "a run file of ours is read: %s", got ? "" : err.text);
+    json_decref(got);
+
     close(dfd);
     json_decref(doc);
     char cmd[600];

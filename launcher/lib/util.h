@@ -12,6 +12,11 @@
 int gpurun_read_file(const char *path, const char *what, size_t max, char **bufp, size_t *lenp,
                      gpurun_error_t *err);
 
+/* The same for the file open as `fd` (left open; read from where it
+ * stands): for a file opened with checks of the caller's own. */
+int gpurun_read_fd(int fd, const char *path, const char *what, size_t max, char **bufp, size_t *lenp,
+                   gpurun_error_t *err);
+
 /* Write all of data to fd, again after EINTR and short writes: 0, or -1
  * with errno set. */
 int gpurun_write_all(int fd, const void *data, size_t len);
