@@ -128,3 +128,31 @@ slurm_cluster_up() {
     trap '"$slurm_cluster" down >/dev/null 2>&1; rm -rf "$TMP"' EXIT INT TERM
     cluster_up "$slurm_cluster" "Slurm test cluster"
 }
+
+# find_chromium: sets $chromium to the headless browser on PATH (chromium,
+# chromium-browser or google-chrome); false, and empty, when there is none.
+find_chromium() {
+    for chromium in chromium chromium-browser google-chrome; do
+        command -v "$chromium" >/dev/null 2>&1 && return 0
+    done
+    chromium=
+    return 1
+}
+
+# browse ARGS...: that Chromium, headless, of this test's own (its HOME and
+# profile in $TMP, nothing fetched on its own), for at most 120 s; what it
+# says on stderr is added to $TMP/chromium.log.
+browse() {
+    mkdir -p "$TMP/home" "$TMP/profile"
+    HOME=$TMP/home timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --disable-quic \
+        --no-first-run --disable-background-networking --disable-component-update --disable-sync \
+        --user-data-dir="$TMP/profile" "$@" 2>>"$TMP/chromium.log"
+}
+
+# png_size FILE: WIDTHxHEIGHT of the PNG image FILE; nothing when FILE is
+# no PNG.
+png_size() {
+    [ "$(head -c 8 "$1" 2>/dev/null | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || return 0
+    od -An -j16 -N8 -tu1 "$1" |
+        awk '{print ($1*16777216 + $2*65536 + $3*256 + $4) "x" ($5*16777216 + $6*65536 + $7*256 + $8)}'
+}
