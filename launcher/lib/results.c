@@ -52,12 +52,8 @@ __attribute__((format(printf, 2, 3))) static void warn(struct gpurun_results_log
         return;
     va_list ap;
     va_start(ap, fmt);
-    char *s = NULL;
-    if (vasprintf(&s, fmt, ap) < 0)
-        s = NULL;
+    char *s = gpurun_xvasprintf(fmt, ap);
     va_end(ap);
-    if (!s)
-        return;
     log->warnings = gpurun_xrealloc(log->warnings, (log->nwarnings + 1) * sizeof *log->warnings);
     log->warnings[log->nwarnings++] = s;
 }

@@ -135,15 +135,20 @@ char *gpurun_xstrndup(const char *s, size_t n)
     return p;
 }
 
+char *gpurun_xvasprintf(const char *fmt, va_list ap)
+{
+    char *s;
+    if (vasprintf(&s, fmt, ap) < 0)
+        abort(); /* out of memory, as gpurun_xmalloc() would */
+    return s;
+}
+
 char *gpurun_xasprintf(const char *fmt, ...)
 {
     va_list ap;
-    char *s;
     va_start(ap, fmt);
-    int n = vasprintf(&s, fmt, ap);
+    char *s = gpurun_xvasprintf(fmt, ap);
     va_end(ap);
-    if (n < 0)
-        abort();
     return s;
 }
 
@@ -242,12 +247,9 @@ void gpurun_strbuf_printf(struct gpurun_strbuf *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    char *s = NULL;
-    int n = vasprintf(&s, fmt, ap);
+    char *s = gpurun_xvasprintf(fmt, ap);
     va_end(ap);
-    if (n < 0)
-        abort(); /* out of memory, as gpurun_xmalloc() would */
-    gpurun_strbuf_add(b, s, (size_t)n);
+    gpurun_strbuf_add(b, s, strlen(s));
     free(s);
 }
 
