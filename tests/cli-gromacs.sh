@@ -49,19 +49,14 @@ ok $? "the report shows the parallel efficiency on 2 ranks ($eff)"
 grep -q '<th>efficiency</th>' "$TMP/scan.html" && ! grep -Eq 'GPU monitoring|<th>cost/' "$TMP/scan.html"
 ok $? "the scan's page: efficiency, and no GPU monitoring or cost for this CPU job"
 # The same page as a browser shows it: rendered, and its tables as parsed.
-chromium=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
-if [ -z "$chromium" ]; then
+if ! find_chromium; then
     skip "chromium not found (Debian: chromium): the scan's page is not rendered"
 else
-    mkdir -p "$TMP/home" "$TMP/profile"
     for what in --screenshot="$TMP/scan.png" --dump-dom; do
-        HOME=$TMP/home timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --no-first-run \
-            --disable-background-networking --disable-component-update --disable-sync \
-            --user-data-dir="$TMP/profile" --window-size=1200,2000 "$what" "file://$TMP/scan.html" \
-            >"$TMP/scan.dom" 2>>"$TMP/chromium.log"
+        browse --window-size=1200,2000 "$what" "file://$TMP/scan.html" >"$TMP/scan.dom"
     done
     size=$(wc -c <"$TMP/scan.png" 2>/dev/null || echo 0)
-    [ "$(head -c 8 "$TMP/scan.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] && [ "$size" -gt 40000 ] &&
+    [ -n "$(png_size "$TMP/scan.png")" ] && [ "$size" -gt 40000 ] &&
         [ "$(grep -c '<table>' "$TMP/scan.dom")" -eq 2 ] && grep -q '<th>efficiency</th>' "$TMP/scan.dom" &&
         ! grep -Eq 'GPU monitoring|<th>(cost|spot)/|<th>GPUs' "$TMP/scan.dom"
     ok $? "in Chromium: the scan's page ($size-byte PNG): ns/day and hour/ns tables with efficiency, no empty table"

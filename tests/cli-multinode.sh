@@ -54,17 +54,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-rc=0
-"$cluster" up >"$TMP/exports" 2>"$TMP/up.err" || rc=$?
-if [ "$rc" -eq 77 ]; then
-    echo "1..0 # SKIP no netns cluster: $(tail -1 "$TMP/up.err")"
-    exit 0
-fi
-if [ "$rc" -ne 0 ]; then
-    echo "Bail out! the netns cluster did not come up: $(tail -3 "$TMP/up.err" | tr '\n' ' ')"
-    exit 1
-fi
-. "$TMP/exports"
+cluster_up "$cluster" "netns cluster"
 # Nothing of an allocation this script may run in, nor a topology override.
 unset GPURUN_TOPOLOGY SLURM_JOB_ID SLURM_JOBID SLURM_NODELIST SLURM_JOB_NODELIST SLURM_STEP_ID SLURM_NTASKS
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

@@ -362,29 +362,17 @@ rm -rf "$W"
 
 # ---- the page in a browser --------------------------------------------
 
-chromium=
-for c in chromium chromium-browser google-chrome; do
-    if command -v "$c" >/dev/null 2>&1; then
-        chromium=$c
-        break
-    fi
-done
-if [ -z "$chromium" ]; then
+if ! find_chromium; then
     skip "chromium not found (Debian: chromium): the page is not rendered"
 else
-    mkdir -p "$TMP/home" "$TMP/profile"
-    HOME=$TMP/home timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --disable-quic \
-        --no-first-run --disable-background-networking --disable-component-update --disable-sync \
-        --user-data-dir="$TMP/profile" --screenshot="$TMP/report.png" --window-size=1200,900 \
-        "file://$TMP/report.html" >"$TMP/chromium.log" 2>&1
+    browse --screenshot="$TMP/report.png" --window-size=1200,900 "file://$TMP/report.html" >>"$TMP/chromium.log"
     if [ ! -s "$TMP/report.png" ]; then
         ok 1 "chromium renders the page"
         tail -5 "$TMP/chromium.log" | sed 's/^/#   /'
     else
-        sig=$(head -c 8 "$TMP/report.png" | od -An -tx1 | tr -d ' \n')
-        width=$(od -An -j16 -N4 -tu1 "$TMP/report.png" | awk '{print $1*16777216 + $2*65536 + $3*256 + $4}')
+        wh=$(png_size "$TMP/report.png")
         size=$(wc -c <"$TMP/report.png")
-        [ "$sig" = 89504e470d0a1a0a ] && [ "$width" -eq 1200 ] && [ "$size" -gt 20000 ]
+        [ "${wh%x*}" = 1200 ] && [ "$size" -gt 20000 ]
         ok $? "chromium renders the page: a 1200-pixel-wide PNG of $size bytes"
         if [ -n "${GPURUN_KEEP_SCREENSHOT:-}" ]; then
             cp "$TMP/report.png" "$GPURUN_KEEP_SCREENSHOT"

@@ -9,21 +9,7 @@ if [ ! -x "${HELLO:-}" ]; then
     echo "1..0 # SKIP examples/hello/hello not built (configure found no MPI)"
     exit 0
 fi
-export GPURUN_SLURM_DIR="$TMP/slurm"
-export GPURUN_SLURMCTLD_PORT=${GPURUN_SLURMCTLD_PORT:-16917} GPURUN_SLURMD_PORT=${GPURUN_SLURMD_PORT:-16918}
-cluster=$top_srcdir/tests/cluster/slurm-single.sh
-trap '"$cluster" down >/dev/null 2>&1; rm -rf "$TMP"' EXIT INT TERM
-rc=0
-"$cluster" up >"$TMP/exports" 2>"$TMP/up.err" || rc=$?
-if [ "$rc" -eq 77 ]; then
-    echo "1..0 # SKIP no Slurm test cluster: $(tail -1 "$TMP/up.err")"
-    exit 0
-fi
-if [ "$rc" -ne 0 ]; then
-    echo "Bail out! the Slurm test cluster did not come up: $(tail -3 "$TMP/up.err")"
-    exit 1
-fi
-. "$TMP/exports"
+slurm_cluster_up
 unset GPURUN_TOPOLOGY
 [ "$(id -u)" -ne 0 ] || export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 

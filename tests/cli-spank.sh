@@ -45,28 +45,9 @@ if [ $? -ne 0 ]; then
     exit 0
 fi
 
-# Two free TCP ports, from the kernel.
-ports=$(python3 -c 'import socket
-s = [socket.socket() for _ in range(2)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(" ".join(str(x.getsockname()[1]) for x in s))' 2>/dev/null) || ports="16957 16958"
-set -- $ports
-export GPURUN_SLURM_DIR="$TMP/slurm" GPURUN_SLURMCTLD_PORT=$1 GPURUN_SLURMD_PORT=$2
 export GPURUN_SLURM_PLUGSTACK="$TMP/plugstack.conf"
 echo "optional $SPANK_GPURUN topology=$XML" >"$GPURUN_SLURM_PLUGSTACK"
-cluster=$top_srcdir/tests/cluster/slurm-single.sh
-trap '"$cluster" down >/dev/null 2>&1; rm -rf "$TMP"' EXIT INT TERM
-rc=0
-"$cluster" up >"$TMP/exports" 2>"$TMP/up.err" || rc=$?
-if [ "$rc" -eq 77 ]; then
-    echo "1..0 # SKIP no Slurm test cluster: $(tail -1 "$TMP/up.err")"
-    exit 0
-fi
-if [ "$rc" -ne 0 ]; then
-    echo "Bail out! the Slurm test cluster did not come up: $(tail -3 "$TMP/up.err")"
-    exit 1
-fi
-. "$TMP/exports"
+slurm_cluster_up
 PLUGSTACK=$GPURUN_SLURM_DIR/plugstack.conf # read again by every srun and slurmstepd
 
 # What a task reports from inside: its cpus, its memory policy (as its

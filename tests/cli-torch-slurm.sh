@@ -11,27 +11,7 @@ if [ ! -x "$PY" ]; then
     echo "1..0 # SKIP $PY not found (Debian: python3)"
     exit 0
 fi
-# Two ports nobody uses now, not fixed ones: other tests bring up clusters too.
-ports=$("$PY" -c '
-import socket
-a, b = socket.socket(), socket.socket()
-a.bind(("", 0)); b.bind(("", 0))
-print(a.getsockname()[1], b.getsockname()[1])')
-export GPURUN_SLURM_DIR="$TMP/slurm"
-export GPURUN_SLURMCTLD_PORT=${ports% *} GPURUN_SLURMD_PORT=${ports#* }
-cluster=$top_srcdir/tests/cluster/slurm-single.sh
-trap '"$cluster" down >/dev/null 2>&1; rm -rf "$TMP"' EXIT INT TERM
-rc=0
-"$cluster" up >"$TMP/exports" 2>"$TMP/up.err" || rc=$?
-if [ "$rc" -eq 77 ]; then
-    echo "1..0 # SKIP no Slurm test cluster: $(tail -1 "$TMP/up.err")"
-    exit 0
-fi
-if [ "$rc" -ne 0 ]; then
-    echo "Bail out! the Slurm test cluster did not come up: $(tail -3 "$TMP/up.err")"
-    exit 1
-fi
-. "$TMP/exports"
+slurm_cluster_up
 unset GPURUN_TOPOLOGY
 
 wait_job() {

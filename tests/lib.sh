@@ -84,3 +84,75 @@ ranks_started() {
     # shellcheck disable=SC2086 # a pattern
     cat $1/*.out 2>/dev/null | grep -c '^[0-9][0-9]*: '
 }
+
+# free_ports N: N TCP ports that nothing listens on now, from the kernel:
+# tests run side by side and bring up clusters of their own, so no fixed
+# ones.  Without python3, ports from the pid (still apart from the others).
+free_ports() {
+    python3 -c 'import socket, sys
+s = [socket.socket() for _ in range(int(sys.argv[1]))]
+for x in s: x.bind(("127.0.0.1", 0))
+print(" ".join(str(x.getsockname()[1]) for x in s))' "$1" 2>/dev/null ||
+        awk -v n="$1" -v p=$$ 'BEGIN { for (i = 0; i < n; i++) printf "%d ", 20000 + p % 4000 * 8 + i }'
+}
+
+# cluster_up SCRIPT WHAT: brings up a test cluster (SCRIPT up, a script of
+# tests/cluster/) and sources the exports it prints.  A missing
+# prerequisite (exit 77) skips the whole test, saying why; a cluster that
+# does not come up bails out.  The caller tears it down (SCRIPT down).
+cluster_up() {
+    _cu_rc=0
+    "$1" up >"$TMP/exports" 2>"$TMP/up.err" || _cu_rc=$?
+    if [ "$_cu_rc" -eq 77 ]; then
+        echo "1..0 # SKIP no $2: $(tail -1 "$TMP/up.err")"
+        exit 0
+    fi
+    if [ "$_cu_rc" -ne 0 ]; then
+        echo "Bail out! the $2 did not come up: $(tail -3 "$TMP/up.err" | tr '\n' ' ')"
+        exit 1
+    fi
+    . "$TMP/exports"
+}
+
+# slurm_cluster_up: the one-node Slurm test cluster
+# (tests/cluster/slurm-single.sh) in $TMP/slurm, on two free ports unless
+# GPURUN_SLURMCTLD_PORT and GPURUN_SLURMD_PORT say which, torn down when
+# the test exits; as cluster_up otherwise.  GPURUN_SLURM_PLUGSTACK, when
+# set, is the cluster's.
+slurm_cluster_up() {
+    # shellcheck disable=SC2046 # two words
+    set -- $(free_ports 2)
+    export GPURUN_SLURM_DIR="$TMP/slurm"
+    export GPURUN_SLURMCTLD_PORT="${GPURUN_SLURMCTLD_PORT:-$1}" GPURUN_SLURMD_PORT="${GPURUN_SLURMD_PORT:-$2}"
+    slurm_cluster=$top_srcdir/tests/cluster/slurm-single.sh
+    trap '"$slurm_cluster" down >/dev/null 2>&1; rm -rf "$TMP"' EXIT INT TERM
+    cluster_up "$slurm_cluster" "Slurm test cluster"
+}
+
+# find_chromium: sets $chromium to the headless browser on PATH (chromium,
+# chromium-browser or google-chrome); false, and empty, when there is none.
+find_chromium() {
+    for chromium in chromium chromium-browser google-chrome; do
+        command -v "$chromium" >/dev/null 2>&1 && return 0
+    done
+    chromium=
+    return 1
+}
+
+# browse ARGS...: that Chromium, headless, of this test's own (its HOME and
+# profile in $TMP, nothing fetched on its own), for at most 120 s; what it
+# says on stderr is added to $TMP/chromium.log.
+browse() {
+    mkdir -p "$TMP/home" "$TMP/profile"
+    HOME=$TMP/home timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --disable-quic \
+        --no-first-run --disable-background-networking --disable-component-update --disable-sync \
+        --user-data-dir="$TMP/profile" "$@" 2>>"$TMP/chromium.log"
+}
+
+# png_size FILE: WIDTHxHEIGHT of the PNG image FILE; nothing when FILE is
+# no PNG.
+png_size() {
+    [ "$(head -c 8 "$1" 2>/dev/null | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || return 0
+    od -An -j16 -N8 -tu1 "$1" |
+        awk '{print ($1*16777216 + $2*65536 + $3*256 + $4) "x" ($5*16777216 + $6*65536 + $7*256 + $8)}'
+}

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +13,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dbfile.h"
+#include "rank.h"
 #include "safefile.h"
 #include "tap.h"
+#include "util.h"
 
 static int entries(const char *dir)
 {
@@ -88,6 +92,38 @@ int main(void)
     chmod(target, 0666);
     ok(gpurun_open_own_at(dfd, "victim", NULL, &err) < 0, "nor a world-writable file: %s", err.text);
 
+    /* The one test of "a file of ours" (safefile.c, dbfile.c, results.c). */
+    struct stat st;
+    ok(fstatat(dfd, "a.json", &st, 0) == 0 && gpurun_own_file_problem(&st) == NULL, "ours, 0644: no problem");
+    ok(fstatat(dfd, "victim", &st, 0) == 0 && gpurun_own_file_problem(&st) &&
+           !strcmp(gpurun_own_file_problem(&st), "writable by group or others"),
+       "0666: writable by group or others");
+    ok(fstat(dfd, &st) == 0 && gpurun_own_file_problem(&st) &&
+           !strcmp(gpurun_own_file_problem(&st), "not a regular file"),
+       "a folder: not a regular file");
+    if (geteuid() == 0 && fchownat(dfd, "a.json", 4242, 4242, 0) == 0) {
+        ok(fstatat(dfd, "a.json", &st, 0) == 0 && gpurun_own_file_problem(&st) &&
+               !strcmp(gpurun_own_file_problem(&st), "owned by another user"),
+           "uid 4242's: owned by another user");
+        fchownat(dfd, "a.json", 0, 0, 0);
+    } else {
+        skip("not root: cannot give a file to uid 4242");
+    }
+
+    /* A file made as results.db's VFS makes its files: the mode exactly,
+     * O_EXCL, never through a symlink. */
+    umask(077);
+    ok(gpurun_db_create_at(dfd, "made.db", 0644) == 0, "a new file is made");
+    umask(022);
+    snprintf(path, sizeof path, "%s/made.db", dir);
+    is_int(mode_of(path), 0644, "with mode 0644 under umask 077");
+    ok(gpurun_db_create_at(dfd, "made.db", 0644) == -1 && errno == EEXIST, "again: EEXIST, it is there");
+    ok(gpurun_db_create_at(dfd, "link.json", 0644) == -1 && errno == EEXIST, "a symlink: EEXIST, not followed");
+    f = fopen(target, "r");
+    ok(f && fgets(buf, sizeof buf, f) && !strcmp(buf, "precious\n"), "its target is untouched");
+    if (f)
+        fclose(f);
+
     /* Folders: writable by others without the sticky bit is refused. */
     ok(gpurun_check_folder(dfd, dir, "results folder", &err) == 0, "a 0700 folder of ours is fine");
     chmod(dir, 0777);
@@ -107,6 +143,45 @@ int main(void)
     symlink("/", path);
     ok(gpurun_open_folder_at(dfd, "dirlink", NULL, "run folder", 0700, false, &err) < 0,
        "a symlink to a folder is not opened as one: %s", err.text);
+    /* Reading a whole file from a descriptor: /proc files say 0 bytes and
+     * have more, so the buffer must grow, and stop at the bound. */
+    char *text = NULL;
+    size_t len = 0;
+    fd = open("/proc/self/status", O_RDONLY);
+    int rc = fd >= 0 ? gpurun_read_fd(fd, "/proc/self/status", "status", 1 << 20, &text, &len, &err) : -1;
+    ok(rc == 0 && len > 100 && strlen(text) == len && strstr(text, "Pid:"),
+       "a file larger than fstat says is read whole (%zu bytes)", len);
+    free(text);
+    if (fd >= 0)
+        close(fd);
+    fd = open("/proc/self/status", O_RDONLY);
+    ok(fd >= 0 && gpurun_read_fd(fd, "/proc/self/status", "status", 100, &text, &len, &err) < 0 &&
+           strstr(err.text, "more than the 100 bytes allowed"),
+       "past the bound: refused (%s)", err.text);
+    if (fd >= 0)
+        close(fd);
+    fd = open(dir, O_RDONLY | O_DIRECTORY);
+    ok(fd >= 0 && gpurun_read_fd(fd, dir, "job file", 1 << 20, &text, &len, &err) < 0 &&
+           strstr(err.text, "not a regular file (a directory)"),
+       "a folder: refused (%s)", err.text);
+    if (fd >= 0)
+        close(fd);
+
+    /* A run file that fails to read is a read error, not JSON cut short:
+     * /proc/self/mem is a regular file of ours whose first page reads EIO. */
+    int proc = open("/proc/self", O_RDONLY | O_DIRECTORY);
+    json_t *got = gpurun_read_own_json_at(proc, "mem", "/proc/self/mem", &err);
+    ok(!got && err.code == GPURUN_EXIT_ENV && strstr(err.text, strerror(EIO)),
+       "a read error is said as such, exit 3 (%s)", err.text);
+    json_decref(got);
+    if (proc >= 0)
+        close(proc);
+    got = gpurun_read_own_json_at(dfd, "a.json", NULL, &err);
+    ok(got && json_is_object(got) &&
+           !strcmp(json_string_value(json_object_get(got, "k")), "v"),
+       "a run file of ours is read: %s", got ? "" : err.text);
+    json_decref(got);
+
     close(dfd);
     json_decref(doc);
     char cmd[600];

@@ -20,6 +20,10 @@ int cmd_report(int argc, char **argv, gpurun_error_t *err);
 int cmd_init(int argc, char **argv, gpurun_error_t *err);
 int cmd_templates(int argc, char **argv, gpurun_error_t *err);
 
+/* "CMD: unknown or incomplete option 'ARG' (see gpurun CMD --help)" in err,
+ * for getopt's '?' (ARG: argv[optind - 1]); returns GPURUN_EXIT_CONFIG. */
+int cmd_bad_option(const char *cmd, const char *arg, gpurun_error_t *err);
+
 /* Strict integer option parsing shared by the commands. */
 int cmd_parse_int(const char *cmd, const char *opt, const char *s, int min, int max, int *out,
                   gpurun_error_t *err);

@@ -134,9 +134,7 @@ int cmd_collect(int argc, char **argv, gpurun_error_t *err)
         case O_JSON: json = true; break;
         case 'h': fputs(collect_usage, stdout); return 0;
         default:
-            gpurun_err(err, GPURUN_EXIT_CONFIG, "collect: unknown or incomplete option '%s' (see gpurun collect --help)",
-                       argv[optind - 1]);
-            return GPURUN_EXIT_CONFIG;
+            return cmd_bad_option("collect", argv[optind - 1], err);
         }
     }
     if (!name) {

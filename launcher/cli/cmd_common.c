@@ -7,9 +7,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cmd.h"
 #include "cmd_common.h"
 #include "results.h"
 #include "util.h"
+
+int cmd_bad_option(const char *cmd, const char *arg, gpurun_error_t *err)
+{
+    gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: unknown or incomplete option '%s' (see gpurun %s --help)", cmd, arg, cmd);
+    return GPURUN_EXIT_CONFIG;
+}
 
 int cmd_results_options(const char *cmd, const char *usage, int argc, char **argv, const struct cmd_option *extra,
                         const char **dir, const char **job, gpurun_error_t *err)
@@ -43,9 +50,10 @@ int cmd_results_options(const char *cmd, const char *usage, int argc, char **arg
         } else if (c == 'h') {
             fputs(usage, stdout);
             rc = 1;
-        } else
-            rc = gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: unknown or incomplete option '%s' (see gpurun %s --help)",
-                            cmd, argv[optind - 1], cmd);
+        } else {
+            cmd_bad_option(cmd, argv[optind - 1], err);
+            rc = -1;
+        }
     }
     free(opts);
     if (rc == 0 && optind < argc)

@@ -51,9 +51,7 @@ int cmd_doctor(int argc, char **argv, gpurun_error_t *err)
         case O_ROOT: o.root = optarg; break;
         case 'h': fputs(doctor_usage, stdout); return 0;
         default:
-            gpurun_err(err, GPURUN_EXIT_CONFIG, "doctor: unknown or incomplete option '%s' (see gpurun doctor --help)",
-                       argv[optind - 1]);
-            return GPURUN_EXIT_CONFIG;
+            return cmd_bad_option("doctor", argv[optind - 1], err);
         }
     }
     if (optind < argc) {

@@ -762,9 +762,7 @@ int cmd_init(int argc, char **argv, gpurun_error_t *err)
         case 'f': o.force = true; break;
         case 'h': fputs(init_usage, stdout); return 0;
         default:
-            gpurun_err(err, GPURUN_EXIT_CONFIG, "init: unknown or incomplete option '%s' (see gpurun init --help)",
-                       argv[optind - 1]);
-            return GPURUN_EXIT_CONFIG;
+            return cmd_bad_option("init", argv[optind - 1], err);
         }
     }
     if (optind < argc) {

@@ -99,12 +99,6 @@ static int plan_with_api(const char *xml, const gpurun_request_t *req, int json,
     return rc;
 }
 
-static int bad_option(const char *arg, gpurun_error_t *err)
-{
-    gpurun_err(err, GPURUN_EXIT_CONFIG, "plan: unknown or incomplete option '%s' (see gpurun plan --help)", arg);
-    return GPURUN_EXIT_CONFIG;
-}
-
 int cmd_plan(int argc, char **argv, gpurun_error_t *err)
 {
     enum { O_TOPO = 1000, O_NODES, O_RPN, O_GPR, O_TPR, O_RPG, O_SMT, O_OVER, O_JSON };
@@ -141,7 +135,7 @@ int cmd_plan(int argc, char **argv, gpurun_error_t *err)
         case O_OVER: over = true; break;
         case O_JSON: json = 1; break;
         case 'h': fputs(plan_usage, stdout); return 0;
-        default: return bad_option(argv[optind - 1], err);
+        default: return cmd_bad_option("plan", argv[optind - 1], err);
         }
         if (rc < 0)
             return GPURUN_EXIT_CONFIG;

@@ -54,10 +54,8 @@ int cmd_run(int argc, char **argv, gpurun_error_t *err)
         case O_VERBOSE: ro.verbose = true; break;
         case 'h': fputs(run_usage, stdout); free(sets); return 0;
         default:
-            gpurun_err(err, GPURUN_EXIT_CONFIG, "run: unknown or incomplete option '%s' (see gpurun run --help)",
-                       argv[optind - 1]);
             free(sets);
-            return GPURUN_EXIT_CONFIG;
+            return cmd_bad_option("run", argv[optind - 1], err);
         }
     }
     if (argc - optind != 1) {

@@ -242,12 +242,6 @@ static int report_submission(const char *out, const char *script, gpurun_error_t
 
 /* ---- the command ---------------------------------------------------------- */
 
-static int bad_option(const char *arg, gpurun_error_t *err)
-{
-    gpurun_err(err, GPURUN_EXIT_CONFIG, "submit: unknown or incomplete option '%s' (see gpurun submit --help)", arg);
-    return GPURUN_EXIT_CONFIG;
-}
-
 int cmd_submit(int argc, char **argv, gpurun_error_t *err)
 {
     enum { O_DRY = 1000, O_SET, O_RESULTS };
@@ -277,7 +271,7 @@ int cmd_submit(int argc, char **argv, gpurun_error_t *err)
         case O_SET: sets[nset++] = gpurun_xstrdup(optarg); break;
         case O_RESULTS: results = optarg; break;
         case 'h': fputs(submit_usage, stdout); rc = 0; goto out;
-        default: rc = bad_option(argv[optind - 1], err); goto out;
+        default: rc = cmd_bad_option("submit", argv[optind - 1], err); goto out;
         }
     }
     if (argc - optind != 1) {

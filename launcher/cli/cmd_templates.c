@@ -282,9 +282,7 @@ int cmd_templates(int argc, char **argv, gpurun_error_t *err)
         case O_SITES: sites = true; break;
         case 'h': fputs(templates_usage, stdout); return 0;
         default:
-            gpurun_err(err, GPURUN_EXIT_CONFIG,
-                       "templates: unknown or incomplete option '%s' (see gpurun templates --help)", argv[optind - 1]);
-            return GPURUN_EXIT_CONFIG;
+            return cmd_bad_option("templates", argv[optind - 1], err);
         }
     }
     if (optind < argc) {

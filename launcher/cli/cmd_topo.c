@@ -160,9 +160,7 @@ int cmd_topo(int argc, char **argv, gpurun_error_t *err)
         case 'e': export = optarg; break;
         case 'h': fputs(topo_usage, stdout); return 0;
         default:
-            gpurun_err(err, GPURUN_EXIT_CONFIG, "topo: unknown or incomplete option '%s' (see gpurun topo --help)",
-                       argv[optind - 1]);
-            return GPURUN_EXIT_CONFIG;
+            return cmd_bad_option("topo", argv[optind - 1], err);
         }
     }
     if (optind < argc) {

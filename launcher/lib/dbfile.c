@@ -7,6 +7,7 @@
  * found to be ours before SQLite opens it; the sticky bit then keeps it
  * ours while SQLite has it. */
 #include "dbfile.h"
+#include "safefile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,23 +49,47 @@ static mode_t journal_mode_for(const char *path, int flags)
     return mode;
 }
 
-/* Why PATH may not be handed to SQLite, or NULL. */
-static const char *not_ours(const struct stat *st)
-{
-    if (!S_ISREG(st->st_mode))
-        return "not a regular file";
-    if (st->st_uid != geteuid())
-        return "owned by another user";
-    if (st->st_mode & 022)
-        return "writable by group or others";
-    return NULL;
-}
-
 static int refuse(const char *path, const char *why)
 {
     snprintf(refused, sizeof refused, "%s: %s: refused (gpurun's index uses only files of its own)", path,
              why);
     return SQLITE_CANTOPEN;
+}
+
+int gpurun_db_create_at(int dfd, const char *name, mode_t mode)
+{
+    int fd = openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    if (fd < 0)
+        return -1;
+    /* The mode asked for, whatever the umask. */
+    if (fchmod(fd, mode) < 0) {
+        int e = errno;
+        close(fd);
+        unlinkat(dfd, name, 0);
+        errno = e;
+        return -2;
+    }
+    close(fd);
+    return 0;
+}
+
+/* Why NAME in DFD, which is there, may not be used: NULL when it is a file
+ * of ours.  *unopened: it could not be opened for another reason than
+ * being a symlink (errno's message is returned). */
+static const char *found_file_problem(int dfd, const char *name, bool *unopened)
+{
+    *unopened = false;
+    int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ELOOP)
+            return "is a symlink; gpurun does not follow it";
+        *unopened = true;
+        return strerror(errno);
+    }
+    struct stat st;
+    const char *why = fstat(fd, &st) < 0 ? strerror(errno) : gpurun_own_file_problem(&st);
+    close(fd);
+    return why;
 }
 
 /* SQLITE_OK when PATH is now a file of ours (made here when CREATE and it
@@ -73,23 +98,18 @@ static int refuse(const char *path, const char *why)
 static int claim(const char *path, bool create, mode_t mode)
 {
     if (create) {
-        int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-        if (fd >= 0) {
-            int rc = fchmod(fd, mode) == 0 ? SQLITE_OK : SQLITE_CANTOPEN;
-            close(fd);
-            if (rc != SQLITE_OK)
-                unlink(path);
-            return rc;
-        }
+        int made = gpurun_db_create_at(AT_FDCWD, path, mode);
+        if (made == 0)
+            return SQLITE_OK;
+        if (made == -2)
+            return SQLITE_CANTOPEN;
         if (errno != EEXIST)
             return SQLITE_OK; /* SQLite's own open says why */
     }
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return errno == ELOOP ? refuse(path, "is a symlink; gpurun does not follow it") : SQLITE_OK;
-    struct stat st;
-    const char *why = fstat(fd, &st) < 0 ? strerror(errno) : not_ours(&st);
-    close(fd);
+    bool unopened;
+    const char *why = found_file_problem(AT_FDCWD, path, &unopened);
+    if (unopened)
+        return SQLITE_OK; /* SQLite's own open says why */
     return why ? refuse(path, why) : SQLITE_OK;
 }
 
@@ -161,26 +181,15 @@ int gpurun_db_own_file_at(int dfd, const char *shown_dir, const char *name, gpur
     mode_t mode = fstatat(dfd, "results.db", &db, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(db.st_mode)
                       ? (db.st_mode & 0644)
                       : 0644;
-    int fd = openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-    if (fd >= 0) {
-        if (fchmod(fd, mode) < 0) {
-            int e = errno;
-            close(fd);
-            unlinkat(dfd, name, 0);
-            return gpurun_err(err, GPURUN_EXIT_ENV, "%s/%s: %s", shown_dir, name, strerror(e));
-        }
-        close(fd);
+    int made = gpurun_db_create_at(dfd, name, mode);
+    if (made == 0)
         return 0;
-    }
+    if (made == -2)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "%s/%s: %s", shown_dir, name, strerror(errno));
     if (errno != EEXIST)
         return gpurun_err(err, GPURUN_EXIT_ENV, "%s/%s: cannot create: %s", shown_dir, name, strerror(errno));
-    fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    struct stat st;
-    const char *why = fd < 0 ? (errno == ELOOP ? "is a symlink; gpurun does not follow it" : strerror(errno))
-                      : fstat(fd, &st) < 0 ? strerror(errno)
-                                           : not_ours(&st);
-    if (fd >= 0)
-        close(fd);
+    bool unopened;
+    const char *why = found_file_problem(dfd, name, &unopened);
     if (why)
         return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s/%s: %s: refused (gpurun's index uses only files of its own)",
                           shown_dir, name, why);

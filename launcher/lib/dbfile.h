@@ -2,6 +2,8 @@
 #ifndef GPURUN_DBFILE_H
 #define GPURUN_DBFILE_H
 
+#include <sys/types.h>
+
 #include "error.h"
 
 /* The SQLite VFS that results.db is opened with: SQLite's own unix VFS,
@@ -20,6 +22,12 @@ int gpurun_db_vfs_register(gpurun_error_t *err);
  * "PATH: owned by another user", for the error message. */
 const char *gpurun_db_vfs_refused(void);
 void gpurun_db_vfs_clear(void);
+
+/* Makes NAME in DFD a new file with MODE exactly, whatever the umask
+ * (O_EXCL, never through a symlink), as the VFS makes every file: 0; -1
+ * with errno when it cannot be made (EEXIST: something is there); -2 with
+ * errno when it was made but its mode could not be set (removed again). */
+int gpurun_db_create_at(int dfd, const char *name, mode_t mode);
 
 /* Makes NAME in DFD ours, as the VFS would (O_EXCL, mode 0644 & mode of
  * like, never a symlink), or checks that it already is: for the files

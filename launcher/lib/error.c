@@ -6,15 +6,20 @@
 
 #include "error.h"
 
-int gpurun_err(gpurun_error_t *err, int code, const char *fmt, ...)
+void gpurun_verr(gpurun_error_t *err, int code, const char *fmt, va_list ap)
 {
     if (err) {
-        va_list ap;
-        va_start(ap, fmt);
         vsnprintf(err->text, sizeof err->text, fmt, ap);
-        va_end(ap);
         err->code = code;
     }
+}
+
+int gpurun_err(gpurun_error_t *err, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    gpurun_verr(err, code, fmt, ap);
+    va_end(ap);
     return -1;
 }
 

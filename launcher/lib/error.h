@@ -2,6 +2,8 @@
 #ifndef GPURUN_ERROR_H
 #define GPURUN_ERROR_H
 
+#include <stdarg.h>
+
 /* Exit codes of SPEC §1: library functions carry one in the error so that
  * main can exit with it without guessing. */
 enum gpurun_exit {
@@ -26,6 +28,10 @@ typedef struct gpurun_error {
  * `return gpurun_err(err, GPURUN_EXIT_CONFIG, "...", ...);` */
 int gpurun_err(gpurun_error_t *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* The same, from a va_list, returning nothing: for wrappers that return
+ * another value (libgpurun's functions return the code). */
+void gpurun_verr(gpurun_error_t *err, int code, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
 
 void gpurun_error_clear(gpurun_error_t *err);
 

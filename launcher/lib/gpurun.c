@@ -61,13 +61,10 @@ static int fail_code(gpurun_error_t *err)
 static int fail(gpurun_error_t *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(gpurun_error_t *err, int code, const char *fmt, ...)
 {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->text, sizeof err->text, fmt, ap);
-        va_end(ap);
-        err->code = code;
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    gpurun_verr(err, code, fmt, ap);
+    va_end(ap);
     return code;
 }
 

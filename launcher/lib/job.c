@@ -826,18 +826,29 @@ static struct gpurun_kvlist *section_list(gpurun_job_t *job, const char *section
 static int parse_job(const char *text, size_t len, const char *label, const char *set_prefix,
                      gpurun_job_t **jobp, gpurun_error_t *err);
 
+/* NAME = VALUE as a job file would have it, in the block SECTION (NULL: at
+ * the top), parsed alone and so checked as the file's key would be: a job
+ * of that one key, or NULL with err. */
+static gpurun_job_t *parse_one_key(const char *section, const char *name, const char *value, const char *prefix,
+                                   gpurun_error_t *err)
+{
+    char *q = quoted(value);
+    char *text = section ? gpurun_xasprintf("%s {\n%s = %s\n}\n", section, name, q)
+                         : gpurun_xasprintf("%s = %s\n", name, q);
+    free(q);
+    gpurun_job_t *one;
+    int rc = parse_job(text, strlen(text), "--set", prefix, &one, err);
+    free(text);
+    return rc < 0 ? NULL : one;
+}
+
 /* container.image=..., container.runtime=...: the block's key, checked as
  * the file's would be (a relative image is relative to the current folder). */
 static int set_container_key(gpurun_job_t *job, const char *prefix, const char *name, const char *value,
                              gpurun_error_t *err)
 {
-    char *q = quoted(value);
-    char *text = gpurun_xasprintf("container {\n%s = %s\n}\n", name, q);
-    free(q);
-    gpurun_job_t *one;
-    int rc = parse_job(text, strlen(text), "--set", prefix, &one, err);
-    free(text);
-    if (rc < 0)
+    gpurun_job_t *one = parse_one_key("container", name, value, prefix, err);
+    if (!one)
         return -1;
     struct gpurun_container_spec *to = &job->container, *from = &one->container;
     char **field = !strcmp(name, "image") ? &to->image : !strcmp(name, "runtime") ? &to->runtime : NULL;
@@ -903,13 +914,9 @@ static int set_section_key(gpurun_job_t *job, const char *prefix, const char *ke
                    why);
         goto out;
     }
-    char *q = quoted(value);
-    char *text = gpurun_xasprintf("%s {\n%s = %s\n}\n", section, name, q);
-    free(q);
-    gpurun_job_t *one;
-    rc = parse_job(text, strlen(text), "--set", prefix, &one, err);
-    free(text);
-    if (rc == 0) {
+    gpurun_job_t *one = parse_one_key(section, name, value, prefix, err);
+    if (one) {
+        rc = 0;
         const struct gpurun_kvlist *got = section_list(one, section);
         if (got->n == 1)
             gpurun_kvlist_set(section_list(job, section), got->items[0].key, got->items[0].value);
@@ -949,13 +956,8 @@ static int set_key(gpurun_job_t *job, const char *prefix, const char *key, const
         return 0;
     }
 
-    char *q = quoted(value);
-    char *text = gpurun_xasprintf("%s = %s\n", key, q);
-    free(q);
-    gpurun_job_t *one;
-    int rc = parse_job(text, strlen(text), "--set", prefix, &one, err);
-    free(text);
-    if (rc < 0)
+    gpurun_job_t *one = parse_one_key(NULL, key, value, prefix, err);
+    if (!one)
         return -1;
 
     /* The job as the assignment would leave it, its strings borrowed. */
@@ -968,7 +970,7 @@ static int set_key(gpurun_job_t *job, const char *prefix, const char *key, const
     for (size_t i = 0; i < nscan; i++)
         if (strcmp(job->scan[i].key, key) != 0)
             scan[next.nscan++] = job->scan[i];
-    rc = set_contradictions(&next, key, prefix, err);
+    int rc = set_contradictions(&next, key, prefix, err);
     free(scan);
 
     if (rc == 0) {

@@ -76,10 +76,8 @@ static void plan_warn(gpurun_plan_t *p, const char *fmt, ...) __attribute__((for
 static void plan_warn(gpurun_plan_t *p, const char *fmt, ...)
 {
     va_list ap;
-    char *s;
     va_start(ap, fmt);
-    if (vasprintf(&s, fmt, ap) < 0)
-        abort();
+    char *s = gpurun_xvasprintf(fmt, ap);
     va_end(ap);
     p->warnings = gpurun_xrealloc(p->warnings, (p->nwarnings + 1) * sizeof *p->warnings);
     p->warnings[p->nwarnings++] = s;

@@ -52,12 +52,8 @@ __attribute__((format(printf, 2, 3))) static void warn(struct gpurun_results_log
         return;
     va_list ap;
     va_start(ap, fmt);
-    char *s = NULL;
-    if (vasprintf(&s, fmt, ap) < 0)
-        s = NULL;
+    char *s = gpurun_xvasprintf(fmt, ap);
     va_end(ap);
-    if (!s)
-        return;
     log->warnings = gpurun_xrealloc(log->warnings, (log->nwarnings + 1) * sizeof *log->warnings);
     log->warnings[log->nwarnings++] = s;
 }
@@ -450,11 +446,8 @@ static int check_db_files(gpurun_results_t *r, gpurun_error_t *err)
                 missing = !*suffixes[i];
                 continue;
             }
-            const char *why = S_ISLNK(sb.st_mode)       ? "is a symlink; gpurun does not follow it"
-                              : !S_ISREG(sb.st_mode)    ? "not a regular file"
-                              : sb.st_uid != geteuid()  ? "owned by another user"
-                              : (sb.st_mode & 022) != 0 ? "writable by group or others"
-                                                        : NULL;
+            const char *why = S_ISLNK(sb.st_mode) ? "is a symlink; gpurun does not follow it"
+                                                  : gpurun_own_file_problem(&sb);
             if (why)
                 return gpurun_err(err, GPURUN_EXIT_CONFIG,
                                   "%s/%s: %s: refused (gpurun keeps its index only in files of its own; "
@@ -473,20 +466,12 @@ static int check_db_files(gpurun_results_t *r, gpurun_error_t *err)
         }
         if (!missing)
             return 0;
-        int fd = openat(r->dfd, GPURUN_RESULTS_DB, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0 && errno == EEXIST)
+        if (gpurun_db_create_at(r->dfd, GPURUN_RESULTS_DB, 0644) == 0)
+            return 0;
+        if (errno == EEXIST)
             continue; /* another gpurun made it just now: check it again */
-        if (fd < 0 || fchmod(fd, 0644) < 0) {
-            int e = errno;
-            if (fd >= 0) {
-                close(fd);
-                unlinkat(r->dfd, GPURUN_RESULTS_DB, 0);
-            }
-            return gpurun_err(err, GPURUN_EXIT_ENV, "%s/%s: cannot create: %s", r->dir, GPURUN_RESULTS_DB,
-                              strerror(e));
-        }
-        close(fd);
-        return 0;
+        return gpurun_err(err, GPURUN_EXIT_ENV, "%s/%s: cannot create: %s", r->dir, GPURUN_RESULTS_DB,
+                          strerror(errno));
     }
     return gpurun_err(err, GPURUN_EXIT_ENV, "%s/%s: appears and vanishes; not opened", r->dir, GPURUN_RESULTS_DB);
 }

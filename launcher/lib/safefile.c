@@ -146,6 +146,17 @@ int gpurun_write_json_file(const char *path, json_t *doc, mode_t mode, int flags
     return rc;
 }
 
+const char *gpurun_own_file_problem(const struct stat *st)
+{
+    if (!S_ISREG(st->st_mode))
+        return "not a regular file";
+    if (st->st_uid != geteuid())
+        return "owned by another user";
+    if (st->st_mode & 022)
+        return "writable by group or others";
+    return NULL;
+}
+
 int gpurun_open_own_at(int dirfd, const char *name, const char *shown, gpurun_error_t *err)
 {
     if (!shown)
@@ -155,15 +166,7 @@ int gpurun_open_own_at(int dirfd, const char *name, const char *shown, gpurun_er
         return gpurun_err(err, errno == ELOOP ? GPURUN_EXIT_CONFIG : GPURUN_EXIT_ENV, "%s: cannot open: %s", shown,
                           errno == ELOOP ? "it is a symlink" : strerror(errno));
     struct stat st;
-    const char *why = NULL;
-    if (fstat(fd, &st) < 0)
-        why = strerror(errno);
-    else if (!S_ISREG(st.st_mode))
-        why = "not a regular file";
-    else if (st.st_uid != geteuid())
-        why = "owned by another user";
-    else if (st.st_mode & 022)
-        why = "writable by group or others";
+    const char *why = fstat(fd, &st) < 0 ? strerror(errno) : gpurun_own_file_problem(&st);
     if (why) {
         close(fd);
         return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: not read: %s", shown, why);

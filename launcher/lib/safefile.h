@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <jansson.h>
@@ -35,6 +36,12 @@ int gpurun_write_atomic(const char *path, const void *data, size_t len, mode_t m
 int gpurun_write_json_at(int dirfd, const char *name, const char *shown, json_t *doc, mode_t mode, int flags,
                          gpurun_error_t *err);
 int gpurun_write_json_file(const char *path, json_t *doc, mode_t mode, int flags, gpurun_error_t *err);
+
+/* Why a file with the status `st` is not one of ours: "not a regular file",
+ * "owned by another user" or "writable by group or others"; NULL when it is
+ * a regular file of this user that nobody else can write.  The one test of
+ * what gpurun reads back or hands to SQLite in a shared folder. */
+const char *gpurun_own_file_problem(const struct stat *st);
 
 /* Open a file of ours in the folder `dirfd` for reading: not a symlink, a
  * regular file, owned by this user and writable by nobody else.  Returns a

@@ -13,6 +13,56 @@
 
 #include "util.h"
 
+int gpurun_read_fd(int fd, const char *path, const char *what, size_t max, char **bufp, size_t *lenp,
+                   gpurun_error_t *err)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: cannot read %s: %s", path, what, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: the %s is not a regular file (%s)", path, what,
+                          S_ISDIR(st.st_mode)    ? "a directory"
+                          : S_ISFIFO(st.st_mode) ? "a FIFO"
+                          : S_ISCHR(st.st_mode)  ? "a character device"
+                          : S_ISBLK(st.st_mode)  ? "a block device"
+                          : S_ISSOCK(st.st_mode) ? "a socket"
+                                                 : "not a file");
+    if ((size_t)st.st_size > max)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: the %s is %lld bytes, more than the %zu allowed", path,
+                          what, (long long)st.st_size, max);
+    /* Room for what fstat says and a byte more, to see the end without
+     * another read; more only if it grows meanwhile (never past max + 1). */
+    size_t cap = (size_t)st.st_size + 1, len = 0;
+    char *buf = gpurun_xmalloc(cap + 1);
+    for (;;) {
+        if (len == cap) {
+            if (cap > max) { /* it grew while we read it */
+                free(buf);
+                return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: the %s is more than the %zu bytes allowed", path,
+                                  what, max);
+            }
+            cap = cap > max / 2 ? max + 1 : cap * 2;
+            buf = gpurun_xrealloc(buf, cap + 1);
+        }
+        ssize_t n = read(fd, buf + len, cap - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+            free(buf);
+            return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: cannot read %s: %s", path, what, strerror(e));
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    buf[len] = '\0';
+    *bufp = buf;
+    if (lenp)
+        *lenp = len;
+    return 0;
+}
+
 int gpurun_read_file(const char *path, const char *what, size_t max, char **bufp, size_t *lenp,
                      gpurun_error_t *err)
 {
@@ -21,56 +71,9 @@ int gpurun_read_file(const char *path, const char *what, size_t max, char **bufp
     if (fd < 0)
         return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: cannot open %s: %s", path, what,
                           strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) < 0) {
-        int e = errno;
-        close(fd);
-        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: cannot read %s: %s", path, what, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: the %s is not a regular file (%s)", path, what,
-                          S_ISDIR(st.st_mode)    ? "a directory"
-                          : S_ISFIFO(st.st_mode) ? "a FIFO"
-                          : S_ISCHR(st.st_mode)  ? "a character device"
-                          : S_ISBLK(st.st_mode)  ? "a block device"
-                          : S_ISSOCK(st.st_mode) ? "a socket"
-                                                 : "not a file");
-    }
-    if ((size_t)st.st_size > max) {
-        close(fd);
-        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: the %s is %lld bytes, more than the %zu allowed",
-                          path, what, (long long)st.st_size, max);
-    }
-    char *buf = gpurun_xmalloc(max + 1);
-    size_t len = 0;
-    for (;;) {
-        ssize_t n = read(fd, buf + len, max + 1 - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            int e = errno;
-            free(buf);
-            close(fd);
-            return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: cannot read %s: %s", path, what,
-                              strerror(e));
-        }
-        if (n == 0)
-            break;
-        len += (size_t)n;
-        if (len > max) { /* it grew while we read it */
-            free(buf);
-            close(fd);
-            return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: the %s is more than the %zu bytes allowed",
-                              path, what, max);
-        }
-    }
+    int rc = gpurun_read_fd(fd, path, what, max, bufp, lenp, err);
     close(fd);
-    buf[len] = '\0';
-    *bufp = buf;
-    if (lenp)
-        *lenp = len;
-    return 0;
+    return rc;
 }
 
 int gpurun_write_all(int fd, const void *data, size_t len)
@@ -132,15 +135,20 @@ char *gpurun_xstrndup(const char *s, size_t n)
     return p;
 }
 
+char *gpurun_xvasprintf(const char *fmt, va_list ap)
+{
+    char *s;
+    if (vasprintf(&s, fmt, ap) < 0)
+        abort(); /* out of memory, as gpurun_xmalloc() would */
+    return s;
+}
+
 char *gpurun_xasprintf(const char *fmt, ...)
 {
     va_list ap;
-    char *s;
     va_start(ap, fmt);
-    int n = vasprintf(&s, fmt, ap);
+    char *s = gpurun_xvasprintf(fmt, ap);
     va_end(ap);
-    if (n < 0)
-        abort();
     return s;
 }
 
@@ -239,12 +247,9 @@ void gpurun_strbuf_printf(struct gpurun_strbuf *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    char *s = NULL;
-    int n = vasprintf(&s, fmt, ap);
+    char *s = gpurun_xvasprintf(fmt, ap);
     va_end(ap);
-    if (n < 0)
-        abort(); /* out of memory, as gpurun_xmalloc() would */
-    gpurun_strbuf_add(b, s, (size_t)n);
+    gpurun_strbuf_add(b, s, strlen(s));
     free(s);
 }
 

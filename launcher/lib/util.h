@@ -2,6 +2,7 @@
 #ifndef GPURUN_UTIL_H
 #define GPURUN_UTIL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 #include "error.h"
@@ -11,6 +12,11 @@
  * message naming `what` ("job file") and the path, never a hang. */
 int gpurun_read_file(const char *path, const char *what, size_t max, char **bufp, size_t *lenp,
                      gpurun_error_t *err);
+
+/* The same for the file open as `fd` (left open; read from where it
+ * stands): for a file opened with checks of the caller's own. */
+int gpurun_read_fd(int fd, const char *path, const char *what, size_t max, char **bufp, size_t *lenp,
+                   gpurun_error_t *err);
 
 /* Write all of data to fd, again after EINTR and short writes: 0, or -1
  * with errno set. */
@@ -24,6 +30,7 @@ void *gpurun_xrealloc(void *p, size_t n);
 char *gpurun_xstrdup(const char *s);
 char *gpurun_xstrndup(const char *s, size_t n);
 char *gpurun_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *gpurun_xvasprintf(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 /* The length of the well-formed UTF-8 character at `s` (1 to 4), or 0 for
  * a byte that does not start one (overlong forms, surrogates and code

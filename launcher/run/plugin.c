@@ -138,10 +138,8 @@ void gpurun_argv_add(char ***argv, const char *s)
 void gpurun_argv_addf(char ***argv, const char *fmt, ...)
 {
     va_list ap;
-    char *s;
     va_start(ap, fmt);
-    if (vasprintf(&s, fmt, ap) < 0)
-        abort();
+    char *s = gpurun_xvasprintf(fmt, ap);
     va_end(ap);
     gpurun_argv_add(argv, s);
     free(s);

@@ -135,25 +135,16 @@ json_t *gpurun_read_own_json_at(int dirfd, const char *name, const char *shown, 
     if (fd < 0)
         return NULL;
     /* Read whole, then parse: jansson's json_loadfd reads a byte per call. */
-    struct stat st;
-    if (fstat(fd, &st) < 0 || st.st_size > (off_t)(1 << 30)) {
-        close(fd);
-        gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot read: %s", shown, st.st_size > (off_t)(1 << 30) ? "too large" : strerror(errno));
+    char *buf;
+    size_t len;
+    int rc = gpurun_read_fd(fd, shown, "run file", (size_t)1 << 30, &buf, &len, err);
+    close(fd);
+    if (rc < 0) {
+        /* A file of gpurun's own that cannot be read: the environment's fault, not the job's. */
+        if (err)
+            err->code = GPURUN_EXIT_ENV;
         return NULL;
     }
-    size_t cap = (size_t)st.st_size + 1, len = 0;
-    char *buf = gpurun_xmalloc(cap);
-    for (;;) {
-        if (len == cap)
-            buf = gpurun_xrealloc(buf, cap *= 2);
-        ssize_t n = read(fd, buf + len, cap - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        len += (size_t)n;
-    }
-    close(fd);
     json_error_t jerr;
     json_t *doc = json_loadb(buf, len, 0, &jerr);
     free(buf);
