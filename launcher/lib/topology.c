@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1037,7 +1038,24 @@ static int trial_import_finish(const char *file, struct trial_import *ti, bool c
                       file, WEXITSTATUS(status));
 }
 
+static int topo_load_one(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err);
+
+/* One load at a time in a process (libgpurun may be called from threads):
+ * the trial import forks, and a child forked while another thread is inside
+ * libxml2 (whose dictionary lock it then inherits, held) or swaps SIGCHLD's
+ * disposition hangs or loses its status.  Seen as test_libgpurun's 4
+ * threads under ASan: the child hung until its alarm. */
+static pthread_mutex_t topo_load_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static int topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err)
+{
+    pthread_mutex_lock(&topo_load_lock);
+    int rc = topo_load_one(xml, topop, err);
+    pthread_mutex_unlock(&topo_load_lock);
+    return rc;
+}
+
+static int topo_load_one(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err)
 {
     gpurun_topo_t *t = gpurun_xcalloc(1, sizeof *t);
     char *buf = NULL;
