@@ -19,18 +19,24 @@
 # environment when it is up ($GPURUN_NETNS_DIR and the exports of
 # `netns-cluster.sh up`), else brings up one of its own and takes it down.
 #
+# GPURUN_COMPARE=/path/to/another/gpurun (e.g. a build of main) times that
+# build too, in the same interleaved runs, with its own results folder, so
+# that a change is seen against its parent under the same load.
+#
 # Usage: bench/startup.sh [REPEATS [RANKS_PER_NODE]]      (7, 1)
 # Needs root (the cluster), Slurm, Open MPI and a build (GPURUN, HELLO).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 GPURUN=${GPURUN:-$top/build/launcher/gpurun}
 HELLO=${HELLO:-$top/build/examples/hello/hello}
+CMP=${GPURUN_COMPARE:-}
 repeats=${1:-7}
 rpn=${2:-1}
 case "$repeats$rpn" in *[!0-9]* | '') echo "usage: $0 [REPEATS [RANKS_PER_NODE]]" >&2; exit 2 ;; esac
 [ "$repeats" -ge 1 ] && [ "$rpn" -ge 1 ] || { echo "usage: $0 [REPEATS [RANKS_PER_NODE]]" >&2; exit 2; }
 [ -x "$GPURUN" ] && [ -x "$HELLO" ] || { echo "build first (tests/run-all.sh builds build/)" >&2; exit 3; }
-case "$GPURUN $HELLO" in
+[ -z "$CMP" ] || [ -x "$CMP" ] || { echo "GPURUN_COMPARE=$CMP is not a program" >&2; exit 3; }
+case "$GPURUN $HELLO $CMP" in
     /tmp/* | *" /tmp/"*) echo "the build must be outside /tmp: each host of the cluster has its own /tmp" >&2; exit 3 ;;
 esac
 for b in mpirun srun salloc scancel; do
@@ -113,10 +119,10 @@ done
 # The driver, run inside h1: every start timed there, interleaved.
 cat >"$B/driver.sh" <<'DRIVER'
 #!/bin/sh
-# driver.sh DIR REPEATS RPN MAXH GPURUN HELLO ALLOCATION: prints
-# "WHAT HOSTS MICROSECONDS" lines; exits 1 at the first failed start.
+# driver.sh DIR REPEATS RPN MAXH GPURUN HELLO ALLOCATION [GPURUN_COMPARE]:
+# prints "WHAT HOSTS MICROSECONDS" lines; exits 1 at the first failed start.
 set -u
-B=$1 repeats=$2 rpn=$3 maxh=$4 G=$5 HELLO=$6 alloc=$7
+B=$1 repeats=$2 rpn=$3 maxh=$4 G=$5 HELLO=$6 alloc=$7 C=${8:-}
 now() { date +%s%N; }
 t() { # t WHAT HOSTS CMD...: run CMD, print its wall time
     what=$1 th=$2
@@ -140,7 +146,15 @@ while [ "$r" -lt "$repeats" ]; do
             t gpurun-srun "$h" env SLURM_JOB_ID="$alloc" "$G" run "$B/srun$h.conf" --quiet
             t mpirun "$h" mpirun --hostfile "$B/hosts.$h" -np "$n" --map-by "ppr:$rpn:node" --bind-to none "$HELLO"
             t gpurun-mpirun "$h" env OMPI_MCA_orte_default_hostfile="$B/hosts.$h" "$G" run "$B/mpirun$h.conf" --quiet
+            if [ -n "$C" ]; then
+                t cmp-srun "$h" env SLURM_JOB_ID="$alloc" "$C" run "$B/srun$h.conf" --quiet --results "$B/results-cmp"
+                t cmp-mpirun "$h" env OMPI_MCA_orte_default_hostfile="$B/hosts.$h" "$C" run "$B/mpirun$h.conf" --quiet --results "$B/results-cmp"
+            fi
         else
+            if [ -n "$C" ]; then
+                t cmp-mpirun "$h" env OMPI_MCA_orte_default_hostfile="$B/hosts.$h" "$C" run "$B/mpirun$h.conf" --quiet --results "$B/results-cmp"
+                t cmp-srun "$h" env SLURM_JOB_ID="$alloc" "$C" run "$B/srun$h.conf" --quiet --results "$B/results-cmp"
+            fi
             t gpurun-mpirun "$h" env OMPI_MCA_orte_default_hostfile="$B/hosts.$h" "$G" run "$B/mpirun$h.conf" --quiet
             t mpirun "$h" mpirun --hostfile "$B/hosts.$h" -np "$n" --map-by "ppr:$rpn:node" --bind-to none "$HELLO"
             t gpurun-srun "$h" env SLURM_JOB_ID="$alloc" "$G" run "$B/srun$h.conf" --quiet
@@ -153,7 +167,7 @@ done
 DRIVER
 echo "timing: $repeats repeats, $rpn rank(s) per host, hosts 1..$maxh (allocation $salloc_id) ..."
 cd "$W"
-"$cluster" exec h1 sh "$B/driver.sh" "$B" "$repeats" "$rpn" "$maxh" "$GPURUN" "$HELLO" "$salloc_id" >"$tmp/times"
+"$cluster" exec h1 sh "$B/driver.sh" "$B" "$repeats" "$rpn" "$maxh" "$GPURUN" "$HELLO" "$salloc_id" "$CMP" >"$tmp/times"
 
 median() { # median WHAT HOSTS: in ms
     awk -v w="$1" -v h="$2" '$1 == w && $2 == h { print $3 }' "$tmp/times" | sort -n |
@@ -181,3 +195,15 @@ while [ "$h" -le "$maxh" ]; do
         printf "  %d host%s: srun %+.0f, mpirun %+.0f\n", h, h == 1 ? " " : "s", gs - s, gm - m }'
     h=$((h + 1))
 done
+if [ -n "$CMP" ]; then
+    echo
+    echo "$CMP in the same runs (its own results folder), ms:"
+    printf '%-6s %10s %13s %7s %10s %15s %7s\n' hosts srun "cmp(srun)" ratio mpirun "cmp(mpirun)" ratio
+    h=1
+    while [ "$h" -le "$maxh" ]; do
+        awk -v h="$h" -v s="$(median srun "$h")" -v gs="$(median cmp-srun "$h")" \
+            -v m="$(median mpirun "$h")" -v gm="$(median cmp-mpirun "$h")" 'BEGIN {
+            printf "%-6d %10.0f %13.0f %6.2fx %10.0f %15.0f %6.2fx\n", h, s, gs, gs / s, m, gm, gm / m }'
+        h=$((h + 1))
+    done
+fi

@@ -549,6 +549,14 @@ void gpurun_results_close(gpurun_results_t *r)
         return;
     for (int i = 0; i < ST_COUNT; i++)
         sqlite3_finalize(r->stmts[i]);
+    /* The persistent WAL is not restarted by commits alone: it grew by
+     * every run, and every open read all of it again (17 ms of each run's
+     * start-up at 140 runs).  Emptied here, without waiting: a reader
+     * holding it leaves that to the next command. */
+    if (r->db && !r->memory) {
+        sqlite3_busy_timeout(r->db, 0);
+        sqlite3_wal_checkpoint_v2(r->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+    }
     sqlite3_close(r->db);
     if (r->dfd >= 0)
         close(r->dfd);

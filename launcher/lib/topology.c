@@ -1075,6 +1075,14 @@ static int topo_load_one(const char *xml, gpurun_topo_t **topop, gpurun_error_t 
      * bridges that lead somewhere, as lstopo shows them. */
     hwloc_topology_set_io_types_filter(t->hw, xml ? HWLOC_TYPE_FILTER_KEEP_ALL
                                                   : HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+#if HWLOC_API_VERSION >= 0x00020100
+    /* hwloc's GL component only adds X displays (":0.0") to GPUs, which
+     * nothing here plans with, and to find them it tries ten X displays:
+     * about 1 ms of a 16 ms discovery, on every host of every job.  A
+     * site that sets HWLOC_COMPONENTS chooses for itself. */
+    if (!xml && !getenv("HWLOC_COMPONENTS"))
+        hwloc_topology_set_components(t->hw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "gl");
+#endif
     if (xml && hwloc_topology_set_xmlbuffer(t->hw, buf, (int)len + 1) < 0) {
         hwloc_topology_destroy(t->hw);
         free(buf);
