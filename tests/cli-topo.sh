@@ -97,6 +97,11 @@ done
 run "$GPURUN" topo --topology "$FIXTURES/malformed/root-no-complete-sets.xml"
 contains "$TMP/err" "root-no-complete-sets.xml:4: a Machine object without complete_cpuset" \
     "the refusal names the line and the attribute"
+# A NIC's OS devices without names: gpurun died of SIGSEGV naming the NIC.
+sh "$FIXTURES/malformed/generate.sh" "$FIXTURES/2s-4gpu-2nic.xml" "$TMP/mangled-2nic"
+run "$GPURUN" plan --topology "$TMP/mangled-2nic/osdev-without-name.xml" --json
+expect_rc 2 "plan refuses a NIC whose OS devices have no name"
+contains "$TMP/err" "osdev-without-name.xml:54: an OSDev object without a name" "... naming the line"
 # The same manglings of every real export, made here: each refused with exit 2.
 if [ -d "$SHARED_TOPOLOGIES" ]; then
     for src in "$SHARED_TOPOLOGIES"/*.xml; do

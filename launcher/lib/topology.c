@@ -856,7 +856,13 @@ static int xml_check_object(struct xml_check *c, xmlNodePtr n, enum xml_kind par
                               set_attrs[i]);
                 goto out;
             }
-        rc = xml_check_children(c, n, kind, type, parent, depth);
+        /* hwloc names every OS device it writes; gpurun names NICs and
+         * GPUs' runtimes by them. */
+        char *name = type == HWLOC_OBJ_OS_DEVICE ? xml_attr(n, "name") : NULL;
+        bool unnamed = type == HWLOC_OBJ_OS_DEVICE && (!name || !*name);
+        xmlFree(name);
+        rc = unnamed ? xml_fail(c, n, "an OSDev object without a name")
+                     : xml_check_children(c, n, kind, type, parent, depth);
         goto out;
     }
     if (xml_check_cpu_sets(c, n, tname, &s, present, parent, parent_type) < 0 ||
