@@ -4,7 +4,10 @@
 # and its regression inputs (tests/fuzz/regressions/TARGET, every crash found
 # so far: none may crash again), then fuzzes for FUZZ_SECONDS (3) from the
 # seeds.  A crash, leak, timeout or memory blow-up fails the target, with
-# the reproducer named.  bench/fuzz.sh runs them for longer.
+# the reproducer named and kept in tests/fuzz-artifacts/TARGET/ (beside the test
+# log).  The fuzzing here starts from a fixed seed (FUZZ_SEED, 1; 0: libFuzzer
+# picks one), so that one tree gives one verdict: finding new crashes is
+# bench/fuzz.sh's work, with random seeds and for longer.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 if [ -n "${FUZZ_SKIP:-}" ]; then
@@ -13,6 +16,8 @@ if [ -n "${FUZZ_SKIP:-}" ]; then
     exit
 fi
 seconds=${FUZZ_SECONDS:-3}
+seed=${FUZZ_SEED:-1}
+artifacts=$PWD/tests/fuzz-artifacts
 verdict() { # TARGET DESCRIPTION: after run
     if [ "$rc" -eq 0 ]; then
         ok 0 "$2"
@@ -39,13 +44,14 @@ for t in ${FUZZ_TARGETS:-job set template site batch topo fom record}; do
         run "$prog" $opts "$r"
         verdict "$t" "$t: regression input $(basename "$r") runs clean"
     done
-    mkdir -p "$TMP/corpus-$t" "$TMP/artifacts-$t"
-    run "$prog" -max_total_time="$seconds" $opts -print_final_stats=1 \
-        -artifact_prefix="$TMP/artifacts-$t/" "$TMP/corpus-$t" "$TMP/seeds-$t"
+    rm -rf "$artifacts/$t"
+    mkdir -p "$TMP/corpus-$t" "$artifacts/$t"
+    run "$prog" -seed="$seed" -max_total_time="$seconds" $opts -print_final_stats=1 \
+        -artifact_prefix="$artifacts/$t/" "$TMP/corpus-$t" "$TMP/seeds-$t"
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$TMP/err")
     if [ -z "$execs" ] && [ "$rc" -eq 0 ]; then rc=1; fi # it never got to fuzz
-    verdict "$t" "$t: fuzzed ${seconds}s clean (${execs:-no} inputs)"
-    for a in "$TMP/artifacts-$t"/*; do
+    verdict "$t" "$t: fuzzed ${seconds}s from seed $seed clean (${execs:-no} inputs)"
+    for a in "$artifacts/$t"/*; do
         [ -f "$a" ] && diag "$t: reproducer $(basename "$a"), its first bytes:" && od -c "$a" | head -4 | sed 's/^/#   /'
     done
 done
