@@ -409,7 +409,10 @@ id=$(sed -n 's/.*Submitted batch job \([0-9][0-9]*\).*/\1/p' "$TMP/out" | head -
 [ -n "$id" ] && wait_job "$id" 120
 ok $? "... the job ran and ended"
 [ -n "$id" ] && [ -s "$R/sub2/slurm-$id.out" ] && grep -q "sub2: ok in" "$R/sub2/slurm-$id.out"
-ok $? "... its Slurm output is in the results folder and says ok"
+st=$?
+ok $st "... its Slurm output is in the results folder and says ok"
+# What the job said, to tell gpurun's failures from Open MPI's (see 5. below).
+[ "$st" -ne 0 ] && [ -n "$id" ] && tail -n 30 "$R/sub2/slurm-$id.out" 2>/dev/null | sed 's/^/#   slurm: /'
 d=$(run_dir sub2)
 [ -n "$d" ] && check_hello "$d" 2 2 srun "submit, 2 nodes"
 
