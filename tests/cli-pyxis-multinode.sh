@@ -134,4 +134,25 @@ ok $? "... naming h2 and why it cannot run its ranks"
 grep '^gpurun:' "$W/pyxnogpu.out" | grep -v warning | head -3 | sed 's/^/#   /'
 [ ! -s "$P/pyxis.log" ]
 ok $? "... before any rank started (no task was given the image)"
+
+# Ranks sharing a GPU (both hosts with 4 GPUs, from their topologies; mps =
+# auto): no CUDA MPS daemon is started by h2's planning step (it would end
+# with that step), and h2's plan and the record say so.
+mkdir -p "$W/gpus"
+cp "$top_srcdir/tests/fixtures/2s-4gpu-2nic.xml" "$W/gpus/topo-h1.xml"
+cp "$top_srcdir/tests/fixtures/2s-4gpu-2nic.xml" "$W/gpus/topo-h2.xml"
+sed -e 's/^gpus_per_rank = 0/gpus_per_rank = 1\nranks_per_gpu = 2/' -e 's/^ranks_per_node = 1/ranks_per_node = 2/' \
+    -e 's/^job = "pyx"/job = "pyxmps"/' "$W/pyx.conf" >"$W/pyxmps.conf"
+sed -e "s|^\"|export GPURUN_TOPOLOGY='$W/gpus/topo-%h.xml'\n\"|" -e 's|pyx\.conf|pyxmps.conf|; s|pyx\.out|pyxmps.out|' \
+    -e 's|ntasks-per-node=1|ntasks-per-node=2|' "$W/pyx.sh" >"$W/pyxmps.sh"
+id=$(sbatch --parsable "$W/pyxmps.sh" | cut -d';' -f1)
+n=0
+while squeue -h -j "$id" 2>/dev/null | grep -q . && [ $n -lt 900 ]; do sleep 0.2; n=$((n + 1)); done
+d=$(ls -d "$W"/results/pyxmps/*/ 2>/dev/null | tail -1 | sed 's:/$::')
+contains "$W/pyxmps.out" "gpurun-exit=0" "ranks sharing a GPU on 2 hosts under pyxis: gpurun exits 0"
+[ -n "$d" ] && jq -e '.host_plans.h2.mps | .started == false and .active == false and (.note | test("pyxis"))' \
+    "$d/record.json" >/dev/null && jq -e '.mps.hosts.h2.note | test("pyxis")' "$d/record.json" >/dev/null
+ok $? "... h2's planning step started no CUDA MPS daemon, and its plan and the record say why"
+[ -n "$d" ] && jq -r '.mps.hosts.h2.note' "$d/record.json" | sed 's/^/#   /'
+[ -n "$d" ] || sed 's/^/#   /' "$W/pyxmps.out" | head -10
 done_testing
