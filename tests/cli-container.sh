@@ -353,6 +353,19 @@ expect_rc 0 "pyxis under srun: dry run"
 contains "$TMP/out" "--export=ALL '--container-image=nvcr.io#hpc/gromacs:2023.2' '--container-mounts=$pmounts' '--container-workdir=$rd' " "... srun gets the image, gpurun-rank's folder read-only, the run and job folders, and the working folder"
 grep -q "^srun .*--container-workdir=[^ ]* [^ ]*/gpurun-rank --gpurun [^ ]* --version [^ ]* --run-dir [^ ]* -- $TMP/job/probe\$" "$TMP/out"
 ok $? "... and then the rank step, with no per-rank runtime between it and the program"
+SLURM_JOB_ID=4242 PATH=$TMP/pbin:$PATH run "$GPURUN" run "$TMP/job/pyx.conf" --dry-run --set launcher=srun --set nodes=2
+expect_rc 0 "pyxis on 2 nodes: dry run"
+grep '^srun ' "$TMP/out" | cut -d' ' -f1-3 >"$TMP/sruns"
+printf 'srun --mpi=none --nodes=2\nsrun --mpi=pmix --nodes=2\n' | cmp -s - "$TMP/sruns"
+ok $? "... two srun lines: the planning step, then the container step"
+grep -q "^srun --mpi=none --nodes=2 --ntasks=2 --ntasks-per-node=1 .*/gpurun rank --plan-only --run-dir '$rd'\$" "$TMP/out" &&
+    ! grep '^srun --mpi=none' "$TMP/out" | grep -q container-image
+ok $? "... the planning step: one full gpurun rank --plan-only per node, outside the image"
+grep -q '^srun --mpi=pmix --nodes=2 --ntasks=4 .*--container-image=' "$TMP/out"
+ok $? "... the container step: all 4 ranks in the image"
+SLURM_JOB_ID=4242 PATH=$TMP/pbin:$PATH run "$GPURUN" run "$TMP/job/pyx.conf" --dry-run --set launcher=srun
+! grep -q -- '--plan-only' "$TMP/out"
+ok $? "pyxis on 1 node: no planning step (gpurun plans its own host)"
 SLURM_JOB_ID=4242 PATH=$TMP/pbin:$PATH run "$GPURUN" run "$TMP/job/pyx.conf" --dry-run --set container.runtime=auto
 contains "$TMP/out" "container: pyxis, the first runtime found (auto: inside Slurm allocation 4242, srun takes --container-image)" "runtime auto inside an allocation where srun takes --container-image: pyxis"
 PATH=$TMP/pbin:$PATH run "$GPURUN" run "$TMP/job/pyx.conf" --dry-run --set launcher=local

@@ -4,13 +4,19 @@
  * --container-mounts and --container-workdir, so that the real srun takes
  * them, and records per task what it was given (one line per task, one
  * write, in the file of its argument out=PATH).  It enters no image: the
- * task runs on the host, in the working folder it was given. */
+ * task runs on the host, in the working folder it was given.  With the
+ * argument hide=PATH (tests/cli-pyxis-multinode.sh) the file PATH is not
+ * there for a task that was given an image, as full gpurun is not in a
+ * real image: the task gets a mount namespace of its own with /dev/null
+ * bound over PATH. */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <unistd.h>
 
 #include <slurm/spank.h>
@@ -37,12 +43,20 @@ struct spank_option spank_options[] = {
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
-    const char *out = NULL;
-    for (int i = 0; i < ac; i++)
+    const char *out = NULL, *hide = NULL;
+    for (int i = 0; i < ac; i++) {
         if (!strncmp(av[i], "out=", 4))
             out = av[i] + 4;
+        if (!strncmp(av[i], "hide=", 5))
+            hide = av[i] + 5;
+    }
     if (!out || !given[0])
         return 0;
+    if (hide && (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+                 mount("/dev/null", hide, NULL, MS_BIND, NULL) < 0)) {
+        slurm_error("fake pyxis: cannot hide %s from the task", hide);
+        return -1;
+    }
     uint32_t task = 0;
     if (spank_get_item(sp, S_TASK_GLOBAL_ID, &task) != ESPANK_SUCCESS)
         return -1;

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* gpurun rank --run-dir DIR -- PROGRAM ARGS: the per-rank step every
- * launcher starts (internal; see rank.h). */
+ * launcher starts; gpurun rank --plan-only --run-dir DIR: plan this host
+ * only (pyxis: outside the image, before the container step).  Both
+ * internal; see rank.h. */
 #include "config.h"
 
 #include <string.h>
@@ -10,6 +12,8 @@
 
 int cmd_rank(int argc, char **argv, gpurun_error_t *err)
 {
+    if (argc == 4 && !strcmp(argv[1], "--plan-only") && !strcmp(argv[2], "--run-dir"))
+        return gpurun_rank_plan_only(argv[3], err) < 0 ? err->code : 0;
     if (argc < 5 || strcmp(argv[1], "--run-dir") || strcmp(argv[3], "--")) {
         gpurun_err(err, GPURUN_EXIT_CONFIG, "rank: usage: gpurun rank --run-dir DIR -- PROGRAM [ARGS...] "
                                             "(started by gpurun run, not by hand)");

@@ -766,11 +766,22 @@ static int plan_handoff(int fd, const char *host, gpurun_error_t *err)
  * is written (the plan says where the ranks find it): the daemon's guard
  * quits it after the host's last rank, so the planner lets go of it. */
 static int host_plan_mps(int dfd, const char *run_dir, const char *host, const gpurun_plan_t *p, json_t *gj,
-                         json_t *plan, gpurun_error_t *err)
+                         json_t *plan, bool plan_only, gpurun_error_t *err)
 {
     if (!gpurun_mps_wanted(p))
         return 0;
     enum gpurun_mps_mode mode = gpurun_mps_mode_from_name(json_string_value(json_object_get(gj, "mps")));
+    if (plan_only && mode != GPURUN_MPS_OFF) {
+        /* A planning step of its own (pyxis): Slurm ends a step's processes
+         * with it, so a daemon started here would be gone before the ranks
+         * come.  None is started; the record says so. */
+        json_object_set_new(plan, "mps",
+                            json_pack("{s:s, s:b, s:b, s:b, s:s}", "mode", gpurun_mps_mode_name(mode), "active", 0,
+                                      "started", 0, "user_daemon", 0, "note",
+                                      "no CUDA MPS daemon on this host: under pyxis it is planned by a step of its "
+                                      "own, and a daemon started there would end with that step"));
+        return 0;
+    }
     struct gpurun_mps m;
     if (gpurun_mps_start(&m, mode, dfd, run_dir, host, p->nranks, err) < 0) {
         char *why = gpurun_xasprintf("%s", err->text);
@@ -786,7 +797,7 @@ static int host_plan_mps(int dfd, const char *run_dir, const char *host, const g
 
 /* Make plan.HOST.json when nobody has yet. */
 static int host_plan_make(int dfd, const char *run_dir, const char *host, const char *name, const char *shown,
-                          mode_t fmode, gpurun_error_t *err)
+                          mode_t fmode, bool plan_only, gpurun_error_t *err)
 {
     char *lock = host_file(host, "plan", "lock");
     int fd = plan_lock(dfd, lock, fmode);
@@ -803,6 +814,7 @@ static int host_plan_make(int dfd, const char *run_dir, const char *host, const 
         rc = plan_handoff(fd, host, err);
     (void)run_dir;
     (void)shown;
+    (void)plan_only;
 #else
     json_t *plan = NULL;
     gpurun_topo_t *topo = NULL;
@@ -832,7 +844,7 @@ static int host_plan_make(int dfd, const char *run_dir, const char *host, const 
                                  &genv, &probe, &gdr, err) == 0) {
                 plan = gpurun_plan_json(p);
                 json_object_set_new(plan, "gpudirect", gdr); /* this host's decision, for the record */
-                rc = host_plan_mps(dfd, run_dir, host, p, gj, plan, err);
+                rc = host_plan_mps(dfd, run_dir, host, p, gj, plan, plan_only, err);
                 if (rc == 0)
                     rc = gpurun_write_host_plan_at(dfd, name, shown, plan, fmode, err);
                 json_decref(plan);
@@ -867,7 +879,7 @@ json_t *gpurun_host_plan_entry(int dfd, const char *run_dir, const char *host, i
     char *shown = gpurun_xasprintf("%s/%s", run_dir, name);
     json_t *entry = NULL;
     if (faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0 ||
-        host_plan_make(dfd, run_dir, host, name, shown, fmode, err) == 0) {
+        host_plan_make(dfd, run_dir, host, name, shown, fmode, false, err) == 0) {
         int fd = gpurun_open_own_at(dfd, name, shown, err);
         if (fd >= 0) {
             gpurun_error_clear(err);
@@ -881,6 +893,38 @@ json_t *gpurun_host_plan_entry(int dfd, const char *run_dir, const char *host, i
     free(shown);
     return entry;
 }
+
+#ifndef GPURUN_RANK_LEAN
+int gpurun_rank_plan_only(const char *run_dir, gpurun_error_t *err)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    char host[256] = "";
+    const char *host_env = getenv(GPURUN_ENV_HOST); /* a test launcher playing many hosts on one */
+    snprintf(host, sizeof host, "%s", host_env && *host_env ? host_env : "");
+    if (!host[0])
+        gethostname(host, sizeof host - 1);
+    mode_t fmode = 0600;
+    int dfd = gpurun_open_run_dir(run_dir, &fmode, err);
+    if (dfd < 0) {
+        char *why = gpurun_xasprintf("%s", err->text);
+        gpurun_err(err, err->code, "host %s cannot run its ranks: %s", host, why);
+        free(why);
+        return -1;
+    }
+    char *name = gpurun_host_plan_name(host);
+    char *shown = gpurun_xasprintf("%s/%s", run_dir, name);
+    /* The host gpurun planned itself already has its plan: nothing to do. */
+    int rc = faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0
+                 ? 0
+                 : host_plan_make(dfd, run_dir, host, name, shown, fmode, true, err);
+    if (rc == 0 && faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW) != 0)
+        rc = gpurun_err(err, GPURUN_EXIT_ENV, "host %s cannot run its ranks: %s was not written", host, shown);
+    free(name);
+    free(shown);
+    close(dfd);
+    return rc;
+}
+#endif
 
 static volatile sig_atomic_t child_pid;
 

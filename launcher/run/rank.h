@@ -63,6 +63,11 @@ int gpurun_rank_inside(int fd, char *const *app_argv);
  * that plans a host nobody planned yet (gpurun-rank, built from this file
  * without the planner, execs it); NULL in gpurun itself, which plans. */
 int gpurun_rank_step(const char *run_dir, char *const *app_argv, const char *planner, gpurun_error_t *err);
+/* gpurun rank --plan-only --run-dir DIR: plan this host (plan.HOST.json,
+ * as a rank step's hand-off would) and start nothing; no CUDA MPS daemon
+ * (it would end with this step).  Under pyxis gpurun runs it on every host
+ * outside the image before the container step.  0, or -1 with err. */
+int gpurun_rank_plan_only(const char *run_dir, gpurun_error_t *err);
 
 /* gpurun-rank, the rank step without the rest of gpurun (no hwloc, no
  * SQLite, ...: its start-up is most of a rank's cost), for the gpurun at

@@ -929,6 +929,66 @@ static int supervise_ranks(struct run_ctx *c, struct run_attempt *a, bool tty, g
     return lrc < 0 ? stop_with(a, err->code) : 0;
 }
 
+/* pyxis on more than one node: the rank steps run in the image, where
+ * full gpurun (hwloc and its libraries) is not, so they cannot plan a host
+ * gpurun did not.  One step first, one task per node outside the image,
+ * plans every other host (gpurun rank --plan-only: one topology discovery
+ * per host, as the hand-off would); the container step then finds each
+ * host's plan. */
+static bool pyxis_plans_hosts(const struct run_ctx *c)
+{
+    return c->ctr && !strcmp(c->ctr->runtime, "pyxis") && c->plan->req.nodes > 1;
+}
+
+static char **pyxis_plan_argv(const struct run_ctx *c, const char *self, const char *run_dir)
+{
+    char **a = gpurun_argv_new();
+    gpurun_argv_add(&a, "srun");
+    gpurun_argv_add(&a, "--mpi=none");
+    gpurun_argv_addf(&a, "--nodes=%d", c->plan->req.nodes);
+    gpurun_argv_addf(&a, "--ntasks=%d", c->plan->req.nodes);
+    gpurun_argv_add(&a, "--ntasks-per-node=1");
+    gpurun_argv_add(&a, "--cpu-bind=none");
+    gpurun_argv_add(&a, "--kill-on-bad-exit=1");
+    gpurun_argv_add(&a, "--export=ALL");
+    gpurun_argv_add(&a, self);
+    gpurun_argv_add(&a, "rank");
+    gpurun_argv_add(&a, "--plan-only");
+    gpurun_argv_add(&a, "--run-dir");
+    gpurun_argv_add(&a, run_dir);
+    return a;
+}
+
+/* Runs the planning step, its output in plan-step.log: 0, or -1
+ * (stop_with) with what it said (the host that cannot run its ranks). */
+static int pyxis_plan_hosts(struct run_ctx *c, struct run_attempt *a, const char *self, gpurun_error_t *err)
+{
+    char *log = gpurun_xasprintf("%s/plan-step.log", a->run_dir);
+    int fd = openat(a->dfd, "plan-step.log", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, a->fmode);
+    if (fd < 0) {
+        gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot create: %s", log, strerror(errno));
+        free(log);
+        return stop_with(a, GPURUN_EXIT_ENV);
+    }
+    char **argv = pyxis_plan_argv(c, self, a->run_dir);
+    int code = gpurun_run_step(argv, a->run_dir, fd, err);
+    gpurun_free_words(argv);
+    if (code > 0) {
+        char said[4096];
+        off_t end = lseek(fd, 0, SEEK_END);
+        off_t from = end > (off_t)sizeof said - 1 ? end - (off_t)sizeof said + 1 : 0;
+        ssize_t n = end > 0 ? pread(fd, said, (size_t)(end - from), from) : 0;
+        said[n > 0 ? n : 0] = '\0';
+        gpurun_err(err, GPURUN_EXIT_ENV,
+                   "pyxis: the step that plans each host outside the image (srun, one gpurun rank --plan-only per "
+                   "node) failed with exit status %d: no rank was started; run folder %s; it said (%s):\n%s",
+                   code, a->run_dir, log, said[0] ? said : "(nothing)");
+    }
+    close(fd);
+    free(log);
+    return code != 0 ? stop_with(a, err->code) : 0;
+}
+
 /* The launcher's commands for the ranks, then the ranks run (through
  * supervise_ranks): 0, or -1 (stop_with). */
 static int launch_ranks(struct run_ctx *c, struct run_attempt *a, gpurun_error_t *err)
@@ -949,6 +1009,8 @@ static int launch_ranks(struct run_ctx *c, struct run_attempt *a, gpurun_error_t
     setenv(GPURUN_ENV_OUTPUT, c->job->output == GPURUN_OUTPUT_PER_RANK ? "per-rank" : "per-host", 1);
     bool tty = isatty(STDOUT_FILENO) && !c->opts->quiet;
     setenv(GPURUN_ENV_RELAY, tty ? "1" : "0", 1);
+    if (pyxis_plans_hosts(c) && pyxis_plan_hosts(c, a, self, err) < 0)
+        return -1;
     char *export_env[16];
     export_names(export_env);
     char **pyxis = gpurun_container_launcher_options(c->ctr, a->run_dir, c->job_dir);
@@ -1323,7 +1385,7 @@ out:
 }
 
 static void dry_run(struct run_ctx *c, char *const *app, const struct gpurun_launch_cmds *cmds,
-                    const struct gpurun_kvlist *env)
+                    char *const *plan_step, const struct gpurun_kvlist *env)
 {
     printf("# gpurun dry run of job %s: nothing is started\n", c->job->name);
     printf("# launcher: %s\n", c->launcher_why);
@@ -1380,6 +1442,12 @@ static void dry_run(struct run_ctx *c, char *const *app, const struct gpurun_lau
         printf("# program: ");
     }
     print_quoted(stdout, app);
+    if (plan_step) {
+        printf("# pyxis on %d nodes: first a step outside the image plans each host gpurun does not (one task per "
+               "node; no CUDA MPS daemon there), then the container step:\n",
+               c->plan->req.nodes);
+        print_quoted(stdout, plan_step);
+    }
     for (int i = 0; i < cmds->count; i++) {
         for (char **e = cmds->env[i]; e && *e; e++)
             printf("%s ", *e);
@@ -1455,10 +1523,14 @@ static int dry_run_config(struct run_ctx *c, gpurun_error_t *err)
     struct gpurun_kvlist env = {0};
     if (job_env(c, &names, false, &env, err) < 0)
         rc = err->code;
-    else if (c->launcher->commands(&lr, &cmds, err) == 0)
-        dry_run(c, app, &cmds, &env);
-    else
+    else if (c->launcher->commands(&lr, &cmds, err) == 0) {
+        char **plan_step = pyxis_plans_hosts(c) ? pyxis_plan_argv(c, self, rd) : NULL;
+        dry_run(c, app, &cmds, plan_step, &env);
+        if (plan_step)
+            gpurun_free_words(plan_step);
+    } else {
         rc = err->code;
+    }
     gpurun_kvlist_clear(&env);
     if (launched)
         gpurun_free_words(launched);

@@ -29,6 +29,7 @@
 #   GPURUN_NETNS_SLURMD_TIMEOUT   SlurmdTimeout: seconds before a silent
 #                                 host is marked DOWN            [30]
 #   GPURUN_NETNS_UP_TIMEOUT       seconds to wait for all hosts to be idle [60]
+#   GPURUN_SLURM_PLUGSTACK        a plugstack.conf whose lines the cluster's gets
 set -u
 
 DIR=${GPURUN_NETNS_DIR:-/srv/gpurun-netns}
@@ -356,6 +357,10 @@ SlurmdLogFile=$DIR/log/slurmd-%n.log
 TmpFS=/tmp
 EOF
         conf_common
+        # A test's SPANK plugins (tests/cli-pyxis-multinode.sh: a fake pyxis).
+        if [ -n "${GPURUN_SLURM_PLUGSTACK:-}" ]; then
+            cat "$GPURUN_SLURM_PLUGSTACK" >"$DIR/plugstack.conf"
+        fi
         for h in $HOSTS; do
             echo "NodeName=$h NodeAddr=$(addr_of "$h") $hw State=UNKNOWN"
         done
