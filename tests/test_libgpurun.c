@@ -256,6 +256,12 @@ struct planner {
     const char *xml;
     char *doc;
     int rc;
+    /* Loading forks a trial import.  Under GCC 12's ASan a child forked
+     * while another thread held the sanitizer allocator's lock (in malloc,
+     * or starting a thread) hangs, so the threads start and load before
+     * any of them plans: all created (started), then each loads (the
+     * library loads one at a time), then all plan at once. */
+    pthread_barrier_t *started, *loaded;
 };
 
 static void *plan_thread(void *arg)
@@ -265,7 +271,11 @@ static void *plan_thread(void *arg)
     gpurun_topology_t *t = NULL;
     gpurun_plan_request_t *r = NULL;
     gpurun_placement_t *p = NULL;
+    if (w->started)
+        pthread_barrier_wait(w->started);
     w->rc = gpurun_topology_load(w->xml, 0, &t, &err);
+    if (w->loaded)
+        pthread_barrier_wait(w->loaded);
     if (!w->rc)
         w->rc = gpurun_plan_request_create(&r, &err);
     if (!w->rc)
@@ -284,20 +294,28 @@ static void thread_checks(const char *top)
 {
     char xml[4096];
     snprintf(xml, sizeof xml, "%s/tests/fixtures/2s-4gpu-2nic.xml", top);
-    struct planner alone = {xml, NULL, 0}, w[4];
+    struct planner alone = {xml, NULL, 0, NULL, NULL}, w[4];
     plan_thread(&alone);
     pthread_t th[4];
+    pthread_barrier_t started, loaded;
+    pthread_barrier_init(&started, NULL, 5); /* the 4 threads and this one */
+    pthread_barrier_init(&loaded, NULL, 4);
     for (int i = 0; i < 4; i++) {
         w[i] = alone;
         w[i].doc = NULL;
+        w[i].started = &started;
+        w[i].loaded = &loaded;
         pthread_create(&th[i], NULL, plan_thread, &w[i]);
     }
+    pthread_barrier_wait(&started);
     int same = alone.rc == 0 && alone.doc;
     for (int i = 0; i < 4; i++) {
         pthread_join(th[i], NULL);
         same = same && w[i].rc == 0 && w[i].doc && !strcmp(w[i].doc, alone.doc);
         free(w[i].doc);
     }
+    pthread_barrier_destroy(&started);
+    pthread_barrier_destroy(&loaded);
     ok(same, "4 threads with handles of their own plan what one thread plans");
     free(alone.doc);
 }
