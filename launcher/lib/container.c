@@ -256,12 +256,16 @@ static bool inside(const char *path, const char *folder)
     return !strncmp(path, folder, n) && (path[n] == '\0' || path[n] == '/' || (n == 1 && folder[0] == '/'));
 }
 
-/* The first line of `argv`'s standard output, or NULL (it failed). */
-static char *first_line_of(char *const *argv)
+/* Runs `argv` (stdin and stderr /dev/null) and reads at most `cap` bytes of
+ * its standard output into `buf` (NUL-terminated): the bytes read, or -1
+ * when it could not be started; *status is how it ended. */
+static ssize_t read_output(char *const *argv, char *buf, size_t cap, int *status)
 {
     int fds[2];
+    *status = 1;
+    buf[0] = '\0';
     if (pipe2(fds, O_CLOEXEC) < 0)
-        return NULL;
+        return -1;
     pid_t pid = fork();
     if (pid == 0) {
         int null = open("/dev/null", O_RDWR);
@@ -274,61 +278,41 @@ static char *first_line_of(char *const *argv)
         _exit(127);
     }
     close(fds[1]);
-    char buf[512];
     size_t got = 0;
     ssize_t r;
-    while (pid > 0 && (r = read(fds[0], buf + got, sizeof buf - 1 - got)) != 0) {
+    while (pid > 0 && got < cap && (r = read(fds[0], buf + got, cap - got)) != 0) {
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
             break;
         got += (size_t)r;
-        if (got == sizeof buf - 1)
-            break;
     }
     close(fds[0]);
-    int status = 1;
-    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    while (pid > 0 && waitpid(pid, status, 0) < 0 && errno == EINTR)
         ;
     buf[got] = '\0';
+    return pid > 0 ? (ssize_t)got : -1;
+}
+
+/* The first line of `argv`'s standard output, or NULL (it failed). */
+static char *first_line_of(char *const *argv)
+{
+    char buf[512];
+    int status;
+    if (read_output(argv, buf, sizeof buf - 1, &status) < 0)
+        return NULL;
     buf[strcspn(buf, "\n")] = '\0';
-    return pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0 && buf[0] ? gpurun_xstrdup(buf) : NULL;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 && buf[0] ? gpurun_xstrdup(buf) : NULL;
 }
 
 /* Whether what `argv` writes on its standard output mentions `needle`
  * (srun --help and --container-image: pyxis is loaded). */
 static bool output_mentions(char *const *argv, const char *needle)
 {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) < 0)
-        return false;
-    pid_t pid = fork();
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDWR);
-        dup2(fds[1], STDOUT_FILENO);
-        if (null >= 0) {
-            dup2(null, STDIN_FILENO);
-            dup2(null, STDERR_FILENO);
-        }
-        execvp(argv[0], argv);
-        _exit(127);
-    }
-    close(fds[1]);
-    size_t cap = 65536, got = 0;
+    size_t cap = 65536;
     char *buf = gpurun_xcalloc(cap + 1, 1);
-    ssize_t n;
-    while (pid > 0 && got < cap && (n = read(fds[0], buf + got, cap - got)) != 0) {
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            break;
-        got += (size_t)n;
-    }
-    close(fds[0]);
-    int status = 1;
-    while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    bool found = pid > 0 && strstr(buf, needle) != NULL;
+    int status;
+    bool found = read_output(argv, buf, cap, &status) >= 0 && strstr(buf, needle) != NULL;
     free(buf);
     return found;
 }
