@@ -11,14 +11,7 @@
 # that step the second host's first rank step could not plan its host.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
-SPANK_H=
-for d in /usr/include /usr/local/include; do
-    [ -f "$d/slurm/spank.h" ] && SPANK_H=$d/slurm/spank.h
-done
-if [ -z "$SPANK_H" ]; then
-    echo "1..0 # SKIP no slurm/spank.h to build the fake pyxis plugin (Debian: libslurm-dev)"
-    exit 0
-fi
+need_spank_h # SPANK_H, to build the fake pyxis plugin
 for b in cc jq sbatch squeue; do
     if ! command -v "$b" >/dev/null 2>&1; then
         echo "1..0 # SKIP no $b"

@@ -11,14 +11,7 @@
 # a real pyxis and enroot do inside is not checked here.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
-SPANK_H=
-for d in /usr/include /usr/local/include; do
-    [ -f "$d/slurm/spank.h" ] && SPANK_H=$d/slurm/spank.h
-done
-if [ -z "$SPANK_H" ]; then
-    echo "1..0 # SKIP no slurm/spank.h to build the fake pyxis plugin (Debian: libslurm-dev)"
-    exit 0
-fi
+need_spank_h # SPANK_H, to build the fake pyxis plugin
 for tool in cc jq srun sbatch squeue; do
     if ! command -v $tool >/dev/null 2>&1; then
         echo "1..0 # SKIP $tool not found"
@@ -43,17 +36,7 @@ export GPURUN_SLURM_PLUGSTACK="$TMP/plugstack.conf"
 echo "required $TMP/fake_pyxis.so out=$TMP/pyxis.log" >"$GPURUN_SLURM_PLUGSTACK"
 cluster=$top_srcdir/tests/cluster/slurm-single.sh
 trap '"$cluster" down >/dev/null 2>&1; rm -rf "$TMP"' EXIT INT TERM
-rc=0
-"$cluster" up >"$TMP/exports" 2>"$TMP/up.err" || rc=$?
-if [ "$rc" -eq 77 ]; then
-    echo "1..0 # SKIP no Slurm test cluster: $(tail -1 "$TMP/up.err")"
-    exit 0
-fi
-if [ "$rc" -ne 0 ]; then
-    echo "Bail out! the Slurm test cluster did not come up: $(tail -3 "$TMP/up.err")"
-    exit 1
-fi
-. "$TMP/exports"
+cluster_up "$cluster" "Slurm test cluster"
 
 srun --help >"$TMP/help" 2>&1
 contains "$TMP/help" "--container-image" "the real srun lists the fake pyxis's --container-image"

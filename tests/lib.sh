@@ -96,6 +96,19 @@ print(" ".join(str(x.getsockname()[1]) for x in s))' "$1" 2>/dev/null ||
         awk -v n="$1" -v p=$$ 'BEGIN { for (i = 0; i < n; i++) printf "%d ", 20000 + p % 4000 * 8 + i }'
 }
 
+# need_spank_h: SPANK_H, Slurm's spank.h, or the whole test skipped saying
+# why (a test that builds a SPANK plugin of its own).
+need_spank_h() {
+    SPANK_H=
+    for _sh_d in /usr/include /usr/local/include; do
+        [ -f "$_sh_d/slurm/spank.h" ] && SPANK_H=$_sh_d/slurm/spank.h
+    done
+    if [ -z "$SPANK_H" ]; then
+        echo "1..0 # SKIP no slurm/spank.h to build the fake pyxis plugin (Debian: libslurm-dev)"
+        exit 0
+    fi
+}
+
 # cluster_up SCRIPT WHAT: brings up a test cluster (SCRIPT up, a script of
 # tests/cluster/) and sources the exports it prints.  A missing
 # prerequisite (exit 77) skips the whole test, saying why; a cluster that
