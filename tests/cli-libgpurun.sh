@@ -110,6 +110,45 @@ same_plan "cpu-only-2numa, 4 ranks, SMT" --topology "$F/cpu-only-2numa.xml" --ra
 same_plan "amd-partitioned, defaults" --topology "$F/amd-partitioned.xml"
 same_plan "this node, one rank without GPUs" --ranks-per-node 1 --gpus-per-rank 0
 
+# The trial import of a file runs the installed gpurun-topocheck (found from
+# the library's own folder: here a DESTDIR, an installation moved as a
+# whole), never a fork of the caller: a pthread_atfork child handler that
+# exits would fail the load.
+cat >"$TMP/app/nofork.c" <<'C'
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <gpurun.h>
+static void child_exits(void) { _exit(99); }
+int main(int argc, char **argv)
+{
+    gpurun_error_t err;
+    gpurun_topology_t *t;
+    (void)argc;
+    pthread_atfork(NULL, NULL, child_exits);
+    if (gpurun_topology_load(argv[1], 0, &t, &err)) {
+        fprintf(stderr, "%s\n", err.text);
+        return err.code;
+    }
+    gpurun_topology_destroy(t);
+    return 0;
+}
+C
+# shellcheck disable=SC2046,SC2086
+$CC -Wall -Wextra -Werror -o nofork nofork.c $(pkg-config --cflags --libs gpurun) -lpthread
+topocheck=$(find "$DEST" -path '*/libexec/gpurun/gpurun-topocheck' -type f | head -1)
+[ -n "$topocheck" ] && [ -x "$topocheck" ]
+ok $? "installed: gpurun-topocheck in PREFIX/libexec/gpurun (${topocheck#"$DEST"})"
+run ./nofork "$F/2s-4gpu-2nic.xml"
+expect_rc 0 "a topology file loads in a caller whose fork handlers would fail it: the trial import is not a fork"
+if [ -n "$topocheck" ]; then
+    mv "$topocheck" "$topocheck.away"
+    run ./nofork "$F/2s-4gpu-2nic.xml"
+    expect_rc 2 "... and without gpurun-topocheck the library forks (and this caller's handler fails it)"
+    contains "$TMP/err" "exit 99" "... naming the child's exit"
+    mv "$topocheck.away" "$topocheck"
+fi
+
 # One rank's binding and environment, as the plan has them.
 run ./plan --topology "$F/2s-4gpu-2nic.xml" --rank 2
 expect_rc 0 "plan --rank 2"

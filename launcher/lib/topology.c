@@ -3,6 +3,7 @@
  * NICs in it, found by what the PCI tree says rather than by names. */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -12,6 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -978,21 +982,127 @@ static int topo_xml_check(const char *file, const char *buf, size_t len, gpurun_
 }
 
 /* A safety net for what the checks above miss: hwloc imports the file once
- * in a child process first, so that a crash there becomes exit 2 here.  The
- * child only loads and exits, while this process runs the checks; its
- * stderr is dropped (the real import prints hwloc's warnings once). */
+ * in another process first, so that a crash there becomes exit 2 here.  That
+ * process only loads and exits, while this one runs the checks; its stderr
+ * is dropped (the real import prints hwloc's warnings once).  It is a fresh
+ * program, gpurun-topocheck (topocheck_main.c), not a fork of this process:
+ * a fork of a threaded caller of libgpurun inherits the locks its other
+ * threads hold (the allocator's, libxml2's) and can hang on them.  Only
+ * where that program is not installed does the child fork. */
 struct trial_import {
     pid_t pid;
     struct sigaction old_chld;
 };
 
-static int trial_import_start(const char *file, hwloc_topology_t hw, struct trial_import *ti, gpurun_error_t *err)
+static int executable(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+/* gpurun-topocheck: beside the program or library that holds this code, or
+ * in its prefix's libexec (an installation moved as a whole), else where it
+ * was installed.  In a build tree libtool keeps the shared library in
+ * lib/.libs/, the program in launcher/. */
+static char topocheck_path[PATH_MAX];
+static pthread_once_t topocheck_once = PTHREAD_ONCE_INIT;
+
+static void topocheck_find(void)
+{
+    char dir[PATH_MAX] = "";
+    Dl_info info;
+    if (dladdr((void *)topocheck_find, &info) && info.dli_fname && strchr(info.dli_fname, '/')) {
+        char *real = realpath(info.dli_fname, NULL);
+        if (real) {
+            *strrchr(real, '/') = '\0';
+            snprintf(dir, sizeof dir, "%s", real);
+            free(real);
+        }
+    }
+    size_t dl = strlen(dir);
+    bool libtool_tree = dl > 6 && !strcmp(dir + dl - 6, "/.libs");
+    const char *cand[] = {"/gpurun-topocheck", "/../libexec/gpurun/gpurun-topocheck",
+                          "/../../libexec/gpurun/gpurun-topocheck",
+                          libtool_tree ? "/../../launcher/gpurun-topocheck" : NULL};
+    for (size_t i = 0; dl && i < sizeof cand / sizeof cand[0] && cand[i]; i++) {
+        char path[PATH_MAX];
+        if (snprintf(path, sizeof path, "%s%s", dir, cand[i]) < (int)sizeof path && executable(path) &&
+            realpath(path, topocheck_path))
+            return;
+    }
+#ifdef GPURUN_PKGLIBEXECDIR /* (not in the fuzz harnesses' builds) */
+    if (executable(GPURUN_PKGLIBEXECDIR "/gpurun-topocheck"))
+        snprintf(topocheck_path, sizeof topocheck_path, "%s", GPURUN_PKGLIBEXECDIR "/gpurun-topocheck");
+#endif
+}
+
+static const char *topocheck_program(void)
+{
+    pthread_once(&topocheck_once, topocheck_find);
+    return topocheck_path[0] ? topocheck_path : NULL;
+}
+
+/* The XML, on gpurun-topocheck's standard input: an unlinked file of its
+ * own, so that it reads what this process checks, whatever the path names
+ * by then. */
+static int trial_spawn(const char *program, const char *file, const char *buf, size_t len, pid_t *pid,
+                       gpurun_error_t *err)
+{
+    int fd = memfd_create("gpurun-topology", MFD_CLOEXEC);
+    if (fd < 0)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot make a copy to import: %s", file, strerror(errno));
+    for (size_t done = 0; done < len;) {
+        ssize_t n = write(fd, buf + done, len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            int e = n < 0 ? errno : ENOSPC;
+            close(fd);
+            return gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot make a copy to import: %s", file, strerror(e));
+        }
+        done += (size_t)n;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawnattr_init(&attr);
+    posix_spawn_file_actions_adddup2(&fa, fd, STDIN_FILENO);
+    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    /* Whatever this process blocks or ignores, the check starts clean. */
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    char *argv[] = {(char *)"gpurun-topocheck", (char *)file, NULL};
+    int rc = posix_spawn(pid, program, &fa, &attr, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    close(fd);
+    if (rc != 0)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot run %s to import the topology: %s", file, program,
+                          strerror(rc));
+    return 0;
+}
+
+static int trial_import_start(const char *file, hwloc_topology_t hw, const char *buf, size_t len,
+                              struct trial_import *ti, gpurun_error_t *err)
 {
     /* A SIGCHLD ignored by whoever started gpurun would reap the child
      * before waitpid could see how it ended. */
     struct sigaction dfl = {.sa_handler = SIG_DFL};
     sigemptyset(&dfl.sa_mask);
     sigaction(SIGCHLD, &dfl, &ti->old_chld);
+    const char *program = topocheck_program();
+    if (program) {
+        if (trial_spawn(program, file, buf, len, &ti->pid, err) < 0) {
+            sigaction(SIGCHLD, &ti->old_chld, NULL);
+            return -1;
+        }
+        return 0;
+    }
     fflush(NULL);
     ti->pid = fork();
     if (ti->pid < 0) {
@@ -1098,7 +1208,7 @@ static int topo_load_one(const char *xml, gpurun_topo_t **topop, gpurun_error_t 
     /* The trial import and the checks run side by side; a file the checks
      * refuse never reaches the real import. */
     struct trial_import ti;
-    if (xml && (trial_import_start(xml, t->hw, &ti, err) < 0 ||
+    if (xml && (trial_import_start(xml, t->hw, buf, len, &ti, err) < 0 ||
                 trial_import_finish(xml, &ti, topo_xml_check(xml, buf, len, err) < 0, err) < 0)) {
         hwloc_topology_destroy(t->hw);
         free(buf);
