@@ -663,32 +663,19 @@ static int read_record(gpurun_results_t *r, const char *rel, char **textp, size_
         close(fd);
         return INDEX_REFUSED;
     }
-    size_t cap = (size_t)sb.st_size + 1, len = 0;
-    char *text = gpurun_xmalloc(cap + 1);
-    for (;;) {
-        if (len == cap) { /* it grew while being read */
-            if (cap >= RECORD_MAX)
-                break;
-            cap *= 2;
-            text = gpurun_xrealloc(text, cap + 1);
-        }
-        ssize_t n = read(fd, text + len, cap - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            snprintf(why, whylen, "cannot read: %s", strerror(errno));
-            close(fd);
-            free(text);
-            return INDEX_SKIPPED;
-        }
-        if (n == 0)
-            break;
-        len += (size_t)n;
-    }
+    gpurun_error_t rerr;
+    int rc = gpurun_read_fd(fd, rel, "record", RECORD_MAX, textp, lenp, &rerr);
     close(fd);
-    text[len] = '\0';
-    *textp = text;
-    *lenp = len;
+    if (rc < 0) {
+        /* The caller names the record: its reason only. */
+        size_t rl = strlen(rel);
+        const char *reason = !strncmp(rerr.text, rel, rl) && !strncmp(rerr.text + rl, ": ", 2) ? rerr.text + rl + 2
+                                                                                                 : rerr.text;
+        size_t n = strnlen(reason, whylen - 1);
+        memcpy(why, reason, n);
+        why[n] = '\0';
+        return INDEX_SKIPPED;
+    }
     return INDEX_OK;
 }
 
