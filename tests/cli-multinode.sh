@@ -60,6 +60,11 @@ unset GPURUN_TOPOLOGY SLURM_JOB_ID SLURM_JOBID SLURM_NODELIST SLURM_JOB_NODELIST
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Up to 3 busy-polling ranks share this machine's cores: let them yield.
 export OMPI_MCA_mpi_yield_when_idle=1
+# The Open MPI ranks' PMIx clients keep the job's data in the hash store,
+# not the shared-memory one (gds ds21), whose clients segfault now and then
+# (openpmix/openpmix#1114; the usual workaround).  A suspect of the SIGSEGVs
+# under srun that hello.sh (below) stands in for, not a proven cause.
+export PMIX_MCA_gds=hash
 export GPURUN_KILL_GRACE=2
 W=$GPURUN_NETNS_SCRATCH
 R=$W/results
