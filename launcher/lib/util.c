@@ -301,6 +301,15 @@ char *gpurun_terminal_text(const char *in)
 /* Roughly the nodes of glibc's parse tree (several hundred bytes each). */
 #define REGEX_NODES_MAX 100000
 #define REGEX_DEPTH_MAX 200
+/* regcomp's epsilon closures: a run of parts that can each match nothing
+ * ("a?a?a?...", "(a?b?){3000}") gives every node a closure over the rest
+ * of the run, so memory grows with the run's square (6,000 "a?": 280 MB;
+ * "(a?b?){3000}": 1.4 GB).  Measured, 3,000 copies stay under 20 MB. */
+#define REGEX_NULLABLE_RUN_MAX 3000
+
+struct re_cost {
+    size_t worst_run; /* nodes in the longest run of parts that can match nothing */
+};
 
 static size_t re_add(size_t a, size_t b)
 {
@@ -312,14 +321,15 @@ static size_t re_mul(size_t a, size_t b)
     return a && b > (REGEX_NODES_MAX + 1) / a ? REGEX_NODES_MAX + 1 : a * b;
 }
 
-static size_t re_seq(const char **p, int depth);
+static size_t re_seq(const char **p, int depth, bool *nullable, struct re_cost *c);
 
-static size_t re_atom(const char **p, int depth)
+static size_t re_atom(const char **p, int depth, bool *nullable, struct re_cost *c)
 {
     const char *s = *p;
+    *nullable = false;
     if (*s == '(') {
         *p = s + 1;
-        size_t n = depth >= REGEX_DEPTH_MAX ? REGEX_NODES_MAX + 1 : re_seq(p, depth + 1);
+        size_t n = depth >= REGEX_DEPTH_MAX ? REGEX_NODES_MAX + 1 : re_seq(p, depth + 1, nullable, c);
         if (**p == ')')
             (*p)++;
         return re_add(n, 1);
@@ -345,12 +355,15 @@ static size_t re_atom(const char **p, int depth)
         *p = *s ? s + 1 : s;
         return 1;
     }
+    /* anchors match an empty string */
+    *nullable = *s == '^' || *s == '$' || (*s == '\\' && s[1] && strchr("bB<>`'", s[1]));
     *p = s + (*s == '\\' && s[1] ? 2 : 1);
     return 1;
 }
 
-/* `{m}`, `{m,}`, `{m,n}` at *p: how many copies regcomp makes (0: not one). */
-static size_t re_interval(const char **p)
+/* `{m}`, `{m,}`, `{m,n}` at *p: how many copies regcomp makes (0: not one);
+ * *none: m is 0 (the repeat may match nothing). */
+static size_t re_interval(const char **p, bool *none)
 {
     const char *s = *p + 1;
     size_t m = 0, n = 0;
@@ -365,34 +378,54 @@ static size_t re_interval(const char **p)
     if (!digits || *s != '}')
         return 0;
     *p = s + 1;
+    *none = m == 0;
     return (comma && n > m ? n : m) + 1;
 }
 
-static size_t re_seq(const char **p, int depth)
+/* The nodes of a sequence of alternatives up to ')' or the end; *nullable:
+ * it can match an empty string. */
+static size_t re_seq(const char **p, int depth, bool *nullable, struct re_cost *c)
 {
-    size_t total = 0;
+    size_t total = 0, run = 0;
+    bool alt_nullable = true;
+    *nullable = false;
     while (**p && **p != ')' && total <= REGEX_NODES_MAX) {
         if (**p == '|') {
             (*p)++;
+            *nullable = *nullable || alt_nullable;
+            alt_nullable = true;
+            run = 0;
             continue;
         }
-        size_t item = re_atom(p, depth);
+        bool null;
+        size_t item = re_atom(p, depth, &null, c);
         for (;;) {
             size_t k;
+            bool none;
             if (**p == '*' || **p == '?') {
                 item = re_add(item, 1);
+                null = true;
                 (*p)++;
             } else if (**p == '+') {
-                item = re_mul(item, 2);
+                /* A + on what can match nothing: each copy's closure takes
+                 * in the next ones, so the cost quadruples ("a?++++++++++++":
+                 * 5 s and 900 MB), not doubles. */
+                item = re_mul(item, null ? 4 : 2);
                 (*p)++;
-            } else if (**p == '{' && (k = re_interval(p)) > 0) {
+            } else if (**p == '{' && (k = re_interval(p, &none)) > 0) {
                 item = re_mul(item, 4 * k); /* each optional copy takes a few nodes more */
+                null = null || none;
             } else {
                 break;
             }
         }
         total = re_add(total, item);
+        alt_nullable = alt_nullable && null;
+        run = null ? re_add(run, item) : 0;
+        if (run > c->worst_run)
+            c->worst_run = run;
     }
+    *nullable = *nullable || alt_nullable;
     return total;
 }
 
@@ -400,12 +433,18 @@ const char *gpurun_regex_cost_problem(const char *re)
 {
     size_t total = 0;
     const char *p = re;
+    struct re_cost c = {0};
     while (*p && total <= REGEX_NODES_MAX) {
-        total = re_add(total, re_seq(&p, 0));
+        bool nullable;
+        total = re_add(total, re_seq(&p, 0, &nullable, &c));
         if (*p == ')')
             p++;
     }
-    return total > REGEX_NODES_MAX ? "too costly to compile: its repetitions (a + or an interval {m,n} on a "
-                                     "repeated or nested part) multiply its size past 100000 copies"
-                                   : NULL;
+    if (total > REGEX_NODES_MAX)
+        return "too costly to compile: its repetitions (a + or an interval {m,n} on a repeated or nested part) "
+               "multiply its size past 100000 copies";
+    if (c.worst_run > REGEX_NULLABLE_RUN_MAX)
+        return "too costly to compile: a run of parts that can each match nothing (a?, a*, a{0,n} and their "
+               "repeats) more than 3000 copies long";
+    return NULL;
 }
