@@ -363,19 +363,19 @@ static void test_sanity_forms(void)
 /* glibc's regcomp() copies a part once per `+` or interval repeat: stacked
  * or nested repetitions take gigabytes (fuzz-template found one).  A `+`
  * on what can match nothing costs more again (its epsilon closures), and
- * so does a long run of such parts (fuzz-template found that in stop 19:
- * "]+?+++++++++++++++", 300 s and 2 GB in regcomp). */
+ * so does a long run of such parts, and a * on one (fuzz-template found
+ * these in stop 19: "]+?+++++++++++++++", 300 s and 2 GB in regcomp). */
 static void test_regex_cost(void)
 {
     const char *fine[] = {"^Performance: ([-+0-9.eE]+) ns/day,", "^W[RC][0-9]{2}[LCR][0-9][LCR][0-9]", "[]+]+x",
                           "([0-9]{1,3}\\.){3}[0-9]{1,3}", "a{1,255}", "a++++++++++++++++",
-                          "^ *(-?[0-9.]+)? +(x?y?z?)+ *$", "a?++++", "(a?){10}+", "a?{255}"};
+                          "^ *(-?[0-9.]+)? +(x?y?z?)+ *$", "a?++++", "(a?){10}+", "a?{255}", "(x*)*y", "a***"};
     for (size_t i = 0; i < sizeof fine / sizeof *fine; i++)
         ok(!gpurun_regex_cost_problem(fine[i]), "regex '%s' is fine", fine[i]);
     const char *costly[] = {"a+++++++++++++++++++++", "((((((((((((((((((a+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+",
                             "(a{1,255}){1,255}", "a?++++++++++", "]+?+++++++++++++++", "(a|)+++++++++",
                             "(a*b*)+++++++++", "x{0,3}+++++++++", "(^a)?+++++++++",
-                            "a?{5000}", "(a?b?){3000}"};
+                            "a?{5000}", "(a?b?){3000}", "^D****************************************x"};
     for (size_t i = 0; i < sizeof costly / sizeof *costly; i++)
         ok(gpurun_regex_cost_problem(costly[i]) != NULL, "regex '%s' is refused", costly[i]);
     /* 1,400 "a?" in a row: fine; 2,000: refused (closures of 4,000 nodes) */

@@ -403,6 +403,10 @@ static size_t re_seq(const char **p, int depth, bool *nullable, struct re_cost *
             size_t k;
             bool none;
             if (**p == '*' || **p == '?') {
+                /* a* is (a+)?: on what can already match nothing, the same
+                 * closures as a + ("D" and 96 "*": 1.8 s, 90 MB) */
+                if (**p == '*' && null)
+                    item = re_mul(item, 4);
                 item = re_add(item, 1);
                 null = true;
                 (*p)++;
