@@ -994,12 +994,6 @@ struct trial_import {
     struct sigaction old_chld;
 };
 
-static int executable(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
-}
-
 /* gpurun-topocheck: beside the program or library that holds this code, or
  * in its prefix's libexec (an installation moved as a whole), else where it
  * was installed.  In a build tree libtool keeps the shared library in
@@ -1026,12 +1020,12 @@ static void topocheck_find(void)
                           libtool_tree ? "/../../launcher/gpurun-topocheck" : NULL};
     for (size_t i = 0; dl && i < sizeof cand / sizeof cand[0] && cand[i]; i++) {
         char path[PATH_MAX];
-        if (snprintf(path, sizeof path, "%s%s", dir, cand[i]) < (int)sizeof path && executable(path) &&
+        if (snprintf(path, sizeof path, "%s%s", dir, cand[i]) < (int)sizeof path && gpurun_executable_file(path) &&
             realpath(path, topocheck_path))
             return;
     }
 #ifdef GPURUN_PKGLIBEXECDIR /* (not in the fuzz harnesses' builds) */
-    if (executable(GPURUN_PKGLIBEXECDIR "/gpurun-topocheck"))
+    if (gpurun_executable_file(GPURUN_PKGLIBEXECDIR "/gpurun-topocheck"))
         snprintf(topocheck_path, sizeof topocheck_path, "%s", GPURUN_PKGLIBEXECDIR "/gpurun-topocheck");
 #endif
 }
@@ -1051,16 +1045,10 @@ static int trial_spawn(const char *program, const char *file, const char *buf, s
     int fd = memfd_create("gpurun-topology", MFD_CLOEXEC);
     if (fd < 0)
         return gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot make a copy to import: %s", file, strerror(errno));
-    for (size_t done = 0; done < len;) {
-        ssize_t n = write(fd, buf + done, len - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            int e = n < 0 ? errno : ENOSPC;
-            close(fd);
-            return gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot make a copy to import: %s", file, strerror(e));
-        }
-        done += (size_t)n;
+    if (gpurun_write_all(fd, buf, len) < 0) {
+        int e = errno;
+        close(fd);
+        return gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot make a copy to import: %s", file, strerror(e));
     }
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;

@@ -95,6 +95,12 @@ int gpurun_write_all(int fd, const void *data, size_t len)
     return 0;
 }
 
+bool gpurun_executable_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
 void *gpurun_xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);

@@ -3,6 +3,7 @@
 #define GPURUN_UTIL_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "error.h"
@@ -21,6 +22,8 @@ int gpurun_read_fd(int fd, const char *path, const char *what, size_t max, char 
 /* Write all of data to fd, again after EINTR and short writes: 0, or -1
  * with errno set. */
 int gpurun_write_all(int fd, const void *data, size_t len);
+/* `path` is a regular file this process may execute. */
+bool gpurun_executable_file(const char *path);
 
 /* Allocation that never returns NULL: on exhaustion the program aborts,
  * since no caller could report anything useful either. */

@@ -175,8 +175,6 @@ void gpurun_launch_cmds_one(struct gpurun_launch_cmds *out, char **argv)
     out->env[0] = gpurun_argv_new();
 }
 
-static int executable_file(const char *path);
-
 const char *gpurun_rank_program(const char *gpurun_path)
 {
     static char *found, *found_for;
@@ -199,7 +197,7 @@ const char *gpurun_rank_program(const char *gpurun_path)
 #endif
                     NULL};
     for (size_t i = 0; cand[i]; i++) {
-        if (!found && executable_file(cand[i]))
+        if (!found && gpurun_executable_file(cand[i]))
             found = realpath(cand[i], NULL);
         free(cand[i]);
     }
@@ -233,12 +231,6 @@ void gpurun_argv_add_rank_step(char ***argv, const struct gpurun_launch_request 
         gpurun_argv_add(argv, *a);
 }
 
-static int executable_file(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
-}
-
 /* `path` made absolute against the current folder, as it is now: the
  * program found is the one that runs, whatever folder it is started in. */
 static char *absolute(const char *path)
@@ -259,7 +251,7 @@ char *gpurun_which(const char *prog)
     if (!*prog)
         return NULL;
     if (strchr(prog, '/'))
-        return executable_file(prog) ? absolute(prog) : NULL;
+        return gpurun_executable_file(prog) ? absolute(prog) : NULL;
     const char *path = getenv("PATH");
     char *dirs = gpurun_xstrdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
     char *found = NULL;
@@ -271,7 +263,7 @@ char *gpurun_which(const char *prog)
         if (colon)
             *colon = '\0';
         char *c = gpurun_xasprintf("%s/%s", *d ? d : ".", prog);
-        if (executable_file(c))
+        if (gpurun_executable_file(c))
             found = absolute(c);
         free(c);
     }
