@@ -16,7 +16,7 @@ set -eu
 : "${FUZZ_CC:?}" "${SRCDIR:?}" "${OUT:?}" "${FUZZ_TARGETS:?}"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 # The -D strings as the library's Makefile.am gives them (no blank in them).
-DEFS="-DGPURUN_PKGDATADIR=\"${PKGDATADIR:?}\" -DGPURUN_PKGLIBDIR=\"${PKGLIBDIR:?}\"
+DEFS="-DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION -DGPURUN_PKGDATADIR=\"${PKGDATADIR:?}\" -DGPURUN_PKGLIBDIR=\"${PKGLIBDIR:?}\"
       -DGPURUN_SOURCE_TEMPLATES=\"$SRCDIR/templates\""
 CFLAGS="-std=c11 -D_GNU_SOURCE -g -O1 $SAN -fsanitize=fuzzer-no-link $DEFS ${FUZZ_CPPFLAGS:-} ${FUZZ_CFLAGS:-}"
 mkdir -p "$OUT/obj"

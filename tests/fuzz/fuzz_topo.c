@@ -5,6 +5,7 @@
 
 #include "fuzz.h"
 
+#include <hwloc.h>
 #include <stdlib.h>
 
 #include "plan.h"
@@ -12,6 +13,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    /* hwloc loads its plugins when its first topology is made and unloads
+     * them when its last is destroyed: one kept for good spares every input
+     * a dlopen of each plugin and its X11 and OpenCL libraries. */
+    static hwloc_topology_t keep_plugins_loaded;
+    if (!keep_plugins_loaded && hwloc_topology_init(&keep_plugins_loaded) < 0)
+        abort();
     const char *path = fuzz_file("topo.xml", data, size);
     gpurun_topo_t *topo = NULL;
     gpurun_error_t err;
