@@ -646,6 +646,39 @@ static bool is_element(xmlNodePtr n, const char *name)
     return n->type == XML_ELEMENT_NODE && !strcmp((const char *)n->name, name);
 }
 
+/* hwloc's importer gives up on a file (and leaks what it read so far) at an
+ * attribute it does not know on <info>, <page_type>, <userdata>, and the
+ * children of <distances2>: only those of `allowed` (NULL-ended) may be there. */
+static int xml_only_attrs(struct xml_check *c, xmlNodePtr n, const char *const *allowed)
+{
+    for (xmlAttrPtr a = n->properties; a; a = a->next) {
+        size_t i = 0;
+        while (allowed[i] && strcmp((const char *)a->name, allowed[i]))
+            i++;
+        if (!allowed[i])
+            return xml_fail(c, n, "<%s> with an attribute %.40s that hwloc does not know", (const char *)n->name,
+                            (const char *)a->name);
+    }
+    return 0;
+}
+
+/* The element's text as hwloc reads it: its first child, if that is text;
+ * hwloc refuses the file unless it is exactly `length` bytes long. */
+static const char *xml_text(xmlNodePtr n)
+{
+    return n->children && n->children->type == XML_TEXT_NODE && n->children->content
+               ? (const char *)n->children->content
+               : "";
+}
+
+static int xml_check_length(struct xml_check *c, xmlNodePtr n, unsigned long long length)
+{
+    if (strlen(xml_text(n)) != length)
+        return xml_fail(c, n, "<%s> whose text is not the %llu characters its length says",
+                        (const char *)n->name, length);
+    return 0;
+}
+
 struct xml_sets {
     hwloc_bitmap_t cpuset, complete_cpuset, nodeset, complete_nodeset;
 };
@@ -653,43 +686,140 @@ struct xml_sets {
 static int xml_check_object(struct xml_check *c, xmlNodePtr n, enum xml_kind parent_kind,
                             hwloc_obj_type_t parent_type, const struct xml_sets *parent, int depth);
 
-/* The numbers hwloc sizes arrays from: a distance matrix of nbobjs x nbobjs. */
+/* How many numbers hwloc reads from a distance matrix's <indexes> or
+ * <u64values> text: each strtoull's, while one blank separates them. */
+static unsigned long long xml_count_numbers(const char *s, bool hetero)
+{
+    unsigned long long k = 0;
+    for (;;) {
+        if (hetero) { /* "Type:index" */
+            const char *colon = strchr(s, ':');
+            if (!*s || !colon)
+                return k;
+            s = colon + 1;
+        }
+        char *end;
+        strtoull(s, &end, 0);
+        if (end == s)
+            return k;
+        k++;
+        if (*end != ' ')
+            return k;
+        s = end + 1;
+    }
+}
+
+/* The numbers hwloc sizes arrays from: a distance matrix of nbobjs x nbobjs;
+ * and a 2.x matrix (distances2) as its importer wants it, or it gives up on
+ * the file. */
 static int xml_check_distances(struct xml_check *c, xmlNodePtr n)
 {
     unsigned long long nb;
     bool present;
+    const char *tag = (const char *)n->name;
     if (xml_uint(c, n, "nbobjs", ULLONG_MAX, &nb, &present) < 0)
         return -1;
     if (!present)
-        return xml_fail(c, n, "%s without nbobjs", (const char *)n->name);
+        return xml_fail(c, n, "%s without nbobjs", tag);
     if (nb > GPURUN_TOPO_MAX_DISTANCE_OBJS)
-        return xml_fail(c, n, "%s between %llu objects: gpurun accepts at most %d", (const char *)n->name, nb,
+        return xml_fail(c, n, "%s between %llu objects: gpurun accepts at most %d", tag, nb,
                         GPURUN_TOPO_MAX_DISTANCE_OBJS);
-    return 0;
+    if (is_element(n, "distances"))
+        return 0; /* hwloc 1.x: read leniently */
+    bool hetero = is_element(n, "distances2hetero");
+    char *type = xml_attr(n, "type"), *indexing = xml_attr(n, "indexing");
+    hwloc_obj_type_t t;
+    unsigned long long kind;
+    bool has_kind;
+    int rc = xml_uint(c, n, "kind", ULLONG_MAX, &kind, &has_kind);
+    if (rc == 0 && (nb == 0 || !has_kind || kind == 0 || (!hetero && (!indexing || !type))))
+        rc = xml_fail(c, n, "%s without nbobjs, kind%s", tag, hetero ? "" : ", indexing or type");
+    else if (rc == 0 && type && hwloc_type_sscanf(type, &t, NULL, 0) < 0)
+        rc = xml_fail(c, n, "%s of an unknown object type \"%.40s\"", tag, type);
+    xmlFree(type);
+    xmlFree(indexing);
+    unsigned long long nindexes = 0, nvalues = 0;
+    for (xmlNodePtr ch = n->children; ch && rc == 0; ch = ch->next) {
+        if (ch->type != XML_ELEMENT_NODE)
+            continue;
+        if (is_element(ch, "info")) {
+            rc = xml_only_attrs(c, ch, (const char *const[]){"name", "value", NULL});
+            continue;
+        }
+        bool idx = is_element(ch, "indexes");
+        if (!idx && !is_element(ch, "u64values")) {
+            rc = xml_fail(c, ch, "<%.40s> inside %s", (const char *)ch->name, tag);
+            break;
+        }
+        unsigned long long length;
+        bool has_length;
+        if (!ch->properties || strcmp((const char *)ch->properties->name, "length") || ch->properties->next)
+            rc = xml_fail(c, ch, "<%s> whose only attribute is not length", (const char *)ch->name);
+        else if ((rc = xml_uint(c, ch, "length", INT_MAX, &length, &has_length)) == 0)
+            rc = xml_check_length(c, ch, length);
+        if (rc == 0 && (idx ? nindexes >= nb : nvalues >= nb * nb))
+            rc = xml_fail(c, ch, "%s with more %s than its %llu objects have", tag, idx ? "indexes" : "values",
+                          nb);
+        if (rc == 0) {
+            unsigned long long k = xml_count_numbers(xml_text(ch), hetero && idx);
+            if (idx)
+                nindexes += k < nb - nindexes ? k : nb - nindexes;
+            else
+                nvalues += k < nb * nb - nvalues ? k : nb * nb - nvalues;
+        }
+    }
+    if (rc == 0 && (nindexes != nb || nvalues != nb * nb))
+        rc = xml_fail(c, n, "%s of %llu objects with %llu indexes and %llu values (it needs %llu and %llu)", tag,
+                      nb, nindexes, nvalues, nb, nb * nb);
+    return rc;
 }
 
 static int xml_check_children(struct xml_check *c, xmlNodePtr n, enum xml_kind kind, hwloc_obj_type_t type,
                               const struct xml_sets *sets, int depth)
 {
+    bool after_object = false;
     for (xmlNodePtr ch = n->children; ch; ch = ch->next) {
         if (ch->type != XML_ELEMENT_NODE)
             continue;
         if (is_element(ch, "object")) {
+            after_object = true;
             if (xml_check_object(c, ch, kind, type, sets, depth + 1) < 0)
                 return -1;
-        } else if (is_element(ch, "info")) {
+            continue;
+        }
+        /* hwloc reads an object's own elements before its children, and
+         * gives up on one that comes after them. */
+        if (after_object)
+            return xml_fail(c, ch, "<%.40s> after a child object (hwloc exports write them first)",
+                            (const char *)ch->name);
+        if (is_element(ch, "info")) {
             char *name = xml_attr(ch, "name"), *value = xml_attr(ch, "value");
             bool good = name && value;
             xmlFree(name);
             xmlFree(value);
             if (!good)
                 return xml_fail(c, ch, "an info without both name and value");
+            if (xml_only_attrs(c, ch, (const char *const[]){"name", "value", NULL}) < 0)
+                return -1;
         } else if (is_element(ch, "distances")) { /* hwloc 1.x puts them inside objects */
             if (xml_check_distances(c, ch) < 0)
                 return -1;
-        } else if (is_element(ch, "page_type") || is_element(ch, "userdata")) {
-            /* hwloc reads their numbers with strtoull and checks userdata's
-             * length against its content itself. */
+        } else if (is_element(ch, "page_type")) {
+            if (depth > 0 && type != HWLOC_OBJ_NUMANODE)
+                return xml_fail(c, ch, "a page_type inside a %s (only NUMA nodes and the Machine have them)",
+                                hwloc_obj_type_string(type));
+            if (xml_only_attrs(c, ch, (const char *const[]){"size", "count", NULL}) < 0)
+                return -1;
+        } else if (is_element(ch, "userdata")) {
+            unsigned long long length = 0;
+            bool has_length;
+            char *encoding = xml_attr(ch, "encoding");
+            bool base64 = encoding && !strcmp(encoding, "base64");
+            xmlFree(encoding);
+            if (xml_only_attrs(c, ch, (const char *const[]){"length", "encoding", "name", NULL}) < 0 ||
+                xml_uint(c, ch, "length", INT_MAX / 2, &length, &has_length) < 0 ||
+                xml_check_length(c, ch, base64 ? 4 * ((length + 2) / 3) : length) < 0)
+                return -1;
         } else {
             return xml_fail(c, ch, "<%.40s> inside an object", (const char *)ch->name);
         }
@@ -721,13 +851,22 @@ static int xml_check_cache_level(struct xml_check *c, xmlNodePtr n, hwloc_obj_ty
 {
     if (type < HWLOC_OBJ_L1CACHE || type > HWLOC_OBJ_L3ICACHE)
         return 0;
-    unsigned long long level;
-    bool has_level;
-    int want = type <= HWLOC_OBJ_L5CACHE ? (int)(type - HWLOC_OBJ_L1CACHE) + 1 : (int)(type - HWLOC_OBJ_L1ICACHE) + 1;
-    if (xml_uint(c, n, "depth", 64, &level, &has_level) < 0)
+    unsigned long long level, ctype;
+    bool has_level, has_ctype;
+    bool icache = type >= HWLOC_OBJ_L1ICACHE;
+    int want = icache ? (int)(type - HWLOC_OBJ_L1ICACHE) + 1 : (int)(type - HWLOC_OBJ_L1CACHE) + 1;
+    if (xml_uint(c, n, "depth", 64, &level, &has_level) < 0 ||
+        xml_uint(c, n, "cache_type", ULLONG_MAX, &ctype, &has_ctype) < 0)
         return -1;
-    if (has_level && level != (unsigned long long)want)
+    /* hwloc drops the file when the level or the kind (cache_type 2:
+     * instructions) is not the type's; it ignores a kind past 2. */
+    if (!has_level)
+        return xml_fail(c, n, "an %s without its depth", tname);
+    if (level != (unsigned long long)want)
         return xml_fail(c, n, "an %s that says it is a level-%llu cache (depth=\"%llu\")", tname, level, level);
+    if (icache != (has_ctype && ctype == HWLOC_OBJ_CACHE_INSTRUCTION))
+        return xml_fail(c, n, "an %s whose cache_type says it is %s cache", tname,
+                        icache ? "not an instruction" : "an instruction");
     return 0;
 }
 
@@ -923,6 +1062,10 @@ static int xml_check_doc(struct xml_check *c, xmlDocPtr doc)
         return 0;
     if (doc->intSubset && doc->intSubset->entities)
         return xml_fail(c, top, "the document declares entities (hwloc exports never do)");
+    /* hwloc compares the DTD's system identifier without checking there is one. */
+    if (doc->intSubset && !doc->intSubset->SystemID)
+        return xml_fail(c, top, "a DOCTYPE without a system identifier (hwloc exports write <!DOCTYPE topology "
+                                "SYSTEM \"hwloc2.dtd\">)");
     xmlNodePtr first = NULL;
     for (xmlNodePtr n = top->children; n; n = n->next) {
         if (n->type != XML_ELEMENT_NODE)
@@ -942,6 +1085,8 @@ static int xml_check_doc(struct xml_check *c, xmlDocPtr doc)
     }
     if (!first)
         return xml_fail(c, top, "a topology without objects");
+    if (c->numa == 0)
+        return xml_fail(c, top, "a topology without a NUMANode object (hwloc refuses one)");
     if (c->ngp > 1) /* hwloc 1.x exports have no gp_index: no array at all */
         qsort(c->gp, c->ngp, sizeof *c->gp, ull_cmp);
     for (size_t i = 1; i < c->ngp; i++)
