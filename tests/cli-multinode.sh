@@ -487,9 +487,14 @@ restart_slurmd() {
 }
 # The slurmd of h2 dies while a 2-node job runs; the batch step (and gpurun
 # in it) is on h1.  Slurm declares h2 down after about 2 x SlurmdTimeout
-# and cancels the job; gpurun must say that h2 was lost.
+# and cancels the job; gpurun must say that h2 was lost.  The cancel's
+# SIGTERM reaches the batch shell too, and once that has died slurmstepd
+# kills the rest at once: without the trap the message was there only when
+# gpurun happened to finish first (a clean-clone CI run lost that race, under
+# ASan).  gpurun(1), supervision, says to exec gpurun or trap TERM.
 job slurmd-batch 2 2 auto "$HELLO --sleep 600"
-id=$(batch slurmd-batch 2 "\"$G\" run \"$W/slurmd-batch.conf\" --quiet; echo gpurun-exit=\$?")
+id=$(batch slurmd-batch 2 "trap 'echo batch-shell-got-sigterm' TERM
+\"$G\" run \"$W/slurmd-batch.conf\" --quiet; echo gpurun-exit=\$?")
 wait_ranks "$R/slurmd-batch/*" 4 60
 ok $? "slurmd killed, batch: all 4 ranks started"
 t0=$(now_ms)
