@@ -455,14 +455,6 @@ static int find_devices(gpurun_topo_t *t, const char *xml, gpurun_error_t *err)
 
 static int topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err);
 
-/* The major XML version an export says it is in (<topology version="3.0">),
- * 0 when it says none (hwloc 1.x wrote no version). */
-static int xml_major_version(const char *buf)
-{
-    const char *v = buf ? strstr(buf, "<topology version=\"") : NULL;
-    return v ? atoi(v + strlen("<topology version=\"")) : 0;
-}
-
 int gpurun_topo_load_xml(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err)
 {
     return topo_load(xml, topop, err);
@@ -1047,15 +1039,6 @@ static int xml_check_tail(struct xml_check *c, xmlNodePtr n)
     return 0;
 }
 
-static int newer_xml(const char *file, int major, gpurun_error_t *err)
-{
-    unsigned api = hwloc_get_api_version() >> 16;
-    return gpurun_err(err, GPURUN_EXIT_CONFIG,
-                      "%s: hwloc XML version %d, newer than the hwloc %u library gpurun uses can read; export the "
-                      "node again with hwloc %u's lstopo (lstopo --of xml FILE)",
-                      file, major, api, api);
-}
-
 static int xml_check_doc(struct xml_check *c, xmlDocPtr doc)
 {
     xmlNodePtr top = xmlDocGetRootElement(doc);
@@ -1068,8 +1051,12 @@ static int xml_check_doc(struct xml_check *c, xmlDocPtr doc)
     int major = version ? atoi(version) : 1;
     xmlFree(version);
     c->v1 = major < 2;
-    if (major > (int)(hwloc_get_api_version() >> 16))
-        return newer_xml(c->file, major, c->err);
+    unsigned api = hwloc_get_api_version() >> 16;
+    if (major > (int)api)
+        return gpurun_err(c->err, GPURUN_EXIT_CONFIG,
+                          "%s: hwloc XML version %d, newer than the hwloc %u library gpurun uses can read; export "
+                          "the node again with hwloc %u's lstopo (lstopo --of xml FILE)",
+                          c->file, major, api, api);
     if (doc->intSubset && doc->intSubset->entities)
         return xml_fail(c, top, "the document declares entities (hwloc exports never do)");
     /* hwloc compares the DTD's system identifier without checking there is one. */
@@ -1371,11 +1358,10 @@ static int topo_load_one(const char *xml, gpurun_topo_t **topop, gpurun_error_t 
     }
     if (hwloc_topology_load(t->hw) < 0) {
         hwloc_topology_destroy(t->hw);
-        int major = xml ? xml_major_version(buf) : 0;
         free(buf);
         free(t);
-        if (major > (int)(hwloc_get_api_version() >> 16))
-            return newer_xml(xml, major, err);
+        /* (An export newer than this hwloc never gets here: the check
+         * refused it.) */
         return gpurun_err(err, xml ? GPURUN_EXIT_CONFIG : GPURUN_EXIT_ENV,
                           xml ? "%s: hwloc could not load this topology" : "%s", xml ? xml
                               : "hwloc could not discover this node's topology");
