@@ -303,4 +303,23 @@ else
     skip "not root: no folder of another user to make"
 fi
 
+# ---- a job file copied from a web page or saved by a Windows editor --------
+# A UTF-8 byte-order mark and CRLF line ends are read; typographic quotes
+# and invisible spaces outside quotes are named, exit 2.
+printf '\357\273\277job = "pasted"\r\ncommand = "/bin/true"\r\nranks_per_node = 2\r\ngpus_per_rank = 1\r\n' \
+    >"$TMP/bom.conf"
+plan "$TMP/bom.conf"
+expect_rc 0 "a job file with a byte-order mark and CRLF line ends: planned"
+contains "$TMP/out" "Plan for" "... the plan is shown"
+printf 'command = \342\200\234/bin/true\342\200\235\nranks_per_node = 2\n' >"$TMP/quotes.conf"
+plan "$TMP/quotes.conf"
+expect_rc 2 "typographic quotes around the command: exit 2"
+contains "$TMP/err" "quotes.conf:1: key 'command': '“' (U+201C, a typographic quote) in an unquoted value" \
+    "... names the file, line, key and character"
+printf 'command = "/bin/true"\nranks_per_node\302\240= 2\n' >"$TMP/nbsp.conf"
+plan "$TMP/nbsp.conf"
+expect_rc 2 "a no-break space after a key: exit 2"
+contains "$TMP/err" "nbsp.conf:2: key 'ranks_per_node': a no-break space (U+00A0) in it, outside quotes" \
+    "... names the file, line, key and character"
+
 done_testing

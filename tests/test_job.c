@@ -155,6 +155,28 @@ static const struct bad bad[] = {
     {"section given a value", "params = \"a\"\n", 0,
      "job.conf:1: key 'params': a section, written params { ... }"},
     {"bad escape", "command = \"a\\8\"\n", 0, "job.conf:1: bad escape sequence '\\8'"},
+    /* pasted from a web page or a word processor */
+    {"typographic quotes around a value", "nodes = 1\ncommand = \xe2\x80\x9c./app\xe2\x80\x9d\n", 0,
+     "job.conf:2: key 'command': '\xe2\x80\x9c' (U+201C, a typographic quote) in an unquoted value: write the "
+     "value in plain double quotes \"...\""},
+    {"typographic single quotes", "params { a = \xe2\x80\x98x\xe2\x80\x99 }\n", 0,
+     "job.conf:1: key 'params.a': '\xe2\x80\x98' (U+2018, a typographic quote) in an unquoted value: write the "
+     "value in plain double quotes \"...\""},
+    {"typographic quotes around a key", "env {\n  \xe2\x80\x9c" "A\xe2\x80\x9d = \"1\"\n}\n", 0,
+     "job.conf:2: key 'A': '\xe2\x80\x9c' (U+201C, a typographic quote) in it, outside quotes: write the key "
+     "without quotes"},
+    {"no-break space between key and =", "nodes = 1\nrepeat\xc2\xa0= 2\n", 0,
+     "job.conf:2: key 'repeat': a no-break space (U+00A0) in it, outside quotes: an invisible character, as web "
+     "pages and word processors write them: retype the line with plain spaces"},
+    {"no-break space in a value", "nodes =\xc2\xa0" "2\n", 0,
+     "job.conf:1: key 'nodes': a no-break space (U+00A0) in an unquoted value: an invisible character, as web "
+     "pages and word processors write them: retype the line with plain spaces"},
+    {"zero-width space before a key", "nodes = 1\n\xe2\x80\x8brepeat = 2\n", 0,
+     "job.conf:2: key 'repeat': a zero-width space (U+200B) in it, outside quotes: an invisible character, as web "
+     "pages and word processors write them: retype the line with plain spaces"},
+    {"byte-order mark after the first line", "nodes = 1\n\xef\xbb\xbfrepeat = 2\n", 0,
+     "job.conf:2: key 'repeat': a byte-order mark (U+FEFF) in it, outside quotes: an invisible character, as web "
+     "pages and word processors write them: retype the line with plain spaces"},
     {"earliest error wins", "nodes = 1\nrepeat = 0\nnodes = 2\n", 0,
      "job.conf:2: key 'repeat': 0 is out of range (1 to 10000)"},
 };
@@ -472,6 +494,19 @@ static void test_names(void)
     job = parse_ok("nodes = 2\r\nrepeat = 3\r\n", "x.conf", "CRLF line ends");
     if (job) {
         ok(job->nodes == 2 && job->repeat == 3, "CRLF values");
+        gpurun_job_destroy(job);
+    }
+    /* Windows editors open a UTF-8 file with a byte-order mark. */
+    job = parse_ok("\xef\xbb\xbfjob = \"bom\"\r\nnodes = 2\r\n", "x.conf", "a UTF-8 byte-order mark first");
+    if (job) {
+        ok(!strcmp(job->name, "bom") && job->nodes == 2, "byte-order mark: the first key is read");
+        gpurun_job_destroy(job);
+    }
+    /* In quotes they are the value's own text. */
+    job = parse_ok("command = \"./app \xe2\x80\x9cq\xe2\x80\x9d \xc2\xa0x\"\n", "x.conf",
+                   "typographic quotes and a no-break space in double quotes");
+    if (job) {
+        is_str(job->command, "./app \xe2\x80\x9cq\xe2\x80\x9d \xc2\xa0x", "quoted: kept as written");
         gpurun_job_destroy(job);
     }
 }

@@ -504,6 +504,76 @@ static void scan_end(struct scanner *sc)
     }
 }
 
+/* What web pages and word processors put into text copied from them (a
+ * job file from a cluster's onboarding page): libconfuse would take each
+ * into an unquoted word, a key that then matches nothing or a value with
+ * the quotes in it. */
+static const struct {
+    const char *utf8, *what;
+    bool quote;
+} pasted[] = {
+    {"\xe2\x80\x9c", "'\xe2\x80\x9c' (U+201C, a typographic quote)", true},
+    {"\xe2\x80\x9d", "'\xe2\x80\x9d' (U+201D, a typographic quote)", true},
+    {"\xe2\x80\x9e", "'\xe2\x80\x9e' (U+201E, a typographic quote)", true},
+    {"\xe2\x80\x98", "'\xe2\x80\x98' (U+2018, a typographic quote)", true},
+    {"\xe2\x80\x99", "'\xe2\x80\x99' (U+2019, a typographic quote)", true},
+    {"\xc2\xa0", "a no-break space (U+00A0)", false},
+    {"\xe2\x80\xaf", "a narrow no-break space (U+202F)", false},
+    {"\xe2\x80\x8b", "a zero-width space (U+200B)", false},
+    {"\xe2\x80\x8c", "a zero-width non-joiner (U+200C)", false},
+    {"\xe2\x80\x8d", "a zero-width joiner (U+200D)", false},
+    {"\xe2\x81\xa0", "a word joiner (U+2060)", false},
+    {"\xef\xbb\xbf", "a byte-order mark (U+FEFF)", false},
+};
+
+/* The pasted character that starts at `p` (n bytes left), or -1. */
+static int pasted_at(const char *p, size_t n)
+{
+    if (n < 2 || !((unsigned char)*p & 0x80))
+        return -1;
+    for (size_t k = 0; k < sizeof pasted / sizeof *pasted; k++) {
+        size_t l = strlen(pasted[k].utf8);
+        if (l <= n && !memcmp(p, pasted[k].utf8, l))
+            return (int)k;
+    }
+    return -1;
+}
+
+/* The unquoted word at `from` as it reads, without what was pasted in. */
+static char *word_without_pasted(const struct scanner *sc, size_t from)
+{
+    char *w = gpurun_xmalloc(sc->len - from + 1);
+    size_t n = 0;
+    for (size_t i = from; i < sc->len && sc->in[i] && !strchr(" \t\r\n#\"'={}()+,*", sc->in[i]);) {
+        int k = pasted_at(sc->in + i, sc->len - i);
+        if (k >= 0)
+            i += strlen(pasted[k].utf8);
+        else
+            w[n++] = sc->in[i++];
+    }
+    w[n] = '\0';
+    return w;
+}
+
+static void note_pasted(struct scanner *sc, int k, size_t from, int line)
+{
+    struct gpurun_conf_shown a;
+    bool value = sc->state == G_VALUE || sc->state == G_LIST_VALUE;
+    const char *fix = !pasted[k].quote ? "an invisible character, as web pages and word processors write them: "
+                                         "retype the line with plain spaces"
+                      : value          ? "write the value in plain double quotes \"...\""
+                                       : "write the key without quotes";
+    if (value) {
+        gpurun_conf_note(sc->ctx, line, GPURUN_CONF_MISREAD, "key '%s': %s in an unquoted value: %s",
+                         gpurun_conf_shown(&a, sc->ctx->recs[sc->rec].name), pasted[k].what, fix);
+        return;
+    }
+    char *word = word_without_pasted(sc, from);
+    gpurun_conf_note(sc->ctx, line, GPURUN_CONF_MISREAD, "key '%s': %s in it, outside quotes: %s",
+                     gpurun_conf_shown(&a, word), pasted[k].what, fix);
+    free(word);
+}
+
 /* An unquoted word: up to a character libconfuse's word rule excludes; '/'
  * belongs to it ("http://host/x"), except where it opens a comment. */
 static void scan_word(struct scanner *sc)
@@ -512,10 +582,16 @@ static void scan_word(struct scanner *sc)
     const char *text = sc->in;
     size_t from = sc->i, out_from = sc->olen;
     int line = sc->line;
+    bool noted = false;
     while (sc->i < sc->len) {
         char c = text[sc->i];
         if (c != '\0' && strchr(" \t\r\n#\"'={}()+,*", c))
             break;
+        int k = noted ? -1 : pasted_at(text + sc->i, sc->len - sc->i);
+        if (k >= 0) {
+            note_pasted(sc, k, from, line);
+            noted = true;
+        }
         if (c == '/' && peek(sc, 1) == '*')
             break;
         if (c == '$' && peek(sc, 1) == '{') {
@@ -550,6 +626,10 @@ static char *normalize(struct gpurun_conf_ctx *ctx, const char *text, size_t len
     struct scanner sc = {.ctx = ctx, .in = text, .len = len, .line = 1, .state = G_KEY};
     /* `${` grows by one byte: 3 per 2 at worst. */
     sc.out = gpurun_xmalloc(len + len / 2 + 2);
+    /* A UTF-8 byte-order mark opens files that Windows editors save (a job
+     * file from an onboarding page): not part of the first key. */
+    if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3))
+        sc.i = 3;
 
     while (sc.i < len && !sc.stop) {
         char c = text[sc.i];
