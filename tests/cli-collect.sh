@@ -111,6 +111,12 @@ run "$GPURUN" collect --template hpl "$LOGS/hpl-nvidia-23.10.out" "$LOGS/hpl-nvi
 expect_rc 0 "NVIDIA's HPL (PASSED per test, no summary): exit 0"
 [ "$(jq -c '[.files[].sanity, .files[1].foms.gflops.values]' "$TMP/out")" = "[true,true,[935600,937300]]" ]
 ok $? "... sanity true for both, the GFLOP/s of each test"
+# The T/V of the row is not always netlib's eight characters: NVIDIA's HPL
+# (HPC-Benchmarks 23.10 and later) prints WC0, AMD's Zen HPL WR0XR8C48.
+run "$GPURUN" collect --template hpl "$LOGS/hpl-nvidia-25.04.out" "$LOGS/hpl-amd-zen4.out" --json
+expect_rc 0 "NVIDIA's WC0 and AMD's WR0XR8C48 rows: exit 0"
+[ "$(jq -c '[.files[].foms.gflops.values[], .files[].foms.time_s.values[]]' "$TMP/out")" = "[337000,1011,52.88,344.99]" ]
+ok $? "... their GFLOP/s and times"
 sed 's/\.\.\.\.\.\. PASSED/...... FAILED/' "$LOGS/hpl-nvidia-23.10.out" >"$TMP/hpl-failed.out"
 run "$GPURUN" collect --template hpl "$TMP/hpl-failed.out"
 expect_rc 1 "... with its residual check FAILED: exit 1"

@@ -314,6 +314,9 @@ static void test_sanity_forms(void)
         {"tests/logs/hpl-2.3-netlib.out", 1, 30.367},
         {"tests/logs/hpl-nvidia-23.10.out", 1, 6.855e5},
         {"tests/logs/hpl-nvidia-24.09.out", 2, 9.373e5},
+        /* T/V forms other than netlib's eight characters: NVIDIA's WC0, AMD's WR0XR8C48 */
+        {"tests/logs/hpl-nvidia-25.04.out", 1, 3.370e5},
+        {"tests/logs/hpl-amd-zen4.out", 1, 1.0110e3},
     };
     for (size_t i = 0; i < sizeof hpl / sizeof *hpl; i++) {
         char *p = src_path(hpl[i].log);
