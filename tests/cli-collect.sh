@@ -67,6 +67,15 @@ expect_rc 0 "real units, and a script printing fake Performance: lines"
     "$TMP/out")" = "[381.169,0.063,[505099.572]]" ]
 ok $? "ns/day and hours/ns in real units; the fake lines are not read"
 
+# LAMMPS before 2016 prints no Performance: line (nor does any version after a
+# minimisation, or in si or cgs units): the loop time is the figure.  Its
+# OpenMP builds of 2012-2015 write "on N procs (M MPI x T OpenMP) for".
+run "$GPURUN" collect --template lammps "$LOGS/lammps-30apr2015-melt.log" "$LOGS/lammps-openmp-2013-loop.log" --json
+expect_rc 0 "LAMMPS of 2013-2015: no Performance: line, exit 0"
+[ "$(jq -c '[.files[].foms.loop_time.values[], .files[].foms.timesteps_per_s.values[]]' "$TMP/out")" = \
+    "[0.21125,0.115472]" ]
+ok $? "... the loop time of each, also in the '(1 MPI x 1 OpenMP)' form"
+
 # ---- HPL (hpcc) --------------------------------------------------------------
 run "$GPURUN" collect --template hpl "$LOGS/hpcc-2tests-hpccoutf.txt" --json
 expect_rc 0 "collect --template hpl hpccoutf.txt"
