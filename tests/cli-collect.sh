@@ -116,6 +116,10 @@ contains "$TMP/err" "unknown or incomplete option '--csv'" "... named"
 # ---- real forms of success other than the closing lines (issue 11) -----------
 run "$GPURUN" collect --template lammps "$LOGS/lammps-lj-quit.log"
 expect_rc 0 "a LAMMPS script ended by quit (no 'Total wall time:'): exit 0"
+run "$GPURUN" collect --template lammps "$LOGS/lammps-error-2nd-run.log"
+expect_rc 1 "a LAMMPS script whose second run died with ERROR: exit 1, though its first run's figures are there"
+contains "$TMP/err" "sanity check of template 'lammps': '^ERROR: ' appears in $LOGS/lammps-error-2nd-run.log, line 22" \
+    "... saying what appears where"
 run "$GPURUN" collect --template hpl "$LOGS/hpl-nvidia-23.10.out" "$LOGS/hpl-nvidia-24.09.out" --json
 expect_rc 0 "NVIDIA's HPL (PASSED per test, no summary): exit 0"
 [ "$(jq -c '[.files[].sanity, .files[1].foms.gflops.values]' "$TMP/out")" = "[true,true,[935600,937300]]" ]
