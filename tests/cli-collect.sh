@@ -67,6 +67,15 @@ expect_rc 0 "real units, and a script printing fake Performance: lines"
     "$TMP/out")" = "[381.169,0.063,[505099.572]]" ]
 ok $? "ns/day and hours/ns in real units; the fake lines are not read"
 
+# LAMMPS before 2016 prints no Performance: line (nor does any version after a
+# minimisation, or in si or cgs units): the loop time is the figure.  Its
+# OpenMP builds of 2012-2015 write "on N procs (M MPI x T OpenMP) for".
+run "$GPURUN" collect --template lammps "$LOGS/lammps-30apr2015-melt.log" "$LOGS/lammps-openmp-2013-loop.log" --json
+expect_rc 0 "LAMMPS of 2013-2015: no Performance: line, exit 0"
+[ "$(jq -c '[.files[].foms.loop_time.values[], .files[].foms.timesteps_per_s.values[]]' "$TMP/out")" = \
+    "[0.21125,0.115472]" ]
+ok $? "... the loop time of each, also in the '(1 MPI x 1 OpenMP)' form"
+
 # ---- HPL (hpcc) --------------------------------------------------------------
 run "$GPURUN" collect --template hpl "$LOGS/hpcc-2tests-hpccoutf.txt" --json
 expect_rc 0 "collect --template hpl hpccoutf.txt"
@@ -107,10 +116,20 @@ contains "$TMP/err" "unknown or incomplete option '--csv'" "... named"
 # ---- real forms of success other than the closing lines (issue 11) -----------
 run "$GPURUN" collect --template lammps "$LOGS/lammps-lj-quit.log"
 expect_rc 0 "a LAMMPS script ended by quit (no 'Total wall time:'): exit 0"
+run "$GPURUN" collect --template lammps "$LOGS/lammps-error-2nd-run.log"
+expect_rc 1 "a LAMMPS script whose second run died with ERROR: exit 1, though its first run's figures are there"
+contains "$TMP/err" "sanity check of template 'lammps': '^ERROR: ' appears in $LOGS/lammps-error-2nd-run.log, line 22" \
+    "... saying what appears where"
 run "$GPURUN" collect --template hpl "$LOGS/hpl-nvidia-23.10.out" "$LOGS/hpl-nvidia-24.09.out" --json
 expect_rc 0 "NVIDIA's HPL (PASSED per test, no summary): exit 0"
 [ "$(jq -c '[.files[].sanity, .files[1].foms.gflops.values]' "$TMP/out")" = "[true,true,[935600,937300]]" ]
 ok $? "... sanity true for both, the GFLOP/s of each test"
+# The T/V of the row is not always netlib's eight characters: NVIDIA's HPL
+# (HPC-Benchmarks 23.10 and later) prints WC0, AMD's Zen HPL WR0XR8C48.
+run "$GPURUN" collect --template hpl "$LOGS/hpl-nvidia-25.04.out" "$LOGS/hpl-amd-zen4.out" --json
+expect_rc 0 "NVIDIA's WC0 and AMD's WR0XR8C48 rows: exit 0"
+[ "$(jq -c '[.files[].foms.gflops.values[], .files[].foms.time_s.values[]]' "$TMP/out")" = "[337000,1011,52.88,344.99]" ]
+ok $? "... their GFLOP/s and times"
 sed 's/\.\.\.\.\.\. PASSED/...... FAILED/' "$LOGS/hpl-nvidia-23.10.out" >"$TMP/hpl-failed.out"
 run "$GPURUN" collect --template hpl "$TMP/hpl-failed.out"
 expect_rc 1 "... with its residual check FAILED: exit 1"

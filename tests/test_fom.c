@@ -300,6 +300,28 @@ static void test_sanity_forms(void)
         free(text);
         free(p);
     }
+    /* A script whose first run completed and whose second died (LAMMPS's
+     * ERROR line), and a log whose echoed input merely mentions one. */
+    {
+        ok(t->nfailure == 2, "lammps: two failure texts");
+        char *p = src_path("tests/logs/lammps-error-2nd-run.log");
+        char why[512];
+        is_int(gpurun_sanity_file_check(t, p, why, sizeof why), 0, "a second run that died with ERROR: fails");
+        if (!ok(strstr(why, "'^ERROR: ' appears in") != NULL && strstr(why, ", line 22") != NULL, "... saying what and where"))
+            diag("why: %s", why);
+        free(p);
+        p = src_path("tests/logs/lammps-lj-quit.log");
+        size_t len;
+        char *text = text_of(p, &len);
+        char *echo = gpurun_xasprintf("# ERROR: stop here if the box is wrong\n"
+                                      "if \"${n} < 0\" then \"print 'ERROR: n < 0'\" \"quit 1\"\n%s", text);
+        char *q = put_file("lammps-echo.log", echo, strlen(echo));
+        is_int(gpurun_sanity_file_check(t, q, why, sizeof why), 1, "an echoed comment and command that mention ERROR: pass");
+        free(q);
+        free(echo);
+        free(text);
+        free(p);
+    }
     gpurun_template_destroy(t);
 
     t = load_tpl("templates/hpl.conf");
@@ -314,6 +336,9 @@ static void test_sanity_forms(void)
         {"tests/logs/hpl-2.3-netlib.out", 1, 30.367},
         {"tests/logs/hpl-nvidia-23.10.out", 1, 6.855e5},
         {"tests/logs/hpl-nvidia-24.09.out", 2, 9.373e5},
+        /* T/V forms other than netlib's eight characters: NVIDIA's WC0, AMD's WR0XR8C48 */
+        {"tests/logs/hpl-nvidia-25.04.out", 1, 3.370e5},
+        {"tests/logs/hpl-amd-zen4.out", 1, 1.0110e3},
     };
     for (size_t i = 0; i < sizeof hpl / sizeof *hpl; i++) {
         char *p = src_path(hpl[i].log);

@@ -594,6 +594,17 @@ json_t *gpurun_foms_json(const gpurun_foms_t *f)
 
 /* ---- sanity ------------------------------------------------------------ */
 
+/* Whether a sanity or failure text is on the line: anywhere in it, or, for
+ * a text written with a leading ^, at its start.  LAMMPS echoes its input
+ * into its log, comments too: an echoed line that mentions "ERROR: " does
+ * not start with it, the error message itself does. */
+static bool text_on_line(const char *line, const char *text)
+{
+    if (text[0] == '^')
+        return strncmp(line, text + 1, strlen(text + 1)) == 0;
+    return strstr(line, text) != NULL;
+}
+
 /* What one file says: *found when one of the template's sanity forms
  * appears in a line of it, *bad (the line number) when a failure text
  * does, with which in *badtext; -1 when the file cannot be read. */
@@ -606,9 +617,9 @@ static int file_scan(const gpurun_template_t *t, const char *path, bool *found, 
         return -1;
     while (!*bad && (!*found || t->nfailure) && lines_next(&l)) {
         for (size_t i = 0; i < t->nsanity && !*found; i++)
-            *found = strstr(l.buf, t->sanity_forms[i]) != NULL;
+            *found = text_on_line(l.buf, t->sanity_forms[i]);
         for (size_t i = 0; i < t->nfailure && !*bad; i++)
-            if (strstr(l.buf, t->failure[i])) {
+            if (text_on_line(l.buf, t->failure[i])) {
                 *bad = l.no;
                 *badtext = t->failure[i];
             }
