@@ -422,6 +422,37 @@ static void memoryless_numa(void)
     gpurun_topo_destroy(t);
 }
 
+/* An hwloc 1.x export of a Threadripper 2990WX, whose two dies without DIMMs
+ * are NUMA nodes with an empty nodeset: hwloc 2 imports them as Groups, so
+ * their cores are under no NUMA node at all. */
+static void memoryless_die_v1(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("memoryless-die-hwloc1.xml"));
+    gpurun_error_t err;
+    ok(t->numa_nodes == 2 && t->cores == 8, "memless v1: 2 NUMA nodes with memory, 8 cores");
+    gpurun_plan_t *p = plan(t, req_default(), &err, "memless v1 CPU-only");
+    if (ok(p != NULL && p->nranks == 4, "memless v1: CPU-only, one rank per die, the dies without memory too")) {
+        is_str(cpus_of(&p->ranks[1]), "2-3", "memless v1: rank 1 on node 2's die");
+        is_str(cpus_of(&p->ranks[2]), "4-5", "memless v1: rank 2 on the first die without memory");
+        is_str(cpus_of(&p->ranks[3]), "6-7", "memless v1: rank 3 on the second");
+        char *s = gpurun_cpuset_list(p->ranks[3].nodeset);
+        is_str(s, "0,2", "memless v1: rank 3's memory on the nodes that have some");
+        free(s);
+        ok(p->nwarnings == 1 && strstr(p->warnings[0], "cpus 4-7 are in no NUMA node") &&
+               strstr(p->warnings[0], "local ranks 2-3"),
+           "memless v1: and it is warned: %s", p->nwarnings ? p->warnings[0] : "(none)");
+    }
+    gpurun_plan_destroy(p);
+
+    gpurun_request_t r = req_default();
+    r.ranks_per_node = 8;
+    p = plan(t, r, &err, "memless v1 8 ranks");
+    if (ok(p != NULL, "memless v1: 8 ranks, one per core"))
+        is_str(cpus_of(&p->ranks[7]), "7", "memless v1: the last rank on the last core");
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+}
+
 static const char *nic_names(const gpurun_topo_t *t, const gpurun_rank_plan_t *r)
 {
     static char buf[4][256];
@@ -799,6 +830,7 @@ int main(void)
     workstation();
     cpuless_numa();
     memoryless_numa();
+    memoryless_die_v1();
     sriov_host();
     sriov_vm();
     usnic();
