@@ -422,6 +422,37 @@ static void memoryless_numa(void)
     gpurun_topo_destroy(t);
 }
 
+/* An hwloc 1.x export of a Threadripper 2990WX, whose two dies without DIMMs
+ * are NUMA nodes with an empty nodeset: hwloc 2 imports them as Groups, so
+ * their cores are under no NUMA node at all. */
+static void memoryless_die_v1(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("memoryless-die-hwloc1.xml"));
+    gpurun_error_t err;
+    ok(t->numa_nodes == 2 && t->cores == 8, "memless v1: 2 NUMA nodes with memory, 8 cores");
+    gpurun_plan_t *p = plan(t, req_default(), &err, "memless v1 CPU-only");
+    if (ok(p != NULL && p->nranks == 4, "memless v1: CPU-only, one rank per die, the dies without memory too")) {
+        is_str(cpus_of(&p->ranks[1]), "2-3", "memless v1: rank 1 on node 2's die");
+        is_str(cpus_of(&p->ranks[2]), "4-5", "memless v1: rank 2 on the first die without memory");
+        is_str(cpus_of(&p->ranks[3]), "6-7", "memless v1: rank 3 on the second");
+        char *s = gpurun_cpuset_list(p->ranks[3].nodeset);
+        is_str(s, "0,2", "memless v1: rank 3's memory on the nodes that have some");
+        free(s);
+        ok(p->nwarnings == 1 && strstr(p->warnings[0], "cpus 4-7 are in no NUMA node") &&
+               strstr(p->warnings[0], "local ranks 2-3"),
+           "memless v1: and it is warned: %s", p->nwarnings ? p->warnings[0] : "(none)");
+    }
+    gpurun_plan_destroy(p);
+
+    gpurun_request_t r = req_default();
+    r.ranks_per_node = 8;
+    p = plan(t, r, &err, "memless v1 8 ranks");
+    if (ok(p != NULL, "memless v1: 8 ranks, one per core"))
+        is_str(cpus_of(&p->ranks[7]), "7", "memless v1: the last rank on the last core");
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+}
+
 static const char *nic_names(const gpurun_topo_t *t, const gpurun_rank_plan_t *r)
 {
     static char buf[4][256];
@@ -612,13 +643,13 @@ static void arm_kinds(void)
 /* An export from a newer hwloc says so, rather than "could not load". */
 static void newer_xml(void)
 {
-    char path[] = "/tmp/gpurun-test-v3-XXXXXX";
+    char path[] = "/tmp/gpurun-test-v4-XXXXXX";
     int fd = mkstemp(path);
     const char xml[] = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n"
-                       "<topology version=\"3.0\">\n  <object type=\"Machine\" os_index=\"0\" cpuset=\"0x1\" "
+                       "<topology version=\"4.0\">\n  <object type=\"Machine\" os_index=\"0\" cpuset=\"0x1\" "
                        "complete_cpuset=\"0x1\" allowed_cpuset=\"0x1\" nodeset=\"0x1\" complete_nodeset=\"0x1\" "
                        "allowed_nodeset=\"0x1\" gp_index=\"1\"/>\n</topology>\n";
-    if (!ok(fd >= 0 && write(fd, xml, sizeof xml - 1) == (ssize_t)(sizeof xml - 1), "v3: temporary export written")) {
+    if (!ok(fd >= 0 && write(fd, xml, sizeof xml - 1) == (ssize_t)(sizeof xml - 1), "v4: temporary export written")) {
         if (fd >= 0)
             close(fd);
         return;
@@ -626,12 +657,39 @@ static void newer_xml(void)
     close(fd);
     gpurun_topo_t *t = NULL;
     gpurun_error_t err = {0};
-    ok(gpurun_topo_load(path, &t, &err) < 0 && err.code == GPURUN_EXIT_CONFIG, "v3: refused with exit 2");
-    ok(strstr(err.text, "hwloc XML version 3") && strstr(err.text, "lstopo"),
-       "v3: the message names the XML version and how to export again");
+    ok(gpurun_topo_load(path, &t, &err) < 0 && err.code == GPURUN_EXIT_CONFIG, "v4: refused with exit 2");
+    ok(strstr(err.text, "hwloc XML version 4") && strstr(err.text, "lstopo"),
+       "v4: the message names the XML version and how to export again");
     diag("%s", err.text);
     gpurun_topo_destroy(t);
     unlink(path);
+}
+
+/* An hwloc 3 export (XML version 3, which the hwloc 2 library refuses) is
+ * read as hwloc 3 writes it: OS device types as flags, topology infos after
+ * the root object, id attributes. */
+static void hwloc3_export(void)
+{
+    gpurun_topo_t *t = NULL;
+    gpurun_error_t err = {0};
+    if (!ok(gpurun_topo_load(fixture("hwloc3-2gpu-ib.xml"), &t, &err) == 0, "hwloc 3: the export loads: %s",
+            err.text))
+        return;
+    is_str(t->hostname, "fix-hwloc3", "hwloc 3: the host name from the topology's infos");
+    if (ok(t->ngpus == 2, "hwloc 3: 2 GPUs"))
+        ok(t->gpus[0].runtime && t->gpus[1].runtime, "hwloc 3: both with their CUDA/NVML devices (types 8 and 4)");
+    if (ok(t->nhsnics == 1, "hwloc 3: 1 high-speed NIC"))
+        ok(!strcmp(t->nics[0].name, "mlx5_0") && t->nics[0].netdev && !strcmp(t->nics[0].netdev, "ib0") &&
+               !strcmp(t->nics[0].kind, "infiniband"),
+           "hwloc 3: the HCA by its verbs device (type 32) and IPoIB device (type 16): %s %s %s", t->nics[0].name,
+           t->nics[0].netdev ? t->nics[0].netdev : "-", t->nics[0].kind);
+    gpurun_plan_t *p = plan(t, req_default(), &err, "hwloc 3 default");
+    if (ok(p != NULL && p->nranks == 2, "hwloc 3: a rank per GPU")) {
+        is_str(cpus_of(&p->ranks[1]), "4,6", "hwloc 3: rank 1 on its GPU's package");
+        ok(p->ranks[1].nnics == 1 && p->ranks[1].nics[0] == 0, "hwloc 3: rank 1 gets mlx5_0");
+    }
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
 }
 
 /* An object with these keys and no others. */
@@ -799,6 +857,7 @@ int main(void)
     workstation();
     cpuless_numa();
     memoryless_numa();
+    memoryless_die_v1();
     sriov_host();
     sriov_vm();
     usnic();
@@ -806,6 +865,7 @@ int main(void)
     hybrid();
     arm_kinds();
     newer_xml();
+    hwloc3_export();
     json_document();
     return done_testing();
 }

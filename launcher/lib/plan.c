@@ -124,19 +124,61 @@ static int *gpus_by_locality(const gpurun_topo_t *t)
 
 /* --- CPU domains ----------------------------------------------------------- */
 
+/* Tree order of a domain: the logical index of its first PU. */
+static unsigned domain_pos(const gpurun_topo_t *t, hwloc_const_cpuset_t d)
+{
+    hwloc_obj_t pu = hwloc_get_pu_obj_by_os_index(t->hw, (unsigned)hwloc_bitmap_first(d));
+    return pu ? pu->logical_index : UINT_MAX;
+}
+
 /* The cpusets of the home NUMA nodes: an HBM node that shares its DRAM
  * node's cores, or a CXL node hanging from the package or the machine, is
- * not a domain of its own. */
+ * not a domain of its own.  PUs under no NUMA node form domains too, one per
+ * largest object holding none of the other domains' PUs: hwloc 2 imports the
+ * memoryless NUMA nodes of an hwloc 1.x export (nodeset 0x0: a Threadripper
+ * 2990WX's two dies without DIMMs) as Groups, and their cores would
+ * otherwise never be given to a CPU-only rank. */
 static hwloc_bitmap_t *cpu_numa_domains(const gpurun_topo_t *t, int *np)
 {
-    int nnuma = hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_NUMANODE);
-    hwloc_bitmap_t *d = gpurun_xcalloc((size_t)(nnuma > 0 ? nnuma : 1), sizeof *d);
-    int n = 0;
+    int nnuma = hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_NUMANODE), cap = nnuma + 1, n = 0;
+    hwloc_bitmap_t *d = gpurun_xcalloc((size_t)cap, sizeof *d);
+    hwloc_bitmap_t rest = hwloc_bitmap_dup(hwloc_topology_get_topology_cpuset(t->hw));
     for (hwloc_obj_t node = NULL; (node = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, node));)
-        if (hwloc_bitmap_isset(t->home_nodes, node->os_index) && !hwloc_bitmap_iszero(node->cpuset))
+        if (hwloc_bitmap_isset(t->home_nodes, node->os_index) && !hwloc_bitmap_iszero(node->cpuset)) {
             d[n++] = hwloc_bitmap_dup(node->cpuset);
+            hwloc_bitmap_andnot(rest, rest, node->cpuset);
+        }
+    for (int i; n > 0 && (i = hwloc_bitmap_first(rest)) >= 0;) {
+        hwloc_obj_t o = hwloc_get_pu_obj_by_os_index(t->hw, (unsigned)i);
+        if (!o) { /* a PU bit with no PU object: never given to a rank anyway */
+            hwloc_bitmap_clr(rest, (unsigned)i);
+            continue;
+        }
+        hwloc_bitmap_t taken = hwloc_bitmap_dup(hwloc_topology_get_topology_cpuset(t->hw));
+        hwloc_bitmap_andnot(taken, taken, rest);
+        while (o->parent && !hwloc_bitmap_intersects(o->parent->cpuset, taken))
+            o = o->parent;
+        hwloc_bitmap_free(taken);
+        if (n == cap) {
+            cap *= 2;
+            d = gpurun_xrealloc(d, (size_t)cap * sizeof *d);
+        }
+        d[n] = hwloc_bitmap_alloc();
+        hwloc_bitmap_and(d[n], o->cpuset, rest);
+        hwloc_bitmap_set(d[n], (unsigned)i);
+        hwloc_bitmap_andnot(rest, rest, d[n++]);
+    }
+    hwloc_bitmap_free(rest);
     if (n == 0)
         d[n++] = hwloc_bitmap_dup(hwloc_topology_get_topology_cpuset(t->hw));
+    /* Tree order, so that consecutive ranks stay neighbours (insertion sort:
+     * NUMA nodes come in tree order already, the extra domains after them). */
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && domain_pos(t, d[b]) < domain_pos(t, d[b - 1]); b--) {
+            hwloc_bitmap_t x = d[b];
+            d[b] = d[b - 1];
+            d[b - 1] = x;
+        }
     *np = n;
     return d;
 }
@@ -577,12 +619,17 @@ static int place_cores(const gpurun_topo_t *t, gpurun_plan_t *p, hwloc_bitmap_t 
     for (int g = 0; g < ng; g++)
         free(groups[g].members);
     free(groups);
+    /* Ranks moved off memoryless NUMA nodes, and ranks whose cores have no
+     * NUMA node at all (see cpu_numa_domains), each with what they lack. */
     hwloc_bitmap_t moved = hwloc_bitmap_alloc(), empty = hwloc_bitmap_alloc();
+    hwloc_bitmap_t homeless = hwloc_bitmap_alloc(), homeless_cpus = hwloc_bitmap_alloc();
     for (int r = 0; r < rpn && rc == 0; r++) {
         memory_nodes(t, &p->ranks[r]);
         hwloc_bitmap_t own = hwloc_bitmap_dup(p->ranks[r].nodeset);
         if (memory_elsewhere(t, &p->ranks[r])) {
-            hwloc_bitmap_set(moved, (unsigned)r);
+            hwloc_bitmap_set(hwloc_bitmap_iszero(own) ? homeless : moved, (unsigned)r);
+            if (hwloc_bitmap_iszero(own))
+                hwloc_bitmap_or(homeless_cpus, homeless_cpus, p->ranks[r].cpuset);
             hwloc_bitmap_or(empty, empty, own);
         }
         hwloc_bitmap_free(own);
@@ -595,8 +642,18 @@ static int place_cores(const gpurun_topo_t *t, gpurun_plan_t *p, hwloc_bitmap_t 
         free(rl);
         free(nl);
     }
+    if (!hwloc_bitmap_iszero(homeless)) {
+        char *rl = gpurun_cpuset_list(homeless), *cl = gpurun_cpuset_list(homeless_cpus);
+        plan_warn(p, "cpus %s are in no NUMA node of the export (one with no memory, as hwloc 1.x wrote it): local "
+                  "rank%s %s bind%s memory to the nearest nodes that have some", cl,
+                  hwloc_bitmap_weight(homeless) == 1 ? "" : "s", rl, hwloc_bitmap_weight(homeless) == 1 ? "s" : "");
+        free(rl);
+        free(cl);
+    }
     hwloc_bitmap_free(moved);
     hwloc_bitmap_free(empty);
+    hwloc_bitmap_free(homeless);
+    hwloc_bitmap_free(homeless_cpus);
     return rc;
 }
 

@@ -1044,9 +1044,9 @@ static int xml_check_doc(struct xml_check *c, xmlDocPtr doc)
     xmlNodePtr top = xmlDocGetRootElement(doc);
     if (!top || !is_element(top, "topology"))
         return xml_fail(c, top, "the document is not a <topology>");
-    /* A newer format than this hwloc reads: hwloc 2.9 refuses version 3,
-     * and tries a version 20 and leaks on it (fuzz-topo), so it goes no
-     * further than here. */
+    /* A newer format than this hwloc reads (an hwloc 3 export was rewritten
+     * as 2.0 already): hwloc 2.9 tries a version 20 and leaks on it
+     * (fuzz-topo), so it goes no further than here. */
     char *version = xml_attr(top, "version");
     int major = version ? atoi(version) : 1;
     xmlFree(version);
@@ -1121,6 +1121,142 @@ static int topo_xml_check(const char *file, const char *buf, size_t len, gpurun_
     hwloc_bitmap_free(c.root_complete_cpuset);
     free(c.gp);
     return rc;
+}
+
+/* --- hwloc 3 exports ---------------------------------------------------------
+ *
+ * hwloc 3 writes <topology version="3.0">, which the hwloc 2 library refuses
+ * outright, and hwloc's own test exports are in that format now.  It differs
+ * from 2.0 in three ways, which hwloc 3's own 2.0 export
+ * (HWLOC_TOPOLOGY_EXPORT_XML_FLAG_V2) undoes as gpurun does here, in memory,
+ * before the checks and the import: an OS device type is a set of flags (4
+ * GPU, 8 co-processor, 16 network, 32 OpenFabrics...), which hwloc 2 would
+ * read as other types or none, losing every NIC's verbs device; each object
+ * has an id="objN" beside its gp_index; and the topology's own infos
+ * (HostName, OSName...) follow the root object instead of being inside it.
+ * Nothing is re-indented, so the checks' line numbers are the file's. */
+
+#define V3_OSDEV_STORAGE 0x1u
+#define V3_OSDEV_MEMORY 0x2u
+#define V3_OSDEV_GPU 0x4u
+#define V3_OSDEV_COPROC 0x8u
+#define V3_OSDEV_NETWORK 0x10u
+#define V3_OSDEV_OPENFABRICS 0x20u
+#define V3_OSDEV_DMA 0x40u
+
+/* The hwloc 2 osdev_type of a set of hwloc 3 flags; NULL for none (hwloc 3's
+ * own 2.0 export then writes no type).  A GPU runtime's device is both a GPU
+ * and a co-processor in hwloc 3: co-processor, as hwloc 2 wrote CUDA's. */
+static const char *v2_osdev_type(const char *v3)
+{
+    char *end;
+    errno = 0;
+    unsigned long t = strtoul(v3, &end, 10);
+    if (end == v3 || *end || errno || v3[0] == '-')
+        return NULL;
+    if (t & (V3_OSDEV_STORAGE | V3_OSDEV_MEMORY))
+        return "0"; /* block */
+    if (t & V3_OSDEV_OPENFABRICS)
+        return "3";
+    if (t & V3_OSDEV_NETWORK)
+        return "2";
+    if (t & V3_OSDEV_COPROC)
+        return "5";
+    if (t & V3_OSDEV_GPU)
+        return "1";
+    if (t & V3_OSDEV_DMA)
+        return "4";
+    return NULL;
+}
+
+static void v3_object_to_v2(xmlNodePtr n)
+{
+    xmlUnsetProp(n, (const xmlChar *)"id");
+    char *type = xml_attr(n, "type"), *os = xml_attr(n, "osdev_type");
+    if (type && os && !strcmp(type, "OSDev")) {
+        const char *v2 = v2_osdev_type(os);
+        if (v2)
+            xmlSetProp(n, (const xmlChar *)"osdev_type", (const xmlChar *)v2);
+        else
+            xmlUnsetProp(n, (const xmlChar *)"osdev_type");
+    }
+    xmlFree(type);
+    xmlFree(os);
+}
+
+/* Rewrite *buf in place when it is an hwloc 3 export; anything else (and a
+ * file libxml2 cannot parse) is left for the checks to judge. */
+static int xml_v3_to_v2(const char *file, char **buf, size_t *len, gpurun_error_t *err)
+{
+    /* Only a document that says version="3 near its start is parsed here. */
+    size_t head = *len < 4096 ? *len : 4096;
+    const char *t = memmem(*buf, head, "<topology", 9);
+    const char *v = t ? memmem(t, head - (size_t)(t - *buf), "version=", 8) : NULL;
+    if (!v || (size_t)(v - *buf) + 10 > head || (v[8] != '"' && v[8] != '\'') || v[9] != '3')
+        return 0;
+    xmlParserCtxtPtr ctxt = xmlNewParserCtxt();
+    if (!ctxt)
+        abort();
+    xmlDocPtr doc = xmlCtxtReadMemory(ctxt, *buf, (int)*len, file, NULL,
+                                      XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+    xmlFreeParserCtxt(ctxt);
+    xmlNodePtr top = doc ? xmlDocGetRootElement(doc) : NULL;
+    char *version = top && is_element(top, "topology") ? xml_attr(top, "version") : NULL;
+    if (!version || atoi(version) != 3) {
+        xmlFree(version);
+        xmlFreeDoc(doc);
+        return 0;
+    }
+    xmlFree(version);
+    xmlSetProp(top, (const xmlChar *)"version", (const xmlChar *)"2.0");
+    xmlNodePtr root = NULL;
+    for (xmlNodePtr n = top->children; n && !root; n = n->next)
+        if (is_element(n, "object"))
+            root = n;
+    /* Every object, depth first without recursion (the checks bound the
+     * depth only later). */
+    for (xmlNodePtr n = root; n;) {
+        if (is_element(n, "object")) {
+            v3_object_to_v2(n);
+            if (n->children) {
+                n = n->children;
+                continue;
+            }
+        }
+        while (n != root && !n->next)
+            n = n->parent;
+        n = n == root ? NULL : n->next;
+    }
+    /* The topology's infos go where hwloc 2 wrote them: in the root object,
+     * before its first child object. */
+    xmlNodePtr first_child = NULL;
+    for (xmlNodePtr n = root ? root->children : NULL; n && !first_child; n = n->next)
+        if (is_element(n, "object"))
+            first_child = n;
+    for (xmlNodePtr n = top->children, next; root && n; n = next) {
+        next = n->next;
+        if (!is_element(n, "info"))
+            continue;
+        xmlUnlinkNode(n);
+        if (first_child)
+            xmlAddPrevSibling(first_child, n);
+        else
+            xmlAddChild(root, n);
+    }
+    xmlChar *out = NULL;
+    int size = 0;
+    xmlDocDumpMemory(doc, &out, &size);
+    xmlFreeDoc(doc);
+    if (!out || size <= 0) {
+        xmlFree(out);
+        return gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot rewrite this hwloc 3 export for hwloc 2", file);
+    }
+    free(*buf);
+    *buf = gpurun_xcalloc((size_t)size + 1, 1);
+    memcpy(*buf, out, (size_t)size);
+    *len = (size_t)size;
+    xmlFree(out);
+    return 0;
 }
 
 /* A safety net for what the checks above miss: hwloc imports the file once
@@ -1318,6 +1454,11 @@ static int topo_load_one(const char *xml, gpurun_topo_t **topop, gpurun_error_t 
 
     if (xml && gpurun_read_file(xml, "topology file", GPURUN_TOPO_MAX_FILE_BYTES, &buf, &len, err) < 0) {
         err->code = GPURUN_EXIT_CONFIG;
+        free(t);
+        return -1;
+    }
+    if (xml && xml_v3_to_v2(xml, &buf, &len, err) < 0) {
+        free(buf);
         free(t);
         return -1;
     }
