@@ -827,7 +827,7 @@ static void ranks_per_gpu(void)
     /* Every fixture with GPUs: 2 per GPU, or a refusal that says why. */
     static const char *const gpu_fixtures[] = {"2s-4gpu-2nic.xml", "amd-partitioned.xml", "apu-dgpu-ws.xml",
                                                "cisco-usnic.xml", "cpuless-numa.xml", "gpu-order-not-numa.xml",
-                                               "hybrid-pe-cores.xml", "memoryless-numa.xml", "npu-laptop.xml",
+                                               "hybrid-pe-cores.xml", "memoryless-numa.xml", "npu-laptop.xml", "pvc-tiles.xml",
                                                "single-gpu-ws.xml", "sriov-host.xml", "sriov-vm.xml"};
     for (size_t i = 0; i < sizeof gpu_fixtures / sizeof *gpu_fixtures; i++) {
         t = plancheck_load(fixture(gpu_fixtures[i]));
@@ -848,6 +848,45 @@ static void ranks_per_gpu(void)
     }
 }
 
+/* Intel Data Center GPU Max (Aurora-like): hwloc >= 2.10 lists each Level
+ * Zero tile (ze0.0, ze0.1) below its GPU's ze0.  Drivers now default to the
+ * FLAT hierarchy, where ZE_AFFINITY_MASK=1 is GPU 0's second tile, not GPU 1. */
+static void pvc_tiles(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("pvc-tiles.xml"));
+    gpurun_error_t err;
+    is_int(t->ngpus, 8, "pvc: 4 GPUs of 2 tiles are 8 units");
+    gpurun_plan_t *p = plan(t, req_default(), &err, "pvc default");
+    if (ok(p != NULL && p->nranks == 8, "pvc: one rank per tile")) {
+        static const char *const mask[] = {"0", "1", "2", "3", "4", "5", "6", "7"};
+        static const char *const pci[] = {"0000:19:00.0", "0000:19:00.0", "0000:2a:00.0", "0000:2a:00.0",
+                                          "0000:99:00.0", "0000:99:00.0", "0000:aa:00.0", "0000:aa:00.0"};
+        for (int i = 0; i < 8; i++) {
+            const gpurun_rank_plan_t *rk = &p->ranks[i];
+            is_str(env(rk, "ZE_AFFINITY_MASK"), mask[i], "pvc: rank %d's mask is its tile's FLAT number", i);
+            is_str(t->gpus[rk->gpus[0]].pci, pci[i], "pvc: rank %d is on the tile of GPU %s", i, pci[i]);
+            is_str(env(rk, "ZE_FLAT_DEVICE_HIERARCHY"), "FLAT", "pvc: rank %d: the hierarchy is named FLAT", i);
+            char *s = gpurun_cpuset_list(rk->nodeset);
+            is_str(s, i < 4 ? "0" : "1", "pvc: rank %d's memory is its socket's DRAM, not HBM", i);
+            free(s);
+            is_str(rk->nnics == 1 ? t->nics[rk->nics[0]].name : "-", i < 4 ? "hsn0" : "hsn1",
+                   "pvc: rank %d uses its socket's NIC", i);
+        }
+    }
+    gpurun_plan_destroy(p);
+
+    gpurun_request_t r = req_default();
+    r.gpus_per_rank = 2;
+    p = plan(t, r, &err, "pvc 2 tiles per rank");
+    if (ok(p != NULL && p->nranks == 4, "pvc: 2 tiles per rank, 4 ranks")) {
+        is_str(env(&p->ranks[1], "ZE_AFFINITY_MASK"), "2,3", "pvc: rank 1 gets both tiles of the second GPU");
+        ok(p->ranks[1].ngpus == 2 && t->gpus[p->ranks[1].gpus[0]].pcidev == t->gpus[p->ranks[1].gpus[1]].pcidev,
+           "pvc: a rank's two tiles are one GPU's");
+    }
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+}
+
 int main(void)
 {
     ranks_per_gpu();
@@ -866,6 +905,7 @@ int main(void)
     arm_kinds();
     newer_xml();
     hwloc3_export();
+    pvc_tiles();
     json_document();
     return done_testing();
 }

@@ -50,6 +50,23 @@ static int osdev_number(hwloc_obj_t os, const char *prefix)
     return *end || v > 1000000 ? -1 : (int)v;
 }
 
+/* The Level Zero device of an Intel GPU with its sub-devices (tiles) below
+ * it, as hwloc >= 2.10 lists them; NULL when it lists none. */
+static hwloc_obj_t ze_with_subdevices(hwloc_obj_t dev)
+{
+    for (hwloc_obj_t c = dev->io_first_child; c; c = c->next_sibling) {
+        if (c->type != HWLOC_OBJ_OS_DEVICE || !c->name || strncmp(c->name, "ze", 2))
+            continue;
+        const char *b = c->subtype ? c->subtype : hwloc_obj_get_info_by_name(c, "Backend");
+        if (b && strcasecmp(b, "LevelZero"))
+            continue;
+        for (hwloc_obj_t s = c->io_first_child; s; s = s->next_sibling)
+            if (s->type == HWLOC_OBJ_OS_DEVICE)
+                return c;
+    }
+    return NULL;
+}
+
 static int unit_cmp(const void *a, const void *b)
 {
     const gpurun_gpu_unit_t *x = a, *y = b;
@@ -89,7 +106,23 @@ int gpurun_gpu_units_list(const gpurun_topo_t *t, gpurun_gpu_units_t **unitsp, g
             if (per[b] > 0 && (best < 0 || per[b] > per[best]))
                 best = (int)b;
         int start = u->nunits;
-        if (best < 0) {
+        hwloc_obj_t ze = !strcmp(t->gpus[g].vendor, "intel") ? ze_with_subdevices(dev) : NULL;
+        if (ze) {
+            /* One unit per tile, in the order Level Zero lists them. */
+            u->ze_flat = true;
+            for (hwloc_obj_t c = ze->io_first_child; c; c = c->next_sibling) {
+                if (c->type != HWLOC_OBJ_OS_DEVICE)
+                    continue;
+                if (u->nunits == cap)
+                    u->units = gpurun_xrealloc(u->units, (size_t)(cap *= 2) * sizeof *u->units);
+                gpurun_gpu_unit_t *x = &u->units[u->nunits++];
+                memset(x, 0, sizeof *x);
+                x->gpu = g;
+                x->backend = "LevelZero";
+                x->osdev = c;
+                snprintf(x->name, sizeof x->name, "%.*s", (int)sizeof x->name - 1, c->name ? c->name : "");
+            }
+        } else if (best < 0) {
             /* PCI only (no runtime OS device in the export): one unit. */
             if (u->nunits == cap)
                 u->units = gpurun_xrealloc(u->units, (size_t)(cap *= 2) * sizeof *u->units);
@@ -129,6 +162,17 @@ int gpurun_gpu_units_list(const gpurun_topo_t *t, gpurun_gpu_units_t **unitsp, g
             u->units[i].partition = i - start;
         if (u->count[g] > 1)
             u->npartitioned++;
+    }
+    /* Which number ZE_AFFINITY_MASK gives a device depends on the device
+     * hierarchy: COMPOSITE counts whole GPUs, FLAT (the default of current
+     * drivers on these GPUs) counts each tile.  Once the tiles are units,
+     * Intel units take FLAT numbers, tiles of earlier GPUs counted; the
+     * planner sets the hierarchy to match (plan.c). */
+    if (u->ze_flat) {
+        int flat = 0;
+        for (int i = 0; i < u->nunits; i++)
+            if (!strcmp(t->gpus[u->units[i].gpu].vendor, "intel"))
+                u->units[i].index = flat++;
     }
     *unitsp = u;
     return 0;

@@ -8,7 +8,12 @@
  * than one).  Each such device is a compute unit the planner can give a
  * rank as if it were a GPU: same PCI position and locality as its GPU, its
  * own runtime index (rsmiN -> N for ROCR_VISIBLE_DEVICES; nvmlN/cudaN -> N
- * when an NVIDIA GPU shows several, else the topology's PCI-order index). */
+ * when an NVIDIA GPU shows several, else the topology's PCI-order index).
+ * An Intel GPU whose Level Zero device lists sub-devices (hwloc >= 2.10:
+ * ze0.0 and ze0.1, OS devices below ze0; Data Center GPU Max tiles) makes
+ * one unit per sub-device. */
+
+#include <stdbool.h>
 
 #include <jansson.h>
 
@@ -20,7 +25,7 @@ typedef struct gpurun_gpu_unit {
     int partition;         /* 0.. within that GPU */
     int index;             /* the runtime's number for it (ROCR/CUDA_VISIBLE_DEVICES) */
     char name[32];         /* the OS device ("rsmi4"); "" when the GPU has no runtime OS device */
-    const char *backend;   /* "RSMI", "CUDA", "NVML"; NULL when none */
+    const char *backend;   /* "RSMI", "CUDA", "NVML", "LevelZero"; NULL when none */
     hwloc_obj_t osdev;     /* NULL when none */
 } gpurun_gpu_unit_t;
 
@@ -33,6 +38,8 @@ typedef struct gpurun_gpu_units {
     int ngpus;                /* topo->ngpus */
     int npci;                 /* distinct PCI GPUs */
     int npartitioned;         /* PCI GPUs with more than one unit */
+    bool ze_flat;             /* an Intel GPU lists its Level Zero sub-devices (tiles): each is a unit, and
+                                 Intel units are numbered as FLAT device hierarchy numbers them */
 } gpurun_gpu_units_t;
 
 /* Compute units per PCI GPU.  For each GPU, the backend with the most OS

@@ -875,6 +875,11 @@ static void rank_env(const gpurun_topo_t *t, const gpurun_request_t *req, gpurun
             if (isolate)
                 env_set(env, "ROCR_VISIBLE_DEVICES", ids);
         } else if (!strcmp(vendor, "intel")) {
+            /* The mask's numbers mean whole GPUs or tiles as the device
+             * hierarchy says, and the driver's default differs between
+             * releases: name the one the numbers are in, and PCI order. */
+            env_set(env, "ZE_FLAT_DEVICE_HIERARCHY", t->ze_flat ? "FLAT" : "COMPOSITE");
+            env_set(env, "ZE_ENABLE_PCI_ID_DEVICE_ORDER", "1");
             if (isolate)
                 env_set(env, "ZE_AFFINITY_MASK", ids);
         }

@@ -371,6 +371,7 @@ static void split_partitions(gpurun_topo_t *t)
     free(t->gpus);
     t->gpus = g;
     t->ngpus = u->nunits;
+    t->ze_flat = u->ze_flat;
     gpurun_gpu_units_destroy(u);
 }
 

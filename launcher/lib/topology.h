@@ -63,6 +63,9 @@ typedef struct gpurun_topo {
      * not the CPU-less nodes (HBM, CXL, NVM, GPU memory) that hwloc gives
      * the cpuset of the object they hang from. */
     hwloc_bitmap_t home_nodes;
+    /* Intel GPUs are split into their Level Zero tiles, numbered as the
+     * FLAT device hierarchy numbers them (else whole, as COMPOSITE does). */
+    bool ze_flat;
 } gpurun_topo_t;
 
 /* What a topology may hold (doc/gpurun.1, LIMITS).  An XML export past one
