@@ -827,8 +827,9 @@ static void ranks_per_gpu(void)
     /* Every fixture with GPUs: 2 per GPU, or a refusal that says why. */
     static const char *const gpu_fixtures[] = {"2s-4gpu-2nic.xml", "amd-partitioned.xml", "apu-dgpu-ws.xml",
                                                "cisco-usnic.xml", "cpuless-numa.xml", "gpu-order-not-numa.xml",
-                                               "hybrid-pe-cores.xml", "memoryless-numa.xml", "npu-laptop.xml", "pvc-tiles.xml",
-                                               "single-gpu-ws.xml", "sriov-host.xml", "sriov-vm.xml"};
+                                               "hybrid-pe-cores.xml", "memoryless-numa.xml", "npu-laptop.xml",
+                                               "pvc-tiles.xml", "single-gpu-ws.xml", "sriov-host.xml", "sriov-vm.xml",
+                                               "vm-no-locality.xml"};
     for (size_t i = 0; i < sizeof gpu_fixtures / sizeof *gpu_fixtures; i++) {
         t = plancheck_load(fixture(gpu_fixtures[i]));
         gpurun_error_clear(&err);
@@ -887,6 +888,39 @@ static void pvc_tiles(void)
     gpurun_topo_destroy(t);
 }
 
+/* A VM whose PCI devices report no NUMA node: hwloc hangs them from the
+ * whole machine, and on two sockets which cores go with which GPU is a
+ * guess, which the plan must say. */
+static void vm_no_locality(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("vm-no-locality.xml"));
+    gpurun_error_t err;
+    gpurun_plan_t *p = plan(t, req_default(), &err, "vm-no-locality default");
+    if (ok(p != NULL && p->nranks == 2, "vm-no-locality: one rank per GPU")) {
+        ok(p->nwarnings == 1 && strstr(p->warnings[0], "no NUMA locality") &&
+               strstr(p->warnings[0], "0001:00:00.0, 0002:00:00.0"),
+           "vm-no-locality: the plan warns that both GPUs have no locality");
+        char *a = gpurun_cpuset_list(p->ranks[0].nodeset), *b = gpurun_cpuset_list(p->ranks[1].nodeset);
+        ok(!strcmp(a, "0") && !strcmp(b, "1"), "vm-no-locality: the ranks are spread over both sockets (%s, %s)", a, b);
+        free(a);
+        free(b);
+    }
+    gpurun_plan_destroy(p);
+    gpurun_request_t r = req_default();
+    r.gpus_per_rank = 0;
+    p = plan(t, r, &err, "vm-no-locality CPU-only");
+    ok(p != NULL && p->nwarnings == 0, "vm-no-locality: CPU-only ranks, no GPU locality warning");
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+
+    /* One NUMA node: nothing to guess, no warning (devices in domains of their own). */
+    t = plancheck_load(fixture("sriov-vm.xml"));
+    p = plan(t, req_default(), &err, "sriov-vm default");
+    ok(p != NULL && p->nwarnings == 0, "sriov-vm: one NUMA node, no locality warning");
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+}
+
 int main(void)
 {
     ranks_per_gpu();
@@ -906,6 +940,7 @@ int main(void)
     newer_xml();
     hwloc3_export();
     pvc_tiles();
+    vm_no_locality();
     json_document();
     return done_testing();
 }

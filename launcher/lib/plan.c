@@ -90,6 +90,35 @@ static const char *plural(long n)
 
 /* --- GPUs ---------------------------------------------------------------- */
 
+/* A GPU that hwloc hangs from the whole machine has no locality in the
+ * export (a VM whose PCI devices report no NUMA node, an old kernel): on a
+ * node of several NUMA domains its ranks' cores and memory are then spread
+ * by count, not chosen by nearness, and the plan says so. */
+static void warn_no_locality(gpurun_plan_t *p)
+{
+    const gpurun_topo_t *t = p->topo;
+    if (hwloc_bitmap_weight(t->home_nodes) < 2)
+        return;
+    hwloc_obj_t root = hwloc_get_root_obj(t->hw);
+    char *list = NULL;
+    int n = 0;
+    for (int i = 0; i < t->ngpus; i++) {
+        const gpurun_gpu_t *g = &t->gpus[i];
+        if (strcmp(g->vendor, p->gpu_vendor) || g->locality != root || (i > 0 && t->gpus[i - 1].pcidev == g->pcidev))
+            continue; /* partitions of one GPU are listed once */
+        char *s = gpurun_xasprintf("%s%s%s", list ? list : "", list ? ", " : "", g->pci);
+        free(list);
+        list = s;
+        n++;
+    }
+    if (n)
+        plan_warn(p, "GPU%s %s %s no NUMA locality in the topology (hwloc puts %s under the whole machine, as in a VM "
+                  "whose PCI devices report no NUMA node): %s ranks' cores and memory are spread over the node, not "
+                  "chosen by nearness", plural(n), list, n == 1 ? "has" : "have", n == 1 ? "it" : "them",
+                  n == 1 ? "its" : "their");
+    free(list);
+}
+
 struct gpu_order {
     int gpu;
     unsigned first_pu; /* logical index of the first PU local to the GPU */
@@ -1169,6 +1198,8 @@ int gpurun_plan_create(const gpurun_topo_t *t, const gpurun_request_t *req_in, g
         plan_warn(p, "ranks get the %s GPUs only; not planned: %s", p->gpu_vendor, others);
         free(others);
     }
+    if (gpr > 0)
+        warn_no_locality(p);
     if (gpr == 0 && req->ranks_per_gpu > 1) {
         gpurun_err(err, GPURUN_EXIT_ENV,
                    "ranks_per_gpu = %d, but %s has no GPUs to share; set ranks_per_gpu = 1 to run on CPUs only, "
