@@ -78,13 +78,19 @@ run "$GPURUN" plan "$top_srcdir/examples/plan/job.conf" --topology "$X"
 expect_rc 0 "examples/plan/job.conf plans"
 
 # Intel GPU Max tiles (pvc-tiles.xml): one rank per Level Zero tile, its mask
-# a FLAT number; the same GPUs exported without their tiles stay whole, the
-# mask then a COMPOSITE number, and each plan names the hierarchy it assumes.
+# a FLAT number, also when the export only counts the tiles; the same GPUs
+# exported without them stay whole, the mask then a COMPOSITE number, and
+# each plan names the hierarchy it assumes.
 run "$GPURUN" plan --topology "$FIXTURES/pvc-tiles.xml" --json
 jq_out '(.ranks | length) == 8 and .ranks[3].env.ZE_AFFINITY_MASK == "3" and .ranks[3].gpu_pci == ["0000:2a:00.0"]
            and .ranks[3].env.ZE_FLAT_DEVICE_HIERARCHY == "FLAT" and .ranks[4].nics == ["hsn1"] and .ranks[4].numa == [1]'
 expect_rc 0 "pvc: 8 ranks, one per tile, FLAT masks, each on its socket's NIC and DRAM"
-sed '/name="ze[0-9]*\.[0-9]*"/,/<\/object>/d; /LevelZeroSubdevices/d' "$FIXTURES/pvc-tiles.xml" >"$TMP/pvc-whole.xml"
+sed '/name="ze[0-9]*\.[0-9]*"/,/<\/object>/d' "$FIXTURES/pvc-tiles.xml" >"$TMP/pvc-count.xml"
+run "$GPURUN" plan --topology "$TMP/pvc-count.xml" --json
+jq_out '(.ranks | length) == 8 and .ranks[3].env.ZE_AFFINITY_MASK == "3" and .ranks[3].gpu_pci == ["0000:2a:00.0"]
+           and .ranks[3].env.ZE_FLAT_DEVICE_HIERARCHY == "FLAT"'
+expect_rc 0 "pvc with its tiles counted (LevelZeroSubdevices) but not listed: the same 8 ranks"
+sed '/LevelZeroSubdevices/d' "$TMP/pvc-count.xml" >"$TMP/pvc-whole.xml"
 run "$GPURUN" plan --topology "$TMP/pvc-whole.xml" --json
 jq_out '(.ranks | length) == 4 and .ranks[1].env.ZE_AFFINITY_MASK == "1" and .ranks[1].gpu_pci == ["0000:2a:00.0"]
            and .ranks[1].env.ZE_FLAT_DEVICE_HIERARCHY == "COMPOSITE" and .ranks[1].env.ZE_ENABLE_PCI_ID_DEVICE_ORDER == "1"'

@@ -50,9 +50,10 @@ static int osdev_number(hwloc_obj_t os, const char *prefix)
     return *end || v > 1000000 ? -1 : (int)v;
 }
 
-/* The Level Zero device of an Intel GPU with its sub-devices (tiles) below
- * it, as hwloc >= 2.10 lists them; NULL when it lists none. */
-static hwloc_obj_t ze_with_subdevices(hwloc_obj_t dev)
+/* The Level Zero device of an Intel GPU that has sub-devices (tiles), and
+ * how many: the OS devices hwloc >= 2.10 lists below it (ze0.0, ze0.1), else
+ * its LevelZeroSubdevices count; NULL when it has none. */
+static hwloc_obj_t ze_with_subdevices(hwloc_obj_t dev, int *count)
 {
     for (hwloc_obj_t c = dev->io_first_child; c; c = c->next_sibling) {
         if (c->type != HWLOC_OBJ_OS_DEVICE || !c->name || strncmp(c->name, "ze", 2))
@@ -60,9 +61,19 @@ static hwloc_obj_t ze_with_subdevices(hwloc_obj_t dev)
         const char *b = c->subtype ? c->subtype : hwloc_obj_get_info_by_name(c, "Backend");
         if (b && strcasecmp(b, "LevelZero"))
             continue;
+        int n = 0;
         for (hwloc_obj_t s = c->io_first_child; s; s = s->next_sibling)
-            if (s->type == HWLOC_OBJ_OS_DEVICE)
-                return c;
+            n += s->type == HWLOC_OBJ_OS_DEVICE;
+        const char *info = hwloc_obj_get_info_by_name(c, "LevelZeroSubdevices");
+        if (n == 0 && info) {
+            char *end;
+            long v = strtol(info, &end, 10);
+            n = !*end && v > 1 && v <= 64 ? (int)v : 0; /* a real GPU has a few */
+        }
+        if (n > 0) {
+            *count = n;
+            return c;
+        }
     }
     return NULL;
 }
@@ -106,13 +117,16 @@ int gpurun_gpu_units_list(const gpurun_topo_t *t, gpurun_gpu_units_t **unitsp, g
             if (per[b] > 0 && (best < 0 || per[b] > per[best]))
                 best = (int)b;
         int start = u->nunits;
-        hwloc_obj_t ze = !strcmp(t->gpus[g].vendor, "intel") ? ze_with_subdevices(dev) : NULL;
+        int ntiles = 0;
+        hwloc_obj_t ze = !strcmp(t->gpus[g].vendor, "intel") ? ze_with_subdevices(dev, &ntiles) : NULL;
         if (ze) {
-            /* One unit per tile, in the order Level Zero lists them. */
+            /* One unit per tile, in the order Level Zero lists them (ze0.0,
+             * ze0.1; so named when the export only counts them). */
             u->ze_flat = true;
-            for (hwloc_obj_t c = ze->io_first_child; c; c = c->next_sibling) {
-                if (c->type != HWLOC_OBJ_OS_DEVICE)
-                    continue;
+            hwloc_obj_t c = ze->io_first_child;
+            for (int k = 0; k < ntiles; k++) {
+                while (c && c->type != HWLOC_OBJ_OS_DEVICE)
+                    c = c->next_sibling;
                 if (u->nunits == cap)
                     u->units = gpurun_xrealloc(u->units, (size_t)(cap *= 2) * sizeof *u->units);
                 gpurun_gpu_unit_t *x = &u->units[u->nunits++];
@@ -120,7 +134,12 @@ int gpurun_gpu_units_list(const gpurun_topo_t *t, gpurun_gpu_units_t **unitsp, g
                 x->gpu = g;
                 x->backend = "LevelZero";
                 x->osdev = c;
-                snprintf(x->name, sizeof x->name, "%.*s", (int)sizeof x->name - 1, c->name ? c->name : "");
+                if (c && c->name)
+                    snprintf(x->name, sizeof x->name, "%.*s", (int)sizeof x->name - 1, c->name);
+                else
+                    snprintf(x->name, sizeof x->name, "%.20s.%d", ze->name, k);
+                if (c)
+                    c = c->next_sibling;
             }
         } else if (best < 0) {
             /* PCI only (no runtime OS device in the export): one unit. */
