@@ -160,6 +160,22 @@ run "$GPURUN" topo --topology "$TMP/objects.xml"
 expect_rc 2 "an export of more than 100000 objects is refused"
 contains "$TMP/err" "more than 100000 objects" "... saying the limit"
 
+# An HCA whose every port is down (not cabled, no subnet manager: Port1State
+# 1) is listed apart and never planned; one port down of two is still a NIC.
+sed '/name="mlx5_0"/,/<\/object>/s/"Port1State" value="4"/"Port1State" value="1"/' \
+    "$FIXTURES/2s-4gpu-2nic.xml" >"$TMP/down.xml"
+run "$GPURUN" topo --topology "$TMP/down.xml" --json
+jq_out '[.topology.nics[].name] == ["mlx5_1"] and (.topology.ethernet | map(select(.name == "mlx5_0"))[0].note
+           | test("no port active"))'
+expect_rc 0 "an HCA with no port active is listed apart, saying why"
+run "$GPURUN" plan --topology "$TMP/down.xml" --json
+jq_out '[.ranks[].nics[0]] == ["mlx5_1", "mlx5_1", "mlx5_1", "mlx5_1"] and .ranks[0].nic_affinity == "SYS"'
+expect_rc 0 "... and never planned: socket 0's ranks get socket 1's HCA (SYS)"
+sed 's/"Port1State" value="4"/"Port1State" value="1"/' "$FIXTURES/vpi-mlx4.xml" >"$TMP/port2.xml"
+run "$GPURUN" plan --topology "$TMP/port2.xml" --json
+jq_out '.ranks[0].env.UCX_NET_DEVICES == "mlx4_0:2"'
+expect_rc 0 "a NIC with one of two ports active is planned on that port"
+
 # The safety net: whatever the checks miss and crashes hwloc's import is an
 # exit 2 too.  A stand-in hwloc_topology_load() that crashes, preloaded (not
 # in a sanitizer build, whose runtime must come first).

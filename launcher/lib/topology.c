@@ -246,6 +246,24 @@ static hwloc_obj_t physical_function(hwloc_obj_t vf)
     return NULL;
 }
 
+/* A verbs device that lists the state of its ports and has none ACTIVE
+ * (4): not cabled, or no subnet manager; MPI cannot use it.  A device that
+ * lists no state (older exports) is taken as up. */
+static bool ports_all_down(hwloc_obj_t fabric)
+{
+    bool listed = false;
+    for (unsigned i = 0; fabric && i < fabric->infos_count; i++) {
+        int port;
+        char rest[32];
+        if (sscanf(fabric->infos[i].name, "Port%d%31s", &port, rest) != 2 || port <= 0 || strcmp(rest, "State"))
+            continue;
+        if (!strcmp(fabric->infos[i].value, "4"))
+            return false;
+        listed = true;
+    }
+    return listed;
+}
+
 /* The port to name in UCX_NET_DEVICES/NCCL_IB_HCA: the first active one
  * (state 4 = ACTIVE in the verbs sysfs), else the first listed, else 1. */
 static int fabric_port(hwloc_obj_t fabric)
@@ -434,6 +452,9 @@ static int find_devices(gpurun_topo_t *t, const char *xml, gpurun_error_t *err)
         } else if (hs && is_virtual_function(d) && physical_function(d)) {
             n->high_speed = false;
             n->note = "SR-IOV virtual function of a NIC listed here";
+        } else if (hs && ports_all_down(fabric)) {
+            n->high_speed = false;
+            n->note = "no port active (not cabled, or no subnet manager)";
         }
         if (n->high_speed)
             t->nhsnics++;
