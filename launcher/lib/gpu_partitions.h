@@ -9,9 +9,9 @@
  * rank as if it were a GPU: same PCI position and locality as its GPU, its
  * own runtime index (rsmiN -> N for ROCR_VISIBLE_DEVICES; nvmlN/cudaN -> N
  * when an NVIDIA GPU shows several, else the topology's PCI-order index).
- * An Intel GPU whose Level Zero device lists sub-devices (hwloc >= 2.10:
- * ze0.0 and ze0.1, OS devices below ze0; Data Center GPU Max tiles) makes
- * one unit per sub-device. */
+ * An Intel GPU whose Level Zero device has sub-devices (Data Center GPU Max
+ * tiles: hwloc >= 2.10 lists them as OS devices ze0.0 and ze0.1 below ze0,
+ * or ze0 counts them in LevelZeroSubdevices) makes one unit per sub-device. */
 
 #include <stdbool.h>
 
@@ -38,8 +38,8 @@ typedef struct gpurun_gpu_units {
     int ngpus;                /* topo->ngpus */
     int npci;                 /* distinct PCI GPUs */
     int npartitioned;         /* PCI GPUs with more than one unit */
-    bool ze_flat;             /* an Intel GPU lists its Level Zero sub-devices (tiles): each is a unit, and
-                                 Intel units are numbered as FLAT device hierarchy numbers them */
+    bool ze_flat;             /* an Intel GPU has Level Zero sub-devices (tiles): each is a unit, and
+                                 Intel units are numbered as the FLAT device hierarchy numbers them */
 } gpurun_gpu_units_t;
 
 /* Compute units per PCI GPU.  For each GPU, the backend with the most OS
