@@ -176,6 +176,15 @@ run "$GPURUN" plan --topology "$TMP/port2.xml" --json
 jq_out '.ranks[0].env.UCX_NET_DEVICES == "mlx4_0:2"'
 expect_rc 0 "a NIC with one of two ports active is planned on that port"
 
+# A GPU runtime device under no PCI device (Jetson's SoC GPU) is named, not
+# planned, and the plan says so.
+run "$GPURUN" topo --topology "$FIXTURES/jetson-soc-gpu.xml"
+expect_rc 0 "jetson: topo"
+contains "$TMP/out" "GPU runtime devices under no PCI device (not planned): cuda0" "... names cuda0 as not planned"
+run "$GPURUN" topo --topology "$FIXTURES/jetson-soc-gpu.xml" --json
+jq_out '.topology.gpus_without_pci == "cuda0" and (.topology.gpus | length) == 0'
+expect_rc 0 "... in the JSON too"
+
 # The safety net: whatever the checks miss and crashes hwloc's import is an
 # exit 2 too.  A stand-in hwloc_topology_load() that crashes, preloaded (not
 # in a sanitizer build, whose runtime must come first).

@@ -921,6 +921,27 @@ static void vm_no_locality(void)
     gpurun_topo_destroy(t);
 }
 
+/* A GPU that the runtime reports but hwloc ties to no PCI bus (Jetson's
+ * SoC GPU): not planned, but named, never a silent CPU-only node. */
+static void gpu_without_pci(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("jetson-soc-gpu.xml"));
+    gpurun_error_t err;
+    is_int(t->ngpus, 0, "jetson: no PCI GPU");
+    is_str(t->gpus_without_pci, "cuda0", "jetson: cuda0 is named as a GPU under no PCI device");
+    gpurun_plan_t *p = plan(t, req_default(), &err, "jetson default");
+    if (ok(p != NULL && p->nranks == 1, "jetson: one CPU-only rank"))
+        ok(p->nwarnings == 1 && strstr(p->warnings[0], "cuda0 is under no PCI device"),
+           "jetson: the plan warns that cuda0 is not planned");
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+
+    /* AWS p4d's OpenCL devices hang from a host bridge: their GPUs are listed. */
+    t = plancheck_load(fixture("2s-4gpu-2nic.xml"));
+    ok(t->gpus_without_pci == NULL, "2s-4gpu-2nic: every runtime device is under its GPU");
+    gpurun_topo_destroy(t);
+}
+
 int main(void)
 {
     ranks_per_gpu();
@@ -941,6 +962,7 @@ int main(void)
     hwloc3_export();
     pvc_tiles();
     vm_no_locality();
+    gpu_without_pci();
     json_document();
     return done_testing();
 }

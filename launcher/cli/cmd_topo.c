@@ -118,6 +118,8 @@ static void print_tables(const gpurun_topo_t *t)
     } else {
         printf("\nNo GPUs.\n");
     }
+    if (t->gpus_without_pci)
+        printf("GPU runtime devices under no PCI device (not planned): %s\n", t->gpus_without_pci);
     if (t->nhsnics) {
         printf("\n%-12s %-14s %-11s %-8s %-6s %s\n", "NIC", "PCI", "kind", "netdev", "NUMA", "cpus");
         for (int i = 0; i < t->nhsnics; i++) {

@@ -1200,6 +1200,12 @@ int gpurun_plan_create(const gpurun_topo_t *t, const gpurun_request_t *req_in, g
     }
     if (gpr > 0)
         warn_no_locality(p);
+    if (t->gpus_without_pci) {
+        bool one = !strchr(t->gpus_without_pci, ',');
+        plan_warn(p, "GPU runtime device%s %s %s under no PCI device in the topology (an SoC GPU such as Jetson's, or "
+                  "an export made without PCI discovery): gpurun plans PCI GPUs only, so %s not planned",
+                  one ? "" : "s", t->gpus_without_pci, one ? "is" : "are", one ? "it is" : "they are");
+    }
     if (gpr == 0 && req->ranks_per_gpu > 1) {
         gpurun_err(err, GPURUN_EXIT_ENV,
                    "ranks_per_gpu = %d, but %s has no GPUs to share; set ranks_per_gpu = 1 to run on CPUs only, "

@@ -459,6 +459,24 @@ static int find_devices(gpurun_topo_t *t, const char *xml, gpurun_error_t *err)
         if (n->high_speed)
             t->nhsnics++;
     }
+    /* A runtime's GPU that hwloc could not tie to any PCI bus hangs from a
+     * CPU object instead: gpurun cannot place or number it, but says so
+     * rather than plan as if the node had no GPU.  One below a bridge (AWS
+     * p4d's OpenCL devices) has its PCI GPU listed already. */
+    for (hwloc_obj_t o = NULL; (o = hwloc_get_next_osdev(t->hw, o));) {
+        const char *cl = hwloc_obj_get_info_by_name(o, "OpenCLDeviceType");
+        if (!is_compute_osdev(o) || (cl && strcasecmp(cl, "GPU"))) /* OpenCL's CPU devices are no GPU */
+            continue;
+        hwloc_obj_t up = o->parent;
+        while (up && up->type == HWLOC_OBJ_OS_DEVICE) /* a Level Zero tile below its device */
+            up = up->parent;
+        if (!up || up->type == HWLOC_OBJ_PCI_DEVICE || up->type == HWLOC_OBJ_BRIDGE || !o->name)
+            continue;
+        char *s = gpurun_xasprintf("%s%s%s", t->gpus_without_pci ? t->gpus_without_pci : "",
+                                   t->gpus_without_pci ? ", " : "", o->name);
+        free(t->gpus_without_pci);
+        t->gpus_without_pci = s;
+    }
     qsort(t->gpus, (size_t)t->ngpus, sizeof *t->gpus, gpu_cmp);
     qsort(t->nics, (size_t)t->nnics, sizeof *t->nics, nic_cmp);
     /* Runtimes number GPUs in PCI bus order when CUDA_DEVICE_ORDER=PCI_BUS_ID
@@ -1572,6 +1590,7 @@ void gpurun_topo_destroy(gpurun_topo_t *t)
     free(t->nics);
     free(t->source);
     free(t->hostname);
+    free(t->gpus_without_pci);
     hwloc_bitmap_free(t->home_nodes);
     hwloc_topology_destroy(t->hw);
     free(t);
@@ -1807,6 +1826,8 @@ json_t *gpurun_topo_json(const gpurun_topo_t *t, bool full)
         return o;
     }
     json_object_set_new(o, "ethernet", eth);
+    if (t->gpus_without_pci)
+        json_object_set_new(o, "gpus_without_pci", json_string(t->gpus_without_pci));
     json_t *numa_detail = json_array();
     for (hwloc_obj_t n = NULL; (n = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, n));) {
         json_t *d = json_pack("{s:i, s:o, s:I}", "os_index", (int)n->os_index, "cpus", cpus_json(n->cpuset),

@@ -66,6 +66,10 @@ typedef struct gpurun_topo {
     /* Intel GPUs are split into their Level Zero tiles, numbered as the
      * FLAT device hierarchy numbers them (else whole, as COMPOSITE does). */
     bool ze_flat;
+    /* GPU runtime devices (cuda0, rsmi0, ze0...) that the export has under
+     * no PCI device: an SoC GPU (Jetson), an export made without PCI
+     * discovery.  Named, never planned; NULL when none. */
+    char *gpus_without_pci;
 } gpurun_topo_t;
 
 /* What a topology may hold (doc/gpurun.1, LIMITS).  An XML export past one
