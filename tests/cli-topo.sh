@@ -134,11 +134,14 @@ gpus_xml() {
       <object type="Core" os_index="0" cpuset="0x00000001" complete_cpuset="0x00000001" nodeset="0x00000001" complete_nodeset="0x00000001" gp_index="4">
         <object type="PU" os_index="0" cpuset="0x00000001" complete_cpuset="0x00000001" nodeset="0x00000001" complete_nodeset="0x00000001" gp_index="5"/>
       </object>
-      <object type="Bridge" gp_index="6" bridge_type="0-1" depth="0" bridge_pci="0000:[00-ff]">
 XML
-    awk -v n="$1" 'BEGIN { for (i = 0; i < n; i++)
-        printf "        <object type=\"PCIDev\" gp_index=\"%d\" pci_busid=\"%04x:%02x:00.0\" pci_type=\"0302 [10de:20b0] [10de:134f] a1\"/>\n", 100 + i, int(i / 256), i % 256 }'
-    printf '      </object>\n    </object>\n  </object>\n</topology>\n'
+    # one host bridge per PCI domain of 256 GPUs, as on a real machine
+    awk -v n="$1" 'BEGIN { for (i = 0; i < n; i++) {
+        if (i % 256 == 0)
+            printf "%s      <object type=\"Bridge\" gp_index=\"%d\" bridge_type=\"0-1\" depth=\"0\" bridge_pci=\"%04x:[00-ff]\">\n", (i ? "      </object>\n" : ""), 6 + i / 256, int(i / 256)
+        printf "        <object type=\"PCIDev\" gp_index=\"%d\" pci_busid=\"%04x:%02x:00.0\" pci_type=\"0302 [10de:20b0] [10de:134f] a1\"/>\n", 1000 + i, int(i / 256), i % 256 }
+      if (n > 0) printf "      </object>\n" }'
+    printf '    </object>\n  </object>\n</topology>\n'
 }
 gpus_xml 16384 >"$TMP/gpus-16384.xml"
 run "$GPURUN" plan --topology "$TMP/gpus-16384.xml" --json
@@ -150,15 +153,29 @@ gpus_xml 256 >"$TMP/gpus-256.xml"
 run "$GPURUN" topo --topology "$TMP/gpus-256.xml" --json
 jq_out '(.topology.gpus | length) == 256 and (.topology.affinity.gpu_gpu | length) == 256'
 expect_rc 0 "256 GPUs, the limit, still load"
-# Objects: 100001 Misc objects below the Machine.
-{
-    gpus_xml 0 | sed '/<object type="Bridge"/,$d'
-    awk 'BEGIN { for (i = 0; i < 100001; i++) printf "    <object type=\"Misc\" gp_index=\"%d\"/>\n", 100 + i }'
+# Objects: 100 Misc objects below the Package, each with 1001 Misc below it.
+misc_xml() { # misc_xml PARENTS CHILDREN
+    gpus_xml 0 | sed '/^    <\/object>/,$d'
+    awk -v p="$1" -v c="$2" 'BEGIN { g = 100; for (i = 0; i < p; i++) {
+        printf "      <object type=\"Misc\" gp_index=\"%d\">\n", g++
+        for (j = 0; j < c; j++) printf "        <object type=\"Misc\" gp_index=\"%d\"/>\n", g++
+        printf "      </object>\n" } }'
     printf '    </object>\n  </object>\n</topology>\n'
-} >"$TMP/objects.xml"
+}
+misc_xml 100 1001 >"$TMP/objects.xml"
 run "$GPURUN" topo --topology "$TMP/objects.xml"
 expect_rc 2 "an export of more than 100000 objects is refused"
 contains "$TMP/err" "more than 100000 objects" "... saying the limit"
+# Children: hwloc 2.9 inserts each child at the end of its siblings' list,
+# so 100000 objects under one parent took minutes to import; 4096 is the most.
+misc_xml 1 4097 >"$TMP/children.xml"
+run "$GPURUN" topo --topology "$TMP/children.xml"
+expect_rc 2 "an object with 4097 child objects is refused"
+contains "$TMP/err" "children.xml:4108: an object with more than 4096 child objects: gpurun accepts at most 4096" \
+    "... naming the line and the limit"
+misc_xml 1 4096 >"$TMP/children.xml"
+run "$GPURUN" topo --topology "$TMP/children.xml"
+expect_rc 0 "4096 child objects, the limit, still load"
 
 # An HCA whose every port is down (not cabled, no subnet manager: Port1State
 # 1) is listed apart and never planned; one port down of two is still a NIC.

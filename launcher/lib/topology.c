@@ -810,11 +810,18 @@ static int xml_check_children(struct xml_check *c, xmlNodePtr n, enum xml_kind k
                               const struct xml_sets *sets, int depth)
 {
     bool after_object = false;
+    long nchildren = 0;
     for (xmlNodePtr ch = n->children; ch; ch = ch->next) {
         if (ch->type != XML_ELEMENT_NODE)
             continue;
         if (is_element(ch, "object")) {
             after_object = true;
+            /* hwloc 2.9's importer finds the end of the siblings' list for
+             * each child it inserts: 100,000 objects under one parent took
+             * minutes. */
+            if (++nchildren > GPURUN_TOPO_MAX_CHILDREN)
+                return xml_fail(c, ch, "an object with more than %d child objects: gpurun accepts at most %d",
+                                GPURUN_TOPO_MAX_CHILDREN, GPURUN_TOPO_MAX_CHILDREN);
             if (xml_check_object(c, ch, kind, type, sets, depth + 1) < 0)
                 return -1;
             continue;

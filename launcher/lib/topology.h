@@ -78,6 +78,7 @@ typedef struct gpurun_topo {
  * (the GPU x GPU and GPU x NIC matrices are quadratic) small. */
 #define GPURUN_TOPO_MAX_FILE_BYTES (64u << 20)
 #define GPURUN_TOPO_MAX_OBJECTS 100000     /* <object> elements */
+#define GPURUN_TOPO_MAX_CHILDREN 4096      /* <object> elements directly in one */
 #define GPURUN_TOPO_MAX_PUS 16384
 #define GPURUN_TOPO_MAX_PU_INDEX 65536     /* PU numbers (os_index) and cpuset bits below this */
 #define GPURUN_TOPO_MAX_NUMA 1024
