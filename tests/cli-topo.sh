@@ -201,6 +201,15 @@ contains "$TMP/out" "GPU runtime devices under no PCI device (not planned): cuda
 run "$GPURUN" topo --topology "$FIXTURES/jetson-soc-gpu.xml" --json
 jq_out '.topology.gpus_without_pci == "cuda0" and (.topology.gpus | length) == 0'
 expect_rc 0 "... in the JSON too"
+# Ten such devices: the first eight named, the rest counted (an export may
+# hold thousands, and the list was built by copying it whole for each).
+awk '/name="cuda0"/ { b = 1 } b { blk = blk $0 "\n" } !b { print }
+     b && /<\/object>/ { b = 0; for (i = 0; i < 10; i++) { x = blk; gsub(/cuda0/, "cuda" i, x)
+         gsub(/gp_index="[0-9]+"/, "gp_index=\"" 2000 + i "\"", x); printf "%s", x } }' \
+    "$FIXTURES/jetson-soc-gpu.xml" >"$TMP/ten-soc.xml"
+run "$GPURUN" topo --topology "$TMP/ten-soc.xml" --json
+jq_out '.topology.gpus_without_pci == "cuda0, cuda1, cuda2, cuda3, cuda4, cuda5, cuda6, cuda7 and 2 more"'
+expect_rc 0 "ten devices under no PCI device: eight named, two counted"
 
 # The safety net: whatever the checks miss and crashes hwloc's import is an
 # exit 2 too.  A stand-in hwloc_topology_load() that crashes, preloaded (not

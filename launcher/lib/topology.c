@@ -463,6 +463,7 @@ static int find_devices(gpurun_topo_t *t, const char *xml, gpurun_error_t *err)
      * CPU object instead: gpurun cannot place or number it, but says so
      * rather than plan as if the node had no GPU.  One below a bridge (AWS
      * p4d's OpenCL devices) has its PCI GPU listed already. */
+    int unplaced = 0;
     for (hwloc_obj_t o = NULL; (o = hwloc_get_next_osdev(t->hw, o));) {
         const char *cl = hwloc_obj_get_info_by_name(o, "OpenCLDeviceType");
         if (!is_compute_osdev(o) || (cl && strcasecmp(cl, "GPU"))) /* OpenCL's CPU devices are no GPU */
@@ -472,8 +473,15 @@ static int find_devices(gpurun_topo_t *t, const char *xml, gpurun_error_t *err)
             up = up->parent;
         if (!up || up->type == HWLOC_OBJ_PCI_DEVICE || up->type == HWLOC_OBJ_BRIDGE || !o->name)
             continue;
+        if (++unplaced > 8) /* the first few name them; an export can hold thousands */
+            continue;
         char *s = gpurun_xasprintf("%s%s%s", t->gpus_without_pci ? t->gpus_without_pci : "",
                                    t->gpus_without_pci ? ", " : "", o->name);
+        free(t->gpus_without_pci);
+        t->gpus_without_pci = s;
+    }
+    if (unplaced > 8) {
+        char *s = gpurun_xasprintf("%s and %d more", t->gpus_without_pci, unplaced - 8);
         free(t->gpus_without_pci);
         t->gpus_without_pci = s;
     }
