@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "plan.h"
 #include "plancheck.h"
 #include "tap.h"
@@ -692,6 +693,39 @@ static void hwloc3_export(void)
     gpurun_topo_destroy(t);
 }
 
+/* Inside a Slurm allocation the ranks get the GPUs Slurm gave the job:
+ * SLURM_JOB_GPUS is "0,1,2"; a range ("1-2") means both, not GPU 1 alone. */
+static void slurm_gpus(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("2s-4gpu-2nic.xml"));
+    free(t->source); /* what the live node's topology says: only it is Slurm's */
+    t->source = strdup("local");
+    const char *lists[] = {"0,3", "1-2", "0-1,3"};
+    const int want[][4] = {{0, 3, -1}, {1, 2, -1}, {0, 1, 3, -1}};
+    setenv("SLURM_JOB_ID", "4242", 1);
+    unsetenv("SLURM_STEP_GPUS");
+    for (size_t i = 0; i < sizeof lists / sizeof *lists; i++) {
+        setenv("SLURM_JOB_GPUS", lists[i], 1);
+        gpurun_request_t req = req_default();
+        char note[256];
+        gpurun_alloc_apply(t, &req, note, sizeof note);
+        int n = 0;
+        while (want[i][n] >= 0)
+            n++;
+        bool same = req.nallowed_gpus == n;
+        for (int k = 0; same && k < n; k++)
+            same = req.allowed_gpus[k] == want[i][k];
+        ok(same, "SLURM_JOB_GPUS=%s: %d GPUs allowed (got %d)", lists[i], n, req.nallowed_gpus);
+        gpurun_error_t err = {0};
+        gpurun_plan_t *p = plan(t, req, &err, lists[i]);
+        ok(p && p->nranks == n, "SLURM_JOB_GPUS=%s: a rank per allowed GPU", lists[i]);
+        gpurun_plan_destroy(p);
+    }
+    unsetenv("SLURM_JOB_GPUS");
+    unsetenv("SLURM_JOB_ID");
+    gpurun_topo_destroy(t);
+}
+
 /* An object with these keys and no others. */
 static bool has_exactly(json_t *o, const char *const *keys)
 {
@@ -963,6 +997,7 @@ int main(void)
     pvc_tiles();
     vm_no_locality();
     gpu_without_pci();
+    slurm_gpus();
     json_document();
     return done_testing();
 }

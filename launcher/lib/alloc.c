@@ -29,13 +29,18 @@ void gpurun_alloc_apply(const gpurun_topo_t *t, gpurun_request_t *req, char *not
     const char *gpus = getenv("SLURM_STEP_GPUS");
     if (!gpus || !*gpus)
         gpus = getenv("SLURM_JOB_GPUS");
-    if (gpus && *gpus && used < len) {
+    /* Slurm writes "0,1,2"; a range ("0-3"), as cpus lists have, is read
+     * too, not as its first number. */
+    hwloc_bitmap_t ids = hwloc_bitmap_alloc();
+    if (gpus && *gpus && used < len && hwloc_bitmap_list_sscanf(ids, gpus) == 0 && hwloc_bitmap_weight(ids) > 0) {
         req->nallowed_gpus = 0;
-        char *copy = gpurun_xstrdup(gpus);
-        for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok && req->nallowed_gpus < 256;
-             tok = strtok_r(NULL, ",", &save))
-            req->allowed_gpus[req->nallowed_gpus++] = atoi(tok);
-        free(copy);
+        int i;
+        hwloc_bitmap_foreach_begin(i, ids) {
+            if (req->nallowed_gpus < 256)
+                req->allowed_gpus[req->nallowed_gpus++] = i;
+        }
+        hwloc_bitmap_foreach_end();
         snprintf(note + used, len - used, "%sSlurm GPUs %s", used ? "; " : "", gpus);
     }
+    hwloc_bitmap_free(ids);
 }
