@@ -57,6 +57,10 @@ run "$GPURUN" plan --topology "$X" --gpus-per-rank 2 --threads-per-rank 3 --node
 jq_out '(.ranks | length) == 4 and .ranks[3].node == 1 and .ranks[3].env.CUDA_VISIBLE_DEVICES == "2,3"
            and .ranks[0].threads == 3 and .ranks[0].cpus == "0-2"'
 expect_rc 0 "flags: 2 nodes x 2 ranks, 2 GPUs and 3 threads per rank"
+# VFs spilled onto the bus after their PF's are slices of it, not NICs.
+run "$GPURUN" plan --topology "$FIXTURES/sriov-vf-next-bus.xml" --ranks-per-gpu 2 --json
+jq_out '[.ranks[].env.UCX_NET_DEVICES] == ["mlx5_0:1","mlx5_0:1","mlx5_0:1","mlx5_0:1"]'
+expect_rc 0 "sriov-vf-next-bus: every rank on the PF mlx5_0, none on the VF mlx5_2 of bus 06"
 run "$GPURUN" plan --topology "$FIXTURES/cpu-only-2numa.xml" --gpus-per-rank 1
 expect_rc 3 "GPUs asked of a CPU-only node is exit 3"
 

@@ -503,6 +503,23 @@ static void sriov_host(void)
     gpurun_topo_destroy(t);
 }
 
+/* VFs past the PF's bus (many VFs spill onto the next bus numbers): still
+ * slices of the PF, never a NIC of their own. */
+static void sriov_vf_next_bus(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("sriov-vf-next-bus.xml"));
+    gpurun_error_t err;
+    is_int(t->nhsnics, 2, "sriov next bus: the IB PF and the storage NIC, not the VF on bus 06");
+    gpurun_request_t r = req_default();
+    r.ranks_per_gpu = 2;
+    gpurun_plan_t *p = plan(t, r, &err, "sriov next bus, 2 per GPU");
+    if (ok(p != NULL && p->nranks == 4, "sriov next bus: four ranks"))
+        for (int i = 0; i < 4; i++)
+            is_str(nic_names(t, &p->ranks[i]), "mlx5_0", "sriov next bus: rank %d uses the PF, not the VF mlx5_2", i);
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+}
+
 /* Inside a VM the VFs are the NICs: they stay high-speed. */
 static void sriov_vm(void)
 {
@@ -862,7 +879,8 @@ static void ranks_per_gpu(void)
     static const char *const gpu_fixtures[] = {"2s-4gpu-2nic.xml", "amd-partitioned.xml", "apu-dgpu-ws.xml",
                                                "cisco-usnic.xml", "cpuless-numa.xml", "gpu-order-not-numa.xml",
                                                "hybrid-pe-cores.xml", "memoryless-numa.xml", "npu-laptop.xml",
-                                               "pvc-tiles.xml", "single-gpu-ws.xml", "sriov-host.xml", "sriov-vm.xml",
+                                               "pvc-tiles.xml", "single-gpu-ws.xml", "sriov-host.xml", "sriov-vf-next-bus.xml",
+                                               "sriov-vm.xml",
                                                "vm-no-locality.xml"};
     for (size_t i = 0; i < sizeof gpu_fixtures / sizeof *gpu_fixtures; i++) {
         t = plancheck_load(fixture(gpu_fixtures[i]));
@@ -987,6 +1005,7 @@ int main(void)
     memoryless_numa();
     memoryless_die_v1();
     sriov_host();
+    sriov_vf_next_bus();
     sriov_vm();
     usnic();
     vpi();

@@ -233,14 +233,17 @@ static bool is_virtual_function(hwloc_obj_t dev)
     }
 }
 
-/* The physical function a VF belongs to: a function of the same vendor on
- * the same bus that is not a VF itself.  NULL inside a VM, where the VF is
- * the whole NIC. */
+/* The physical function a VF belongs to: a function of the same vendor
+ * below the same bridge that is not a VF itself, on the VF's bus or one
+ * before it.  A VF's routing ID is the PF's plus an offset, so many VFs
+ * spill onto the next bus numbers, which the port reserves as buses of its
+ * own (SR-IOV 1.1, 2.1.2): hwloc hangs those VFs beside the PF.  NULL
+ * inside a VM, where the VF is the whole NIC. */
 static hwloc_obj_t physical_function(hwloc_obj_t vf)
 {
     for (hwloc_obj_t d = vf->parent ? vf->parent->io_first_child : NULL; d; d = d->next_sibling)
         if (d != vf && d->type == HWLOC_OBJ_PCI_DEVICE && d->attr->pcidev.vendor_id == vf->attr->pcidev.vendor_id &&
-            d->attr->pcidev.domain == vf->attr->pcidev.domain && d->attr->pcidev.bus == vf->attr->pcidev.bus &&
+            d->attr->pcidev.domain == vf->attr->pcidev.domain && d->attr->pcidev.bus <= vf->attr->pcidev.bus &&
             !is_virtual_function(d))
             return d;
     return NULL;
