@@ -193,6 +193,15 @@ run "$GPURUN" plan --topology "$TMP/port2.xml" --json
 jq_out '.ranks[0].env.UCX_NET_DEVICES == "mlx4_0:2"'
 expect_rc 0 "a NIC with one of two ports active is planned on that port"
 
+# Slingshot 400's Cassini 2 (HPE 1590:0371, Ethernet class, netdev hsnN)
+# is a Slingshot NIC, not plain Ethernet.
+run "$GPURUN" topo --topology "$FIXTURES/slingshot400-2s-4gpu.xml" --json
+jq_out '[.topology.nics[] | .name + "=" + .kind] == ["hsn0=slingshot", "hsn1=slingshot"]'
+expect_rc 0 "cassini 2: hsn0 and hsn1 are Slingshot NICs"
+run "$GPURUN" plan --topology "$FIXTURES/slingshot400-2s-4gpu.xml" --ranks-per-gpu 2 --json
+jq_out '[.ranks[].env.GPURUN_NICS] == ["hsn0","hsn0","hsn0","hsn0","hsn1","hsn1","hsn1","hsn1"]'
+expect_rc 0 "... each rank on the Cassini beside its GPU"
+
 # A GPU runtime device under no PCI device (Jetson's SoC GPU) is named, not
 # planned, and the plan says so.
 run "$GPURUN" topo --topology "$FIXTURES/jetson-soc-gpu.xml"

@@ -520,6 +520,24 @@ static void sriov_vf_next_bus(void)
     gpurun_topo_destroy(t);
 }
 
+/* Slingshot 400: Cassini 2 carries HPE's vendor id and an Ethernet class. */
+static void slingshot400(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("slingshot400-2s-4gpu.xml"));
+    gpurun_error_t err;
+    if (is_int(t->nhsnics, 2, "cassini 2: two high-speed NICs"))
+        for (int i = 0; i < 2; i++)
+            is_str(t->nics[i].kind, "slingshot", "cassini 2: %s is Slingshot, not plain Ethernet", t->nics[i].name);
+    gpurun_plan_t *p = plan(t, req_default(), &err, "cassini 2 default");
+    if (ok(p != NULL && p->nranks == 4, "cassini 2: four GPU ranks"))
+        for (int i = 0; i < 4; i++) {
+            is_str(nic_names(t, &p->ranks[i]), i < 2 ? "hsn0" : "hsn1", "cassini 2: rank %d on the NIC of its switch", i);
+            ok(!env(&p->ranks[i], "UCX_NET_DEVICES"), "cassini 2: rank %d names no verbs device", i);
+        }
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+}
+
 /* Inside a VM the VFs are the NICs: they stay high-speed. */
 static void sriov_vm(void)
 {
@@ -880,7 +898,7 @@ static void ranks_per_gpu(void)
                                                "cisco-usnic.xml", "cpuless-numa.xml", "gpu-order-not-numa.xml",
                                                "hybrid-pe-cores.xml", "memoryless-numa.xml", "npu-laptop.xml",
                                                "pvc-tiles.xml", "single-gpu-ws.xml", "sriov-host.xml", "sriov-vf-next-bus.xml",
-                                               "sriov-vm.xml",
+                                               "sriov-vm.xml", "slingshot400-2s-4gpu.xml",
                                                "vm-no-locality.xml"};
     for (size_t i = 0; i < sizeof gpu_fixtures / sizeof *gpu_fixtures; i++) {
         t = plancheck_load(fixture(gpu_fixtures[i]));
@@ -1006,6 +1024,7 @@ int main(void)
     memoryless_die_v1();
     sriov_host();
     sriov_vf_next_bus();
+    slingshot400();
     sriov_vm();
     usnic();
     vpi();

@@ -33,7 +33,9 @@
 #define PCI_VENDOR_INTEL 0x8086
 #define PCI_VENDOR_MELLANOX 0x15b3
 #define PCI_VENDOR_AMAZON 0x1d0f
-#define PCI_VENDOR_CRAY 0x17db
+#define PCI_VENDOR_CRAY 0x17db /* Cassini 1 (Slingshot 200) */
+#define PCI_VENDOR_HPE 0x1590
+#define PCI_DEVICE_CASSINI2 0x0371 /* Slingshot 400, under HPE's vendor id */
 #define PCI_VENDOR_CISCO 0x1137
 
 static void pci_address(hwloc_obj_t dev, char *buf, size_t len)
@@ -189,8 +191,11 @@ static const char *nic_kind(hwloc_obj_t dev, hwloc_obj_t fabric, hwloc_obj_t net
      * cannot use; not RoCE. */
     if (vendor == PCI_VENDOR_CISCO && fabric)
         return "usnic";
-    if (vendor == PCI_VENDOR_CRAY || (net && starts_with(net->name, "hsi") && !fabric))
-        return network_class || vendor == PCI_VENDOR_CRAY ? "slingshot" : NULL;
+    /* Cassini 2 is an Ethernet-class function whose netdev is hsnN, like
+     * any NIC's: only its ids tell it from plain Ethernet. */
+    bool cassini = vendor == PCI_VENDOR_CRAY || (vendor == PCI_VENDOR_HPE && device == PCI_DEVICE_CASSINI2);
+    if (cassini || (net && starts_with(net->name, "hsi") && !fabric))
+        return network_class || cassini ? "slingshot" : NULL;
     if ((fabric && starts_with(fabric->name, "hfi1")) ||
         (vendor == PCI_VENDOR_INTEL && (device == 0x24f0 || device == 0x24f1)))
         return "omnipath";
