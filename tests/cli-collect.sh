@@ -67,6 +67,13 @@ expect_rc 0 "real units, and a script printing fake Performance: lines"
     "$TMP/out")" = "[381.169,0.063,[505099.572]]" ]
 ok $? "ns/day and hours/ns in real units; the fake lines are not read"
 
+# electron units: "Performance: X fs/day, 0.000 hours/fs, Y timesteps/s".
+run "$GPURUN" collect --template lammps "$LOGS/lammps-electron-eff-ch4.log" --json
+expect_rc 0 "LAMMPS in electron units"
+[ "$(jq -c '.files[0].foms | [.fs_per_day.value, .fs_per_day.units, .ns_per_day.value, .timesteps_per_s.value]' \
+    "$TMP/out")" = '[26577371.575,"fs/day",null,61521.693]' ]
+ok $? "... fs/day read, in fs/day, not as ns/day"
+
 # LAMMPS before 2016 prints no Performance: line (nor does any version after a
 # minimisation, or in si or cgs units): the loop time is the figure.  Its
 # OpenMP builds of 2012-2015 write "on N procs (M MPI x T OpenMP) for".

@@ -207,6 +207,19 @@ static void test_real_lammps(void)
     WANT(&f, "timesteps_per_s", "fake lines printed by the script are not read", 1169.212);
     gpurun_foms_free(&f);
     free(p);
+
+    /* electron units: "Performance: X fs/day, 0.000 hours/fs, Y timesteps/s,
+     * Z katom-step/s", after a minimisation (its loop time, no Performance). */
+    p = src_path("tests/logs/lammps-electron-eff-ch4.log");
+    ok(read_file(t, p, &f, &err) == 0, "LAMMPS log in electron units reads");
+    WANT(&f, "fs_per_day", "electron units", 26577371.575);
+    WANT(&f, "timesteps_per_s", "electron units", 61521.693);
+    WANT(&f, "loop_time", "electron units, a minimisation and a run", 0.0230482, 1.62544);
+    want_none(&f, "ns_per_day", NULL, "electron units");
+    want_none(&f, "tau_per_day", NULL, "electron units");
+    ok(get(&f, NULL, "fs_per_day") && get(&f, NULL, "fs_per_day")->optional, "fs_per_day is optional");
+    gpurun_foms_free(&f);
+    free(p);
     gpurun_template_destroy(t);
 }
 
