@@ -51,6 +51,15 @@ run "$GPURUN" collect --template gromacs "$TMP/cut.log"
 expect_rc 1 "a log cut short: exit 1"
 contains "$TMP/err" "sanity check of template 'gromacs': 'Finished mdrun' does not appear in" "... the sanity text is missing"
 
+# A continuation (mdrun -cpi, appending) that died after a finished part: the
+# earlier Performance: table and 'Finished mdrun' are in the log, so is the
+# continuation's fatal error.
+cat "$LOGS/gromacs-water-2ranks.log" "$LOGS/gromacs-append-fatal.txt" > "$TMP/appended.log"
+run "$GPURUN" collect --template gromacs "$TMP/appended.log"
+expect_rc 1 "an appended md.log whose continuation died: exit 1"
+contains "$TMP/err" "sanity check of template 'gromacs': '^Fatal error:' appears in $TMP/appended.log, line 630" \
+    "... naming the fatal error's line"
+
 # ---- LAMMPS ------------------------------------------------------------------
 run "$GPURUN" collect --template lammps "$LOGS/lammps-lj-2runs.log" --json
 expect_rc 0 "collect --template lammps, a log of two runs"

@@ -337,6 +337,34 @@ static void test_sanity_forms(void)
     }
     gpurun_template_destroy(t);
 
+    /* GROMACS: a continuation appended to md.log after a finished part,
+     * which died with mdrun's fatal error. */
+    t = load_tpl("templates/gromacs.conf");
+    if (!t)
+        return;
+    {
+        ok(t->nfailure == 1 && !strcmp(t->failure[0], "^Fatal error:"), "gromacs: one failure text");
+        char *p = src_path("tests/logs/gromacs-water-2ranks.log");
+        char *a = src_path("tests/logs/gromacs-append-fatal.txt");
+        size_t len, alen;
+        char *text = text_of(p, &len), *app = text_of(a, &alen);
+        char *both = gpurun_xasprintf("%s%s", text, app);
+        char *q = put_file("gromacs-appended.log", both, strlen(both));
+        char why[512];
+        is_int(gpurun_sanity_file_check(t, p, why, sizeof why), 1, "gromacs: the finished log passes");
+        is_int(gpurun_sanity_file_check(t, q, why, sizeof why), 0, "a continuation that died with Fatal error: fails");
+        if (!ok(strstr(why, "'^Fatal error:' appears in") != NULL && strstr(why, ", line 630") != NULL,
+                "... saying what and where"))
+            diag("why: %s", why);
+        free(q);
+        free(both);
+        free(app);
+        free(text);
+        free(a);
+        free(p);
+    }
+    gpurun_template_destroy(t);
+
     t = load_tpl("templates/hpl.conf");
     if (!t)
         return;
