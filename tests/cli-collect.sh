@@ -51,6 +51,15 @@ run "$GPURUN" collect --template gromacs "$TMP/cut.log"
 expect_rc 1 "a log cut short: exit 1"
 contains "$TMP/err" "sanity check of template 'gromacs': 'Finished mdrun' does not appear in" "... the sanity text is missing"
 
+# A continuation (mdrun -cpi, appending) that died after a finished part: the
+# earlier Performance: table and 'Finished mdrun' are in the log, so is the
+# continuation's fatal error.
+cat "$LOGS/gromacs-water-2ranks.log" "$LOGS/gromacs-append-fatal.txt" > "$TMP/appended.log"
+run "$GPURUN" collect --template gromacs "$TMP/appended.log"
+expect_rc 1 "an appended md.log whose continuation died: exit 1"
+contains "$TMP/err" "sanity check of template 'gromacs': '^Fatal error:' appears in $TMP/appended.log, line 630" \
+    "... naming the fatal error's line"
+
 # ---- LAMMPS ------------------------------------------------------------------
 run "$GPURUN" collect --template lammps "$LOGS/lammps-lj-2runs.log" --json
 expect_rc 0 "collect --template lammps, a log of two runs"
@@ -66,6 +75,13 @@ expect_rc 0 "real units, and a script printing fake Performance: lines"
 [ "$(jq -c '[.files[0].foms.ns_per_day.value, .files[0].foms.hours_per_ns.value, .files[1].foms.tau_per_day.values]' \
     "$TMP/out")" = "[381.169,0.063,[505099.572]]" ]
 ok $? "ns/day and hours/ns in real units; the fake lines are not read"
+
+# electron units: "Performance: X fs/day, 0.000 hours/fs, Y timesteps/s".
+run "$GPURUN" collect --template lammps "$LOGS/lammps-electron-eff-ch4.log" --json
+expect_rc 0 "LAMMPS in electron units"
+[ "$(jq -c '.files[0].foms | [.fs_per_day.value, .fs_per_day.units, .ns_per_day.value, .timesteps_per_s.value]' \
+    "$TMP/out")" = '[26577371.575,"fs/day",null,61521.693]' ]
+ok $? "... fs/day read, in fs/day, not as ns/day"
 
 # LAMMPS before 2016 prints no Performance: line (nor does any version after a
 # minimisation, or in si or cgs units): the loop time is the figure.  Its

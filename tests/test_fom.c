@@ -207,6 +207,19 @@ static void test_real_lammps(void)
     WANT(&f, "timesteps_per_s", "fake lines printed by the script are not read", 1169.212);
     gpurun_foms_free(&f);
     free(p);
+
+    /* electron units: "Performance: X fs/day, 0.000 hours/fs, Y timesteps/s,
+     * Z katom-step/s", after a minimisation (its loop time, no Performance). */
+    p = src_path("tests/logs/lammps-electron-eff-ch4.log");
+    ok(read_file(t, p, &f, &err) == 0, "LAMMPS log in electron units reads");
+    WANT(&f, "fs_per_day", "electron units", 26577371.575);
+    WANT(&f, "timesteps_per_s", "electron units", 61521.693);
+    WANT(&f, "loop_time", "electron units, a minimisation and a run", 0.0230482, 1.62544);
+    want_none(&f, "ns_per_day", NULL, "electron units");
+    want_none(&f, "tau_per_day", NULL, "electron units");
+    ok(get(&f, NULL, "fs_per_day") && get(&f, NULL, "fs_per_day")->optional, "fs_per_day is optional");
+    gpurun_foms_free(&f);
+    free(p);
     gpurun_template_destroy(t);
 }
 
@@ -320,6 +333,34 @@ static void test_sanity_forms(void)
         free(q);
         free(echo);
         free(text);
+        free(p);
+    }
+    gpurun_template_destroy(t);
+
+    /* GROMACS: a continuation appended to md.log after a finished part,
+     * which died with mdrun's fatal error. */
+    t = load_tpl("templates/gromacs.conf");
+    if (!t)
+        return;
+    {
+        ok(t->nfailure == 1 && !strcmp(t->failure[0], "^Fatal error:"), "gromacs: one failure text");
+        char *p = src_path("tests/logs/gromacs-water-2ranks.log");
+        char *a = src_path("tests/logs/gromacs-append-fatal.txt");
+        size_t len, alen;
+        char *text = text_of(p, &len), *app = text_of(a, &alen);
+        char *both = gpurun_xasprintf("%s%s", text, app);
+        char *q = put_file("gromacs-appended.log", both, strlen(both));
+        char why[512];
+        is_int(gpurun_sanity_file_check(t, p, why, sizeof why), 1, "gromacs: the finished log passes");
+        is_int(gpurun_sanity_file_check(t, q, why, sizeof why), 0, "a continuation that died with Fatal error: fails");
+        if (!ok(strstr(why, "'^Fatal error:' appears in") != NULL && strstr(why, ", line 630") != NULL,
+                "... saying what and where"))
+            diag("why: %s", why);
+        free(q);
+        free(both);
+        free(app);
+        free(text);
+        free(a);
         free(p);
     }
     gpurun_template_destroy(t);
