@@ -202,6 +202,14 @@ run "$GPURUN" plan --topology "$FIXTURES/slingshot400-2s-4gpu.xml" --ranks-per-g
 jq_out '[.ranks[].env.GPURUN_NICS] == ["hsn0","hsn0","hsn0","hsn0","hsn1","hsn1","hsn1","hsn1"]'
 expect_rc 0 "... each rank on the Cassini beside its GPU"
 
+# The VFs of a BlueField (15b3:a2d3), in an export made without pci.ids (no
+# "Virtual Function" in a name): slices of their PF, listed apart.
+sed -e 's/\[15b3:101c\] \[15b3:101c\]/[15b3:a2d3] [15b3:a2d3]/' -e '/ConnectX-6 Virtual Function/d' \
+    "$FIXTURES/sriov-host.xml" >"$TMP/bluefield-vf.xml"
+run "$GPURUN" topo --topology "$TMP/bluefield-vf.xml" --json
+jq_out '[.topology.nics[].name] == ["mlx5_0", "mlx5_3"]'
+expect_rc 0 "BlueField VFs known by their device id alone are not NICs of their own"
+
 # A GPU runtime device under no PCI device (Jetson's SoC GPU) is named, not
 # planned, and the plan says so.
 run "$GPURUN" topo --topology "$FIXTURES/jetson-soc-gpu.xml"

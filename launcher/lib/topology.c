@@ -232,6 +232,7 @@ static bool is_virtual_function(hwloc_obj_t dev)
     switch (dev->attr->pcidev.device_id) {
     case 0x1002: case 0x1004: case 0x1012: case 0x1014: case 0x1016:
     case 0x1018: case 0x101a: case 0x101c: case 0x101e:
+    case 0xa2d3: /* BlueField's VF: an export without pci.ids names it by number only */
         return true;
     default:
         return false;
