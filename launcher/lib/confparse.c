@@ -526,6 +526,9 @@ static const struct {
     {"\xef\xbb\xbf", "a byte-order mark (U+FEFF)", false},
 };
 
+/* The characters libconfuse's word rule ends an unquoted word at. */
+static const char word_end[] = " \t\r\n#\"'={}()+,*";
+
 /* The pasted character that starts at `p` (n bytes left), or -1. */
 static int pasted_at(const char *p, size_t n)
 {
@@ -544,7 +547,7 @@ static char *word_without_pasted(const struct scanner *sc, size_t from)
 {
     char *w = gpurun_xmalloc(sc->len - from + 1);
     size_t n = 0;
-    for (size_t i = from; i < sc->len && sc->in[i] && !strchr(" \t\r\n#\"'={}()+,*", sc->in[i]);) {
+    for (size_t i = from; i < sc->len && sc->in[i] && !strchr(word_end, sc->in[i]);) {
         int k = pasted_at(sc->in + i, sc->len - i);
         if (k >= 0)
             i += strlen(pasted[k].utf8);
@@ -585,7 +588,7 @@ static void scan_word(struct scanner *sc)
     bool noted = false;
     while (sc->i < sc->len) {
         char c = text[sc->i];
-        if (c != '\0' && strchr(" \t\r\n#\"'={}()+,*", c))
+        if (c != '\0' && strchr(word_end, c))
             break;
         int k = noted ? -1 : pasted_at(text + sc->i, sc->len - sc->i);
         if (k >= 0) {
