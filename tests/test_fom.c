@@ -740,6 +740,56 @@ static void test_regex(void)
     }
 }
 
+/* Patterns are compiled once per process (up to a cap, then per reading):
+ * each still reads its own figures, and a bad one is refused every time. */
+static void test_patterns_kept(void)
+{
+    gpurun_template_t *t = load_tpl("templates/generic.conf");
+    if (!t)
+        return;
+    char text[8192] = "", regex[64], value[32];
+    for (int i = 0; i < 200; i++)
+        snprintf(text + strlen(text), sizeof text - strlen(text), "v%d=%d\n", i, i);
+    char *p = put_file("kept.out", text, 0);
+    char *files[] = {p, NULL};
+    struct gpurun_kvlist vars = {0};
+    gpurun_kvlist_set(&vars, "fom_units", "");
+    gpurun_error_t err = {0};
+    int right = 0;
+    /* 200 patterns, more than are kept, then the first ones again */
+    for (int n = 0; n < 260; n++) {
+        int i = n < 200 ? n : n - 200;
+        snprintf(regex, sizeof regex, "^v%d=([0-9]+)$", i);
+        gpurun_kvlist_set(&vars, "fom_regex", regex);
+        gpurun_foms_t f;
+        if (gpurun_fom_read(t, tmpdir, gpurun_kvlist_lookup, &vars, files, &f, &err) == 0 && f.n == 1 &&
+            f.f[0].n == 1 && f.f[0].values[0] == i)
+            right++;
+        else
+            diag("pattern %d: %s", i, err.text);
+        gpurun_foms_free(&f);
+    }
+    snprintf(value, sizeof value, "%d", right);
+    is_str(value, "260", "260 readings of 200 patterns (more than are kept): each reads its own value");
+    const char *bad[] = {"(((", "v1=[0-9]+", "((("};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        gpurun_kvlist_set(&vars, "fom_regex", bad[i]);
+        gpurun_foms_t f;
+        ok(gpurun_fom_read(t, tmpdir, gpurun_kvlist_lookup, &vars, files, &f, &err) == -1 &&
+               (strstr(err.text, "not a POSIX extended regex") || strstr(err.text, "has no group")),
+           "'%s' refused (again): %s", bad[i], err.text);
+    }
+    gpurun_kvlist_set(&vars, "fom_regex", "^v1=([0-9]+)$");
+    gpurun_foms_t f;
+    ok(gpurun_fom_read(t, tmpdir, gpurun_kvlist_lookup, &vars, files, &f, &err) == 0 && f.n == 1 &&
+           f.f[0].n == 1 && f.f[0].values[0] == 1,
+       "after a refused pattern, a kept one reads");
+    gpurun_foms_free(&f);
+    gpurun_kvlist_clear(&vars);
+    gpurun_template_destroy(t);
+    free(p);
+}
+
 /* ---- tables: header and row ------------------------------------------ */
 
 static void test_table(void)
@@ -896,6 +946,7 @@ int main(void)
     test_hostile_gromacs();
     test_unreadable();
     test_regex();
+    test_patterns_kept();
     test_table();
     test_keys();
     test_bands();

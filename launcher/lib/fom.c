@@ -161,11 +161,17 @@ static const char *parse_number(const char *s, size_t n, double *out)
 
 /* ---- one fom's reading ------------------------------------------------- */
 
+/* A compiled pattern: kept for the process (below), or compiled for one
+ * reading past that cap. */
+struct pattern {
+    const regex_t *re; /* NULL: none */
+    regex_t *own;
+};
+
 struct scan {
     const struct gpurun_fom *fom;
     struct gpurun_fom_values *out;
-    regex_t re, row, after;
-    bool has_re, has_row, has_after;
+    struct pattern re, row, after;
     char *header; /* expanded */
     bool armed;   /* an `after` line came since the last value (always, without after) */
     bool pending; /* the last non-blank line was a header line */
@@ -210,7 +216,7 @@ static void take(struct scan *s, const struct lines *l, const char *text, size_t
         skipped(s, l->no, text, n, why);
     else
         add_value(s, v);
-    if (s->has_after)
+    if (s->after.re)
         s->armed = false;
 }
 
@@ -299,14 +305,14 @@ static void read_row(struct scan *s, const struct lines *l, size_t from)
         take(s, l, line + w[best].s, w[best].e - w[best].s);
     } else if (tie) {
         skipped(s, l->no, s->header, strlen(s->header), "stands over two words of its row equally");
-        if (s->has_after)
+        if (s->after.re)
             s->armed = false;
     } else if (n > s->hright) {
         size_t i = n - 1 - s->hright;
         take(s, l, line + w[i].s, w[i].e - w[i].s);
     } else {
         skipped(s, l->no, s->header, strlen(s->header), "has no word under it in its row");
-        if (s->has_after)
+        if (s->after.re)
             s->armed = false;
     }
 }
@@ -315,15 +321,15 @@ static void scan_line(struct scan *s, const struct lines *l)
 {
     const char *line = l->buf;
     regmatch_t m[2];
-    if (s->has_after && !s->armed) {
-        if (regexec(&s->after, line, 0, NULL, 0) == 0)
+    if (s->after.re && !s->armed) {
+        if (regexec(s->after.re, line, 0, NULL, 0) == 0)
             s->armed = true;
         s->pending = false;
         return;
     }
     if (s->header) {
         if (s->pending) {
-            if (regexec(&s->row, line, 1, m, 0) == 0) {
+            if (regexec(s->row.re, line, 1, m, 0) == 0) {
                 s->pending = false;
                 read_row(s, l, (size_t)m[0].rm_eo);
                 return;
@@ -344,11 +350,11 @@ static void scan_line(struct scan *s, const struct lines *l)
     /* Every match on the line, left to right. */
     int flags = 0;
     for (const char *p = line; *p || p == line;) {
-        if (regexec(&s->re, p, 2, m, flags) != 0)
+        if (regexec(s->re.re, p, 2, m, flags) != 0)
             break;
         if (m[1].rm_so >= 0)
             take(s, l, p + m[1].rm_so, (size_t)(m[1].rm_eo - m[1].rm_so));
-        if (s->has_after && !s->armed)
+        if (s->after.re && !s->armed)
             break;
         p += m[0].rm_eo > 0 ? m[0].rm_eo : 1;
         flags = REG_NOTBOL;
@@ -369,23 +375,54 @@ static char *expand(const char *in, gpurun_lookup_fn lookup, void *ctx, const ch
     return out;
 }
 
-static int compile(regex_t *re, const char *value, const char *fom, const char *key, bool group,
+/* Compiled patterns, kept until the process ends: `collect` reads a
+ * template's figures from many files with the same patterns, and compiling
+ * one costs more than scanning a log with it. */
+#define PATTERNS_KEPT 128
+static struct {
+    char *text;
+    regex_t re;
+} kept[PATTERNS_KEPT];
+static size_t nkept;
+
+static void pattern_release(struct pattern *p)
+{
+    if (p->own) {
+        regfree(p->own);
+        free(p->own);
+    }
+    memset(p, 0, sizeof *p);
+}
+
+static int compile(struct pattern *p, const char *value, const char *fom, const char *key, bool group,
                    gpurun_error_t *err)
 {
     struct gpurun_conf_shown a;
-    const char *costly = gpurun_regex_cost_problem(value);
-    if (costly)
-        return gpurun_err(err, GPURUN_EXIT_CONFIG, "fom %s: %s '%s' is %s", fom, key, gpurun_conf_shown(&a, value),
-                          costly);
-    int rc = regcomp(re, value, REG_EXTENDED);
-    if (rc != 0) {
-        char why[256];
-        regerror(rc, re, why, sizeof why);
-        return gpurun_err(err, GPURUN_EXIT_CONFIG, "fom %s: %s '%s' is not a POSIX extended regex: %s", fom, key,
-                          gpurun_conf_shown(&a, value), why);
+    memset(p, 0, sizeof *p);
+    for (size_t i = 0; i < nkept && !p->re; i++)
+        if (!strcmp(kept[i].text, value))
+            p->re = &kept[i].re;
+    if (!p->re) {
+        const char *costly = gpurun_regex_cost_problem(value);
+        if (costly)
+            return gpurun_err(err, GPURUN_EXIT_CONFIG, "fom %s: %s '%s' is %s", fom, key,
+                              gpurun_conf_shown(&a, value), costly);
+        regex_t *re = nkept < PATTERNS_KEPT ? &kept[nkept].re : (p->own = gpurun_xmalloc(sizeof *p->own));
+        int rc = regcomp(re, value, REG_EXTENDED);
+        if (rc != 0) {
+            char why[256];
+            regerror(rc, re, why, sizeof why);
+            free(p->own);
+            p->own = NULL;
+            return gpurun_err(err, GPURUN_EXIT_CONFIG, "fom %s: %s '%s' is not a POSIX extended regex: %s", fom,
+                              key, gpurun_conf_shown(&a, value), why);
+        }
+        if (!p->own)
+            kept[nkept++].text = gpurun_xstrdup(value);
+        p->re = re;
     }
-    if (group && re->re_nsub < 1) {
-        regfree(re);
+    if (group && p->re->re_nsub < 1) {
+        pattern_release(p);
         return gpurun_err(err, GPURUN_EXIT_CONFIG, "fom %s: %s '%s' has no group for the value", fom, key,
                           gpurun_conf_shown(&a, value));
     }
@@ -394,12 +431,9 @@ static int compile(regex_t *re, const char *value, const char *fom, const char *
 
 static void scan_release(struct scan *s)
 {
-    if (s->has_re)
-        regfree(&s->re);
-    if (s->has_row)
-        regfree(&s->row);
-    if (s->has_after)
-        regfree(&s->after);
+    pattern_release(&s->re);
+    pattern_release(&s->row);
+    pattern_release(&s->after);
     free(s->header);
     memset(s, 0, sizeof *s);
 }
@@ -422,7 +456,6 @@ static int scan_init(struct scan *s, const struct gpurun_fom *f, struct gpurun_f
         if (!(v = expand(f->regex, lookup, ctx, what, err)))
             return -1;
         rc = compile(&s->re, v, f->name, "regex", true, err);
-        s->has_re = rc == 0;
         free(v);
     } else if (f->header) {
         snprintf(what, sizeof what, "fom %s: header", f->name);
@@ -432,7 +465,6 @@ static int scan_init(struct scan *s, const struct gpurun_fom *f, struct gpurun_f
         if (!(v = expand(f->row ? f->row : "", lookup, ctx, what, err)))
             return -1;
         rc = compile(&s->row, v, f->name, "row", false, err);
-        s->has_row = rc == 0;
         free(v);
     } else {
         return gpurun_err(err, GPURUN_EXIT_CONFIG, "fom %s: neither 'regex' nor 'header'", f->name);
@@ -442,10 +474,9 @@ static int scan_init(struct scan *s, const struct gpurun_fom *f, struct gpurun_f
         if (!(v = expand(f->after, lookup, ctx, what, err)))
             return -1;
         rc = compile(&s->after, v, f->name, "after", false, err);
-        s->has_after = rc == 0;
         free(v);
     }
-    s->armed = !s->has_after;
+    s->armed = !s->after.re;
     return rc;
 }
 
