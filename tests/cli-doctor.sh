@@ -123,6 +123,13 @@ run env PATH="$good" GPURUN_NVML_LIBRARY="$FAKE_NVML" FAKE_NVML_DEVICES="$gpus" 
 contains "$TMP/out" "inside allocation 4242 (2 nodes)" "inside an allocation"
 contains "$TMP/out" "PASS  Launcher          srun: inside Slurm allocation 4242" "srun chosen inside an allocation"
 
+# MPICH's Hydra: the version is on the line after "HYDRA build details:".
+hydra=$TMP/hydra-bin
+tool "$hydra" mpirun 'printf "HYDRA build details:\n    Version:                                 4.0.2\n    Release Date:                            Thu Apr  7 12:34:45 CDT 2022\n"'
+run env PATH="$hydra" GPURUN_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 \
+    "$GPURUN" doctor --topology "$fixture" --root "$root"
+contains "$TMP/out" "MPI               mpirun (MPICH Hydra) 4.0.2;" "MPICH's mpirun: its name and version"
+
 # A bare node: no tools, no driver, no RDMA, limited locked memory.
 bare=$TMP/bare-bin
 mkdir -p "$bare" "$TMP/bare-root/sys"

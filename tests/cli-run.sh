@@ -147,4 +147,45 @@ run "$GPURUN" run "$TMP/t.conf" --set template=hellott
 expect_rc 2 "a --set template that is nowhere is exit 2"
 contains "$TMP/err" "--set template=hellott: key 'template': template 'hellott' not found" "... naming the --set"
 
+# Hydra's mpirun (MPICH, Intel MPI, MVAPICH2) takes other options than Open
+# MPI's (before: "unrecognized argument map-by", exit 255).  Which one
+# `mpirun` is comes from the file it resolves to and what is beside it.
+mkdir -p "$TMP/ompi5" "$TMP/impi"
+for f in mpirun ompi_info; do printf '#!/bin/sh\nexit 0\n' >"$TMP/ompi5/$f"; done
+for f in mpirun impi_info mpiexec.hydra; do printf '#!/bin/sh\nexit 0\n' >"$TMP/impi/$f"; done
+chmod 755 "$TMP/ompi5"/* "$TMP/impi"/*
+PATH=$TMP/impi:$PATH run "$GPURUN" run "$TMP/two.conf" --dry-run
+contains "$TMP/out" "mpirun -n 2 -ppn 2 -genv I_MPI_PIN off -genv MV2_ENABLE_AFFINITY 0 -genvlist " \
+    "an mpirun beside impi_info (Intel MPI): Hydra's options, and Intel MPI's pinning off"
+PATH=$TMP/ompi5:$PATH run "$GPURUN" run "$TMP/two.conf" --dry-run
+contains "$TMP/out" "mpirun -np 2 --map-by ppr:2:node --bind-to none" "an mpirun beside ompi_info (Open MPI 5): Open MPI's options"
+if [ -x /usr/bin/mpirun.mpich ] && [ -x /usr/bin/hydra_pmi_proxy ]; then
+    # Debian's mpirun.mpich resolves to mpiexec.hydra, which starts its proxy
+    # from its own folder: both, first on PATH, as an MPICH install has them.
+    mkdir -p "$TMP/mpich"
+    ln -s /usr/bin/mpirun.mpich "$TMP/mpich/mpirun"
+    ln -s /usr/bin/hydra_pmi_proxy "$TMP/mpich/hydra_pmi_proxy"
+    cat >"$TMP/hydra.conf" <<'JOB'
+command = "/bin/sh -c 'echo pmi=$PMI_RANK local=$MPI_LOCALRANKID gpurun=$GPURUN_RANK pin=$I_MPI_PIN value=$GPURUN_TEST_VALUE'"
+launcher = "mpirun"
+ranks_per_node = 2
+threads_per_rank = 1
+env { GPURUN_TEST_VALUE = "a b" }
+JOB
+    PATH=$TMP/mpich:$PATH run "$GPURUN" run "$TMP/hydra.conf" --quiet
+    expect_rc 0 "2 ranks under MPICH's mpirun (Hydra)"
+    d=$(last_run hydra)
+    [ "$(jq -r .state "$d/record.json")" = ok ] && [ "$(jq -r '[.bindings[].match] | all' "$d/record.json")" = true ]
+    ok $? "the record says ok, every rank bound as planned"
+    for i in 0 1; do
+        rank_output "$d" "$i" >"$TMP/hy$i"
+        contains "$TMP/hy$i" "pmi=$i local=$i gpurun=$i pin=off value=a b" "rank $i: Hydra's PMI_RANK and MPI_LOCALRANKID are gpurun's rank $i, with the job's env"
+    done
+else
+    skip "a real run under MPICH's mpirun: /usr/bin/mpirun.mpich not found (Debian: mpich)"
+    skip "... its record"
+    skip "... rank 0"
+    skip "... rank 1"
+fi
+
 done_testing

@@ -118,6 +118,11 @@ static void check_mpi(struct doctor *d, const gpurun_gdr_probe_t *probe, bool nv
     }
     if (!line[0])
         snprintf(line, sizeof line, "mpirun (version unknown)");
+    /* MPICH's Hydra names itself on one line and its version on the next */
+    char version[200];
+    if (!strncmp(line, "HYDRA build details", 19) && tool_line(d, argv, "Version:", version, sizeof version) == 0 &&
+        !strncmp(version, "Version:", 8))
+        snprintf(line, sizeof line, "mpirun (MPICH Hydra) %s", version + 8 + strspn(version + 8, " \t"));
     bool cuda = probe->ompi_cuda == GPURUN_YES || probe->ucx_cuda == GPURUN_YES;
     bool rocm = probe->ompi_rocm == GPURUN_YES || probe->ucx_rocm == GPURUN_YES;
     bool known = probe->ompi || probe->ucx;
