@@ -172,8 +172,10 @@ ranks_per_node = 2
 threads_per_rank = 1
 env { GPURUN_TEST_VALUE = "a b" }
 JOB
-    PATH=$TMP/mpich:$PATH run "$GPURUN" run "$TMP/hydra.conf" --quiet
-    expect_rc 0 "2 ranks under MPICH's mpirun (Hydra)"
+    # As in a batch job: every rank inherits the batch step's SLURM_PROCID
+    # and SLURM_LOCALID, 0; Hydra's own numbers are the ranks'.
+    PATH=$TMP/mpich:$PATH SLURM_PROCID=0 SLURM_LOCALID=0 run "$GPURUN" run "$TMP/hydra.conf" --quiet
+    expect_rc 0 "2 ranks under MPICH's mpirun (Hydra), SLURM_PROCID=0 inherited by both"
     d=$(last_run hydra)
     [ "$(jq -r .state "$d/record.json")" = ok ] && [ "$(jq -r '[.bindings[].match] | all' "$d/record.json")" = true ]
     ok $? "the record says ok, every rank bound as planned"

@@ -228,8 +228,9 @@ char *gpurun_host_ranks_name(const char *host)
 }
 
 /* The first of these variables that is set: launchers name ranks differently.
- * Open MPI's come before Slurm's, since mpirun inside a batch job inherits
- * the batch step's SLURM_PROCID. */
+ * Open MPI's and Hydra's come before Slurm's, since an mpirun inside a batch
+ * job inherits the batch step's SLURM_PROCID, and Hydra's proxies started by
+ * srun have one SLURM_PROCID per host. */
 static int env_first_int(const char *const *names, int *out, const char **which)
 {
     for (; *names; names++) {
@@ -248,9 +249,9 @@ static int env_first_int(const char *const *names, int *out, const char **which)
 }
 
 static const char *const rank_vars[] = {"GPURUN_LAUNCH_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK",
-                                        "SLURM_PROCID",       "PMI_RANK",             NULL};
-static const char *const local_vars[] = {"GPURUN_LAUNCH_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
-                                         "MPI_LOCALRANKID",          "PMI_LOCAL_RANK",             NULL};
+                                        "PMI_RANK",           "SLURM_PROCID",         NULL};
+static const char *const local_vars[] = {"GPURUN_LAUNCH_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                                         "PMI_LOCAL_RANK",           "SLURM_LOCALID",              NULL};
 
 static char *iso_now(void)
 {
@@ -1259,7 +1260,7 @@ static int step_read_plan(struct rank_step *s, const char *run_dir, json_t **job
     if (env_first_int(local_vars, &s->local, &local_var) < 0) {
         gpurun_err(err, GPURUN_EXIT_ENV,
                    "rank step: rank %d has no local rank in the environment (none of GPURUN_LAUNCH_LOCAL_RANK, "
-                   "OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID, MPI_LOCALRANKID, PMI_LOCAL_RANK)",
+                   "OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, PMI_LOCAL_RANK, SLURM_LOCALID)",
                    s->rank);
         close(s->dfd);
         return -1;
@@ -1431,7 +1432,7 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, const char *pla
     if (env_first_int(rank_vars, &s.rank, &rank_var) < 0)
         return gpurun_err(err, GPURUN_EXIT_ENV,
                           "rank step: no rank in the environment (none of GPURUN_LAUNCH_RANK, OMPI_COMM_WORLD_RANK, "
-                          "PMIX_RANK, SLURM_PROCID, PMI_RANK)");
+                          "PMIX_RANK, PMI_RANK, SLURM_PROCID)");
     const char *host_env = getenv(GPURUN_ENV_HOST); /* a test launcher playing many hosts on one */
     snprintf(s.host, sizeof s.host, "%s", host_env && *host_env ? host_env : "");
     if (!s.host[0])
