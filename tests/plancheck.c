@@ -202,8 +202,21 @@ static int check_rank(const gpurun_plan_t *p, const gpurun_rank_plan_t *r, char 
     if (r->ngpus && !strcmp(t->gpus[r->gpus[0]].vendor, "nvidia") && q->gpu_visibility == GPURUN_GPUVIS_ISOLATE) {
         char want[256] = "";
         size_t l = 0;
-        for (int g = 0; g < r->ngpus; g++)
-            l += (size_t)snprintf(want + l, sizeof want - l, "%s%d", g ? "," : "", t->gpus[r->gpus[g]].index);
+        for (int g = 0; g < r->ngpus && l < sizeof want; g++) {
+            /* the allocation's renumbered name: the item of visible_cuda at
+             * the GPU's place in allowed_gpus */
+            int index = t->gpus[r->gpus[g]].index, place = -1;
+            for (int a = 0; q->visible_cuda && a < q->nallowed_gpus; a++)
+                if (q->allowed_gpus[a] == index)
+                    place = a;
+            const char *item = q->visible_cuda;
+            for (int k = 0; item && k < place; k++)
+                item = strchr(item, ',') ? strchr(item, ',') + 1 : NULL;
+            if (place >= 0 && item)
+                l += (size_t)snprintf(want + l, sizeof want - l, "%s%.*s", g ? "," : "", (int)strcspn(item, ","), item);
+            else
+                l += (size_t)snprintf(want + l, sizeof want - l, "%s%d", g ? "," : "", index);
+        }
         const char *cvd = env_get(r, "CUDA_VISIBLE_DEVICES");
         if (!cvd || strcmp(cvd, want))
             return fail(why, len, "rank %d: CUDA_VISIBLE_DEVICES=%s, GPUs %s", r->rank, cvd ? cvd : "(unset)", want);

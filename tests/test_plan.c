@@ -756,6 +756,62 @@ static void slurm_gpus(void)
         ok(p && p->nranks == n, "SLURM_JOB_GPUS=%s: a rank per allowed GPU", lists[i]);
         gpurun_plan_destroy(p);
     }
+    /* Slurm's cgroup (ConstrainDevices) hides the node's other GPUs: the
+     * runtime numbers the job's from 0, and CUDA_VISIBLE_DEVICES says so. */
+    const struct {
+        const char *job, *cuda, *want0, *want1, *note;
+    } renumbered[] = {
+        {"1,3", "0,1", "0", "1", NULL},
+        {"1,3", "1,3", "1", "3", NULL},
+        {"1,3", "0", "1", "3", "CUDA_VISIBLE_DEVICES=0 does not name them one by one"},
+        {NULL, "2,3", "2", "3", "CUDA_VISIBLE_DEVICES 2,3"},
+        {NULL, "3,2,-1,0", "2", "3", NULL},
+    };
+    for (size_t i = 0; i < sizeof renumbered / sizeof *renumbered; i++) {
+        if (renumbered[i].job)
+            setenv("SLURM_JOB_GPUS", renumbered[i].job, 1);
+        else
+            unsetenv("SLURM_JOB_ID");
+        setenv("CUDA_VISIBLE_DEVICES", renumbered[i].cuda, 1);
+        gpurun_request_t req = req_default();
+        char note[256];
+        gpurun_alloc_apply(t, &req, note, sizeof note);
+        gpurun_error_t err = {0};
+        gpurun_plan_t *p = plan(t, req, &err, renumbered[i].cuda);
+        const char *c0 = p && p->nranks == 2 ? json_string_value(json_object_get(p->ranks[0].env, "CUDA_VISIBLE_DEVICES")) : NULL;
+        const char *c1 = p && p->nranks == 2 ? json_string_value(json_object_get(p->ranks[1].env, "CUDA_VISIBLE_DEVICES")) : NULL;
+        const char *g1 = p && p->nranks == 2 ? json_string_value(json_object_get(p->ranks[1].env, "GPURUN_GPUS")) : NULL;
+        ok(c0 && c1 && g1 && !strcmp(c0, renumbered[i].want0) && !strcmp(c1, renumbered[i].want1) && !strcmp(g1, "3"),
+           "%s%s, CUDA_VISIBLE_DEVICES=%s: ranks get CUDA_VISIBLE_DEVICES %s and %s (got %s, %s), GPURUN_GPUS 3 for rank 1",
+           renumbered[i].job ? "SLURM_JOB_GPUS=" : "no Slurm", renumbered[i].job ? renumbered[i].job : "",
+           renumbered[i].cuda, renumbered[i].want0, renumbered[i].want1, c0 ? c0 : "-", c1 ? c1 : "-");
+        if (renumbered[i].note)
+            ok(strstr(note, renumbered[i].note) != NULL, "... the allocation note says '%s': %s", renumbered[i].note, note);
+        gpurun_plan_destroy(p);
+    }
+    /* "-1" or "" hides every GPU from CUDA: CPU ranks. */
+    const char *none[] = {"-1", ""};
+    for (size_t i = 0; i < 2; i++) {
+        setenv("CUDA_VISIBLE_DEVICES", none[i], 1);
+        gpurun_request_t req = req_default();
+        char note[256];
+        gpurun_alloc_apply(t, &req, note, sizeof note);
+        gpurun_error_t err = {0};
+        gpurun_plan_t *p = plan(t, req, &err, none[i]);
+        ok(req.nallowed_gpus == 0 && p && p->nranks > 0 && p->ranks[0].ngpus == 0 && strstr(note, "(no GPU)"),
+           "CUDA_VISIBLE_DEVICES='%s': no GPU planned, %d CPU ranks (%s)", none[i], p ? p->nranks : -1, note);
+        if (!p)
+            diag("%s", err.text);
+        gpurun_plan_destroy(p);
+    }
+    /* UUIDs: which GPUs they are, only the driver knows; every GPU is planned. */
+    setenv("CUDA_VISIBLE_DEVICES", "GPU-5bb9e2b3-8b5a-4d9c-a5c3-1f2e3d4c5b6a", 1);
+    gpurun_request_t req = req_default();
+    char note[256];
+    gpurun_alloc_apply(t, &req, note, sizeof note);
+    ok(req.nallowed_gpus < 0 && strstr(note, "is not a list of GPU numbers: not applied"),
+       "CUDA_VISIBLE_DEVICES of UUIDs is not applied, and said so: %s", note);
+    unsetenv("CUDA_VISIBLE_DEVICES");
     unsetenv("SLURM_JOB_GPUS");
     unsetenv("SLURM_JOB_ID");
     gpurun_topo_destroy(t);

@@ -862,14 +862,40 @@ static void env_set(json_t *env, const char *key, const char *value)
     json_object_set_new(env, key, json_string(value));
 }
 
-static char *join_list(const gpurun_topo_t *t, const gpurun_rank_plan_t *r, int what)
+/* What the GPU runtime calls GPU g here: its item in the resource manager's
+ * renumbered list (req->visible_*), else its own number. */
+static void gpu_runtime_name(const gpurun_request_t *req, const gpurun_gpu_t *g, char *out, size_t len)
+{
+    const char *list = !strcmp(g->vendor, "nvidia") ? req->visible_cuda
+                       : !strcmp(g->vendor, "amd")  ? req->visible_rocr
+                                                    : NULL;
+    int pos = -1;
+    for (int i = 0; list && i < req->nallowed_gpus && pos < 0; i++)
+        if (req->allowed_gpus[i] == g->index)
+            pos = i;
+    for (const char *p = list; p && pos >= 0; pos--) {
+        size_t n = strcspn(p, ",");
+        if (pos == 0) {
+            snprintf(out, len, "%.*s", (int)n, p);
+            return;
+        }
+        p = p[n] ? p + n + 1 : NULL;
+    }
+    snprintf(out, len, "%d", g->index);
+}
+
+/* what: 0 the GPUs' own numbers, 1 the NICs, 2 the NICs' name:port, 3 the
+ * GPUs as the runtime names them here. */
+static char *join_list(const gpurun_topo_t *t, const gpurun_request_t *req, const gpurun_rank_plan_t *r, int what)
 {
     size_t cap = 64, len = 0;
     char *s = gpurun_xcalloc(1, cap);
-    int n = what == 0 ? r->ngpus : r->nnics;
+    int n = what == 0 || what == 3 ? r->ngpus : r->nnics;
     for (int i = 0; i < n; i++) {
         char item[128];
-        if (what == 0)
+        if (what == 3)
+            gpu_runtime_name(req, &t->gpus[r->gpus[i]], item, sizeof item);
+        else if (what == 0)
             snprintf(item, sizeof item, "%d", t->gpus[r->gpus[i]].index);
         else if (what == 1)
             snprintf(item, sizeof item, "%s", t->nics[r->nics[i]].name);
@@ -894,15 +920,15 @@ static void rank_env(const gpurun_topo_t *t, const gpurun_request_t *req, gpurun
     char buf[32];
     if (r->ngpus > 0) {
         const char *vendor = t->gpus[r->gpus[0]].vendor;
-        char *ids = join_list(t, r, 0);
+        char *ids = join_list(t, req, r, 0), *names = join_list(t, req, r, 3);
         bool isolate = req->gpu_visibility == GPURUN_GPUVIS_ISOLATE;
         if (!strcmp(vendor, "nvidia")) {
             if (isolate)
-                env_set(env, "CUDA_VISIBLE_DEVICES", ids);
+                env_set(env, "CUDA_VISIBLE_DEVICES", names);
             env_set(env, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
         } else if (!strcmp(vendor, "amd")) {
             if (isolate)
-                env_set(env, "ROCR_VISIBLE_DEVICES", ids);
+                env_set(env, "ROCR_VISIBLE_DEVICES", names);
         } else if (!strcmp(vendor, "intel")) {
             /* The mask's numbers mean whole GPUs or tiles as the device
              * hierarchy says, and the driver's default differs between
@@ -914,21 +940,22 @@ static void rank_env(const gpurun_topo_t *t, const gpurun_request_t *req, gpurun
         }
         env_set(env, "GPURUN_GPUS", ids);
         free(ids);
+        free(names);
     }
     if (r->nnics > 0) {
         const char *kind = t->nics[r->nics[0]].kind;
         /* UCX and NCCL address verbs devices as name:port. */
         if (!strcmp(kind, "infiniband") || !strcmp(kind, "roce")) {
-            char *ports = join_list(t, r, 2);
+            char *ports = join_list(t, req, r, 2);
             char *exact = gpurun_xasprintf("=%s", ports); /* '=': mlx5_1 must not match mlx5_10 */
             env_set(env, "UCX_NET_DEVICES", ports);
             env_set(env, "NCCL_IB_HCA", exact);
             free(ports);
             free(exact);
         }
-        char *names = join_list(t, r, 1);
-        env_set(env, "GPURUN_NICS", names);
-        free(names);
+        char *nic_names = join_list(t, req, r, 1);
+        env_set(env, "GPURUN_NICS", nic_names);
+        free(nic_names);
     }
     snprintf(buf, sizeof buf, "%d", r->threads);
     env_set(env, "OMP_NUM_THREADS", buf);
@@ -1180,8 +1207,8 @@ int gpurun_plan_create(const gpurun_topo_t *t, const gpurun_request_t *req_in, g
     p->req = *req_in;
     gpurun_request_t *req = &p->req;
 
-    if (req->gpus_per_rank == GPURUN_UNSET)
-        req->gpus_per_rank = t->ngpus > 0 ? 1 : 0;
+    if (req->gpus_per_rank == GPURUN_UNSET) /* none where the allocation hides them all (CUDA_VISIBLE_DEVICES=-1) */
+        req->gpus_per_rank = t->ngpus > 0 && req->nallowed_gpus != 0 ? 1 : 0;
     int gpr = req->gpus_per_rank, nvendor = 0;
     p->gpu_vendor = plan_vendor(t, req);
     for (int i = 0; i < t->ngpus; i++)

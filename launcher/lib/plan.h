@@ -17,7 +17,7 @@
 typedef struct gpurun_request {
     int nodes;             /* >= 1 */
     int ranks_per_node;    /* GPURUN_UNSET: one per GPU group, or per NUMA domain */
-    int gpus_per_rank;     /* GPURUN_UNSET: 1 where the node has GPUs, else 0 */
+    int gpus_per_rank;     /* GPURUN_UNSET: 1 where the node has GPUs (and the allocation some), else 0 */
     int threads_per_rank;  /* GPURUN_UNSET: the rank's share of its domain */
     int ranks_per_gpu;     /* >= 1: consecutive local ranks sharing each GPU (gpus_per_rank 1) */
     bool smt;
@@ -30,6 +30,12 @@ typedef struct gpurun_request {
     hwloc_const_cpuset_t allowed_cpus;
     int allowed_gpus[256];
     int nallowed_gpus;
+    /* The GPU runtime's list of the allowed GPUs in this environment
+     * (CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES), whose items name
+     * allowed_gpus in order, where a resource manager renumbered them (Slurm's
+     * cgroup: "0,1" for GPUs 4 and 5); ranks get those names.  NULL: the GPUs'
+     * own numbers. */
+    const char *visible_cuda, *visible_rocr;
 } gpurun_request_t;
 
 /* Defaults of a job without a job file. */
