@@ -728,6 +728,27 @@ static void hwloc3_export(void)
     gpurun_topo_destroy(t);
 }
 
+/* The plan of an allocation of GPUs 1 and 3 named by UUID: the rank on GPU 1
+ * gets uuid1, the one on GPU 3 uuid3. */
+static void uuid_ranks(const gpurun_topo_t *t, gpurun_request_t req, const char *note, const char *uuid1,
+                       const char *uuid3)
+{
+    gpurun_error_t err = {0};
+    gpurun_plan_t *p = plan(t, req, &err, note);
+    int right = 0;
+    for (int r = 0; p && p->nranks == 2 && r < 2; r++) {
+        const char *gpus = json_string_value(json_object_get(p->ranks[r].env, "GPURUN_GPUS"));
+        const char *cvd = json_string_value(json_object_get(p->ranks[r].env, "CUDA_VISIBLE_DEVICES"));
+        const char *want = gpus && !strcmp(gpus, "1") ? uuid1 : gpus && !strcmp(gpus, "3") ? uuid3 : NULL;
+        if (want && cvd && !strcmp(cvd, want))
+            right++;
+        else
+            diag("rank %d: GPU %s, CUDA_VISIBLE_DEVICES=%s", r, gpus ? gpus : "-", cvd ? cvd : "-");
+    }
+    ok(right == 2, "%s (a prefix too): GPUs 1 and 3, each rank its GPU's UUID", note);
+    gpurun_plan_destroy(p);
+}
+
 /* Inside a Slurm allocation the ranks get the GPUs Slurm gave the job:
  * SLURM_JOB_GPUS is "0,1,2"; a range ("1-2") means both, not GPU 1 alone. */
 static void slurm_gpus(void)
@@ -804,13 +825,49 @@ static void slurm_gpus(void)
             diag("%s", err.text);
         gpurun_plan_destroy(p);
     }
-    /* UUIDs: which GPUs they are, only the driver knows; every GPU is planned. */
-    setenv("CUDA_VISIBLE_DEVICES", "GPU-5bb9e2b3-8b5a-4d9c-a5c3-1f2e3d4c5b6a", 1);
+    /* UUIDs (PBS, containers): hwloc's NVML devices or the driver's /proc
+     * files say which GPUs they are; the ranks get them as they are, whatever
+     * the numbering.  This export has hwloc's UUIDs. */
+    setenv("CUDA_VISIBLE_DEVICES", "GPU-00000003-a100-4000-8000-000000000085,GPU-00000001", 1);
     gpurun_request_t req = req_default();
     char note[256];
-    gpurun_alloc_apply(t, &req, note, sizeof note);
-    ok(req.nallowed_gpus < 0 && strstr(note, "is not a list of GPU numbers: not applied"),
-       "CUDA_VISIBLE_DEVICES of UUIDs is not applied, and said so: %s", note);
+    gpurun_alloc_apply_at("/nonexistent", t, &req, note, sizeof note);
+    uuid_ranks(t, req, note, "GPU-00000001", "GPU-00000003-a100-4000-8000-000000000085");
+    gpurun_topo_t *bare = plancheck_load(fixture("gpu-order-not-numa.xml")); /* no UUID in it */
+    char root[] = "/tmp/gpurun-test-uuid.XXXXXX";
+    if (bare && mkdtemp(root)) {
+        free(bare->source);
+        bare->source = strdup("local");
+        for (int g = 0; g < bare->ngpus; g++) {
+            char path[512];
+            snprintf(path, sizeof path, "mkdir -p %s/proc/driver/nvidia/gpus/%s", root, bare->gpus[g].pci);
+            if (system(path) != 0)
+                diag("%s failed", path);
+            snprintf(path, sizeof path, "%s/proc/driver/nvidia/gpus/%s/information", root, bare->gpus[g].pci);
+            FILE *f = fopen(path, "w");
+            if (f) {
+                fprintf(f, "Model: \t\t Tesla V100\nIRQ:   \t\t 95\nGPU UUID: \t GPU-%d%d%d%d-8b5a-4d9c\n"
+                           "Bus Location: \t %s\n", g, g, g, g, bare->gpus[g].pci);
+                fclose(f);
+            }
+        }
+        setenv("CUDA_VISIBLE_DEVICES", "GPU-3333-8b5a-4d9c,GPU-1111", 1);
+        req = req_default();
+        gpurun_alloc_apply_at(root, bare, &req, note, sizeof note);
+        uuid_ranks(bare, req, note, "GPU-1111", "GPU-3333-8b5a-4d9c");
+        const char *unknown[] = {"GPU-5bb9e2b3", "MIG-5bb9e2b3-8b5a", "GPU-1111,GPU-9999"};
+        for (size_t i = 0; i < 3; i++) {
+            setenv("CUDA_VISIBLE_DEVICES", unknown[i], 1);
+            req = req_default();
+            gpurun_alloc_apply_at(root, bare, &req, note, sizeof note);
+            ok(req.nallowed_gpus < 0 && strstr(note, "names no GPU of this node gpurun can place: not applied"),
+               "CUDA_VISIBLE_DEVICES=%s is not applied, and said so: %s", unknown[i], note);
+        }
+        snprintf(note, sizeof note, "rm -rf %s", root);
+        if (system(note) != 0)
+            diag("%s failed", note);
+    }
+    gpurun_topo_destroy(bare);
     unsetenv("CUDA_VISIBLE_DEVICES");
     unsetenv("SLURM_JOB_GPUS");
     unsetenv("SLURM_JOB_ID");

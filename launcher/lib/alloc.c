@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include "config.h"
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "alloc.h"
 #include "util.h"
@@ -35,6 +37,64 @@ static int runtime_numbers(const char *list, hwloc_bitmap_t ids)
     return hwloc_bitmap_weight(ids);
 }
 
+/* The NVIDIA GPU (index into t->gpus) whose UUID starts with the n bytes of
+ * `uuid` ("GPU-5bb9e2b3-..."; CUDA takes a prefix too), from hwloc's NVML
+ * device or the driver's /proc/driver/nvidia/gpus/PCI/information; -1: none,
+ * or more than one. */
+static int gpu_by_uuid(const char *root, const gpurun_topo_t *t, const char *uuid, size_t n)
+{
+    int found = -1;
+    for (int i = 0; i < t->ngpus; i++) {
+        const gpurun_gpu_t *g = &t->gpus[i];
+        if (strcmp(g->vendor, "nvidia"))
+            continue;
+        char known[128] = "";
+        for (hwloc_obj_t c = g->pcidev ? g->pcidev->io_first_child : NULL; c && !known[0]; c = c->next_sibling) {
+            const char *u = hwloc_obj_get_info_by_name(c, "NVIDIAUUID");
+            if (u)
+                snprintf(known, sizeof known, "%s", u);
+        }
+        char path[PATH_MAX], line[256];
+        snprintf(path, sizeof path, "%s/proc/driver/nvidia/gpus/%s/information", root, g->pci);
+        FILE *f = known[0] ? NULL : fopen(path, "re");
+        while (f && !known[0] && fgets(line, sizeof line, f))
+            if (!strncmp(line, "GPU UUID:", 9)) {
+                char *v = line + 9 + strspn(line + 9, " \t");
+                v[strcspn(v, " \t\r\n")] = '\0';
+                snprintf(known, sizeof known, "%s", v);
+            }
+        if (f)
+            fclose(f);
+        if (strlen(known) >= n && !strncasecmp(known, uuid, n)) {
+            if (found >= 0)
+                return -1;
+            found = i;
+        }
+    }
+    return found;
+}
+
+/* A runtime list of GPU UUIDs: the GPUs it names, in its order, into req;
+ * false when one is not an NVIDIA GPU of this node (or a MIG instance). */
+static bool gpu_uuids(const char *root, const gpurun_topo_t *t, const char *list, gpurun_request_t *req)
+{
+    int n = 0;
+    for (const char *p = list; *p && n < 256;) {
+        size_t len = strcspn(p, ",");
+        if (strncmp(p, "GPU-", 4))
+            break; /* CUDA stops at the first item it cannot read */
+        int g = gpu_by_uuid(root, t, p, len);
+        if (g < 0)
+            return false;
+        req->allowed_gpus[n++] = t->gpus[g].index;
+        p += len + (p[len] == ',');
+    }
+    if (n == 0)
+        return false;
+    req->nallowed_gpus = n;
+    return true;
+}
+
 static size_t items(const char *list)
 {
     size_t n = 1;
@@ -60,6 +120,11 @@ static const char *beside_slurm(const char *var, int ngpus, char *note, size_t l
 }
 
 void gpurun_alloc_apply(const gpurun_topo_t *t, gpurun_request_t *req, char *note, size_t len)
+{
+    gpurun_alloc_apply_at("", t, req, note, len);
+}
+
+void gpurun_alloc_apply_at(const char *root, const gpurun_topo_t *t, gpurun_request_t *req, char *note, size_t len)
 {
     static hwloc_bitmap_t allowed;
     note[0] = '\0';
@@ -90,8 +155,19 @@ void gpurun_alloc_apply(const gpurun_topo_t *t, gpurun_request_t *req, char *not
         from = cuda ? "CUDA_VISIBLE_DEVICES" : rocr ? "ROCR_VISIBLE_DEVICES" : NULL;
         gpus = cuda ? cuda : rocr;
         if (gpus && runtime_numbers(gpus, ids) < 0) {
+            /* UUIDs name the GPUs themselves: ranks get them as they are */
+            if (gpu_uuids(root, t, gpus, req)) {
+                if (used < len)
+                    used += (size_t)snprintf(note + used, len - used, "%s%s %s", used ? "; " : "", from, gpus);
+                if (cuda)
+                    req->visible_cuda = gpus;
+                else
+                    req->visible_rocr = gpus;
+                hwloc_bitmap_free(ids);
+                return;
+            }
             if (used < len)
-                used += (size_t)snprintf(note + used, len - used, "%s%s=%s is not a list of GPU numbers: not applied",
+                used += (size_t)snprintf(note + used, len - used, "%s%s=%s names no GPU of this node gpurun can place: not applied",
                                          used ? "; " : "", from, gpus);
             gpus = NULL;
         }

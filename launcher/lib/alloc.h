@@ -15,5 +15,8 @@
 /* Narrows req to the allocation; `note` says what was applied ("" if
  * nothing).  The cpuset it sets lives until the next call. */
 void gpurun_alloc_apply(const gpurun_topo_t *topo, gpurun_request_t *req, char *note, size_t len);
+/* The same, reading the NVIDIA driver's /proc files under `root` ("": /). */
+void gpurun_alloc_apply_at(const char *root, const gpurun_topo_t *topo, gpurun_request_t *req, char *note,
+                           size_t len);
 
 #endif
