@@ -92,6 +92,19 @@ expect_rc 0 "LAMMPS of 2013-2015: no Performance: line, exit 0"
     "[0.21125,0.115472]" ]
 ok $? "... the loop time of each, also in the '(1 MPI x 1 OpenMP)' form"
 
+# A `run 0` (before a run: the initial thermo; after it: the energies again)
+# writes "Loop time of 1.014e-06 on 2 procs for 0 steps with 4000 atoms": it
+# measured nothing, and the last value is the one a reference checks.
+run "$GPURUN" collect --template lammps "$LOGS/lammps-lj-run0.log" --json
+expect_rc 0 "LAMMPS: a run 0 before and after the run"
+[ "$(jq -c '.files[0].foms | [.loop_time.values, .loop_time.value, .tau_per_day.values]' "$TMP/out")" = \
+    "[[0.621949],0.621949,[208377.313]]" ]
+ok $? "... the loop time of the run of 300 steps only, not the run 0s'"
+sed '/^run             \${nsteps}/q' "$LOGS/lammps-lj-run0.log" >"$TMP/run0-only.log"
+run "$GPURUN" collect --template lammps "$TMP/run0-only.log"
+expect_rc 1 "a log whose only loop is a run 0: exit 1"
+contains "$TMP/err" "run0-only.log: no figure of merit of template 'lammps' found" "... no loop time, said"
+
 # ---- HPL (hpcc) --------------------------------------------------------------
 run "$GPURUN" collect --template hpl "$LOGS/hpcc-2tests-hpccoutf.txt" --json
 expect_rc 0 "collect --template hpl hpccoutf.txt"

@@ -220,6 +220,18 @@ static void test_real_lammps(void)
     ok(get(&f, NULL, "fs_per_day") && get(&f, NULL, "fs_per_day")->optional, "fs_per_day is optional");
     gpurun_foms_free(&f);
     free(p);
+
+    /* A `run 0` before the run and one after it: each writes "Loop time of
+     * ... for 0 steps" (no Performance line); the last one was read as the
+     * loop time, 1.014e-06 s. */
+    p = src_path("tests/logs/lammps-lj-run0.log");
+    ok(read_file(t, p, &f, &err) == 0, "LAMMPS log with a run 0 before and after its run reads");
+    WANT(&f, "loop_time", "run 0 twice: only the run of 300 steps", 0.621949);
+    WANT(&f, "tau_per_day", "run 0 twice", 208377.313);
+    WANT(&f, "timesteps_per_s", "run 0 twice", 482.355);
+    ok(gpurun_sanity_in_file(t, p) == 1, "... passes");
+    gpurun_foms_free(&f);
+    free(p);
     gpurun_template_destroy(t);
 }
 
