@@ -60,6 +60,19 @@ expect_rc 1 "an appended md.log whose continuation died: exit 1"
 contains "$TMP/err" "sanity check of template 'gromacs': '^Fatal error:' appears in $TMP/appended.log, line 630" \
     "... naming the fatal error's line"
 
+# Real md.logs of GROMACS 2022.5.  A run stopped by SIGTERM (after -resethway's
+# reset) writes its Performance: table and 'Finished mdrun' as if it completed,
+# and exits 1; continued to its end by mdrun -cpi (appending after the TERM
+# line) it passes; a run stopped by -maxh exits 0 and passes.
+run "$GPURUN" collect --template gromacs "$LOGS/gromacs-water-term.log"
+expect_rc 1 "a GROMACS run stopped by SIGTERM: exit 1"
+contains "$TMP/err" "sanity check of template 'gromacs': '^Received the ' appears in $LOGS/gromacs-water-term.log, line 526" \
+    "... naming the signal's line"
+run "$GPURUN" collect --template gromacs "$LOGS/gromacs-water-term-cont.log" "$LOGS/gromacs-water-maxh.log" --json
+expect_rc 0 "the same continued to its end (mdrun -cpi), and a run stopped by -maxh: exit 0"
+[ "$(jq -c '[.files[].sanity, .files[].foms.ns_per_day.values[]]' "$TMP/out")" = "[true,true,32.989,21.052]" ]
+ok $? "... the continuation's ns/day, and the -maxh run's"
+
 # ---- LAMMPS ------------------------------------------------------------------
 run "$GPURUN" collect --template lammps "$LOGS/lammps-lj-2runs.log" --json
 expect_rc 0 "collect --template lammps, a log of two runs"

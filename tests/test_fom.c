@@ -355,7 +355,7 @@ static void test_sanity_forms(void)
     if (!t)
         return;
     {
-        ok(t->nfailure == 1 && !strcmp(t->failure[0], "^Fatal error:"), "gromacs: one failure text");
+        ok(t->nfailure == 2 && !strcmp(t->failure[0], "^Fatal error:"), "gromacs: two failure texts, the first mdrun's fatal error");
         char *p = src_path("tests/logs/gromacs-water-2ranks.log");
         char *a = src_path("tests/logs/gromacs-append-fatal.txt");
         size_t len, alen;
@@ -374,6 +374,38 @@ static void test_sanity_forms(void)
         free(text);
         free(a);
         free(p);
+    }
+    /* Real md.logs of GROMACS 2022.5: a run stopped by SIGTERM after its
+     * counters were reset (mdrun wrote its table and 'Finished mdrun', and
+     * exited 1) fails; the same kind of run continued to its end with
+     * mdrun -cpi (appending after the TERM line) passes, with the
+     * continuation's figures; a run stopped by -maxh (exit 0) passes. */
+    {
+        ok(t->nfailure == 2 && !strcmp(t->failure[1], "^Received the ") && t->nrestart == 1,
+           "gromacs: a signal is a failure; the appending banner restarts the log");
+        const struct {
+            const char *log;
+            int pass;
+            double ns_per_day;
+            const char *why;
+        } g[] = {
+            {"tests/logs/gromacs-water-term.log", 0, 22.575, "'^Received the ' appears in"},
+            {"tests/logs/gromacs-water-term-cont.log", 1, 32.989, NULL},
+            {"tests/logs/gromacs-water-maxh.log", 1, 21.052, NULL},
+        };
+        for (size_t i = 0; i < sizeof g / sizeof *g; i++) {
+            char *p = src_path(g[i].log);
+            char why[512];
+            is_int(gpurun_sanity_file_check(t, p, why, sizeof why), g[i].pass, "%s: %s", g[i].log,
+                   g[i].pass ? "passes" : "fails");
+            if (g[i].why && !ok(strstr(why, g[i].why) != NULL && strstr(why, ", line 526") != NULL,
+                                "... saying what and where"))
+                diag("why: %s", why);
+            if (ok(read_file(t, p, &f, &err) == 0, "... reads"))
+                WANT(&f, "ns_per_day", g[i].log, g[i].ns_per_day);
+            gpurun_foms_free(&f);
+            free(p);
+        }
     }
     gpurun_template_destroy(t);
 
@@ -435,6 +467,39 @@ static void test_sanity_forms(void)
     ok(gpurun_template_parse(text, strlen(text), "tpl.conf", &t, &err) < 0 &&
            strstr(err.text, "tpl.conf:3: key 'failure', item 2: ") != NULL,
        "a failure text with a tab is refused, naming the item: %s", err.text);
+    gpurun_template_destroy(t);
+
+    /* restart: what came before a file's last restart line does not count,
+     * neither a failure nor the sanity text. */
+    snprintf(text, sizeof text, "%ssanity = \"done\"\nfailure = \"^bad\"\nrestart = \"^again\"\n", head);
+    t = NULL;
+    if (ok(gpurun_template_parse(text, strlen(text), "tpl.conf", &t, &err) == 0 && t->nrestart == 1 &&
+               !strcmp(t->restart[0], "^again"),
+           "restart as one string")) {
+        const struct {
+            const char *text;
+            int pass;
+            const char *what;
+        } r[] = {
+            {"bad\nagain\ndone\n", 1, "a failure, then a restart that completed: passes"},
+            {"done\nagain\nbad\ndone\n", 0, "a restart that failed after an earlier part completed: fails"},
+            {"done\nagain\n", 0, "a restart cut short after an earlier part completed: fails"},
+            {"bad\n again\ndone\n", 0, "a restart text not at the start of its line (^) restarts nothing"},
+            {"again\nbad\nagain\nbad\nagain\ndone\n", 1, "only the last restart counts"},
+        };
+        for (size_t i = 0; i < sizeof r / sizeof *r; i++) {
+            char *q = put_file("restart.log", r[i].text, 0);
+            char why[256];
+            is_int(gpurun_sanity_file_check(t, q, why, sizeof why), r[i].pass, "%s", r[i].what);
+            free(q);
+        }
+    }
+    gpurun_template_destroy(t);
+    snprintf(text, sizeof text, "%srestart = { \"again\", \"\" }\n", head);
+    t = NULL;
+    ok(gpurun_template_parse(text, strlen(text), "tpl.conf", &t, &err) < 0 &&
+           strstr(err.text, "tpl.conf:3: key 'restart', item 2: ") != NULL,
+       "an empty restart text is refused, naming the item: %s", err.text);
     gpurun_template_destroy(t);
 }
 
