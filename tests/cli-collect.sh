@@ -172,6 +172,13 @@ run "$GPURUN" collect --template hpl "$LOGS/hpl-nvidia-25.04.out" "$LOGS/hpl-amd
 expect_rc 0 "NVIDIA's WC0 and AMD's WR0XR8C48 rows: exit 0"
 [ "$(jq -c '[.files[].foms.gflops.values[], .files[].foms.time_s.values[]]' "$TMP/out")" = "[337000,1011,52.88,344.99]" ]
 ok $? "... their GFLOP/s and times"
+# hpcc with two HPL tests, the second too big for malloc: HPL skips it ("HPL
+# ERROR from process # 0 ... Memory allocation failed for A, x and b. Skip.")
+# and its summary still has "0 tests completed and failed residual checks,".
+run "$GPURUN" collect --template hpl "$LOGS/hpcc-skip-hpccoutf.txt"
+expect_rc 1 "an HPL test skipped (malloc failed): exit 1"
+contains "$TMP/err" "sanity check of template 'hpl': '^HPL ERROR ' appears in $LOGS/hpcc-skip-hpccoutf.txt, line 324" \
+    "... naming HPL's error line"
 sed 's/\.\.\.\.\.\. PASSED/...... FAILED/' "$LOGS/hpl-nvidia-23.10.out" >"$TMP/hpl-failed.out"
 run "$GPURUN" collect --template hpl "$TMP/hpl-failed.out"
 expect_rc 1 "... with its residual check FAILED: exit 1"
