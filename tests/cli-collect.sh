@@ -124,6 +124,11 @@ expect_rc 0 "collect --template hpl hpccoutf.txt"
 [ "$(jq -c '.files[0].foms | [.gflops.values, .gflops.units, .time_s.values]' "$TMP/out")" = \
     '[[4.184,5.456],"GFLOP/s",[0.16,0.41]]' ]
 ok $? "both HPL tests' GFLOP/s and times"
+# The same with a negative threshold (no residual check): HPL prints one header
+# over both tests' rows.
+run "$GPURUN" collect --template hpl "$LOGS/hpcc-nocheck-hpccoutf.txt" --json
+[ "$(jq -c '.files[0].foms | [.gflops.values, .time_s.values]' "$TMP/out")" = '[[0.7774,1.656],[0.86,1.36]]' ]
+ok $? "HPL without its residual check: both rows under the one header"
 
 # ---- a template next to where collect runs -----------------------------------
 mkdir "$TMP/here"

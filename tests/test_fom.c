@@ -248,6 +248,16 @@ static void test_real_hpl(void)
     WANT(&f, "time_s", "HPL, N = 1000 and 1500", 0.16, 0.41);
     ok(gpurun_sanity_in_file(t, p) == 1, "... every residual check passed");
     gpurun_foms_free(&f);
+    /* The same two tests with a negative threshold (no residual check):
+     * HPL prints one header over both rows; the second was not read. */
+    {
+        char *q = src_path("tests/logs/hpcc-nocheck-hpccoutf.txt");
+        ok(read_file(t, q, &f, &err) == 0, "hpccoutf.txt of two HPL tests without the residual check reads");
+        WANT(&f, "gflops", "both rows under one header", 0.7774, 1.656);
+        WANT(&f, "time_s", "both rows under one header", 0.86, 1.36);
+        gpurun_foms_free(&f);
+        free(q);
+    }
     gpurun_template_destroy(t);
 
     /* The same output with the HPL residual check failed. */
@@ -893,7 +903,8 @@ static void test_table(void)
                                      "fom wall { header = \"Wall t (s)\"  row = \"^ *Time:\" }\n"
                                      "fom pct  { header = \"(%)\"  row = \"^ *Time:\" }\n"
                                      "fom tie  { header = \"(ab)\"  row = \"^R \" }\n"
-                                     "fom none { header = \"(x)\"  row = \"^S \" }\n",
+                                     "fom none { header = \"(x)\"  row = \"^S \" }\n"
+                                     "fom rows { header = \"(q)\"  row = \"^Q \" }\n",
                                      &err);
     if (!ok(t != NULL, "a template of table foms parses")) {
         diag("%s", err.text);
@@ -902,7 +913,8 @@ static void test_table(void)
     char *p = put_file("table.out",
                        TIME_LINES              /* headings of several words */
                        "  (ab)\nR 1 3\n"       /* 1 and 3 each under one column of (ab) */
-                       "  (x) (y) (z)\nS        1\n", /* nothing under (x), and too few words */
+                       "  (x) (y) (z)\nS        1\n" /* nothing under (x), and too few words */
+                       "(q)\nQ 1\nQ 2\n-----\nQ 3\nend of table\nQ 4\n", /* rows up to a line that is none */
                        0);
     gpurun_foms_t f;
     ok(read_file(t, p, &f, &err) == 0, "table foms read");
@@ -911,6 +923,7 @@ static void test_table(void)
     WANT(&f, "pct", "heading '(%)'", 200.0);
     want_none(&f, "tie", "stands over two words of its row equally", "a heading over two words equally");
     want_none(&f, "none", "has no word under it", "a heading with no word under it");
+    WANT(&f, "rows", "every row of a table, up to the line that ends it", 1, 2, 3);
     gpurun_foms_free(&f);
     gpurun_template_destroy(t);
     free(p);

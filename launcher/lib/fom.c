@@ -329,8 +329,9 @@ static void scan_line(struct scan *s, const struct lines *l)
     }
     if (s->header) {
         if (s->pending) {
+            /* Every row of the table, not only the first: HPL run without
+             * its residual check prints one header over all its tests. */
             if (regexec(s->row.re, line, 1, m, 0) == 0) {
-                s->pending = false;
                 read_row(s, l, (size_t)m[0].rm_eo);
                 return;
             }
