@@ -129,6 +129,8 @@ ok $? "both HPL tests' GFLOP/s and times"
 run "$GPURUN" collect --template hpl "$LOGS/hpcc-nocheck-hpccoutf.txt" --json
 [ "$(jq -c '.files[0].foms | [.gflops.values, .time_s.values]' "$TMP/out")" = '[[0.7774,1.656],[0.86,1.36]]' ]
 ok $? "HPL without its residual check: both rows under the one header"
+[ "$(jq -c '[.ok, .files[0].sanity]' "$TMP/out")" = '[true,true]' ]
+ok $? "... and it passes: its input turned the check off, and HPL says its tests completed"
 
 # ---- a template next to where collect runs -----------------------------------
 mkdir "$TMP/here"

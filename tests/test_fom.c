@@ -422,7 +422,24 @@ static void test_sanity_forms(void)
     t = load_tpl("templates/hpl.conf");
     if (!t)
         return;
-    ok(t->nsanity == 2 && t->nfailure == 2, "hpl: two accepted forms and two failure texts");
+    ok(t->nsanity == 3 && t->nfailure == 2, "hpl: three accepted forms and two failure texts");
+    {
+        /* No residual check (a negative threshold): HPL's summary says so. */
+        char *p = src_path("tests/logs/hpcc-nocheck-hpccoutf.txt");
+        char why[512];
+        if (!is_int(gpurun_sanity_file_check(t, p, why, sizeof why), 1,
+                    "hpcc: HPL run without its residual check ('2 tests completed without checking,'): passes"))
+            diag("why: %s", why);
+        free(p);
+        /* hpcc's own PTRANS says "... without checking." whatever HPL did. */
+        char *text = gpurun_xasprintf("Finished   10 tests, with the following results:\n"
+                                      "   10 tests completed without checking.\n"
+                                      "    0 tests skipped because of illegal input values.\n");
+        char *q = put_file("ptrans-only.txt", text, 0);
+        is_int(gpurun_sanity_file_check(t, q, why, sizeof why), 0, "... PTRANS's '... without checking.' alone: fails");
+        free(q);
+        free(text);
+    }
     /* Real hpcc 1.5.0 output of two HPL tests, the second too big for
      * malloc (ulimit -v): skipped with HPL's "HPL ERROR from process # 0"
      * message, the summary still saying "0 tests completed and failed
