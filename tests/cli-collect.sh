@@ -60,6 +60,19 @@ expect_rc 1 "an appended md.log whose continuation died: exit 1"
 contains "$TMP/err" "sanity check of template 'gromacs': '^Fatal error:' appears in $TMP/appended.log, line 630" \
     "... naming the fatal error's line"
 
+# Real md.logs of GROMACS 2022.5.  A run stopped by SIGTERM (after -resethway's
+# reset) writes its Performance: table and 'Finished mdrun' as if it completed,
+# and exits 1; continued to its end by mdrun -cpi (appending after the TERM
+# line) it passes; a run stopped by -maxh exits 0 and passes.
+run "$GPURUN" collect --template gromacs "$LOGS/gromacs-water-term.log"
+expect_rc 1 "a GROMACS run stopped by SIGTERM: exit 1"
+contains "$TMP/err" "sanity check of template 'gromacs': '^Received the ' appears in $LOGS/gromacs-water-term.log, line 526" \
+    "... naming the signal's line"
+run "$GPURUN" collect --template gromacs "$LOGS/gromacs-water-term-cont.log" "$LOGS/gromacs-water-maxh.log" --json
+expect_rc 0 "the same continued to its end (mdrun -cpi), and a run stopped by -maxh: exit 0"
+[ "$(jq -c '[.files[].sanity, .files[].foms.ns_per_day.values[]]' "$TMP/out")" = "[true,true,32.989,21.052]" ]
+ok $? "... the continuation's ns/day, and the -maxh run's"
+
 # ---- LAMMPS ------------------------------------------------------------------
 run "$GPURUN" collect --template lammps "$LOGS/lammps-lj-2runs.log" --json
 expect_rc 0 "collect --template lammps, a log of two runs"
@@ -92,12 +105,32 @@ expect_rc 0 "LAMMPS of 2013-2015: no Performance: line, exit 0"
     "[0.21125,0.115472]" ]
 ok $? "... the loop time of each, also in the '(1 MPI x 1 OpenMP)' form"
 
+# A `run 0` (before a run: the initial thermo; after it: the energies again)
+# writes "Loop time of 1.014e-06 on 2 procs for 0 steps with 4000 atoms": it
+# measured nothing, and the last value is the one a reference checks.
+run "$GPURUN" collect --template lammps "$LOGS/lammps-lj-run0.log" --json
+expect_rc 0 "LAMMPS: a run 0 before and after the run"
+[ "$(jq -c '.files[0].foms | [.loop_time.values, .loop_time.value, .tau_per_day.values]' "$TMP/out")" = \
+    "[[0.621949],0.621949,[208377.313]]" ]
+ok $? "... the loop time of the run of 300 steps only, not the run 0s'"
+sed '/^run             \${nsteps}/q' "$LOGS/lammps-lj-run0.log" >"$TMP/run0-only.log"
+run "$GPURUN" collect --template lammps "$TMP/run0-only.log"
+expect_rc 1 "a log whose only loop is a run 0: exit 1"
+contains "$TMP/err" "run0-only.log: no figure of merit of template 'lammps' found" "... no loop time, said"
+
 # ---- HPL (hpcc) --------------------------------------------------------------
 run "$GPURUN" collect --template hpl "$LOGS/hpcc-2tests-hpccoutf.txt" --json
 expect_rc 0 "collect --template hpl hpccoutf.txt"
 [ "$(jq -c '.files[0].foms | [.gflops.values, .gflops.units, .time_s.values]' "$TMP/out")" = \
     '[[4.184,5.456],"GFLOP/s",[0.16,0.41]]' ]
 ok $? "both HPL tests' GFLOP/s and times"
+# The same with a negative threshold (no residual check): HPL prints one header
+# over both tests' rows.
+run "$GPURUN" collect --template hpl "$LOGS/hpcc-nocheck-hpccoutf.txt" --json
+[ "$(jq -c '.files[0].foms | [.gflops.values, .time_s.values]' "$TMP/out")" = '[[0.7774,1.656],[0.86,1.36]]' ]
+ok $? "HPL without its residual check: both rows under the one header"
+[ "$(jq -c '[.ok, .files[0].sanity]' "$TMP/out")" = '[true,true]' ]
+ok $? "... and it passes: its input turned the check off, and HPL says its tests completed"
 
 # ---- a template next to where collect runs -----------------------------------
 mkdir "$TMP/here"
@@ -146,6 +179,13 @@ run "$GPURUN" collect --template hpl "$LOGS/hpl-nvidia-25.04.out" "$LOGS/hpl-amd
 expect_rc 0 "NVIDIA's WC0 and AMD's WR0XR8C48 rows: exit 0"
 [ "$(jq -c '[.files[].foms.gflops.values[], .files[].foms.time_s.values[]]' "$TMP/out")" = "[337000,1011,52.88,344.99]" ]
 ok $? "... their GFLOP/s and times"
+# hpcc with two HPL tests, the second too big for malloc: HPL skips it ("HPL
+# ERROR from process # 0 ... Memory allocation failed for A, x and b. Skip.")
+# and its summary still has "0 tests completed and failed residual checks,".
+run "$GPURUN" collect --template hpl "$LOGS/hpcc-skip-hpccoutf.txt"
+expect_rc 1 "an HPL test skipped (malloc failed): exit 1"
+contains "$TMP/err" "sanity check of template 'hpl': '^HPL ERROR ' appears in $LOGS/hpcc-skip-hpccoutf.txt, line 324" \
+    "... naming HPL's error line"
 sed 's/\.\.\.\.\.\. PASSED/...... FAILED/' "$LOGS/hpl-nvidia-23.10.out" >"$TMP/hpl-failed.out"
 run "$GPURUN" collect --template hpl "$TMP/hpl-failed.out"
 expect_rc 1 "... with its residual check FAILED: exit 1"

@@ -220,6 +220,18 @@ static void test_real_lammps(void)
     ok(get(&f, NULL, "fs_per_day") && get(&f, NULL, "fs_per_day")->optional, "fs_per_day is optional");
     gpurun_foms_free(&f);
     free(p);
+
+    /* A `run 0` before the run and one after it: each writes "Loop time of
+     * ... for 0 steps" (no Performance line); the last one was read as the
+     * loop time, 1.014e-06 s. */
+    p = src_path("tests/logs/lammps-lj-run0.log");
+    ok(read_file(t, p, &f, &err) == 0, "LAMMPS log with a run 0 before and after its run reads");
+    WANT(&f, "loop_time", "run 0 twice: only the run of 300 steps", 0.621949);
+    WANT(&f, "tau_per_day", "run 0 twice", 208377.313);
+    WANT(&f, "timesteps_per_s", "run 0 twice", 482.355);
+    ok(gpurun_sanity_in_file(t, p) == 1, "... passes");
+    gpurun_foms_free(&f);
+    free(p);
     gpurun_template_destroy(t);
 }
 
@@ -236,6 +248,16 @@ static void test_real_hpl(void)
     WANT(&f, "time_s", "HPL, N = 1000 and 1500", 0.16, 0.41);
     ok(gpurun_sanity_in_file(t, p) == 1, "... every residual check passed");
     gpurun_foms_free(&f);
+    /* The same two tests with a negative threshold (no residual check):
+     * HPL prints one header over both rows; the second was not read. */
+    {
+        char *q = src_path("tests/logs/hpcc-nocheck-hpccoutf.txt");
+        ok(read_file(t, q, &f, &err) == 0, "hpccoutf.txt of two HPL tests without the residual check reads");
+        WANT(&f, "gflops", "both rows under one header", 0.7774, 1.656);
+        WANT(&f, "time_s", "both rows under one header", 0.86, 1.36);
+        gpurun_foms_free(&f);
+        free(q);
+    }
     gpurun_template_destroy(t);
 
     /* The same output with the HPL residual check failed. */
@@ -343,7 +365,7 @@ static void test_sanity_forms(void)
     if (!t)
         return;
     {
-        ok(t->nfailure == 1 && !strcmp(t->failure[0], "^Fatal error:"), "gromacs: one failure text");
+        ok(t->nfailure == 2 && !strcmp(t->failure[0], "^Fatal error:"), "gromacs: two failure texts, the first mdrun's fatal error");
         char *p = src_path("tests/logs/gromacs-water-2ranks.log");
         char *a = src_path("tests/logs/gromacs-append-fatal.txt");
         size_t len, alen;
@@ -363,12 +385,77 @@ static void test_sanity_forms(void)
         free(a);
         free(p);
     }
+    /* Real md.logs of GROMACS 2022.5: a run stopped by SIGTERM after its
+     * counters were reset (mdrun wrote its table and 'Finished mdrun', and
+     * exited 1) fails; the same kind of run continued to its end with
+     * mdrun -cpi (appending after the TERM line) passes, with the
+     * continuation's figures; a run stopped by -maxh (exit 0) passes. */
+    {
+        ok(t->nfailure == 2 && !strcmp(t->failure[1], "^Received the ") && t->nrestart == 1,
+           "gromacs: a signal is a failure; the appending banner restarts the log");
+        const struct {
+            const char *log;
+            int pass;
+            double ns_per_day;
+            const char *why;
+        } g[] = {
+            {"tests/logs/gromacs-water-term.log", 0, 22.575, "'^Received the ' appears in"},
+            {"tests/logs/gromacs-water-term-cont.log", 1, 32.989, NULL},
+            {"tests/logs/gromacs-water-maxh.log", 1, 21.052, NULL},
+        };
+        for (size_t i = 0; i < sizeof g / sizeof *g; i++) {
+            char *p = src_path(g[i].log);
+            char why[512];
+            is_int(gpurun_sanity_file_check(t, p, why, sizeof why), g[i].pass, "%s: %s", g[i].log,
+                   g[i].pass ? "passes" : "fails");
+            if (g[i].why && !ok(strstr(why, g[i].why) != NULL && strstr(why, ", line 526") != NULL,
+                                "... saying what and where"))
+                diag("why: %s", why);
+            if (ok(read_file(t, p, &f, &err) == 0, "... reads"))
+                WANT(&f, "ns_per_day", g[i].log, g[i].ns_per_day);
+            gpurun_foms_free(&f);
+            free(p);
+        }
+    }
     gpurun_template_destroy(t);
 
     t = load_tpl("templates/hpl.conf");
     if (!t)
         return;
-    ok(t->nsanity == 2 && t->nfailure == 1, "hpl: two accepted forms and one failure text");
+    ok(t->nsanity == 3 && t->nfailure == 2, "hpl: three accepted forms and two failure texts");
+    {
+        /* No residual check (a negative threshold): HPL's summary says so. */
+        char *p = src_path("tests/logs/hpcc-nocheck-hpccoutf.txt");
+        char why[512];
+        if (!is_int(gpurun_sanity_file_check(t, p, why, sizeof why), 1,
+                    "hpcc: HPL run without its residual check ('2 tests completed without checking,'): passes"))
+            diag("why: %s", why);
+        free(p);
+        /* hpcc's own PTRANS says "... without checking." whatever HPL did. */
+        char *text = gpurun_xasprintf("Finished   10 tests, with the following results:\n"
+                                      "   10 tests completed without checking.\n"
+                                      "    0 tests skipped because of illegal input values.\n");
+        char *q = put_file("ptrans-only.txt", text, 0);
+        is_int(gpurun_sanity_file_check(t, q, why, sizeof why), 0, "... PTRANS's '... without checking.' alone: fails");
+        free(q);
+        free(text);
+    }
+    /* Real hpcc 1.5.0 output of two HPL tests, the second too big for
+     * malloc (ulimit -v): skipped with HPL's "HPL ERROR from process # 0"
+     * message, the summary still saying "0 tests completed and failed
+     * residual checks,"; it passed on the first test's 2.715 GFLOP/s. */
+    {
+        char *p = src_path("tests/logs/hpcc-skip-hpccoutf.txt");
+        char why[512];
+        is_int(gpurun_sanity_file_check(t, p, why, sizeof why), 0, "hpcc: an HPL test skipped (malloc failed): fails");
+        if (!ok(strstr(why, "'^HPL ERROR ' appears in") != NULL && strstr(why, ", line 324") != NULL,
+                "... saying what and where"))
+            diag("why: %s", why);
+        if (ok(read_file(t, p, &f, &err) == 0, "... reads"))
+            WANT(&f, "gflops", "hpcc, the test that ran", 2.715);
+        gpurun_foms_free(&f);
+        free(p);
+    }
     const struct {
         const char *log;
         size_t n;
@@ -423,6 +510,39 @@ static void test_sanity_forms(void)
     ok(gpurun_template_parse(text, strlen(text), "tpl.conf", &t, &err) < 0 &&
            strstr(err.text, "tpl.conf:3: key 'failure', item 2: ") != NULL,
        "a failure text with a tab is refused, naming the item: %s", err.text);
+    gpurun_template_destroy(t);
+
+    /* restart: what came before a file's last restart line does not count,
+     * neither a failure nor the sanity text. */
+    snprintf(text, sizeof text, "%ssanity = \"done\"\nfailure = \"^bad\"\nrestart = \"^again\"\n", head);
+    t = NULL;
+    if (ok(gpurun_template_parse(text, strlen(text), "tpl.conf", &t, &err) == 0 && t->nrestart == 1 &&
+               !strcmp(t->restart[0], "^again"),
+           "restart as one string")) {
+        const struct {
+            const char *text;
+            int pass;
+            const char *what;
+        } r[] = {
+            {"bad\nagain\ndone\n", 1, "a failure, then a restart that completed: passes"},
+            {"done\nagain\nbad\ndone\n", 0, "a restart that failed after an earlier part completed: fails"},
+            {"done\nagain\n", 0, "a restart cut short after an earlier part completed: fails"},
+            {"bad\n again\ndone\n", 0, "a restart text not at the start of its line (^) restarts nothing"},
+            {"again\nbad\nagain\nbad\nagain\ndone\n", 1, "only the last restart counts"},
+        };
+        for (size_t i = 0; i < sizeof r / sizeof *r; i++) {
+            char *q = put_file("restart.log", r[i].text, 0);
+            char why[256];
+            is_int(gpurun_sanity_file_check(t, q, why, sizeof why), r[i].pass, "%s", r[i].what);
+            free(q);
+        }
+    }
+    gpurun_template_destroy(t);
+    snprintf(text, sizeof text, "%srestart = { \"again\", \"\" }\n", head);
+    t = NULL;
+    ok(gpurun_template_parse(text, strlen(text), "tpl.conf", &t, &err) < 0 &&
+           strstr(err.text, "tpl.conf:3: key 'restart', item 2: ") != NULL,
+       "an empty restart text is refused, naming the item: %s", err.text);
     gpurun_template_destroy(t);
 }
 
@@ -800,7 +920,8 @@ static void test_table(void)
                                      "fom wall { header = \"Wall t (s)\"  row = \"^ *Time:\" }\n"
                                      "fom pct  { header = \"(%)\"  row = \"^ *Time:\" }\n"
                                      "fom tie  { header = \"(ab)\"  row = \"^R \" }\n"
-                                     "fom none { header = \"(x)\"  row = \"^S \" }\n",
+                                     "fom none { header = \"(x)\"  row = \"^S \" }\n"
+                                     "fom rows { header = \"(q)\"  row = \"^Q \" }\n",
                                      &err);
     if (!ok(t != NULL, "a template of table foms parses")) {
         diag("%s", err.text);
@@ -809,7 +930,8 @@ static void test_table(void)
     char *p = put_file("table.out",
                        TIME_LINES              /* headings of several words */
                        "  (ab)\nR 1 3\n"       /* 1 and 3 each under one column of (ab) */
-                       "  (x) (y) (z)\nS        1\n", /* nothing under (x), and too few words */
+                       "  (x) (y) (z)\nS        1\n" /* nothing under (x), and too few words */
+                       "(q)\nQ 1\nQ 2\n-----\nQ 3\nend of table\nQ 4\n", /* rows up to a line that is none */
                        0);
     gpurun_foms_t f;
     ok(read_file(t, p, &f, &err) == 0, "table foms read");
@@ -818,6 +940,7 @@ static void test_table(void)
     WANT(&f, "pct", "heading '(%)'", 200.0);
     want_none(&f, "tie", "stands over two words of its row equally", "a heading over two words equally");
     want_none(&f, "none", "has no word under it", "a heading with no word under it");
+    WANT(&f, "rows", "every row of a table, up to the line that ends it", 1, 2, 3);
     gpurun_foms_free(&f);
     gpurun_template_destroy(t);
     free(p);

@@ -329,8 +329,9 @@ static void scan_line(struct scan *s, const struct lines *l)
     }
     if (s->header) {
         if (s->pending) {
+            /* Every row of the table, not only the first: HPL run without
+             * its residual check prints one header over all its tests. */
             if (regexec(s->row.re, line, 1, m, 0) == 0) {
-                s->pending = false;
                 read_row(s, l, (size_t)m[0].rm_eo);
                 return;
             }
@@ -638,7 +639,10 @@ static bool text_on_line(const char *line, const char *text)
 
 /* What one file says: *found when one of the template's sanity forms
  * appears in a line of it, *bad (the line number) when a failure text
- * does, with which in *badtext; -1 when the file cannot be read. */
+ * does, with which in *badtext; -1 when the file cannot be read.  Only
+ * what comes after the file's last `restart` line counts: GROMACS appends
+ * a continuation (mdrun -cpi) to md.log after the earlier part's last
+ * checkpoint, and the earlier part may have been stopped by a signal. */
 static int file_scan(const gpurun_template_t *t, const char *path, bool *found, long *bad,
                      const char **badtext)
 {
@@ -646,16 +650,33 @@ static int file_scan(const gpurun_template_t *t, const char *path, bool *found, 
     gpurun_error_t err;
     if (lines_open(&l, path, &err) < 0)
         return -1;
-    while (!*bad && (!*found || t->nfailure) && lines_next(&l)) {
-        for (size_t i = 0; i < t->nsanity && !*found; i++)
-            *found = text_on_line(l.buf, t->sanity_forms[i]);
-        for (size_t i = 0; i < t->nfailure && !*bad; i++)
+    bool seen = false; /* this file's own, reset by a restart line */
+    long failed = 0;
+    const char *which = NULL;
+    /* Without restart texts the first failure, or the sanity text where no
+     * failure text is looked for, settles it. */
+    while ((t->nrestart || (!failed && (!(*found || seen) || t->nfailure))) && lines_next(&l)) {
+        for (size_t i = 0; i < t->nrestart; i++)
+            if (text_on_line(l.buf, t->restart[i])) {
+                seen = false;
+                failed = 0;
+                which = NULL;
+                break;
+            }
+        for (size_t i = 0; i < t->nsanity && !seen; i++)
+            seen = text_on_line(l.buf, t->sanity_forms[i]);
+        for (size_t i = 0; i < t->nfailure && !failed; i++)
             if (text_on_line(l.buf, t->failure[i])) {
-                *bad = l.no;
-                *badtext = t->failure[i];
+                failed = l.no;
+                which = t->failure[i];
             }
     }
     lines_close(&l);
+    *found = *found || seen;
+    if (failed && !*bad) {
+        *bad = failed;
+        *badtext = which;
+    }
     return 0;
 }
 

@@ -9,9 +9,9 @@
  *  - `regex`: every match of a POSIX extended regex, in file order; its
  *    first group is the number;
  *  - `header` + `row`: a table whose column is named by its heading
- *    ("(ns/day)"): on the first line below a header line holding that
- *    heading (blank and ----- lines between are allowed) that matches
- *    `row`, the number printed under the heading.  The column is found by
+ *    ("(ns/day)"): on each line below a header line holding that heading
+ *    that matches `row` (blank and ----- lines between are allowed; any
+ *    other line ends the table), the number printed under the heading.  The column is found by
  *    where it is printed, so "(Mnbf/s) (GFlops) (ns/day) (hour/ns)" and
  *    "(ns/day) (hour/ns)" read alike, and a heading of several words
  *    ("Wall t (s)") works; where no number sits under the heading, the

@@ -403,7 +403,7 @@ static void check_fom(struct gpurun_conf_ctx *ctx, cfg_t *fom, bool complete)
 
 static const char *const string_keys[] = {"description", "command", "gpu_args", "progress", "rank_env"};
 /* Lists of plain text; a single string is a list of one. */
-static const char *const text_lists[] = {"sanity", "failure"};
+static const char *const text_lists[] = {"sanity", "failure", "restart"};
 static const char *const free_sections[] = {"env", "defaults"};
 
 /* `complete`: libconfuse read the whole file, so a key it lacks is missing
@@ -518,6 +518,10 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     t->failure = gpurun_xcalloc(t->nfailure, sizeof *t->failure);
     for (size_t i = 0; i < t->nfailure; i++)
         t->failure[i] = gpurun_xstrdup(cfg_getnstr(cfg, "failure", (unsigned)i));
+    t->nrestart = cfg_size(cfg, "restart");
+    t->restart = gpurun_xcalloc(t->nrestart, sizeof *t->restart);
+    for (size_t i = 0; i < t->nrestart; i++)
+        t->restart[i] = gpurun_xstrdup(cfg_getnstr(cfg, "restart", (unsigned)i));
     t->progress = gpurun_conf_strdup(cfg_getstr(cfg, "progress"));
     t->rank_env = gpurun_conf_strdup(cfg_getstr(cfg, "rank_env"));
     gpurun_conf_take_kvlist(cfg, "env", &t->env);
@@ -636,6 +640,7 @@ int gpurun_template_parse(const char *text, size_t len, const char *label, gpuru
         CFG_SEC("fom", fom_opts, CFGF_MULTI | CFGF_TITLE | CFGF_NO_TITLE_DUPES),
         CFG_STR_LIST("sanity", NULL, CFGF_NONE),
         CFG_STR_LIST("failure", NULL, CFGF_NONE),
+        CFG_STR_LIST("restart", NULL, CFGF_NONE),
         CFG_STR("progress", NULL, CFGF_NONE),
         CFG_STR("rank_env", NULL, CFGF_NONE),
         CFG_SEC("env", NULL, CFGF_KEYSTRVAL),
@@ -699,6 +704,9 @@ void gpurun_template_destroy(gpurun_template_t *t)
     for (size_t i = 0; i < t->nfailure; i++)
         free(t->failure[i]);
     free(t->failure);
+    for (size_t i = 0; i < t->nrestart; i++)
+        free(t->restart[i]);
+    free(t->restart);
     free(t->progress);
     free(t->rank_env);
     gpurun_kvlist_clear(&t->env);

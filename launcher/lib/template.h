@@ -43,6 +43,10 @@ typedef struct gpurun_template {
     size_t nsanity;
     char **failure;    /* `failure`: the run failed where one of them appears */
     size_t nfailure;
+    char **restart;    /* `restart`: a line with one of them starts its file over (a
+                          continuation appended to a log): the sanity and failure
+                          texts before it no longer count */
+    size_t nrestart;
     char *progress;    /* regex whose first group is the current step; NULL when none */
     char *rank_env;    /* "torchrun": each rank also gets torchrun's variables
                           (torchrun.h); NULL when none */
