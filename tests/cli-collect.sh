@@ -1,8 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # gpurun collect: the shipped templates' figures of merit read from real
-# GROMACS, LAMMPS and hpcc output (tests/logs), as a table and as JSON, and
-# its exit status: 1 when a file lacks a figure or the sanity text, 2 for a
+# GROMACS, LAMMPS, hpcc, HPCG, nccl-tests and STREAM output (tests/logs), as
+# a table and as JSON, and its exit status: 1 when a file lacks a figure or the sanity text, 2 for a
 # file that cannot be read, an unknown template or a bad option.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
@@ -191,6 +191,48 @@ run "$GPURUN" collect --template hpl "$TMP/hpl-failed.out"
 expect_rc 1 "... with its residual check FAILED: exit 1"
 contains "$TMP/err" "sanity check of template 'hpl': '...... FAILED' appears in $TMP/hpl-failed.out, line " \
     "... saying what appears where"
+
+# ---- HPCG, nccl-tests, STREAM ----------------------------------------------
+# HPCG's official rating: the 3.1 report (reference HPCG's file, NVIDIA's
+# stdout) and 3.0's YAML; not the "2.4 rating" nor the raw GFLOP/s lines.
+run "$GPURUN" collect --template hpcg "$LOGS/hpcg-3.1-reference.txt" "$LOGS/hpcg-nvidia-stdout.txt" \
+    "$LOGS/hpcg-3.0-yaml-summary.txt" --json
+expect_rc 0 "collect --template hpcg: HPCG 3.1, NVIDIA's, 3.0: exit 0"
+[ "$(jq -c '[.files[].foms.gflops.values[]]' "$TMP/out")" = "[3.18753,72.8829,0.773687]" ]
+ok $? "... each one's VALID rating, in GFLOP/s"
+# The verdict HPCG writes when a check failed (ReportResults.cpp), and no rating.
+sed -e 's/^Spectral Convergence Tests::Result=PASSED/Spectral Convergence Tests::Result=FAILED/' \
+    -e '/^Final Summary::/d' "$LOGS/hpcg-3.1-reference.txt" >"$TMP/hpcg-invalid.txt"
+printf '%s\n' 'Final Summary::HPCG result is=INVALID.' \
+    'Final Summary::Please review the YAML file contents=You may NOT submit these results for consideration.' \
+    >>"$TMP/hpcg-invalid.txt"
+run "$GPURUN" collect --template hpcg "$TMP/hpcg-invalid.txt"
+expect_rc 1 "an INVALID HPCG run: exit 1"
+contains "$TMP/err" "sanity check of template 'hpcg': 'HPCG result is=INVALID' appears in $TMP/hpcg-invalid.txt, line 119" \
+    "... naming HPCG's verdict"
+# NVIDIA's HPCG of 2017 printed "final = 202.6 GF" and no verdict.
+run "$GPURUN" collect --template hpcg "$LOGS/hpcg-nvidia-k80-2017.txt"
+expect_rc 1 "NVIDIA's HPCG of 2017 (no verdict on its output): exit 1"
+
+run "$GPURUN" collect --template nccl-tests "$LOGS/nccl-tests-2.18.2-gh200.log" "$LOGS/nccl-tests-a100-16gpu.log" --json
+expect_rc 0 "collect --template nccl-tests: 2.18.2 and an older one, exit 0"
+[ "$(jq -c '[.files[].foms.busbw_avg.values[]], .files[0].foms.busbw_avg.units' "$TMP/out" | tr '\n' ' ')" = \
+    '[14.9966,220.921] "GB/s" ' ]
+ok $? "... their average bus bandwidth, GB/s"
+run "$GPURUN" collect --template nccl-tests "$LOGS/nccl-tests-2.17.8-wrong.log"
+expect_rc 1 "nccl-tests with wrong results (4 out of bounds): exit 1"
+contains "$TMP/err" "sanity check of template 'nccl-tests': ' FAILED' appears in $LOGS/nccl-tests-2.17.8-wrong.log, line 37" \
+    "... naming the Out of bounds line"
+
+run "$GPURUN" collect --template stream "$LOGS/stream-5.10-lpi4a.txt" --json
+expect_rc 0 "collect --template stream: exit 0"
+[ "$(jq -c '.files[0].foms | [.triad_MBps.value, .copy_MBps.value, .scale_MBps.value, .add_MBps.value, .triad_MBps.units]' \
+    "$TMP/out")" = '[6125.3,8239.8,8119,6132.5,"MB/s"]' ]
+ok $? "... Triad, Copy, Scale, Add in MB/s"
+run "$GPURUN" collect --template stream "$LOGS/stream-5.10-failed-sam460ex.txt"
+expect_rc 1 "STREAM whose arrays failed validation: exit 1"
+contains "$TMP/err" "sanity check of template 'stream': 'Failed Validation on array' appears in $LOGS/stream-5.10-failed-sam460ex.txt, line 29" \
+    "... naming the failed validation"
 
 run "$GPURUN" collect --help
 expect_rc 0 "--help"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Figures of merit (fom.h): the shipped gromacs, lammps and hpl templates on
- * real output of those programs (tests/logs, README.md there says how each
- * was made), then on hand-made hostile files: several runs in one log, a
+/* Figures of merit (fom.h): the shipped gromacs, lammps, hpl, hpcg, nccl-tests
+ * and stream templates on real output of those programs (tests/logs,
+ * README.md there says how each was made or where it was published), then on hand-made hostile files: several runs in one log, a
  * log cut short, nan, inf, overflow, a fake Performance: line, the
  * GMX_DETAILED_PERF_STATS layout, a minimisation, an empty file, binary
  * junk, a folder, a FIFO.  Then the sanity check, the fom keys of a
@@ -551,6 +551,112 @@ static void test_sanity_forms(void)
  * on what can match nothing costs more again (its epsilon closures), and
  * so does a long run of such parts, and a * on one (fuzz-template found
  * these in stop 19: "]+?+++++++++++++++", 300 s and 2 GB in regcomp). */
+/* Benchmarks a centre runs on its GPU clusters: HPCG, nccl-tests, STREAM,
+ * each on public output of the program (tests/logs/README.md says where
+ * each was published), passing and failing runs. */
+struct bench_log {
+    const char *log;
+    const char *fom;
+    double value; /* the last value; NAN: none */
+    int sanity;   /* gpurun_sanity_file_check: 1 passes, 0 fails */
+    const char *why; /* part of the reason a failing one gives */
+};
+
+static void check_bench(const char *tpl, const struct bench_log *b, size_t n)
+{
+    char rel[128];
+    snprintf(rel, sizeof rel, "templates/%s.conf", tpl);
+    gpurun_template_t *t = load_tpl(rel);
+    if (!t)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        char *p = src_path(b[i].log);
+        gpurun_foms_t f;
+        gpurun_error_t err = {0};
+        const struct gpurun_fom_values *v = NULL;
+        if (read_file(t, p, &f, &err) == 0)
+            v = get(&f, NULL, b[i].fom);
+        if (isnan(b[i].value))
+            ok(v && v->n == 0, "%s: %s: no %s", tpl, b[i].log, b[i].fom);
+        else if (!ok(v && v->n >= 1 && v->values[v->n - 1] == b[i].value, "%s: %s: %s = %g", tpl, b[i].log,
+                     b[i].fom, b[i].value))
+            diag("got %zu value(s), the last %g", v ? v->n : 0, v && v->n ? v->values[v->n - 1] : NAN);
+        gpurun_foms_free(&f);
+        char why[512] = "";
+        is_int(gpurun_sanity_file_check(t, p, why, sizeof why), b[i].sanity, "... %s",
+               b[i].sanity ? "passes" : "fails");
+        if (b[i].why && !ok(strstr(why, b[i].why) != NULL, "... saying '%s'", b[i].why))
+            diag("why: %s", why);
+        free(p);
+    }
+    gpurun_template_destroy(t);
+}
+
+static void test_benchmarks(void)
+{
+    /* HPCG's official rating in its three forms, not the "2.4 rating"
+     * (3.30318, 73.1585) nor the Raw Total printed beside it. */
+    const struct bench_log hpcg[] = {
+        {"tests/logs/hpcg-3.1-reference.txt", "gflops", 3.18753, 1, NULL},
+        {"tests/logs/hpcg-nvidia-stdout.txt", "gflops", 72.8829, 1, NULL},
+        {"tests/logs/hpcg-3.0-yaml-summary.txt", "gflops", 0.773687, 1, NULL},
+        /* "final = 202.6 GF" and no verdict: nothing read, and it fails */
+        {"tests/logs/hpcg-nvidia-k80-2017.txt", "gflops", NAN, 0, "does not appear"},
+    };
+    check_bench("hpcg", hpcg, sizeof hpcg / sizeof *hpcg);
+    const struct bench_log nccl[] = {
+        {"tests/logs/nccl-tests-2.18.2-gh200.log", "busbw_avg", 14.9966, 1, NULL},
+        {"tests/logs/nccl-tests-a100-16gpu.log", "busbw_avg", 220.921, 1, NULL},
+        /* wrong results: the average is printed all the same */
+        {"tests/logs/nccl-tests-2.17.8-wrong.log", "busbw_avg", 4.79995, 0, "' FAILED' appears in"},
+    };
+    check_bench("nccl-tests", nccl, sizeof nccl / sizeof *nccl);
+    const struct bench_log stream[] = {
+        {"tests/logs/stream-5.10-lpi4a.txt", "triad_MBps", 6125.3, 1, NULL},
+        {"tests/logs/stream-5.10-lpi4a.txt", "copy_MBps", 8239.8, 1, NULL},
+        {"tests/logs/stream-5.10-lpi4a.txt", "add_MBps", 6132.5, 1, NULL},
+        {"tests/logs/stream-5.10-failed-sam460ex.txt", "triad_MBps", 763.2, 0,
+         "'Failed Validation on array' appears in"},
+    };
+    check_bench("stream", stream, sizeof stream / sizeof *stream);
+
+    /* HPCG's verdict when a check failed (ReportResults.cpp's else branch, in
+     * the key=value form of OutputFile::generate): no rating, and it fails. */
+    char *p = src_path("tests/logs/hpcg-3.1-reference.txt");
+    size_t len;
+    char *text = text_of(p, &len);
+    free(p);
+    char *fs = strstr(text, "\nFinal Summary::");
+    if (ok(fs != NULL, "hpcg: the 3.1 report has its Final Summary")) {
+        strcpy(fs + 1, "Final Summary::HPCG result is=INVALID.\n"
+                       "Final Summary::Please review the YAML file contents=You may NOT submit these "
+                       "results for consideration.\n");
+        char *q = put_file("hpcg-invalid.txt", text, 0);
+        gpurun_template_t *t = load_tpl("templates/hpcg.conf");
+        gpurun_foms_t f;
+        gpurun_error_t err = {0};
+        if (t && read_file(t, q, &f, &err) == 0) {
+            want_none(&f, "gflops", NULL, "hpcg: INVALID");
+            gpurun_foms_free(&f);
+        }
+        char why[512] = "";
+        ok(t && gpurun_sanity_file_check(t, q, why, sizeof why) == 0 &&
+               strstr(why, "'HPCG result is=INVALID' appears in"),
+           "hpcg: an INVALID run fails, on its verdict");
+        /* The same with a rating line too (a log of two runs, the last INVALID). */
+        char *both = NULL;
+        if (asprintf(&both, "Final Summary::HPCG result is VALID with a GFLOP/s rating of=3.18753\n%s", text) < 0)
+            abort();
+        char *r = put_file("hpcg-valid-invalid.txt", both, 0);
+        ok(t && gpurun_sanity_file_check(t, r, why, sizeof why) == 0, "hpcg: a VALID then an INVALID run fails");
+        gpurun_template_destroy(t);
+        free(both);
+        free(r);
+        free(q);
+    }
+    free(text);
+}
+
 static void test_regex_cost(void)
 {
     const char *fine[] = {"^Performance: ([-+0-9.eE]+) ns/day,", "^W[RC][0-9]{2}[LCR][0-9][LCR][0-9]", "[]+]+x",
@@ -1065,6 +1171,7 @@ int main(void)
     test_real_lammps();
     test_real_hpl();
     test_sanity_forms();
+    test_benchmarks();
     test_regex_cost();
     test_hostile_gromacs();
     test_unreadable();

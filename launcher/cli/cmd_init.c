@@ -107,6 +107,11 @@ static const struct policy {
       {"args", NULL, "more netcheck options (netcheck --help)"}},
      {"# netcheck measures between rank pairs: at least 2 ranks; nodes = 2 with ranks_per_node = 1",
       "# measures the network between two nodes.", NULL}},
+    {"stream", true, false, 1, NULL, false, "stream", {{NULL}},
+     {{"stream", NULL, "stream.c built with OpenMP: on PATH, or \"./stream\""},
+      {"args", NULL, "its arguments (stream.c takes none: sizes are set when it is built)"}},
+     {"# STREAM measures the memory of the node it runs on, one rank: for the whole node,",
+      "# ranks_per_node = 1 and threads_per_rank = its cores (rank 0's figure is read).", NULL}},
 };
 
 static const struct policy default_policy = {"", false, false, 1, NULL, false, NULL, {{NULL}}, {{NULL}}, {NULL}};

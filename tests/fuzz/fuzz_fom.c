@@ -13,7 +13,8 @@
 #include "fom.h"
 #include "template.h"
 
-static const char *const shipped[] = {"generic", "gromacs", "lammps", "hpl", "cg", "netcheck"};
+static const char *const shipped[] = {"generic", "gromacs", "lammps", "hpl", "cg",
+                                      "netcheck", "hpcg", "nccl-tests", "stream"};
 #define NSHIPPED (sizeof shipped / sizeof *shipped)
 static gpurun_template_t *tpl[NSHIPPED];
 
