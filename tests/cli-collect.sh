@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # gpurun collect: the shipped templates' figures of merit read from real
-# GROMACS, LAMMPS, hpcc, HPCG, nccl-tests and STREAM output (tests/logs), as
+# GROMACS, LAMMPS, hpcc, HPCG, nccl-tests, STREAM, OMB and NAMD output (tests/logs), as
 # a table and as JSON, and its exit status: 1 when a file lacks a figure or the sanity text, 2 for a
 # file that cannot be read, an unknown template or a bad option.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
@@ -233,6 +233,36 @@ run "$GPURUN" collect --template stream "$LOGS/stream-5.10-failed-sam460ex.txt"
 expect_rc 1 "STREAM whose arrays failed validation: exit 1"
 contains "$TMP/err" "sanity check of template 'stream': 'Failed Validation on array' appears in $LOGS/stream-5.10-failed-sam460ex.txt, line 29" \
     "... naming the failed validation"
+
+# ---- OSU Micro-Benchmarks, NAMD ---------------------------------------------
+run "$GPURUN" collect --template osu-latency "$LOGS/osu-5.7-latency-pkb.txt" "$LOGS/osu-5.7-allreduce-full-pkb.txt" \
+    "$LOGS/osu-7.5-latency-cxi.txt" "$LOGS/osu-7.5-latency-validation.txt" "$LOGS/osu-7.3-bcast-ompi.txt" --json
+expect_rc 0 "collect --template osu-latency: OMB 5.7, 7.5, 7.3: exit 0"
+[ "$(jq -c '[.files[].foms.latency_us.values[]]' "$TMP/out")" = "[56.51,49.34,3.34,3.07,14.23]" ]
+ok $? "... the latency of 8 bytes, us"
+run "$GPURUN" collect --template osu-bw "$LOGS/osu-7.3-bw-efa.txt" "$LOGS/osu-5.8-bw-azure.txt" \
+    "$LOGS/osu-7.5-bibw-cuda-validation.txt" --json
+expect_rc 0 "collect --template osu-bw: OMB 7.3, 5.8, 7.5: exit 0"
+[ "$(jq -c '[.files[].foms.bandwidth_MBps.values[]]' "$TMP/out")" = "[12148.06,24453.38,46437.18]" ]
+ok $? "... the bandwidth of 4 MiB, MB/s"
+run "$GPURUN" collect --template osu-bw "$LOGS/osu-5.7-bw-pkb.txt"
+expect_rc 1 "osu-bw on a run that stopped at 8 bytes: exit 1"
+# A message received wrong under --validation (VALIDATION_STATUS: Fail).
+sed 's/^4       \(.*\)Pass$/4       \1Fail/' "$LOGS/osu-7.5-bibw-cuda-validation.txt" >"$TMP/osu-fail.txt"
+run "$GPURUN" collect --template osu-bw "$TMP/osu-fail.txt"
+expect_rc 1 "osu-bw with a Fail row of --validation: exit 1"
+contains "$TMP/err" "appears in $TMP/osu-fail.txt, line 7" "... naming the Fail row"
+run "$GPURUN" collect --template namd "$LOGS/namd-2.13-apoa1-64cpu.txt" "$LOGS/namd-2.13-stmv-1cpu.txt" --json
+expect_rc 0 "collect --template namd: NAMD 2.13 apoa1 and stmv: exit 0"
+[ "$(jq -c '[.files[].foms.days_per_ns.value, .files[].foms.s_per_step.value]' "$TMP/out")" = \
+    "[0.132556,66.1242,0.0114528,5.71313]" ]
+ok $? "... the last Benchmark time line's days/ns and s/step"
+{ sed '/^WallClock:/d' "$LOGS/namd-2.13-apoa1-64cpu.txt"
+  echo 'FATAL ERROR: Periodic cell has become too small for original patch grid!'; } >"$TMP/namd-fatal.txt"
+run "$GPURUN" collect --template namd "$TMP/namd-fatal.txt"
+expect_rc 1 "NAMD stopped by a FATAL ERROR: exit 1"
+contains "$TMP/err" "sanity check of template 'namd': 'FATAL ERROR:' appears in $TMP/namd-fatal.txt, line 3" \
+    "... naming the FATAL ERROR line"
 
 run "$GPURUN" collect --help
 expect_rc 0 "--help"

@@ -19,7 +19,7 @@ done
 export PATH
 GPUNODE=$FIXTURES/2s-4gpu-2nic.xml
 CPUNODE=$FIXTURES/cpu-only-2numa.xml
-TEMPLATES="generic gromacs lammps hpl cg netcheck pytorch-ddp hpcg nccl-tests stream"
+TEMPLATES="generic gromacs lammps hpl cg netcheck pytorch-ddp hpcg nccl-tests stream osu-latency osu-bw namd"
 SITES="local example-univ aws-p5en"
 have_jq=false
 command -v jq >/dev/null 2>&1 && have_jq=true
@@ -71,8 +71,8 @@ if $have_jq; then
     run "$GPURUN" templates --json
     expect_rc 0 "gpurun templates --json"
     cp "$TMP/out" "$TMP/t.json"
-    jq_out '.gpurun_templates == 1 and ([.templates[].name] | sort == ["cg","generic","gromacs","hpcg","hpl","lammps","nccl-tests","netcheck","pytorch-ddp","stream"])'
-    ok $rc "... version 1, the ten shipped templates"
+    jq_out '.gpurun_templates == 1 and ([.templates[].name] | sort == ["cg","generic","gromacs","hpcg","hpl","lammps","namd","nccl-tests","netcheck","osu-bw","osu-latency","pytorch-ddp","stream"])'
+    ok $rc "... version 1, the thirteen shipped templates"
     run jq -e 'all(.templates[]; (.description | type) == "string" and .error == null and (.path | endswith(".conf"))
                and .shadows == [])' "$TMP/t.json"
     ok $rc "... each with its description, path, no error, nothing shadowed"

@@ -61,7 +61,7 @@ installed_finds() {
     expect_rc 0 "$2: gpurun --version"
     run "$1/bin/gpurun" templates
     expect_rc 0 "$2: gpurun templates"
-    for t in generic gromacs lammps hpl cg netcheck pytorch-ddp hpcg nccl-tests stream; do
+    for t in generic gromacs lammps hpl cg netcheck pytorch-ddp hpcg nccl-tests stream osu-latency osu-bw namd; do
         grep -q "^$t  .*  $1/share/gpurun/templates/$t.conf\$" "$TMP/out"
         ok $? "$2: template $t from $1/share/gpurun/templates"
     done
@@ -210,7 +210,7 @@ if command -v bash >/dev/null 2>&1; then
     contains "$TMP/out" "in: init|" "... gpurun in<TAB>: init"
     contains "$TMP/out" "init options: --force|--help|--output|--site|--template|--topology|" \
         "... init's options, from its --help"
-    contains "$TMP/out" "templates: cg|generic|gromacs|hpcg|hpl|lammps|nccl-tests|netcheck|" "... template names, from gpurun templates"
+    contains "$TMP/out" "templates: cg|generic|gromacs|hpcg|hpl|lammps|namd|nccl-tests|netcheck|" "... template names, from gpurun templates"
     contains "$TMP/out" "sites: example-univ|" "... site names, from gpurun templates --sites"
     grep -q "^job files: .*my.conf|" "$TMP/out" && grep -q "^job files: .*sub" "$TMP/out"
     ok $? "... job files (*.conf) and folders for run"

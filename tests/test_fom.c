@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Figures of merit (fom.h): the shipped gromacs, lammps, hpl, hpcg, nccl-tests
- * and stream templates on real output of those programs (tests/logs,
+ * stream, osu-latency, osu-bw and namd templates on real output of those programs (tests/logs,
  * README.md there says how each was made or where it was published), then on hand-made hostile files: several runs in one log, a
  * log cut short, nan, inf, overflow, a fake Performance: line, the
  * GMX_DETAILED_PERF_STATS layout, a minimisation, an empty file, binary
@@ -552,6 +552,7 @@ static void test_sanity_forms(void)
  * so does a long run of such parts, and a * on one (fuzz-template found
  * these in stop 19: "]+?+++++++++++++++", 300 s and 2 GB in regcomp). */
 /* Benchmarks a centre runs on its GPU clusters: HPCG, nccl-tests, STREAM,
+ * OSU Micro-Benchmarks, NAMD,
  * each on public output of the program (tests/logs/README.md says where
  * each was published), passing and failing runs. */
 struct bench_log {
@@ -619,6 +620,31 @@ static void test_benchmarks(void)
          "'Failed Validation on array' appears in"},
     };
     check_bench("stream", stream, sizeof stream / sizeof *stream);
+    /* OMB: the first number on the row of size 8 (osu-latency) or 4194304
+     * (osu-bw), in 5.x and 7.x forms, with -f's and --validation's columns. */
+    const struct bench_log osu_lat[] = {
+        {"tests/logs/osu-5.7-latency-pkb.txt", "latency_us", 56.51, 1, NULL},
+        {"tests/logs/osu-5.7-allreduce-full-pkb.txt", "latency_us", 49.34, 1, NULL},
+        {"tests/logs/osu-7.5-latency-cxi.txt", "latency_us", 3.34, 1, NULL},
+        {"tests/logs/osu-7.5-latency-validation.txt", "latency_us", 3.07, 1, NULL},
+        {"tests/logs/osu-7.3-bcast-ompi.txt", "latency_us", 14.23, 1, NULL},
+    };
+    check_bench("osu-latency", osu_lat, sizeof osu_lat / sizeof *osu_lat);
+    const struct bench_log osu_bw[] = {
+        {"tests/logs/osu-7.3-bw-efa.txt", "bandwidth_MBps", 12148.06, 1, NULL},
+        {"tests/logs/osu-5.8-bw-azure.txt", "bandwidth_MBps", 24453.38, 1, NULL},
+        {"tests/logs/osu-7.5-bibw-cuda-validation.txt", "bandwidth_MBps", 46437.18, 1, NULL},
+        /* sizes 4 and 8 only: no row for 4194304, no figure */
+        {"tests/logs/osu-5.7-bw-pkb.txt", "bandwidth_MBps", NAN, 1, NULL},
+    };
+    check_bench("osu-bw", osu_bw, sizeof osu_bw / sizeof *osu_bw);
+    /* NAMD: the last Benchmark time line; WallClock: ends a finished run. */
+    const struct bench_log namd[] = {
+        {"tests/logs/namd-2.13-apoa1-64cpu.txt", "days_per_ns", 0.132556, 1, NULL},
+        {"tests/logs/namd-2.13-apoa1-64cpu.txt", "s_per_step", 0.0114528, 1, NULL},
+        {"tests/logs/namd-2.13-stmv-1cpu.txt", "days_per_ns", 66.1242, 1, NULL},
+    };
+    check_bench("namd", namd, sizeof namd / sizeof *namd);
 
     /* HPCG's verdict when a check failed (ReportResults.cpp's else branch, in
      * the key=value form of OutputFile::generate): no rating, and it fails. */

@@ -14,7 +14,8 @@
 #include "template.h"
 
 static const char *const shipped[] = {"generic", "gromacs", "lammps", "hpl", "cg",
-                                      "netcheck", "hpcg", "nccl-tests", "stream"};
+                                      "netcheck", "hpcg", "nccl-tests", "stream",
+                                      "osu-latency", "osu-bw", "namd"};
 #define NSHIPPED (sizeof shipped / sizeof *shipped)
 static gpurun_template_t *tpl[NSHIPPED];
 
