@@ -810,6 +810,19 @@ static void slurm_gpus(void)
             ok(strstr(note, renumbered[i].note) != NULL, "... the allocation note says '%s': %s", renumbered[i].note, note);
         gpurun_plan_destroy(p);
     }
+    /* What the allocation is never depends on room in its note. */
+    setenv("SLURM_JOB_ID", "4242", 1);
+    setenv("SLURM_JOB_GPUS", "1,3", 1);
+    setenv("CUDA_VISIBLE_DEVICES", "0,1", 1);
+    {
+        gpurun_request_t req = req_default();
+        char small[8];
+        gpurun_alloc_apply(t, &req, small, sizeof small);
+        ok(req.nallowed_gpus == 2 && req.visible_cuda && !strcmp(req.visible_cuda, "0,1") && strlen(small) < sizeof small,
+           "an 8-byte note: GPUs 1,3 still allowed, named 0,1 (note '%s')", small);
+    }
+    unsetenv("SLURM_JOB_GPUS");
+    unsetenv("SLURM_JOB_ID");
     /* "-1" or "" hides every GPU from CUDA: CPU ranks. */
     const char *none[] = {"-1", ""};
     for (size_t i = 0; i < 2; i++) {

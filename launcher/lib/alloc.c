@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <limits.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,6 +96,19 @@ static bool gpu_uuids(const char *root, const gpurun_topo_t *t, const char *list
     return true;
 }
 
+/* Add to the allocation note; what does not fit is cut, and what the
+ * allocation is never depends on it. */
+static void __attribute__((format(printf, 4, 5))) note_add(char *note, size_t len, size_t *used, const char *fmt, ...)
+{
+    if (*used + 1 >= len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(note + *used, len - *used, fmt, ap);
+    va_end(ap);
+    *used = n < 0 || (size_t)n >= len - *used ? len : *used + (size_t)n;
+}
+
 static size_t items(const char *list)
 {
     size_t n = 1;
@@ -114,8 +128,7 @@ static const char *beside_slurm(const char *var, int ngpus, char *note, size_t l
         return NULL;
     if (strspn(v, ",") == 0 && !strstr(v, ",,") && v[strlen(v) - 1] != ',' && items(v) == (size_t)ngpus)
         return v;
-    *used += (size_t)snprintf(note + *used, len - *used, "; %s=%s does not name them one by one: ranks get their numbers",
-                              var, v);
+    note_add(note, len, used, "; %s=%s does not name them one by one: ranks get their numbers", var, v);
     return NULL;
 }
 
@@ -140,7 +153,7 @@ void gpurun_alloc_apply_at(const char *root, const gpurun_topo_t *t, gpurun_requ
         !hwloc_bitmap_isincluded(hwloc_topology_get_topology_cpuset(t->hw), allowed)) {
         req->allowed_cpus = allowed;
         char *s = gpurun_cpuset_list(allowed);
-        used += (size_t)snprintf(note + used, len - used, "Slurm job %s: cpus %s", job, s);
+        note_add(note, len, &used, "Slurm job %s: cpus %s", job, s);
         free(s);
     }
     const char *gpus = job ? getenv("SLURM_STEP_GPUS") : NULL;
@@ -157,8 +170,7 @@ void gpurun_alloc_apply_at(const char *root, const gpurun_topo_t *t, gpurun_requ
         if (gpus && runtime_numbers(gpus, ids) < 0) {
             /* UUIDs name the GPUs themselves: ranks get them as they are */
             if (gpu_uuids(root, t, gpus, req)) {
-                if (used < len)
-                    used += (size_t)snprintf(note + used, len - used, "%s%s %s", used ? "; " : "", from, gpus);
+                note_add(note, len, &used, "%s%s %s", used ? "; " : "", from, gpus);
                 if (cuda)
                     req->visible_cuda = gpus;
                 else
@@ -166,15 +178,14 @@ void gpurun_alloc_apply_at(const char *root, const gpurun_topo_t *t, gpurun_requ
                 hwloc_bitmap_free(ids);
                 return;
             }
-            if (used < len)
-                used += (size_t)snprintf(note + used, len - used, "%s%s=%s names no GPU of this node gpurun can place: not applied",
-                                         used ? "; " : "", from, gpus);
+            note_add(note, len, &used, "%s%s=%s names no GPU of this node gpurun can place: not applied",
+                     used ? "; " : "", from, gpus);
             gpus = NULL;
         }
     }
     /* Slurm writes "0,1,2"; a range ("0-3"), as cpus lists have, is read
      * too, not as its first number. */
-    if (gpus && used < len) {
+    if (gpus) {
         req->nallowed_gpus = 0;
         int i;
         hwloc_bitmap_foreach_begin(i, ids) {
@@ -182,12 +193,11 @@ void gpurun_alloc_apply_at(const char *root, const gpurun_topo_t *t, gpurun_requ
                 req->allowed_gpus[req->nallowed_gpus++] = i;
         }
         hwloc_bitmap_foreach_end();
-        used += (size_t)snprintf(note + used, len - used, "%s%s %s%s", used ? "; " : "", from, *gpus ? gpus : "\"\"",
-                                 req->nallowed_gpus ? "" : " (no GPU)");
-        if (slurm && used < len) {
+        note_add(note, len, &used, "%s%s %s%s", used ? "; " : "", from, *gpus ? gpus : "\"\"",
+                 req->nallowed_gpus ? "" : " (no GPU)");
+        if (slurm) {
             req->visible_cuda = beside_slurm("CUDA_VISIBLE_DEVICES", req->nallowed_gpus, note, len, &used);
-            if (used < len)
-                req->visible_rocr = beside_slurm("ROCR_VISIBLE_DEVICES", req->nallowed_gpus, note, len, &used);
+            req->visible_rocr = beside_slurm("ROCR_VISIBLE_DEVICES", req->nallowed_gpus, note, len, &used);
         }
     }
     hwloc_bitmap_free(ids);
