@@ -6,6 +6,10 @@
 FIXTURES=$top_srcdir/tests/fixtures
 GOLDEN=$top_srcdir/tests/golden
 SHARED_TOPOLOGIES=${GPURUN_SHARED_TOPOLOGIES:-$top_srcdir/../shared/topologies}
+# A test sees the node as a live discovery does, whatever an earlier test or
+# run left in the topology cache: tests/cli-topocache.sh turns it on, with
+# a cache folder of its own.
+export GPURUN_TOPOLOGY_CACHE=0
 tap_n=0
 tap_failed=0
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/gpurun-test.XXXXXX")

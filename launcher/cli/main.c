@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "topocache.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 /* Sanitizer builds only.  The __tls_get_addr interceptor of GCC < 14 (LLVM
@@ -89,6 +90,7 @@ int cmd_parse_int(const char *cmd, const char *opt, const char *s, int min, int 
 int main(int argc, char **argv)
 {
     gpurun_error_t err = {0};
+    gpurun_topocache_enable(true); /* the program's runs share this node's discovery; libgpurun's callers do not */
     if (argc < 2) {
         usage(stderr);
         return GPURUN_EXIT_CONFIG;

@@ -24,6 +24,7 @@
 
 #include "gpu_partitions.h"
 #include "safefile.h"
+#include "topocache.h"
 #include "topology.h"
 #include "util.h"
 
@@ -1495,6 +1496,16 @@ static int trial_import_finish(const char *file, struct trial_import *ti, bool c
 
 static int topo_load_one(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err);
 
+/* A live discovery without the cache: when a cached export would not load. */
+static int topo_load_live(gpurun_topo_t **topop, gpurun_error_t *err)
+{
+    bool was = gpurun_topocache_enabled();
+    gpurun_topocache_enable(false);
+    int rc = topo_load_one(NULL, topop, err);
+    gpurun_topocache_enable(was);
+    return rc;
+}
+
 /* One load at a time in a process (libgpurun may be called from threads):
  * the trial import forks, and a child forked while another thread is inside
  * libxml2 (whose dictionary lock it then inherits, held) or swaps SIGCHLD's
@@ -1515,6 +1526,10 @@ static int topo_load_one(const char *xml, gpurun_topo_t **topop, gpurun_error_t 
     gpurun_topo_t *t = gpurun_xcalloc(1, sizeof *t);
     char *buf = NULL;
     size_t len = 0;
+    /* The live node: its export from an earlier run of this boot, when one
+     * of ours fits what this process would discover (topocache.h). */
+    char *cache_name = xml ? NULL : gpurun_topocache_name();
+    bool cached = cache_name && gpurun_topocache_read(cache_name, &buf, &len) == 0;
 
     if (xml && gpurun_read_file(xml, "topology file", GPURUN_TOPO_MAX_FILE_BYTES, &buf, &len, err) < 0) {
         err->code = GPURUN_EXIT_CONFIG;
@@ -1533,8 +1548,17 @@ static int topo_load_one(const char *xml, gpurun_topo_t **topop, gpurun_error_t 
     }
     /* An export keeps what its writer kept; the live node needs only the
      * bridges that lead somewhere, as lstopo shows them. */
-    hwloc_topology_set_io_types_filter(t->hw, xml ? HWLOC_TYPE_FILTER_KEEP_ALL
-                                                  : HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    hwloc_topology_set_io_types_filter(t->hw, xml || cached ? HWLOC_TYPE_FILTER_KEEP_ALL
+                                                            : HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    /* It is this node: binding and allowed sets are the OS's, and what the
+     * discovery supported is the export's (an export without it is read as
+     * a discovery of nothing: no binding support). */
+    if (cached)
+        hwloc_topology_set_flags(t->hw, HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM
+#if HWLOC_API_VERSION >= 0x00020300
+                                            | HWLOC_TOPOLOGY_FLAG_IMPORT_SUPPORT
+#endif
+        );
 #if HWLOC_API_VERSION >= 0x00020100
     /* hwloc's GL component only adds X displays (":0.0") to GPUs, which
      * nothing here plans with, and to find them it tries ten X displays:
@@ -1543,6 +1567,13 @@ static int topo_load_one(const char *xml, gpurun_topo_t **topop, gpurun_error_t 
     if (!xml && !getenv("HWLOC_COMPONENTS"))
         hwloc_topology_set_components(t->hw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "gl");
 #endif
+    if (cached && hwloc_topology_set_xmlbuffer(t->hw, buf, (int)len + 1) < 0) {
+        hwloc_topology_destroy(t->hw);
+        free(buf);
+        free(t);
+        free(cache_name);
+        return topo_load_live(topop, err);
+    }
     if (xml && hwloc_topology_set_xmlbuffer(t->hw, buf, (int)len + 1) < 0) {
         hwloc_topology_destroy(t->hw);
         free(buf);
@@ -1565,6 +1596,11 @@ static int topo_load_one(const char *xml, gpurun_topo_t **topop, gpurun_error_t 
         hwloc_topology_destroy(t->hw);
         free(buf);
         free(t);
+        if (cached) {
+            free(cache_name);
+            return topo_load_live(topop, err);
+        }
+        free(cache_name);
         /* (An export newer than this hwloc never gets here: the check
          * refused it.) */
         return gpurun_err(err, xml ? GPURUN_EXIT_CONFIG : GPURUN_EXIT_ENV,
@@ -1572,6 +1608,18 @@ static int topo_load_one(const char *xml, gpurun_topo_t **topop, gpurun_error_t 
                               : "hwloc could not discover this node's topology");
     }
     free(buf);
+    if (cache_name && !cached)
+        gpurun_topocache_write(cache_name, t->hw);
+    free(cache_name);
+    if (cached) { /* another host's export, however it came there, is not this node */
+        char here[256] = "";
+        const char *there = hwloc_obj_get_info_by_name(hwloc_get_root_obj(t->hw), "HostName");
+        if (gethostname(here, sizeof here - 1) < 0 || !there || strcmp(here, there)) {
+            hwloc_topology_destroy(t->hw);
+            free(t);
+            return topo_load_live(topop, err);
+        }
+    }
 
     t->source = gpurun_xstrdup(xml ? xml : "local");
     hwloc_obj_t root = hwloc_get_root_obj(t->hw);

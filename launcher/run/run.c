@@ -219,12 +219,13 @@ static char *iso_time(time_t t)
 
 /* The variables ranks on other hosts must inherit.  mpirun passes on only
  * what -x names (and warns about a name that is not set); GPURUN_TOPOLOGY
- * is how each host's rank step finds its own topology (%h). */
+ * is how each host's rank step finds its own topology (%h), and
+ * GPURUN_TOPOLOGY_CACHE=0 turns the topology cache off on every host. */
 static void export_names(char **out)
 {
     /* The rank step on another host needs these as gpurun has them; the
      * sanitizers' options too, in a checking build. */
-    static const char *const names[] = {"PATH",         "LD_LIBRARY_PATH", "GPURUN_TOPOLOGY", "ASAN_OPTIONS",
+    static const char *const names[] = {"PATH",         "LD_LIBRARY_PATH", "GPURUN_TOPOLOGY", "GPURUN_TOPOLOGY_CACHE", "ASAN_OPTIONS",
                                         "LSAN_OPTIONS", "UBSAN_OPTIONS",   GPURUN_ENV_RUN_DIR_INO,
                                         GPURUN_ENV_RUN_UID, GPURUN_ENV_OUTPUT, GPURUN_ENV_RELAY, GPURUN_ENV_INSIDE, NULL};
     size_t n = 0;

@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* This node's discovered topology, kept between runs (topocache.h). */
+#include "config.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "safefile.h"
+#include "topocache.h"
+#include "topology.h"
+#include "util.h"
+
+extern char **environ;
+
+static bool enabled;
+
+void gpurun_topocache_enable(bool on)
+{
+    enabled = on;
+}
+
+bool gpurun_topocache_enabled(void)
+{
+    return enabled;
+}
+
+/* What the discovery depends on, as one text: appended to, then hashed. */
+struct key {
+    char *text;
+    size_t len, cap;
+};
+
+static void key_add(struct key *k, const char *what, const char *value)
+{
+    size_t need = strlen(what) + strlen(value ? value : "-") + 3;
+    if (k->len + need + 1 > k->cap) {
+        k->cap = 2 * (k->len + need + 1);
+        k->text = gpurun_xrealloc(k->text, k->cap);
+    }
+    k->len += (size_t)snprintf(k->text + k->len, k->cap - k->len, "%s=%s\n", what, value ? value : "-");
+}
+
+/* A small file's first line, or NULL. */
+static char *first_line(const char *path)
+{
+    char buf[4096];
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return NULL;
+    char *s = fgets(buf, sizeof buf, f) ? gpurun_xstrdup(buf) : NULL;
+    fclose(f);
+    if (s)
+        s[strcspn(s, "\n")] = '\0';
+    return s;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The entries of a folder, sorted, each with the first line of its file
+ * `sub` when sub is not NULL ("mlx5_0/ports/1/state"). */
+static void key_add_folder(struct key *k, const char *dir, const char *prefix, const char *sub)
+{
+    DIR *d = opendir(dir);
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        if (e->d_name[0] != '.' && (!prefix || !strncmp(e->d_name, prefix, strlen(prefix)))) {
+            if (n == cap)
+                names = gpurun_xrealloc(names, (cap = cap ? 2 * cap : 64) * sizeof *names);
+            names[n++] = gpurun_xstrdup(e->d_name);
+        }
+    if (d)
+        closedir(d);
+    if (n > 1)
+        qsort(names, n, sizeof *names, name_cmp);
+    for (size_t i = 0; i < n; i++) {
+        char *line = NULL;
+        if (sub) {
+            char *p = gpurun_xasprintf("%s/%s/%s", dir, names[i], sub);
+            line = first_line(p);
+            free(p);
+        }
+        key_add(k, names[i], line ? line : "");
+        free(line);
+        free(names[i]);
+    }
+    free(names);
+}
+
+/* The list after `field:` in /proc/self/status ("0-63"), or NULL. */
+static char *status_list(const char *field)
+{
+    FILE *f = fopen("/proc/self/status", "re");
+    char line[8192];
+    char *found = NULL;
+    size_t fl = strlen(field);
+    while (f && !found && fgets(line, sizeof line, f))
+        if (!strncmp(line, field, fl) && line[fl] == ':') {
+            char *v = line + fl + 1 + strspn(line + fl + 1, " \t");
+            v[strcspn(v, "\n")] = '\0';
+            found = gpurun_xstrdup(v);
+        }
+    if (f)
+        fclose(f);
+    return found;
+}
+
+/* Every one of `online` in `allowed` (two cpu-list strings). */
+static bool covers(const char *allowed, const char *online)
+{
+    if (!allowed || !online)
+        return false;
+    hwloc_bitmap_t a = hwloc_bitmap_alloc(), o = hwloc_bitmap_alloc();
+    bool ok = hwloc_bitmap_list_sscanf(a, allowed) == 0 && hwloc_bitmap_list_sscanf(o, online) == 0 &&
+              !hwloc_bitmap_iszero(o) && hwloc_bitmap_isincluded(o, a);
+    hwloc_bitmap_free(a);
+    hwloc_bitmap_free(o);
+    return ok;
+}
+
+char *gpurun_topocache_name(void)
+{
+    const char *off = getenv("GPURUN_TOPOLOGY_CACHE");
+    if (!enabled || (off && !strcmp(off, "0")))
+        return NULL;
+    /* A site's or a user's hwloc settings choose what a discovery finds. */
+    for (char **e = environ; e && *e; e++)
+        if (!strncmp(*e, "HWLOC_", 6))
+            return NULL;
+    /* Only a process that may use the whole node: hwloc leaves out what a
+     * cgroup forbids, and a mask narrower than the cgroup cannot tell which
+     * cgroup it is in. */
+    char *cpus = status_list("Cpus_allowed_list"), *mems = status_list("Mems_allowed_list");
+    char *cpu_online = first_line("/sys/devices/system/cpu/online");
+    char *node_online = first_line("/sys/devices/system/node/online");
+    char *name = NULL;
+    if (covers(cpus, cpu_online) && (!node_online || covers(mems, node_online))) {
+        struct key k = {0};
+        char host[256] = "", api[32];
+        gethostname(host, sizeof host - 1);
+        snprintf(api, sizeof api, "%x", hwloc_get_api_version());
+        char *boot = first_line("/proc/sys/kernel/random/boot_id");
+        key_add(&k, "gpurun", PACKAGE_VERSION);
+        key_add(&k, "hwloc", api);
+        key_add(&k, "boot", boot);
+        key_add(&k, "host", host);
+        key_add(&k, "cpus", cpu_online);
+        key_add(&k, "nodes", node_online);
+        /* GPU runtimes' components see what these and the device nodes let
+         * them; a port's state says whether an HCA is planned. */
+        static const char *const vars[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
+                                           "GPU_DEVICE_ORDINAL",   "ZE_AFFINITY_MASK",     "ZE_FLAT_DEVICE_HIERARCHY",
+                                           "SLURM_JOB_GPUS",       "SLURM_STEP_GPUS",      NULL};
+        for (size_t i = 0; vars[i]; i++)
+            key_add(&k, vars[i], getenv(vars[i]));
+        key_add_folder(&k, "/sys/bus/pci/devices", NULL, NULL);
+        key_add_folder(&k, "/dev", "nvidia", NULL);
+        key_add_folder(&k, "/dev/dri", NULL, NULL);
+        key_add_folder(&k, "/sys/class/infiniband", NULL, "ports/1/state");
+        key_add_folder(&k, "/sys/class/net", NULL, "operstate");
+        uint64_t h = 14695981039346656037ULL; /* FNV-1a */
+        for (size_t i = 0; i < k.len; i++)
+            h = (h ^ (unsigned char)k.text[i]) * 1099511628211ULL;
+        name = gpurun_xasprintf("topology-%016llx.xml", (unsigned long long)h);
+        free(k.text);
+        free(boot);
+    }
+    free(cpus);
+    free(mems);
+    free(cpu_online);
+    free(node_online);
+    return name;
+}
+
+/* The cache folder, opened (made 0700 when missing) and checked: ours,
+ * writable by nobody else. */
+static int cache_folder(char *shown, size_t len)
+{
+    const char *base = getenv("XDG_RUNTIME_DIR");
+    if (!base || base[0] != '/')
+        base = "/dev/shm";
+    int bfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (bfd < 0)
+        return -1;
+    char name[64];
+    snprintf(name, sizeof name, "gpurun-%u", (unsigned)getuid());
+    snprintf(shown, len, "%s/%s", base, name);
+    gpurun_error_t err;
+    int fd = gpurun_open_folder_at(bfd, name, shown, "topology cache folder", 0700, true, &err);
+    close(bfd);
+    return fd;
+}
+
+int gpurun_topocache_read(const char *name, char **bufp, size_t *lenp)
+{
+    char shown[4096];
+    int dfd = cache_folder(shown, sizeof shown);
+    if (dfd < 0)
+        return -1;
+    gpurun_error_t err;
+    int fd = gpurun_open_own_at(dfd, name, NULL, &err);
+    close(dfd);
+    if (fd < 0)
+        return -1;
+    size_t cap = 1 << 16, len = 0;
+    char *buf = gpurun_xmalloc(cap);
+    ssize_t n;
+    while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
+        len += (size_t)n;
+        if (len + 1 == cap) {
+            if (cap >= GPURUN_TOPO_MAX_FILE_BYTES)
+                break;
+            buf = gpurun_xrealloc(buf, cap *= 2);
+        }
+    }
+    close(fd);
+    if (n != 0 || len == 0) {
+        free(buf);
+        return -1;
+    }
+    buf[len] = '\0';
+    *bufp = buf;
+    *lenp = len;
+    return 0;
+}
+
+void gpurun_topocache_write(const char *name, hwloc_topology_t topo)
+{
+    char *xml = NULL;
+    int xlen = 0;
+    if (hwloc_topology_export_xmlbuffer(topo, &xml, &xlen, 0) < 0)
+        return;
+    char shown[4096];
+    int dfd = cache_folder(shown, sizeof shown);
+    if (dfd >= 0 && xlen > 1) {
+        gpurun_error_t err;
+        char *path = gpurun_xasprintf("%s/%s", shown, name);
+        gpurun_write_atomic_at(dfd, name, path, xml, (size_t)xlen - 1, 0600, 0, &err);
+        free(path);
+    }
+    if (dfd >= 0)
+        close(dfd);
+    hwloc_free_xmlbuffer(topo, xml);
+}

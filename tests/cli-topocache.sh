@@ -1,0 +1,130 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# The topology cache (launcher/lib/topocache.c): the live node's discovery
+# kept between runs in a folder of the user's own; what it gives is what a
+# discovery gives; it is used only where it fits, and never when someone
+# else's file or folder stands in its place.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+unset GPURUN_TOPOLOGY GPURUN_TOPOLOGY_CACHE SLURM_JOB_ID
+for v in $(env | sed -n 's/^\(HWLOC_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
+export XDG_RUNTIME_DIR="$TMP/rt"
+mkdir -p "$XDG_RUNTIME_DIR"
+chmod 700 "$XDG_RUNTIME_DIR"
+cache=$XDG_RUNTIME_DIR/gpurun-$(id -u)
+ncpus=$(getconf _NPROCESSORS_ONLN)
+
+# config_reads FILE: PCI config-space opens in an strace -e openat log.
+config_reads() { grep -c '/sys/bus/pci/devices/[^"]*/config"' "$1"; }
+has_strace=$(command -v strace >/dev/null 2>&1 && strace -qq -o /dev/null true 2>/dev/null && echo 1 || echo 0)
+
+run "$GPURUN" topo --json
+expect_rc 0 "a first live topo"
+cp "$TMP/out" "$TMP/first.json"
+f=$(ls "$cache" 2>/dev/null | head -1)
+[ -n "$f" ] && [ "$(stat -c %a "$cache")" = 700 ] && [ "$(stat -c %a "$cache/$f")" = 600 ] &&
+    [ "$(stat -c %u "$cache/$f")" = "$(id -u)" ]
+ok $? "it keeps the node's export: $cache/$f, folder 0700, file 0600, ours"
+grep -q '<topology version=' "$cache/$f"
+ok $? "... an hwloc export"
+
+run env GPURUN_TOPOLOGY_CACHE=0 "$GPURUN" topo --json
+cmp -s "$TMP/out" "$TMP/first.json"
+ok $? "topo --json from the cache is a live discovery's"
+run "$GPURUN" topo --json
+cmp -s "$TMP/out" "$TMP/first.json"
+ok $? "... and again"
+run "$GPURUN" topo --export "$TMP/cached.xml"
+run env GPURUN_TOPOLOGY_CACHE=0 "$GPURUN" topo --export "$TMP/live.xml"
+cmp -s "$TMP/cached.xml" "$TMP/live.xml"
+ok $? "topo --export from the cache is byte for byte a live discovery's"
+
+if [ "$has_strace" = 1 ]; then
+    strace -f -qq -e trace=openat -o "$TMP/st.cached" "$GPURUN" topo >/dev/null 2>&1
+    strace -f -qq -e trace=openat -o "$TMP/st.live" env GPURUN_TOPOLOGY_CACHE=0 "$GPURUN" topo >/dev/null 2>&1
+    [ "$(config_reads "$TMP/st.cached")" -eq 0 ] && [ "$(config_reads "$TMP/st.live")" -gt 0 ]
+    ok $? "from the cache no PCI config space is read ($(config_reads "$TMP/st.cached") against $(config_reads "$TMP/st.live"))"
+    strace -f -qq -e trace=openat -o "$TMP/st.hwloc" env HWLOC_COMPONENTS=-gl "$GPURUN" topo >/dev/null 2>&1
+    [ "$(config_reads "$TMP/st.hwloc")" -gt 0 ]
+    ok $? "an HWLOC_ variable (a site's choice of what to discover): a live discovery"
+    if [ "$ncpus" -gt 1 ] && command -v taskset >/dev/null 2>&1; then
+        strace -f -qq -e trace=openat -o "$TMP/st.mask" taskset -c 0 "$GPURUN" topo >/dev/null 2>&1
+        [ "$(config_reads "$TMP/st.mask")" -gt 0 ]
+        ok $? "a process that may not use every cpu (taskset -c 0): a live discovery"
+    else
+        skip "one cpu or no taskset: no narrower mask to try"
+    fi
+else
+    skip "strace cannot trace here: PCI reads not counted"
+    skip "... HWLOC_ variable"
+    skip "... narrower mask"
+fi
+
+# A run: the ranks and the record as with a live discovery.
+cat >"$TMP/t.conf" <<'JOB'
+template = "generic"
+params { program = "/bin/echo"  args = "FOM: 1.5" }
+launcher = "local"
+ranks_per_node = 2
+oversubscribe = true
+JOB
+run "$GPURUN" run "$TMP/t.conf" --quiet --results "$TMP/res"
+expect_rc 0 "gpurun run with the cache"
+d=$(ls -d "$TMP"/res/*/*/ | tail -1)
+[ "$(jq -r .state "$d/record.json")" = ok ] && cmp -s "$d/topology.xml" "$TMP/live.xml"
+ok $? "... its record is ok, and its topology.xml is the live discovery's"
+
+# Not ours, not a file, not sound: never read, never followed.
+f=$(ls "$cache" | head -1)
+printf 'not xml' >"$cache/$f"
+run "$GPURUN" topo --json
+[ "$rc" -eq 0 ] && cmp -s "$TMP/out" "$TMP/first.json"
+ok $? "a cached file hwloc cannot load: a live discovery instead"
+# Another node's export in our own file: not this node.
+f=$(ls "$cache" | head -1)
+cp "$FIXTURES/2s-4gpu-2nic.xml" "$cache/$f"
+chmod 600 "$cache/$f"
+run "$GPURUN" topo --json
+[ "$rc" -eq 0 ] && cmp -s "$TMP/out" "$TMP/first.json"
+ok $? "a cached export of another host (HostName fix-2s4g): a live discovery"
+# Another node's export, group-writable (someone else may have written it).
+f=$(ls "$cache" | head -1)
+cp "$FIXTURES/2s-4gpu-2nic.xml" "$cache/$f"
+chmod 620 "$cache/$f"
+run "$GPURUN" topo --json
+[ "$rc" -eq 0 ] && cmp -s "$TMP/out" "$TMP/first.json"
+ok $? "a group-writable cached file is not read: a live discovery"
+rm -f "$cache/$f"
+ln -s "$TMP/first.json" "$cache/$f"
+run "$GPURUN" topo --json
+[ "$rc" -eq 0 ] && cmp -s "$TMP/out" "$TMP/first.json" && [ -L "$cache/$f" ] && jq -e .gpurun_topo "$TMP/first.json" >/dev/null
+ok $? "a symlink in the file's place is not followed, not replaced, and what it points to is untouched"
+rm -f "$cache/$f"
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then
+    # Another user's folder in our cache's place (made before we ran).
+    other=$TMP/rt2
+    mkdir -p "$other/gpurun-0"
+    chmod 755 "$other" && chown 65534:65534 "$other/gpurun-0" && chmod 700 "$other/gpurun-0"
+    run env XDG_RUNTIME_DIR="$other" "$GPURUN" topo --json
+    [ "$rc" -eq 0 ] && cmp -s "$TMP/out" "$TMP/first.json" && [ -z "$(ls -A "$other/gpurun-0")" ]
+    ok $? "a cache folder of another user's is not used: a live discovery, nothing written there"
+    # An unprivileged user: a folder and file of its own, not root's.
+    mkdir -p "$TMP/rt3"
+    chown 65534:65534 "$TMP/rt3"
+    chmod 700 "$TMP/rt3"
+    chmod 755 "$TMP"
+    setpriv --reuid=65534 --regid=65534 --clear-groups env XDG_RUNTIME_DIR="$TMP/rt3" "$GPURUN" topo --json \
+        >"$TMP/u.json" 2>"$TMP/u.err"
+    cmp -s "$TMP/u.json" "$TMP/first.json" && [ "$(stat -c %u "$TMP/rt3/gpurun-65534")" = 65534 ] &&
+        [ "$(stat -c %a "$TMP/rt3/gpurun-65534")" = 700 ]
+    ok $? "uid 65534 keeps its own cache (0700, its own) and sees the same node"
+else
+    skip "not root or no setpriv: no second user"
+    skip "... uid 65534"
+fi
+
+run env GPURUN_TOPOLOGY_CACHE=0 XDG_RUNTIME_DIR="$TMP/rt4" "$GPURUN" topo --json
+[ "$rc" -eq 0 ] && [ ! -e "$TMP/rt4" ]
+ok $? "GPURUN_TOPOLOGY_CACHE=0: nothing kept"
+
+done_testing
