@@ -79,6 +79,10 @@ else
 fi
 unset GPURUN_TOPOLOGY SLURM_JOB_ID SLURM_JOBID
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# PMIx's shared-memory data store segfaults Open MPI's ranks under srun now
+# and then (openpmix/openpmix#1114; cli-multinode sets the same): seen once
+# as hello killed by signal 11 on h2, 3 hosts, which ends the whole run.
+export PMIX_MCA_gds=hash
 # More ranks than cores on this machine: let waiting ranks yield (both sides).
 export OMPI_MCA_mpi_yield_when_idle=1
 W=$GPURUN_NETNS_SCRATCH
