@@ -29,20 +29,10 @@ bool gpurun_topocache_enabled(void)
     return enabled;
 }
 
-/* What the discovery depends on, as one text: appended to, then hashed. */
-struct key {
-    char *text;
-    size_t len, cap;
-};
-
-static void key_add(struct key *k, const char *what, const char *value)
+/* What the discovery depends on, one "what=value" line each, then hashed. */
+static void key_add(struct gpurun_strbuf *k, const char *what, const char *value)
 {
-    size_t need = strlen(what) + strlen(value ? value : "-") + 3;
-    if (k->len + need + 1 > k->cap) {
-        k->cap = 2 * (k->len + need + 1);
-        k->text = gpurun_xrealloc(k->text, k->cap);
-    }
-    k->len += (size_t)snprintf(k->text + k->len, k->cap - k->len, "%s=%s\n", what, value ? value : "-");
+    gpurun_strbuf_printf(k, "%s=%s\n", what, value ? value : "-");
 }
 
 /* A small file's first line, or NULL. */
@@ -66,7 +56,7 @@ static int name_cmp(const void *a, const void *b)
 
 /* The entries of a folder, sorted, each with the first line of its file
  * `sub` when sub is not NULL ("mlx5_0/ports/1/state"). */
-static void key_add_folder(struct key *k, const char *dir, const char *prefix, const char *sub)
+static void key_add_folder(struct gpurun_strbuf *k, const char *dir, const char *prefix, const char *sub)
 {
     DIR *d = opendir(dir);
     char **names = NULL;
@@ -96,24 +86,6 @@ static void key_add_folder(struct key *k, const char *dir, const char *prefix, c
     free(names);
 }
 
-/* The list after `field:` in /proc/self/status ("0-63"), or NULL. */
-static char *status_list(const char *field)
-{
-    FILE *f = fopen("/proc/self/status", "re");
-    char line[8192];
-    char *found = NULL;
-    size_t fl = strlen(field);
-    while (f && !found && fgets(line, sizeof line, f))
-        if (!strncmp(line, field, fl) && line[fl] == ':') {
-            char *v = line + fl + 1 + strspn(line + fl + 1, " \t");
-            v[strcspn(v, "\n")] = '\0';
-            found = gpurun_xstrdup(v);
-        }
-    if (f)
-        fclose(f);
-    return found;
-}
-
 /* Every one of `online` in `allowed` (two cpu-list strings). */
 static bool covers(const char *allowed, const char *online)
 {
@@ -139,12 +111,12 @@ char *gpurun_topocache_name(void)
     /* Only a process that may use the whole node: hwloc leaves out what a
      * cgroup forbids, and a mask narrower than the cgroup cannot tell which
      * cgroup it is in. */
-    char *cpus = status_list("Cpus_allowed_list"), *mems = status_list("Mems_allowed_list");
+    char *cpus = gpurun_proc_status("Cpus_allowed_list"), *mems = gpurun_proc_status("Mems_allowed_list");
     char *cpu_online = first_line("/sys/devices/system/cpu/online");
     char *node_online = first_line("/sys/devices/system/node/online");
     char *name = NULL;
     if (covers(cpus, cpu_online) && (!node_online || covers(mems, node_online))) {
-        struct key k = {0};
+        struct gpurun_strbuf k = {0};
         char host[256] = "", api[32];
         gethostname(host, sizeof host - 1);
         snprintf(api, sizeof api, "%x", hwloc_get_api_version());
@@ -169,9 +141,9 @@ char *gpurun_topocache_name(void)
         key_add_folder(&k, "/sys/class/net", NULL, "operstate");
         uint64_t h = 14695981039346656037ULL; /* FNV-1a */
         for (size_t i = 0; i < k.len; i++)
-            h = (h ^ (unsigned char)k.text[i]) * 1099511628211ULL;
+            h = (h ^ (unsigned char)k.s[i]) * 1099511628211ULL;
         name = gpurun_xasprintf("topology-%016llx.xml", (unsigned long long)h);
-        free(k.text);
+        free(k.s);
         free(boot);
     }
     free(cpus);

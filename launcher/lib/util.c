@@ -101,6 +101,23 @@ bool gpurun_executable_file(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
 }
 
+char *gpurun_proc_status(const char *field)
+{
+    FILE *f = fopen("/proc/self/status", "re");
+    char line[8192];
+    char *found = NULL;
+    size_t fl = strlen(field);
+    while (f && !found && fgets(line, sizeof line, f))
+        if (!strncmp(line, field, fl) && line[fl] == ':') {
+            char *v = line + fl + 1 + strspn(line + fl + 1, " \t");
+            v[strcspn(v, "\n")] = '\0';
+            found = gpurun_xstrdup(v);
+        }
+    if (f)
+        fclose(f);
+    return found;
+}
+
 void *gpurun_xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);

@@ -24,6 +24,9 @@ int gpurun_read_fd(int fd, const char *path, const char *what, size_t max, char 
 int gpurun_write_all(int fd, const void *data, size_t len);
 /* `path` is a regular file this process may execute. */
 bool gpurun_executable_file(const char *path);
+/* The value of `field:` in /proc/self/status ("Mems_allowed_list": "0-1"),
+ * or NULL.  The caller frees it. */
+char *gpurun_proc_status(const char *field);
 
 /* Allocation that never returns NULL: on exhaustion the program aborts,
  * since no caller could report anything useful either. */

@@ -496,19 +496,7 @@ static const char *const gpu_vars[] = {"CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_D
  * cgroup may allow fewer than the host's. */
 static char *mems_allowed(void)
 {
-    FILE *f = fopen("/proc/self/status", "re");
-    char line[4096];
-    char *found = NULL;
-    while (f && !found && fgets(line, sizeof line, f))
-        if (!strncmp(line, "Mems_allowed_list:", 18)) {
-            char *v = line + 18;
-            v += strspn(v, " \t");
-            v[strcspn(v, "\n")] = '\0';
-            found = gpurun_xstrdup(v);
-        }
-    if (f)
-        fclose(f);
-    return found;
+    return gpurun_proc_status("Mems_allowed_list");
 }
 
 int gpurun_rank_inside(int fd, char *const *app_argv)
