@@ -14,13 +14,16 @@
 #include <unistd.h>
 
 #include "launcher.h"
+#include "util.h"
 
 enum mpirun_kind { MPIRUN_OPEN_MPI, MPIRUN_HYDRA };
 
 static bool executable_in(const char *dir, const char *name)
 {
-    char p[PATH_MAX];
-    return snprintf(p, sizeof p, "%s/%s", dir, name) < (int)sizeof p && access(p, X_OK) == 0;
+    char *p = gpurun_xasprintf("%s/%s", dir, name);
+    bool yes = gpurun_executable_file(p);
+    free(p);
+    return yes;
 }
 
 /* Which MPI the `mpirun` on PATH belongs to, from the file it resolves to and
@@ -65,18 +68,13 @@ static void hydra_commands(const struct gpurun_launch_request *req, char ***a)
         gpurun_argv_add(a, no_pinning[i][0]);
         gpurun_argv_add(a, no_pinning[i][1]);
     }
-    size_t len = 0;
+    struct gpurun_strbuf list = {0};
     for (char *const *e = req->export_env; e && *e; e++)
-        len += strlen(*e) + 1;
-    if (len) {
-        char *list = calloc(1, len), *p = list;
-        if (!list)
-            abort();
-        for (char *const *e = req->export_env; e && *e; e++)
-            p += sprintf(p, "%s%s", p == list ? "" : ",", *e);
+        gpurun_strbuf_printf(&list, "%s%s", list.len ? "," : "", *e);
+    if (list.s) {
         gpurun_argv_add(a, "-genvlist");
-        gpurun_argv_add(a, list);
-        free(list);
+        gpurun_argv_add(a, list.s);
+        free(list.s);
     }
 }
 
