@@ -47,17 +47,48 @@ if [ "$has_strace" = 1 ]; then
     strace -f -qq -e trace=openat -o "$TMP/st.hwloc" env HWLOC_COMPONENTS=-gl "$GPURUN" topo >/dev/null 2>&1
     [ "$(config_reads "$TMP/st.hwloc")" -gt 0 ]
     ok $? "an HWLOC_ variable (a site's choice of what to discover): a live discovery"
-    if [ "$ncpus" -gt 1 ] && command -v taskset >/dev/null 2>&1; then
-        strace -f -qq -e trace=openat -o "$TMP/st.mask" taskset -c 0 "$GPURUN" topo >/dev/null 2>&1
-        [ "$(config_reads "$TMP/st.mask")" -gt 0 ]
-        ok $? "a process that may not use every cpu (taskset -c 0): a live discovery"
-    else
+    # A narrower mask in a cgroup that holds the whole node (Slurm's
+    # task/affinity, taskset): hwloc's allowed sets are the cgroup's, so the
+    # cache fits.  Known only where this cgroup's cpuset files can be read.
+    cg=$(cat /proc/self/cpuset 2>/dev/null)
+    cg_cpus=
+    for f in "/sys/fs/cgroup/cpuset$cg/cpuset.effective_cpus" "/sys/fs/cgroup$cg/cpuset.cpus.effective"; do
+        [ -n "$cg" ] && [ -r "$f" ] && cg_cpus=$(cat "$f") && break
+    done
+    if [ "$ncpus" -lt 2 ] || ! command -v taskset >/dev/null 2>&1; then
         skip "one cpu or no taskset: no narrower mask to try"
+        skip "... its export"
+    elif [ "$cg_cpus" != "$(cat /sys/devices/system/cpu/online)" ]; then
+        skip "this cgroup's cpuset ('$cg', cpus '$cg_cpus') is not the whole node or cannot be read"
+        skip "... its export"
+    else
+        strace -f -qq -e trace=openat -o "$TMP/st.mask" taskset -c 0 "$GPURUN" topo >/dev/null 2>&1
+        [ "$(config_reads "$TMP/st.mask")" -eq 0 ]
+        ok $? "taskset -c 0 in a cgroup of the whole node ($cg: $cg_cpus): the cache"
+        taskset -c 0 "$GPURUN" topo --export "$TMP/mask.xml" >/dev/null 2>&1
+        cmp -s "$TMP/mask.xml" "$TMP/live.xml"
+        ok $? "... and its export is byte for byte the unbound live discovery's"
+    fi
+    # A cpuset cgroup of one CPU (cgroup v1, root): hwloc leaves the other
+    # CPUs out, so not the cache.
+    v1=/sys/fs/cgroup/cpuset
+    if [ "$ncpus" -gt 1 ] && [ "$(id -u)" -eq 0 ] && [ "$cg" = / ] && [ -w "$v1/cgroup.procs" ] &&
+        mkdir "$v1/gpurun-test-$$" 2>/dev/null; then
+        echo 0 >"$v1/gpurun-test-$$/cpuset.cpus" && cat "$v1/cpuset.mems" >"$v1/gpurun-test-$$/cpuset.mems" &&
+            sh -c 'echo $$ >"$1/cgroup.procs" && exec strace -f -qq -e trace=openat -o "$2" "$3" topo --export "$4"' \
+                sh "$v1/gpurun-test-$$" "$TMP/st.cg" "$GPURUN" "$TMP/cg.xml" >/dev/null 2>&1
+        rmdir "$v1/gpurun-test-$$"
+        [ "$(config_reads "$TMP/st.cg")" -gt 0 ] && ! cmp -s "$TMP/cg.xml" "$TMP/live.xml"
+        ok $? "in a cpuset cgroup of cpu 0: a live discovery, which differs from the whole node's"
+    else
+        skip "not root, not in cgroup v1's root cpuset, or no cpuset cgroup can be made: no narrower cgroup"
     fi
 else
     skip "strace cannot trace here: PCI reads not counted"
     skip "... HWLOC_ variable"
     skip "... narrower mask"
+    skip "... its export"
+    skip "... narrower cgroup"
 fi
 
 # A run: the ranks and the record as with a live discovery.

@@ -99,6 +99,94 @@ static bool covers(const char *allowed, const char *online)
     return ok;
 }
 
+/* The mount point of the cpuset controller from /proc/self/mountinfo:
+ * cgroup v1's "cpuset" hierarchy when there is one (a hybrid system keeps
+ * cpuset there), else cgroup v2's; *v2 says which.  NULL when neither. */
+static char *cpuset_mount(bool *v2)
+{
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    if (!f)
+        return NULL;
+    char line[4096], *v1 = NULL, *unified = NULL;
+    while (fgets(line, sizeof line, f)) {
+        /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS... - FSTYPE SOURCE SUPEROPTIONS */
+        char *sep = strstr(line, " - "), root[1024], mnt[1024], fstype[64], src[256], opts[1024];
+        if (!sep || sscanf(line, "%*s %*s %*s %1023s %1023s", root, mnt) != 2 ||
+            sscanf(sep + 3, "%63s %255s %1023s", fstype, src, opts) != 3 || strcmp(root, "/") || strchr(mnt, '\\'))
+            continue;
+        bool cpuset_opt = false;
+        char *save = NULL;
+        for (char *o = strtok_r(opts, ",", &save); o; o = strtok_r(NULL, ",", &save))
+            cpuset_opt = cpuset_opt || !strcmp(o, "cpuset");
+        if (!strcmp(fstype, "cgroup") && cpuset_opt && !v1)
+            v1 = gpurun_xstrdup(mnt);
+        else if (!strcmp(fstype, "cgroup2") && !unified)
+            unified = gpurun_xstrdup(mnt);
+    }
+    fclose(f);
+    *v2 = !v1;
+    if (v1) {
+        free(unified);
+        return v1;
+    }
+    return unified;
+}
+
+/* The first line of DIR/NAME, else of DIR/OLD_NAME when there is one. */
+static char *cgroup_file(const char *dir, const char *name, const char *old_name)
+{
+    char *p = gpurun_xasprintf("%s/%s", dir, name), *line = first_line(p);
+    free(p);
+    if (!line && old_name) {
+        p = gpurun_xasprintf("%s/%s", dir, old_name);
+        line = first_line(p);
+        free(p);
+    }
+    return line;
+}
+
+/* Whether this process's cpuset cgroup holds every online CPU and memory
+ * node.  hwloc takes its allowed sets from the cgroup, not from the
+ * affinity mask, so a process bound narrower inside such a cgroup (Slurm's
+ * task/affinity, taskset, a launcher's binding) discovers what an unbound
+ * one does.  The files are read even for "/": in a cgroup namespace (a
+ * container) the root shown is the container's own cgroup.  False whenever
+ * it cannot tell. */
+static bool cgroup_whole_node(const char *cpu_online, const char *node_online)
+{
+    char *path = first_line("/proc/self/cpuset");
+    if (!path || path[0] != '/' || strstr(path, "/..")) {
+        free(path);
+        return false;
+    }
+    bool v2 = false, whole = false;
+    char *mnt = cpuset_mount(&v2);
+    if (!mnt) {
+        free(path);
+        return false;
+    }
+    /* v2: a cgroup without the cpuset controller has the nearest
+     * ancestor's sets, so look upwards from it for the first that has. */
+    char *dir = gpurun_xasprintf("%s%s", mnt, path);
+    for (;;) {
+        /* v1 before Linux 4.17 has only cpuset.cpus and cpuset.mems */
+        char *cpus = cgroup_file(dir, v2 ? "cpuset.cpus.effective" : "cpuset.effective_cpus", v2 ? NULL : "cpuset.cpus");
+        char *mems = cgroup_file(dir, v2 ? "cpuset.mems.effective" : "cpuset.effective_mems", v2 ? NULL : "cpuset.mems");
+        bool found = cpus != NULL;
+        whole = found && covers(cpus, cpu_online) && (!node_online || (mems && covers(mems, node_online)));
+        free(cpus);
+        free(mems);
+        char *slash = strrchr(dir, '/');
+        if (found || !v2 || strlen(dir) <= strlen(mnt) || !slash)
+            break;
+        *slash = '\0';
+    }
+    free(dir);
+    free(mnt);
+    free(path);
+    return whole;
+}
+
 char *gpurun_topocache_name(void)
 {
     const char *off = getenv("GPURUN_TOPOLOGY_CACHE");
@@ -108,14 +196,15 @@ char *gpurun_topocache_name(void)
     for (char **e = environ; e && *e; e++)
         if (!strncmp(*e, "HWLOC_", 6))
             return NULL;
-    /* Only a process that may use the whole node: hwloc leaves out what a
-     * cgroup forbids, and a mask narrower than the cgroup cannot tell which
-     * cgroup it is in. */
+    /* Only a process whose cgroup holds the whole node: hwloc leaves out
+     * what a cgroup forbids.  An affinity mask that holds it all says so
+     * without looking further. */
     char *cpus = gpurun_proc_status("Cpus_allowed_list"), *mems = gpurun_proc_status("Mems_allowed_list");
     char *cpu_online = first_line("/sys/devices/system/cpu/online");
     char *node_online = first_line("/sys/devices/system/node/online");
     char *name = NULL;
-    if (covers(cpus, cpu_online) && (!node_online || covers(mems, node_online))) {
+    if ((covers(cpus, cpu_online) && (!node_online || covers(mems, node_online))) ||
+        cgroup_whole_node(cpu_online, node_online)) {
         struct gpurun_strbuf k = {0};
         char host[256] = "", api[32];
         gethostname(host, sizeof host - 1);

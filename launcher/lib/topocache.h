@@ -7,8 +7,9 @@
  * trap per device (2-10 ms each on a cloud VM): once per host and boot is
  * enough.  Kept as hwloc XML in a folder of the user's own on node-local
  * memory ($XDG_RUNTIME_DIR, else /dev/shm), named by a hash of all that the
- * discovery depends on; used only by a process that may use the whole node
- * (a cgroup or an affinity mask changes what hwloc finds), and never when
+ * discovery depends on; used only by a process whose cpuset cgroup holds
+ * the whole node (a cgroup changes what hwloc finds; an affinity mask, such
+ * as Slurm's task/affinity gives each task, does not), and never when
  * GPURUN_TOPOLOGY_CACHE=0 or any HWLOC_ variable is set. */
 
 #include <stdbool.h>
