@@ -55,12 +55,17 @@ median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (
 bare_sh='i=0; while [ "$i" -lt "$1" ]; do /bin/true & i=$((i + 1)); done; wait'
 
 [ -x /usr/bin/time ] || { echo "GNU time (/usr/bin/time) not found" >&2; exit 3; }
-# timed FILE CMD...: appends "wall cpu" (seconds) of CMD to FILE
+# timed FILE CMD...: appends "wall cpu" (seconds) of CMD to FILE.  The wall
+# time is the clock's, in ns, around GNU time (whose %e counts in 10 ms: 40
+# ms between the two sides at 64 ranks was a quarter of its own step); the
+# processor time is GNU time's, summed over every process under CMD.
 timed() {
     f=$1
     shift
-    /usr/bin/time -f '%e %U %S' -o "$tmp/time" "$@" || return 1
-    tail -1 "$tmp/time" | awk '{print $1, $2 + $3}' >>"$f"
+    t0=$(now)
+    /usr/bin/time -f '%U %S' -o "$tmp/time" "$@" || return 1
+    t1=$(now)
+    tail -1 "$tmp/time" | awk -v w="$(echo "$t1 - $t0" | bc -l)" '{print w, $1 + $2}' >>"$f"
 }
 printf '%-6s %-9s %-8s %-7s %-13s %-7s %-12s %-12s %s\n' ranks gpurun_s bare_s x_bare over_bare_ms cpu_ms \
     bare_cpu_ms cpu_over_ms files
