@@ -32,6 +32,10 @@
 # largest resident size of gpurun and every process under it (GNU time);
 # in_record: ranks with a binding and a status / host plans in record.json.
 #
+# Last, the results store at 1,000 and 10,000 records: bench/results.sh, which
+# prints each command's time and memory and their ratio 10,000/1,000
+# ($SCALE_RECORDS, default "1000 10000", "" to skip).
+#
 # Usage: bench/scale.sh [REPEATS [RANKS...]]      (5; 64 256 1024)
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -108,16 +112,15 @@ if [ "$big" != "$small" ]; then
         "$(echo "(($gc - $sgc) - ($bc - $sbc)) * 1000 / ($big - $small)" | bc -l)"
 fi
 
-[ -n "${SCALE_HOSTS-100 1000}" ] || exit 0
-[ -x /usr/bin/time ] || { echo "GNU time (/usr/bin/time) not found: no simulated hosts" >&2; exit 0; }
-mkdir "$tmp/bin"
-ln -s "$top/bench/sim-mpirun" "$tmp/bin/mpirun"
-fx=$top/tests/fixtures
-export GPURUN_SIM_TOPOLOGIES="$fx/2s-4gpu-2nic.xml $fx/cpu-only-2numa.xml $fx/single-gpu-ws.xml"
-echo
-printf '%-6s %-6s %-8s %-11s %-7s %-12s %-6s %s\n' hosts ranks wall_s launcher_s head_s peak_rss_mb files in_record
-for h in ${SCALE_HOSTS-100 1000}; do
-    cat >"$tmp/h$h.conf" <<EOF
+if [ -n "${SCALE_HOSTS-100 1000}" ]; then
+    mkdir "$tmp/bin"
+    ln -s "$top/bench/sim-mpirun" "$tmp/bin/mpirun"
+    fx=$top/tests/fixtures
+    export GPURUN_SIM_TOPOLOGIES="$fx/2s-4gpu-2nic.xml $fx/cpu-only-2numa.xml $fx/single-gpu-ws.xml"
+    echo
+    printf '%-6s %-6s %-8s %-11s %-7s %-12s %-6s %s\n' hosts ranks wall_s launcher_s head_s peak_rss_mb files in_record
+    for h in ${SCALE_HOSTS-100 1000}; do
+        cat >"$tmp/h$h.conf" <<EOF
 job = "hosts$h"
 command = "/bin/true"
 launcher = "mpirun"
@@ -128,17 +131,25 @@ bind = "none"
 oversubscribe = true
 results = "$tmp/results"
 EOF
-    : >"$tmp/times"
-    t0=$(now)
-    PATH="$tmp/bin:$PATH" GPURUN_SIM_TIMES="$tmp/times" /usr/bin/time -f %M -o "$tmp/rss" \
-        "$GPURUN" run "$tmp/h$h.conf" --quiet >"$tmp/out" 2>&1 || { cat "$tmp/out" >&2; exit 1; }
-    t1=$(now)
-    l0=$(sed -n 1p "$tmp/times") l1=$(sed -n 2p "$tmp/times")
-    rd=$(find "$tmp/results/hosts$h" -mindepth 1 -maxdepth 1 -type d | head -1)
-    inrec=$(jq -r '"\([range(0; .ranks) as $i | select(.bindings[$i].host and .rank_status[$i].exit_code == 0)] | length)/\(.host_plans | length)"' \
-        "$rd/record.json")
-    printf '%-6d %-6d %-8.2f %-11.2f %-7.2f %-12.1f %-6d %s\n' "$h" $((h * 8)) "$(echo "$t1 - $t0" | bc -l)" \
-        "$(echo "$l1 - $l0" | bc -l)" "$(echo "($t1 - $t0) - ($l1 - $l0)" | bc -l)" \
-        "$(echo "$(tail -1 "$tmp/rss") / 1024" | bc -l)" "$(find "$rd" -type f | wc -l)" "$inrec"
-    rm -rf "$tmp/results"
-done
+        : >"$tmp/times"
+        t0=$(now)
+        PATH="$tmp/bin:$PATH" GPURUN_SIM_TIMES="$tmp/times" /usr/bin/time -f %M -o "$tmp/rss" \
+            "$GPURUN" run "$tmp/h$h.conf" --quiet >"$tmp/out" 2>&1 || { cat "$tmp/out" >&2; exit 1; }
+        t1=$(now)
+        l0=$(sed -n 1p "$tmp/times") l1=$(sed -n 2p "$tmp/times")
+        rd=$(find "$tmp/results/hosts$h" -mindepth 1 -maxdepth 1 -type d | head -1)
+        inrec=$(jq -r '"\([range(0; .ranks) as $i | select(.bindings[$i].host and .rank_status[$i].exit_code == 0)] | length)/\(.host_plans | length)"' \
+            "$rd/record.json")
+        printf '%-6d %-6d %-8.2f %-11.2f %-7.2f %-12.1f %-6d %s\n' "$h" $((h * 8)) "$(echo "$t1 - $t0" | bc -l)" \
+            "$(echo "$l1 - $l0" | bc -l)" "$(echo "($t1 - $t0) - ($l1 - $l0)" | bc -l)" \
+            "$(echo "$(tail -1 "$tmp/rss") / 1024" | bc -l)" "$(find "$rd" -type f | wc -l)" "$inrec"
+        rm -rf "$tmp/results"
+    done
+fi
+
+records=${SCALE_RECORDS-1000 10000}
+if [ -n "$records" ]; then
+    echo
+    # shellcheck disable=SC2086 # two numbers
+    GPURUN=$GPURUN sh "$top/bench/results.sh" $records
+fi
