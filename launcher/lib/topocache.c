@@ -110,9 +110,9 @@ static char *cpuset_mount(bool *v2)
     char line[4096], *v1 = NULL, *unified = NULL;
     while (fgets(line, sizeof line, f)) {
         /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS... - FSTYPE SOURCE SUPEROPTIONS */
-        char *sep = strstr(line, " - "), root[1024], mnt[1024], fstype[64], src[256], opts[1024];
+        char *sep = strstr(line, " - "), root[1024], mnt[1024], fstype[64], opts[1024];
         if (!sep || sscanf(line, "%*s %*s %*s %1023s %1023s", root, mnt) != 2 ||
-            sscanf(sep + 3, "%63s %255s %1023s", fstype, src, opts) != 3 || strcmp(root, "/") || strchr(mnt, '\\'))
+            sscanf(sep + 3, "%63s %*s %1023s", fstype, opts) != 2 || strcmp(root, "/") || strchr(mnt, '\\'))
             continue;
         bool cpuset_opt = false;
         char *save = NULL;
