@@ -97,6 +97,26 @@ run env GPURUN_LAUNCH_PARENT=1 GPURUN_LAUNCH_RANK=0 GPURUN_LAUNCH_LOCAL_RANK=0 G
     --run-dir "$d" -- "$TMP/who"
 [ "$rc" -ne 0 ] && [ "$(wc -l <"$out")" = "$lines" ] && grep -q "gpurun (pid 1) is gone" "$TMP/err"
 ok $? "a local rank step whose gpurun is gone (GPURUN_LAUNCH_PARENT is not its parent) runs nothing"
+# Started elsewhere, with a plan lock handed over that it does not need
+# (its host's plan is there already): the program starts in the run
+# folder the rank step checked, and does not inherit the lock.
+cat >"$TMP/where" <<'EOF'
+#!/bin/sh
+if [ -e "/proc/$$/fd/9" ]; then echo "fd9 open"; else echo "fd9 closed"; fi
+echo "cwd $(pwd -P)"
+EOF
+chmod 0755 "$TMP/where"
+lines=$(wc -l <"$out")
+here=$(pwd)
+cd /
+run env GPURUN_LAUNCH_RANK=0 GPURUN_LAUNCH_LOCAL_RANK=0 GPURUN_RUN_DIR_INO="$ino" GPURUN_RUN_UID="$(id -u)" \
+    GPURUN_PLAN_LOCK_FD=9 "$LEAN" --gpurun "$GPURUN" --version "$("$GPURUN" --version | sed 's/^gpurun //')" \
+    --run-dir "$d" -- "$TMP/where" 9>"$TMP/handed.lock"
+cd "$here"
+[ "$rc" -eq 0 ] && tail -n +$((lines + 1)) "$out" | grep -q ': fd9 closed$'
+ok $? "a handed plan lock the rank step does not use is not inherited by the program"
+tail -n +$((lines + 1)) "$out" | grep -q ": cwd $(cd "$d" && pwd -P)\$"
+ok $? "... which starts in the run folder, not where the rank step was started"
 run "$LEAN" --run-dir "$d" -- /bin/true
 expect_rc 2 "gpurun-rank by hand, without its arguments: a usage error"
 

@@ -111,6 +111,14 @@ rd=$(run_dir "$TMP/shared/r5g")
 ok $? "... gives a 0750 run folder with 0640 files"
 [ -z "$(find "$rd" -perm /022)" ]
 ok $? "... and still nothing writable by group or others"
+# umask 077 must not take from "group" what it gives: the rank output and
+# launcher.out are 0640 like the record, not 0600.
+run victim sh -c "umask 077; exec \"$GPURUN\" run \"$HOME_V/g.conf\" --results \"$TMP/shared/r5u\" --quiet"
+expect_rc 0 "run_folder_mode = \"group\" under umask 077"
+rd=$(run_dir "$TMP/shared/r5u")
+odd=$(find "$rd" -type f ! -perm 0640 -printf '%f %m, ')
+[ "$(stat -c %a "$rd")" = 750 ] && [ -z "$odd" ] && [ -n "$(find "$rd" -name '*.out')" ]
+ok $? "... every file in the run folder is 0640, the output files too (not: $odd)"
 
 # 6. A rank step handed another user's folder with a planted env.json.
 rd=$(run_dir "$TMP/shared/r5")
@@ -234,5 +242,88 @@ EOF
 else
     skip "cannot mount a small tmpfs here (not allowed in this container): no full-disk test"
 fi
+
+# 13. gpurun makes the results folder in a folder that others can write (a
+# project folder, group-writable, no sticky bit).  Another user replaces it
+# with a symlink to a file of the victim's between gpurun's mkdir and its
+# setting of the mode (gpurun held there by tests/plant_hook.c): refused, and
+# the file keeps its mode (chmod by path would have made it 0755).
+if [ -r "${PLANT_HOOK_LIB:-}" ]; then
+    P=$TMP/proj13
+    mkdir -m 0777 "$P"
+    printf 'secret\n' >"$HOME_V/secret"
+    chown 4242:4242 "$HOME_V/secret"
+    chmod 0600 "$HOME_V/secret"
+    rm -f "$TMP/ready" "$TMP/go"
+    mkfifo -m 0666 "$TMP/ready" "$TMP/go"
+    (
+        ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" LD_PRELOAD="$PLANT_HOOK_LIB" \
+            PLANT_MKDIR="$P/r13" PLANT_READY="$TMP/ready" PLANT_GO="$TMP/go" \
+            victim "$GPURUN" run "$HOME_V/j.conf" --results "$P/r13" --quiet >"$TMP/out13" 2>"$TMP/err13"
+        echo $? >"$TMP/rc13"
+    ) &
+    held=$(head -c 1 "$TMP/ready")
+    [ "$held" = r ]
+    ok $? "gpurun is held just after it made the results folder $P/r13"
+    attacker sh -c "mv '$P/r13' '$P/r13.moved' && ln -s '$HOME_V/secret' '$P/r13'"
+    ok $? "another user, who can write the folder above it, puts a symlink to the victim's file in its place"
+    printf g >"$TMP/go"
+    wait
+    rc=$(cat "$TMP/rc13")
+    cat "$TMP/err13" >&2
+    [ "$rc" = 2 ]
+    ok $? "the replaced results folder is refused: exit 2 (got $rc)"
+    grep -q "r13: refused: made by gpurun, it was replaced" "$TMP/err13"
+    ok $? "... naming the folder and what happened"
+    [ "$(stat -c %a "$HOME_V/secret")" = 600 ]
+    ok $? "... and the file the symlink points at keeps its mode 0600 (it is $(stat -c %a "$HOME_V/secret"))"
+else
+    for i in 1 2 3 4 5; do skip "the plant hook (tests/plant_hook.c) was not built"; done
+fi
+
+# 14. The run folder is swapped while a setup step runs (the results folder
+# renamed away in the folder above, which others can write, and a tree of
+# the other user's put in its place, with the same run folder name and a
+# symlink to the victim's file in it): the next setup step and the ranks'
+# launcher still start in the folder gpurun made and holds open, not in the
+# other user's, and the ranks refuse to run.  No timing: the first setup
+# step waits on a FIFO.
+P=$TMP/proj14
+mkdir -m 0777 "$P"
+mkdir "$TMP/tpl14"
+rm -f "$TMP/ready" "$TMP/go"
+mkfifo -m 0666 "$TMP/ready" "$TMP/go"
+cat >"$TMP/tpl14/swap14.conf" <<TPL
+description = "two setup steps: the first waits, the second writes in its folder"
+command     = "\${prog}"
+setup       = { "/bin/sh -c 'echo r > $TMP/ready; cat $TMP/go >/dev/null'", "/bin/sh -c 'echo step2 >> step2.txt'" }
+TPL
+chown -R 4242:4242 "$TMP/tpl14"
+printf 'template = "swap14"\nlauncher = "local"\nranks_per_node = 1\nthreads_per_rank = 1\nparams { prog = "%s" }\n' \
+    "$HOME_V/prog" >"$HOME_V/sw.conf"
+chown 4242:4242 "$HOME_V/sw.conf"
+printf '# bashrc\n' >"$HOME_V/bashrc"
+chown 4242:4242 "$HOME_V/bashrc"
+(
+    victim env GPURUN_TEMPLATE_PATH="$TMP/tpl14" "$GPURUN" run "$HOME_V/sw.conf" --results "$P/r" --quiet \
+        >"$TMP/out14" 2>"$TMP/err14"
+    echo $? >"$TMP/rc14"
+) &
+held=$(head -c 1 "$TMP/ready")
+[ "$held" = r ]
+ok $? "the first setup step waits"
+name=$(ls "$P/r/sw")
+attacker sh -c "mv '$P/r' '$P/r.moved' && mkdir -p '$P/r/sw/$name' && ln -s '$HOME_V/bashrc' '$P/r/sw/$name/step2.txt' && chmod -R a+rwx '$P/r'"
+ok $? "another user swaps in a tree of theirs with the same run folder $name"
+printf g >"$TMP/go"
+wait
+rc=$(cat "$TMP/rc14")
+cat "$TMP/err14" >&2
+[ "$(cat "$HOME_V/bashrc")" = "# bashrc" ]
+ok $? "the second setup step did not write through the other user's symlink: ~/.bashrc is as it was"
+[ "$(cat "$P/r.moved/sw/$name/step2.txt" 2>/dev/null)" = step2 ]
+ok $? "... it ran in the run folder gpurun made (now $P/r.moved/sw/$name)"
+[ "$rc" -ne 0 ] && [ ! -e "$P/r/sw/$name/rank.0.out" ] && ! grep -q hello "$P/r.moved/sw/$name"/*.out 2>/dev/null
+ok $? "... and the ranks did not run in the swapped folder: not a success (exit $rc)"
 
 done_testing

@@ -74,7 +74,7 @@ static int write_script(const char *folder, const char *script, char **pathp, in
             snprintf(name, sizeof name, "submit-%s.sbatch", stamp);
         else
             snprintf(name, sizeof name, "submit-%s-%d.sbatch", stamp, i);
-        fd = openat(dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        fd = gpurun_create_at(dirfd, name, O_RDWR, 0600);
         e = fd < 0 ? errno : 0;
     }
     if (fd < 0) {

@@ -157,6 +157,19 @@ const char *gpurun_own_file_problem(const struct stat *st)
     return NULL;
 }
 
+int gpurun_create_at(int dirfd, const char *name, int flags, mode_t mode)
+{
+    int fd = openat(dirfd, name, flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 07777);
+    if (fd >= 0 && fchmod(fd, mode & 07777) < 0) { /* openat's mode went through the umask */
+        int e = errno;
+        close(fd);
+        unlinkat(dirfd, name, 0);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
 int gpurun_open_own_at(int dirfd, const char *name, const char *shown, gpurun_error_t *err)
 {
     if (!shown)
@@ -244,8 +257,28 @@ int gpurun_open_folder_path(const char *path, const char *what, mode_t mode, boo
         free(p);
         if (made < 0 && e != EEXIST)
             return gpurun_err(err, GPURUN_EXIT_ENV, "cannot create %s: %s", path, strerror(e));
-        if (made == 0 && chmod(path, mode & 07777) < 0)
-            return gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot set its mode: %s", path, strerror(errno));
+        if (made == 0) {
+            /* mkdir's mode went through the umask.  Set it on what was made,
+             * by descriptor: chmod by path would follow a symlink put in
+             * its place by whoever can write the folder above. */
+            int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (fd < 0) /* O_DIRECTORY makes a symlink ENOTDIR, not ELOOP */
+                return gpurun_err(err, errno == ELOOP || errno == ENOTDIR ? GPURUN_EXIT_CONFIG : GPURUN_EXIT_ENV,
+                                  "%s %s: refused: %s", what, path,
+                                  errno == ELOOP || errno == ENOTDIR
+                                      ? "made by gpurun, it was replaced by a symlink or a file at once (someone "
+                                        "else can write the folder above it)"
+                                      : strerror(errno));
+            if (fchmod(fd, mode & 07777) < 0) {
+                close(fd);
+                return gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot set its mode: %s", path, strerror(errno));
+            }
+            if (gpurun_check_folder(fd, path, what, err) < 0) {
+                close(fd);
+                return -1;
+            }
+            return fd;
+        }
     }
     int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)

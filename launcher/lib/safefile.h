@@ -37,6 +37,11 @@ int gpurun_write_json_at(int dirfd, const char *name, const char *shown, json_t 
                          gpurun_error_t *err);
 int gpurun_write_json_file(const char *path, json_t *doc, mode_t mode, int flags, gpurun_error_t *err);
 
+/* Create the new file `name` in the folder `dirfd` (O_EXCL, O_NOFOLLOW, and
+ * `flags`, e.g. O_WRONLY | O_APPEND), with mode `mode` exactly, whatever the
+ * umask.  Returns its descriptor, or -1 with errno set and nothing left. */
+int gpurun_create_at(int dirfd, const char *name, int flags, mode_t mode);
+
 /* Why a file with the status `st` is not one of ours: "not a regular file",
  * "owned by another user" or "writable by group or others"; NULL when it is
  * a regular file of this user that nobody else can write.  The one test of

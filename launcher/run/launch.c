@@ -19,6 +19,7 @@
 
 #include "launch.h"
 #include "rank.h"
+#include "safefile.h"
 #include "util.h"
 
 static double now_s(void)
@@ -39,14 +40,15 @@ static void sigset_supervised(sigset_t *set)
 
 /* In the child, between fork and exec: its own process group (so that one
  * kill reaches all it starts), death with gpurun, and a clean signal state. */
-static void child_setup(pid_t parent, const char *cwd, const sigset_t *oldmask, int out_fd)
+static void child_setup(pid_t parent, int cwd_fd, const char *cwd, const sigset_t *oldmask, int out_fd)
 {
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent)
         _exit(143);
-    if (cwd && chdir(cwd) < 0) {
-        dprintf(out_fd >= 0 ? out_fd : STDERR_FILENO, "gpurun: cannot enter %s: %s\n", cwd, strerror(errno));
+    if (cwd_fd >= 0 && fchdir(cwd_fd) < 0) {
+        dprintf(out_fd >= 0 ? out_fd : STDERR_FILENO, "gpurun: cannot enter %s: %s\n", cwd ? cwd : "the run folder",
+                strerror(errno));
         _exit(126);
     }
     if (out_fd >= 0) {
@@ -67,14 +69,14 @@ static int exit_status(int status)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-int gpurun_run_step(char *const *argv, const char *cwd, int fd, gpurun_error_t *err)
+int gpurun_run_step(char *const *argv, int cwd_fd, const char *cwd, int fd, gpurun_error_t *err)
 {
     sigset_t set, old;
     sigset_supervised(&set);
     sigprocmask(SIG_BLOCK, &set, &old);
     pid_t parent = getpid(), pid = fork();
     if (pid == 0) {
-        child_setup(parent, cwd, &old, fd);
+        child_setup(parent, cwd_fd, cwd, &old, fd);
         execvp(argv[0], argv);
         dprintf(STDERR_FILENO, "gpurun: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
@@ -223,7 +225,7 @@ static char **env_with(char *const *extra)
  * up but for the death signal, which it sets itself: with 1,024 ranks,
  * copying and tearing down gpurun's mappings per rank is most of what
  * gpurun itself adds.  -1 when it cannot: fork then. */
-static pid_t spawn_rank_step(char *const *argv, char *const *extra, const char *cwd, const sigset_t *oldmask,
+static pid_t spawn_rank_step(char *const *argv, char *const *extra, int cwd_fd, const sigset_t *oldmask,
                              int log_fd, int pipe_fd)
 {
     bool guarded = false;
@@ -242,8 +244,8 @@ static pid_t spawn_rank_step(char *const *argv, char *const *extra, const char *
     posix_spawnattr_setsigmask(&at, oldmask);
     posix_spawnattr_setpgroup(&at, 0);
     posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    if (cwd)
-        posix_spawn_file_actions_addchdir_np(&fa, cwd);
+    if (cwd_fd >= 0)
+        posix_spawn_file_actions_addfchdir_np(&fa, cwd_fd);
     if (log_fd >= 0)
         posix_spawn_file_actions_adddup2(&fa, log_fd, STDERR_FILENO);
     posix_spawn_file_actions_adddup2(&fa, pipe_fd, STDOUT_FILENO);
@@ -300,11 +302,11 @@ static int start_launchers(struct launch *L)
     int started = 0;
     pid_t parent = getpid();
     for (int i = 0; i < L->n; i++) {
-        pid_t pid = spawn_rank_step(cmds->argv[i], cmds->env[i], L->sv->cwd, &L->old, L->logfd, L->pfd[1]);
+        pid_t pid = spawn_rank_step(cmds->argv[i], cmds->env[i], L->sv->cwd_fd, &L->old, L->logfd, L->pfd[1]);
         if (pid < 0)
             pid = fork();
         if (pid == 0) {
-            child_setup(parent, L->sv->cwd, &L->old, L->logfd);
+            child_setup(parent, L->sv->cwd_fd, L->sv->run_dir, &L->old, L->logfd);
             dup2(L->pfd[1], STDOUT_FILENO); /* the rank steps' reports come to us */
             for (char **e = cmds->env[i]; e && *e; e++)
                 putenv(*e);
@@ -461,8 +463,7 @@ int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_sup
     struct launch L = {.cmds = cmds, .sv = sv, .out = out, .n = cmds->count, .pipe_open = true};
     L.pids = gpurun_xcalloc((size_t)L.n, sizeof *L.pids);
     L.alive = gpurun_xcalloc((size_t)L.n, sizeof *L.alive);
-    L.logfd = openat(sv->dir_fd, GPURUN_RUN_LAUNCHER_OUT,
-                     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, sv->file_mode);
+    L.logfd = gpurun_create_at(sv->dir_fd, GPURUN_RUN_LAUNCHER_OUT, O_WRONLY | O_APPEND, sv->file_mode);
     if (pipe2(L.pfd, O_CLOEXEC) < 0) {
         if (L.logfd >= 0)
             close(L.logfd);

@@ -19,7 +19,8 @@ struct gpurun_supervise {
     const char *run_dir;
     int dir_fd;            /* the run folder, open: files in it are made through this */
     mode_t file_mode;      /* of the files made in it */
-    const char *cwd;       /* where the processes start */
+    int cwd_fd;            /* where the processes start: a folder open, entered with fchdir (the path may
+                            * name another folder by then); -1: gpurun's own */
     int nranks;
     double timeout_s;      /* 0: none */
     double grace_s;        /* after SIGTERM, before SIGKILL */
@@ -43,9 +44,10 @@ struct gpurun_outcome {
 int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_supervise *sv,
                   struct gpurun_outcome *out, gpurun_error_t *err);
 
-/* Run one command to completion in `cwd`, output appended to `log_fd`
- * (setup steps).  Returns its exit status (128+N for signals), or -1 with
- * err when it could not be started. */
-int gpurun_run_step(char *const *argv, const char *cwd, int log_fd, gpurun_error_t *err);
+/* Run one command to completion in the folder open as `cwd_fd` (`cwd`
+ * names it in messages), output appended to `log_fd` (setup steps).
+ * Returns its exit status (128+N for signals), or -1 with err when it
+ * could not be started. */
+int gpurun_run_step(char *const *argv, int cwd_fd, const char *cwd, int log_fd, gpurun_error_t *err);
 
 #endif

@@ -709,6 +709,10 @@ static int plan_lock(int dfd, const char *lock, mode_t fmode)
         return fd;
     }
     fd = openat(dfd, lock, O_CREAT | O_RDWR | O_NOFOLLOW | O_CLOEXEC, fmode);
+    struct stat st;
+    /* Whichever step made it, its mode is the run folder's, not the umask's. */
+    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_uid == geteuid() && (st.st_mode & 07777) != fmode)
+        fchmod(fd, fmode);
     if (fd >= 0 && flock(fd, LOCK_EX) < 0) {
         int e = errno;
         close(fd);
@@ -969,7 +973,7 @@ static int failed_before_start(int rank, const char *host, gpurun_error_t *err)
  * and only if it is a plain file of ours. */
 static int open_output(int dfd, const char *name, mode_t fmode, bool shared)
 {
-    int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, fmode);
+    int fd = gpurun_create_at(dfd, name, O_WRONLY | O_APPEND, fmode);
     if (fd >= 0 || errno != EEXIST || !shared)
         return fd;
     fd = openat(dfd, name, O_WRONLY | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -1227,7 +1231,9 @@ static int step_begin(const char *run_dir, char *const *app_argv, const char *pl
     if (handed) {
         char *end;
         long fd = strtol(handed, &end, 10);
-        if (*handed && !*end && fd > STDERR_FILENO && fd < 1 << 20)
+        /* Not inherited by the program, whether or not the lock is used:
+         * the plan may be there already, or the lock made anew. */
+        if (*handed && !*end && fd > STDERR_FILENO && fd < 1 << 20 && fcntl((int)fd, F_SETFD, FD_CLOEXEC) == 0)
             handed_lock_fd = (int)fd;
         unsetenv(GPURUN_ENV_PLAN_LOCK_FD); /* not the program's */
     }
@@ -1333,6 +1339,16 @@ static int step_open_output(struct rank_step *s, const char *run_dir, gpurun_err
         gpurun_err(err, GPURUN_EXIT_ENV, "rank %d: cannot create its output %s/%s: %s", s->rank, run_dir, oname,
                    errno == ELOOP ? "it is a symlink" : errno == EEXIST ? "it exists already" : strerror(errno));
         free(oname);
+        close(s->dfd);
+        return -1;
+    }
+    /* The program starts in the folder that was checked, not in whatever
+     * the launcher's path names now (a folder swapped in after the check). */
+    if (fchdir(s->dfd) < 0) {
+        gpurun_err(err, GPURUN_EXIT_ENV, "rank %d: cannot enter the run folder %s: %s", s->rank, run_dir,
+                   strerror(errno));
+        free(oname);
+        close(s->out);
         close(s->dfd);
         return -1;
     }

@@ -390,14 +390,15 @@ static const char *signal_name(int code)
  * whole lines outside Open MPI's "-----" help boxes (the line that names
  * the host, as "ssh: Could not resolve hostname h7", comes before the box),
  * without mpirun's warnings about variables -x names; else its last lines. */
-static char *launcher_tail(const char *run_dir)
+static char *launcher_tail(int dfd, const char *run_dir)
 {
     char *p = gpurun_xasprintf("%s/launcher.out", run_dir);
     char *buf = NULL;
     size_t len = 0;
     gpurun_error_t e;
     char *tail = NULL;
-    if (gpurun_read_file(p, "launcher output", 16u << 20, &buf, &len, &e) == 0) {
+    int fd = gpurun_open_own_at(dfd, GPURUN_RUN_LAUNCHER_OUT, p, &e);
+    if (fd >= 0 && gpurun_read_fd(fd, p, "launcher output", 16u << 20, &buf, &len, &e) == 0) {
         enum { KEEP = 8 };
         const char *kept[KEEP], *all[KEEP];
         size_t klen[KEEP], alen[KEEP];
@@ -440,6 +441,8 @@ static char *launcher_tail(const char *run_dir)
         tail = gpurun_xasprintf("%s\n(all of it: %s)", lines, p);
         free(lines);
     }
+    if (fd >= 0)
+        close(fd);
     free(p);
     return tail;
 }
@@ -841,15 +844,14 @@ static int run_setup_steps(struct run_ctx *c, struct run_attempt *a, gpurun_erro
         }
         char *log = gpurun_xasprintf("%s/setup.log", a->run_dir);
         if (a->setup_fd < 0)
-            a->setup_fd = openat(a->dfd, "setup.log", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC,
-                                 a->fmode);
+            a->setup_fd = gpurun_create_at(a->dfd, "setup.log", O_WRONLY | O_APPEND, a->fmode);
         if (a->setup_fd < 0) {
             gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot create: %s", log, strerror(errno));
             gpurun_free_words(step);
             free(log);
             return stop_with(a, GPURUN_EXIT_ENV);
         }
-        int code = gpurun_run_step(step, a->run_dir, a->setup_fd, err);
+        int code = gpurun_run_step(step, a->dfd, a->run_dir, a->setup_fd, err);
         gpurun_free_words(step);
         if (code != 0) {
             if (code > 0)
@@ -892,7 +894,7 @@ static int supervise_ranks(struct run_ctx *c, struct run_attempt *a, bool tty, g
         .run_dir = a->run_dir,
         .dir_fd = a->dfd,
         .file_mode = a->fmode,
-        .cwd = a->run_dir,
+        .cwd_fd = a->dfd,
         .nranks = c->plan->nranks,
         .timeout_s = (double)c->job->timeout_s,
         .grace_s = kill_grace(),
@@ -965,14 +967,14 @@ static char **pyxis_plan_argv(const struct run_ctx *c, const char *self, const c
 static int pyxis_plan_hosts(struct run_ctx *c, struct run_attempt *a, const char *self, gpurun_error_t *err)
 {
     char *log = gpurun_xasprintf("%s/plan-step.log", a->run_dir);
-    int fd = openat(a->dfd, "plan-step.log", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, a->fmode);
+    int fd = gpurun_create_at(a->dfd, "plan-step.log", O_RDWR | O_APPEND, a->fmode);
     if (fd < 0) {
         gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot create: %s", log, strerror(errno));
         free(log);
         return stop_with(a, GPURUN_EXIT_ENV);
     }
     char **argv = pyxis_plan_argv(c, self, a->run_dir);
-    int code = gpurun_run_step(argv, a->run_dir, fd, err);
+    int code = gpurun_run_step(argv, a->dfd, a->run_dir, fd, err);
     gpurun_free_words(argv);
     if (code > 0) {
         char said[4096];
@@ -1044,7 +1046,7 @@ static int launch_ranks(struct run_ctx *c, struct run_attempt *a, gpurun_error_t
 static void lost_hosts_error(struct run_ctx *c, struct run_attempt *a, bool collateral, int rc, gpurun_error_t *err)
 {
     const struct rank_result *rr = &a->rr;
-    char *tail = launcher_tail(a->run_dir);
+    char *tail = launcher_tail(a->dfd, a->run_dir);
     char also[400] = "";
     if (collateral && rr->failed_code != 128 + SIGTERM && rr->failed_code != 128 + SIGKILL)
         snprintf(also, sizeof also, "; meanwhile rank %d on %s was killed by signal %d (%s)", rr->failed_rank,
@@ -1087,7 +1089,7 @@ static int launcher_failed_error(struct run_ctx *c, struct run_attempt *a, gpuru
     int rc = a->oc.launcher_status ? a->oc.launcher_status : GPURUN_EXIT_ENV;
     if (rr->finished == 0)
         rc = GPURUN_EXIT_ENV; /* no rank ever ran: the launcher could not start them */
-    char *tail = launcher_tail(a->run_dir);
+    char *tail = launcher_tail(a->dfd, a->run_dir);
     unstarted_ranks(c->plan, rr);
     gpurun_err(err, rc, "%s failed (exit status %d) with %d of %d ranks finished%s%s; it said:\n%s",
                c->launcher->name, a->oc.launcher_status, rr->finished, c->plan->nranks,
