@@ -217,6 +217,24 @@ contains "$TMP/err" "results/water is writable by everyone without the sticky bi
 [ ! -e "$TMP/sbatch.args" ]
 ok $? "... sbatch never called"
 chmod 0755 results/water
+# ... the results folder itself too, as run checks it on the node (before,
+# only the job folder was checked, and run refused what submit had sent).
+mkdir -m 0777 "$TMP/w/open"
+run "$GPURUN" submit water.conf --dry-run --set results="$TMP/w/open"
+expect_rc 2 "submit: a results folder everyone can write, without the sticky bit: exit 2"
+contains "$TMP/err" "open is writable by everyone without the sticky bit" "... said so, the results folder named"
+[ ! -e "$TMP/w/open/water" ]
+ok $? "... and nothing made in it"
+# A job folder that is a symlink (planted in a shared sticky results folder)
+# is refused, not followed: nothing is written where it points.
+mkdir -m 1777 "$TMP/w/sticky"
+mkdir "$TMP/w/elsewhere"
+ln -s "$TMP/w/elsewhere" "$TMP/w/sticky/water"
+run "$GPURUN" submit water.conf --dry-run --set results="$TMP/w/sticky"
+expect_rc 2 "submit: a job folder that is a symlink: exit 2"
+contains "$TMP/err" "water: cannot open: it is a symlink" "... said so"
+[ -z "$(ls -A "$TMP/w/elsewhere")" ]
+ok $? "... and no script written where it points"
 
 # Site sbatch items: one option each (issue 11, item 13).
 mkdir -p "$TMP/w2/sites"

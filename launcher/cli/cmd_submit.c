@@ -55,12 +55,24 @@ static const char submit_usage[] =
  * through a descriptor of its folder (O_EXCL, O_NOFOLLOW: never over an
  * earlier script of the same second, nor through a link someone left
  * there), and keep it open: sbatch reads this descriptor, exactly what was
- * written, whatever happens to the folder's names meanwhile.  The folder
- * (created when missing) must be one others cannot write into.  On error
- * nothing is left behind. */
+ * written, whatever happens to the folder's names meanwhile.  The results
+ * folder and its job folder (each made 0755 when missing, whatever the
+ * umask) are checked as `gpurun run` checks them, and the job folder is
+ * opened through the results folder's descriptor, never through a symlink:
+ * a script that run would refuse is never submitted.  On error nothing is
+ * left behind. */
 static int write_script(const char *folder, const char *script, char **pathp, int *fdp, gpurun_error_t *err)
 {
-    int dirfd = gpurun_open_folder_path(folder, "submit: the results folder", 0755, true, err);
+    const char *slash = strrchr(folder, '/'); /* RESULTS/JOB, absolute */
+    if (!slash || !slash[1])
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "submit: %s: not a results folder and job name", folder);
+    char *results = slash == folder ? gpurun_xstrdup("/") : gpurun_xstrndup(folder, (size_t)(slash - folder));
+    int rfd = gpurun_open_folder_path(results, "submit: the results folder", 0755, true, err);
+    free(results);
+    if (rfd < 0)
+        return -1;
+    int dirfd = gpurun_open_folder_at(rfd, slash + 1, folder, "submit: the job folder", 0755, true, err);
+    close(rfd);
     if (dirfd < 0)
         return -1;
     time_t now = time(NULL);

@@ -226,10 +226,15 @@ int gpurun_open_folder_at(int dirfd, const char *name, const char *shown, const 
     if (create && errno != EEXIST)
         return gpurun_err(err, GPURUN_EXIT_ENV, "cannot create %s: %s", shown, strerror(errno));
     int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return gpurun_err(err, errno == ELOOP || errno == ENOTDIR ? GPURUN_EXIT_CONFIG : GPURUN_EXIT_ENV,
+    if (fd < 0) {
+        int e = errno;
+        struct stat lst; /* O_DIRECTORY makes a symlink ENOTDIR, not ELOOP */
+        bool link = e == ELOOP ||
+                    (e == ENOTDIR && fstatat(dirfd, name, &lst, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(lst.st_mode));
+        return gpurun_err(err, e == ELOOP || e == ENOTDIR ? GPURUN_EXIT_CONFIG : GPURUN_EXIT_ENV,
                           "%s %s: cannot open: %s", what, shown,
-                          errno == ELOOP ? "it is a symlink" : errno == ENOTDIR ? "not a folder" : strerror(errno));
+                          link ? "it is a symlink" : e == ENOTDIR ? "not a folder" : strerror(e));
+    }
     if (gpurun_check_folder(fd, shown, what, err) < 0) {
         close(fd);
         return -1;
