@@ -35,17 +35,9 @@ static int create_temp_at(int dirfd, const char *name, mode_t mode, char *tmp, s
             errno = ENAMETOOLONG;
             return -1;
         }
-        int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode & 0777);
-        if (fd >= 0) {
-            if (fchmod(fd, mode & 0777) < 0) { /* the umask does not choose the mode */
-                int e = errno;
-                close(fd);
-                unlinkat(dirfd, tmp, 0);
-                errno = e;
-                return -1;
-            }
+        int fd = gpurun_create_at(dirfd, tmp, O_WRONLY, mode & 0777);
+        if (fd >= 0)
             return fd;
-        }
         if (errno != EEXIST)
             return -1;
     }
