@@ -236,6 +236,7 @@ int gpurun_open_folder_at(int dirfd, const char *name, const char *shown, const 
 
 int gpurun_open_folder_path(const char *path, const char *what, mode_t mode, bool create, gpurun_error_t *err)
 {
+    bool made = false;
     if (create) {
         char *p = gpurun_xstrdup(path);
         for (char *s = p + 1; *s; s++) {
@@ -249,37 +250,32 @@ int gpurun_open_folder_path(const char *path, const char *what, mode_t mode, boo
             }
             *s = '/';
         }
-        int made = mkdir(p, mode & 0777);
+        made = mkdir(p, mode & 0777) == 0;
         int e = errno;
         free(p);
-        if (made < 0 && e != EEXIST)
+        if (!made && e != EEXIST)
             return gpurun_err(err, GPURUN_EXIT_ENV, "cannot create %s: %s", path, strerror(e));
-        if (made == 0) {
-            /* mkdir's mode went through the umask.  Set it on what was made,
-             * by descriptor: chmod by path would follow a symlink put in
-             * its place by whoever can write the folder above. */
-            int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (fd < 0) /* O_DIRECTORY makes a symlink ENOTDIR, not ELOOP */
-                return gpurun_err(err, errno == ELOOP || errno == ENOTDIR ? GPURUN_EXIT_CONFIG : GPURUN_EXIT_ENV,
-                                  "%s %s: refused: %s", what, path,
-                                  errno == ELOOP || errno == ENOTDIR
-                                      ? "made by gpurun, it was replaced by a symlink or a file at once (someone "
-                                        "else can write the folder above it)"
-                                      : strerror(errno));
-            if (fchmod(fd, mode & 07777) < 0) {
-                close(fd);
-                return gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot set its mode: %s", path, strerror(errno));
-            }
-            if (gpurun_check_folder(fd, path, what, err) < 0) {
-                close(fd);
-                return -1;
-            }
-            return fd;
-        }
     }
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return gpurun_err(err, GPURUN_EXIT_ENV, "%s %s: cannot open: %s", what, path, strerror(errno));
+    /* A folder just made is opened without following a symlink, and its
+     * mode (mkdir's went through the umask) set through the descriptor:
+     * chmod by path would follow a symlink put in its place by whoever
+     * can write the folder above. */
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (made ? O_NOFOLLOW : 0));
+    if (fd < 0) {
+        int e = errno;
+        bool replaced = made && (e == ELOOP || e == ENOTDIR); /* O_DIRECTORY makes a symlink ENOTDIR */
+        if (replaced)
+            return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                              "%s %s: refused: made by gpurun, it was replaced by a symlink or a file at once "
+                              "(someone else can write the folder above it)",
+                              what, path);
+        return gpurun_err(err, GPURUN_EXIT_ENV, "%s %s: cannot open: %s", what, path, strerror(e));
+    }
+    if (made && fchmod(fd, mode & 07777) < 0) {
+        int e = errno;
+        close(fd);
+        return gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot set its mode: %s", path, strerror(e));
+    }
     if (gpurun_check_folder(fd, path, what, err) < 0) {
         close(fd);
         return -1;

@@ -47,8 +47,7 @@ static void child_setup(pid_t parent, int cwd_fd, const char *cwd, const sigset_
     if (getppid() != parent)
         _exit(143);
     if (cwd_fd >= 0 && fchdir(cwd_fd) < 0) {
-        dprintf(out_fd >= 0 ? out_fd : STDERR_FILENO, "gpurun: cannot enter %s: %s\n", cwd ? cwd : "the run folder",
-                strerror(errno));
+        dprintf(out_fd >= 0 ? out_fd : STDERR_FILENO, "gpurun: cannot enter %s: %s\n", cwd, strerror(errno));
         _exit(126);
     }
     if (out_fd >= 0) {
@@ -302,11 +301,11 @@ static int start_launchers(struct launch *L)
     int started = 0;
     pid_t parent = getpid();
     for (int i = 0; i < L->n; i++) {
-        pid_t pid = spawn_rank_step(cmds->argv[i], cmds->env[i], L->sv->cwd_fd, &L->old, L->logfd, L->pfd[1]);
+        pid_t pid = spawn_rank_step(cmds->argv[i], cmds->env[i], L->sv->dir_fd, &L->old, L->logfd, L->pfd[1]);
         if (pid < 0)
             pid = fork();
         if (pid == 0) {
-            child_setup(parent, L->sv->cwd_fd, L->sv->run_dir, &L->old, L->logfd);
+            child_setup(parent, L->sv->dir_fd, L->sv->run_dir, &L->old, L->logfd);
             dup2(L->pfd[1], STDOUT_FILENO); /* the rank steps' reports come to us */
             for (char **e = cmds->env[i]; e && *e; e++)
                 putenv(*e);

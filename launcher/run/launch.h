@@ -17,10 +17,9 @@
 
 struct gpurun_supervise {
     const char *run_dir;
-    int dir_fd;            /* the run folder, open: files in it are made through this */
+    int dir_fd;            /* the run folder, open: files in it are made through this, and the processes
+                            * start in it (fchdir: its path may name another folder by then) */
     mode_t file_mode;      /* of the files made in it */
-    int cwd_fd;            /* where the processes start: a folder open, entered with fchdir (the path may
-                            * name another folder by then); -1: gpurun's own */
     int nranks;
     double timeout_s;      /* 0: none */
     double grace_s;        /* after SIGTERM, before SIGKILL */

@@ -894,7 +894,6 @@ static int supervise_ranks(struct run_ctx *c, struct run_attempt *a, bool tty, g
         .run_dir = a->run_dir,
         .dir_fd = a->dfd,
         .file_mode = a->fmode,
-        .cwd_fd = a->dfd,
         .nranks = c->plan->nranks,
         .timeout_s = (double)c->job->timeout_s,
         .grace_s = kill_grace(),
