@@ -25,6 +25,12 @@ names = ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "
 print("ENV " + " ".join("%s=%s" % (n, os.environ.get(n, "-")) for n in names), flush=True)
 print("DDP images_per_s: 1\nDDP step_ms: 1\nDDP done", flush=True)
 PYEOF
+torch=no
+"$PY" -c 'import torch, torchvision' >/dev/null 2>&1 && torch=yes
+# gpurun's own rendezvous store needs torch where gpurun runs; without it
+# the variables are checked with rank 0's (no rank here meets another).
+rdv=store
+[ $torch = yes ] || rdv=rank0
 cat >"$TMP/envjob.conf" <<JOB
 job = "torchenv"
 template = "pytorch-ddp"
@@ -32,10 +38,8 @@ ranks_per_node = 2
 gpus_per_rank = 0
 threads_per_rank = 1
 timeout = "2m"
-params { python = "$PY"  script = "envcheck.py" }
+params { python = "$PY"  script = "envcheck.py"  rendezvous = "$rdv" }
 JOB
-torch=no
-"$PY" -c 'import torch, torchvision' >/dev/null 2>&1 && torch=yes
 cat >"$TMP/batch.sh" <<SCRIPT
 #!/bin/sh
 #SBATCH --nodes=1

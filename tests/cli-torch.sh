@@ -4,7 +4,11 @@
 # gpurun under the local and mpirun launchers (tests/cli-torch-slurm.sh: srun),
 # shown by the dry run; examples/resnet-ddp trained with DDP (gloo, CPU) at 1
 # and 2 ranks; a rendezvous that cannot happen (port taken, a rank that never
-# comes) ends with an error naming the address and a non-zero exit.
+# comes) ends with an error naming the address and a non-zero exit.  The
+# rendezvous (issue 26 §2): gpurun's own store holds its port from its bind
+# to the end, so another user who squats the port in the window rank 0 had
+# before cannot take it (two uids, real PyTorch); the file:// rendezvous in
+# the run folder uses no port.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 unset GPURUN_TOPOLOGY
@@ -15,6 +19,12 @@ if [ ! -x "$PY" ]; then
     exit 0
 fi
 EXAMPLE=$top_srcdir/examples/resnet-ddp
+torch=no
+"$PY" -c 'import torch, torchvision' >/dev/null 2>&1 && torch=yes
+# gpurun's rendezvous store (the default) runs torch where gpurun runs:
+# without torch the variables are checked with rank 0's (rank0).
+RDV=store
+[ $torch = yes ] || RDV=rank0
 
 # A stand-in for a training script: prints the variables it got and the
 # lines the template reads.
@@ -36,7 +46,7 @@ ranks_per_node = $3
 gpus_per_rank = 0
 threads_per_rank = 1
 timeout = "2m"
-params { python = "$PY"  script = "$script" }
+params { python = "$PY"  script = "$script"  rendezvous = "${RDV}" }
 $4
 JOB
 }
@@ -73,14 +83,31 @@ expect_rc 0 "a dry run of a 2-rank pytorch-ddp job"
 for i in 0 1; do
     line=$(grep "^rank $i:" "$TMP/out")
     case "$line " in
-        *" RANK=$i WORLD_SIZE=2 LOCAL_RANK=$i LOCAL_WORLD_SIZE=2 GROUP_RANK=0 "*" MASTER_ADDR="*" MASTER_PORT=<free-port> GPURUN_RENDEZVOUS_TIMEOUT=180 "*)
+        *" RANK=$i WORLD_SIZE=2 LOCAL_RANK=$i LOCAL_WORLD_SIZE=2 GROUP_RANK=0 "*" MASTER_ADDR="*" MASTER_PORT=<store-port> "*" GPURUN_RENDEZVOUS_TIMEOUT=180 "*)
             ok 0 "dry run: rank $i shows RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT" ;;
         *) ok 1 "dry run: rank $i shows every torchrun variable"; diag "$line" ;;
     esac
 done
-contains "$TMP/out" "# rank environment: torchrun; rendezvous at " "... and says where the rendezvous is"
+contains "$TMP/out" "# rank environment: torchrun; rendezvous = $RDV at " "... and says where the rendezvous is"
+run "$GPURUN" run "$TMP/dry.conf" --dry-run --set params.rendezvous=store
+for v in TORCHELASTIC_USE_AGENT_STORE=True TORCHELASTIC_RESTART_COUNT=0 GPURUN_INIT_METHOD=env:// GPURUN_RENDEZVOUS=store; do
+    grep "^rank 1:" "$TMP/out" | grep -q " $v "
+    ok $? "rendezvous = store: every rank is a client of gpurun's store: $v"
+done
+contains "$TMP/out" "gpurun hosts torch's TCPStore on this host, holding its port until the ranks end" "... and the dry run says who holds the port"
+run "$GPURUN" run "$TMP/dry.conf" --dry-run --set params.rendezvous=file
+grep "^rank 0:" "$TMP/out" | grep -q " GPURUN_INIT_METHOD=file://$TMP/results/dry/<run-id>/rendezvous.store "
+ok $? "rendezvous = file: GPURUN_INIT_METHOD names a file in the run folder"
+! grep "^rank 0:" "$TMP/out" | grep -q -e "MASTER_PORT=" -e "MASTER_ADDR="
+ok $? "... and no MASTER_ADDR or MASTER_PORT: no network port"
+run "$GPURUN" run "$TMP/dry.conf" --dry-run --set params.rendezvous=rank0
+grep "^rank 0:" "$TMP/out" | grep -q " MASTER_PORT=<free-port> " && ! grep -q TORCHELASTIC_USE_AGENT_STORE "$TMP/out"
+ok $? "rendezvous = rank0: rank 0 hosts it on a port chosen at start (torchrun's standalone way)"
+run "$GPURUN" run "$TMP/dry.conf" --dry-run --set params.rendezvous=tcp
+expect_rc 2 "a rendezvous that is none of store, file, rank0 is a configuration error"
+contains "$TMP/err" "--set params.rendezvous=tcp: key 'params.rendezvous': 'tcp' is not one of store" "... naming where it was set and the key"
 run "$GPURUN" run "$TMP/dry.conf" --dry-run --set params.master_port=23456 --set params.rendezvous_timeout=7
-grep "^rank 1:" "$TMP/out" | grep -q " MASTER_PORT=23456 GPURUN_RENDEZVOUS_TIMEOUT=7"
+grep "^rank 1:" "$TMP/out" | grep " MASTER_PORT=23456 " | grep -q " GPURUN_RENDEZVOUS_TIMEOUT=7\( \|$\)"
 ok $? "params.master_port and params.rendezvous_timeout set the job's own port and bound"
 run "$GPURUN" run "$TMP/dry.conf" --dry-run --set params.master_port=70000
 expect_rc 2 "a master_port that is no TCP port is a configuration error"
@@ -142,6 +169,23 @@ else
     skip "mpirun not found (Debian: openmpi-bin): no pytorch-ddp run under mpirun"
 fi
 
+# rendezvous = file needs every host to see the run folder: 2 hosts
+# (bench/sim-mpirun) with the results on this host's own file system are
+# refused before anything starts.
+fstype=$(stat -f -c %T "$TMP" 2>/dev/null)
+case "$fstype" in
+    ext2/ext3 | ext4 | xfs | btrfs | tmpfs | overlayfs | zfs)
+        mkdir -p "$TMP/simbin"
+        ln -sf "$(cd "$top_srcdir" && pwd)/bench/sim-mpirun" "$TMP/simbin/mpirun"
+        envjob file2 mpirun 1 'nodes = 2
+bind = "none"'
+        run env PATH="$TMP/simbin:$PATH" "$GPURUN" run "$TMP/file2.conf" --set params.rendezvous=file
+        expect_rc 3 "rendezvous = file on 2 hosts with the run folder on $fstype is refused (exit 3)"
+        contains "$TMP/err" "is on $(echo "$fstype" | sed 's:ext2/ext3:ext4:'), a file system of this host only, so ranks on the other 1 host cannot meet there" "... saying why"
+        ;;
+    *) skip "the test folder is on $fstype: no local-file-system refusal to show" ;;
+esac
+
 if ! why=$("$PY" -c 'import torch, torchvision' 2>&1); then
     skip "$PY cannot import torch and torchvision (Debian: python3-torch python3-torchvision): $(printf '%s' "$why" | tail -1)"
     done_testing
@@ -171,7 +215,9 @@ if command -v mpirun >/dev/null 2>&1; then
     ok $? "2 DDP ranks under mpirun train and record images_per_s"
 fi
 
-# The port taken: rank 0 cannot host the rendezvous; the error names it.
+# A fixed port taken: gpurun's store cannot bind it, so nothing starts
+# (exit 3, naming the port); with rendezvous = rank0, rank 0 cannot host the
+# rendezvous and its error names the address.
 "$PY" -c '
 import socket, time
 s = socket.socket(); s.bind(("", 0)); s.listen()
@@ -185,13 +231,160 @@ taken=$(cat "$TMP/port")
 run nice "$GPURUN" run "$EXAMPLE/job.conf" --quiet --results "$TMP/taken" --set launcher=local --set gpus_per_rank=0 \
     --set threads_per_rank=1 --set "$small" --set ranks_per_node=1 --set params.master_port="$taken" \
     --set params.rendezvous_timeout=5 --set timeout=5m
+expect_rc 3 "rendezvous = store on a port taken: nothing starts (exit 3)"
+contains "$TMP/err" "TCPStore on port $taken) could not start:" "... naming the port"
+contains "$TMP/err" "Address already in use" "... and why"
+run nice "$GPURUN" run "$EXAMPLE/job.conf" --quiet --results "$TMP/taken0" --set launcher=local --set gpus_per_rank=0 \
+    --set threads_per_rank=1 --set "$small" --set ranks_per_node=1 --set params.master_port="$taken" \
+    --set params.rendezvous_timeout=5 --set timeout=5m --set params.rendezvous=rank0
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]
-ok $? "a rendezvous on a port taken fails with a non-zero exit of the rank's own, not the time limit (exit $rc)"
-d=$(ls -d "$TMP"/taken/resnet-ddp/*/ | tail -1)
+ok $? "rendezvous = rank0 on a port taken fails with a non-zero exit of the rank's own, not the time limit (exit $rc)"
+d=$(ls -d "$TMP"/taken0/resnet-ddp/*/ | tail -1)
 cat "$d"/*.out >"$TMP/taken.out" 2>/dev/null
 contains "$TMP/taken.out" ":$taken (gloo) failed" "... and the rank's error names the address and port"
 contains "$TMP/taken.out" "Address already in use" "... and why"
 kill "$holder" 2>/dev/null
+
+# Another user squats the rendezvous port between gpurun's start and rank
+# 0's rendezvous (issue 26 §2: a user who watches ps and listens on every
+# free port).  The test plays that user exactly: rank 0, before it meets
+# the others, tells uid 65534 the port (a FIFO), and waits until that user
+# has tried to listen there.  gpurun's store holds the port from its own
+# bind, so the squatter cannot have it and the job trains; with rank 0
+# hosting the store (rendezvous = rank0, torchrun's way) the squatter takes
+# it and the job fails.
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then
+    SQ=$TMP/squat
+    chmod 755 "$TMP" && mkdir -p "$SQ/victim" && chmod 1777 "$SQ"
+    cat >"$SQ/squatter.py" <<'PYEOF'
+import errno, os, select, socket, sys, time
+fifo, report = sys.argv[1], sys.argv[2]
+signal_deadline = time.time() + 300
+with open(fifo) as f:                      # rank 0 says its port
+    port = int(f.readline())
+held, why = [], []
+for family, addr in ((socket.AF_INET6, "::"), (socket.AF_INET, "0.0.0.0")):
+    for opt in (None, socket.SO_REUSEADDR, socket.SO_REUSEPORT):
+        s = socket.socket(family, socket.SOCK_STREAM)
+        if opt is not None:
+            s.setsockopt(socket.SOL_SOCKET, opt, 1)
+        try:
+            s.bind((addr, port)); s.listen(64); held.append(s); break
+        except OSError as e:
+            why.append("%s:%d %s" % (addr, port, errno.errorcode.get(e.errno, e.errno))); s.close()
+with open(report + ".tmp", "w") as r:
+    r.write("took %d\n" % port if held else "refused %d %s\n" % (port, "; ".join(why)))
+os.rename(report + ".tmp", report)
+# While the victim's job runs: whoever connects here talks to the squatter.
+end = time.time() + 20
+while held and time.time() < end:
+    ready, _, _ = select.select(held, [], [], 0.5)
+    for s in ready:
+        c, peer = s.accept()
+        c.settimeout(2)
+        try:
+            data = c.recv(64)
+        except OSError:
+            data = b""
+        with open(report, "a") as r:
+            r.write("connected from %s, %d bytes\n" % (peer[0], len(data)))
+        c.close()
+PYEOF
+    cat >"$SQ/victim/ddp.py" <<'PYEOF'
+import datetime, os, sys, time
+import torch, torch.distributed as dist
+rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+if rank == 0:  # the window: the squatter acts now, before the rendezvous
+    with open(os.environ["SQUAT_FIFO"], "w") as f:
+        f.write(os.environ["MASTER_PORT"] + "\n")
+    report = os.environ["SQUAT_REPORT"]
+    for _ in range(600):
+        if os.path.exists(report):
+            break
+        time.sleep(0.1)
+dist.init_process_group("gloo", init_method=os.environ.get("GPURUN_INIT_METHOD", "env://"), rank=rank, world_size=world,
+                        timeout=datetime.timedelta(seconds=20))
+t = torch.ones(4) * (rank + 1)
+dist.all_reduce(t)
+print("allreduce %g" % t[0].item(), flush=True)
+if rank == 0:
+    print("DDP images_per_s: 1\nDDP step_ms: 1\nDDP done", flush=True)
+PYEOF
+    cat >"$SQ/victim/job.conf" <<JOB
+template = "pytorch-ddp"
+launcher = "local"
+ranks_per_node = 2
+gpus_per_rank = 0
+threads_per_rank = 1
+timeout = "3m"
+results = "$SQ/victim/results"
+params { python = "$PY"  script = "ddp.py" }
+env { SQUAT_FIFO = "$SQ/port.fifo"  SQUAT_REPORT = "$SQ/report" }
+JOB
+    chown -R 65533:65533 "$SQ/victim"
+    squat_run() { # squat_run MODE: the victim (uid 65533) runs the job while uid 65534 squats
+        rm -f "$SQ/port.fifo" "$SQ/report"
+        mkfifo -m 666 "$SQ/port.fifo"
+        setpriv --reuid=65534 --regid=65534 --clear-groups timeout 300 "$PY" "$SQ/squatter.py" "$SQ/port.fifo" \
+            "$SQ/report" 2>"$SQ/squatter.err" &
+        squatter=$!
+        run setpriv --reuid=65533 --regid=65533 --clear-groups env HOME="$SQ/victim" \
+            "$GPURUN" run "$SQ/victim/job.conf" --set params.rendezvous="$1"
+        kill "$squatter" 2>/dev/null
+        wait "$squatter" 2>/dev/null
+    }
+    if [ $torch = yes ]; then
+        squat_run store
+        expect_rc 0 "rendezvous = store: uid 65533's 2 DDP ranks train while uid 65534 squats the port"
+        grep -q "^refused " "$SQ/report"
+        ok $? "... the squatter could not listen on the store's port ($(head -1 "$SQ/report" 2>/dev/null))"
+        ! grep -q "^connected" "$SQ/report"
+        ok $? "... and no rank talked to the squatter"
+        d=$(ls -d "$SQ"/victim/results/job/*/ | tail -1)
+        [ "$(jq -r .rendezvous.mode "$d/record.json")" = store ] &&
+            [ "$(jq -r .rendezvous.port "$d/record.json")" = "$(head -1 "$SQ/report" | cut -d' ' -f2)" ]
+        ok $? "... the record says the rendezvous was gpurun's store, on that port"
+        ! pgrep -u 65533 -f GPURUN_STORE_PORT >/dev/null
+        ok $? "... and the store is gone with the job"
+        # The old way, to show the squatter is real: rank 0 hosts the store.
+        squat_run rank0
+        [ "$rc" -ne 0 ]
+        ok $? "rendezvous = rank0: the squatter takes the port and the job fails (exit $rc)"
+        grep -q "^took " "$SQ/report"
+        ok $? "... the squatter listened on the port rank 0 was to bind ($(head -1 "$SQ/report" 2>/dev/null))"
+    else
+        skip "$PY cannot import torch: no squatted rendezvous with real PyTorch"
+    fi
+else
+    skip "not root or no setpriv: no second user to squat the rendezvous port"
+fi
+
+# No port at all: torch's FileStore in the private run folder, named by
+# GPURUN_INIT_METHOD; the ranks get no MASTER_ADDR or MASTER_PORT.
+cat >"$TMP/filerdv.py" <<'PYEOF'
+import datetime, os
+import torch, torch.distributed as dist
+rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+print("METHOD %s MASTER_PORT=%s" % (os.environ.get("GPURUN_INIT_METHOD"), os.environ.get("MASTER_PORT", "-")), flush=True)
+dist.init_process_group("gloo", init_method=os.environ["GPURUN_INIT_METHOD"], rank=rank, world_size=world,
+                        timeout=datetime.timedelta(seconds=60))
+t = torch.ones(2) * (rank + 1)
+dist.all_reduce(t)
+print("allreduce %g" % t[0].item(), flush=True)
+if rank == 0:
+    print("DDP images_per_s: 1\nDDP step_ms: 1\nDDP done", flush=True)
+PYEOF
+script=filerdv.py
+envjob filerdv local 2
+run nice "$GPURUN" run "$TMP/filerdv.conf" --quiet --set params.rendezvous=file
+expect_rc 0 "rendezvous = file: 2 DDP ranks meet through a file, no network port"
+d=$(last_run filerdv)
+[ "$(cat "$d"/*.out | grep -c "METHOD file://$d/rendezvous.store MASTER_PORT=-")" -eq 2 ]
+ok $? "... each rank was given file://RUN_DIR/rendezvous.store and no MASTER_PORT"
+[ "$(cat "$d"/*.out | grep -c "allreduce 3")" -eq 2 ]
+ok $? "... and their all-reduce summed both ranks"
+[ "$(jq -r .rendezvous.mode "$d/record.json")" = file ] && [ "$(jq -r '.rendezvous.port // "none"' "$d/record.json")" = none ]
+ok $? "... the record says rendezvous file, with no port"
 
 # A rank that never comes: the job says 2 ranks to torch but starts one.
 run nice "$GPURUN" run "$EXAMPLE/job.conf" --quiet --results "$TMP/never" --set launcher=local --set gpus_per_rank=0 \
@@ -230,8 +423,8 @@ contains "$TMP/err" "rank 1 on" "... naming rank 1"
 # in the job, not those of a host's own plan numbered from 0.
 mkdir -p "$TMP/simbin" "$TMP/simtpl"
 ln -sf "$(cd "$top_srcdir" && pwd)/bench/sim-mpirun" "$TMP/simbin/mpirun"
-printf 'description = "env"\ncommand = "sh -c \x27echo TR RANK=$RANK LOCAL_RANK=$LOCAL_RANK GROUP_RANK=$GROUP_RANK WORLD_SIZE=$WORLD_SIZE LOCAL_WORLD_SIZE=$LOCAL_WORLD_SIZE\x27"\nrank_env = "torchrun"\n' \
-    >"$TMP/simtpl/trenv.conf"
+printf 'description = "env"\ncommand = "sh -c \x27echo TR RANK=$RANK LOCAL_RANK=$LOCAL_RANK GROUP_RANK=$GROUP_RANK WORLD_SIZE=$WORLD_SIZE LOCAL_WORLD_SIZE=$LOCAL_WORLD_SIZE\x27"\nrank_env = "torchrun"\ndefaults { python = "%s"  rendezvous = "%s" }\n' \
+    "$PY" "$RDV" >"$TMP/simtpl/trenv.conf"
 printf 'template = "trenv"\nlauncher = "mpirun"\nnodes = 3\nranks_per_node = 2\nthreads_per_rank = 1\nbind = "none"\noversubscribe = true\nresults = "%s"\n' \
     "$TMP/results" >"$TMP/simtpl/trenv-job.conf"
 run env PATH="$TMP/simbin:$PATH" GPURUN_TEMPLATE_PATH="$TMP/simtpl" "$GPURUN" run "$TMP/simtpl/trenv-job.conf" --quiet

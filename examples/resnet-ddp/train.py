@@ -4,7 +4,7 @@
 
 One process per rank, started by gpurun's `pytorch-ddp` template, which gives
 each rank torchrun's environment (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR,
-MASTER_PORT, ...) and GPURUN_RENDEZVOUS_TIMEOUT.  The images are synthetic,
+MASTER_PORT, ...), GPURUN_INIT_METHOD and GPURUN_RENDEZVOUS_TIMEOUT.  The images are synthetic,
 made in memory (nothing is downloaded; weights=None).  Rank 0 prints the
 figures of merit:
 
@@ -44,10 +44,15 @@ def main():
     rank = env_int("RANK", env_int("GPURUN_RANK", 0))
     world = env_int("WORLD_SIZE", 1)
     local = env_int("LOCAL_RANK", env_int("GPURUN_LOCAL_RANK", 0))
-    addr = os.environ.get("MASTER_ADDR", "127.0.0.1")
-    port = os.environ.get("MASTER_PORT", "29500")
-    os.environ.setdefault("MASTER_ADDR", addr)
-    os.environ.setdefault("MASTER_PORT", port)
+    # gpurun's rendezvous (GPURUN_RENDEZVOUS): its own store (env://), a
+    # file in the private run folder (file://, no port), or rank 0's store.
+    method = os.environ.get("GPURUN_INIT_METHOD", "env://")
+    if method == "env://":
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", "29500")
+        where = f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}"
+    else:
+        where = method
     bound = float(os.environ.get("GPURUN_RENDEZVOUS_TIMEOUT", "180"))
     threads = env_int("OMP_NUM_THREADS", 0)
     if threads > 0:
@@ -66,12 +71,12 @@ def main():
     # comes) ends within the bound with the address named, never hangs.
     t0 = time.time()
     try:
-        dist.init_process_group(backend, init_method="env://", rank=rank, world_size=world,
+        dist.init_process_group(backend, init_method=method, rank=rank, world_size=world,
                                 timeout=datetime.timedelta(seconds=bound))
         dist.barrier()
     except Exception as e:  # RuntimeError, or a timeout of the store
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        print(f"gpurun-ddp: rank {rank} of {world}: rendezvous at {addr}:{port} ({backend}) failed after "
+        print(f"gpurun-ddp: rank {rank} of {world}: rendezvous at {where} ({backend}) failed after "
               f"{time.time() - t0:.1f} s (bound {bound:g} s, GPURUN_RENDEZVOUS_TIMEOUT): {first}",
               file=sys.stderr, flush=True)
         sys.exit(1)

@@ -3,8 +3,8 @@
 #define GPURUN_TORCHRUN_H
 
 /* torchrun's rank environment (SPEC §5), for a template that asks for it
- * with rank_env = "torchrun": what torch.distributed's env:// rendezvous
- * reads, computed once by the head gpurun. */
+ * with rank_env = "torchrun": what torch.distributed's rendezvous reads,
+ * computed once by the head gpurun. */
 
 #include <stdbool.h>
 
@@ -13,11 +13,44 @@
 #include "util.h"
 
 /* The params (template defaults) that set the rendezvous. */
+#define GPURUN_TORCHRUN_MODE_PARAM "rendezvous"           /* store | file | rank0 */
 #define GPURUN_TORCHRUN_PORT_PARAM "master_port"          /* "auto" or 1..65535 */
 #define GPURUN_TORCHRUN_TIMEOUT_PARAM "rendezvous_timeout" /* seconds */
+#define GPURUN_TORCHRUN_PYTHON_PARAM "python"             /* the store's interpreter too */
 #define GPURUN_TORCHRUN_TIMEOUT_DEFAULT 180L
-/* The rendezvous bound, as the ranks see it. */
+/* What the ranks see: the rendezvous bound, the init_method to give
+ * init_process_group (env:// or file://...), and the mode's name. */
 #define GPURUN_ENV_RENDEZVOUS_TIMEOUT "GPURUN_RENDEZVOUS_TIMEOUT"
+#define GPURUN_ENV_INIT_METHOD "GPURUN_INIT_METHOD"
+#define GPURUN_ENV_RENDEZVOUS "GPURUN_RENDEZVOUS"
+/* The file:// rendezvous's file, in the run folder. */
+#define GPURUN_RUN_RENDEZVOUS_FILE "rendezvous.store"
+
+/* How the ranks meet:
+ *   STORE  gpurun hosts torch's TCPStore on this host (the head holds its
+ *          port from bind to the end: no window for another user to take
+ *          it); every rank is a client, as under torchrun's agent
+ *          (TORCHELASTIC_USE_AGENT_STORE).  Any env:// script.
+ *   FILE   torch's FileStore in the private run folder, no network port:
+ *          one host, or several where the run folder is on a shared file
+ *          system.  Scripts pass $GPURUN_INIT_METHOD to init_process_group.
+ *   RANK0  rank 0 hosts the store on a port chosen now and free until it
+ *          binds it (torchrun's standalone way: another local user can take
+ *          the port in between). */
+enum gpurun_rendezvous { GPURUN_RDV_STORE, GPURUN_RDV_FILE, GPURUN_RDV_RANK0 };
+
+/* The rendezvous params of a job, and where each was set (for messages). */
+struct gpurun_torchrun_params {
+    const char *mode, *mode_origin;
+    const char *port, *port_origin;
+    const char *timeout, *timeout_origin;
+};
+/* ... checked. */
+struct gpurun_torchrun_settings {
+    enum gpurun_rendezvous mode;
+    int port;     /* 0: auto */
+    long timeout; /* seconds */
+};
 
 /* Each rank's own values into its env in `plan` (so that every host plan
  * and the dry run's table hold them): RANK, WORLD_SIZE, LOCAL_RANK,
@@ -26,16 +59,33 @@
  * interface of the rank's first NIC where it has one. */
 void gpurun_torchrun_rank_env(gpurun_plan_t *plan);
 
-/* The job-wide values into `env` (env.json): MASTER_ADDR (this host, where
- * rank 0 starts), MASTER_PORT (`port`: a number, or "auto": a port free on
- * this host now, or, when !choose (a dry run), "<free-port>"), and
- * GPURUN_RENDEZVOUS_TIMEOUT (`timeout`: whole seconds); and the job-wide
- * sizes WORLD_SIZE, GROUP_WORLD_SIZE, ROLE_WORLD_SIZE again, for the ranks
- * of hosts whose rank steps plan their own ranks (their plan lacks them).  `origin_port` and
- * `origin_timeout` say where each was set, for an error (exit 2); exit 3
- * when no free port can be had. */
-int gpurun_torchrun_master_env(const char *port, const char *origin_port, const char *timeout,
-                               const char *origin_timeout, bool choose, const gpurun_plan_t *plan,
-                               struct gpurun_kvlist *env, gpurun_error_t *err);
+/* Checks the params: 0, or an error naming the key and where it was set
+ * (exit 2). */
+int gpurun_torchrun_settings(const struct gpurun_torchrun_params *p, struct gpurun_torchrun_settings *s,
+                             gpurun_error_t *err);
+
+const char *gpurun_rendezvous_name(enum gpurun_rendezvous mode);
+
+/* The job-wide values into `env` (env.json).  Every mode: WORLD_SIZE,
+ * GROUP_WORLD_SIZE, ROLE_WORLD_SIZE and LOCAL_WORLD_SIZE (for the ranks of
+ * hosts whose rank steps plan their own ranks: their plan lacks them),
+ * GPURUN_RENDEZVOUS_TIMEOUT, GPURUN_RENDEZVOUS and GPURUN_INIT_METHOD.
+ * STORE and RANK0: MASTER_ADDR (this host) and MASTER_PORT: `port` (the
+ * store's, or RANK0's chosen port); 0 in a dry run, shown as a placeholder.
+ * STORE also TORCHELASTIC_USE_AGENT_STORE=True, TORCHELASTIC_RESTART_COUNT=0.
+ * FILE: GPURUN_INIT_METHOD=file://RUN_DIR/rendezvous.store and no
+ * MASTER_*; exit 3 when the job has several hosts and `run_dir` is not on
+ * a shared file system (a folder not made yet, as in a dry run: not checked). */
+int gpurun_torchrun_master_env(const struct gpurun_torchrun_settings *s, int port, const char *run_dir,
+                               const gpurun_plan_t *plan, struct gpurun_kvlist *env, gpurun_error_t *err);
+
+/* RANK0: a TCP port nobody listens on now (the kernel's choice for port
+ * 0, let go at once), or -1 with err (exit 3). */
+int gpurun_torchrun_free_port(gpurun_error_t *err);
+
+/* Whether `path` lies on a file system other hosts share (NFS, Lustre,
+ * GPFS, BeeGFS, CephFS, ...): 1, 0 (its type's name in `fs`), -1 when it
+ * cannot be told. */
+int gpurun_shared_fs(const char *path, char *fs, size_t size);
 
 #endif

@@ -99,6 +99,61 @@ int gpurun_run_step(char *const *argv, int cwd_fd, const char *cwd, int fd, gpur
     return rc;
 }
 
+pid_t gpurun_start_service(char *const *argv, int cwd_fd, const char *cwd, int log_fd, int *out_fd,
+                           gpurun_error_t *err)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0) {
+        gpurun_err(err, GPURUN_EXIT_ENV, "cannot start %s: pipe: %s", argv[0], strerror(errno));
+        return -1;
+    }
+    sigset_t set, old;
+    sigset_supervised(&set);
+    sigprocmask(SIG_BLOCK, &set, &old);
+    pid_t parent = getpid(), pid = fork();
+    if (pid == 0) {
+        sigset_t none; /* whatever the caller blocks, it must hear SIGTERM */
+        sigemptyset(&none);
+        child_setup(parent, cwd_fd, cwd, &none, log_fd);
+        dup2(p[1], STDOUT_FILENO); /* its answers; its chatter goes to the log */
+        execvp(argv[0], argv);
+        dprintf(STDERR_FILENO, "gpurun: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    int e = errno;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    close(p[1]);
+    if (pid < 0) {
+        close(p[0]);
+        gpurun_err(err, GPURUN_EXIT_ENV, "cannot start %s: %s", argv[0], strerror(e));
+        return -1;
+    }
+    *out_fd = p[0];
+    return pid;
+}
+
+int gpurun_stop_service(pid_t pid, double grace_s)
+{
+    if (pid <= 0)
+        return 0;
+    kill(-pid, SIGTERM);
+    kill(pid, SIGTERM);
+    int status = 0;
+    double until = now_s() + grace_s;
+    pid_t got;
+    while ((got = waitpid(pid, &status, WNOHANG)) == 0 && now_s() < until) {
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (got == 0) {
+        kill(-pid, SIGKILL);
+        kill(pid, SIGKILL);
+        while ((got = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
+            ;
+    }
+    return got == pid ? exit_status(status) : -1;
+}
+
 /* What comes through the launcher's standard output: the rank steps'
  * reports (GPURUN_MARK lines: bindings, statuses, output for a terminal)
  * and the launcher's own text, which goes to launcher.out. */

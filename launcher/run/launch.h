@@ -49,4 +49,14 @@ int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_sup
  * could not be started. */
 int gpurun_run_step(char *const *argv, int cwd_fd, const char *cwd, int log_fd, gpurun_error_t *err);
 
+/* A helper process that serves the ranks while they run (the rendezvous
+ * store): started like a setup step (its own process group, in the folder
+ * open as `cwd_fd`, dying with gpurun), its standard output a pipe whose
+ * read end goes to *out_fd, its standard error to `log_fd`.  Returns its
+ * pid, or -1 with err. */
+pid_t gpurun_start_service(char *const *argv, int cwd_fd, const char *cwd, int log_fd, int *out_fd,
+                           gpurun_error_t *err);
+/* SIGTERM to it and its group, SIGKILL after `grace_s`; reaps it.  Its exit
+ * status (128+N for a signal), or -1. */
+int gpurun_stop_service(pid_t pid, double grace_s);
 #endif

@@ -23,13 +23,16 @@
  *   HOST.out                     the host's rank steps: every line of its ranks as "RANK: line"
  *                                (output = "per-rank": rank.N.out instead, as the program wrote it)
  *   HOST.ranks.json              gpurun, once, when the ranks have ended: each local rank's
- *                                binding and exit status (as the rank steps reported them) */
+ *                                binding and exit status (as the rank steps reported them)
+ *   rendezvous.log               gpurun: what its rendezvous store said (torchrun templates)
+ *   rendezvous.store             the ranks' file:// rendezvous (params.rendezvous = "file") */
 #define GPURUN_RUN_PLAN "plan.json"
 #define GPURUN_RUN_TOPOLOGY "topology.xml"
 #define GPURUN_RUN_ENV "env.json"
 #define GPURUN_RUN_REQUEST "request.json"
 #define GPURUN_RUN_GPUDIRECT "gpudirect.json" /* {"mode": "auto", "env": {the template's env}} */
 #define GPURUN_RUN_LAUNCHER_OUT "launcher.out"
+#define GPURUN_RUN_RENDEZVOUS_LOG "rendezvous.log"
 
 /* How gpurun run tells its rank steps which folder is theirs: its inode and
  * gpurun's uid.  A rank step refuses any other folder. */

@@ -30,6 +30,7 @@
 #include "site.h"
 #include "template.h"
 #include "topology.h"
+#include "rendezvous.h"
 #include "torchrun.h"
 #include "util.h"
 
@@ -475,7 +476,7 @@ static void container_env_names(struct run_ctx *c)
     static const char *const fixed[] = {
         "GPURUN_*", "OMP_*", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "ROCR_VISIBLE_DEVICES",
         "HIP_VISIBLE_DEVICES", "UCX_*", "NCCL_*", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-        "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT", "OMPI_*", "PMIX_*", "PMI_*", "SLURM_*", NULL};
+        "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_*", "OMPI_*", "PMIX_*", "PMI_*", "SLURM_*", NULL};
     for (size_t i = 0; fixed[i]; i++)
         gpurun_container_pass_env(c->ctr, fixed[i]);
     for (int r = 0; r < c->plan->nranks; r++) {
@@ -579,18 +580,33 @@ static const char *param_origin(const struct run_ctx *c, const char *key)
     return from;
 }
 
-/* The environment every rank gets (env.json): a torchrun template's
- * rendezvous (MASTER_ADDR, MASTER_PORT, its bound), then the job's env{},
- * which wins.  `choose`: pick the free port now (a run, not a dry run). */
-static int job_env(const struct run_ctx *c, struct gpurun_kvlist *names, bool choose, struct gpurun_kvlist *env,
-                   gpurun_error_t *err)
+/* A torchrun template's rendezvous params, checked (exit 2). */
+static int rendezvous_settings(const struct run_ctx *c, struct gpurun_kvlist *names,
+                               struct gpurun_torchrun_settings *s, gpurun_error_t *err)
 {
-    if (c->tpl && c->tpl->rank_env &&
-        gpurun_torchrun_master_env(gpurun_kvlist_get(names, GPURUN_TORCHRUN_PORT_PARAM),
-                                   param_origin(c, GPURUN_TORCHRUN_PORT_PARAM),
-                                   gpurun_kvlist_get(names, GPURUN_TORCHRUN_TIMEOUT_PARAM),
-                                   param_origin(c, GPURUN_TORCHRUN_TIMEOUT_PARAM), choose, c->plan, env, err) < 0)
-        return -1;
+    struct gpurun_torchrun_params p = {
+        .mode = gpurun_kvlist_get(names, GPURUN_TORCHRUN_MODE_PARAM),
+        .mode_origin = param_origin(c, GPURUN_TORCHRUN_MODE_PARAM),
+        .port = gpurun_kvlist_get(names, GPURUN_TORCHRUN_PORT_PARAM),
+        .port_origin = param_origin(c, GPURUN_TORCHRUN_PORT_PARAM),
+        .timeout = gpurun_kvlist_get(names, GPURUN_TORCHRUN_TIMEOUT_PARAM),
+        .timeout_origin = param_origin(c, GPURUN_TORCHRUN_TIMEOUT_PARAM),
+    };
+    return gpurun_torchrun_settings(&p, s, err);
+}
+
+/* The environment every rank gets (env.json): a torchrun template's
+ * rendezvous (MASTER_ADDR and MASTER_PORT at `port`, 0 in a dry run; or a
+ * file in `run_dir`), then the job's env{}, which wins. */
+static int job_env(const struct run_ctx *c, struct gpurun_kvlist *names, const char *run_dir, int port,
+                   struct gpurun_kvlist *env, gpurun_error_t *err)
+{
+    if (c->tpl && c->tpl->rank_env) {
+        struct gpurun_torchrun_settings s;
+        if (rendezvous_settings(c, names, &s, err) < 0 ||
+            gpurun_torchrun_master_env(&s, port ? port : s.port, run_dir, c->plan, env, err) < 0)
+            return -1;
+    }
     for (size_t i = 0; i < c->job->env.n; i++)
         gpurun_kvlist_set(env, c->job->env.items[i].key, c->job->env.items[i].value);
     return 0;
@@ -749,6 +765,9 @@ struct run_attempt {
     int setup_fd;      /* setup.log; -1 until a setup step runs */
     struct gpurun_mps mps;
     json_t *mps_json;
+    struct gpurun_store store; /* the rendezvous store gpurun hosts, if any */
+    int rdv_port;              /* MASTER_PORT: the store's, or rank 0's to bind; 0: none */
+    json_t *rdv_json;          /* the record's "rendezvous"; NULL: not a torchrun template */
     int rc;            /* the exit status a step that stopped the run ended with */
     const char *state; /* the record's: "ok", "failed", "timeout", ... */
     gpurun_foms_t foms;
@@ -760,6 +779,66 @@ static int stop_with(struct run_attempt *a, int rc)
 {
     a->rc = rc;
     return -1;
+}
+
+/* A torchrun template's rendezvous, before the ranks' environment is
+ * written: the store gpurun hosts (its port held from its bind until the
+ * ranks end), or rank 0's port chosen now, or nothing (a file).  0, or -1
+ * (stop_with). */
+static int start_rendezvous(struct run_ctx *c, struct run_attempt *a, gpurun_error_t *err)
+{
+    if (!c->tpl || !c->tpl->rank_env)
+        return 0;
+    struct gpurun_torchrun_settings s;
+    if (rendezvous_settings(c, &a->names, &s, err) < 0)
+        return stop_with(a, err->code);
+    a->rdv_json = json_pack("{s:s}", "mode", gpurun_rendezvous_name(s.mode));
+    if (s.mode == GPURUN_RDV_RANK0) {
+        a->rdv_port = s.port ? s.port : gpurun_torchrun_free_port(err);
+        return a->rdv_port < 0 ? stop_with(a, err->code) : 0;
+    }
+    if (s.mode != GPURUN_RDV_STORE)
+        return 0;
+    /* The rank's interpreter (the template's ${python}), in the image too. */
+    const char *python = gpurun_kvlist_get(&a->names, GPURUN_TORCHRUN_PYTHON_PARAM);
+    char **argv = gpurun_argv_new();
+    gpurun_argv_add(&argv, python && *python ? python : "python3");
+    gpurun_store_args(&argv, s.port, c->plan->nranks, s.timeout);
+    if ((c->ctr ? container_program(c, argv, err) : resolve_program(argv, c->job->dir, err)) < 0) {
+        gpurun_free_words(argv);
+        return stop_with(a, err->code);
+    }
+    if (c->ctr) {
+        char **in = gpurun_container_wrap(c->ctr, argv, a->run_dir, c->job_dir, 0, NULL);
+        gpurun_free_words(argv);
+        argv = in;
+    }
+    char *log = gpurun_xasprintf("%s/" GPURUN_RUN_RENDEZVOUS_LOG, a->run_dir);
+    int fd = gpurun_create_at(a->dfd, GPURUN_RUN_RENDEZVOUS_LOG, O_WRONLY | O_APPEND, a->fmode);
+    int src;
+    if (fd < 0)
+        src = gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot create: %s", log, strerror(errno));
+    else
+        src = gpurun_store_start(argv, s.port, s.timeout, a->dfd, a->run_dir, fd, log, &a->store,
+                                 err);
+    if (src == 0)
+        a->rdv_port = a->store.port;
+    if (src == 0)
+        json_object_set_new(a->rdv_json, "store", json_string(python && *python ? python : "python3"));
+    else if (err->code == GPURUN_EXIT_ENV) {
+        char why[sizeof err->text];
+        snprintf(why, sizeof why, "%s", err->text);
+        gpurun_err(err, GPURUN_EXIT_ENV,
+                   "%s; params { %s = \"file\" } meets without a port (a script that passes $%s to "
+                   "init_process_group), %s = \"rank0\" lets rank 0 host it (torchrun's way: another user of this "
+                   "host could take the port first)",
+                   why, GPURUN_TORCHRUN_MODE_PARAM, GPURUN_ENV_INIT_METHOD, GPURUN_TORCHRUN_MODE_PARAM);
+    }
+    if (fd >= 0)
+        close(fd);
+    free(log);
+    gpurun_free_words(argv);
+    return src == 0 ? 0 : stop_with(a, err->code);
 }
 
 /* The topology as hwloc XML, for the rank steps on this host. */
@@ -807,7 +886,7 @@ static int write_rank_inputs(struct run_ctx *c, struct run_attempt *a, gpurun_er
     p = gpurun_xasprintf("%s/%s", a->run_dir, GPURUN_RUN_ENV);
     struct gpurun_kvlist envkv = {0};
     if (wrc == 0)
-        wrc = job_env(c, &a->names, true, &envkv, err);
+        wrc = job_env(c, &a->names, a->run_dir, a->rdv_port, &envkv, err);
     json_t *env = kv_json(&envkv);
     gpurun_kvlist_clear(&envkv);
     if (wrc == 0)
@@ -1280,6 +1359,11 @@ static json_t *run_record(struct run_ctx *c, struct run_attempt *a, int rc, int 
     json_object_set_new(record, "rank_status", json_incref(a->rr.statuses));
     json_object_set_new(record, "gpurun_version", json_string(PACKAGE_VERSION));
     json_object_set_new(record, "gpudirect", c->gdr ? json_incref(c->gdr) : json_null());
+    if (a->rdv_json) {
+        if (a->rdv_port > 0)
+            json_object_set_new(a->rdv_json, "port", json_integer(a->rdv_port));
+        json_object_set(record, "rendezvous", a->rdv_json);
+    }
     json_t *mps = mps_record(c, a, hosts, host_plans);
     if (mps)
         json_object_set_new(record, "mps", mps);
@@ -1349,6 +1433,10 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     }
     if (c->ctr) /* the rank steps start the runtime, which starts the program */
         a.launched = container_argv(c, a.app, a.run_dir);
+    if (start_rendezvous(c, &a, err) < 0) {
+        rc = a.rc;
+        goto out;
+    }
     if (write_rank_inputs(c, &a, err) < 0) {
         rc = err->code;
         goto out;
@@ -1366,9 +1454,11 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     rc = keep_record(c, &a, record, rc, err);
 out:
     stop_mps(&a.mps, a.mps_json); /* a run that failed after the start: never left running */
+    gpurun_store_stop(&a.store);
     gpurun_foms_free(&a.foms);
     json_decref(a.refs);
     json_decref(a.mps_json);
+    json_decref(a.rdv_json);
     json_decref(a.gpus_monitor);
     json_decref(record);
     json_decref(a.rr.bindings);
@@ -1423,11 +1513,22 @@ static void dry_run(struct run_ctx *c, char *const *app, const struct gpurun_lau
     }
     for (size_t i = 0; c->tpl && i < c->tpl->nsetup; i++)
         printf("# setup %zu: %s\n", i + 1, c->tpl->setup[i]);
-    if (c->tpl && c->tpl->rank_env)
-        printf("# rank environment: %s; rendezvous at %s:%s (a port free on this host is chosen at start when "
-               "params.%s is auto), bound %s s\n",
-               c->tpl->rank_env, gpurun_kvlist_get(env, "MASTER_ADDR"), gpurun_kvlist_get(env, "MASTER_PORT"),
-               GPURUN_TORCHRUN_PORT_PARAM, gpurun_kvlist_get(env, GPURUN_ENV_RENDEZVOUS_TIMEOUT));
+    if (c->tpl && c->tpl->rank_env) {
+        const char *mode = gpurun_kvlist_get(env, GPURUN_ENV_RENDEZVOUS);
+        if (mode && !strcmp(mode, "file"))
+            printf("# rank environment: %s; rendezvous = file: %s (no network port; the script passes $%s to "
+                   "init_process_group), bound %s s\n",
+                   c->tpl->rank_env, gpurun_kvlist_get(env, GPURUN_ENV_INIT_METHOD), GPURUN_ENV_INIT_METHOD,
+                   gpurun_kvlist_get(env, GPURUN_ENV_RENDEZVOUS_TIMEOUT));
+        else
+            printf("# rank environment: %s; rendezvous = %s at %s:%s (%s), bound %s s\n", c->tpl->rank_env,
+                   mode ? mode : "?", gpurun_kvlist_get(env, "MASTER_ADDR"), gpurun_kvlist_get(env, "MASTER_PORT"),
+                   mode && !strcmp(mode, "store")
+                       ? "gpurun hosts torch's TCPStore on this host, holding its port until the ranks end; every "
+                         "rank is its client"
+                       : "rank 0 hosts the store on a port chosen at start: free until rank 0 binds it",
+                   gpurun_kvlist_get(env, GPURUN_ENV_RENDEZVOUS_TIMEOUT));
+    }
     if (c->ctr) {
         printf("# container: %s; image %s%s%s\n", c->ctr->why, c->ctr->image, c->ctr->digest ? ", digest " : "",
                c->ctr->digest ? c->ctr->digest : "");
@@ -1523,7 +1624,7 @@ static int dry_run_config(struct run_ctx *c, gpurun_error_t *err)
         lr.app_argv = launched;
     struct gpurun_launch_cmds cmds = {0};
     struct gpurun_kvlist env = {0};
-    if (job_env(c, &names, false, &env, err) < 0)
+    if (job_env(c, &names, rd, 0, &env, err) < 0) /* rd names no folder yet: nothing is checked there */
         rc = err->code;
     else if (c->launcher->commands(&lr, &cmds, err) == 0) {
         char **plan_step = pyxis_plans_hosts(c) ? pyxis_plan_argv(c, self, rd) : NULL;
