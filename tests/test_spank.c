@@ -650,6 +650,8 @@ int main(void)
         {"plugstack: an argument with a newline", {TOPO, "verb\nose"}, ON, T1, .expect = ANY},
         {"plugstack: a topology that does not load", {"topology=/nonexistent/gpurun.xml"}, ON, T1, .expect = REFUSED,
          .msg = "nonexistent"},
+        {"plugstack: a topology path with a control character (fuzz-spank)", {"topology=/nonexistent/\002.xml"}, ON,
+         T1, .expect = REFUSED, .msg = "nonexistent/\\x02.xml"},
         /* Slurm's task counts and ids */
         {"S_JOB_LOCAL_TASK_COUNT = 0", {TOPO}, ON, .ntasks = 0, .tasks = {0}, .ntask_ids = 1, .expect = REFUSED,
          .msg = "task"},

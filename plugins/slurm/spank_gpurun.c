@@ -176,9 +176,10 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
  * site made the plugin required. */
 static int give_up(const char *why)
 {
-    snprintf(st.failed, sizeof st.failed, "%s", why);
-    slurm_error("gpurun: %s; %s", why, st.required ? "failing the task (plugstack.conf: required)"
-                                                   : "tasks run without gpurun's binding");
+    /* One line in slurmd's log, whatever a path or value in it holds. */
+    gpurun_short_text(st.failed, sizeof st.failed, why);
+    slurm_error("gpurun: %s; %s", st.failed, st.required ? "failing the task (plugstack.conf: required)"
+                                                         : "tasks run without gpurun's binding");
     return st.required ? -1 : 0;
 }
 
@@ -276,14 +277,17 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
                  err.text);
         return give_up(why);
     }
-    for (size_t i = 0; i < gpurun_placement_warnings(st.placement); i++)
-        slurm_info("gpurun: %s", gpurun_placement_warning(st.placement, i));
+    for (size_t i = 0; i < gpurun_placement_warnings(st.placement); i++) {
+        gpurun_short_text(why, sizeof why, gpurun_placement_warning(st.placement, i));
+        slurm_info("gpurun: %s", why);
+    }
     if (st.verbose) {
         uint32_t job = 0, step = 0;
         spank_get_item(sp, S_JOB_ID, &job);
         spank_get_item(sp, S_JOB_STEPID, &step);
+        gpurun_short_text(why, sizeof why, st.topology[0] ? st.topology : "the node's topology");
         slurm_info("gpurun: step %u.%u: planned %u task%s on this node from %s", job, step, ntasks,
-                   ntasks == 1 ? "" : "s", st.topology[0] ? st.topology : "the node's topology");
+                   ntasks == 1 ? "" : "s", why);
     }
     return 0;
 }
