@@ -10,7 +10,10 @@
 # request and topology.  Without --gpurun nothing changes; with an explicit
 # --cpu-bind the cpus are Slurm's and the environment still gpurun's; a
 # topology that cannot be loaded is logged and the tasks run as without the
-# plugin, unless the site made it `required`.
+# plugin, unless the site made it `required`.  A job's hostile GPU list
+# (CUDA_VISIBLE_DEVICES=0-, a huge range, a UUID) is refused with a message,
+# with the plugin and with its -DNDEBUG build, and slurmd and the steps
+# after it live on (issue 26).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 if [ ! -f "${SPANK_GPURUN:-}" ]; then
