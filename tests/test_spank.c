@@ -12,7 +12,8 @@
  * the one wanted (bound; or refused with a message and no GPU variable set).
  * It runs for every plugin named in SPANK_GPURUN (the normal build) and
  * SPANK_GPURUN_NDEBUG (the same sources built with -DNDEBUG, as
- * distributions build them: there hwloc's assertions are gone). */
+ * distributions build them: there hwloc's assertions are gone).
+ * TEST_SPANK_VERBOSE=1 shows every child's report, not only a failed one's. */
 #include "config.h"
 
 #include <dlfcn.h>
