@@ -10,7 +10,8 @@
 # minimise one with `fuzz-TARGET -minimize_crash=1 -runs=100000 FILE`, then
 # make it a regression input (tests/fuzz/regressions/TARGET/, README.md there).
 #
-# Usage: bench/fuzz.sh [SECONDS [TARGET...]]        (120, every target)
+# Usage: bench/fuzz.sh [SECONDS [TARGET...]]        (120, every target built;
+#                                                    spank needs Slurm's spank.h)
 # Needs the harnesses built: `make fuzz` in a build configured with clang
 # found (FUZZ_BIN: their folder, default build/tests/fuzz).  The corpus grown
 # is kept in CORPUS/TARGET (default: a temporary folder, removed).
@@ -21,7 +22,7 @@ ARTIFACTS=${ARTIFACTS:-$PWD/fuzz-artifacts}
 seconds=${1:-120}
 case "$seconds" in *[!0-9]* | '') echo "usage: $0 [SECONDS [TARGET...]]" >&2; exit 2 ;; esac
 [ $# -gt 0 ] && shift
-targets=${*:-job set template site batch topo fom record}
+targets=${*:-job set template site batch topo fom record $([ -x "$FUZZ_BIN/fuzz-spank" ] && echo spank)}
 work=$(mktemp -d "${TMPDIR:-/tmp}/gpurun-fuzz-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT INT TERM
 CORPUS=${CORPUS:-$work/corpus}

@@ -10,7 +10,10 @@
 # request and topology.  Without --gpurun nothing changes; with an explicit
 # --cpu-bind the cpus are Slurm's and the environment still gpurun's; a
 # topology that cannot be loaded is logged and the tasks run as without the
-# plugin, unless the site made it `required`.
+# plugin, unless the site made it `required`.  A job's hostile GPU list
+# (CUDA_VISIBLE_DEVICES=0-, a huge range, a UUID) is refused with a message,
+# with the plugin and with its -DNDEBUG build, and slurmd and the steps
+# after it live on (issue 26).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 if [ ! -f "${SPANK_GPURUN:-}" ]; then
@@ -130,5 +133,71 @@ run srun -n 2 -l "$TMP/report.sh"
 ok $? "with the argument required the step fails instead: no task starts"
 grep -q 'failing the task' "$TMP/err"
 ok $? "... saying why"
+
+# A job's own GPU list (issue 26): srun passes the user's environment on,
+# and slurmstepd (root) reads it.  An open range ("0-": an infinite hwloc
+# set, which aborted slurmstepd on hwloc's assertion, or with -DNDEBUG wrote
+# past the request's array until it crashed), a huge one and a UUID list are
+# refused with a message (slurm_error in slurmstepd: srun's stderr and
+# slurmd's log); the task runs unbound with the plugin optional and does not
+# start with `required`; each such step's slurmstepd runs to its end, slurmd
+# lives on and the next step is bound as planned.  Both builds of the
+# plugin: the normal one and the release one (-DNDEBUG, as distributions
+# build it; paths without blanks).  `timeout 120`: srun waited 10 minutes for the stepd that died.
+slurmd_pid=$(cat "$GPURUN_SLURM_DIR/run/slurmd.pid" 2>/dev/null)
+log=$GPURUN_SLURM_DIR/log/slurmd.log
+plugins=$SPANK_GPURUN
+if [ -f "${SPANK_GPURUN_NDEBUG:-}" ]; then
+    plugins="$plugins $SPANK_GPURUN_NDEBUG"
+else
+    diag "SPANK_GPURUN_NDEBUG (make check builds it) not found: the -DNDEBUG plugin is not run here"
+fi
+for plugin in $plugins; do
+    case $plugin in *ndebug*) build="the -DNDEBUG plugin" ;; *) build="the plugin" ;; esac
+    echo "optional $plugin topology=$XML" >"$PLUGSTACK"
+    steps=
+    for value in 0- 0-2147483646 GPU-5bb9e2b3-1a2b-3c4d-5e6f-0123456789ab; do
+        # the task as without --gpurun: Slurm's own binding, the job's variable
+        run env CUDA_VISIBLE_DEVICES="$value" srun -n 1 -l "$TMP/report.sh"
+        unbound=$(got_line 0)
+        lines=$(wc -l <"$log")
+        run env CUDA_VISIBLE_DEVICES="$value" timeout 120 srun -n 1 --gpurun -l "$TMP/report.sh"
+        got=$(got_line 0)
+        if [ -n "$got" ] && [ "$got" = "$unbound" ]; then
+            ok 0 "$build, CUDA_VISIBLE_DEVICES=$value srun --gpurun: the task runs unbound ($got)"
+        else
+            ok 1 "$build, CUDA_VISIBLE_DEVICES=$value srun --gpurun: the task runs unbound"
+            diag "got: $got (exit $rc); unbound: $unbound"
+            sed 's/^/#   /' "$TMP/err" | head -5
+        fi
+        { cat "$TMP/err"; tail -n +"$((lines + 1))" "$log"; } >"$TMP/said"
+        contains "$TMP/said" "the job's CUDA_VISIBLE_DEVICES refused" \
+            "... refused with a message: $(grep -m1 -o "gpurun: the job's.*" "$TMP/said" | cut -c1-160)"
+        steps="$steps $(tail -n +"$((lines + 1))" "$log" | sed -n 's/.*launch task StepId=\([0-9.]*\) request.*/\1/p' | tail -n 1)"
+    done
+    echo "required $plugin required topology=$XML" >"$PLUGSTACK"
+    lines=$(wc -l <"$log")
+    run env CUDA_VISIBLE_DEVICES=0- timeout 120 srun -n 1 --gpurun -l "$TMP/report.sh"
+    ! grep -q 'task=' "$TMP/out" && grep -q "the job's CUDA_VISIBLE_DEVICES refused.*failing the task" "$TMP/err"
+    ok $? "$build, required: CUDA_VISIBLE_DEVICES=0- fails the step, saying why"
+    steps="$steps $(tail -n +"$((lines + 1))" "$log" | sed -n 's/.*launch task StepId=\([0-9.]*\) request.*/\1/p' | tail -n 1)"
+    # A stepd logs "done with job" last (after srun has its tasks' end: 30 s at most).
+    ended=0 n=0
+    while [ $n -lt 60 ]; do
+        ended=0
+        for step in $steps; do grep -qF "[$step] done with job" "$log" && ended=$((ended + 1)); done
+        [ $ended -eq 4 ] && break
+        sleep 0.5
+        n=$((n + 1))
+    done
+    [ $ended -eq 4 ]
+    ok $? "... the slurmstepd of each of those 4 steps ran to its end ($ended of steps$steps: done with job)"
+    kill -0 "$slurmd_pid" 2>/dev/null && [ "$(cat "$GPURUN_SLURM_DIR/run/slurmd.pid")" = "$slurmd_pid" ]
+    ok $? "... slurmd ($slurmd_pid) lives on"
+    echo "optional $plugin topology=$XML" >"$PLUGSTACK"
+    run srun -n 2 --gpurun -l "$TMP/report.sh"
+    [ "$(got_line 0)" = "$(want 0)" ] && [ "$(got_line 1)" = "$(want 1)" ]
+    ok $? "... and the next step is bound as planned"
+done
 
 done_testing

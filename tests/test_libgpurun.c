@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -340,6 +341,114 @@ static void thread_checks(const char *top)
     free(alone.doc);
 }
 
+/* allow_cpus / allow_gpus of `list` in a child: its code, message and how
+ * much its resident memory grew (KiB); a signal (an assertion inside hwloc's
+ * bitmap loop, a write past allowed_gpus) is code 1000 + the signal. */
+struct allowed {
+    int rc;
+    long grown_kb;
+    char text[256];
+};
+
+static long status_kb(const char *field)
+{
+    FILE *f = fopen("/proc/self/status", "re");
+    char line[256];
+    long v = -1;
+    size_t n = strlen(field);
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, field, n) && line[n] == ':')
+            v = strtol(line + n + 1, NULL, 10);
+    if (f)
+        fclose(f);
+    return v;
+}
+
+static struct allowed allow_in_child(bool gpus, const char *list)
+{
+    struct allowed a = {1000, -1, ""};
+    int fds[2];
+    if (pipe(fds) < 0)
+        return a;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(60); /* a hang guard */
+        FILE *cr = fopen("/proc/self/clear_refs", "we"); /* VmHWM from here */
+        if (cr) {
+            fputs("5", cr);
+            fclose(cr);
+        }
+        long rss0 = status_kb("VmRSS");
+        gpurun_error_t err = {0};
+        gpurun_plan_request_t *r = NULL;
+        struct allowed c = {-1, 0, ""};
+        if (gpurun_plan_request_create(&r, &err) == 0)
+            c.rc = gpus ? gpurun_plan_request_allow_gpus(r, list, &err) : gpurun_plan_request_allow_cpus(r, list, &err);
+        gpurun_plan_request_destroy(r);
+        c.grown_kb = status_kb("VmHWM") - rss0;
+        snprintf(c.text, sizeof c.text, "%.255s", err.text);
+        _exit(write(fds[1], &c, sizeof c) == sizeof c ? 0 : 1);
+    }
+    close(fds[1]);
+    int status = 0;
+    if (pid < 0 || read(fds[0], &a, sizeof a) != sizeof a)
+        a.rc = 1000;
+    close(fds[0]);
+    if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFSIGNALED(status))
+        a.rc = 1000 + WTERMSIG(status);
+    return a;
+}
+
+/* A resource manager's lists may be a job's text (the SPANK plugin reads
+ * them from the job's environment): open and huge ranges are refused before
+ * anything is allocated, and no list fills more than the request holds. */
+static void allow_list_checks(void)
+{
+    const struct {
+        bool gpus;
+        const char *list;
+        int rc;
+        const char *why;
+    } lists[] = {
+        {true, "0-", GPURUN_ERR_CONFIG, "open range"},
+        {true, "2,0-", GPURUN_ERR_CONFIG, "open range"},
+        {true, "-1", GPURUN_ERR_CONFIG, "negative"},
+        {true, "0-2147483646", GPURUN_ERR_CONFIG, "too large"},
+        {true, "0-4294967296", GPURUN_ERR_CONFIG, "too large"},
+        {true, "4096", GPURUN_ERR_CONFIG, "too large"},
+        {true, "0-256", GPURUN_ERR_CONFIG, "at most 256"},
+        {true, "3-1", GPURUN_ERR_CONFIG, "backwards"},
+        {true, ",", GPURUN_ERR_CONFIG, "empty item"},
+        {true, "1,", GPURUN_ERR_CONFIG, "empty item"},
+        {true, "GPU-5bb9e2b3", GPURUN_ERR_CONFIG, "UUID"},
+        {true, "1,MIG-5bb9e2b3", GPURUN_ERR_CONFIG, "UUID"},
+        {true, "1\nforged", GPURUN_ERR_CONFIG, "\\x0a"},
+        {true, "0-255", 0, NULL},
+        {true, "4095", 0, NULL},
+        {true, "", 0, NULL},
+        {false, "0-", GPURUN_ERR_CONFIG, "open range"},
+        {false, "0-2147483646", GPURUN_ERR_CONFIG, "too large"},
+        {false, "65536", GPURUN_ERR_CONFIG, "too large"},
+        {false, "", GPURUN_ERR_CONFIG, "empty"},
+        {false, "0-65535", 0, NULL},
+        {false, "0-3,8-11", 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+        struct allowed a = allow_in_child(lists[i].gpus, lists[i].list);
+        char shown[32];
+        snprintf(shown, sizeof shown, "%s", lists[i].list);
+        for (char *c = shown; *c; c++)
+            *c = *c < 0x20 ? '?' : *c; /* one TAP line */
+        ok(a.rc == lists[i].rc && (!lists[i].why || strstr(a.text, lists[i].why)) && a.grown_kb >= 0 &&
+               a.grown_kb < 16 * 1024,
+           "allow_%s '%.20s': %s, resident memory +%ld KiB", lists[i].gpus ? "gpus" : "cpus", shown,
+           lists[i].rc ? "refused" : "taken", a.grown_kb);
+        if (a.rc != lists[i].rc || (lists[i].why && !strstr(a.text, lists[i].why)))
+            diag("code %d (1000+: killed by that signal), message: %s", a.rc, a.text);
+    }
+}
+
 int main(void)
 {
     const char *top = getenv("top_srcdir");
@@ -348,6 +457,7 @@ int main(void)
     unsetenv("GPURUN_TOPOLOGY"); /* the library never reads it unless asked */
     golden_plans(top);
     request_checks();
+    allow_list_checks();
     binding_checks(top);
     apply_checks();
     thread_checks(top);

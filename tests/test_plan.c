@@ -12,6 +12,7 @@
 #include "plan.h"
 #include "plancheck.h"
 #include "tap.h"
+#include "util.h"
 
 static char fixture_path[4096];
 
@@ -749,6 +750,86 @@ static void uuid_ranks(const gpurun_topo_t *t, gpurun_request_t req, const char 
     gpurun_plan_destroy(p);
 }
 
+static long status_kb(const char *field)
+{
+    FILE *f = fopen("/proc/self/status", "re");
+    char line[256];
+    long v = -1;
+    size_t n = strlen(field);
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, field, n) && line[n] == ':')
+            v = strtol(line + n + 1, NULL, 10);
+    if (f)
+        fclose(f);
+    return v;
+}
+
+/* VmHWM from now on (the kernel resets the peak to what is resident): that. */
+static long hwm_reset(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "we");
+    if (f) {
+        fputs("5", f);
+        fclose(f);
+    }
+    return status_kb("VmRSS");
+}
+
+static void add_range(unsigned lo, unsigned hi, void *arg)
+{
+    char *out = arg;
+    size_t n = strlen(out);
+    snprintf(out + n, 256 - n, "%s%u-%u", n ? "," : "", lo, hi);
+}
+
+/* util.c's id lists: what hwloc's list syntax has, less open ranges,
+ * numbers past a limit and empty items; add() is never called for a list
+ * that is refused. */
+static void id_lists(void)
+{
+    const struct {
+        const char *list, *got, *why;
+    } lists[] = {
+        {"0", "0-0", NULL},
+        {"0-3,8,10-11", "0-3,8-8,10-11", NULL},
+        {"007,4095", "7-7,4095-4095", NULL},
+        {"0-4095", "0-4095", NULL},
+        {"", NULL, "empty"},
+        {",", NULL, "empty item"},
+        {"1,,2", NULL, "empty item"},
+        {"1,", NULL, "empty item"},
+        {"0-", NULL, "open range"},
+        {"0-,1", NULL, "open range"},
+        {"-1", NULL, "open range or a negative number"},
+        {"1--3", NULL, "open range or a negative number"},
+        {"1-2-3", NULL, "range of ranges"},
+        {"3-1", NULL, "backwards"},
+        {"4096", NULL, "too large"},
+        {"0-2147483646", NULL, "too large"},
+        {"99999999999999999999999999", NULL, "too large"},
+        {"00000000000000000000000001", "1-1", NULL},
+        {" 1", NULL, "character other"},
+        {"1 ", NULL, "character other"},
+        {"0x1", NULL, "character other"},
+        {"1,GPU-5bb9", NULL, "character other"},
+    };
+    for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+        char got[256] = "";
+        const char *why = NULL;
+        int rc = gpurun_id_list_parse(lists[i].list, 4096, add_range, got, &why);
+        if (lists[i].got)
+            ok(rc == 0 && !strcmp(got, lists[i].got), "id list '%s' is %s (got %s)", lists[i].list, lists[i].got, got);
+        else
+            ok(rc == -1 && !got[0] && why && strstr(why, lists[i].why), "id list '%s' refused: %s", lists[i].list,
+               why ? why : "(no reason)");
+    }
+    char out[16];
+    gpurun_short_text(out, sizeof out, "0\nslurmstepd: forged");
+    is_str(out, "0\\x0aslurmst...", "a job's text for a log line: escaped, cut to its buffer");
+    gpurun_short_text(out, sizeof out, "0-3");
+    is_str(out, "0-3", "... and kept as it is when it is plain and fits");
+}
+
 /* Inside a Slurm allocation the ranks get the GPUs Slurm gave the job:
  * SLURM_JOB_GPUS is "0,1,2"; a range ("1-2") means both, not GPU 1 alone. */
 static void slurm_gpus(void)
@@ -776,6 +857,22 @@ static void slurm_gpus(void)
         gpurun_plan_t *p = plan(t, req, &err, lists[i]);
         ok(p && p->nranks == n, "SLURM_JOB_GPUS=%s: a rank per allowed GPU", lists[i]);
         gpurun_plan_destroy(p);
+    }
+    /* A job's own SLURM_JOB_GPUS (srun passes its environment on): an open
+     * or huge range is no list of Slurm's, read before anything is sized
+     * by it; the ranks then get every GPU, as without Slurm's list. */
+    const char *hostile[] = {"0-", "0-2147483646", "1,,2", "-1"};
+    for (size_t i = 0; i < sizeof hostile / sizeof *hostile; i++) {
+        setenv("SLURM_JOB_GPUS", hostile[i], 1);
+        unsetenv("CUDA_VISIBLE_DEVICES");
+        unsetenv("ROCR_VISIBLE_DEVICES");
+        gpurun_request_t req = req_default();
+        char note[256];
+        long rss = hwm_reset();
+        gpurun_alloc_apply(t, &req, note, sizeof note);
+        long grown = status_kb("VmHWM") - rss;
+        ok(req.nallowed_gpus < 0 && !strstr(note, "Slurm GPUs") && grown < 16 * 1024,
+           "SLURM_JOB_GPUS=%s is not applied (note '%s'), resident memory +%ld KiB", hostile[i], note, grown);
     }
     /* Slurm's cgroup (ConstrainDevices) hides the node's other GPUs: the
      * runtime numbers the job's from 0, and CUDA_VISIBLE_DEVICES says so. */
@@ -1161,6 +1258,7 @@ int main(void)
     pvc_tiles();
     vm_no_locality();
     gpu_without_pci();
+    id_lists();
     slurm_gpus();
     json_document();
     return done_testing();

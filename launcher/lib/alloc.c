@@ -12,11 +12,12 @@
 #include "alloc.h"
 #include "util.h"
 
-/* A list of GPU numbers ("0,2", "1-3"), or false. */
+/* A list of GPU numbers ("0,2", "1-3"), or false: the job's environment
+ * may say anything, so an open or huge range is refused before it is read. */
 static bool gpu_numbers(const char *list, hwloc_bitmap_t ids)
 {
-    return list && *list && strspn(list, "0123456789,-") == strlen(list) && hwloc_bitmap_list_sscanf(ids, list) == 0 &&
-           hwloc_bitmap_weight(ids) > 0 && hwloc_bitmap_last(ids) < 4096;
+    return list && gpurun_bitmap_list_parse(ids, list, GPURUN_MAX_GPU_INDEX, NULL) == 0 &&
+           hwloc_bitmap_weight(ids) > 0;
 }
 
 /* The GPUs a runtime's own list (CUDA_VISIBLE_DEVICES) shows, read as CUDA
@@ -80,7 +81,7 @@ static int gpu_by_uuid(const char *root, const gpurun_topo_t *t, const char *uui
 static bool gpu_uuids(const char *root, const gpurun_topo_t *t, const char *list, gpurun_request_t *req)
 {
     int n = 0;
-    for (const char *p = list; *p && n < 256;) {
+    for (const char *p = list; *p && n < GPURUN_MAX_ALLOWED_GPUS;) {
         size_t len = strcspn(p, ",");
         if (strncmp(p, "GPU-", 4))
             break; /* CUDA stops at the first item it cannot read */
@@ -187,12 +188,9 @@ void gpurun_alloc_apply_at(const char *root, const gpurun_topo_t *t, gpurun_requ
      * too, not as its first number. */
     if (gpus) {
         req->nallowed_gpus = 0;
-        int i;
-        hwloc_bitmap_foreach_begin(i, ids) {
-            if (req->nallowed_gpus < 256)
-                req->allowed_gpus[req->nallowed_gpus++] = i;
-        }
-        hwloc_bitmap_foreach_end();
+        for (int i = hwloc_bitmap_first(ids); i >= 0 && req->nallowed_gpus < GPURUN_MAX_ALLOWED_GPUS;
+             i = hwloc_bitmap_next(ids, i))
+            req->allowed_gpus[req->nallowed_gpus++] = i;
         note_add(note, len, &used, "%s%s %s%s", used ? "; " : "", from, *gpus ? gpus : "\"\"",
                  req->nallowed_gpus ? "" : " (no GPU)");
         if (slurm) {

@@ -20,6 +20,7 @@
 #include "error.h"
 #include "plan.h"
 #include "topology.h"
+#include "util.h"
 
 /* Callers see GPURUN_ERR_* codes: gpurun's exit codes for the same cases. */
 _Static_assert((int)GPURUN_ERR_CONFIG == (int)GPURUN_EXIT_CONFIG, "error codes follow exit codes");
@@ -289,7 +290,7 @@ int gpurun_plan_request_set_json(gpurun_plan_request_t *r, const char *text, gpu
     }
     if (rc == GPURUN_OK) {
         hwloc_const_cpuset_t allowed = r->req.allowed_cpus;
-        int gpus[256], ngpus = r->req.nallowed_gpus;
+        int gpus[GPURUN_MAX_ALLOWED_GPUS], ngpus = r->req.nallowed_gpus;
         memcpy(gpus, r->req.allowed_gpus, sizeof gpus);
         gpurun_request_from_json(&r->req, now);
         /* What the allocation allows is not part of the JSON. */
@@ -319,12 +320,16 @@ int gpurun_plan_request_allow_cpus(gpurun_plan_request_t *r, const char *cpulist
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
     if (!set)
         return fail(err, GPURUN_ERR_ENV, "gpurun_plan_request_allow_cpus: out of memory");
-    if (strspn(cpulist, "0123456789,-") != strlen(cpulist) || !*cpulist ||
-        hwloc_bitmap_list_sscanf(set, cpulist) < 0 || hwloc_bitmap_iszero(set) ||
-        hwloc_bitmap_last(set) >= GPURUN_TOPO_MAX_PU_INDEX) {
+    /* The text may be a job's (SPANK): refused before the set grows past
+     * the PUs gpurun accepts. */
+    const char *why = NULL;
+    if (gpurun_bitmap_list_parse(set, cpulist, GPURUN_TOPO_MAX_PU_INDEX, &why) < 0) {
+        char shown[64];
+        gpurun_short_text(shown, sizeof shown, cpulist);
         hwloc_bitmap_free(set);
-        return fail(err, GPURUN_ERR_CONFIG, "request: allowed cpus '%s' is not a list of PU numbers (\"0-7,16-23\")",
-                    cpulist);
+        return fail(err, GPURUN_ERR_CONFIG,
+                    "request: allowed cpus '%s' is not a list of PU numbers (\"0-7,16-23\", each below %d): %s", shown,
+                    GPURUN_TOPO_MAX_PU_INDEX, why);
     }
     hwloc_bitmap_free(r->allowed_cpus);
     r->allowed_cpus = set;
@@ -340,17 +345,37 @@ int gpurun_plan_request_allow_gpus(gpurun_plan_request_t *r, const char *gpulist
         r->req.nallowed_gpus = -1;
         return ok(err);
     }
+    if (!*gpulist) { /* no GPU */
+        r->req.nallowed_gpus = 0;
+        return ok(err);
+    }
     hwloc_bitmap_t set = hwloc_bitmap_alloc();
     if (!set)
         return fail(err, GPURUN_ERR_ENV, "gpurun_plan_request_allow_gpus: out of memory");
+    /* The text may be a job's (SPANK: CUDA_VISIBLE_DEVICES): no open or
+     * huge range ever reaches the set, and the copy stops at the array's end. */
+    const int max = (int)(sizeof r->req.allowed_gpus / sizeof r->req.allowed_gpus[0]);
+    const char *why = NULL;
+    char shown[64];
+    gpurun_short_text(shown, sizeof shown, gpulist);
     int rc = GPURUN_OK;
-    if (*gpulist && (strspn(gpulist, "0123456789,-") != strlen(gpulist) || hwloc_bitmap_list_sscanf(set, gpulist) < 0 ||
-                     hwloc_bitmap_weight(set) > 256 || hwloc_bitmap_last(set) >= 4096))
-        rc = fail(err, GPURUN_ERR_CONFIG, "request: allowed GPUs '%s' is not a list of GPU indexes (\"0,2\")", gpulist);
+    if (!strncmp(gpulist, "GPU-", 4) || !strncmp(gpulist, "MIG-", 4) || strstr(gpulist, ",GPU-") ||
+        strstr(gpulist, ",MIG-"))
+        rc = fail(err, GPURUN_ERR_CONFIG,
+                  "request: allowed GPUs '%s' names GPUs by UUID (GPU-..., MIG-...): only GPU indexes (\"0,2\") can "
+                  "be placed",
+                  shown);
+    else if (gpurun_bitmap_list_parse(set, gpulist, GPURUN_MAX_GPU_INDEX, &why) < 0)
+        rc = fail(err, GPURUN_ERR_CONFIG,
+                  "request: allowed GPUs '%s' is not a list of GPU indexes (\"0,2\", each below %d): %s", shown,
+                  GPURUN_MAX_GPU_INDEX, why);
+    else if (hwloc_bitmap_weight(set) > max)
+        rc = fail(err, GPURUN_ERR_CONFIG, "request: allowed GPUs '%s' names %d GPUs: at most %d can be", shown,
+                  hwloc_bitmap_weight(set), max);
     else {
-        int n = 0, i;
-        hwloc_bitmap_foreach_begin(i, set) r->req.allowed_gpus[n++] = i;
-        hwloc_bitmap_foreach_end();
+        int n = 0;
+        for (int i = hwloc_bitmap_first(set); i >= 0 && n < max; i = hwloc_bitmap_next(set, i))
+            r->req.allowed_gpus[n++] = i;
         r->req.nallowed_gpus = n;
         ok(err);
     }

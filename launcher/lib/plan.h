@@ -14,6 +14,11 @@
 #include "job.h"
 #include "topology.h"
 
+/* An allocation's GPUs: at most GPURUN_MAX_ALLOWED_GPUS of them, each index
+ * below GPURUN_MAX_GPU_INDEX (a resource manager's list is refused past it). */
+#define GPURUN_MAX_ALLOWED_GPUS 256
+#define GPURUN_MAX_GPU_INDEX 4096
+
 typedef struct gpurun_request {
     int nodes;             /* >= 1 */
     int ranks_per_node;    /* GPURUN_UNSET: one per GPU group, or per NUMA domain */
@@ -28,7 +33,7 @@ typedef struct gpurun_request {
      * only cores inside allowed_cpus (NULL: all), only GPUs whose index is
      * in allowed_gpus (nallowed_gpus < 0: all). */
     hwloc_const_cpuset_t allowed_cpus;
-    int allowed_gpus[256];
+    int allowed_gpus[GPURUN_MAX_ALLOWED_GPUS];
     int nallowed_gpus;
     /* The GPU runtime's list of the allowed GPUs in this environment
      * (CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES), whose items name

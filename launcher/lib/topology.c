@@ -1830,6 +1830,32 @@ char *gpurun_cpuset_list(hwloc_const_cpuset_t set)
     return s;
 }
 
+struct bitmap_fill {
+    hwloc_bitmap_t set;
+    bool oom;
+};
+
+static void bitmap_add_range(unsigned lo, unsigned hi, void *arg)
+{
+    struct bitmap_fill *f = arg;
+    if (!f->oom && hwloc_bitmap_set_range(f->set, lo, (int)hi) < 0)
+        f->oom = true;
+}
+
+int gpurun_bitmap_list_parse(hwloc_bitmap_t set, const char *list, unsigned limit, const char **why)
+{
+    struct bitmap_fill f = {set, false};
+    const char *w = NULL;
+    hwloc_bitmap_zero(set);
+    if (gpurun_id_list_parse(list, limit, bitmap_add_range, &f, &w) < 0 || f.oom) {
+        if (why)
+            *why = f.oom ? "out of memory" : w;
+        hwloc_bitmap_zero(set);
+        return -1;
+    }
+    return 0;
+}
+
 static json_t *cpus_json(hwloc_const_cpuset_t set)
 {
     char *s = gpurun_cpuset_list(set);

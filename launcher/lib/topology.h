@@ -116,6 +116,11 @@ void gpurun_topo_home_nodes(const gpurun_topo_t *topo, hwloc_const_cpuset_t cpus
 json_t *gpurun_nodeset_json(hwloc_const_nodeset_t set);
 /* A cpuset in hwloc list form ("0-7,16-23"); caller frees. */
 char *gpurun_cpuset_list(hwloc_const_cpuset_t set);
+/* `set` from a list in that form whose numbers are all below `limit`
+ * (util.h's gpurun_id_list_parse: no open or huge range, checked before
+ * the set grows, so it never holds more than `limit` bits); -1 with *why
+ * when the text is not such a list (set emptied). */
+int gpurun_bitmap_list_parse(hwloc_bitmap_t set, const char *list, unsigned limit, const char **why);
 
 /* The "topology" object of SPEC §5; `full` adds what `gpurun topo --json`
  * shows beyond the plan (NUMA details, Ethernet, affinity matrix). */

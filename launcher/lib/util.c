@@ -319,6 +319,97 @@ char *gpurun_terminal_text(const char *in)
     return b.s;
 }
 
+void gpurun_short_text(char *out, size_t len, const char *in)
+{
+    if (!len)
+        return;
+    size_t n = 0;
+    for (const char *p = in; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        bool plain = c >= 0x20 && c < 0x7f;
+        /* room for this byte, and for "..." should more follow */
+        if (n + (plain ? 1 : 4) + (p[1] ? 3 : 0) >= len) {
+            snprintf(out + n, len - n, "%s", len - n > 3 ? "..." : "");
+            return;
+        }
+        if (plain)
+            out[n++] = (char)c;
+        else
+            n += (size_t)snprintf(out + n, len - n, "\\x%02x", c);
+    }
+    out[n] = '\0';
+}
+
+/* One number of an id list at *pp, below limit: its digits are read only
+ * while the value stays below it (no overflow, whatever their count). */
+static bool id_number(const char **pp, bool after_dash, unsigned limit, unsigned *v, const char **why)
+{
+    const char *p = *pp;
+    if (*p < '0' || *p > '9') {
+        *why = !*p || *p == ',' ? (after_dash ? "an open range (\"0-\")" : "an empty item")
+               : *p == '-'      ? "an open range or a negative number"
+                                : "a character other than digits, ',' and '-'";
+        return false;
+    }
+    unsigned long n = 0;
+    for (; *p >= '0' && *p <= '9'; p++)
+        if ((n = n * 10 + (unsigned long)(*p - '0')) >= limit) {
+            *why = "a number too large";
+            return false;
+        }
+    *v = (unsigned)n;
+    *pp = p;
+    return true;
+}
+
+static int id_list_scan(const char *list, unsigned limit, void (*add)(unsigned, unsigned, void *), void *arg,
+                        const char **why)
+{
+    if (!*list) {
+        *why = "it is empty";
+        return -1;
+    }
+    for (const char *p = list;;) {
+        unsigned lo, hi;
+        if (!id_number(&p, false, limit, &lo, why))
+            return -1;
+        hi = lo;
+        if (*p == '-') {
+            p++;
+            if (!id_number(&p, true, limit, &hi, why))
+                return -1;
+            if (hi < lo) {
+                *why = "a range that runs backwards";
+                return -1;
+            }
+        }
+        if (*p && *p != ',') {
+            *why = *p == '-' ? "a range of ranges" : "a character other than digits, ',' and '-'";
+            return -1;
+        }
+        if (add)
+            add(lo, hi, arg);
+        if (!*p)
+            return 0;
+        p++; /* the comma: a number must follow */
+    }
+}
+
+int gpurun_id_list_parse(const char *list, unsigned limit, void (*add)(unsigned lo, unsigned hi, void *arg),
+                         void *arg, const char **why)
+{
+    const char *unused;
+    if (!why)
+        why = &unused;
+    if (!list) {
+        *why = "it is empty";
+        return -1;
+    }
+    if (id_list_scan(list, limit, NULL, NULL, why) < 0)
+        return -1;
+    return add ? id_list_scan(list, limit, add, arg, why) : 0;
+}
+
 /* ---- the cost of a regex --------------------------------------------- */
 
 /* Roughly the nodes of glibc's parse tree (several hundred bytes each). */

@@ -48,6 +48,22 @@ size_t gpurun_utf8_char(const char *s, unsigned long *cpp);
  * Malloc'ed. */
 char *gpurun_terminal_text(const char *in);
 
+/* At most len-1 bytes of `in` for a one-line message: every byte that is
+ * not printable ASCII written as \xNN, and "..." where it was cut.  For
+ * values someone else chose (a job's environment in slurmstepd's log). */
+void gpurun_short_text(char *out, size_t len, const char *in);
+
+/* A list of numbers as Linux and hwloc write cpu lists ("0-3,8,10-11"):
+ * decimal numbers and ranges LO-HI with LO <= HI, joined by commas, each
+ * number below `limit`.  The whole text is checked first, and refused
+ * (-1, *why a static phrase) when it is empty, has an empty item (",",
+ * "1,,2", "1,"), an open range ("0-", "-1"), a range that runs backwards,
+ * a number not below `limit`, or another character; only then is add()
+ * called once per item, in order.  So the cost is the text's length and
+ * nothing is ever sized by a number the text holds. */
+int gpurun_id_list_parse(const char *list, unsigned limit, void (*add)(unsigned lo, unsigned hi, void *arg),
+                         void *arg, const char **why);
+
 /* Levenshtein distance, for "did you mean" suggestions. */
 size_t gpurun_edit_distance(const char *a, const char *b);
 

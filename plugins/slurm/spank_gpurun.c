@@ -16,6 +16,7 @@
  * and passes it on in GPURUN_SPANK_SLURM_BINDS) is left to Slurm. */
 #include "config.h"
 
+#include <inttypes.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -26,6 +27,7 @@
 #include <slurm/spank.h>
 
 #include "gpurun.h"
+#include "util.h"
 
 SPANK_PLUGIN(gpurun, 1);
 
@@ -44,6 +46,8 @@ static struct {
 } st;
 
 #define BINDS_VAR "GPURUN_SPANK_SLURM_BINDS"
+/* As many ranks as libgpurun plans on one node (GPURUN_REQ_RANKS_PER_NODE). */
+#define GPURUN_SPANK_MAX_TASKS 4096
 
 static int parse_mode(const char *v, enum mode *m, bool *verbose)
 {
@@ -68,7 +72,9 @@ static int opt_gpurun(int val, const char *optarg, int remote)
     bool verbose = false;
     enum mode m;
     if (parse_mode(optarg, &m, &verbose) < 0) {
-        slurm_error("gpurun: --gpurun=%s: not one of closest, none, verbose, off", optarg);
+        char shown[64]; /* the user's text, in slurmd's log too: cut, one line */
+        gpurun_short_text(shown, sizeof shown, optarg);
+        slurm_error("gpurun: --gpurun=%s: not one of closest, none, verbose, off", shown);
         return -1;
     }
     st.user = m;
@@ -105,9 +111,11 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
             snprintf(st.topology, sizeof st.topology, "%s", av[i] + 9);
         else {
             /* A site's typo must not stop its users' jobs. */
+            char shown[128];
+            gpurun_short_text(shown, sizeof shown, av[i]);
             slurm_error("gpurun: plugstack.conf argument '%s' not understood (default=off|closest|none, required, "
-                        "verbose, topology=FILE.xml); ignored",
-                        av[i]);
+                        "verbose, topology=FILE.xml shorter than %d bytes); ignored",
+                        shown, PATH_MAX);
         }
     }
     return 0;
@@ -164,20 +172,42 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
     return 0;
 }
 
-static int getenv_job(spank_t sp, const char *name, char *buf, int len)
-{
-    return spank_getenv(sp, name, buf, len) == ESPANK_SUCCESS && *buf ? 0 : -1;
-}
-
 /* A failure: logged, and the task runs as without the plugin unless the
  * site made the plugin required. */
 static int give_up(const char *why)
 {
-    snprintf(st.failed, sizeof st.failed, "%s", why);
-    slurm_error("gpurun: %s; %s", why, st.required ? "failing the task (plugstack.conf: required)"
-                                                   : "tasks run without gpurun's binding");
+    /* One line in slurmd's log, whatever a path or value in it holds. */
+    gpurun_short_text(st.failed, sizeof st.failed, why);
+    slurm_error("gpurun: %s; %s", st.failed, st.required ? "failing the task (plugstack.conf: required)"
+                                                         : "tasks run without gpurun's binding");
     return st.required ? -1 : 0;
 }
+
+/* The job's variable `name` into buf (len bytes): 0; 1 when it is not set
+ * or empty; -1, with the reason in why, when it does not fit or SPANK
+ * fails.  The job chooses the value: one that does not fit is refused,
+ * never taken as unset, or the next variable would stand in for it (a
+ * user's CUDA_VISIBLE_DEVICES for Slurm's SLURM_STEP_GPUS). */
+static int getenv_job(spank_t sp, const char *name, char *buf, int len, char *why, size_t wlen)
+{
+    buf[0] = '\0';
+    spank_err_t e = spank_getenv(sp, name, buf, len);
+    if (e == ESPANK_ENV_NOEXIST || (e == ESPANK_SUCCESS && !buf[0]))
+        return 1;
+    if (e == ESPANK_SUCCESS)
+        return 0;
+    if (e == ESPANK_NOSPACE)
+        snprintf(why, wlen, "the job's %s is longer than %d bytes: refused", name, len - 1);
+    else
+        snprintf(why, wlen, "cannot read the job's %s: %s", name, spank_strerror(e));
+    buf[0] = '\0';
+    return -1;
+}
+
+/* Where the step's GPUs are named, first found first: Slurm's gres, then
+ * the GPU runtimes' lists. */
+static const char *const gpu_vars[] = {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES",
+                                       "ROCR_VISIBLE_DEVICES"};
 
 /* slurmstepd, once per step on this node: discover and plan. */
 int slurm_spank_user_init(spank_t sp, int ac, char **av)
@@ -192,7 +222,10 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
     if (m == MODE_OFF)
         return 0;
     char buf[4096], why[3072];
-    if (getenv_job(sp, BINDS_VAR, buf, sizeof buf) == 0) {
+    int got = getenv_job(sp, BINDS_VAR, buf, sizeof buf, why, sizeof why);
+    if (got < 0)
+        return give_up(why);
+    if (got == 0) {
         st.slurm_cpu_bind = strstr(buf, "cpu") != NULL;
         st.slurm_gpu_bind = strstr(buf, "gpu") != NULL;
         slurm_info("gpurun: srun was given --%s-bind: that binding is Slurm's, gpurun leaves it alone",
@@ -201,6 +234,19 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
     uint32_t ntasks = 0;
     if (spank_get_item(sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS || ntasks < 1)
         return give_up("cannot learn how many tasks the step has on this node");
+    if (ntasks > GPURUN_SPANK_MAX_TASKS) {
+        snprintf(why, sizeof why, "%" PRIu32 " tasks on this node: gpurun plans at most %d", ntasks,
+                 GPURUN_SPANK_MAX_TASKS);
+        return give_up(why);
+    }
+    /* The step's GPUs, read before anything is planned. */
+    const char *gpus_from = NULL;
+    for (size_t i = 0; i < sizeof gpu_vars / sizeof gpu_vars[0] && !gpus_from; i++) {
+        if ((got = getenv_job(sp, gpu_vars[i], buf, sizeof buf, why, sizeof why)) < 0)
+            return give_up(why);
+        if (got == 0)
+            gpus_from = gpu_vars[i];
+    }
 
     gpurun_error_t err;
     gpurun_plan_request_t *req = NULL;
@@ -215,11 +261,12 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
     if (!rc && (rc = gpurun_binding_read(0, &cpus, NULL, &err)) == 0)
         rc = gpurun_plan_request_allow_cpus(req, cpus, &err);
     free(cpus);
-    if (!rc && (getenv_job(sp, "SLURM_STEP_GPUS", buf, sizeof buf) == 0 ||
-                getenv_job(sp, "SLURM_JOB_GPUS", buf, sizeof buf) == 0 ||
-                getenv_job(sp, "CUDA_VISIBLE_DEVICES", buf, sizeof buf) == 0 ||
-                getenv_job(sp, "ROCR_VISIBLE_DEVICES", buf, sizeof buf) == 0))
-        rc = gpurun_plan_request_allow_gpus(req, buf, &err);
+    if (!rc && gpus_from && (rc = gpurun_plan_request_allow_gpus(req, buf, &err)) != 0) {
+        /* the job's text: the library's message shows it cut, on one line */
+        gpurun_plan_request_destroy(req);
+        snprintf(why, sizeof why, "the job's %s refused: %s", gpus_from, err.text);
+        return give_up(why);
+    }
     if (!rc)
         rc = gpurun_topology_load(st.topology[0] ? st.topology : NULL, 0, &st.topo, &err);
     if (!rc)
@@ -230,14 +277,17 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
                  err.text);
         return give_up(why);
     }
-    for (size_t i = 0; i < gpurun_placement_warnings(st.placement); i++)
-        slurm_info("gpurun: %s", gpurun_placement_warning(st.placement, i));
+    for (size_t i = 0; i < gpurun_placement_warnings(st.placement); i++) {
+        gpurun_short_text(why, sizeof why, gpurun_placement_warning(st.placement, i));
+        slurm_info("gpurun: %s", why);
+    }
     if (st.verbose) {
         uint32_t job = 0, step = 0;
         spank_get_item(sp, S_JOB_ID, &job);
         spank_get_item(sp, S_JOB_STEPID, &step);
+        gpurun_short_text(why, sizeof why, st.topology[0] ? st.topology : "the node's topology");
         slurm_info("gpurun: step %u.%u: planned %u task%s on this node from %s", job, step, ntasks,
-                   ntasks == 1 ? "" : "s", st.topology[0] ? st.topology : "the node's topology");
+                   ntasks == 1 ? "" : "s", why);
     }
     return 0;
 }

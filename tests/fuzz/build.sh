@@ -12,6 +12,10 @@
 #   FUZZ_LIBS         libraries to link
 #   FUZZ_SOURCES      the library's sources (relative to SRCDIR; .h ignored)
 #   FUZZ_TARGETS      job set template ...: tests/fuzz/fuzz_TARGET.c each
+#   FUZZ_SPANK_SOURCES  the SPANK plugin's planner sources (target spank):
+#                     compiled again with -DNDEBUG into OUT/obj-ndebug, as
+#                     distributions build the plugin; fuzz_spank.c includes
+#                     plugins/slurm/spank_gpurun.c and is built so too
 set -eu
 : "${FUZZ_CC:?}" "${SRCDIR:?}" "${OUT:?}" "${FUZZ_TARGETS:?}"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
@@ -37,10 +41,10 @@ else
     all=yes
 fi
 
-compile() { # SOURCE OBJECT [extra flags]
+compile() { # SOURCE OBJECT [extra flags]; $also: another file the object is made from
     src=$1 obj=$2
     shift 2
-    if test -n "$all" || ! test -f "$obj" || test "$src" -nt "$obj"; then
+    if test -n "$all" || ! test -f "$obj" || test "$src" -nt "$obj" || { test -n "${also:-}" && test "$also" -nt "$obj"; }; then
         echo "  FUZZCC   $obj"
         # shellcheck disable=SC2086
         "$FUZZ_CC" $CFLAGS "$@" -c -o "$obj" "$src"
@@ -55,19 +59,42 @@ for s in ${FUZZ_SOURCES:-}; do
     objs="$objs $o"
 done
 compile "$SRCDIR/tests/fuzz/fuzz_common.c" "$OUT/obj/fuzz_common.o" -Wall -Wextra -Werror
+# The SPANK plugin's planner, as a release build has it (-DNDEBUG).
+spank_objs=
+case " $FUZZ_TARGETS " in *" spank "*)
+    mkdir -p "$OUT/obj-ndebug"
+    for s in ${FUZZ_SPANK_SOURCES:?target spank needs FUZZ_SPANK_SOURCES}; do
+        case $s in *.c) ;; *) continue ;; esac
+        o=$OUT/obj-ndebug/$(echo "$s" | tr / _ | sed 's/\.c$/.o/')
+        compile "$SRCDIR/$s" "$o" -DNDEBUG -Wall -Wextra -Wno-unused-parameter
+        spank_objs="$spank_objs $o"
+    done ;;
+esac
 for t in $FUZZ_TARGETS; do
-    compile "$SRCDIR/tests/fuzz/fuzz_$t.c" "$OUT/obj/fuzz_$t.o" -Wall -Wextra -Werror \
-        -I"$SRCDIR/tests/fuzz"
+    link_objs=$objs extra= also=
+    if test "$t" = spank; then
+        # fuzz_spank.c: the plugin's source, -DNDEBUG; one topology handed
+        # out through gpurun_topology_load/destroy (the file says why).
+        link_objs=$spank_objs
+        extra="-Wl,--wrap=gpurun_topology_load,--wrap=gpurun_topology_destroy"
+        also=$SRCDIR/plugins/slurm/spank_gpurun.c
+        compile "$SRCDIR/tests/fuzz/fuzz_$t.c" "$OUT/obj/fuzz_$t.o" -Wall -Wextra -Werror -DNDEBUG \
+            -DFUZZ_SRCDIR="\"$SRCDIR\"" -I"$SRCDIR/tests/fuzz" -I"$SRCDIR/plugins/slurm"
+        also=
+    else
+        compile "$SRCDIR/tests/fuzz/fuzz_$t.c" "$OUT/obj/fuzz_$t.o" -Wall -Wextra -Werror \
+            -I"$SRCDIR/tests/fuzz"
+    fi
     prog=$OUT/fuzz-$t
     newer=
-    for o in $objs "$OUT/obj/fuzz_common.o" "$OUT/obj/fuzz_$t.o"; do
+    for o in $link_objs "$OUT/obj/fuzz_common.o" "$OUT/obj/fuzz_$t.o"; do
         if ! test -f "$prog" || test "$o" -nt "$prog"; then newer=yes; fi
     done
     if test -n "$newer"; then
         echo "  FUZZLD   $prog"
         # shellcheck disable=SC2086
         "$FUZZ_CC" -g $SAN -fsanitize=fuzzer -o "$prog" "$OUT/obj/fuzz_$t.o" "$OUT/obj/fuzz_common.o" \
-            $objs ${FUZZ_LIBS:-} -ldl -lm -lpthread
+            $link_objs $extra ${FUZZ_LIBS:-} -ldl -lm -lpthread
     fi
 done
 touch "$stamp"

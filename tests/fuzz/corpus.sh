@@ -9,6 +9,9 @@ set -eu
 if [ "$1" = --options ]; then
     case $2 in
     fom) echo "-max_len=8192" ;; # logs: what matters is a few lines; long ones only slow it down
+    # a job's values past slurmstepd's 4096-byte buffer; an allocation over
+    # 64 MB is a finding (a list sized by its numbers: "0-2147483646")
+    spank) echo "-max_len=10000 -malloc_limit_mb=64" ;;
     esac
     exit 0
 fi
@@ -41,6 +44,7 @@ batch)
 topo) seed "$s"/tests/fixtures/*.xml ;;
 fom) seed "$s"/tests/logs/*.log "$s"/tests/logs/*.txt "$s"/tests/logs/*.out ;;
 record) ;;
+spank) ;; # corpus/spank: job environments, hostile ones among them
 *) echo "corpus.sh: unknown target '$t'" >&2; exit 2 ;;
 esac
 if test -d "$s/tests/fuzz/corpus/$t"; then seed "$s/tests/fuzz/corpus/$t"/*; fi
