@@ -86,6 +86,19 @@ while read -r cmd; do
     else ok 1 "gpurun $cmd --no-such-option: exit 2, points to --help (exit $rc: $(head -c 200 "$TMP/err"))"; fi
 done <"$TMP/commands"
 
+# Each section once (a reader looks for SECURITY in one place), and the
+# SECURITY section says what the Slurm plugin refuses and which rendezvous to
+# use on a shared node (issue 26).
+for page in "$MAN1" "$MAN5"; do
+    dup=$(grep '^\.SH ' "$page" | sort | uniq -d | tr '\n' ' ')
+    [ -z "$dup" ]
+    ok $? "$(basename "$page"): every section once${dup:+ (twice: $dup)}"
+done
+sec=$(awk '/^\.SH SECURITY/ { on = 1; next } on && /^\.SH/ { exit } on' "$MAN1")
+echo "$sec" | grep -q 'spank_gpurun.so' && echo "$sec" | grep -q 'open range' &&
+    echo "$sec" | grep -q 'params.rendezvous = \\(dqfile\\(dq'
+ok $? "gpurun.1's SECURITY says what the SPANK plugin refuses and which rendezvous suits a shared node"
+
 # The manual pages render, without a warning.
 if command -v man >/dev/null 2>&1 && man --help 2>&1 | grep -q -e '--warnings'; then
     for page in "$MAN1" "$MAN5"; do
