@@ -405,6 +405,11 @@ fi
 # ---- the NGC GROMACS example, as a dry run --------------------------------
 ex=$top_srcdir/examples/gromacs-ngc/job.conf
 PATH=$TMP/bin:$PATH GPURUN_TOPOLOGY=$FIXTURES/2s-4gpu-2nic.xml run "$GPURUN" run "$ex" --dry-run --set launcher=local
+expect_rc 2 "examples/gromacs-ngc without its run input: exit 2"
+contains "$TMP/err" "key 'params.tpr': input file 'benchMEM.tpr' (" "... naming it"
+fake_tpr "$TMP/benchMEM.tpr"
+PATH=$TMP/bin:$PATH GPURUN_TOPOLOGY=$FIXTURES/2s-4gpu-2nic.xml run "$GPURUN" run "$ex" --dry-run --set launcher=local \
+    --set params.tpr="$TMP/benchMEM.tpr"
 expect_rc 0 "examples/gromacs-ngc: dry run"
 n=$(grep -c -- '/apptainer exec --nv --bind ' "$TMP/out")
 [ "$n" -eq 2 ]

@@ -1,8 +1,10 @@
 #!/bin/sh
 # SPDX-License-Identifier: BSD-3-Clause
 # The water-box example under gpurun: GROMACS builds the box, runs on 2 ranks,
-# and the ns/day gpurun records equals the one in GROMACS's own md.log; its
-# scan over ranks (1, 2) gives a report with the parallel efficiency.
+# and the ns/day gpurun records equals the one in GROMACS's own md.log; the
+# shipped gromacs template on its run input (inputs checked before anything
+# starts, ${args}); its scan over ranks (1, 2) gives a report with the
+# parallel efficiency.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 if ! command -v gmx_mpi >/dev/null 2>&1 || ! command -v gmx >/dev/null 2>&1; then
@@ -27,6 +29,60 @@ rec=$(jq -r '.foms.ns_per_day.value' "$d/record.json")
 ok $? "gpurun recorded $rec ns/day, GROMACS's md.log says $own"
 [ "$(jq -r .state "$d/record.json")" = ok ]
 ok $? "the record's state is ok (Finished mdrun found)"
+
+# The shipped gromacs template on a run input beside the job (issue 27 §3,
+# §4): a relative ${tpr} is the job file's folder's and reaches mdrun as an
+# absolute path (mdrun runs in the run folder); ${args} adds mdrun's own
+# options.  A missing, cut short or non-.tpr input is refused by run, its
+# dry run and submit before anything starts or is queued (exit 2, naming
+# the job file's line, the key and the path), and no run folder is made.
+J=$TMP/tprjob
+mkdir -p "$J"
+cp "$d/bench.tpr" "$J/water.tpr"
+size=$(wc -c <"$J/water.tpr")
+head -c $((size / 2)) "$J/water.tpr" >"$J/cut.tpr"
+cp "$top_srcdir/examples/water-box/md.mdp" "$J/mdp.tpr"
+tprjob() { # tprjob TPR: $J/job.conf running the shipped template on it
+    printf 'template = "gromacs"\nranks_per_node = 2\ngpus_per_rank = 0\nthreads_per_rank = 1\noversubscribe = true\nresults = "%s"\nparams {\n    tpr = "%s"\n    nsteps = 200\n    args = "-v -nstlist 20"\n}\n' \
+        "$TMP/tprres" "$1" >"$J/job.conf"
+}
+tprjob water.tpr
+run "$GPURUN" run "$J/job.conf" --quiet
+expect_rc 0 "the gromacs template runs on tpr = \"water.tpr\", relative to the job file's folder"
+r=$(ls -d "$TMP"/tprres/job/*/ 2>/dev/null | tail -1)
+jq -e --arg p "$J/water.tpr" '.command | (index($p) != null) and (index("-v") != null) and (index("-nstlist") != null)' \
+    "$r/record.json" >/dev/null 2>&1
+ok $? "... mdrun got the absolute path $J/water.tpr and params.args' -v -nstlist 20"
+for bad in nosuch.tpr cut.tpr mdp.tpr; do
+    case $bad in
+        nosuch.tpr) why="does not exist (a relative path is the job file's folder's)" ;;
+        cut.tpr) why="is cut short: its header announces" ;;
+        mdp.tpr) why="is not a GROMACS run input (.tpr)" ;;
+    esac
+    tprjob $bad
+    before=$(ls "$TMP"/tprres/job 2>/dev/null | wc -l)
+    for cmd in "run" "run --dry-run" "submit --dry-run"; do
+        # shellcheck disable=SC2086
+        run "$GPURUN" $cmd "$J/job.conf"
+        expect_rc 2 "gpurun $cmd on tpr = \"$bad\" is refused (exit 2)"
+        contains "$TMP/err" "$J/job.conf:8: key 'params.tpr': input file '$bad' ($J/$bad) $why" "... naming the line, key, path and why"
+    done
+    [ "$(ls "$TMP"/tprres/job 2>/dev/null | wc -l)" -eq "$before" ] && ! ls "$TMP"/tprres/job/submit-* >/dev/null 2>&1
+    ok $? "... and nothing was started or written: no run folder, no batch script"
+done
+tprjob water.tpr
+run "$GPURUN" submit "$J/job.conf" --dry-run
+case "$J" in
+    /tmp/* | /var/tmp/*)
+        contains "$TMP/err" "gpurun: warning: input file $J/water.tpr is on /" "submit warns that compute nodes usually cannot see an input under /tmp" ;;
+    *)
+        fs=$(stat -f -c %T "$J")
+        case $fs in
+            ext2/ext3 | xfs | btrfs | tmpfs) contains "$TMP/err" "gpurun: warning: input file $J/water.tpr is on " "submit warns that compute nodes usually cannot see an input on $fs" ;;
+            *) skip "the test folder is on $fs: no warning to show" ;;
+        esac ;;
+esac
+expect_rc 0 "... and writes the batch script all the same"
 
 # The scaling study: examples/water-box/scan.conf on 1 and 2 ranks, then
 # the report's speedup and efficiency against 1 rank.

@@ -24,6 +24,13 @@ SITES="local example-univ aws-p5en"
 have_jq=false
 command -v jq >/dev/null 2>&1 && have_jq=true
 
+# provide_inputs: the input files the generated jobs name, beside them (run
+# and submit check a template's inputs before anything starts or is queued).
+provide_inputs() {
+    fake_tpr bench.tpr
+    for f in in.lammps hpccinf.txt train.py run.namd; do : >"$f"; done
+}
+
 # dry_run_ok FILE WHAT: `gpurun run FILE --dry-run` succeeds, or is exit 3
 # because the program the template runs is not on this machine.
 dry_run_ok() {
@@ -124,6 +131,16 @@ for where in gpu here; do
             if [ $where = gpu ]; then GPURUN_TOPOLOGY=$GPUNODE; export GPURUN_TOPOLOGY; fi
             run "$GPURUN" init --template "$t" --site "$s"
             expect_rc 0 "[$where] init --template $t --site $s"
+            if [ $t = gromacs ] && [ $where = gpu ] && [ $s = local ]; then
+                # Before its run input is there: the newcomer is told where to put it.
+                contains "$TMP/err" "gpurun: note: params.tpr = \"$d/bench.tpr\": $d/bench.tpr does not exist yet; put the gromacs input there" \
+                    "[$where] $t/$s: init says where the run input goes"
+                GPURUN_TOPOLOGY=$GPUNODE run "$GPURUN" run job.conf --dry-run
+                expect_rc 2 "[$where] $t/$s: a dry run before the run input is there: exit 2"
+                contains "$TMP/err" "gpurun: job.conf:" "... naming the job file's line"
+                contains "$TMP/err" "key 'params.tpr': input file $d/bench.tpr does not exist" "... the key and the path"
+            fi
+            provide_inputs
             every_key_commented job.conf
             ok $? "[$where] $t/$s: every key has its comment"
             grep -q "^template *= \"$t\"" job.conf && grep -q "^site *= \"$s\"" job.conf
@@ -202,6 +219,7 @@ grep -q '^ranks_per_node *= 4 ' job.conf && grep -q '^gpus_per_rank *= 1 ' job.c
     grep -q '^#threads_per_rank' job.conf
 ok $? "... 4 ranks x 1 GPU, threads left to the compute node"
 contains "$TMP/err" "gpurun submit job.conf --dry-run" "... and says how to check it from here"
+provide_inputs
 GPURUN_TOPOLOGY=$CPUNODE run "$GPURUN" run job.conf --dry-run
 expect_rc 3 "... gpurun run --dry-run on the login node: exit 3"
 run "$GPURUN" submit job.conf --dry-run

@@ -430,10 +430,11 @@ launcher = "local"
 ranks_per_gpu = 2
 params { pme = "gpu"  npme = "1"  bonded = "gpu"  update = "gpu" }
 JOB
+fake_tpr "$TMP/bench.tpr" # the template's default input, beside the job
 run env PATH="$PATH_WITH" GPURUN_TEMPLATE_PATH="$top_srcdir/templates" "$GPURUN" run --dry-run "$TMP/g.conf" \
     --results "$TMP/results"
 expect_rc 0 "gromacs, ranks_per_gpu = 2: dry run"
-contains "$TMP/out" "mdrun -s bench.tpr -deffnm g -ntomp 2 -nsteps 10000 -resethway -noconfout -nb gpu -pme gpu -npme 1 -bonded gpu -update gpu" \
+contains "$TMP/out" "mdrun -s $TMP/bench.tpr -deffnm g -ntomp 2 -nsteps 10000 -resethway -noconfout -nb gpu -pme gpu -npme 1 -bonded gpu -update gpu" \
     "... -ntomp 2 (16 cores, 8 ranks) and the PME/bonded/update flags"
 contains "$TMP/out" "# ranks_per_gpu = 2: ranks 0-1, 2-3, 4-5, 6-7 share a GPU each; mps = auto: one CUDA MPS daemon would start" \
     "... says which ranks share a GPU, and the daemon"

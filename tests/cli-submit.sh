@@ -121,6 +121,7 @@ timeout = "30m"
 params { tpr = "bench.tpr" }
 slurm { qos = "high" }
 JOB
+fake_tpr bench.tpr # submit checks the template's inputs before it writes anything
 run "$GPURUN" submit water.conf --dry-run
 expect_rc 0 "submit --dry-run of an example-univ job"
 cp "$TMP/out" water.sbatch

@@ -129,7 +129,7 @@ nodes = 2
 ranks_per_node = 2
 gpus_per_rank = 1
 launcher = "mpirun"
-params { python = "$PY" }
+params { python = "$PY"  script = "envcheck.py" }
 JOB
 if command -v mpirun >/dev/null 2>&1; then
     run env GPURUN_TOPOLOGY="$FIXTURES/2s-4gpu-2nic.xml" "$GPURUN" run "$TMP/gpus.conf" --dry-run

@@ -15,6 +15,13 @@ tap_failed=0
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/gpurun-test.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT INT TERM
 
+# fake_tpr FILE: the smallest file gpurun takes for a GROMACS run input (a
+# GROMACS 2022 header announcing the 16 bytes of body that follow): for dry
+# runs and submit, which check a template's inputs; mdrun would refuse it.
+fake_tpr() {
+    printf '\000\000\000\017\000\000\000\016VERSION 2022.5\000\000\000\000\000\004\000\000\000\177\000\000\000\034\000\000\000\010\000\000\000\007release\000\000\000\000\003\000\000\000\001\000\000\000\000\000\000\000\000\000\000\000\001\000\000\000\001\000\000\000\001\000\000\000\000\000\000\000\000\000\000\000\001\000\000\000\000\000\000\000\020\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000' >"$1"
+}
+
 ok() { # ok STATUS DESCRIPTION: passes when STATUS is 0
     tap_n=$((tap_n + 1))
     if [ "$1" -eq 0 ]; then

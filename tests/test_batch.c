@@ -963,7 +963,7 @@ static int check_of(const char *dir, const char *text, char *const *sets, size_t
     for (size_t i = 0; rc == 0 && i < nset; i++)
         rc = gpurun_job_set(job, sets[i], err);
     if (rc == 0)
-        rc = gpurun_batch_check(job, sitep, err);
+        rc = gpurun_batch_check(job, sitep, NULL, err);
     gpurun_job_destroy(job);
     free(path);
     return rc;
@@ -1056,6 +1056,24 @@ static void test_check(void)
         diag("got: %s", err.text);
     free(want);
 
+    /* The template's input: refused while it is missing, checked as run would. */
+    rc = check_of("chk", "template = \"gromacs\"\nsite = \"example-univ\"\nparams { tpr = \"b.tpr\" }\n", NULL, 0,
+                  &site, &err);
+    ok(rc < 0 && err.code == 2 && strstr(err.text, "job.conf:3: key 'params.tpr': input file 'b.tpr' (") &&
+           strstr(err.text, "/chk/b.tpr) does not exist"),
+       "a shipped template whose run input is missing: exit 2, the job's line, key and path");
+    gpurun_site_destroy(site);
+    site = NULL;
+    /* The smallest GROMACS 2022 run input: header, and the 16 bytes of body it announces. */
+    static const unsigned char tpr[116] = {
+        0, 0, 0, 15, 0, 0, 0, 14, 'V', 'E', 'R', 'S', 'I', 'O', 'N', ' ', '2', '0', '2', '2', '.', '5', 0, 0,
+        0, 0, 0, 4, 0, 0, 0, 127, 0, 0, 0, 28, 0, 0, 0, 8, 0, 0, 0, 7, 'r', 'e', 'l', 'e', 'a', 's', 'e', 0,
+        0, 0, 0, 3, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 16};
+    char *tpr_path = gpurun_xasprintf("%s/b.tpr", dir);
+    FILE *tf = fopen(tpr_path, "wb");
+    ok(tf && fwrite(tpr, 1, sizeof tpr, tf) == sizeof tpr && fclose(tf) == 0, "a run input written");
+    free(tpr_path);
     rc = check_of("chk", "template = \"gromacs\"\nsite = \"example-univ\"\nparams { tpr = \"b.tpr\" }\n", NULL, 0,
                   &site, &err);
     ok(rc == 0 && site && !strcmp(site->name, "example-univ") && site->cores_per_node == 64,

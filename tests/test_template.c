@@ -6,12 +6,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <regex.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "inputs.h"
 #include "job.h"
 #include "tap.h"
 #include "template.h"
@@ -982,6 +984,214 @@ static void test_shipped(void)
            "a directory as template: message");
 }
 
+/* ---- input files (`inputs`) and GROMACS run inputs ---------------------- */
+
+/* A .tpr header as GROMACS 2022 writes it (XDR): version string, precision,
+ * file version 127, generation 28, tag, natoms, ngtc, fep_state, lambda,
+ * six flags, the body size; `body` bytes follow. */
+static size_t tpr_bytes(unsigned char *b, int version, int generation, long long body, size_t body_have)
+{
+    size_t n = 0;
+#define PUT32(v)                                                                                                      \
+    do {                                                                                                              \
+        uint32_t u_ = (uint32_t)(v);                                                                                  \
+        b[n++] = (unsigned char)(u_ >> 24), b[n++] = (unsigned char)(u_ >> 16), b[n++] = (unsigned char)(u_ >> 8),   \
+        b[n++] = (unsigned char)u_;                                                                                   \
+    } while (0)
+#define PUTSTR(s)                                                                                                     \
+    do {                                                                                                              \
+        size_t l_ = strlen(s);                                                                                        \
+        PUT32(l_ + 1);                                                                                                \
+        PUT32(l_);                                                                                                    \
+        memcpy(b + n, s, l_);                                                                                         \
+        n += l_;                                                                                                      \
+        while (n % 4)                                                                                                 \
+            b[n++] = 0;                                                                                               \
+    } while (0)
+    PUTSTR("VERSION 2022.5");
+    PUT32(4);
+    PUT32(version);
+    PUT32(generation);
+    PUTSTR("release");
+    PUT32(2652); /* natoms */
+    PUT32(1);    /* ngtc */
+    PUT32(0);    /* fep_state */
+    PUT32(0);    /* lambda, a float */
+    for (int i = 0; i < 6; i++)
+        PUT32(1);
+    if (version >= 119 && generation >= 27) {
+        PUT32((uint64_t)body >> 32);
+        PUT32(body);
+    }
+    memset(b + n, 0x5a, body_have);
+    return n + body_have;
+#undef PUT32
+#undef PUTSTR
+}
+
+static void test_tpr(void)
+{
+    unsigned char b[4096];
+    char why[512];
+    size_t n = tpr_bytes(b, 127, 28, 1000, 1000);
+    ok(gpurun_tpr_check(b, 512, (off_t)n, why, sizeof why) == 0, "tpr: a whole GROMACS 2022 run input passes");
+    size_t cut = tpr_bytes(b, 127, 28, 1000, 400);
+    ok(gpurun_tpr_check(b, 512, (off_t)cut, why, sizeof why) == -1 && strstr(why, "is cut short: its header "
+                                                                                "announces 1000 bytes of body, "
+                                                                                "the file holds 400"),
+       "tpr: a body cut short is refused, saying how much is there (%s)", why);
+    n = tpr_bytes(b, 110, 26, 0, 50);
+    ok(gpurun_tpr_check(b, (size_t)n, (off_t)n, why, sizeof why) == 0,
+       "tpr: a GROMACS 2018 input (no body size) passes on its header");
+    /* Every length of a header cut anywhere: refused, never read past. */
+    size_t whole = tpr_bytes(b, 127, 28, 0, 0);
+    int passed = 0;
+    for (size_t k = 0; k < whole; k++) {
+        unsigned char *part = malloc(k ? k : 1);
+        memcpy(part, b, k);
+        if (gpurun_tpr_check(part, k, (off_t)k, why, sizeof why) != -1)
+            passed++;
+        free(part);
+    }
+    ok(passed == 0, "tpr: a header cut at any of its %zu bytes is refused (%d passed)", whole, passed);
+    const char text[] = "not a tpr at all, just text\n";
+    ok(gpurun_tpr_check((const unsigned char *)text, sizeof text - 1, (off_t)sizeof text - 1, why, sizeof why) == -1 &&
+           strstr(why, "is not a GROMACS run input (.tpr)"),
+       "tpr: a text file is refused (%s)", why);
+    tpr_bytes(b, 127, 28, 1000, 1000);
+    b[12] = 'X'; /* "VERXION" */
+    ok(gpurun_tpr_check(b, 512, 2000, why, sizeof why) == -1, "tpr: a header without VERSION is refused");
+    n = tpr_bytes(b, 127, 28, -5, 10);
+    ok(gpurun_tpr_check(b, (size_t)n, (off_t)n, why, sizeof why) == -1, "tpr: a negative body size is refused");
+    n = tpr_bytes(b, 12, 28, 0, 10);
+    ok(gpurun_tpr_check(b, (size_t)n, (off_t)n, why, sizeof why) == -1 && strstr(why, "file version 12"),
+       "tpr: a file version before GROMACS 4.0 is refused (%s)", why);
+}
+
+static void test_inputs(void)
+{
+    char dir[] = "/tmp/gpurun-inputs.XXXXXX";
+    if (!mkdtemp(dir)) {
+        skip("mkdtemp: %s", strerror(errno));
+        return;
+    }
+    char path[512];
+    unsigned char b[4096];
+    size_t n = tpr_bytes(b, 127, 28, 100, 100);
+    snprintf(path, sizeof path, "%s/good.tpr", dir);
+    FILE *f = fopen(path, "w");
+    fwrite(b, 1, n, f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/cut.tpr", dir);
+    f = fopen(path, "w");
+    fwrite(b, 1, n - 30, f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/in.lj", dir);
+    f = fopen(path, "w");
+    fputs("units lj\n", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/text.tpr", dir);
+    f = fopen(path, "w");
+    fputs("title = a .mdp, not a .tpr\n", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/sub", dir);
+    mkdir(path, 0700);
+
+    const char *tpl_text = "description = \"t\"\ncommand = \"prog -s ${tpr} -in ${job_dir}/${lj} ${args}\"\n"
+                           "inputs = { \"${tpr}\", \"${job_dir}/${lj}\", \"${extra}\" }\n"
+                           "defaults { tpr = \"good.tpr\"  lj = \"in.lj\"  args = \"\"  extra = \"\" }\n";
+    gpurun_template_t *t = parse_ok(tpl_text, "/tpl/t.conf", "a template with inputs");
+    if (!t)
+        return;
+    ok(t->ninputs == 3 && t->inputs_line == 3 && t->defaults_line == 4, "inputs: 3 items, lines 3 (inputs) and 4");
+    struct {
+        const char *tpr, *want; /* want: NULL passes, else a piece of the message */
+    } cases[] = {
+        {NULL, NULL},
+        {"good.tpr", NULL},
+        {"./good.tpr", NULL},
+        {"nosuch.tpr", "job.conf:7: key 'params.tpr': input file 'nosuch.tpr' (DIR/nosuch.tpr) does not exist (a "
+                       "relative path is the job file's folder's); nothing was started"},
+        {"cut.tpr", "input file 'cut.tpr' (DIR/cut.tpr) is cut short"},
+        {"text.tpr", "input file 'text.tpr' (DIR/text.tpr) is not a GROMACS run input"},
+        {"sub", "input file 'sub' (DIR/sub) is a folder, not a file"},
+        {"DIR/good.tpr", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char jobtext[1024], tpr[512] = "", want[1024] = "";
+        if (cases[i].tpr) {
+            const char *d = strstr(cases[i].tpr, "DIR");
+            snprintf(tpr, sizeof tpr, "%s%s", d ? dir : "", d ? d + 3 : cases[i].tpr);
+        }
+        if (cases[i].want) {
+            const char *d = strstr(cases[i].want, "DIR");
+            snprintf(want, sizeof want, "%.*s%s%s", (int)(d ? d - cases[i].want : (long)strlen(cases[i].want)),
+                     cases[i].want, d ? dir : "", d ? d + 3 : "");
+        }
+        snprintf(jobtext, sizeof jobtext, "template = \"t\"\n\n\n\n\nparams {\n%s%s%s}\n",
+                 tpr[0] ? "  tpr = \"" : "", tpr, tpr[0] ? "\"\n" : "");
+        gpurun_job_t *job = NULL;
+        gpurun_error_t err = {0};
+        char jobpath[600];
+        snprintf(jobpath, sizeof jobpath, "%s/job.conf", dir);
+        if (gpurun_job_parse(jobtext, strlen(jobtext), jobpath, &job, &err) < 0) {
+            ok(0, "inputs case %zu: job parses (%s)", i, err.text);
+            continue;
+        }
+        struct gpurun_job_values v = {.job = "j", .job_dir = dir, .run_dir = "/r", .nodes = 1, .ranks_per_node = 1,
+                                      .ranks = 1, .gpus_per_rank = 0, .threads_per_rank = 1, .repeat = 1};
+        struct gpurun_kvlist names = {0};
+        gpurun_job_names(&names, &v, t, &job->params);
+        int rc = gpurun_inputs_check(t, job, dir, &names, NULL, &err);
+        if (!cases[i].want) {
+            char abs[600];
+            snprintf(abs, sizeof abs, "%s/good.tpr", dir);
+            ok(rc == 0 && !strcmp(gpurun_kvlist_get(&names, "tpr"), abs),
+               "inputs: tpr = %s passes, ${tpr} expands to %s", tpr[0] ? tpr : "(the default)",
+               gpurun_kvlist_get(&names, "tpr"));
+            if (rc)
+                diag("%s", err.text);
+        } else {
+            ok(rc == -1 && err.code == GPURUN_EXIT_CONFIG && strstr(err.text, want), "inputs: tpr = %s refused: %s",
+               tpr, err.text);
+            if (!strstr(err.text, want))
+                diag("wanted: %s", want);
+        }
+        gpurun_kvlist_clear(&names);
+        gpurun_job_destroy(job);
+    }
+    /* An item of the template's own missing: its line says so. */
+    snprintf(path, sizeof path, "%s/in.lj", dir);
+    unlink(path);
+    gpurun_job_t *job = NULL;
+    gpurun_error_t err = {0};
+    char jobpath[600];
+    snprintf(jobpath, sizeof jobpath, "%s/job.conf", dir);
+    gpurun_job_parse("template = \"t\"\n", 15, jobpath, &job, &err);
+    struct gpurun_job_values v = {.job = "j", .job_dir = dir, .run_dir = "/r", .nodes = 1, .ranks_per_node = 1,
+                                  .ranks = 1, .threads_per_rank = 1, .repeat = 1};
+    struct gpurun_kvlist names = {0};
+    gpurun_job_names(&names, &v, t, &job->params);
+    char *warn = NULL;
+    int rc = gpurun_inputs_check(t, job, dir, &names, &warn, &err);
+    ok(rc == -1 && strstr(err.text, "/tpl/t.conf:3: key 'inputs', item 2: input file ") &&
+           strstr(err.text, "/in.lj does not exist"),
+       "inputs: an item of the template's own, missing, is reported on its line: %s", err.text);
+    free(warn);
+    gpurun_kvlist_clear(&names);
+    gpurun_job_destroy(job);
+    gpurun_template_destroy(t);
+    const char *const made[] = {"good.tpr", "cut.tpr", "in.lj", "text.tpr", "sub"};
+    for (size_t i = 0; i < sizeof made / sizeof *made; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, made[i]);
+        if (unlink(path) < 0 && errno == EISDIR)
+            rmdir(path);
+        else if (errno == EPERM)
+            rmdir(path);
+    }
+    rmdir(dir);
+}
+
 int main(void)
 {
     test_spec_example();
@@ -995,5 +1205,7 @@ int main(void)
     test_set_good();
     test_set_bad();
     test_params();
+    test_tpr();
+    test_inputs();
     return done_testing();
 }

@@ -77,7 +77,7 @@ static const struct policy {
       {"fom_units", "cpus", "the figure's units"}},
      {NULL}},
     {"gromacs", false, false, 1, "tpr", false, NULL, {{NULL}},
-     {{"tpr", NULL, "run input (gmx grompp -o), absolute: mdrun runs in the run folder"},
+     {{"tpr", NULL, "run input (gmx grompp -o); checked before anything starts"},
       {"nsteps", NULL, "MD steps; the counters restart halfway (-resethway)"},
       {"pme", NULL, "with GPUs: auto | gpu | cpu; GPU ranks > 1: \"gpu -npme 1\""},
       {"update", NULL, "with GPUs: auto | gpu | cpu"}},

@@ -311,7 +311,13 @@ int cmd_submit(int argc, char **argv, gpurun_error_t *err)
             goto fail;
     }
     /* Everything checked before anything is written. */
-    if (gpurun_batch_check(job, &site, err) < 0 || self_path(&self, err) < 0 ||
+    char *warnings = NULL;
+    int crc = gpurun_batch_check(job, &site, &warnings, err);
+    if (warnings) /* where the job's inputs lie, before it waits in the queue */
+        for (char *line = strtok(warnings, "\n"); line; line = strtok(NULL, "\n"))
+            fprintf(stderr, "gpurun: warning: %s\n", line);
+    free(warnings);
+    if (crc < 0 || self_path(&self, err) < 0 ||
         gpurun_batch_script(job, site, job_path, self, sets, nset, &script, err) < 0 ||
         gpurun_batch_job_folder(job, &folder, err) < 0 || write_script(folder, script, &path, &script_fd, err) < 0)
         goto fail;

@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <confuse.h>
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -403,7 +404,7 @@ static void check_fom(struct gpurun_conf_ctx *ctx, cfg_t *fom, bool complete)
 
 static const char *const string_keys[] = {"description", "command", "gpu_args", "progress", "rank_env"};
 /* Lists of plain text; a single string is a list of one. */
-static const char *const text_lists[] = {"sanity", "failure", "restart"};
+static const char *const text_lists[] = {"sanity", "failure", "restart", "inputs"};
 static const char *const free_sections[] = {"env", "defaults"};
 
 /* `complete`: libconfuse read the whole file, so a key it lacks is missing
@@ -494,6 +495,12 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     t->setup = gpurun_xcalloc(t->nsetup, sizeof *t->setup);
     for (size_t i = 0; i < t->nsetup; i++)
         t->setup[i] = gpurun_xstrdup(cfg_getnstr(cfg, "setup", (unsigned)i));
+    t->ninputs = cfg_size(cfg, "inputs");
+    t->inputs = gpurun_xcalloc(t->ninputs, sizeof *t->inputs);
+    for (size_t i = 0; i < t->ninputs; i++)
+        t->inputs[i] = gpurun_xstrdup(cfg_getnstr(cfg, "inputs", (unsigned)i));
+    t->inputs_line = gpurun_conf_record_line(ctx, "inputs");
+    t->defaults_line = gpurun_conf_record_line(ctx, "defaults");
     t->nfoms = cfg_size(cfg, "fom");
     t->foms = gpurun_xcalloc(t->nfoms, sizeof *t->foms);
     for (size_t i = 0; i < t->nfoms; i++) {
@@ -564,6 +571,8 @@ static int used_names(const gpurun_template_t *t, const gpurun_job_t *job,
         rc = note_names(t->gpu_args, "key 'gpu_args'", names, err);
     for (size_t i = 0; rc == 0 && i < t->nsetup; i++)
         rc = note_names(t->setup[i], "key 'setup'", names, err);
+    for (size_t i = 0; rc == 0 && i < t->ninputs; i++)
+        rc = note_names(t->inputs[i], "key 'inputs'", names, err);
     for (size_t i = 0; rc == 0 && i < t->nfoms; i++) {
         const struct gpurun_fom *f = &t->foms[i];
         const char *const fields[] = {f->file, f->regex, f->header, f->row, f->after, f->units};
@@ -637,6 +646,7 @@ int gpurun_template_parse(const char *text, size_t len, const char *label, gpuru
         CFG_STR("command", NULL, CFGF_NONE),
         CFG_STR("gpu_args", NULL, CFGF_NONE),
         CFG_STR_LIST("setup", NULL, CFGF_NONE),
+        CFG_STR_LIST("inputs", NULL, CFGF_NONE),
         CFG_SEC("fom", fom_opts, CFGF_MULTI | CFGF_TITLE | CFGF_NO_TITLE_DUPES),
         CFG_STR_LIST("sanity", NULL, CFGF_NONE),
         CFG_STR_LIST("failure", NULL, CFGF_NONE),
@@ -686,6 +696,9 @@ void gpurun_template_destroy(gpurun_template_t *t)
     for (size_t i = 0; i < t->nsetup; i++)
         free(t->setup[i]);
     free(t->setup);
+    for (size_t i = 0; i < t->ninputs; i++)
+        free(t->inputs[i]);
+    free(t->inputs);
     for (size_t i = 0; i < t->nfoms; i++) {
         free(t->foms[i].name);
         free(t->foms[i].file);
@@ -764,4 +777,29 @@ void gpurun_job_names(struct gpurun_kvlist *names, const struct gpurun_job_value
         gpurun_kvlist_set(names, tpl->defaults.items[i].key, tpl->defaults.items[i].value);
     for (size_t i = 0; i < params->n; i++)
         gpurun_kvlist_set(names, params->items[i].key, params->items[i].value);
+    for (size_t i = 0; tpl && v->job_dir && i < tpl->ninputs; i++) {
+        char name[128];
+        const char *val;
+        if (gpurun_template_input_name(tpl->inputs[i], name, sizeof name) && (val = gpurun_kvlist_get(names, name)) &&
+            *val && *val != '/') {
+            char *abs = gpurun_xasprintf("%s/%s", v->job_dir, strncmp(val, "./", 2) ? val : val + 2);
+            gpurun_kvlist_set(names, name, abs);
+            free(abs);
+        }
+    }
+}
+
+bool gpurun_template_input_name(const char *input, char *name, size_t size)
+{
+    size_t n = strlen(input);
+    if (n < 4 || n - 3 >= size || strncmp(input, "${", 2) != 0 || input[n - 1] != '}')
+        return false;
+    if (!isalpha((unsigned char)input[2]) && input[2] != '_')
+        return false;
+    for (size_t i = 2; i < n - 1; i++)
+        if (!isalnum((unsigned char)input[i]) && input[i] != '_')
+            return false;
+    memcpy(name, input + 2, n - 3);
+    name[n - 3] = '\0';
+    return true;
 }

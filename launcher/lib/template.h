@@ -36,6 +36,11 @@ typedef struct gpurun_template {
     char *gpu_args;    /* appended when gpus_per_rank > 0; NULL when none */
     char **setup;      /* commands run once before the ranks */
     size_t nsetup;
+    char **inputs;     /* `inputs`: files the program reads, ${name} unexpanded; checked before anything
+                          starts (inputs.h).  An item that is one ${NAME} makes NAME's value absolute. */
+    size_t ninputs;
+    int inputs_line;   /* where `inputs` and `defaults` are in `path` (0: not known), for messages */
+    int defaults_line;
     struct gpurun_fom *foms;
     size_t nfoms;
     char *sanity;      /* the first of sanity_forms (for messages); NULL when none */
@@ -114,9 +119,16 @@ extern const char *const gpurun_job_value_names[];
 
 /* The table gpurun_expand() reads for a job: its own keys, then the
  * template's defaults (`tpl` may be NULL), then its params, each replacing
- * the one before (params win). */
+ * the one before (params win).  A template's input that is one ${NAME}
+ * (inputs = { "${tpr}" }) and whose value is a relative path gets it as
+ * the job folder's (v->job_dir), absolute: the program runs in the run
+ * folder. */
 void gpurun_job_names(struct gpurun_kvlist *names, const struct gpurun_job_values *v,
                       const gpurun_template_t *tpl, const struct gpurun_kvlist *params);
+
+/* Whether a template's input is one ${NAME} and nothing else: NAME into
+ * `name`. */
+bool gpurun_template_input_name(const char *input, char *name, size_t size);
 
 /* A gpurun_kvlist (util.h) is the usual table of names for
  * gpurun_expand(): set the weakest first (template defaults, then params,

@@ -83,9 +83,4 @@ int gpurun_torchrun_master_env(const struct gpurun_torchrun_settings *s, int por
  * 0, let go at once), or -1 with err (exit 3). */
 int gpurun_torchrun_free_port(gpurun_error_t *err);
 
-/* Whether `path` lies on a file system other hosts share (NFS, Lustre,
- * GPFS, BeeGFS, CephFS, ...): 1, 0 (its type's name in `fs`), -1 when it
- * cannot be told. */
-int gpurun_shared_fs(const char *path, char *fs, size_t size);
-
 #endif

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -565,4 +566,36 @@ const char *gpurun_regex_cost_problem(const char *re)
         return "too costly to compile: a run of parts that can each match nothing (a?, a*, a{0,n} and their "
                "repeats) more than 3000 copies long";
     return NULL;
+}
+
+/* Types of file system that several hosts mount (statfs f_type; Linux's
+ * magic.h and the vendors'), and some that are a host's own. */
+static const struct {
+    unsigned long magic;
+    const char *name;
+    bool shared;
+} fs_types[] = {
+    {0x6969, "nfs", true},           {0x0BD00BD0, "lustre", true},     {0x47504653, "gpfs", true},
+    {0x19830326, "beegfs", true},    {0x00C36400, "cephfs", true},     {0xFF534D42, "cifs", true},
+    {0xFE534D42, "smb2", true},      {0xAAD7AAEA, "panfs", true},      {0x5346414F, "afs", true},
+    {0x6B414653, "afs", true},       {0x01161970, "gfs2", true},       {0x7461636F, "ocfs2", true},
+    {0xEF53, "ext4", false},         {0x58465342, "xfs", false},       {0x9123683E, "btrfs", false},
+    {0x01021994, "tmpfs", false},    {0x794C7630, "overlayfs", false}, {0x2FC12FC1, "zfs", false},
+    {0x858458F6, "ramfs", false},    {0xF2F52010, "f2fs", false},
+};
+
+int gpurun_shared_fs(const char *path, char *fs, size_t size)
+{
+    struct statfs st;
+    if (size)
+        fs[0] = '\0';
+    if (statfs(path, &st) < 0)
+        return -1;
+    for (size_t i = 0; i < sizeof fs_types / sizeof fs_types[0]; i++)
+        if ((unsigned long)st.f_type == fs_types[i].magic) {
+            snprintf(fs, size, "%s", fs_types[i].name);
+            return fs_types[i].shared;
+        }
+    snprintf(fs, size, "type 0x%lx", (unsigned long)st.f_type);
+    return -1;
 }

@@ -101,4 +101,9 @@ void gpurun_strbuf_printf(struct gpurun_strbuf *b, const char *fmt, ...) __attri
  * "(a{1,255}){1,255}") take gigabytes, and deep nesting its stack. */
 const char *gpurun_regex_cost_problem(const char *re);
 
+/* Whether `path` lies on a file system other hosts share (NFS, Lustre,
+ * GPFS, BeeGFS, CephFS, ...): 1, 0 (its type's name in `fs`), -1 when it
+ * cannot be told. */
+int gpurun_shared_fs(const char *path, char *fs, size_t size);
+
 #endif

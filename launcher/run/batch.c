@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "batch.h"
+#include "inputs.h"
 #include "confparse.h"
 #include "container.h"
 #include "rank.h" /* gpurun_rank_program */
@@ -259,7 +260,8 @@ static int check_words(struct gpurun_kvlist *names, const char *what, const char
  * over the template's defaults over the job's keys).  Numbers the node
  * decides stand in as 1: only whether a name is set, and the words, are
  * checked. */
-static int check_commands(const gpurun_job_t *job, const gpurun_template_t *tpl, gpurun_error_t *err)
+static int check_commands(const gpurun_job_t *job, const gpurun_template_t *tpl, char **warnings,
+                          gpurun_error_t *err)
 {
     struct gpurun_kvlist names = {0};
     long nodes = layout_max(job, "nodes", job->nodes), rpn = layout_max(job, "ranks_per_node", job->ranks_per_node);
@@ -300,6 +302,9 @@ static int check_commands(const gpurun_job_t *job, const gpurun_template_t *tpl,
         rc = check_words(&names, what, tpl->setup[i], err);
         free(what);
     }
+    /* The inputs, before the job waits in the queue for them. */
+    if (rc == 0)
+        rc = gpurun_inputs_check(tpl, job, dir, &names, warnings, err);
 out:
     gpurun_kvlist_clear(&names);
     free(dir);
@@ -307,7 +312,7 @@ out:
     return rc;
 }
 
-int gpurun_batch_check(const gpurun_job_t *job, gpurun_site_t **sitep, gpurun_error_t *err)
+int gpurun_batch_check(const gpurun_job_t *job, gpurun_site_t **sitep, char **warnings, gpurun_error_t *err)
 {
     gpurun_template_t *tpl = NULL;
     gpurun_site_t *site = NULL;
@@ -316,7 +321,7 @@ int gpurun_batch_check(const gpurun_job_t *job, gpurun_site_t **sitep, gpurun_er
     *sitep = NULL;
     if (gpurun_template_for_job(job, &tpl, err) < 0 || gpurun_site_for_job(job, &site, err) < 0)
         goto out;
-    if (check_commands(job, tpl, err) < 0)
+    if (check_commands(job, tpl, warnings, err) < 0)
         goto out;
     *sitep = site;
     site = NULL;

@@ -18,9 +18,12 @@
  * lacks is reported on the job file's line of the key, or on the --set
  * that gave it: "job.conf:2: key 'template': template
  * 'gromacz' not found (did you mean 'gromacs'?); looked in ...".  Errors
- * carry run's exit status (2).  *sitep: the job's site profile, NULL when
- * it names none; free with gpurun_site_destroy(). */
-int gpurun_batch_check(const gpurun_job_t *job, gpurun_site_t **sitep, gpurun_error_t *err);
+ * carry run's exit status (2).  The template's input files too
+ * (gpurun_inputs_check): a missing one is found before the queue wait, and
+ * *warnings (NULL: not wanted; free it) gets a line for each that compute
+ * nodes usually cannot see.  *sitep: the job's site profile, NULL when it
+ * names none; free with gpurun_site_destroy(). */
+int gpurun_batch_check(const gpurun_job_t *job, gpurun_site_t **sitep, char **warnings, gpurun_error_t *err);
 
 /* A complete `#!/bin/bash` batch script for `job` (with its --set already
  * applied): #SBATCH lines for the job's layout (the largest of its scan),

@@ -106,8 +106,8 @@ int gpurun_store_start(char *const *argv, int port, long bound_s, int dir_fd, co
         double left = until - now_s();
         if (left <= 0) {
             rc = gpurun_err(err, GPURUN_EXIT_ENV,
-                            "the rendezvous store (%s with torch.distributed.TCPStore) did not listen within %ld s "
-                            "(params.rendezvous_timeout); no rank was started; its output: %s",
+                            "the rendezvous store (%s with torch.distributed.TCPStore) did not listen within %ld s; "
+                            "no rank was started; its output: %s",
                             argv[0], bound_s, log_path);
             break;
         }

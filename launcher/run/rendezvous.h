@@ -15,6 +15,10 @@
 
 #include "error.h"
 
+/* How long the store may take to listen (Python's start and torch's
+ * import), at most. */
+#define GPURUN_STORE_START_S 300L
+
 struct gpurun_store {
     pid_t pid; /* 0: none */
     int port;

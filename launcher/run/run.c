@@ -30,6 +30,7 @@
 #include "site.h"
 #include "template.h"
 #include "topology.h"
+#include "inputs.h"
 #include "rendezvous.h"
 #include "torchrun.h"
 #include "util.h"
@@ -813,14 +814,18 @@ static int start_rendezvous(struct run_ctx *c, struct run_attempt *a, gpurun_err
         gpurun_free_words(argv);
         argv = in;
     }
+    /* Its start is Python's and torch's import, which a cold parallel file
+     * system can make slow: bounded by the job's time limit, at most
+     * GPURUN_STORE_START_S, not by the ranks' rendezvous bound. */
+    long store_bound = c->job->timeout_s > 0 && c->job->timeout_s < GPURUN_STORE_START_S ? c->job->timeout_s
+                                                                                           : GPURUN_STORE_START_S;
     char *log = gpurun_xasprintf("%s/" GPURUN_RUN_RENDEZVOUS_LOG, a->run_dir);
     int fd = gpurun_create_at(a->dfd, GPURUN_RUN_RENDEZVOUS_LOG, O_WRONLY | O_APPEND, a->fmode);
     int src;
     if (fd < 0)
         src = gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot create: %s", log, strerror(errno));
     else
-        src = gpurun_store_start(argv, s.port, s.timeout, a->dfd, a->run_dir, fd, log, &a->store,
-                                 err);
+        src = gpurun_store_start(argv, s.port, store_bound, a->dfd, a->run_dir, fd, log, &a->store, err);
     if (src == 0)
         a->rdv_port = a->store.port;
     if (src == 0)
@@ -1672,6 +1677,35 @@ static void apply_scan(const gpurun_job_t *job, size_t k, gpurun_request_t *req,
     }
 }
 
+/* The template's input files, before anything starts (a dry run's too):
+ * with the job's own values (the layout is the node's to decide; inputs
+ * name params, not it). */
+static int check_inputs(const struct run_ctx *c, gpurun_error_t *err)
+{
+    if (!c->tpl || !c->tpl->ninputs)
+        return 0;
+    const gpurun_job_t *job = c->job;
+#define JOB_NUMBER(v) ((v) > 0 ? (long)(v) : 1L)
+    struct gpurun_job_values vals = {
+        .job = job->name,
+        .template_name = job->template_name,
+        .job_dir = c->job_dir,
+        .run_dir = "RUN_DIR",
+        .nodes = JOB_NUMBER(job->nodes),
+        .ranks_per_node = JOB_NUMBER(job->ranks_per_node),
+        .ranks = JOB_NUMBER(job->nodes) * JOB_NUMBER(job->ranks_per_node),
+        .gpus_per_rank = job->gpus_per_rank >= 0 ? job->gpus_per_rank : 1,
+        .threads_per_rank = JOB_NUMBER(job->threads_per_rank),
+        .repeat = JOB_NUMBER(job->repeat),
+    };
+#undef JOB_NUMBER
+    struct gpurun_kvlist names = {0};
+    gpurun_job_names(&names, &vals, c->tpl, &job->params);
+    int rc = gpurun_inputs_check(c->tpl, job, c->job_dir, &names, NULL, err);
+    gpurun_kvlist_clear(&names);
+    return rc;
+}
+
 int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun_error_t *err)
 {
     struct run_ctx c = {.job = job, .opts = opts};
@@ -1679,7 +1713,8 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
     c.job_dir = realpath(job->dir, NULL);
     if (!c.job_dir)
         c.job_dir = abs_path(job->dir, ".");
-    if (gpurun_template_for_job(job, &c.tpl, err) < 0 || gpurun_site_for_job(job, &c.site, err) < 0) {
+    if (gpurun_template_for_job(job, &c.tpl, err) < 0 || gpurun_site_for_job(job, &c.site, err) < 0 ||
+        check_inputs(&c, err) < 0) {
         rc = err->code;
         goto out;
     }
