@@ -56,6 +56,7 @@
 
 enum expect {
     BOUND,        /* planned, every task bound, no error */
+    BOUND_NO_GPU, /* the same, and no task given a GPU index */
     REFUSED,      /* an error naming `msg`, no variable set, tasks run unbound */
     TASK_REFUSED, /* planned, but the task ids are refused */
     NOTHING,      /* the plugin stays out (off, srun's side), no error */
@@ -416,8 +417,14 @@ static void check(const struct plugin *p, const struct scase *c)
     else
         switch (c->expect) {
         case BOUND:
+        case BOUND_NO_GPU:
             if (rc_of(t, "user") != 0 || !task_rcs_are(t, 0) || any_error || !strstr(t, "setenv GPURUN_LOCAL_RANK="))
                 snprintf(why, sizeof why, "not bound: user_init %d, an error %d", rc_of(t, "user"), any_error);
+            else if (c->expect == BOUND_NO_GPU) {
+                const char *g = strstr(t, "setenv CUDA_VISIBLE_DEVICES=");
+                if (g && g[28] >= '0' && g[28] <= '9')
+                    snprintf(why, sizeof why, "a task was given a GPU: %.40s", g);
+            }
             break;
         case REFUSED:
             if (!err_found)
@@ -599,7 +606,13 @@ int main(void)
          .msg = "4096"},
         {"CUDA_VISIBLE_DEVICES=0-4095 (more than 256 GPUs)", {TOPO}, ON, .env = {"CUDA_VISIBLE_DEVICES=0-4095"}, T1,
          .expect = REFUSED, .msg = "256"},
-        {"CUDA_VISIBLE_DEVICES=-1", {TOPO}, ON, .env = {"CUDA_VISIBLE_DEVICES=-1"}, T1, .expect = REFUSED,
+        {"CUDA_VISIBLE_DEVICES=-1 (CUDA's 'no GPU'): bound without GPUs", {TOPO}, ON,
+         .env = {"CUDA_VISIBLE_DEVICES=-1"}, T1, .expect = BOUND_NO_GPU},
+        {"CUDA_VISIBLE_DEVICES=0,1 gives a GPU (the check above can fail)", {TOPO}, ON,
+         .env = {"CUDA_VISIBLE_DEVICES=0,1"}, T1, .expect = BOUND},
+        {"SLURM_STEP_GPUS=-1 (no such form from Slurm)", {TOPO}, ON, .env = {"SLURM_STEP_GPUS=-1"}, T1,
+         .expect = REFUSED, .msg = "SLURM_STEP_GPUS"},
+        {"CUDA_VISIBLE_DEVICES=-1,0", {TOPO}, ON, .env = {"CUDA_VISIBLE_DEVICES=-1,0"}, T1, .expect = REFUSED,
          .msg = "CUDA_VISIBLE_DEVICES"},
         {"CUDA_VISIBLE_DEVICES=3-1 (backwards)", {TOPO}, ON, .env = {"CUDA_VISIBLE_DEVICES=3-1"}, T1,
          .expect = REFUSED, .msg = "CUDA_VISIBLE_DEVICES"},

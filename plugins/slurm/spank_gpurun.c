@@ -247,6 +247,10 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
         if (got == 0)
             gpus_from = gpu_vars[i];
     }
+    /* CUDA's and ROCm's way to hide every GPU: no GPU for the tasks. */
+    if (gpus_from && strcmp(gpus_from, "SLURM_STEP_GPUS") && strcmp(gpus_from, "SLURM_JOB_GPUS") &&
+        !strcmp(buf, "-1"))
+        buf[0] = '\0';
 
     gpurun_error_t err;
     gpurun_plan_request_t *req = NULL;
