@@ -1031,8 +1031,10 @@ static void finish_ranks(struct plan_cores *pc, int rpn)
         for (; i < pc->nparts && pc->parts[i].rank == r; i++) {
             struct part *pt = &pc->parts[i];
             int nl = pt->nlocal, ne = pt->nunits - pt->nlocal, ng = pt->gpus ? pt->w : 1;
-            qsort(pt->units, (size_t)nl, sizeof *pt->units, unit_cmp);
-            qsort(pt->units + nl, (size_t)ne, sizeof *pt->units, unit_cmp);
+            if (nl > 1) /* (qsort of NULL is undefined even for 0 items) */
+                qsort(pt->units, (size_t)nl, sizeof *pt->units, unit_cmp);
+            if (ne > 1)
+                qsort(pt->units + nl, (size_t)ne, sizeof *pt->units, unit_cmp);
             for (int g = 0; g < ng; g++) {
                 int lo = (int)((long)g * nl / ng), hi = (int)((long)(g + 1) * nl / ng);
                 int elo = (int)((long)g * ne / ng), ehi = (int)((long)(g + 1) * ne / ng);
