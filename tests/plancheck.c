@@ -353,6 +353,39 @@ static int check_rank(const gpurun_plan_t *p, const gpurun_rank_plan_t *r, char 
                 }
             }
         }
+        /* Which cores go with which GPU: every GPU listed, each its rank's
+         * cores only, all of them together its cores (the plan document
+         * says so for a rank of several GPUs). */
+        if (r->ngpus > 1) {
+            if (!r->gpu_cpus)
+                return fail(why, len, "rank %d has %d GPUs and no gpu_cpus", r->rank, r->ngpus);
+            hwloc_bitmap_t all = hwloc_bitmap_alloc();
+            int bad = -1;
+            for (int g = 0; g < r->ngpus; g++) {
+                if (!hwloc_bitmap_isincluded(r->gpu_cpus[g], r->cpuset))
+                    bad = g;
+                hwloc_bitmap_or(all, all, r->gpu_cpus[g]);
+            }
+            int whole = hwloc_bitmap_isequal(all, r->cpuset);
+            hwloc_bitmap_free(all);
+            if (bad >= 0 || !whole)
+                return fail(why, len, "rank %d: its gpu_cpus are not its cpus, shared out (GPU %d)", r->rank,
+                            bad >= 0 ? t->gpus[r->gpus[bad]].index : -1);
+            json_t *doc = gpurun_plan_json(p);
+            json_t *gc = json_object_get(json_array_get(json_object_get(doc, "ranks"), (size_t)r->rank), "gpu_cpus");
+            bool listed = json_is_object(gc) && json_object_size(gc) == (size_t)r->ngpus;
+            for (int g = 0; g < r->ngpus && listed; g++) {
+                char key[16];
+                snprintf(key, sizeof key, "%d", t->gpus[r->gpus[g]].index);
+                json_t *v = json_object_get(gc, key);
+                char *want = hwloc_bitmap_iszero(r->gpu_cpus[g]) ? NULL : gpurun_cpuset_list(r->gpu_cpus[g]);
+                listed = want ? json_is_string(v) && !strcmp(json_string_value(v), want) : json_is_null(v);
+                free(want);
+            }
+            json_decref(doc);
+            if (!listed)
+                return fail(why, len, "rank %d: the plan document's gpu_cpus do not list its GPUs' cpus", r->rank);
+        }
         /* OpenMP places: every PU of the rank once, the first near its
          * first GPU (so the thread that drives it, and its memory, are). */
         const char *pl = env_get(r, "OMP_PLACES");
