@@ -495,7 +495,7 @@ static void compare(const struct node *nd, const struct scenario *s)
         {"GPUs with no core of their rank in their package", g.far, m.far},
         {"PUs with two ranks or more while PUs are idle", g.stacked, m.stacked},
         {"cores with two ranks or more while cores are idle", g.core_shared, m.core_shared},
-        {"idle cores in the packages of the ranks' GPUs", g.idle, m.idle},
+        {"idle cores in the packages of the ranks' GPUs (of the node without GPUs)", g.idle, m.idle},
     };
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {
         if (d[i].a < d[i].b)
