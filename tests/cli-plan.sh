@@ -100,4 +100,29 @@ jq_out '(.ranks | length) == 4 and .ranks[1].env.ZE_AFFINITY_MASK == "1" and .ra
            and .ranks[1].env.ZE_FLAT_DEVICE_HIERARCHY == "COMPOSITE" and .ranks[1].env.ZE_ENABLE_PCI_ID_DEVICE_ORDER == "1"'
 expect_rc 0 "pvc without its tiles: 4 whole GPUs, COMPOSITE masks in PCI order"
 
+# cpu_locality (issue 28): GPU ranks share out their package's NUMA nodes
+# without GPUs by default; the job key, --set and --cpu-locality keep them
+# near their GPUs only.
+SNC=$FIXTURES/snc2-3gpu.xml
+run "$GPURUN" plan --topology "$SNC" --json
+jq_out '[.ranks[].cpus] == ["0-1,4-5","2-3,6-7","8-15"] and .ranks[0].env.OMP_PLACES == "{4}:2,{0}:2"
+           and .ranks[0].numa == [0,1]'
+expect_rc 0 "snc2: by default each GPU rank also gets a share of its package's NUMA node without GPUs"
+run "$GPURUN" plan --topology "$SNC" --cpu-locality gpu --json
+jq_out '[.ranks[].cpus] == ["4-5","6-7","8-11"] and .ranks[0].env.OMP_PLACES == "cores"'
+expect_rc 0 "--cpu-locality gpu: cores near the GPUs only"
+printf 'job = "near"\ncpu_locality = "gpu"\n' >"$TMP/near.conf"
+run "$GPURUN" plan "$TMP/near.conf" --topology "$SNC" --json
+jq_out '[.ranks[].cpus] == ["4-5","6-7","8-11"]'
+expect_rc 0 "cpu_locality = \"gpu\" in the job file"
+run "$GPURUN" plan "$TMP/near.conf" --topology "$SNC" --cpu-locality package --json
+jq_out '.ranks[2].cpus == "8-15"'
+expect_rc 0 "--cpu-locality package overrides the job file"
+run "$GPURUN" plan --topology "$SNC" --cpu-locality numa
+expect_rc 2 "--cpu-locality numa is exit 2"
+contains "$TMP/err" "plan: --cpu-locality: expected package or gpu, got 'numa'" "... naming the values"
+run "$GPURUN" plan --topology "$SNC" --ranks-per-node 1 --gpus-per-rank 3 --threads-per-rank 3 --json
+jq_out '.ranks[0].cpus == "4-5,8" and .ranks[0].gpu_cpus == {"0":"4","1":"5","2":"8"}'
+expect_rc 0 "one rank with 3 GPUs: a core near each, gpu_cpus says which"
+
 done_testing

@@ -112,6 +112,23 @@ run srun -n 2 --gpurun=off -l "$TMP/report.sh"
 ! grep -q 'LOCAL=[0-9]' "$TMP/out"
 ok $? "... and --gpurun=off opts out"
 
+# cpu_locality=gpu (plugstack.conf) is planned as gpurun plan --cpu-locality gpu plans it; an unknown value
+# is logged and ignored.
+echo "optional $SPANK_GPURUN default=closest cpu_locality=gpu topology=$XML" >"$PLUGSTACK"
+"$GPURUN" plan --json --topology "$XML" --ranks-per-node 2 --cpu-locality gpu >"$TMP/plan.json"
+run srun -n 2 -l "$TMP/report.sh"
+[ "$(got_line 0)" = "$(want 0)" ] && [ "$(got_line 1)" = "$(want 1)" ]
+ok $? "cpu_locality=gpu in plugstack.conf: tasks bound as gpurun plan --cpu-locality gpu plans them"
+! grep -q "argument 'cpu_locality=gpu' not understood" "$TMP/err" "$GPURUN_SLURM_DIR/log/slurmd.log"
+ok $? "... an argument the plugin knows"
+echo "optional $SPANK_GPURUN default=closest cpu_locality=numa topology=$XML" >"$PLUGSTACK"
+run srun -n 2 -l "$TMP/report.sh"
+grep -q "argument 'cpu_locality=numa' not understood" "$TMP/err" "$GPURUN_SLURM_DIR/log/slurmd.log"
+ok $? "cpu_locality=numa: logged as not understood"
+"$GPURUN" plan --json --topology "$XML" --ranks-per-node 2 >"$TMP/plan.json"
+[ "$(got_line 0)" = "$(want 0)" ]
+ok $? "... and ignored: the default plan"
+
 # A failure never fails the job unless the site says so.
 echo "optional $SPANK_GPURUN default=closest topology=$TMP/missing.xml" >"$PLUGSTACK"
 run srun -n 2 -l "$TMP/report.sh"

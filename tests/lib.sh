@@ -47,9 +47,17 @@ run() {
 }
 
 # jq_out FILTER: jq -e FILTER on the last command's stdout, read from a copy
-# (run would truncate $TMP/out before jq could read it); sets $rc.
+# (run would truncate $TMP/out before jq could read it); sets $rc.  Empty
+# output fails (rc 4, as jq -e's "no result"): jq 1.6 -e exits 0 on empty
+# input, which passed the check of a command that printed nothing.
 jq_out() {
     cp "$TMP/out" "$TMP/out.json"
+    if [ ! -s "$TMP/out.json" ]; then
+        cp "$TMP/err" "$TMP/err.cmd" 2>/dev/null
+        run sh -c 'echo "jq_out: the command printed nothing; its stderr:" >&2; cat "$1" >&2; exit 4' sh \
+            "$TMP/err.cmd"
+        return
+    fi
     run jq -e "$1" "$TMP/out.json"
 }
 

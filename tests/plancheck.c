@@ -83,6 +83,75 @@ static enum gpurun_affinity nearest_nics(const gpurun_topo_t *t, const gpurun_ra
     return best_cls;
 }
 
+/* The cpus a rank may have near its GPUs: their localities and, with
+ * cpu_locality = package, the rest of their packages but for the NUMA
+ * domains near any GPU of the plan (every rank's GPUs on the node). */
+static void gpu_region(const gpurun_plan_t *p, const gpurun_rank_plan_t *r, hwloc_bitmap_t out)
+{
+    const gpurun_topo_t *t = p->topo;
+    hwloc_bitmap_zero(out);
+    for (int g = 0; g < r->ngpus; g++)
+        hwloc_bitmap_or(out, out, t->gpus[r->gpus[g]].cpuset);
+    if (p->req.cpu_locality != GPURUN_CPULOC_PACKAGE || r->ngpus == 0)
+        return;
+    hwloc_bitmap_t near = hwloc_bitmap_alloc(), taken = hwloc_bitmap_alloc(), pkgs = hwloc_bitmap_alloc();
+    const gpurun_rank_plan_t *rk = &p->ranks[r->node * p->req.ranks_per_node];
+    for (int a = 0; a < p->req.ranks_per_node; a++)
+        for (int g = 0; g < rk[a].ngpus; g++)
+            hwloc_bitmap_or(near, near, t->gpus[rk[a].gpus[g]].cpuset);
+    for (hwloc_obj_t n = NULL; (n = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, n));)
+        if (hwloc_bitmap_intersects(n->cpuset, near))
+            hwloc_bitmap_or(taken, taken, n->cpuset);
+    hwloc_bitmap_or(taken, taken, near);
+    int npkg = hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_PACKAGE);
+    for (int g = 0; g < r->ngpus; g++) {
+        hwloc_const_cpuset_t gc = t->gpus[r->gpus[g]].cpuset;
+        for (int k = 0; k < npkg; k++) {
+            hwloc_obj_t pk = hwloc_get_obj_by_type(t->hw, HWLOC_OBJ_PACKAGE, (unsigned)k);
+            if (!hwloc_bitmap_iszero(gc) && hwloc_bitmap_isincluded(gc, pk->cpuset))
+                hwloc_bitmap_or(pkgs, pkgs, pk->cpuset);
+        }
+        if (npkg == 0)
+            hwloc_bitmap_copy(pkgs, hwloc_topology_get_topology_cpuset(t->hw));
+    }
+    hwloc_bitmap_andnot(pkgs, pkgs, taken);
+    hwloc_bitmap_or(out, out, pkgs);
+    hwloc_bitmap_free(near);
+    hwloc_bitmap_free(taken);
+    hwloc_bitmap_free(pkgs);
+}
+
+/* OMP_PLACES as a list of PUs, in order: "{16}:16,{0}" is 16..31, 0.
+ * 0 with the list, 1 for "cores"/"threads", -1 when malformed. */
+static int places_list(const char *v, int *pus, int cap, int *n)
+{
+    *n = 0;
+    if (!strcmp(v, "cores") || !strcmp(v, "threads"))
+        return 1;
+    while (*v) {
+        int first, len = 1, used = 0;
+        if (sscanf(v, "{%d}%n", &first, &used) != 1 || used == 0)
+            return -1;
+        v += used;
+        if (*v == ':') {
+            used = 0;
+            if (sscanf(v, ":%d%n", &len, &used) != 1 || used == 0 || len < 1)
+                return -1;
+            v += used;
+        }
+        for (int i = 0; i < len; i++) {
+            if (*n >= cap)
+                return -1;
+            pus[(*n)++] = first + i;
+        }
+        if (*v == ',')
+            v++;
+        else if (*v)
+            return -1;
+    }
+    return 0;
+}
+
 static bool plain(hwloc_obj_t n)
 {
     return !n->subtype || !strcasecmp(n->subtype, "DRAM");
@@ -234,16 +303,114 @@ static int check_rank(const gpurun_plan_t *p, const gpurun_rank_plan_t *r, char 
         if (!hwloc_bitmap_isincluded(r->cpuset, hwloc_topology_get_topology_cpuset(t->hw)) ||
             !hwloc_bitmap_isincluded(r->cpuset, hwloc_topology_get_allowed_cpuset(t->hw)))
             return fail(why, len, "rank %d has an offline or disallowed PU", r->rank);
-        /* Inside its GPUs' locality (unless the planner said it had to widen). */
+        /* Inside its GPUs' locality, or with cpu_locality = package on
+         * their packages' NUMA nodes without GPUs (unless the planner said
+         * it had to widen). */
         if (r->ngpus && !warned(p, "no usable cores")) {
             hwloc_bitmap_t loc = hwloc_bitmap_alloc();
-            for (int g = 0; g < r->ngpus; g++)
-                hwloc_bitmap_or(loc, loc, t->gpus[r->gpus[g]].cpuset);
+            gpu_region(p, r, loc);
             int inside = hwloc_bitmap_isincluded(r->cpuset, loc);
             hwloc_bitmap_free(loc);
             if (!inside)
-                return fail(why, len, "rank %d's cpus leave its GPUs' locality", r->rank);
+                return fail(why, len, "rank %d's cpus leave its GPUs' locality%s", r->rank,
+                            q->cpu_locality == GPURUN_CPULOC_PACKAGE ? " and their packages' NUMA nodes without GPUs"
+                                                                     : "");
         }
+        /* Every GPU of the rank has cores near it, as many as its share of
+         * threads_per_rank, when the rank has cores for all of them. */
+        if (r->ngpus > 1 && !warned(p, "no usable cores") && !warned(p, "share")) {
+            int ndom = 0, bad = -1, ncores = 0;
+            for (int g = 0; g < r->ngpus; g++) {
+                bool dup = false;
+                for (int h = 0; h < g; h++)
+                    dup |= hwloc_bitmap_isequal(t->gpus[r->gpus[h]].cpuset, t->gpus[r->gpus[g]].cpuset);
+                ndom += !dup;
+            }
+            for (hwloc_obj_t c = NULL;
+                 (c = hwloc_get_next_obj_covering_cpuset_by_type(t->hw, r->cpuset, HWLOC_OBJ_CORE, c));)
+                ncores++;
+            if (ncores == 0)
+                ncores = hwloc_bitmap_weight(r->cpuset);
+            for (int g = 0; g < r->ngpus && ncores >= ndom && bad < 0; g++)
+                if (!hwloc_bitmap_intersects(r->cpuset, t->gpus[r->gpus[g]].cpuset))
+                    bad = g;
+            if (bad >= 0)
+                return fail(why, len, "rank %d has %d cores for %d GPU localities, none near GPU %d", r->rank, ncores,
+                            ndom, t->gpus[r->gpus[bad]].index);
+            if (q->threads_per_rank != GPURUN_UNSET && !q->smt) {
+                for (int g = 0; g < r->ngpus; g++) {
+                    int same = 0;
+                    for (int h = 0; h < r->ngpus; h++)
+                        same += hwloc_bitmap_isequal(t->gpus[r->gpus[h]].cpuset, t->gpus[r->gpus[g]].cpuset);
+                    hwloc_bitmap_t in = hwloc_bitmap_alloc();
+                    hwloc_bitmap_and(in, r->cpuset, t->gpus[r->gpus[g]].cpuset);
+                    double want = (double)q->threads_per_rank * same / r->ngpus;
+                    int got = hwloc_bitmap_weight(in);
+                    hwloc_bitmap_free(in);
+                    if (got < want - 1 || got > want + 1)
+                        return fail(why, len, "rank %d has %d cpus near GPU %d, its share of %d threads is %.1f",
+                                    r->rank, got, t->gpus[r->gpus[g]].index, q->threads_per_rank, want);
+                }
+            }
+        }
+        /* Which cores go with which GPU: every GPU listed, each its rank's
+         * cores only, all of them together its cores (the plan document
+         * says so for a rank of several GPUs). */
+        if (r->ngpus > 1) {
+            if (!r->gpu_cpus)
+                return fail(why, len, "rank %d has %d GPUs and no gpu_cpus", r->rank, r->ngpus);
+            hwloc_bitmap_t all = hwloc_bitmap_alloc();
+            int bad = -1;
+            for (int g = 0; g < r->ngpus; g++) {
+                if (!hwloc_bitmap_isincluded(r->gpu_cpus[g], r->cpuset))
+                    bad = g;
+                hwloc_bitmap_or(all, all, r->gpu_cpus[g]);
+            }
+            int whole = hwloc_bitmap_isequal(all, r->cpuset);
+            hwloc_bitmap_free(all);
+            if (bad >= 0 || !whole)
+                return fail(why, len, "rank %d: its gpu_cpus are not its cpus, shared out (GPU %d)", r->rank,
+                            bad >= 0 ? t->gpus[r->gpus[bad]].index : -1);
+            json_t *doc = gpurun_plan_json(p);
+            json_t *gc = json_object_get(json_array_get(json_object_get(doc, "ranks"), (size_t)r->rank), "gpu_cpus");
+            bool listed = json_is_object(gc) && json_object_size(gc) == (size_t)r->ngpus;
+            for (int g = 0; g < r->ngpus && listed; g++) {
+                char key[16];
+                snprintf(key, sizeof key, "%d", t->gpus[r->gpus[g]].index);
+                json_t *v = json_object_get(gc, key);
+                char *want = hwloc_bitmap_iszero(r->gpu_cpus[g]) ? NULL : gpurun_cpuset_list(r->gpu_cpus[g]);
+                listed = want ? json_is_string(v) && !strcmp(json_string_value(v), want) : json_is_null(v);
+                free(want);
+            }
+            json_decref(doc);
+            if (!listed)
+                return fail(why, len, "rank %d: the plan document's gpu_cpus do not list its GPUs' cpus", r->rank);
+        }
+        /* OpenMP places: every PU of the rank once, the first near its
+         * first GPU (so the thread that drives it, and its memory, are). */
+        const char *pl = env_get(r, "OMP_PLACES");
+        int cap = hwloc_bitmap_weight(r->cpuset) + 1, npl = 0;
+        int *pus = gpurun_xcalloc((size_t)cap, sizeof *pus);
+        int form = pl ? places_list(pl, pus, cap, &npl) : -1;
+        int first = form == 0 && npl ? pus[0] : hwloc_bitmap_first(r->cpuset);
+        bool each_once = form == 1;
+        if (form == 0) {
+            hwloc_bitmap_t got = hwloc_bitmap_alloc();
+            each_once = npl == hwloc_bitmap_weight(r->cpuset);
+            for (int i = 0; i < npl; i++) {
+                each_once &= !hwloc_bitmap_isset(got, (unsigned)pus[i]);
+                hwloc_bitmap_set(got, (unsigned)pus[i]);
+            }
+            each_once &= hwloc_bitmap_isequal(got, r->cpuset);
+            hwloc_bitmap_free(got);
+        }
+        free(pus);
+        if (!each_once)
+            return fail(why, len, "rank %d: OMP_PLACES=%s does not list its cpus once each", r->rank, pl ? pl : "(unset)");
+        if (r->ngpus && hwloc_bitmap_intersects(r->cpuset, t->gpus[r->gpus[0]].cpuset) &&
+            !hwloc_bitmap_isset(t->gpus[r->gpus[0]].cpuset, (unsigned)first))
+            return fail(why, len, "rank %d: its first OpenMP place (PU %d, OMP_PLACES=%s) is not near its first GPU",
+                        r->rank, first, pl);
         /* One PU per core unless smt. */
         hwloc_obj_t core = NULL;
         while ((core = hwloc_get_next_obj_covering_cpuset_by_type(t->hw, r->cpuset, HWLOC_OBJ_CORE, core))) {
@@ -387,6 +554,100 @@ int plancheck(const gpurun_plan_t *p, char *why, size_t len)
                 return -1;
         }
     }
+    /* Ranks share a PU only once every PU they could have has a rank
+     * (SMT siblings first), and a warning says how many share each. */
+    if (p->req.bind == GPURUN_BIND_CLOSEST) {
+        const gpurun_rank_plan_t *rk = &p->ranks[0];
+        int last = hwloc_bitmap_last(hwloc_topology_get_topology_cpuset(t->hw)), most = 0;
+        int *load = gpurun_xcalloc((size_t)(last + 2), sizeof *load);
+        for (int a = 0; a < rpn; a++) {
+            int pu;
+            hwloc_bitmap_foreach_begin(pu, rk[a].cpuset)
+            {
+                if (pu <= last && ++load[pu] > most)
+                    most = load[pu];
+            }
+            hwloc_bitmap_foreach_end();
+        }
+        int rc = 0;
+        char count[64];
+        snprintf(count, sizeof count, "have %d ranks", most);
+        if (most > 1 && (!warned(p, "compete for cores") || !warned(p, count)))
+            rc = fail(why, len, "%d ranks on one PU, and no warning says the PUs %s", most, count);
+        hwloc_bitmap_t region = hwloc_bitmap_alloc();
+        for (int a = 0; a < rpn && most > 1 && rc == 0 && !p->req.smt; a++) {
+            bool stacked = false;
+            int pu;
+            hwloc_bitmap_foreach_begin(pu, rk[a].cpuset)
+            {
+                stacked |= pu <= last && load[pu] > 1;
+            }
+            hwloc_bitmap_foreach_end();
+            if (!stacked)
+                continue;
+            if (rk[a].ngpus)
+                gpu_region(p, &rk[a], region);
+            else
+                for (hwloc_obj_t n = NULL; (n = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_NUMANODE, n));)
+                    if (hwloc_bitmap_intersects(n->cpuset, rk[a].cpuset))
+                        hwloc_bitmap_or(region, region, n->cpuset);
+            hwloc_obj_type_t ct = hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_CORE) ? HWLOC_OBJ_CORE : HWLOC_OBJ_PU;
+            for (hwloc_obj_t c = NULL; rc == 0 && (c = hwloc_get_next_obj_by_type(t->hw, ct, c));) {
+                if (hwloc_bitmap_iszero(c->cpuset) || !hwloc_bitmap_isincluded(c->cpuset, region) ||
+                    (p->req.allowed_cpus && !hwloc_bitmap_isincluded(c->cpuset, p->req.allowed_cpus)))
+                    continue;
+                hwloc_bitmap_foreach_begin(pu, c->cpuset)
+                {
+                    if (rc == 0 && pu <= last && load[pu] == 0)
+                        rc = fail(why, len, "rank %d shares a PU with another rank while PU %d near it has none",
+                                  rk[a].rank, pu);
+                }
+                hwloc_bitmap_foreach_end();
+            }
+        }
+        /* cpu_locality = package, no threads_per_rank: a package's NUMA
+         * nodes without GPUs are shared out among its GPU ranks (fewer idle
+         * cores there than the ranks' GPUs in the package). */
+        if (rc == 0 && p->req.cpu_locality == GPURUN_CPULOC_PACKAGE && p->req.threads_per_rank == GPURUN_UNSET &&
+            p->req.gpus_per_rank > 0 && most <= 1) {
+            int npkg = hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_PACKAGE);
+            hwloc_bitmap_t used = hwloc_bitmap_alloc();
+            for (int a = 0; a < rpn; a++)
+                hwloc_bitmap_or(used, used, rk[a].cpuset);
+            for (int k = 0; k < npkg && rc == 0; k++) {
+                hwloc_obj_t pk = hwloc_get_obj_by_type(t->hw, HWLOC_OBJ_PACKAGE, (unsigned)k);
+                int gpus = 0, idle = 0;
+                hwloc_bitmap_zero(region);
+                for (int a = 0; a < rpn; a++)
+                    for (int g = 0; g < rk[a].ngpus; g++)
+                        if (hwloc_bitmap_isincluded(t->gpus[rk[a].gpus[g]].cpuset, pk->cpuset) &&
+                            !hwloc_bitmap_iszero(t->gpus[rk[a].gpus[g]].cpuset)) {
+                            gpus++;
+                            hwloc_bitmap_t one = hwloc_bitmap_alloc();
+                            gpu_region(p, &rk[a], one); /* its package's part without GPUs */
+                            for (int h = 0; h < rk[a].ngpus; h++)
+                                hwloc_bitmap_andnot(one, one, t->gpus[rk[a].gpus[h]].cpuset);
+                            hwloc_bitmap_and(one, one, pk->cpuset);
+                            hwloc_bitmap_or(region, region, one);
+                            hwloc_bitmap_free(one);
+                        }
+                if (gpus == 0)
+                    continue;
+                for (hwloc_obj_t c = NULL; (c = hwloc_get_next_obj_by_type(t->hw, HWLOC_OBJ_CORE, c));)
+                    if (!hwloc_bitmap_iszero(c->cpuset) && hwloc_bitmap_isincluded(c->cpuset, region) &&
+                        (!p->req.allowed_cpus || hwloc_bitmap_isincluded(c->cpuset, p->req.allowed_cpus)))
+                        idle += !hwloc_bitmap_intersects(c->cpuset, used);
+                if (idle >= gpus)
+                    rc = fail(why, len, "package %u: %d cores of its NUMA nodes without GPUs are idle, with %d GPU%s "
+                              "in its ranks", pk->os_index, idle, gpus, gpus == 1 ? "" : "s");
+            }
+            hwloc_bitmap_free(used);
+        }
+        hwloc_bitmap_free(region);
+        free(load);
+        if (rc < 0)
+            return -1;
+    }
     /* CPU-only ranks use every NUMA domain they can. */
     if (p->req.gpus_per_rank == 0 && p->req.bind == GPURUN_BIND_CLOSEST) {
         hwloc_bitmap_t used = hwloc_bitmap_alloc();
@@ -444,9 +705,11 @@ int plancheck_ranks_per_gpu(const gpurun_plan_t *p, int n, char *why, size_t len
         bool last = r->local_rank >= rpn - last_gpu_ranks;
         if (rc == 0 && count != (last ? last_gpu_ranks : n))
             rc = fail(why, len, "GPU %d has %d ranks, ranks_per_gpu = %d", t->gpus[r->gpus[0]].index, count, n);
-        if (rc == 0 && !hwloc_bitmap_isincluded(r->cpuset, t->gpus[r->gpus[0]].cpuset) &&
-            !warned(p, "no usable cores"))
+        hwloc_bitmap_t region = hwloc_bitmap_alloc();
+        gpu_region(p, r, region);
+        if (rc == 0 && !hwloc_bitmap_isincluded(r->cpuset, region) && !warned(p, "no usable cores"))
             rc = fail(why, len, "rank %d's cpus leave its GPU's locality", i);
+        hwloc_bitmap_free(region);
         if (rc == 0 && !json_equal(json_object_get(json_array_get(jranks, (size_t)i), "gpu_ranks"), want)) {
             char *got = json_dumps(json_object_get(json_array_get(jranks, (size_t)i), "gpu_ranks"), JSON_ENCODE_ANY);
             char *w = json_dumps(want, 0);

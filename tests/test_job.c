@@ -67,6 +67,8 @@ static const struct bad bad[] = {
      "'mpirun'?)"},
     {"bad enum", "gpu_visibility = \"everything\"\n", 0,
      "job.conf:1: key 'gpu_visibility': 'everything' is not one of isolate, shared"},
+    {"bad cpu_locality", "cpu_locality = \"numa\"\n", 0,
+     "job.conf:1: key 'cpu_locality': 'numa' is not one of package, gpu"},
     {"bad boolean", "smt = maybe\n", 0,
      "job.conf:1: key 'smt': expected true or false, got 'maybe'"},
     {"bad timeout", "timeout = \"30 minutes\"\n", 0,
@@ -264,6 +266,7 @@ static void test_spec_example(void)
     is_int(job->launcher, GPURUN_LAUNCHER_AUTO, "launcher");
     is_int(job->bind, GPURUN_BIND_CLOSEST, "bind");
     is_int(job->gpu_visibility, GPURUN_GPUVIS_ISOLATE, "gpu_visibility");
+    is_int(job->cpu_locality, GPURUN_CPULOC_PACKAGE, "cpu_locality: package by default");
     is_int(job->gpudirect, GPURUN_GPUDIRECT_AUTO, "gpudirect");
     is_int(job->timeout_s, 1800, "timeout");
     is_int(job->repeat, 1, "repeat");
@@ -332,14 +335,14 @@ static void test_defaults(void)
 static void test_values(void)
 {
     gpurun_job_t *job =
-        parse_ok("launcher = srun bind = none gpu_visibility = shared\n"
+        parse_ok("launcher = srun bind = none gpu_visibility = shared cpu_locality = gpu\n"
                  "gpudirect = off smt = yes oversubscribe = true\n"
                  "gpus_per_rank = 2 nodes = 4 repeat = 3 results = \"out/runs\"\n"
                  "scan { threads_per_rank = {8, 4} nodes = 1 gpus_per_rank = {1, 2} }\n",
                  "job.conf", "every enum and bool");
     if (job) {
         ok(job->launcher == GPURUN_LAUNCHER_SRUN && job->bind == GPURUN_BIND_NONE &&
-               job->gpu_visibility == GPURUN_GPUVIS_SHARED &&
+               job->gpu_visibility == GPURUN_GPUVIS_SHARED && job->cpu_locality == GPURUN_CPULOC_GPU &&
                job->gpudirect == GPURUN_GPUDIRECT_OFF,
            "enums");
         ok(job->smt && job->oversubscribe, "booleans");

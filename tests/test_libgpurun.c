@@ -191,6 +191,45 @@ static void binding_checks(const char *top)
     gpurun_topology_destroy(t);
 }
 
+/* cpu_locality (API 2): a GPU rank's share of its package's NUMA nodes
+ * without GPUs, or its GPU's cores only. */
+static void cpu_locality_checks(const char *top)
+{
+    char xml[4096];
+    snprintf(xml, sizeof xml, "%s/tests/fixtures/snc2-3gpu.xml", top);
+    gpurun_error_t err;
+    gpurun_topology_t *t;
+    if (gpurun_topology_load(xml, 0, &t, &err) != 0) {
+        ok(0, "load %s: %s", xml, err.text);
+        return;
+    }
+    const char *want[] = {"0-1,4-5", "4-5", "4-5", "0-1,4-5"};
+    gpurun_plan_request_t *r;
+    gpurun_plan_request_create(&r, &err);
+    for (int i = 0; i < 4; i++) {
+        const char *how = i == 0 ? "by default" : i == 1 ? "with GPURUN_REQ_CPUS_GPU" : i == 2 ? "from JSON \"gpu\""
+                                                                                            : "from JSON \"package\"";
+        int rc = i == 1   ? gpurun_plan_request_set(r, GPURUN_REQ_CPU_LOCALITY, GPURUN_REQ_CPUS_GPU, &err)
+                 : i == 2 ? gpurun_plan_request_set_json(r, "{\"cpu_locality\": \"gpu\"}", &err)
+                 : i == 3 ? gpurun_plan_request_set_json(r, "{\"cpu_locality\": \"package\"}", &err)
+                          : 0;
+        gpurun_placement_t *p = NULL;
+        gpurun_binding_t *b = NULL;
+        if (rc == 0)
+            rc = gpurun_placement_create(t, r, &p, &err);
+        if (rc == 0)
+            rc = gpurun_binding_get(p, 0, 0, &b, &err);
+        is_str(rc == 0 ? gpurun_binding_cpus(b) : err.text, want[i], "snc2: local rank 0's cpus %s", how);
+        gpurun_binding_destroy(b);
+        gpurun_placement_destroy(p);
+    }
+    is_int(gpurun_plan_request_set(r, GPURUN_REQ_CPU_LOCALITY, 2, &err), GPURUN_ERR_CONFIG, "cpu_locality 2 refused");
+    is_int(gpurun_plan_request_set_json(r, "{\"cpu_locality\": \"numa\"}", &err), GPURUN_ERR_CONFIG,
+           "cpu_locality \"numa\" refused");
+    gpurun_plan_request_destroy(r);
+    gpurun_topology_destroy(t);
+}
+
 /* Apply a one-core binding on this node, inside what this process may use,
  * to a child (by pid) and to the calling thread of another; read both back. */
 static void apply_checks(void)
@@ -459,6 +498,7 @@ int main(void)
     request_checks();
     allow_list_checks();
     binding_checks(top);
+    cpu_locality_checks(top);
     apply_checks();
     thread_checks(top);
     return done_testing();

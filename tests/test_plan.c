@@ -1121,7 +1121,7 @@ static void ranks_per_gpu(void)
                                                "cisco-usnic.xml", "cpuless-numa.xml", "gpu-order-not-numa.xml",
                                                "hybrid-pe-cores.xml", "memoryless-numa.xml", "npu-laptop.xml",
                                                "pvc-tiles.xml", "single-gpu-ws.xml", "sriov-host.xml", "sriov-vf-next-bus.xml",
-                                               "sriov-vm.xml", "slingshot400-2s-4gpu.xml",
+                                               "sriov-vm.xml", "slingshot400-2s-4gpu.xml", "snc2-3gpu.xml",
                                                "vm-no-locality.xml"};
     for (size_t i = 0; i < sizeof gpu_fixtures / sizeof *gpu_fixtures; i++) {
         t = plancheck_load(fixture(gpu_fixtures[i]));
@@ -1235,6 +1235,280 @@ static void gpu_without_pci(void)
     gpurun_topo_destroy(t);
 }
 
+/* The plan document's "gpu_cpus" of rank i, as compact JSON ("" when none). */
+static char *gpu_cpus_json(const gpurun_plan_t *p, int i)
+{
+    json_t *doc = gpurun_plan_json(p);
+    json_t *gc = json_object_get(json_array_get(json_object_get(doc, "ranks"), (size_t)i), "gpu_cpus");
+    char *s = gc ? json_dumps(gc, JSON_COMPACT | JSON_SORT_KEYS) : strdup("");
+    json_decref(doc);
+    return s;
+}
+
+static bool warned_with(const gpurun_plan_t *p, const char *needle)
+{
+    for (size_t i = 0; p && i < p->nwarnings; i++)
+        if (strstr(p->warnings[i], needle))
+            return true;
+    return false;
+}
+
+/* Issue 28, 1: a rank with GPUs in several localities gets cores near each,
+ * in proportion to its GPUs there, its places through them in GPU order,
+ * its memory on their NUMA nodes, and the plan says which go with which. */
+static void multi_gpu_rank(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("2s-4gpu-2nic.xml"));
+    gpurun_error_t err;
+    gpurun_request_t r = req_default();
+    r.ranks_per_node = 1;
+    r.gpus_per_rank = 4;
+    r.threads_per_rank = 4;
+    gpurun_plan_t *p = plan(t, r, &err, "2s 1 rank x 4 GPUs x 4 threads");
+    if (ok(p != NULL, "2s: 1 rank x 4 GPUs x 4 threads")) {
+        is_str(cpus_of(&p->ranks[0]), "0-1,8-9", "2s: two cores on each socket, near its two GPUs there");
+        char *n = gpurun_cpuset_list(p->ranks[0].nodeset), *gc = gpu_cpus_json(p, 0);
+        is_str(n, "0-1", "2s: memory on both NUMA nodes");
+        is_str(gc, "{\"0\":\"0\",\"1\":\"1\",\"2\":\"8\",\"3\":\"9\"}", "2s: gpu_cpus: one core per GPU");
+        is_str(env(&p->ranks[0], "OMP_PLACES"), "cores", "2s: ascending places stay OMP_PLACES=cores");
+        free(n);
+        free(gc);
+    }
+    gpurun_plan_destroy(p);
+
+    r.threads_per_rank = GPURUN_UNSET;
+    p = plan(t, r, &err, "2s 1 rank x 4 GPUs");
+    if (ok(p != NULL, "2s: 1 rank x 4 GPUs, default threads")) {
+        char *gc = gpu_cpus_json(p, 0);
+        is_str(cpus_of(&p->ranks[0]), "0-15", "2s: the whole node");
+        is_str(gc, "{\"0\":\"0-3\",\"1\":\"4-7\",\"2\":\"8-11\",\"3\":\"12-15\"}", "2s: 4 cores with each GPU");
+        is_int(p->ranks[0].threads, 16, "2s: 16 threads");
+        free(gc);
+    }
+    gpurun_plan_destroy(p);
+
+    r.threads_per_rank = 1;
+    p = plan(t, r, &err, "2s 1 rank x 4 GPUs x 1 thread");
+    if (ok(p != NULL, "2s: 1 rank x 4 GPUs x 1 thread")) {
+        char *gc = gpu_cpus_json(p, 0);
+        is_str(gc, "{\"0\":\"0\",\"1\":\"0\",\"2\":null,\"3\":null}",
+               "2s: one thread: its core goes with the first GPUs, the others get null");
+        free(gc);
+    }
+    gpurun_plan_destroy(p);
+
+    r = req_default();
+    p = plan(t, r, &err, "2s default");
+    if (p) {
+        char *gc = gpu_cpus_json(p, 0);
+        is_str(gc, "", "2s: a rank of one GPU has no gpu_cpus");
+        free(gc);
+    }
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+
+    /* GPU order against NUMA order: places follow the GPUs, not the cpus. */
+    t = plancheck_load(fixture("gpu-order-not-numa.xml"));
+    r = req_default();
+    r.ranks_per_node = 1;
+    r.gpus_per_rank = 4;
+    r.threads_per_rank = 4;
+    p = plan(t, r, &err, "order 1 rank x 4 GPUs x 4 threads");
+    if (ok(p != NULL, "order: 1 rank x 4 GPUs x 4 threads")) {
+        char *n = gpurun_cpuset_list(p->ranks[0].nodeset), *gc = gpu_cpus_json(p, 0);
+        is_str(cpus_of(&p->ranks[0]), "0,4,8,12", "order: one core on each NUMA node");
+        is_str(gc, "{\"0\":\"12\",\"1\":\"8\",\"2\":\"4\",\"3\":\"0\"}", "order: GPU 0 (NUMA 3) gets cpu 12");
+        is_str(env(&p->ranks[0], "OMP_PLACES"), "{12},{8},{4},{0}",
+               "order: OMP_PLACES lists the places in GPU order, thread 0 near GPU 0");
+        is_str(n, "0-3", "order: memory on the four NUMA nodes");
+        free(n);
+        free(gc);
+    }
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+
+    t = plancheck_load(fixture("snc2-3gpu.xml"));
+    r = req_default();
+    r.ranks_per_node = 1;
+    r.gpus_per_rank = 3;
+    r.threads_per_rank = 3;
+    p = plan(t, r, &err, "snc2 1 rank x 3 GPUs x 3 threads");
+    if (ok(p != NULL, "snc2: 1 rank x 3 GPUs x 3 threads")) {
+        char *gc = gpu_cpus_json(p, 0);
+        is_str(cpus_of(&p->ranks[0]), "4-5,8", "snc2: 2 cores near GPUs 0-1, 1 near GPU 2");
+        is_str(gc, "{\"0\":\"4\",\"1\":\"5\",\"2\":\"8\"}", "snc2: gpu_cpus");
+        free(gc);
+    }
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+}
+
+/* Issue 28, 2: oversubscribed ranks take SMT siblings before two of them
+ * share a PU, and a warning says how many share each. */
+static void smt_before_stacking(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("2s-4gpu-2nic.xml"));
+    gpurun_error_t err;
+    gpurun_request_t r = req_default();
+    r.ranks_per_node = 32;
+    r.oversubscribe = true;
+    gpurun_plan_t *p = plan(t, r, &err, "2s 32 ranks shared");
+    if (ok(p != NULL, "2s: 32 ranks on 16 cores, 32 PUs")) {
+        hwloc_bitmap_t all = hwloc_bitmap_alloc();
+        bool distinct = true;
+        for (int i = 0; i < p->nranks; i++) {
+            distinct &= hwloc_bitmap_weight(p->ranks[i].cpuset) == 1 &&
+                        !hwloc_bitmap_intersects(all, p->ranks[i].cpuset);
+            hwloc_bitmap_or(all, all, p->ranks[i].cpuset);
+        }
+        ok(distinct && hwloc_bitmap_weight(all) == 32, "2s: each rank on a PU of its own, SMT siblings included");
+        hwloc_bitmap_free(all);
+        is_str(cpus_of(&p->ranks[8]), "16", "2s: rank 8 on the sibling of rank 0's cpu 0");
+        ok(warned_with(p, "16 ranks share the 8 cores of NUMA node 0 (cpus 0-7,16-23), one rank per hardware thread "
+                          "(16 PUs, SMT siblings included): ranks will compete for cores"),
+           "2s: the warning says one rank per PU");
+    }
+    gpurun_plan_destroy(p);
+
+    r.ranks_per_node = 48;
+    p = plan(t, r, &err, "2s 48 ranks shared");
+    if (ok(p != NULL, "2s: 48 ranks on 32 PUs")) {
+        int load[32] = {0}, most = 0, idle = 0;
+        for (int i = 0; i < p->nranks; i++) {
+            int pu = hwloc_bitmap_first(p->ranks[i].cpuset);
+            if (pu >= 0 && pu < 32 && ++load[pu] > most)
+                most = load[pu];
+        }
+        for (int i = 0; i < 32; i++)
+            idle += load[i] == 0;
+        ok(idle == 0 && most == 2, "2s: every PU has a rank, none more than 2 (%d idle, %d the most)", idle, most);
+        ok(warned_with(p, "24 ranks share the 8 cores (16 PUs) of NUMA node 0 (cpus 0-7,16-23): every PU has a rank "
+                          "and 8 PUs have 2 ranks; ranks will compete for cores"),
+           "2s: the warning says how many ranks share each PU");
+    }
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+
+    t = plancheck_load(fixture("cpu-only-2numa.xml"));
+    r = req_default();
+    r.ranks_per_node = 24;
+    r.oversubscribe = true;
+    p = plan(t, r, &err, "cpu 24 ranks shared");
+    if (ok(p != NULL, "cpu: 24 CPU-only ranks on 12 cores, 24 PUs")) {
+        hwloc_bitmap_t all = hwloc_bitmap_alloc();
+        for (int i = 0; i < p->nranks; i++)
+            hwloc_bitmap_or(all, all, p->ranks[i].cpuset);
+        is_int(hwloc_bitmap_weight(all), 24, "cpu: the 24 ranks use all 24 PUs");
+        hwloc_bitmap_free(all);
+    }
+    gpurun_plan_destroy(p);
+    gpurun_topo_destroy(t);
+}
+
+/* Issue 28, 3: by default a package's NUMA nodes without GPUs are shared
+ * out among its GPU ranks (never another package's), memory first on the
+ * GPU's node; cpu_locality = gpu keeps the cores near the GPUs only. */
+static void package_cores(void)
+{
+    gpurun_topo_t *t = plancheck_load(fixture("snc2-3gpu.xml"));
+    gpurun_error_t err;
+    gpurun_request_t r = req_default();
+    gpurun_plan_t *p = plan(t, r, &err, "snc2 default");
+    if (ok(p != NULL && p->nranks == 3, "snc2: one rank per GPU")) {
+        const char *cpus[] = {"0-1,4-5", "2-3,6-7", "8-15"}, *numa[] = {"0-1", "0-1", "2-3"};
+        const char *places[] = {"{4}:2,{0}:2", "{6}:2,{2}:2", "cores"};
+        for (int i = 0; i < 3; i++) {
+            char *n = gpurun_cpuset_list(p->ranks[i].nodeset);
+            is_str(cpus_of(&p->ranks[i]), cpus[i], "snc2: rank %d: its GPU's cores and a share of its package's "
+                   "NUMA node without GPUs", i);
+            is_str(n, numa[i], "snc2: rank %d: memory on both", i);
+            is_str(env(&p->ranks[i], "OMP_PLACES"), places[i], "snc2: rank %d: its GPU's cores are its first places",
+                   i);
+            free(n);
+        }
+        is_int(p->ranks[0].threads, 4, "snc2: rank 0 has 4 threads");
+        is_int((int)p->nwarnings, 0, "snc2: no warnings");
+    }
+    gpurun_plan_destroy(p);
+
+    r.cpu_locality = GPURUN_CPULOC_GPU;
+    p = plan(t, r, &err, "snc2 cpu_locality gpu");
+    if (ok(p != NULL, "snc2: cpu_locality = gpu")) {
+        is_str(cpus_of(&p->ranks[0]), "4-5", "snc2 gpu: rank 0 near its GPU only");
+        is_str(cpus_of(&p->ranks[1]), "6-7", "snc2 gpu: rank 1");
+        is_str(cpus_of(&p->ranks[2]), "8-11", "snc2 gpu: rank 2");
+    }
+    gpurun_plan_destroy(p);
+
+    r = req_default();
+    r.ranks_per_node = 1;
+    p = plan(t, r, &err, "snc2 one rank");
+    if (ok(p != NULL, "snc2: one rank"))
+        is_str(cpus_of(&p->ranks[0]), "0-7", "snc2: one rank on GPU 0 gets package 0's cores, never package 1's");
+    gpurun_plan_destroy(p);
+
+    /* threads_per_rank bounds the cores: its GPU's first, the rest from the
+     * package's NUMA node without GPUs (not a refusal, as near the GPU only). */
+    r = req_default();
+    r.threads_per_rank = 3;
+    p = plan(t, r, &err, "snc2 3 threads");
+    if (ok(p != NULL, "snc2: 3 threads per rank, 2 ranks on a NUMA node of 4 cores")) {
+        is_str(cpus_of(&p->ranks[0]), "0,4-5", "snc2: rank 0: 2 cores near GPU 0, 1 of NUMA 0");
+        is_str(cpus_of(&p->ranks[1]), "2,6-7", "snc2: rank 1: 2 near GPU 1, 1 of NUMA 0");
+        is_str(cpus_of(&p->ranks[2]), "8-10", "snc2: rank 2: 3 near GPU 2, no more");
+    }
+    gpurun_plan_destroy(p);
+    r.cpu_locality = GPURUN_CPULOC_GPU;
+    p = plan(t, r, &err, "snc2 3 threads, gpu");
+    ok(p == NULL && err.code == GPURUN_EXIT_ENV && strstr(err.text, "need 6 cores in NUMA node 1"),
+       "snc2: the same near the GPUs only is refused: %s", err.text);
+    gpurun_plan_destroy(p);
+
+    r = req_default();
+    r.threads_per_rank = 5;
+    p = plan(t, r, &err, "snc2 5 threads");
+    is_str(p ? "planned" : err.text,
+           "2 ranks with 5 threads each need 10 cores in package 0 (cpus 0-7,16-23), near their GPUs or on its NUMA "
+           "nodes without GPUs, which has 8 free; use threads_per_rank = 4, fewer ranks per node, or oversubscribe = "
+           "true to share cores",
+           "snc2: more than the package has is refused, naming the package and what fits");
+    gpurun_plan_destroy(p);
+
+    /* More ranks than cores near a GPU: the package's other node first, no sharing. */
+    r = req_default();
+    r.ranks_per_gpu = 4;
+    p = plan(t, r, &err, "snc2 4 ranks per GPU");
+    if (ok(p != NULL && p->nranks == 12, "snc2: 4 ranks per GPU, 12 ranks, without oversubscribe")) {
+        hwloc_bitmap_t pkg0 = hwloc_bitmap_alloc();
+        bool one = true;
+        for (int i = 0; i < 8; i++) {
+            one &= hwloc_bitmap_weight(p->ranks[i].cpuset) == 1 && !hwloc_bitmap_intersects(pkg0, p->ranks[i].cpuset);
+            hwloc_bitmap_or(pkg0, pkg0, p->ranks[i].cpuset);
+        }
+        char *s = gpurun_cpuset_list(pkg0);
+        ok(one && !strcmp(s, "0-7"), "snc2: GPUs 0-1's 8 ranks one core each on package 0 (%s)", s);
+        free(s);
+        hwloc_bitmap_free(pkg0);
+        is_str(cpus_of(&p->ranks[8]), "8,12", "snc2: GPU 2's ranks: a core near it and one of NUMA 3");
+    }
+    gpurun_plan_destroy(p);
+    r.cpu_locality = GPURUN_CPULOC_GPU;
+    p = plan(t, r, &err, "snc2 4 ranks per GPU, gpu");
+    ok(p == NULL && err.code == GPURUN_EXIT_ENV, "snc2: the same near the GPUs only is refused");
+    gpurun_plan_destroy(p);
+
+    /* The request keeps cpu_locality for the other hosts. */
+    r = req_default();
+    r.cpu_locality = GPURUN_CPULOC_GPU;
+    json_t *rj = gpurun_request_json(&r);
+    gpurun_request_t back;
+    gpurun_request_from_json(&back, rj);
+    is_int(back.cpu_locality, GPURUN_CPULOC_GPU, "request JSON keeps cpu_locality");
+    is_str(json_string_value(json_object_get(rj, "cpu_locality")), "gpu", "... as \"gpu\"");
+    json_decref(rj);
+    gpurun_topo_destroy(t);
+}
+
 int main(void)
 {
     ranks_per_gpu();
@@ -1261,5 +1535,8 @@ int main(void)
     id_lists();
     slurm_gpus();
     json_document();
+    multi_gpu_rank();
+    smt_before_stacking();
+    package_cores();
     return done_testing();
 }

@@ -709,6 +709,8 @@ static void test_set_good(void)
         ok(job->gpu_visibility == GPURUN_GPUVIS_SHARED && job->gpudirect == GPURUN_GPUDIRECT_OFF &&
                job->bind == GPURUN_BIND_NONE,
            "enums");
+    if (set_ok(job, "cpu_locality=gpu"))
+        is_int(job->cpu_locality, GPURUN_CPULOC_GPU, "--set cpu_locality=gpu");
     if (set_ok(job, "repeat=3"))
         is_int(job->repeat, 3, "repeat");
     if (set_ok(job, "params.nsteps=100")) {

@@ -42,18 +42,27 @@ static void properties(const char *name, const gpurun_topo_t *t)
     struct {
         const char *what;
         int rpn, gpr, tpr;
-        bool smt, over;
+        bool smt, over, gpu_only;
     } reqs[] = {
-        {"default", GPURUN_UNSET, GPURUN_UNSET, GPURUN_UNSET, false, false},
-        {"smt", GPURUN_UNSET, GPURUN_UNSET, GPURUN_UNSET, true, false},
-        {"half the GPUs", ngpu > 1 ? ngpu / 2 : 1, GPURUN_UNSET, GPURUN_UNSET, false, false},
-        {"2 GPUs per rank", GPURUN_UNSET, ngpu >= 2 ? 2 : GPURUN_UNSET, GPURUN_UNSET, false, false},
-        {"2 threads", GPURUN_UNSET, GPURUN_UNSET, 2, false, false},
-        {"CPU-only per NUMA", nnuma, 0, GPURUN_UNSET, false, false},
-        {"CPU-only 2 per NUMA", 2 * nnuma, 0, GPURUN_UNSET, false, false},
-        {"CPU-only 1 rank", 1, 0, GPURUN_UNSET, false, false},
-        {"twice the GPUs, shared", ngpu ? 2 * ngpu : 2 * nnuma, GPURUN_UNSET, GPURUN_UNSET, false, true},
-        {"one rank per core", t->cores, 0, 1, false, false},
+        {"default", GPURUN_UNSET, GPURUN_UNSET, GPURUN_UNSET, false, false, false},
+        {"smt", GPURUN_UNSET, GPURUN_UNSET, GPURUN_UNSET, true, false, false},
+        {"half the GPUs", ngpu > 1 ? ngpu / 2 : 1, GPURUN_UNSET, GPURUN_UNSET, false, false, false},
+        {"2 GPUs per rank", GPURUN_UNSET, ngpu >= 2 ? 2 : GPURUN_UNSET, GPURUN_UNSET, false, false, false},
+        {"2 threads", GPURUN_UNSET, GPURUN_UNSET, 2, false, false, false},
+        {"CPU-only per NUMA", nnuma, 0, GPURUN_UNSET, false, false, false},
+        {"CPU-only 2 per NUMA", 2 * nnuma, 0, GPURUN_UNSET, false, false, false},
+        {"CPU-only 1 rank", 1, 0, GPURUN_UNSET, false, false, false},
+        {"twice the GPUs, shared", ngpu ? 2 * ngpu : 2 * nnuma, GPURUN_UNSET, GPURUN_UNSET, false, true, false},
+        {"one rank per core", t->cores, 0, 1, false, false, false},
+        /* issue 28 */
+        {"default, cpu_locality = gpu", GPURUN_UNSET, GPURUN_UNSET, GPURUN_UNSET, false, false, true},
+        {"one rank, every GPU, a thread each", ngpu ? 1 : GPURUN_UNSET, ngpu ? ngpu : GPURUN_UNSET,
+         ngpu ? ngpu : GPURUN_UNSET, false, false, false},
+        {"one rank, every GPU", ngpu ? 1 : GPURUN_UNSET, ngpu ? ngpu : GPURUN_UNSET, GPURUN_UNSET, false, false, false},
+        {"ranks = cores, shared", t->cores, GPURUN_UNSET, GPURUN_UNSET, false, true, false},
+        {"ranks = cores, shared, cpu_locality = gpu", t->cores, GPURUN_UNSET, GPURUN_UNSET, false, true, true},
+        {"ranks = PUs + cores, shared", t->pus + t->cores, GPURUN_UNSET, GPURUN_UNSET, false, true, false},
+        {"ranks = cores, shared, smt", t->cores, GPURUN_UNSET, GPURUN_UNSET, true, true, false},
     };
     for (size_t i = 0; i < sizeof reqs / sizeof reqs[0]; i++) {
         gpurun_request_t r;
@@ -63,6 +72,7 @@ static void properties(const char *name, const gpurun_topo_t *t)
         r.threads_per_rank = reqs[i].tpr;
         r.smt = reqs[i].smt;
         r.oversubscribe = reqs[i].over;
+        r.cpu_locality = reqs[i].gpu_only ? GPURUN_CPULOC_GPU : GPURUN_CPULOC_PACKAGE;
         gpurun_plan_t *p = NULL;
         gpurun_error_t err = {0};
         if (gpurun_plan_create(t, &r, &p, &err) < 0) {
@@ -145,6 +155,128 @@ static const char *nic_of(const gpurun_plan_t *p, int rank)
 static const char *gpu_pci_of(const gpurun_plan_t *p, int rank)
 {
     return p->topo->gpus[p->ranks[rank].gpus[0]].pci;
+}
+
+static gpurun_plan_t *plan_of(const gpurun_topo_t *t, int rpn, int gpr, int tpr, bool over, bool gpu_only)
+{
+    gpurun_request_t r;
+    gpurun_request_init(&r);
+    r.ranks_per_node = rpn;
+    r.gpus_per_rank = gpr;
+    r.threads_per_rank = tpr;
+    r.oversubscribe = over;
+    r.cpu_locality = gpu_only ? GPURUN_CPULOC_GPU : GPURUN_CPULOC_PACKAGE;
+    gpurun_plan_t *p = NULL;
+    gpurun_error_t err;
+    if (gpurun_plan_create(t, &r, &p, &err) < 0) {
+        diag("refused: %s", err.text);
+        return NULL;
+    }
+    return p;
+}
+
+static char *gpu_cpus_of(const gpurun_plan_t *p, int rank)
+{
+    json_t *doc = gpurun_plan_json(p);
+    json_t *gc = json_object_get(json_array_get(json_object_get(doc, "ranks"), (size_t)rank), "gpu_cpus");
+    char *s = gc ? json_dumps(gc, JSON_COMPACT | JSON_SORT_KEYS) : strdup("(none)");
+    json_decref(doc);
+    return s;
+}
+
+static const char *cpus_str(const gpurun_rank_plan_t *r)
+{
+    static char buf[4][512];
+    static int slot;
+    char *s = gpurun_cpuset_list(r->cpuset), *out = buf[slot++ % 4];
+    snprintf(out, 512, "%s", s);
+    free(s);
+    return out;
+}
+
+/* How many ranks the busiest PU has. */
+static int most_per_pu(const gpurun_plan_t *p)
+{
+    int most = 0;
+    hwloc_bitmap_t seen = hwloc_bitmap_alloc(), twice = hwloc_bitmap_alloc();
+    for (int i = 0; i < p->nranks; i++) {
+        hwloc_bitmap_t both = hwloc_bitmap_alloc();
+        hwloc_bitmap_and(both, seen, p->ranks[i].cpuset);
+        hwloc_bitmap_or(twice, twice, both);
+        hwloc_bitmap_or(seen, seen, p->ranks[i].cpuset);
+        hwloc_bitmap_free(both);
+    }
+    most = hwloc_bitmap_iszero(twice) ? 1 : 2;
+    hwloc_bitmap_free(seen);
+    hwloc_bitmap_free(twice);
+    return most;
+}
+
+/* Issue 28 on the machines it names. */
+static void issue28(const char *name, const gpurun_topo_t *t)
+{
+    gpurun_plan_t *p = NULL;
+    if (!strcmp(name, "aws-p5en-8xh200.xml")) {
+        p = plan_of(t, 1, 8, 8, false, false);
+        if (ok(p != NULL, "p5en: 1 rank x 8 GPUs x 8 threads")) {
+            char *gc = gpu_cpus_of(p, 0), *n = gpurun_cpuset_list(p->ranks[0].nodeset);
+            is_str(cpus_str(&p->ranks[0]), "0-3,48-51", "p5en: 4 cores on each package (was 0-7, all on package 0)");
+            is_str(gc, "{\"0\":\"0\",\"1\":\"1\",\"2\":\"2\",\"3\":\"3\",\"4\":\"48\",\"5\":\"49\",\"6\":\"50\",\"7\":\"51\"}",
+                   "p5en: gpu_cpus: each GPU a core on its package");
+            is_str(n, "0-1", "p5en: memory on both NUMA nodes");
+            is_str(json_string_value(json_object_get(p->ranks[0].env, "OMP_PLACES")), "cores",
+                   "p5en: OMP_PLACES=cores puts threads 0-3 near GPUs 0-3, 4-7 near GPUs 4-7");
+            free(gc);
+            free(n);
+        }
+    } else if (!strcmp(name, "lassen-power9-4xv100.xml")) {
+        p = plan_of(t, 1, 4, 4, false, false);
+        if (ok(p != NULL, "lassen: 1 rank x 4 GPUs x 4 threads")) {
+            char *gc = gpu_cpus_of(p, 0), *n = gpurun_cpuset_list(p->ranks[0].nodeset);
+            is_str(cpus_str(&p->ranks[0]), "8,12,96,100", "lassen: 2 cores per socket (was 8,12,16,20, socket 0)");
+            is_str(gc, "{\"0\":\"8\",\"1\":\"12\",\"2\":\"96\",\"3\":\"100\"}", "lassen: gpu_cpus");
+            is_str(n, "0,8", "lassen: memory on NUMA 0 and 8");
+            free(gc);
+            free(n);
+        }
+    } else if (!strcmp(name, "jureca-dc-gpu-jrc0323.xml")) {
+        p = plan_of(t, GPURUN_UNSET, GPURUN_UNSET, GPURUN_UNSET, false, false);
+        if (ok(p != NULL, "jureca: default plan")) {
+            const char *cpus[] = {"0-31", "32-63", "64-95", "96-127"};
+            const char *places[] = {"{16}:16,{0}:16", "{48}:16,{32}:16", "{80}:16,{64}:16", "{112}:16,{96}:16"};
+            for (int i = 0; i < 4; i++) {
+                is_str(cpus_str(&p->ranks[i]), cpus[i], "jureca: rank %d: its GPU's NUMA node and the one beside it "
+                       "without a GPU (was 16 of the 128 cores each)", i);
+                is_str(json_string_value(json_object_get(p->ranks[i].env, "OMP_PLACES")), places[i],
+                       "jureca: rank %d: the GPU's NUMA node first in OMP_PLACES", i);
+            }
+        }
+        gpurun_plan_destroy(p);
+        p = plan_of(t, GPURUN_UNSET, GPURUN_UNSET, GPURUN_UNSET, false, true);
+        if (ok(p != NULL, "jureca: cpu_locality = gpu"))
+            is_str(cpus_str(&p->ranks[0]), "16-31", "jureca: cpu_locality = gpu keeps rank 0 on NUMA 1");
+        gpurun_plan_destroy(p);
+        p = plan_of(t, 128, GPURUN_UNSET, GPURUN_UNSET, true, true);
+        if (ok(p != NULL, "jureca: 128 ranks, oversubscribe, cpu_locality = gpu")) {
+            is_int(most_per_pu(p), 1, "jureca: 128 ranks on the GPUs' 64 cores take their 128 PUs, one each "
+                   "(were 2 each on 64 PUs, the siblings idle)");
+            bool said = false;
+            for (size_t w = 0; w < p->nwarnings; w++)
+                said |= strstr(p->warnings[w], "one rank per hardware thread") != NULL;
+            ok(said, "jureca: ... and the warning says so");
+        }
+        gpurun_plan_destroy(p);
+        p = plan_of(t, 128, GPURUN_UNSET, GPURUN_UNSET, true, false);
+        if (ok(p != NULL, "jureca: 128 ranks, oversubscribe, cpu_locality = package")) {
+            hwloc_bitmap_t all = hwloc_bitmap_alloc();
+            for (int i = 0; i < p->nranks; i++)
+                hwloc_bitmap_or(all, all, p->ranks[i].cpuset);
+            ok(most_per_pu(p) == 1 && hwloc_bitmap_weight(all) == 128 && hwloc_bitmap_last(all) == 127,
+               "jureca: 128 ranks on 128 cores of their GPUs' packages, one each, no sibling shared");
+            hwloc_bitmap_free(all);
+        }
+    }
+    gpurun_plan_destroy(p);
 }
 
 /* The ground truth the README of ../shared/topologies states. */
@@ -284,6 +416,7 @@ int main(void)
         properties(names[i], t);
         two_per_gpu(names[i], t);
         ground_truth(names[i], t);
+        issue28(names[i], t);
         gpurun_topo_destroy(t);
         free(names[i]);
     }

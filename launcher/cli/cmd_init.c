@@ -429,6 +429,7 @@ static void put_layout(FILE *f, const struct init_ctx *c)
     free(q);
     put_str(f, "", w, "bind", "closest", "closest: GPU, NIC, cores, memory together | none");
     put_str(f, "", w, "gpu_visibility", "isolate", "isolate: a rank sees only its GPUs | shared");
+    put_str(f, "", w, "cpu_locality", "package", "package: GPU-less NUMA nodes too | gpu: near GPUs only");
     put_str(f, "", w, "gpudirect", "auto", "GPU memory straight to the NIC: auto | on | off");
     put_str(f, "", w, "timeout", "30m", "then the ranks are stopped (exit 124); sets submit's --time");
     put_int(f, w, "repeat", 1, "runs per configuration (mean, min, max in gpurun report)");

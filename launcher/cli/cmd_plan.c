@@ -16,7 +16,7 @@
 static const char plan_usage[] =
     "Usage: gpurun plan [JOB.conf] [--topology FILE.xml] [--nodes N] [--ranks-per-node R]\n"
     "                   [--gpus-per-rank G] [--ranks-per-gpu N] [--threads-per-rank T] [--smt]\n"
-    "                   [--oversubscribe] [--json]\n"
+    "                   [--oversubscribe] [--cpu-locality package|gpu] [--json]\n"
     "\n"
     "Show which GPUs, NICs, cores and NUMA memory every rank gets. Flags override the job file.\n"
     "\n"
@@ -28,6 +28,8 @@ static const char plan_usage[] =
     "  --threads-per-rank T    default: the rank's share of the cores near its GPU\n"
     "  --smt                   use every hardware thread of a core, not one\n"
     "  --oversubscribe         share GPUs/cores (with a warning) instead of refusing\n"
+    "  --cpu-locality L        package: GPU ranks also share out their package's NUMA nodes\n"
+    "                          without GPUs (default); gpu: cores near their GPUs only\n"
     "  --json                  print the plan document (SPEC §5, version 1)\n"
     "  -h, --help              this help\n"
     "\n"
@@ -101,7 +103,7 @@ static int plan_with_api(const char *xml, const gpurun_request_t *req, int json,
 
 int cmd_plan(int argc, char **argv, gpurun_error_t *err)
 {
-    enum { O_TOPO = 1000, O_NODES, O_RPN, O_GPR, O_TPR, O_RPG, O_SMT, O_OVER, O_JSON };
+    enum { O_TOPO = 1000, O_NODES, O_RPN, O_GPR, O_TPR, O_RPG, O_SMT, O_OVER, O_CPULOC, O_JSON };
     static const struct option opts[] = {
         {"topology", required_argument, NULL, O_TOPO},
         {"nodes", required_argument, NULL, O_NODES},
@@ -111,12 +113,13 @@ int cmd_plan(int argc, char **argv, gpurun_error_t *err)
         {"ranks-per-gpu", required_argument, NULL, O_RPG},
         {"smt", no_argument, NULL, O_SMT},
         {"oversubscribe", no_argument, NULL, O_OVER},
+        {"cpu-locality", required_argument, NULL, O_CPULOC},
         {"json", no_argument, NULL, O_JSON},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *xml = NULL;
-    int json = 0, c;
+    int json = 0, c, cpuloc = GPURUN_UNSET;
     int nodes = GPURUN_UNSET, rpn = GPURUN_UNSET, gpr = GPURUN_UNSET, tpr = GPURUN_UNSET, rpg = GPURUN_UNSET;
     bool smt = false, over = false;
     optind = 1;
@@ -133,6 +136,13 @@ int cmd_plan(int argc, char **argv, gpurun_error_t *err)
         case O_RPG: rc = cmd_parse_int("plan", "--ranks-per-gpu", optarg, 1, 64, &rpg, err); break;
         case O_SMT: smt = true; break;
         case O_OVER: over = true; break;
+        case O_CPULOC:
+            if (!strcmp(optarg, "package") || !strcmp(optarg, "gpu"))
+                cpuloc = !strcmp(optarg, "gpu") ? GPURUN_CPULOC_GPU : GPURUN_CPULOC_PACKAGE;
+            else
+                rc = gpurun_err(err, GPURUN_EXIT_CONFIG, "plan: --cpu-locality: expected package or gpu, got '%s'",
+                                optarg);
+            break;
         case O_JSON: json = 1; break;
         case 'h': fputs(plan_usage, stdout); return 0;
         default: return cmd_bad_option("plan", argv[optind - 1], err);
@@ -166,6 +176,8 @@ int cmd_plan(int argc, char **argv, gpurun_error_t *err)
         req.ranks_per_gpu = rpg;
     req.smt |= smt;
     req.oversubscribe |= over;
+    if (cpuloc != GPURUN_UNSET)
+        req.cpu_locality = (enum gpurun_cpu_locality)cpuloc;
     gpurun_job_destroy(job);
 
     /* From here through the public API (libgpurun), as other programs plan. */

@@ -29,6 +29,8 @@ _Static_assert(GPURUN_REQ_BIND_NONE == (int)GPURUN_BIND_NONE && GPURUN_REQ_BIND_
                "bind values follow the job file's");
 _Static_assert(GPURUN_REQ_GPUS_SHARED == (int)GPURUN_GPUVIS_SHARED && GPURUN_REQ_GPUS_ISOLATE == (int)GPURUN_GPUVIS_ISOLATE,
                "gpu_visibility values follow the job file's");
+_Static_assert(GPURUN_REQ_CPUS_PACKAGE == (int)GPURUN_CPULOC_PACKAGE && GPURUN_REQ_CPUS_GPU == (int)GPURUN_CPULOC_GPU,
+               "cpu_locality values follow the job file's");
 
 struct gpurun_topology {
     gpurun_topo_t *topo;
@@ -238,6 +240,10 @@ int gpurun_plan_request_set(gpurun_plan_request_t *r, enum gpurun_request_key ke
         if ((rc = in_range("gpu_visibility", value, 0, 1, false, err)) == 0)
             q->gpu_visibility = value == GPURUN_REQ_GPUS_SHARED ? GPURUN_GPUVIS_SHARED : GPURUN_GPUVIS_ISOLATE;
         return rc;
+    case GPURUN_REQ_CPU_LOCALITY:
+        if ((rc = in_range("cpu_locality", value, 0, 1, false, err)) == 0)
+            q->cpu_locality = value == GPURUN_REQ_CPUS_GPU ? GPURUN_CPULOC_GPU : GPURUN_CPULOC_PACKAGE;
+        return rc;
     }
     return fail(err, GPURUN_ERR_CONFIG, "gpurun_plan_request_set: unknown key %d", (int)key);
 }
@@ -280,6 +286,7 @@ int gpurun_plan_request_set_json(gpurun_plan_request_t *r, const char *text, gpu
             const char *s = json_string_value(v);
             bool known = !strcmp(key, "bind") ? !strcmp(s, "closest") || !strcmp(s, "none")
                          : !strcmp(key, "gpu_visibility") ? !strcmp(s, "isolate") || !strcmp(s, "shared")
+                         : !strcmp(key, "cpu_locality")   ? !strcmp(s, "package") || !strcmp(s, "gpu")
                                                           : true;
             if (!known) {
                 rc = fail(err, GPURUN_ERR_CONFIG, "request: '%s' = '%s' is not a value it takes", key, s);

@@ -23,7 +23,7 @@ extern "C" {
 
 /* The API this header describes: raised when a function or key is added
  * (additions only; the soname changes when the ABI does, see libgpurun(3)). */
-#define GPURUN_API_VERSION 1
+#define GPURUN_API_VERSION 2
 
 /* Which API the library that is loaded offers (GPURUN_API_VERSION at its build). */
 int gpurun_api_version(void);
@@ -98,12 +98,15 @@ enum gpurun_request_key {
     GPURUN_REQ_OVERSUBSCRIBE,    /* 0 or 1 */
     GPURUN_REQ_BIND,             /* GPURUN_REQ_BIND_CLOSEST or _NONE */
     GPURUN_REQ_GPU_VISIBILITY,   /* GPURUN_REQ_GPUS_ISOLATE or _SHARED */
+    GPURUN_REQ_CPU_LOCALITY,     /* GPURUN_REQ_CPUS_PACKAGE or _GPU (API 2) */
 };
 #define GPURUN_REQ_AUTO (-1) /* let the planner choose */
 #define GPURUN_REQ_BIND_CLOSEST 0  /* cores, memory, GPUs and NICs by locality */
 #define GPURUN_REQ_BIND_NONE 1     /* GPUs and NICs only */
 #define GPURUN_REQ_GPUS_ISOLATE 0  /* each rank sees its own GPUs only */
 #define GPURUN_REQ_GPUS_SHARED 1   /* every rank sees all the node's GPUs */
+#define GPURUN_REQ_CPUS_PACKAGE 0  /* GPU ranks also share out their package's NUMA nodes without GPUs */
+#define GPURUN_REQ_CPUS_GPU 1      /* GPU ranks get cores near their GPUs only */
 
 /* GPURUN_ERR_CONFIG for an unknown key or a value out of range. */
 int gpurun_plan_request_set(gpurun_plan_request_t *req, enum gpurun_request_key key, int value, gpurun_error_t *err);

@@ -57,6 +57,8 @@ static const char *const bind_names[] = {
     [GPURUN_BIND_CLOSEST] = "closest", [GPURUN_BIND_NONE] = "none", NULL};
 static const char *const gpuvis_names[] = {
     [GPURUN_GPUVIS_ISOLATE] = "isolate", [GPURUN_GPUVIS_SHARED] = "shared", NULL};
+static const char *const cpuloc_names[] = {
+    [GPURUN_CPULOC_PACKAGE] = "package", [GPURUN_CPULOC_GPU] = "gpu", NULL};
 static const char *const gpudirect_names[] = {[GPURUN_GPUDIRECT_AUTO] = "auto",
                                               [GPURUN_GPUDIRECT_ON] = "on",
                                               [GPURUN_GPUDIRECT_OFF] = "off",
@@ -72,6 +74,7 @@ static const struct gpurun_conf_enum_key enum_keys[] = {
     {"launcher", launcher_names},
     {"bind", bind_names},
     {"gpu_visibility", gpuvis_names},
+    {"cpu_locality", cpuloc_names},
     {"gpudirect", gpudirect_names},
     {"mps", mps_names},
     {"run_folder_mode", run_folder_mode_names},
@@ -532,6 +535,7 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     job->launcher = (enum gpurun_launcher)cfg_getint(cfg, "launcher");
     job->bind = (enum gpurun_bind)cfg_getint(cfg, "bind");
     job->gpu_visibility = (enum gpurun_gpu_visibility)cfg_getint(cfg, "gpu_visibility");
+    job->cpu_locality = (enum gpurun_cpu_locality)cfg_getint(cfg, "cpu_locality");
     job->gpudirect = (enum gpurun_gpudirect)cfg_getint(cfg, "gpudirect");
     job->timeout_s = cfg_getint(cfg, "timeout");
     job->repeat = (int)cfg_getint(cfg, "repeat");
@@ -605,6 +609,7 @@ static int parse_job(const char *text, size_t len, const char *label, const char
         CFG_INT_CB("launcher", GPURUN_LAUNCHER_AUTO, CFGF_NONE, cb_enum),
         CFG_INT_CB("bind", GPURUN_BIND_CLOSEST, CFGF_NONE, cb_enum),
         CFG_INT_CB("gpu_visibility", GPURUN_GPUVIS_ISOLATE, CFGF_NONE, cb_enum),
+        CFG_INT_CB("cpu_locality", GPURUN_CPULOC_PACKAGE, CFGF_NONE, cb_enum),
         CFG_INT_CB("gpudirect", GPURUN_GPUDIRECT_AUTO, CFGF_NONE, cb_enum),
         CFG_INT_CB("timeout", 0, CFGF_NONE, cb_timeout),
         CFG_INT_CB("repeat", 1, CFGF_NONE, cb_int),
@@ -802,6 +807,8 @@ static void take_key(gpurun_job_t *to, gpurun_job_t *from, const char *key, bool
         to->bind = from->bind;
     else if (strcmp(key, "gpu_visibility") == 0)
         to->gpu_visibility = from->gpu_visibility;
+    else if (strcmp(key, "cpu_locality") == 0)
+        to->cpu_locality = from->cpu_locality;
     else if (strcmp(key, "gpudirect") == 0)
         to->gpudirect = from->gpudirect;
     else if (strcmp(key, "timeout") == 0)

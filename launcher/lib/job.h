@@ -14,6 +14,10 @@
 enum gpurun_launcher { GPURUN_LAUNCHER_AUTO, GPURUN_LAUNCHER_MPIRUN, GPURUN_LAUNCHER_SRUN, GPURUN_LAUNCHER_LOCAL };
 enum gpurun_bind { GPURUN_BIND_CLOSEST, GPURUN_BIND_NONE };
 enum gpurun_gpu_visibility { GPURUN_GPUVIS_ISOLATE, GPURUN_GPUVIS_SHARED };
+/* Which cores a GPU rank may get: its GPUs' locality and a share of the
+ * GPU-less NUMA nodes of their package (package), or its GPUs' locality
+ * only (gpu). */
+enum gpurun_cpu_locality { GPURUN_CPULOC_PACKAGE, GPURUN_CPULOC_GPU };
 enum gpurun_gpudirect { GPURUN_GPUDIRECT_AUTO, GPURUN_GPUDIRECT_ON, GPURUN_GPUDIRECT_OFF };
 /* CUDA MPS for ranks that share a GPU: where possible, always, never. */
 enum gpurun_mps_mode { GPURUN_MPS_AUTO, GPURUN_MPS_ON, GPURUN_MPS_OFF };
@@ -53,6 +57,7 @@ typedef struct gpurun_job {
     enum gpurun_launcher launcher;
     enum gpurun_bind bind;
     enum gpurun_gpu_visibility gpu_visibility;
+    enum gpurun_cpu_locality cpu_locality; /* default package */
     enum gpurun_gpudirect gpudirect;
     long timeout_s;       /* 0: no limit */
     int repeat;           /* default 1 */

@@ -23,6 +23,7 @@ void gpurun_request_init(gpurun_request_t *req)
     req->ranks_per_gpu = 1;
     req->bind = GPURUN_BIND_CLOSEST;
     req->gpu_visibility = GPURUN_GPUVIS_ISOLATE;
+    req->cpu_locality = GPURUN_CPULOC_PACKAGE;
     req->nallowed_gpus = -1;
 }
 
@@ -38,16 +39,18 @@ void gpurun_request_from_job(gpurun_request_t *req, const gpurun_job_t *job)
     req->oversubscribe = job->oversubscribe;
     req->bind = job->bind;
     req->gpu_visibility = job->gpu_visibility;
+    req->cpu_locality = job->cpu_locality;
 }
 
 json_t *gpurun_request_json(const gpurun_request_t *r)
 {
-    return json_pack("{s:i, s:i, s:i, s:i, s:i, s:b, s:b, s:s, s:s}", "nodes", r->nodes, "ranks_per_node",
+    return json_pack("{s:i, s:i, s:i, s:i, s:i, s:b, s:b, s:s, s:s, s:s}", "nodes", r->nodes, "ranks_per_node",
                      r->ranks_per_node, "gpus_per_rank", r->gpus_per_rank, "threads_per_rank", r->threads_per_rank,
                      "ranks_per_gpu", r->ranks_per_gpu,
                      "smt", r->smt, "oversubscribe", r->oversubscribe, "bind",
                      r->bind == GPURUN_BIND_NONE ? "none" : "closest", "gpu_visibility",
-                     r->gpu_visibility == GPURUN_GPUVIS_SHARED ? "shared" : "isolate");
+                     r->gpu_visibility == GPURUN_GPUVIS_SHARED ? "shared" : "isolate", "cpu_locality",
+                     r->cpu_locality == GPURUN_CPULOC_GPU ? "gpu" : "package");
 }
 
 void gpurun_request_from_json(gpurun_request_t *r, json_t *j)
@@ -70,6 +73,9 @@ void gpurun_request_from_json(gpurun_request_t *r, json_t *j)
     r->bind = b && !strcmp(b, "none") ? GPURUN_BIND_NONE : GPURUN_BIND_CLOSEST;
     const char *g = json_string_value(json_object_get(j, "gpu_visibility"));
     r->gpu_visibility = g && !strcmp(g, "shared") ? GPURUN_GPUVIS_SHARED : GPURUN_GPUVIS_ISOLATE;
+    const char *l = json_string_value(json_object_get(j, "cpu_locality"));
+    if (l)
+        r->cpu_locality = !strcmp(l, "gpu") ? GPURUN_CPULOC_GPU : GPURUN_CPULOC_PACKAGE;
 }
 
 static void plan_warn(gpurun_plan_t *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -212,22 +218,20 @@ static hwloc_bitmap_t *cpu_numa_domains(const gpurun_topo_t *t, int *np)
     return d;
 }
 
-/* The cores near a rank's GPUs; a GPU whose locality has no usable PU (all
- * offline or disallowed) falls back to the nearest ancestor that has some. */
-static hwloc_bitmap_t gpu_domain(const gpurun_topo_t *t, gpurun_plan_t *p, const int *gpus, int n)
+/* The cores near a GPU; a GPU whose locality has no usable PU (all offline
+ * or disallowed) falls back to the nearest ancestor that has some. */
+static hwloc_bitmap_t gpu_locality(const gpurun_topo_t *t, gpurun_plan_t *p, int gpu)
 {
+    const gpurun_gpu_t *g = &t->gpus[gpu];
+    hwloc_obj_t loc = g->locality;
+    while (loc && hwloc_bitmap_iszero(loc->cpuset))
+        loc = loc->parent;
+    if (loc && loc != g->locality)
+        plan_warn(p, "GPU %d (%s) has no usable cores in its own locality; using cores of %s %u", g->index, g->pci,
+                  hwloc_obj_type_string(loc->type), loc->os_index);
     hwloc_bitmap_t dom = hwloc_bitmap_alloc();
-    for (int i = 0; i < n; i++) {
-        const gpurun_gpu_t *g = &t->gpus[gpus[i]];
-        hwloc_obj_t loc = g->locality;
-        while (loc && hwloc_bitmap_iszero(loc->cpuset))
-            loc = loc->parent;
-        if (loc && loc != g->locality)
-            plan_warn(p, "GPU %d (%s) has no usable cores in its own locality; using cores of %s %u", g->index,
-                      g->pci, hwloc_obj_type_string(loc->type), loc->os_index);
-        if (loc)
-            hwloc_bitmap_or(dom, dom, loc->cpuset);
-    }
+    if (loc)
+        hwloc_bitmap_copy(dom, loc->cpuset);
     return dom;
 }
 
@@ -251,6 +255,9 @@ struct core_pool {
     bool *taken;
     int *perf;          /* performance class of the core's kind: higher is faster; all 0 unless kinds really differ */
     int n;
+    int *load;          /* how many ranks have each PU, by OS index */
+    int *core_of;       /* the pool core of each PU, by OS index; -1 for none */
+    int nload;
 };
 
 /* hwloc reports CPU kinds that are one kind of core in all but a few
@@ -372,6 +379,21 @@ static void core_pool_init(const gpurun_topo_t *t, hwloc_const_cpuset_t allowed,
             cp->cores[cp->n++] = c;
         }
     free(classes);
+    int last = hwloc_bitmap_last(hwloc_topology_get_topology_cpuset(t->hw));
+    cp->nload = last >= 0 ? last + 1 : 1;
+    cp->load = gpurun_xcalloc((size_t)cp->nload, sizeof *cp->load);
+    cp->core_of = gpurun_xcalloc((size_t)cp->nload, sizeof *cp->core_of);
+    for (int i = 0; i < cp->nload; i++)
+        cp->core_of[i] = -1;
+    for (int c = 0; c < cp->n; c++) {
+        int pu;
+        hwloc_bitmap_foreach_begin(pu, cp->cores[c]->cpuset)
+        {
+            if (pu < cp->nload)
+                cp->core_of[pu] = c;
+        }
+        hwloc_bitmap_foreach_end();
+    }
 }
 
 static void core_pool_free(struct core_pool *cp)
@@ -379,6 +401,8 @@ static void core_pool_free(struct core_pool *cp)
     free(cp->cores);
     free(cp->taken);
     free(cp->perf);
+    free(cp->load);
+    free(cp->core_of);
 }
 
 /* Hybrid CPUs: order the candidate cores fastest kind first (stably, so each
@@ -416,9 +440,41 @@ static void add_core(hwloc_bitmap_t set, hwloc_obj_t core, bool smt)
         hwloc_bitmap_set(set, (unsigned)hwloc_bitmap_first(core->cpuset));
 }
 
+/* One rank's cores near those of its GPUs that share one locality, or a
+ * CPU-only rank's cores in its NUMA domains.  A rank whose GPUs lie in
+ * several localities (one process driving every GPU of a node) has a part
+ * in each, so that every GPU has cores near it. */
+struct part {
+    int rank;           /* local rank */
+    hwloc_bitmap_t dom; /* where its own cores come from */
+    int *gpus;          /* positions in the rank's GPU list of the GPUs of dom; NULL for a CPU-only rank */
+    int w;              /* how many (1 for a CPU-only rank): its weight when cores are shared out */
+    int need;           /* threads_per_rank given: the cores it is due */
+    int deficit;        /* cores dom had no room for, due from its package's NUMA nodes without GPUs */
+    int pkg;            /* its package (index of the pools); -1 when dom is in no single package */
+    int *units;         /* the first PU of each of its places: nlocal from dom, then from its package */
+    int nunits, nlocal, cap;
+};
+
+/* One plan's core placement. */
+struct plan_cores {
+    const gpurun_topo_t *t;
+    gpurun_plan_t *p;
+    struct core_pool cp;
+    struct part *parts; /* in rank order, a rank's parts in the order of its GPUs */
+    int nparts;
+    /* cpu_locality = package: per package, the cpus of its NUMA domains near
+     * no GPU of the plan, which its GPU ranks share out. */
+    bool spill;
+    int npkg;
+    hwloc_obj_t *pkgobj;
+    hwloc_bitmap_t *pool;
+    int *pool_free;
+};
+
 struct group {
     hwloc_bitmap_t dom;
-    int *members; /* local ranks, ascending */
+    int *members; /* parts, in rank order */
     int n;
 };
 
@@ -431,13 +487,157 @@ static int group_cmp(const void *a, const void *b)
     return hwloc_bitmap_compare_first(x->dom, y->dom);
 }
 
+static void part_unit(struct part *pt, int pu)
+{
+    if (pt->nunits == pt->cap) {
+        pt->cap = pt->cap ? 2 * pt->cap : 8;
+        pt->units = gpurun_xrealloc(pt->units, (size_t)pt->cap * sizeof *pt->units);
+    }
+    pt->units[pt->nunits++] = pu;
+}
+
+/* A whole core for a part: its first PU, or all of them with smt. */
+static void take_core(struct plan_cores *pc, struct part *pt, int c)
+{
+    struct core_pool *cp = &pc->cp;
+    hwloc_obj_t core = cp->cores[c];
+    bool smt = pc->p->req.smt;
+    cp->taken[c] = true;
+    add_core(pc->p->ranks[pt->rank].cpuset, core, smt);
+    int pu;
+    hwloc_bitmap_foreach_begin(pu, core->cpuset)
+    {
+        if (pu < cp->nload && (smt || pu == hwloc_bitmap_first(core->cpuset)))
+            cp->load[pu]++;
+    }
+    hwloc_bitmap_foreach_end();
+    part_unit(pt, hwloc_bitmap_first(core->cpuset));
+}
+
+static int core_load(const struct core_pool *cp, int c)
+{
+    int sum = 0, pu;
+    hwloc_bitmap_foreach_begin(pu, cp->cores[c]->cpuset)
+    {
+        if (pu < cp->nload)
+            sum += cp->load[pu];
+    }
+    hwloc_bitmap_foreach_end();
+    return sum;
+}
+
+/* Ranks that must share cores (oversubscribe) take single PUs: the least
+ * used PU of the least used core first, a core's first PU before its SMT
+ * siblings, so that two ranks get one PU only once every PU of `dom` has a
+ * rank.  A rank never gets two PUs of one core (as without sharing).
+ * need[j] PUs for part members[j]. */
+static void share_pus(struct plan_cores *pc, hwloc_const_cpuset_t dom, const int *members, const int *need, int n)
+{
+    struct core_pool *cp = &pc->cp;
+    int *cand = gpurun_xcalloc((size_t)(cp->n ? cp->n : 1), sizeof *cand), ncand = 0;
+    for (int c = 0; c < cp->n; c++)
+        if (hwloc_bitmap_isincluded(cp->cores[c]->cpuset, dom))
+            cand[ncand++] = c;
+    for (int j = 0; j < n; j++) {
+        struct part *pt = &pc->parts[members[j]];
+        gpurun_rank_plan_t *r = &pc->p->ranks[pt->rank];
+        for (int x = 0; x < need[j]; x++) {
+            int best = -1, bl = 0, bcl = 0, blev = 0;
+            for (int i = 0; i < ncand; i++) {
+                hwloc_obj_t core = cp->cores[cand[i]];
+                if (hwloc_bitmap_intersects(core->cpuset, r->cpuset))
+                    continue;
+                int cl = core_load(cp, cand[i]), lev = 0, pu;
+                hwloc_bitmap_foreach_begin(pu, core->cpuset)
+                {
+                    int l = pu < cp->nload ? cp->load[pu] : 0;
+                    if (best < 0 || l < bl || (l == bl && (cl < bcl || (cl == bcl && lev < blev)))) {
+                        best = pu;
+                        bl = l;
+                        bcl = cl;
+                        blev = lev;
+                    }
+                    lev++;
+                }
+                hwloc_bitmap_foreach_end();
+            }
+            if (best < 0)
+                break; /* it has a PU on every core of dom */
+            hwloc_bitmap_set(r->cpuset, (unsigned)best);
+            if (best < cp->nload) {
+                cp->load[best]++;
+                if (cp->core_of[best] >= 0)
+                    cp->taken[cp->core_of[best]] = true;
+            }
+            part_unit(pt, best);
+        }
+    }
+    free(cand);
+}
+
+/* After sharing: how many ranks each PU of `dom` has, in one warning. */
+static void warn_sharing(struct plan_cores *pc, hwloc_const_cpuset_t dom, int k)
+{
+    const struct core_pool *cp = &pc->cp;
+    int ncores = 0, npus = 0, idle = 0, most = 0;
+    for (int c = 0; c < cp->n; c++) {
+        if (!hwloc_bitmap_isincluded(cp->cores[c]->cpuset, dom))
+            continue;
+        ncores++;
+        int pu;
+        hwloc_bitmap_foreach_begin(pu, cp->cores[c]->cpuset)
+        {
+            int l = pu < cp->nload ? cp->load[pu] : 0;
+            npus++;
+            idle += l == 0;
+            if (l > most)
+                most = l;
+        }
+        hwloc_bitmap_foreach_end();
+    }
+    char *lbl = domain_label(pc->t, dom);
+    if (most <= 1) {
+        plan_warn(pc->p, "%d rank%s share the %d core%s of %s, one rank per hardware thread (%d PUs, SMT siblings "
+                  "included): ranks will compete for cores", k, plural(k), ncores, plural(ncores), lbl, npus);
+        free(lbl);
+        return;
+    }
+    /* "4 PUs have 3 ranks, 12 have 2": the most shared first, at most four counts. */
+    char *hist = NULL;
+    int shown = 0;
+    for (int v = most; v >= 2 && shown < 4; v--) {
+        int count = 0;
+        for (int c = 0; c < cp->n; c++) {
+            if (!hwloc_bitmap_isincluded(cp->cores[c]->cpuset, dom))
+                continue;
+            int pu;
+            hwloc_bitmap_foreach_begin(pu, cp->cores[c]->cpuset)
+            {
+                count += pu < cp->nload && cp->load[pu] == v;
+            }
+            hwloc_bitmap_foreach_end();
+        }
+        if (!count)
+            continue;
+        char *s = gpurun_xasprintf("%s%s%d %s %s %d ranks", hist ? hist : "", hist ? ", " : "", count,
+                                   hist ? "" : count == 1 ? "PU" : "PUs", count == 1 ? "has" : "have", v);
+        free(hist);
+        hist = s;
+        shown++;
+    }
+    plan_warn(pc->p, "%d rank%s share the %d core%s (%d PUs) of %s: %s%s; ranks will compete for cores", k, plural(k),
+              ncores, plural(ncores), npus, lbl, idle ? "" : "every PU has a rank and ", hist ? hist : "");
+    free(hist);
+    free(lbl);
+}
+
 /* Ranks given some of a hybrid CPU's slower cores hold back the others. */
 static void warn_slow_cores(const gpurun_topo_t *t, gpurun_plan_t *p, const struct core_pool *cp,
-                            const struct group *g, int best)
+                            const int *ranks, int n, hwloc_const_cpuset_t dom, int best)
 {
     hwloc_bitmap_t slow = hwloc_bitmap_alloc(), mixed = hwloc_bitmap_alloc();
-    for (int j = 0; j < g->n; j++) {
-        const gpurun_rank_plan_t *r = &p->ranks[g->members[j]];
+    for (int j = 0; j < n; j++) {
+        const gpurun_rank_plan_t *r = &p->ranks[ranks[j]];
         bool fast = false, other = false;
         for (int c = 0; c < cp->n; c++)
             if (hwloc_bitmap_intersects(cp->cores[c]->cpuset, r->cpuset)) {
@@ -445,9 +645,9 @@ static void warn_slow_cores(const gpurun_topo_t *t, gpurun_plan_t *p, const stru
                 other |= cp->perf[c] != best;
             }
         if (other)
-            hwloc_bitmap_set(fast ? mixed : slow, (unsigned)g->members[j]);
+            hwloc_bitmap_set(fast ? mixed : slow, (unsigned)ranks[j]);
     }
-    char *lbl = domain_label(t, g->dom);
+    char *lbl = domain_label(t, dom);
     if (!hwloc_bitmap_iszero(slow)) {
         char *l = gpurun_cpuset_list(slow);
         plan_warn(p, "hybrid CPU in %s: local rank%s %s run%s on its slower cores, and the ranks on its faster cores "
@@ -466,13 +666,24 @@ static void warn_slow_cores(const gpurun_topo_t *t, gpurun_plan_t *p, const stru
     hwloc_bitmap_free(mixed);
 }
 
-/* Give every rank of one domain its own whole cores. */
-static int place_group(const gpurun_topo_t *t, gpurun_plan_t *p, struct core_pool *cp, struct group *g,
-                       gpurun_error_t *err)
+/* Give every part of one domain its own whole cores, shared out by weight
+ * (its rank's GPUs there).  Where the domain is short and its package has
+ * free cores on NUMA nodes without GPUs (cpu_locality = package), each part
+ * gets a fair share of the domain and the rest is left to place_pools(). */
+static int place_group(struct plan_cores *pc, struct group *g, gpurun_error_t *err)
 {
+    const gpurun_topo_t *t = pc->t;
+    gpurun_plan_t *p = pc->p;
+    struct core_pool *cp = &pc->cp;
     const gpurun_request_t *req = &p->req;
+    bool tpr = req->threads_per_rank != GPURUN_UNSET;
     int *avail = gpurun_xcalloc((size_t)(cp->n ? cp->n : 1), sizeof *avail);
-    int navail = 0, nall = 0;
+    int k = g->n, W = 0, navail = 0, nall = 0, rc = 0;
+    int *need = gpurun_xcalloc((size_t)k, sizeof *need), *ranks = gpurun_xcalloc((size_t)k, sizeof *ranks);
+    for (int j = 0; j < k; j++) {
+        W += pc->parts[g->members[j]].w;
+        ranks[j] = pc->parts[g->members[j]].rank;
+    }
     for (int c = 0; c < cp->n; c++) {
         if (!hwloc_bitmap_isincluded(cp->cores[c]->cpuset, g->dom))
             continue;
@@ -480,9 +691,10 @@ static int place_group(const gpurun_topo_t *t, gpurun_plan_t *p, struct core_poo
         if (!cp->taken[c])
             avail[navail++] = c;
     }
-    int k = g->n, rc = 0;
+    const struct part *p0 = &pc->parts[g->members[0]];
+    int room = pc->spill && p0->pkg >= 0 ? pc->pool_free[p0->pkg] : 0;
     bool shared = false;
-    if (navail == 0 && nall > 0 && req->oversubscribe) {
+    if (navail == 0 && nall > 0 && req->oversubscribe && room == 0) {
         /* Everything here went to ranks with narrower domains: share them. */
         for (int c = 0; c < cp->n; c++)
             if (hwloc_bitmap_isincluded(cp->cores[c]->cpuset, g->dom))
@@ -492,35 +704,76 @@ static int place_group(const gpurun_topo_t *t, gpurun_plan_t *p, struct core_poo
     /* On a hybrid CPU the ranks' threads run in lockstep at the pace of the
      * slowest core: use the fastest kind alone when it is enough. */
     int nbest = fastest_first(cp, avail, navail);
-    int need;
-    if (navail == 0) {
+    if (navail == 0 && room == 0) {
         char *lbl = domain_label(t, g->dom);
         rc = gpurun_err(err, GPURUN_EXIT_ENV,
                         "no free cores left in %s for local rank%s %d%s: other ranks took them; "
                         "use fewer ranks per node or set oversubscribe = true to share cores",
-                        lbl, plural(k), g->members[0], k > 1 ? " and others" : "");
+                        lbl, plural(k), ranks[0], k > 1 ? " and others" : "");
         free(lbl);
         goto out;
     }
-    if (req->threads_per_rank != GPURUN_UNSET) {
-        need = cores_for_threads(cp->cores[avail[0]], req->threads_per_rank, req->smt);
-        if (need * k <= nbest)
+    int sum = 0, least = INT_MAX;
+    if (tpr) {
+        for (int j = 0; j < k; j++)
+            sum += need[j] = pc->parts[g->members[j]].need;
+        if (sum <= nbest)
             navail = nbest;
-    } else {
-        if (nbest >= k)
-            navail = nbest;
-        need = navail / k;
+    } else if (nbest >= k) {
+        navail = nbest;
     }
     bool hybrid = nbest < navail; /* the cores given out are of several kinds */
-    if (need < 1 || need * k > navail) {
-        if (!req->oversubscribe) {
+    sum = 0;
+    for (int j = 0; j < k; j++) {
+        if (!tpr)
+            need[j] = (int)((long)navail * pc->parts[g->members[j]].w / W);
+        sum += need[j];
+        if (need[j] < least)
+            least = need[j];
+    }
+    if (least < 1 || sum > navail) {
+        if (room > 0) {
+            /* Each part a fair share of what is here, as many as can a core
+             * at least; the package's NUMA nodes without GPUs give the rest. */
+            int *due = gpurun_xcalloc((size_t)k, sizeof *due), left = navail;
+            for (int j = 0; j < k; j++) {
+                int fair = (int)((long)navail * pc->parts[g->members[j]].w / W);
+                due[j] = need[j] > 0 ? need[j] : 1;
+                if (need[j] > fair)
+                    need[j] = fair;
+                left -= need[j];
+            }
+            for (bool more = true; more && left > 0;) {
+                more = false;
+                for (int j = 0; j < k && left > 0; j++)
+                    if (need[j] < due[j]) {
+                        need[j]++;
+                        left--;
+                        more = true;
+                    }
+            }
+            for (int j = 0; j < k; j++)
+                pc->parts[g->members[j]].deficit = due[j] - need[j];
+            free(due);
+            hybrid = false;
+        } else if (!req->oversubscribe) {
             char *lbl = domain_label(t, g->dom);
-            if (req->threads_per_rank != GPURUN_UNSET && navail / k >= 1)
+            bool split = false; /* ranks with GPUs elsewhere too: their share of cores here */
+            for (int j = 0; j < k; j++)
+                split |= pc->parts[g->members[j]].w < p->ranks[ranks[j]].ngpus;
+            if (tpr && split && (long)req->threads_per_rank * navail / sum >= 1)
+                rc = gpurun_err(err, GPURUN_EXIT_ENV,
+                                "%d rank%s with %d thread%s each need %d cores in %s, for their GPUs there (a "
+                                "rank's cores are shared out over its GPUs' localities), which has %d free; use "
+                                "threads_per_rank = %ld, fewer ranks per node, or oversubscribe = true to share cores",
+                                k, plural(k), req->threads_per_rank, plural(req->threads_per_rank), sum, lbl, navail,
+                                (long)req->threads_per_rank * navail / sum);
+            else if (tpr && navail / k >= 1)
                 rc = gpurun_err(err, GPURUN_EXIT_ENV,
                                 "%d rank%s with %d thread%s each need %d cores in %s, which has %d free; "
                                 "use threads_per_rank = %d, fewer ranks per node, or oversubscribe = true "
                                 "to share cores",
-                                k, plural(k), req->threads_per_rank, plural(req->threads_per_rank), need * k, lbl,
+                                k, plural(k), req->threads_per_rank, plural(req->threads_per_rank), sum, lbl,
                                 navail, req->smt ? navail / k * hwloc_bitmap_weight(cp->cores[avail[0]]->cpuset)
                                                  : navail / k);
             else
@@ -530,48 +783,279 @@ static int place_group(const gpurun_topo_t *t, gpurun_plan_t *p, struct core_poo
                                 k, plural(k), lbl, navail, plural(navail), navail, plural(navail));
             free(lbl);
             goto out;
+        } else {
+            shared = true;
         }
-        if (need < 1)
-            need = 1;
-        if (need > navail)
-            need = navail;
-        shared = true;
+    }
+    if (shared && !req->smt) {
+        /* One PU each, SMT siblings before two ranks on one PU. */
+        int freepus = 0;
+        for (int c = 0; c < cp->n; c++)
+            if (hwloc_bitmap_isincluded(cp->cores[c]->cpuset, g->dom)) {
+                int pu;
+                hwloc_bitmap_foreach_begin(pu, cp->cores[c]->cpuset)
+                {
+                    freepus += pu < cp->nload && cp->load[pu] == 0;
+                }
+                hwloc_bitmap_foreach_end();
+            }
+        for (int j = 0; j < k; j++)
+            if (!tpr) {
+                int w = pc->parts[g->members[j]].w;
+                need[j] = freepus >= k && (long)freepus * w / W > 1 ? (int)((long)freepus * w / W) : 1;
+            }
+        share_pus(pc, g->dom, g->members, need, k);
+        warn_sharing(pc, g->dom, k);
+        goto out;
     }
     if (shared) {
-        char *lbl = domain_label(t, g->dom);
-        plan_warn(p, "%d rank%s share the %d core%s of %s: ranks will compete for cores", k, plural(k), navail,
-                  plural(navail), lbl);
-        free(lbl);
+        /* smt: whole cores, stacked, each rank a fair share apart. */
+        int most = 1;
+        for (int j = 0; j < k; j++) {
+            if (need[j] < 1)
+                need[j] = 1;
+            if (need[j] > navail)
+                need[j] = navail;
+            if (need[j] > most)
+                most = need[j];
+        }
+        int stride = navail / k >= most ? navail / k : most;
+        for (int j = 0; j < k; j++)
+            for (int x = 0; x < need[j]; x++)
+                take_core(pc, &pc->parts[g->members[j]], avail[(j * stride + x) % navail]);
+        warn_sharing(pc, g->dom, k);
+        goto out;
     }
-    /* Spread the ranks over the domain: each starts a fair share apart.  Of
-     * several kinds, pack them fastest first instead, each rank inside one
-     * kind when the ranks after it still fit. */
-    int stride = navail / k >= need ? navail / k : need, pos = 0;
+    /* Spread the parts over the domain: each starts a fair share apart.  Of
+     * several kinds, pack them fastest first instead, each part inside one
+     * kind when the parts after it still fit. */
+    int spread = 0;
     for (int j = 0; j < k; j++) {
-        gpurun_rank_plan_t *r = &p->ranks[g->members[j]];
-        int start = j * stride;
+        int fair = (int)((long)navail * pc->parts[g->members[j]].w / W);
+        spread += fair > need[j] ? fair : need[j];
+    }
+    int start = 0, pos = 0, rest = 0;
+    for (int j = 0; j < k; j++)
+        rest += need[j];
+    for (int j = 0; j < k; j++) {
+        struct part *pt = &pc->parts[g->members[j]];
+        int fair = (int)((long)navail * pt->w / W), s = start;
         if (hybrid) {
             int b = pos;
             while (b < navail && cp->perf[avail[b]] == cp->perf[avail[pos % navail]])
                 b++;
-            start = pos;
-            if (pos + need > b && b < navail && navail - b >= (k - j) * need) /* never when sharing */
-                start = b;
-            pos = start + need;
+            s = pos;
+            if (pos + need[j] > b && b < navail && navail - b >= rest)
+                s = b;
+            pos = s + need[j];
         }
-        for (int x = 0; x < need; x++) {
-            int c = avail[(start + x) % navail];
-            cp->taken[c] = true;
-            add_core(r->cpuset, cp->cores[c], req->smt);
-        }
-        r->threads = req->threads_per_rank != GPURUN_UNSET ? req->threads_per_rank
-                                                          : hwloc_bitmap_weight(r->cpuset);
+        for (int x = 0; x < need[j]; x++)
+            take_core(pc, pt, avail[(s + x) % navail]);
+        start += spread > navail || fair < need[j] ? need[j] : fair;
+        rest -= need[j];
     }
     if (hybrid)
-        warn_slow_cores(t, p, cp, g, cp->perf[avail[0]]);
+        warn_slow_cores(t, p, cp, ranks, k, g->dom, cp->perf[avail[0]]);
 out:
     free(avail);
+    free(need);
+    free(ranks);
     return rc;
+}
+
+static int part_pos_cmp(const struct plan_cores *pc, int a, int b)
+{
+    const struct part *x = &pc->parts[a], *y = &pc->parts[b];
+    unsigned px = domain_pos(pc->t, x->dom), py = domain_pos(pc->t, y->dom);
+    if (px != py)
+        return px < py ? -1 : 1;
+    return a - b;
+}
+
+/* cpu_locality = package: the free cores of a package's NUMA nodes near no
+ * GPU of the plan go to its GPU ranks.  First what their own domains had no
+ * room for; then, without threads_per_rank, the rest in equal shares (per
+ * GPU), each part its share in one piece, in the order of the domains. */
+static int place_pools(struct plan_cores *pc, gpurun_error_t *err)
+{
+    struct core_pool *cp = &pc->cp;
+    const gpurun_request_t *req = &pc->p->req;
+    bool tpr = req->threads_per_rank != GPURUN_UNSET;
+    int *order = gpurun_xcalloc((size_t)pc->nparts, sizeof *order);
+    int *pool = gpurun_xcalloc((size_t)(cp->n ? cp->n : 1), sizeof *pool), rc = 0;
+    for (int k = 0; k < pc->npkg && rc == 0; k++) {
+        int n = 0, D = 0, Wp = 0, np = 0, given = 0;
+        for (int i = 0; i < pc->nparts; i++) {
+            struct part *pt = &pc->parts[i];
+            if (pt->pkg != k || !pt->gpus || (tpr && pt->need == 0))
+                continue;
+            int j = n++;
+            while (j > 0 && part_pos_cmp(pc, order[j - 1], i) > 0) {
+                order[j] = order[j - 1];
+                j--;
+            }
+            order[j] = i;
+            D += pt->deficit;
+            Wp += pt->w;
+            given += pt->nunits;
+        }
+        if (n == 0)
+            continue;
+        for (int c = 0; c < cp->n; c++)
+            if (!cp->taken[c] && hwloc_bitmap_isincluded(cp->cores[c]->cpuset, pc->pool[k]))
+                pool[np++] = c;
+        if (D > np && !req->oversubscribe) {
+            hwloc_bitmap_t all = hwloc_bitmap_dup(pc->pool[k]);
+            hwloc_bitmap_t rk = hwloc_bitmap_alloc();
+            for (int j = 0; j < n; j++) {
+                hwloc_bitmap_or(all, all, pc->parts[order[j]].dom);
+                hwloc_bitmap_set(rk, (unsigned)pc->parts[order[j]].rank);
+            }
+            int nr = hwloc_bitmap_weight(rk), freec = given + np;
+            char *cl = gpurun_cpuset_list(all);
+            char *where = pc->pkgobj[k]->type == HWLOC_OBJ_PACKAGE
+                              ? gpurun_xasprintf("package %u (cpus %s)", pc->pkgobj[k]->os_index, cl)
+                              : gpurun_xasprintf("the node (cpus %s)", cl);
+            if (tpr && freec / nr >= 1)
+                rc = gpurun_err(err, GPURUN_EXIT_ENV,
+                                "%d rank%s with %d thread%s each need %d cores in %s, near their GPUs or on its "
+                                "NUMA nodes without GPUs, which has %d free; use threads_per_rank = %d, fewer "
+                                "ranks per node, or oversubscribe = true to share cores",
+                                nr, plural(nr), req->threads_per_rank, plural(req->threads_per_rank), given + D, where,
+                                freec,
+                                req->smt && np ? freec / nr * hwloc_bitmap_weight(cp->cores[pool[0]]->cpuset)
+                                               : freec / nr);
+            else
+                rc = gpurun_err(err, GPURUN_EXIT_ENV,
+                                "%d rank%s share %s, which has only %d free core%s near their GPUs or on its NUMA "
+                                "nodes without GPUs: use at most %d rank%s there (fewer ranks per node), or "
+                                "oversubscribe = true to share cores",
+                                nr, plural(nr), where, freec, plural(freec), freec, plural(freec));
+            free(where);
+            free(cl);
+            hwloc_bitmap_free(all);
+            hwloc_bitmap_free(rk);
+            break;
+        }
+        /* Each part its due in one piece, the pieces spread over the pool
+         * as the parts are over the package (so a part's piece tends to be
+         * the NUMA node beside its own); short of cores, each part gets the
+         * pool in proportion to what it is due. */
+        int per = !tpr && np > D ? (np - D) / Wp : 0, next = 0, rest = 0, wsum = 0;
+        int *want = gpurun_xcalloc((size_t)n, sizeof *want);
+        for (int j = 0, given_out = 0; j < n; j++) {
+            struct part *pt = &pc->parts[order[j]];
+            want[j] = D > np ? (int)((long)np * pt->deficit / D) : pt->deficit + per * pt->w;
+            given_out += want[j];
+            if (D > np && j == n - 1)
+                for (int x = 0; x < n && given_out < np; x++)
+                    if (want[x] < pc->parts[order[x]].deficit) {
+                        want[x]++;
+                        given_out++;
+                    }
+        }
+        for (int j = 0; j < n; j++)
+            rest += want[j];
+        for (int j = 0; j < n; j++) {
+            struct part *pt = &pc->parts[order[j]];
+            int spread = (int)((long)wsum * np / Wp);
+            if (next < spread)
+                next = spread;
+            if (next > np - rest)
+                next = np - rest;
+            for (int x = 0; x < want[j]; x++)
+                take_core(pc, pt, pool[next++]);
+            pt->deficit -= pt->deficit < want[j] ? pt->deficit : want[j]; /* left only when sharing: below */
+            rest -= want[j];
+            wsum += pt->w;
+        }
+        free(want);
+        if (D > np) {
+            /* oversubscribe: the rest share PUs near their GPUs and in the pool. */
+            hwloc_bitmap_t dom = hwloc_bitmap_dup(pc->pool[k]);
+            for (int j = 0; j < n; j++)
+                hwloc_bitmap_or(dom, dom, pc->parts[order[j]].dom);
+            for (int j = 0; j < n; j++) {
+                struct part *pt = &pc->parts[order[j]];
+                if (pt->deficit > 0) {
+                    hwloc_bitmap_t d = hwloc_bitmap_dup(pt->dom);
+                    hwloc_bitmap_or(d, d, pc->pool[k]);
+                    int one = order[j], due = tpr ? pt->deficit : 1;
+                    share_pus(pc, d, &one, &due, 1);
+                    hwloc_bitmap_free(d);
+                }
+            }
+            warn_sharing(pc, dom, n);
+            hwloc_bitmap_free(dom);
+        }
+    }
+    free(order);
+    free(pool);
+    return rc;
+}
+
+static int unit_cmp(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* The PUs of one place of a rank: the whole core with smt, else the PU. */
+static void place_set(const struct core_pool *cp, const gpurun_rank_plan_t *r, int pu, bool smt, hwloc_bitmap_t out)
+{
+    hwloc_bitmap_only(out, (unsigned)pu);
+    if (smt && pu < cp->nload && cp->core_of[pu] >= 0)
+        hwloc_bitmap_and(out, cp->cores[cp->core_of[pu]]->cpuset, r->cpuset);
+}
+
+/* Each rank's places in order (the cores of its first GPU first, its own
+ * locality's before its package's) and which cores go with which GPU: a
+ * part's local and package cores are split in order over its GPUs. */
+static void finish_ranks(struct plan_cores *pc, int rpn)
+{
+    const gpurun_request_t *req = &pc->p->req;
+    hwloc_bitmap_t added = hwloc_bitmap_alloc(), set = hwloc_bitmap_alloc();
+    int i = 0;
+    for (int r = 0; r < rpn; r++) {
+        gpurun_rank_plan_t *rp = &pc->p->ranks[r];
+        hwloc_bitmap_zero(added);
+        int cap = 0;
+        for (int x = i; x < pc->nparts && pc->parts[x].rank == r; x++)
+            cap += pc->parts[x].nunits;
+        rp->places = gpurun_xcalloc((size_t)(cap ? cap : 1), sizeof *rp->places);
+        if (rp->ngpus) {
+            rp->gpu_cpus = gpurun_xcalloc((size_t)rp->ngpus, sizeof *rp->gpu_cpus);
+            for (int g = 0; g < rp->ngpus; g++)
+                rp->gpu_cpus[g] = hwloc_bitmap_alloc();
+        }
+        for (; i < pc->nparts && pc->parts[i].rank == r; i++) {
+            struct part *pt = &pc->parts[i];
+            int nl = pt->nlocal, ne = pt->nunits - pt->nlocal, ng = pt->gpus ? pt->w : 1;
+            if (nl > 1) /* (qsort of NULL is undefined even for 0 items) */
+                qsort(pt->units, (size_t)nl, sizeof *pt->units, unit_cmp);
+            if (ne > 1)
+                qsort(pt->units + nl, (size_t)ne, sizeof *pt->units, unit_cmp);
+            for (int g = 0; g < ng; g++) {
+                int lo = (int)((long)g * nl / ng), hi = (int)((long)(g + 1) * nl / ng);
+                int elo = (int)((long)g * ne / ng), ehi = (int)((long)(g + 1) * ne / ng);
+                if (lo == hi && nl > 0)
+                    hi = lo + 1; /* fewer cores than GPUs here: GPUs share a core */
+                for (int u = lo; u < hi + (ehi - elo); u++) {
+                    int pu = u < hi ? pt->units[u] : pt->units[nl + elo + (u - hi)];
+                    place_set(&pc->cp, rp, pu, req->smt, set);
+                    if (pt->gpus)
+                        hwloc_bitmap_or(rp->gpu_cpus[pt->gpus[g]], rp->gpu_cpus[pt->gpus[g]], set);
+                    if (!hwloc_bitmap_isset(added, (unsigned)pu)) {
+                        hwloc_bitmap_set(added, (unsigned)pu);
+                        rp->places[rp->nplaces++] = pu;
+                    }
+                }
+            }
+        }
+        rp->threads = req->threads_per_rank != GPURUN_UNSET ? req->threads_per_rank : hwloc_bitmap_weight(rp->cpuset);
+    }
+    hwloc_bitmap_free(added);
+    hwloc_bitmap_free(set);
 }
 
 /* Memory goes to the home NUMA nodes of the rank's cores, not to the HBM,
@@ -623,31 +1107,171 @@ static bool memory_elsewhere(const gpurun_topo_t *t, gpurun_rank_plan_t *r)
     return moved;
 }
 
-static int place_cores(const gpurun_topo_t *t, gpurun_plan_t *p, hwloc_bitmap_t *doms, int rpn,
+/* CPU-only ranks spread over NUMA domains: with fewer ranks than domains each
+ * rank spans several, else consecutive ranks share one. */
+static hwloc_bitmap_t cpu_domain(hwloc_bitmap_t *numa, int nd, int r, int rpn)
+{
+    hwloc_bitmap_t dom = hwloc_bitmap_alloc();
+    if (rpn < nd) {
+        for (int d = (int)((long)r * nd / rpn); d < (int)((long)(r + 1) * nd / rpn); d++)
+            hwloc_bitmap_or(dom, dom, numa[d]);
+    } else {
+        hwloc_bitmap_copy(dom, numa[(long)r * nd / rpn]);
+    }
+    return dom;
+}
+
+/* The parts of every rank: one per locality of its GPUs (GPUs of one
+ * locality together, in the rank's GPU order), or its NUMA domains. */
+static void make_parts(struct plan_cores *pc, hwloc_bitmap_t *numa, int nd, int rpn, int gpr)
+{
+    const gpurun_topo_t *t = pc->t;
+    gpurun_plan_t *p = pc->p;
+    pc->parts = gpurun_xcalloc((size_t)rpn * (size_t)(gpr > 0 ? gpr : 1), sizeof *pc->parts);
+    for (int r = 0; r < rpn; r++) {
+        gpurun_rank_plan_t *rp = &p->ranks[r];
+        int first = pc->nparts;
+        if (gpr == 0) {
+            struct part *pt = &pc->parts[pc->nparts++];
+            pt->rank = r;
+            pt->dom = cpu_domain(numa, nd, r, rpn);
+            pt->w = 1;
+        }
+        for (int g = 0; g < rp->ngpus; g++) {
+            hwloc_bitmap_t dom = gpu_locality(t, p, rp->gpus[g]);
+            struct part *pt = NULL;
+            for (int x = first; x < pc->nparts && !pt; x++)
+                if (hwloc_bitmap_isequal(pc->parts[x].dom, dom))
+                    pt = &pc->parts[x];
+            if (pt) {
+                hwloc_bitmap_free(dom);
+            } else {
+                pt = &pc->parts[pc->nparts++];
+                pt->rank = r;
+                pt->dom = dom;
+                pt->gpus = gpurun_xcalloc((size_t)rp->ngpus, sizeof *pt->gpus);
+            }
+            pt->gpus[pt->w++] = g;
+        }
+        if (p->req.threads_per_rank == GPURUN_UNSET)
+            continue;
+        /* threads_per_rank: the rank's cores split over its parts by their
+         * GPUs, largest remainders first (a part may get none). */
+        /* PUs per core from the first of the fastest cores of its domain, as
+         * place_group() gives those first. */
+        hwloc_obj_t sample = pc->cp.n ? pc->cp.cores[0] : NULL;
+        int fastest = -1;
+        for (int c = 0; c < pc->cp.n; c++)
+            if (hwloc_bitmap_isincluded(pc->cp.cores[c]->cpuset, pc->parts[first].dom) && pc->cp.perf[c] > fastest) {
+                sample = pc->cp.cores[c];
+                fastest = pc->cp.perf[c];
+            }
+        int total = sample ? cores_for_threads(sample, p->req.threads_per_rank, p->req.smt)
+                           : p->req.threads_per_rank;
+        int W = 0, given = 0;
+        for (int x = first; x < pc->nparts; x++)
+            W += pc->parts[x].w;
+        for (int x = first; x < pc->nparts; x++)
+            given += pc->parts[x].need = (int)((long)total * pc->parts[x].w / W);
+        int left = total - given;
+        bool *extra = gpurun_xcalloc((size_t)(pc->nparts - first), sizeof *extra);
+        while (left-- > 0) {
+            int best = -1;
+            long best_rem = -1;
+            for (int x = first; x < pc->nparts; x++) {
+                long rem = (long)total * pc->parts[x].w % W;
+                if (!extra[x - first] && rem > best_rem) {
+                    best = x;
+                    best_rem = rem;
+                }
+            }
+            extra[best - first] = true;
+            pc->parts[best].need++;
+        }
+        free(extra);
+    }
+}
+
+static int place_cores(const gpurun_topo_t *t, gpurun_plan_t *p, hwloc_bitmap_t *numa, int nd, int rpn, int gpr,
                        gpurun_error_t *err)
 {
-    struct group *groups = gpurun_xcalloc((size_t)rpn, sizeof *groups);
-    int ng = 0, rc = 0;
-    for (int r = 0; r < rpn; r++) {
+    struct plan_cores pc = {.t = t, .p = p};
+    int rc = 0;
+    core_pool_init(t, p->req.allowed_cpus, &pc.cp);
+    make_parts(&pc, numa, nd, rpn, gpr);
+
+    /* cpu_locality = package: each package's NUMA domains near no GPU of
+     * the plan are its GPU ranks' to share (never another package's). */
+    int npkg = hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_PACKAGE);
+    pc.npkg = npkg > 0 ? npkg : 1;
+    pc.pkgobj = gpurun_xcalloc((size_t)pc.npkg, sizeof *pc.pkgobj);
+    pc.pool = gpurun_xcalloc((size_t)pc.npkg, sizeof *pc.pool);
+    pc.pool_free = gpurun_xcalloc((size_t)pc.npkg, sizeof *pc.pool_free);
+    for (int k = 0; k < pc.npkg; k++) {
+        pc.pkgobj[k] = npkg > 0 ? hwloc_get_obj_by_type(t->hw, HWLOC_OBJ_PACKAGE, (unsigned)k) : hwloc_get_root_obj(t->hw);
+        pc.pool[k] = hwloc_bitmap_alloc();
+    }
+    for (int i = 0; i < pc.nparts; i++) {
+        pc.parts[i].pkg = -1;
+        for (int k = 0; k < pc.npkg && pc.parts[i].gpus; k++)
+            if (!hwloc_bitmap_iszero(pc.parts[i].dom) && hwloc_bitmap_isincluded(pc.parts[i].dom, pc.pkgobj[k]->cpuset))
+                pc.parts[i].pkg = k;
+    }
+    if (p->req.cpu_locality == GPURUN_CPULOC_PACKAGE && gpr > 0) {
+        hwloc_bitmap_t near = hwloc_bitmap_alloc();
+        for (int i = 0; i < pc.nparts; i++)
+            hwloc_bitmap_or(near, near, pc.parts[i].dom);
+        for (int d = 0; d < nd; d++)
+            for (int k = 0; k < pc.npkg; k++)
+                if (!hwloc_bitmap_intersects(numa[d], near) && hwloc_bitmap_isincluded(numa[d], pc.pkgobj[k]->cpuset))
+                    hwloc_bitmap_or(pc.pool[k], pc.pool[k], numa[d]);
+        hwloc_bitmap_free(near);
+        for (int k = 0; k < pc.npkg; k++) {
+            for (int c = 0; c < pc.cp.n; c++)
+                pc.pool_free[k] += hwloc_bitmap_isincluded(pc.cp.cores[c]->cpuset, pc.pool[k]);
+            pc.spill |= pc.pool_free[k] > 0;
+        }
+    }
+
+    struct group *groups = gpurun_xcalloc((size_t)(pc.nparts ? pc.nparts : 1), sizeof *groups);
+    int ng = 0;
+    for (int i = 0; i < pc.nparts; i++) {
+        if (p->req.threads_per_rank != GPURUN_UNSET && pc.parts[i].need == 0)
+            continue; /* fewer threads than the rank has GPU localities */
         int g = 0;
-        while (g < ng && !hwloc_bitmap_isequal(groups[g].dom, doms[r]))
+        while (g < ng && !hwloc_bitmap_isequal(groups[g].dom, pc.parts[i].dom))
             g++;
         if (g == ng) {
-            groups[ng].dom = doms[r];
-            groups[ng].members = gpurun_xcalloc((size_t)rpn, sizeof(int));
+            groups[ng].dom = pc.parts[i].dom;
+            groups[ng].members = gpurun_xcalloc((size_t)pc.nparts, sizeof(int));
             ng++;
         }
-        groups[g].members[groups[g].n++] = r;
+        groups[g].members[groups[g].n++] = i;
     }
     qsort(groups, (size_t)ng, sizeof *groups, group_cmp);
-    struct core_pool cp;
-    core_pool_init(t, p->req.allowed_cpus, &cp);
     for (int g = 0; g < ng && rc == 0; g++)
-        rc = place_group(t, p, &cp, &groups[g], err);
-    core_pool_free(&cp);
+        rc = place_group(&pc, &groups[g], err);
+    for (int i = 0; i < pc.nparts; i++)
+        pc.parts[i].nlocal = pc.parts[i].nunits;
+    if (rc == 0 && pc.spill)
+        rc = place_pools(&pc, err);
+    if (rc == 0)
+        finish_ranks(&pc, rpn);
     for (int g = 0; g < ng; g++)
         free(groups[g].members);
     free(groups);
+    for (int i = 0; i < pc.nparts; i++) {
+        hwloc_bitmap_free(pc.parts[i].dom);
+        free(pc.parts[i].gpus);
+        free(pc.parts[i].units);
+    }
+    free(pc.parts);
+    for (int k = 0; k < pc.npkg; k++)
+        hwloc_bitmap_free(pc.pool[k]);
+    free(pc.pool);
+    free(pc.pool_free);
+    free(pc.pkgobj);
+    core_pool_free(&pc.cp);
     /* Ranks moved off memoryless NUMA nodes, and ranks whose cores have no
      * NUMA node at all (see cpu_numa_domains), each with what they lack. */
     hwloc_bitmap_t moved = hwloc_bitmap_alloc(), empty = hwloc_bitmap_alloc();
@@ -914,6 +1538,50 @@ static char *join_list(const gpurun_topo_t *t, const gpurun_request_t *req, cons
     return s;
 }
 
+/* OMP_PLACES: "cores" (with smt "threads") where the rank's places ascend,
+ * as OpenMP orders them itself; else the places in the plan's order (the
+ * cores of its first GPU first), each PU a place ("{16}:16,{0}:16" is PUs
+ * 16-31, then 0-15).  Caller frees. */
+static char *omp_places(const gpurun_topo_t *t, const gpurun_request_t *req, const gpurun_rank_plan_t *r)
+{
+    bool ascending = true;
+    for (int i = 1; i < r->nplaces; i++)
+        ascending &= r->places[i] > r->places[i - 1];
+    if (ascending)
+        return gpurun_xstrdup(req->smt ? "threads" : "cores");
+    int cap = hwloc_bitmap_weight(r->cpuset), n = 0;
+    int *pus = gpurun_xcalloc((size_t)(cap > 0 ? cap : 1), sizeof *pus);
+    for (int i = 0; i < r->nplaces; i++) {
+        hwloc_obj_t pu_obj = hwloc_get_pu_obj_by_os_index(t->hw, (unsigned)r->places[i]);
+        hwloc_obj_t o = req->smt && pu_obj ? hwloc_get_ancestor_obj_by_type(t->hw, HWLOC_OBJ_CORE, pu_obj) : NULL;
+        if (!o) { /* one PU a place; also where the export has no cores */
+            if (n < cap)
+                pus[n++] = r->places[i];
+            continue;
+        }
+        int pu;
+        hwloc_bitmap_foreach_begin(pu, o->cpuset)
+        {
+            if (n < cap && hwloc_bitmap_isset(r->cpuset, (unsigned)pu))
+                pus[n++] = pu;
+        }
+        hwloc_bitmap_foreach_end();
+    }
+    struct gpurun_strbuf b = {0};
+    for (int i = 0; i < n;) {
+        int j = i;
+        while (j + 1 < n && pus[j + 1] == pus[j] + 1)
+            j++;
+        if (j > i)
+            gpurun_strbuf_printf(&b, "%s{%d}:%d", i ? "," : "", pus[i], j - i + 1);
+        else
+            gpurun_strbuf_printf(&b, "%s{%d}", i ? "," : "", pus[i]);
+        i = j + 1;
+    }
+    free(pus);
+    return b.s ? b.s : gpurun_xstrdup(req->smt ? "threads" : "cores");
+}
+
 static void rank_env(const gpurun_topo_t *t, const gpurun_request_t *req, gpurun_rank_plan_t *r)
 {
     json_t *env = json_object();
@@ -960,7 +1628,9 @@ static void rank_env(const gpurun_topo_t *t, const gpurun_request_t *req, gpurun
     snprintf(buf, sizeof buf, "%d", r->threads);
     env_set(env, "OMP_NUM_THREADS", buf);
     if (req->bind == GPURUN_BIND_CLOSEST) {
-        env_set(env, "OMP_PLACES", req->smt ? "threads" : "cores");
+        char *places = omp_places(t, req, r);
+        env_set(env, "OMP_PLACES", places);
+        free(places);
         env_set(env, "OMP_PROC_BIND", "close");
     }
     snprintf(buf, sizeof buf, "%d", r->rank);
@@ -1005,6 +1675,10 @@ static void rank_free(gpurun_rank_plan_t *r)
     free(r->nics);
     hwloc_bitmap_free(r->cpuset);
     hwloc_bitmap_free(r->nodeset);
+    for (int g = 0; r->gpu_cpus && g < r->ngpus; g++)
+        hwloc_bitmap_free(r->gpu_cpus[g]);
+    free(r->gpu_cpus);
+    free(r->places);
     json_decref(r->env);
 }
 
@@ -1162,20 +1836,6 @@ static int place_gpus(const gpurun_topo_t *t, gpurun_plan_t *p, int rpn, int gpr
     return 0;
 }
 
-/* CPU-only ranks spread over NUMA domains: with fewer ranks than domains each
- * rank spans several, else consecutive ranks share one. */
-static hwloc_bitmap_t cpu_domain(hwloc_bitmap_t *numa, int nd, int r, int rpn)
-{
-    hwloc_bitmap_t dom = hwloc_bitmap_alloc();
-    if (rpn < nd) {
-        for (int d = (int)((long)r * nd / rpn); d < (int)((long)(r + 1) * nd / rpn); d++)
-            hwloc_bitmap_or(dom, dom, numa[d]);
-    } else {
-        hwloc_bitmap_copy(dom, numa[(long)r * nd / rpn]);
-    }
-    return dom;
-}
-
 static void replicate(gpurun_plan_t *p, int rpn)
 {
     for (int node = 1; node < p->req.nodes; node++)
@@ -1191,6 +1851,16 @@ static void replicate(gpurun_plan_t *p, int rpn)
                 memcpy(dst->nics, src->nics, (size_t)src->nnics * sizeof(int));
             dst->cpuset = hwloc_bitmap_dup(src->cpuset);
             dst->nodeset = hwloc_bitmap_dup(src->nodeset);
+            if (src->gpu_cpus) {
+                dst->gpu_cpus = gpurun_xcalloc((size_t)src->ngpus, sizeof *dst->gpu_cpus);
+                for (int g = 0; g < src->ngpus; g++)
+                    dst->gpu_cpus[g] = hwloc_bitmap_dup(src->gpu_cpus[g]);
+            }
+            if (src->places) {
+                dst->places = gpurun_xcalloc((size_t)(src->nplaces ? src->nplaces : 1), sizeof *dst->places);
+                if (src->nplaces)
+                    memcpy(dst->places, src->places, (size_t)src->nplaces * sizeof *dst->places);
+            }
             dst->node = node;
             dst->rank = node * rpn + l;
             dst->env = NULL;
@@ -1277,11 +1947,8 @@ int gpurun_plan_create(const gpurun_topo_t *t, const gpurun_request_t *req_in, g
     }
     int rc = gpr > 0 ? place_gpus(t, p, rpn, gpr, nvendor, err) : 0;
 
-    hwloc_bitmap_t *doms = gpurun_xcalloc((size_t)rpn, sizeof *doms);
-    for (int r = 0; r < rpn; r++)
-        doms[r] = gpr > 0 && rc == 0 ? gpu_domain(t, p, p->ranks[r].gpus, gpr) : cpu_domain(numa, nd, r, rpn);
     if (rc == 0 && req->bind == GPURUN_BIND_CLOSEST) {
-        rc = place_cores(t, p, doms, rpn, err);
+        rc = place_cores(t, p, numa, nd, rpn, gpr, err);
         if (rc == 0)
             warn_unused_cores(t, p, rpn);
     } else if (rc == 0) {
@@ -1291,9 +1958,6 @@ int gpurun_plan_create(const gpurun_topo_t *t, const gpurun_request_t *req_in, g
             p->ranks[r].threads = req->threads_per_rank != GPURUN_UNSET ? req->threads_per_rank
                                                                       : (share > 0 ? share : 1);
     }
-    for (int r = 0; r < rpn; r++)
-        hwloc_bitmap_free(doms[r]);
-    free(doms);
     for (int d = 0; d < nd; d++)
         hwloc_bitmap_free(numa[d]);
     free(numa);
@@ -1338,6 +2002,23 @@ json_t *gpurun_plan_json(const gpurun_plan_t *p)
                              "nic_pci", nic_pci, "nic_affinity",
                              r->nnics ? json_string(gpurun_affinity_name(r->nic_affinity)) : json_null(), "numa",
                              gpurun_nodeset_json(r->nodeset), "cpus", cpus, "threads", r->threads, "env", r->env));
+        if (r->ngpus > 1 && r->gpu_cpus) {
+            /* Which of its cores go with which of its GPUs (by GPU index);
+             * null for a GPU that got none of its own. */
+            json_t *gc = json_object();
+            for (int g = 0; g < r->ngpus; g++) {
+                char key[16];
+                snprintf(key, sizeof key, "%d", t->gpus[r->gpus[g]].index);
+                json_t *v = json_null();
+                if (!hwloc_bitmap_iszero(r->gpu_cpus[g])) {
+                    char *s = gpurun_cpuset_list(r->gpu_cpus[g]);
+                    v = json_string(s);
+                    free(s);
+                }
+                json_object_set_new(gc, key, v);
+            }
+            json_object_set_new(json_array_get(ranks, json_array_size(ranks) - 1), "gpu_cpus", gc);
+        }
         if (p->req.ranks_per_gpu > 1) {
             /* Which ranks share this rank's GPU, itself included (global numbers). */
             json_t *with = json_array();

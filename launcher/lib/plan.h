@@ -29,6 +29,7 @@ typedef struct gpurun_request {
     bool oversubscribe;
     enum gpurun_bind bind;
     enum gpurun_gpu_visibility gpu_visibility;
+    enum gpurun_cpu_locality cpu_locality;
     /* What a resource manager gave this job on this node (see alloc.h):
      * only cores inside allowed_cpus (NULL: all), only GPUs whose index is
      * in allowed_gpus (nallowed_gpus < 0: all). */
@@ -57,6 +58,15 @@ typedef struct gpurun_rank_plan {
     int gpu_first_rank, gpu_nranks; /* the local ranks gpu_first_rank.. (gpu_nranks of them) share its GPUs */
     hwloc_bitmap_t cpuset;     /* empty when bind = none */
     hwloc_bitmap_t nodeset;    /* memory binding; empty when bind = none */
+    /* Which of the cores go with which GPU: per GPU, in the order of gpus
+     * (NULL when bind = none; an empty set for a GPU that got no core of its
+     * own, when the rank has fewer threads than GPU localities). */
+    hwloc_bitmap_t *gpu_cpus;
+    /* The rank's OpenMP places in order, each named by its first PU: the
+     * cores of its first GPU first.  OMP_PLACES lists them when the order
+     * is not ascending. */
+    int *places;
+    int nplaces;
     int threads;
     json_t *env;               /* object: variable -> value, in export order */
 } gpurun_rank_plan_t;

@@ -6,6 +6,8 @@
  *          required                   a plugin failure fails the task (else logged, task runs unbound)
  *          verbose                    log each task's binding
  *          topology=FILE.xml          plan for this hwloc export, not the node (tests)
+ *          cpu_locality=package|gpu   GPU tasks also share out their package's NUMA nodes
+ *                                     without GPUs (package, the default), or not (gpu)
  *   srun --gpurun[=closest|none|verbose|off]
  *
  * slurmstepd loads the topology and plans once per step and node, in
@@ -38,6 +40,7 @@ enum mode { MODE_UNSET, MODE_OFF, MODE_CLOSEST, MODE_NONE };
 static struct {
     enum mode site_default, user; /* user: --gpurun's, MODE_UNSET without it */
     bool required, verbose, user_verbose;
+    int cpu_locality; /* GPURUN_REQ_CPUS_PACKAGE or _GPU */
     char topology[PATH_MAX];
     bool slurm_cpu_bind, slurm_gpu_bind;
     gpurun_topology_t *topo;
@@ -109,12 +112,14 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
             st.verbose = true;
         else if (!strncmp(av[i], "topology=", 9) && av[i][9] && strlen(av[i] + 9) < sizeof st.topology)
             snprintf(st.topology, sizeof st.topology, "%s", av[i] + 9);
+        else if (!strcmp(av[i], "cpu_locality=package") || !strcmp(av[i], "cpu_locality=gpu"))
+            st.cpu_locality = !strcmp(av[i], "cpu_locality=gpu") ? GPURUN_REQ_CPUS_GPU : GPURUN_REQ_CPUS_PACKAGE;
         else {
             /* A site's typo must not stop its users' jobs. */
             char shown[128];
             gpurun_short_text(shown, sizeof shown, av[i]);
             slurm_error("gpurun: plugstack.conf argument '%s' not understood (default=off|closest|none, required, "
-                        "verbose, topology=FILE.xml shorter than %d bytes); ignored",
+                        "verbose, topology=FILE.xml shorter than %d bytes, cpu_locality=package|gpu); ignored",
                         shown, PATH_MAX);
         }
     }
@@ -259,6 +264,8 @@ int slurm_spank_user_init(spank_t sp, int ac, char **av)
         rc = gpurun_plan_request_set(req, GPURUN_REQ_RANKS_PER_NODE, (int)ntasks, &err);
     if (!rc && m == MODE_NONE)
         rc = gpurun_plan_request_set(req, GPURUN_REQ_BIND, GPURUN_REQ_BIND_NONE, &err);
+    if (!rc)
+        rc = gpurun_plan_request_set(req, GPURUN_REQ_CPU_LOCALITY, st.cpu_locality, &err);
     /* Slurm's allocation: the cpus slurmstepd may use (its cgroup's cpuset
      * where the site confines jobs) and the GPUs gres gave the step. */
     char *cpus = NULL;
