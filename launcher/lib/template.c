@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "confparse.h"
+#include "results.h" /* gpurun_printable */
 #include "safefile.h"
 #include "template.h"
 #include "util.h"
@@ -141,6 +142,36 @@ static int check_found(const char *what, const char *name, const char *folder, c
     return rc;
 }
 
+/* SPEC §4: a site profile the administrator installed is not relaxed by a
+ * file of the same name beside a job (or in any folder of the user's on the
+ * path): one that would be read instead of an installed one is refused
+ * (exit 2), naming both, unless it is that same file. */
+static int check_not_replacing(const char *name, const struct dirs *d, size_t found, const char *path,
+                               gpurun_error_t *err)
+{
+    struct stat mine;
+    bool have_mine = stat(path, &mine) == 0;
+    for (size_t j = found + 1; j < d->n; j++) {
+        if (!d->installed[j])
+            continue;
+        char *admin = gpurun_xasprintf("%s/sites/%s.conf", d->v[j], name);
+        struct stat st;
+        if (stat(admin, &st) == 0 && !(have_mine && st.st_dev == mine.st_dev && st.st_ino == mine.st_ino)) {
+            char *p = gpurun_printable(path);
+            gpurun_err(err, GPURUN_EXIT_CONFIG,
+                       "site '%s' found in %s: refused: the administrator installed a site profile of that name, "
+                       "%s, and a file of yours may not replace it; name yours otherwise (and the job's `site` "
+                       "with it), or remove it to use the installed one",
+                       name, p, admin);
+            free(p);
+            free(admin);
+            return -1;
+        }
+        free(admin);
+    }
+    return 0;
+}
+
 /* The nearest name that exists in `sub` of the folders, for a misspelt one. */
 static char *nearest_name(const char *name, const struct dirs *d, const char *sub)
 {
@@ -190,6 +221,8 @@ int gpurun_search_path_find(const char *what, const char *sub, const char *name,
         if (stat(path, &st) == 0 || (errno != ENOENT && errno != ENOTDIR)) {
             char *folder = gpurun_xasprintf("%s%s%s", d.v[i], slash, s);
             int rc = d.installed[i] ? 0 : check_found(what, name, folder, path, err);
+            if (rc == 0 && !d.installed[i] && sub && !strcmp(sub, "sites"))
+                rc = check_not_replacing(name, &d, i, path, err);
             free(folder);
             dirs_free(&d);
             if (rc < 0) {

@@ -1609,6 +1609,23 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
     const char *results = opts->results ? opts->results : job->results;
     /* Absolute: ranks start in the run folder and must find it by name. */
     c.results = abs_path(opts->results ? "." : c.job_dir, results);
+    /* The job and run folders are mounted at their own paths. */
+    for (int i = 0; c.ctr && i < 2; i++) {
+        const char *folder = i ? c.results : c.job_dir;
+        const char *bad = gpurun_container_path_problem(c.ctr, folder);
+        if (bad) {
+            char *shown = gpurun_printable(folder);
+            gpurun_err(err, GPURUN_EXIT_CONFIG,
+                       "the %s %s holds %s: %s mounts it in the container at its own path and cannot carry that; "
+                       "nothing was started: %s",
+                       i ? "results folder" : "job's folder", shown, bad, c.ctr->runtime,
+                       i ? "choose another results folder (job key 'results' or --results)"
+                         : "move the job file to a folder whose path has none");
+            free(shown);
+            rc = err->code;
+            goto out;
+        }
+    }
 
     /* One configuration per scan combination, each run `repeat` times.  A
      * failed run does not stop the sweep; an interrupted one does. */
