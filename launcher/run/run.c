@@ -706,6 +706,8 @@ static int start_mps(struct run_ctx *c, struct gpurun_mps *m, int dfd, const cha
         return -1;
     if (m->active && mps_into_host_plan(c, m, dfd, run_dir, host, err) < 0)
         return -1; /* run_once's stop_mps quits the daemon */
+    if (m->warning[0])
+        fprintf(stderr, "gpurun: warning: %s\n", m->warning);
     if (mode != GPURUN_MPS_OFF && !m->active)
         fprintf(stderr, "gpurun: note: %s\n", m->note);
     else if (c->opts->verbose && m->note[0])
@@ -1579,6 +1581,11 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
     if (!c.job_dir)
         c.job_dir = abs_path(job->dir, ".");
     if (gpurun_template_for_job(job, &c.tpl, err) < 0 || gpurun_site_for_job(job, &c.site, err) < 0) {
+        rc = err->code;
+        goto out;
+    }
+    /* MPS folders the ranks are pointed at: none of another user's. */
+    if (gpurun_mps_check_env(job, err) < 0) {
         rc = err->code;
         goto out;
     }
