@@ -331,7 +331,9 @@ expect_rc 2 "a site's own mount outside its allowed_mounts: exit 2"
 contains "$TMP/err" "$TMP/job2/sites/uni.conf:4: key 'container.mounts': /gpurun-test-not-here/scratch is outside what the site allows" \
     "... naming the site profile's line"
 # A profile beside the job named like one the administrator installed
-# (example-univ: apptainer, /scratch /home /projects only) that allows all.
+# (example-univ: apptainer, /scratch /home /projects only) that allows all:
+# it is read (its mounts, its runtime), and the installed allowed_mounts
+# still hold.
 cat >"$TMP/job2/sites/example-univ.conf" <<SITE
 description = "the installed profile, relaxed"
 container {
@@ -339,16 +341,29 @@ container {
   allowed_mounts = {"/"}
 }
 SITE
+installed=$(cd "$top_srcdir" && pwd -P)/templates/sites/example-univ.conf
 printf 'command = "./probe"\nsite = "example-univ"\nlauncher = "local"\nranks_per_node = 1\ncontainer { image = "gromacs.sif"\n mounts = {"%s"} }\n' "$TMP/other" >"$TMP/job2/relaxed.conf"
 PATH=$TMP/bin:$PATH run "$GPURUN" run "$TMP/job2/relaxed.conf" --dry-run
-expect_rc 2 "sites/example-univ.conf beside the job, where one is installed: exit 2"
-contains "$TMP/err" "site 'example-univ' found in $TMP/job2/sites/example-univ.conf: refused: the administrator installed a site profile of that name, $(cd "$top_srcdir" && pwd -P)/templates/sites/example-univ.conf" \
-    "... naming both files"
-PATH=$TMP/bin:$PATH GPURUN_TEMPLATE_PATH=$TMP/job2 run "$GPURUN" run "$TMP/job/siteok.conf" --dry-run --set site=example-univ
+expect_rc 2 "sites/example-univ.conf beside the job allowing '/', where one is installed: a mount outside the installed allowed_mounts is exit 2"
+contains "$TMP/err" "relaxed.conf:6: key 'container.mounts': $TMP/other is outside what the site allows in containers (allowed_mounts of the installed profile $installed: /scratch, ...; $TMP/job2/sites/example-univ.conf, a profile of the same name, does not replace them)" \
+    "... naming the installed profile and the one beside the job"
+PATH=$TMP/bin:$PATH GPURUN_TEMPLATE_PATH=$TMP/job2/ run "$GPURUN" run "$TMP/job/outside.conf" --dry-run --set site=example-univ
 expect_rc 2 "... the same through \$GPURUN_TEMPLATE_PATH"
-(cd "$TMP/job2" && "$GPURUN" templates --sites --json) >"$TMP/sites.json" 2>/dev/null
-jq -e '.sites[] | select(.name == "example-univ") | .error | contains("refused: the administrator installed")' "$TMP/sites.json" >/dev/null
-ok $? "gpurun templates --sites lists it with why it is refused"
+contains "$TMP/err" "(allowed_mounts of the installed profile $installed: /scratch, ...;" "... naming the installed profile"
+PATH=$TMP/bin:$PATH GPURUN_TEMPLATE_PATH=$TMP/job2/:$(cd "$top_srcdir" && pwd -P)/templates run "$GPURUN" run "$TMP/job/outside.conf" --dry-run --set site=example-univ
+expect_rc 2 "... also with the installed folder itself in \$GPURUN_TEMPLATE_PATH"
+sed -i 's|^  allowed_mounts = {"/"}|  allowed_mounts = {"/"}\n  mounts = {"'"$TMP/other"'"}|' "$TMP/job2/sites/example-univ.conf"
+printf 'command = "./probe"\nsite = "example-univ"\nlauncher = "local"\nranks_per_node = 1\ncontainer { image = "gromacs.sif" }\n' >"$TMP/job2/plain.conf"
+PATH=$TMP/bin:$PATH run "$GPURUN" run "$TMP/job2/plain.conf" --dry-run
+expect_rc 2 "... its own default mount outside the installed allowed_mounts: exit 2"
+contains "$TMP/err" "$TMP/job2/sites/example-univ.conf:5: key 'container.mounts': $TMP/other is outside what the site allows in containers (allowed_mounts of the installed profile" \
+    "... naming its line"
+sed -i '/^  mounts = /d; s/"apptainer"/"singularity"/' "$TMP/job2/sites/example-univ.conf"
+mkdir -p "$TMP/sbin"
+cp "$TMP/bin/apptainer" "$TMP/sbin/singularity"
+PATH=$TMP/sbin:$PATH run "$GPURUN" run "$TMP/job2/plain.conf" --dry-run
+expect_rc 0 "... a job that mounts nothing more runs as before, with the profile beside it"
+contains "$TMP/out" "singularity, as the site profile asks" "... whose runtime it takes (singularity; the installed one says apptainer)"
 rm "$TMP/job2/sites/example-univ.conf"
 # Another user's symlinks in a shared folder the site allows: what a mount
 # resolves to is what is checked, and what the runtime is given.

@@ -37,9 +37,7 @@ static const char templates_usage[] =
     "  -h, --help   this help\n"
     "\n"
     "A file in this folder that is not a template (a job file) is left out, with a warning\n"
-    "when it hides a template of the same name. A site profile of yours named like one the\n"
-    "administrator installed is refused, and listed with why. Exit status: 0 listed, 2 bad\n"
-    "option.\n";
+    "when it hides a template of the same name. Exit status: 0 listed, 2 bad option.\n";
 
 struct entry {
     char *name;
@@ -312,15 +310,6 @@ int cmd_templates(int argc, char **argv, gpurun_error_t *err)
     for (size_t i = 0; i < ndirs; i++)
         free(real[i]);
     free(real);
-    /* A site profile the search would refuse (one of yours named like an
-     * installed one, or one in a folder others can write) says why. */
-    for (size_t i = 0; sites && i < l.n; i++) {
-        gpurun_error_t e = {0};
-        char *found = NULL;
-        if (!l.v[i].error && gpurun_search_path_find("site", "sites", l.v[i].name, ".", &found, &e) < 0)
-            l.v[i].error = gpurun_xstrdup(e.text);
-        free(found);
-    }
     if (l.n > 1)
         qsort(l.v, l.n, sizeof *l.v, entry_cmp);
     warn_hidden(&l, hid, nhid, sites);

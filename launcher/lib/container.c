@@ -219,6 +219,10 @@ void gpurun_container_spec_clear(struct gpurun_container_spec *spec)
     for (size_t i = 0; i < spec->nallowed; i++)
         free(spec->allowed[i]);
     free(spec->allowed);
+    for (size_t i = 0; i < spec->nadmin_allowed; i++)
+        free(spec->admin_allowed[i]);
+    free(spec->admin_allowed);
+    free(spec->admin_file);
     free(spec->dir);
     free(spec->mounts_from);
     free(spec->file);
@@ -426,14 +430,14 @@ static const struct runtime *choose_runtime(struct gpurun_container_run *r, cons
     return rt;
 }
 
-/* Whether `src` (resolved) is inside one of the site's allowed_mounts, as
- * written or as it resolves (/home may be a link). */
-static bool mount_allowed(const struct gpurun_container_spec *site, const char *src)
+/* Whether `src` (resolved) is inside one of the `n` folders, as written or
+ * as they resolve (/home may be a link). */
+static bool mount_allowed(char *const *allowed, size_t n, const char *src)
 {
     bool ok = false;
-    for (size_t k = 0; k < site->nallowed && !ok; k++) {
-        char *real = realpath(site->allowed[k], NULL);
-        ok = inside(src, site->allowed[k]) || (real && inside(src, real));
+    for (size_t k = 0; k < n && !ok; k++) {
+        char *real = realpath(allowed[k], NULL);
+        ok = inside(src, allowed[k]) || (real && inside(src, real));
         free(real);
     }
     return ok;
@@ -492,18 +496,27 @@ static int check_mount(const struct gpurun_container_run *r, const struct gpurun
                         from, shown_m, bad_src ? (moved ? "resolves to" : "is") : "goes to",
                         bad_src ? (real ? shown_real : shown_abs) : shown_dst, bad_src ? bad_src : bad_dst,
                         r->runtime);
-    else if (site && site->nallowed && !real && has_dot_component(abs))
+    else if (site && (site->nallowed || site->nadmin_allowed) && !real && has_dot_component(abs))
         rc = gpurun_err(err, GPURUN_EXIT_CONFIG,
                         "%s: key 'container.mounts': %s does not exist here and holds '.' or '..': it cannot be "
                         "checked against the site's allowed_mounts; refused",
                         from, shown_abs);
-    else if (site && site->nallowed && !mount_allowed(site, real ? real : abs))
+    else if (site && site->nallowed && !mount_allowed(site->allowed, site->nallowed, real ? real : abs))
         rc = gpurun_err(err, GPURUN_EXIT_CONFIG,
                         "%s: key 'container.mounts': %s%s%s%s is outside what the site allows in containers "
                         "(allowed_mounts of %s: %s%s)",
                         from, shown_abs, moved ? " (which resolves to " : "", moved ? shown_real : "", moved ? ")" : "",
                         site->file ? site->file : "the site profile", site->allowed[0],
                         site->nallowed > 1 ? ", ..." : "");
+    else if (site && site->nadmin_allowed &&
+             !mount_allowed(site->admin_allowed, site->nadmin_allowed, real ? real : abs))
+        rc = gpurun_err(err, GPURUN_EXIT_CONFIG,
+                        "%s: key 'container.mounts': %s%s%s%s is outside what the site allows in containers "
+                        "(allowed_mounts of the installed profile %s: %s%s; %s, a profile of the same name, "
+                        "does not replace them)",
+                        from, shown_abs, moved ? " (which resolves to " : "", moved ? shown_real : "", moved ? ")" : "",
+                        site->admin_file, site->admin_allowed[0], site->nadmin_allowed > 1 ? ", ..." : "",
+                        site->file ? site->file : "the site profile");
     free(shown_m);
     free(shown_abs);
     free(shown_real);

@@ -31,6 +31,11 @@ struct gpurun_container_spec {
     char **allowed; /* site only: folders every mount (the site's, the template's, the job's) must lie in */
     size_t nallowed;
     char *dir;      /* the file's folder: relative image paths and mounts start there */
+    /* Site only: the allowed_mounts of the installed profile this one
+     * shadows (a file of the user's of the same name), which hold too. */
+    char **admin_allowed;
+    size_t nadmin_allowed;
+    char *admin_file;  /* that installed profile; NULL: none */
     char *file;        /* the file it was read from, for messages; NULL: none */
     char *mounts_from; /* "FILE:LINE" of its `mounts` (or the file), for messages; NULL: none */
 };

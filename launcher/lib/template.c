@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include "confparse.h"
-#include "results.h" /* gpurun_printable */
 #include "safefile.h"
 #include "template.h"
 #include "util.h"
@@ -47,6 +46,9 @@ static void dirs_add_as(struct dirs *d, char *dir, bool installed)
 {
     for (size_t i = 0; i < d->n; i++) {
         if (strcmp(d->v[i], dir) == 0) {
+            /* An installed folder also named in $GPURUN_TEMPLATE_PATH is
+             * still the installed one (its site profiles hold, below). */
+            d->installed[i] = d->installed[i] || installed;
             free(dir);
             return;
         }
@@ -142,36 +144,6 @@ static int check_found(const char *what, const char *name, const char *folder, c
     return rc;
 }
 
-/* SPEC §4: a site profile the administrator installed is not relaxed by a
- * file of the same name beside a job (or in any folder of the user's on the
- * path): one that would be read instead of an installed one is refused
- * (exit 2), naming both, unless it is that same file. */
-static int check_not_replacing(const char *name, const struct dirs *d, size_t found, const char *path,
-                               gpurun_error_t *err)
-{
-    struct stat mine;
-    bool have_mine = stat(path, &mine) == 0;
-    for (size_t j = found + 1; j < d->n; j++) {
-        if (!d->installed[j])
-            continue;
-        char *admin = gpurun_xasprintf("%s/sites/%s.conf", d->v[j], name);
-        struct stat st;
-        if (stat(admin, &st) == 0 && !(have_mine && st.st_dev == mine.st_dev && st.st_ino == mine.st_ino)) {
-            char *p = gpurun_printable(path);
-            gpurun_err(err, GPURUN_EXIT_CONFIG,
-                       "site '%s' found in %s: refused: the administrator installed a site profile of that name, "
-                       "%s, and a file of yours may not replace it; name yours otherwise (and the job's `site` "
-                       "with it), or remove it to use the installed one",
-                       name, p, admin);
-            free(p);
-            free(admin);
-            return -1;
-        }
-        free(admin);
-    }
-    return 0;
-}
-
 /* The nearest name that exists in `sub` of the folders, for a misspelt one. */
 static char *nearest_name(const char *name, const struct dirs *d, const char *sub)
 {
@@ -221,8 +193,6 @@ int gpurun_search_path_find(const char *what, const char *sub, const char *name,
         if (stat(path, &st) == 0 || (errno != ENOENT && errno != ENOTDIR)) {
             char *folder = gpurun_xasprintf("%s%s%s", d.v[i], slash, s);
             int rc = d.installed[i] ? 0 : check_found(what, name, folder, path, err);
-            if (rc == 0 && !d.installed[i] && sub && !strcmp(sub, "sites"))
-                rc = check_not_replacing(name, &d, i, path, err);
             free(folder);
             dirs_free(&d);
             if (rc < 0) {
@@ -251,6 +221,29 @@ int gpurun_search_path_find(const char *what, const char *sub, const char *name,
     free(near);
     dirs_free(&d);
     return -1;
+}
+
+bool gpurun_search_installed(const char *sub, const char *name, const char *found, char **pathp)
+{
+    *pathp = NULL;
+    if (!gpurun_conf_plain_name_ok(name))
+        return false;
+    struct dirs d = {0};
+    search_path(NULL, &d);
+    struct stat mine, st;
+    bool have_mine = found && stat(found, &mine) == 0;
+    for (size_t i = 0; i < d.n && !*pathp; i++) {
+        if (!d.installed[i])
+            continue;
+        char *p = sub ? gpurun_xasprintf("%s/%s/%s.conf", d.v[i], sub, name)
+                      : gpurun_xasprintf("%s/%s.conf", d.v[i], name);
+        if (stat(p, &st) == 0 && !(have_mine && st.st_dev == mine.st_dev && st.st_ino == mine.st_ino))
+            *pathp = p;
+        else
+            free(p);
+    }
+    dirs_free(&d);
+    return *pathp != NULL;
 }
 
 char **gpurun_search_path(const char *job_dir, size_t *np)
