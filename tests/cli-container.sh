@@ -374,7 +374,10 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then
     # x,/etc: Apptainer would read "--bind DATA/evil/x,/etc:..." as two
     # binds, the second the host's /etc; y: "DATA/evil/y:/usr/bin:..."
     # would mount the other user's folder over the container's /usr/bin.
-    as_other mkdir -p "$TMP/data/evil/x,/etc" "$TMP/data/evil/y:/usr/bin" "$TMP/data/evil/z \$(id)"
+    as_other mkdir -p "$TMP/data/evil/x,/etc" "$TMP/data/evil/y:/usr/bin" "$TMP/data/evil/z \$(id)" \
+        "$TMP/data/evil/w^/etc" "$TMP/data/evil/sp "
+    as_other ln -s "$TMP/data/evil/w^/etc" "$TMP/data/caret"
+    as_other ln -s "$TMP/data/evil/sp " "$TMP/data/space"
     as_other ln -s "$TMP/data/evil/x,/etc" "$TMP/data/comma"
     as_other ln -s "$TMP/data/evil/y:/usr/bin" "$TMP/data/colon"
     as_other ln -s "$TMP/data/evil/z \$(id)" "$TMP/data/dollar"
@@ -413,9 +416,20 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then
     contains "$TMP/err" "which holds a blank" "... saying why"
     PATH=$TMP/bin:$PATH run "$GPURUN" run "$TMP/job/lndollar.conf" --dry-run --set container.runtime=apptainer --set "container.image=$TMP/job/gromacs.sif"
     expect_rc 0 "apptainer takes that same path (blanks and '\$' are plain characters in its --bind)"
+    # Apptainer splits --bind with the regexp ([^,^:]+:?) ('^' too) and
+    # trims each piece: DATA/evil/w^/etc would bind /etc, "DATA/evil/sp "
+    # DATA/evil/sp.
+    for m in caret:"'^'" space:"a space at its end"; do
+        printf 'command = "./probe"\nsite = "uni"\nlauncher = "local"\nranks_per_node = 1\ncontainer { image = "gromacs.sif"\n mounts = {"%s"} }\n' "$TMP/data/${m%%:*}" >"$TMP/job/ln${m%%:*}.conf"
+        PATH=$TMP/bin:$PATH run "$GPURUN" run "$TMP/job/ln${m%%:*}.conf" --dry-run
+        expect_rc 2 "apptainer: uid 65534's symlink to a path with ${m#*:}: exit 2"
+        contains "$TMP/err" "which holds ${m#*:}" "... saying why"
+    done
+    PATH=$TMP/rtbin:$PATH run "$GPURUN" run "$TMP/job/lncaret.conf" --dry-run --set container.runtime=charliecloud --set "container.image=$TMP/img"
+    expect_rc 0 "ch-run takes that same path ('^' is a plain character in its --bind)"
     chmod 755 "$TMP/data"
 else
-    for i in $(seq 1 19); do skip "not root or no setpriv: no second user to plant symlinks"; done
+    for i in $(seq 1 24); do skip "not root or no setpriv: no second user to plant symlinks"; done
 fi
 
 # ---- a template's container block; --set container.KEY

@@ -453,10 +453,33 @@ static bool has_dot_component(const char *p)
     return false;
 }
 
+/* Whether `s` ends in a character Go's unicode.IsSpace takes for a space
+ * (Apptainer trims each piece of --bind with strings.TrimSpace): a blank,
+ * U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F,
+ * U+3000 (control characters are refused before). */
+static bool ends_in_space(const char *s)
+{
+    size_t n = strlen(s);
+    const unsigned char *e = (const unsigned char *)s + n;
+    if (n >= 1 && e[-1] == ' ')
+        return true;
+    if (n >= 2 && e[-2] == 0xc2 && (e[-1] == 0x85 || e[-1] == 0xa0))
+        return true;
+    if (n < 3)
+        return false;
+    unsigned cp = ((unsigned)(e[-3] & 0x0f) << 12) | ((unsigned)(e[-2] & 0x3f) << 6) | (e[-1] & 0x3f);
+    return (e[-3] & 0xf0) == 0xe0 && (e[-2] & 0xc0) == 0x80 && (e[-1] & 0xc0) == 0x80 &&
+           (cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 || cp == 0x2029 || cp == 0x202f ||
+            cp == 0x205f || cp == 0x3000);
+}
+
 const char *gpurun_container_path_problem(const struct gpurun_container_run *r, const char *path)
 {
     bool pyxis = r && r->runtime && !strcmp(r->runtime, "pyxis");
     bool csv = r && r->runtime && (!strcmp(r->runtime, "apptainer") || !strcmp(r->runtime, "singularity"));
+    if (csv && ends_in_space(path))
+        return "a space at its end (Apptainer and Singularity trim each piece of --bind: another folder would be "
+               "mounted)";
     for (const unsigned char *c = (const unsigned char *)path; *c; c++) {
         if (*c < 0x20 || *c == 0x7f)
             return "a control character";
@@ -465,6 +488,8 @@ const char *gpurun_container_path_problem(const struct gpurun_container_run *r, 
         if (*c == ',')
             return "',' (Apptainer, Singularity and pyxis read it as the end of one mount and the start of "
                    "another)";
+        if (*c == '^' && csv)
+            return "'^' (Apptainer and Singularity split --bind on it as on ',' and ':')";
         if (*c == '"' && (csv || pyxis))
             return pyxis ? "'\"' (pyxis writes each mount into a shell script between double quotes)"
                          : "'\"' (Apptainer and Singularity read --bind as comma-separated values, where it quotes)";

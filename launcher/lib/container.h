@@ -107,8 +107,9 @@ void gpurun_container_run_free(struct gpurun_container_run *run);
 
 /* Why `path` cannot be handed to `run`'s runtime as a mount (a static
  * text: "','", "a blank", ...), or NULL when it can.  Every runtime splits
- * "SRC:DST" on ':'; Apptainer/Singularity split --bind on ',' (and read it
- * as CSV: '"' quotes), pyxis splits --container-mounts on ',' and writes
+ * "SRC:DST" on ':'; Apptainer/Singularity split --bind on ',', ':' and '^'
+ * (the regexp ([^,^:]+:?)), trim each piece of spaces, and older ones read
+ * it as CSV ('"' quotes); pyxis splits --container-mounts on ',' and writes
  * each mount into a bash script as `echo "SRC DST FLAGS"` that enroot reads
  * as an fstab line (blanks, '"', '$', '`', '\\' change it); a control
  * character is refused everywhere. */
