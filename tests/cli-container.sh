@@ -515,17 +515,18 @@ contains "$TMP/out" "#   --container-image=nvcr.io#hpc/gromacs:2023.2 --containe
 
 # ---- doctor: the runtimes there, and whether GPU passthrough would work
 PATH=$TMP/bin:$PATH run "$GPURUN" doctor --json
+cp "$TMP/out" "$TMP/doctor.json" # jq_out's run replaces $TMP/out
 jq_out '.checks[] | select(.id == "containers") | .detail | test("apptainer [^ ]*/bin/apptainer")'
-ok $? "doctor names the container runtimes it finds"
-jq_out '.checks[] | select(.id == "containers") | .detail | test("pyxis") | not'
+ok $rc "doctor names the container runtimes it finds"
+jq -e '.checks[] | select(.id == "containers") | .detail | test("pyxis") | not' "$TMP/doctor.json" >/dev/null
 ok $? "... and not pyxis where srun takes no --container-image"
 PATH=$TMP/pbin:$TMP/bin:$PATH run "$GPURUN" doctor --json
 jq_out '.checks[] | select(.id == "containers") | .detail | test("pyxis [^ ]*/pbin/srun --container-image")'
-ok $? "doctor names pyxis where srun takes --container-image"
+ok $rc "doctor names pyxis where srun takes --container-image"
 if [ ! -e /dev/nvidiactl ]; then
     PATH=$TMP/bin:$PATH GPURUN_TOPOLOGY=$FIXTURES/2s-4gpu-2nic.xml run "$GPURUN" doctor --json
     jq_out '.checks[] | select(.id == "containers") | .status == "WARN" and (.detail | test("no GPU device nodes"))'
-    ok $? "doctor: GPUs in the topology but no /dev/nvidiactl: GPU passthrough would not work (WARN)"
+    ok $rc "doctor: GPUs in the topology but no /dev/nvidiactl: GPU passthrough would not work (WARN)"
 else
     skip "doctor without GPU device nodes: this machine has /dev/nvidiactl"
 fi

@@ -366,7 +366,7 @@ s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8); time.sleep(12
     ok $? "... no rank ran, no daemon started"
     run env PATH="$PATH_WITH" CUDA_MPS_PIPE_DIRECTORY="$TMP/shared/mps" "$GPURUN" doctor --json
     jq_out '.checks[] | select(.id == "mps") | .status == "FAIL" and (.detail | contains("owned by another user (uid 65534)"))'
-    ok $? "... and gpurun doctor says so (FAIL), not that a daemon of ours runs"
+    ok $rc "... and gpurun doctor says so (FAIL), not that a daemon of ours runs"
     kill "$pypid" 2>/dev/null
     wait "$pypid" 2>/dev/null
     for v in PIPE LOG; do
