@@ -432,6 +432,12 @@ else
     for i in $(seq 1 24); do skip "not root or no setpriv: no second user to plant symlinks"; done
 fi
 
+# The results folder is mounted at its own path too: one with ',' would be
+# two binds for Apptainer.
+PATH=$TMP/bin:$PATH run "$GPURUN" run "$TMP/job/siteok.conf" --dry-run --results "$TMP/res,/etc"
+expect_rc 2 "a results folder whose path holds ',' (apptainer): exit 2"
+contains "$TMP/err" "the results folder $TMP/res,/etc holds ','" "... saying why"
+
 # ---- a template's container block; --set container.KEY
 mkdir -p "$TMP/job/tpl"
 : >"$TMP/job/tpl/from-template.sif"

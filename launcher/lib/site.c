@@ -276,6 +276,8 @@ static int keep_installed_policy(gpurun_site_t *s, const char *name, gpurun_erro
         return -1;
     }
     if (a->container.nallowed) {
+        if (!s->container.file) /* a profile without a container block: named in messages all the same */
+            s->container.file = gpurun_xstrdup(s->path);
         s->container.admin_allowed = a->container.allowed;
         s->container.nadmin_allowed = a->container.nallowed;
         a->container.allowed = NULL;
