@@ -292,7 +292,7 @@ description = "test site"
 container {
   runtime = "apptainer"
   mounts = {"$TMP/data", "/gpurun-test-not-here/scratch"}
-  allowed_mounts = {"$TMP/data"}
+  allowed_mounts = {"$TMP/data", "/gpurun-test-not-here"}
 }
 SITE
 printf 'command = "./probe"\nsite = "uni"\ncontainer { image = "gromacs.sif"\n mounts = {"%s"} }\n' "$TMP/other" >"$TMP/job/outside.conf"
@@ -303,6 +303,140 @@ expect_rc 0 "a site's container block: its runtime and default mounts"
 contains "$TMP/out" "--bind $TMP/job:$TMP/job --bind $TMP/data:$TMP/data --bind /gpurun-test-not-here/scratch:/gpurun-test-not-here/scratch --pwd" "... the site's mount in the command line"
 contains "$TMP/out" "apptainer, as the site profile asks" "... and the site's runtime"
 contains "$TMP/out" "--bind /gpurun-test-not-here/scratch:/gpurun-test-not-here/scratch" "... a site mount need not exist where the profile is read (it describes the cluster's nodes)"
+
+# ---- a site's policy holds whatever a mount comes from (issue 26) ----------
+# Each check below passed on the code before: the template's mounts were
+# never checked, a site profile beside the job replaced the installed one,
+# and ',' and ':' were looked for only in the file's text, not in what a
+# mount resolves to.
+# A template beside the job that mounts what the site does not allow.
+cat >"$TMP/job/wide.conf" <<TPL
+description = "a template that mounts a folder of its choice"
+command     = "./probe"
+container {
+  image  = "gromacs.sif"
+  mounts = {"$TMP/other"}
+}
+TPL
+printf 'template = "wide"\nsite = "uni"\nlauncher = "local"\nranks_per_node = 1\n' >"$TMP/job/tplwide.conf"
+bad tplwide "$TMP/job/wide.conf:5: key 'container.mounts': $TMP/other is outside what the site allows" \
+    "a template's mount outside the site's allowed_mounts"
+# The site's own mounts: the same rule.
+mkdir -p "$TMP/job2/sites"
+cp "$TMP/job/gromacs.sif" "$TMP/job/probe" "$TMP/job2/"
+sed "s:\"/gpurun-test-not-here\"}:\"$TMP/data\"}:" "$TMP/job/sites/uni.conf" >"$TMP/job2/sites/uni.conf"
+printf 'command = "./probe"\nsite = "uni"\nlauncher = "local"\nranks_per_node = 1\ncontainer { image = "gromacs.sif" }\n' >"$TMP/job2/siteown.conf"
+PATH=$TMP/bin:$PATH run "$GPURUN" run "$TMP/job2/siteown.conf" --dry-run
+expect_rc 2 "a site's own mount outside its allowed_mounts: exit 2"
+contains "$TMP/err" "$TMP/job2/sites/uni.conf:4: key 'container.mounts': /gpurun-test-not-here/scratch is outside what the site allows" \
+    "... naming the site profile's line"
+# A profile beside the job named like one the administrator installed
+# (example-univ: apptainer, /scratch /home /projects only) that allows all:
+# it is read (its mounts, its runtime), and the installed allowed_mounts
+# still hold.
+cat >"$TMP/job2/sites/example-univ.conf" <<SITE
+description = "the installed profile, relaxed"
+container {
+  runtime = "apptainer"
+  allowed_mounts = {"/"}
+}
+SITE
+installed=$(cd "$top_srcdir" && pwd -P)/templates/sites/example-univ.conf
+printf 'command = "./probe"\nsite = "example-univ"\nlauncher = "local"\nranks_per_node = 1\ncontainer { image = "gromacs.sif"\n mounts = {"%s"} }\n' "$TMP/other" >"$TMP/job2/relaxed.conf"
+PATH=$TMP/bin:$PATH run "$GPURUN" run "$TMP/job2/relaxed.conf" --dry-run
+expect_rc 2 "sites/example-univ.conf beside the job allowing '/', where one is installed: a mount outside the installed allowed_mounts is exit 2"
+contains "$TMP/err" "relaxed.conf:6: key 'container.mounts': $TMP/other is outside what the site allows in containers (allowed_mounts of the installed profile $installed: /scratch, ...; $TMP/job2/sites/example-univ.conf, a profile of the same name, does not replace them)" \
+    "... naming the installed profile and the one beside the job"
+PATH=$TMP/bin:$PATH GPURUN_TEMPLATE_PATH=$TMP/job2/ run "$GPURUN" run "$TMP/job/outside.conf" --dry-run --set site=example-univ
+expect_rc 2 "... the same through \$GPURUN_TEMPLATE_PATH"
+contains "$TMP/err" "(allowed_mounts of the installed profile $installed: /scratch, ...;" "... naming the installed profile"
+PATH=$TMP/bin:$PATH GPURUN_TEMPLATE_PATH=$TMP/job2/:$(cd "$top_srcdir" && pwd -P)/templates run "$GPURUN" run "$TMP/job/outside.conf" --dry-run --set site=example-univ
+expect_rc 2 "... also with the installed folder itself in \$GPURUN_TEMPLATE_PATH"
+sed -i 's|^  allowed_mounts = {"/"}|  allowed_mounts = {"/"}\n  mounts = {"'"$TMP/other"'"}|' "$TMP/job2/sites/example-univ.conf"
+printf 'command = "./probe"\nsite = "example-univ"\nlauncher = "local"\nranks_per_node = 1\ncontainer { image = "gromacs.sif" }\n' >"$TMP/job2/plain.conf"
+PATH=$TMP/bin:$PATH run "$GPURUN" run "$TMP/job2/plain.conf" --dry-run
+expect_rc 2 "... its own default mount outside the installed allowed_mounts: exit 2"
+contains "$TMP/err" "$TMP/job2/sites/example-univ.conf:5: key 'container.mounts': $TMP/other is outside what the site allows in containers (allowed_mounts of the installed profile" \
+    "... naming its line"
+sed -i '/^  mounts = /d; s/"apptainer"/"singularity"/' "$TMP/job2/sites/example-univ.conf"
+mkdir -p "$TMP/sbin"
+cp "$TMP/bin/apptainer" "$TMP/sbin/singularity"
+PATH=$TMP/sbin:$PATH run "$GPURUN" run "$TMP/job2/plain.conf" --dry-run
+expect_rc 0 "... a job that mounts nothing more runs as before, with the profile beside it"
+contains "$TMP/out" "singularity, as the site profile asks" "... whose runtime it takes (singularity; the installed one says apptainer)"
+rm "$TMP/job2/sites/example-univ.conf"
+# Another user's symlinks in a shared folder the site allows: what a mount
+# resolves to is what is checked, and what the runtime is given.
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then
+    chmod 755 "$TMP"
+    chmod 1777 "$TMP/data"
+    as_other() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+    # x,/etc: Apptainer would read "--bind DATA/evil/x,/etc:..." as two
+    # binds, the second the host's /etc; y: "DATA/evil/y:/usr/bin:..."
+    # would mount the other user's folder over the container's /usr/bin.
+    as_other mkdir -p "$TMP/data/evil/x,/etc" "$TMP/data/evil/y:/usr/bin" "$TMP/data/evil/z \$(id)" \
+        "$TMP/data/evil/w^/etc" "$TMP/data/evil/sp "
+    as_other ln -s "$TMP/data/evil/w^/etc" "$TMP/data/caret"
+    as_other ln -s "$TMP/data/evil/sp " "$TMP/data/space"
+    as_other ln -s "$TMP/data/evil/x,/etc" "$TMP/data/comma"
+    as_other ln -s "$TMP/data/evil/y:/usr/bin" "$TMP/data/colon"
+    as_other ln -s "$TMP/data/evil/z \$(id)" "$TMP/data/dollar"
+    as_other ln -s "$TMP/other" "$TMP/data/out"
+    for m in comma colon; do
+        printf 'command = "./probe"\nsite = "uni"\nlauncher = "local"\nranks_per_node = 1\ncontainer { image = "gromacs.sif"\n mounts = {"%s"} }\n' "$TMP/data/$m" >"$TMP/job/ln$m.conf"
+    done
+    bad lncomma "lncomma.conf:6: key 'container.mounts': the mount '$TMP/data/comma' resolves to $TMP/data/evil/x,/etc, which holds ','" \
+        "uid 65534's symlink in an allowed folder to a path with ',' (apptainer)"
+    bad lncolon "lncolon.conf:6: key 'container.mounts': the mount '$TMP/data/colon' resolves to $TMP/data/evil/y:/usr/bin, which holds ':'" \
+        "uid 65534's symlink in an allowed folder to a path with ':' (apptainer)"
+    ! grep -q "evil" "$TMP/apptainer.args"
+    ok $? "... apptainer was never given those paths"
+    printf 'command = "./probe"\nsite = "uni"\nlauncher = "local"\nranks_per_node = 1\ncontainer { image = "gromacs.sif"\n mounts = {"%s"} }\n' "$TMP/data/out" >"$TMP/job/lnout.conf"
+    bad lnout "lnout.conf:6: key 'container.mounts': $TMP/data/out (which resolves to $TMP/other) is outside what the site allows" \
+        "uid 65534's symlink in an allowed folder to a folder outside it"
+    # The same through the other runtimes' command lines (fakes on PATH).
+    mkdir -p "$TMP/rtbin"
+    printf '#!/bin/sh\nexit 0\n' >"$TMP/rtbin/ch-run"
+    printf '#!/bin/sh\necho sha256:0\n' >"$TMP/rtbin/podman"
+    printf '#!/bin/sh\n[ "$1" = --help ] && echo "      --container-image=[USER@][REGISTRY#]IMAGE[:TAG]|PATH"\nexit 0\n' >"$TMP/rtbin/srun"
+    chmod 755 "$TMP/rtbin/ch-run" "$TMP/rtbin/podman" "$TMP/rtbin/srun"
+    for rt in charliecloud podman; do
+        img=$TMP/img
+        [ "$rt" = podman ] && img=localhost/gpurun-test:probe
+        PATH=$TMP/rtbin:$PATH run "$GPURUN" run "$TMP/job/lncolon.conf" --dry-run --set container.runtime=$rt --set "container.image=$img"
+        expect_rc 2 "$rt: the symlink to a path with ':': exit 2"
+        contains "$TMP/err" "resolves to $TMP/data/evil/y:/usr/bin, which holds ':'" "$rt: ... saying why"
+    done
+    SLURM_JOB_ID=4242 PATH=$TMP/rtbin:$PATH run "$GPURUN" run "$TMP/job/lncomma.conf" --dry-run --set launcher=srun --set container.runtime=pyxis --set "container.image=nvcr.io#hpc/gromacs:2023.2"
+    expect_rc 2 "pyxis: the symlink to a path with ',': exit 2"
+    contains "$TMP/err" "resolves to $TMP/data/evil/x,/etc, which holds ','" "pyxis: ... saying why"
+    printf 'command = "./probe"\nsite = "uni"\nranks_per_node = 1\ncontainer { image = "nvcr.io#hpc/gromacs:2023.2"\n runtime = "pyxis"\n mounts = {"%s"} }\n' "$TMP/data/dollar" >"$TMP/job/lndollar.conf"
+    SLURM_JOB_ID=4242 PATH=$TMP/rtbin:$PATH run "$GPURUN" run "$TMP/job/lndollar.conf" --dry-run --set launcher=srun
+    expect_rc 2 "pyxis: the symlink to a path with a blank and '\$(...)' (pyxis writes mounts into a shell script, enroot reads fstab lines): exit 2"
+    contains "$TMP/err" "which holds a blank" "... saying why"
+    PATH=$TMP/bin:$PATH run "$GPURUN" run "$TMP/job/lndollar.conf" --dry-run --set container.runtime=apptainer --set "container.image=$TMP/job/gromacs.sif"
+    expect_rc 0 "apptainer takes that same path (blanks and '\$' are plain characters in its --bind)"
+    # Apptainer splits --bind with the regexp ([^,^:]+:?) ('^' too) and
+    # trims each piece: DATA/evil/w^/etc would bind /etc, "DATA/evil/sp "
+    # DATA/evil/sp.
+    for m in caret:"'^'" space:"a space at its end"; do
+        printf 'command = "./probe"\nsite = "uni"\nlauncher = "local"\nranks_per_node = 1\ncontainer { image = "gromacs.sif"\n mounts = {"%s"} }\n' "$TMP/data/${m%%:*}" >"$TMP/job/ln${m%%:*}.conf"
+        PATH=$TMP/bin:$PATH run "$GPURUN" run "$TMP/job/ln${m%%:*}.conf" --dry-run
+        expect_rc 2 "apptainer: uid 65534's symlink to a path with ${m#*:}: exit 2"
+        contains "$TMP/err" "which holds ${m#*:}" "... saying why"
+    done
+    PATH=$TMP/rtbin:$PATH run "$GPURUN" run "$TMP/job/lncaret.conf" --dry-run --set container.runtime=charliecloud --set "container.image=$TMP/img"
+    expect_rc 0 "ch-run takes that same path ('^' is a plain character in its --bind)"
+    chmod 755 "$TMP/data"
+else
+    for i in $(seq 1 24); do skip "not root or no setpriv: no second user to plant symlinks"; done
+fi
+
+# The results folder is mounted at its own path too: one with ',' would be
+# two binds for Apptainer.
+PATH=$TMP/bin:$PATH run "$GPURUN" run "$TMP/job/siteok.conf" --dry-run --results "$TMP/res,/etc"
+expect_rc 2 "a results folder whose path holds ',' (apptainer): exit 2"
+contains "$TMP/err" "the results folder $TMP/res,/etc holds ','" "... saying why"
 
 # ---- a template's container block; --set container.KEY
 mkdir -p "$TMP/job/tpl"
@@ -387,17 +521,18 @@ contains "$TMP/out" "#   --container-image=nvcr.io#hpc/gromacs:2023.2 --containe
 
 # ---- doctor: the runtimes there, and whether GPU passthrough would work
 PATH=$TMP/bin:$PATH run "$GPURUN" doctor --json
+cp "$TMP/out" "$TMP/doctor.json" # jq_out's run replaces $TMP/out
 jq_out '.checks[] | select(.id == "containers") | .detail | test("apptainer [^ ]*/bin/apptainer")'
-ok $? "doctor names the container runtimes it finds"
-jq_out '.checks[] | select(.id == "containers") | .detail | test("pyxis") | not'
+ok $rc "doctor names the container runtimes it finds"
+jq -e '.checks[] | select(.id == "containers") | .detail | test("pyxis") | not' "$TMP/doctor.json" >/dev/null
 ok $? "... and not pyxis where srun takes no --container-image"
 PATH=$TMP/pbin:$TMP/bin:$PATH run "$GPURUN" doctor --json
 jq_out '.checks[] | select(.id == "containers") | .detail | test("pyxis [^ ]*/pbin/srun --container-image")'
-ok $? "doctor names pyxis where srun takes --container-image"
+ok $rc "doctor names pyxis where srun takes --container-image"
 if [ ! -e /dev/nvidiactl ]; then
     PATH=$TMP/bin:$PATH GPURUN_TOPOLOGY=$FIXTURES/2s-4gpu-2nic.xml run "$GPURUN" doctor --json
     jq_out '.checks[] | select(.id == "containers") | .status == "WARN" and (.detail | test("no GPU device nodes"))'
-    ok $? "doctor: GPUs in the topology but no /dev/nvidiactl: GPU passthrough would not work (WARN)"
+    ok $rc "doctor: GPUs in the topology but no /dev/nvidiactl: GPU passthrough would not work (WARN)"
 else
     skip "doctor without GPU device nodes: this machine has /dev/nvidiactl"
 fi

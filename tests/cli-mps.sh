@@ -339,6 +339,111 @@ else
     for i in 1 2 3 4 5 6; do skip "no python3 to play a running daemon"; done
 fi
 
+# MPS folders another user made (issue 26): never used.  Each check below
+# failed on the code before, which used a daemon's socket of the user's in
+# such a folder, and let the job's env { } point the ranks at one.
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1 && [ -n "$PY" ]; then
+    chmod 755 "$TMP"
+    mkdir -p "$TMP/shared"
+    chmod 1777 "$TMP/shared"
+    as_other() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+    as_other mkdir -m 777 "$TMP/shared/mps"
+    # A daemon of ours (its socket ours, and it answers) in uid 65534's folder:
+    # 65534 can swap the socket for its own daemon's.
+    "$PY" -c 'import socket,sys,time
+s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8); time.sleep(120)' "$TMP/shared/mps/control" &
+    pypid=$!
+    n=0
+    while [ ! -S "$TMP/shared/mps/control" ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
+    job ok
+    rm -rf "$TMP/mps.log" "$TMP/results"
+    run env PATH="$PATH_WITH" CUDA_MPS_PIPE_DIRECTORY="$TMP/shared/mps" "$GPURUN" run "$TMP/m.conf" --quiet \
+        --results "$TMP/results"
+    expect_rc 2 "CUDA_MPS_PIPE_DIRECTORY naming uid 65534's folder (our daemon's socket in it): exit 2"
+    contains "$TMP/err" "CUDA_MPS_PIPE_DIRECTORY=$TMP/shared/mps: the folder is owned by another user (uid 65534)" \
+        "... saying whose folder it is"
+    [ "$(ranks_started "$TMP/results/m/*")" = 0 ] && [ ! -e "$TMP/mps.log" ]
+    ok $? "... no rank ran, no daemon started"
+    run env PATH="$PATH_WITH" CUDA_MPS_PIPE_DIRECTORY="$TMP/shared/mps" "$GPURUN" doctor --json
+    jq_out '.checks[] | select(.id == "mps") | .status == "FAIL" and (.detail | contains("owned by another user (uid 65534)"))'
+    ok $rc "... and gpurun doctor says so (FAIL), not that a daemon of ours runs"
+    kill "$pypid" 2>/dev/null
+    wait "$pypid" 2>/dev/null
+    for v in PIPE LOG; do
+        job ok
+        sed -i "s|^env { |env { CUDA_MPS_${v}_DIRECTORY = \"$TMP/shared/mps\"  |" "$TMP/m.conf"
+        rm -rf "$TMP/mps.log" "$TMP/results"
+        run env PATH="$PATH_WITH" "$GPURUN" run "$TMP/m.conf" --quiet --results "$TMP/results"
+        expect_rc 2 "the job's env { CUDA_MPS_${v}_DIRECTORY } naming uid 65534's folder: exit 2"
+        contains "$TMP/err" "m.conf:8: key 'env.CUDA_MPS_${v}_DIRECTORY': the folder $TMP/shared/mps is owned by another user (uid 65534)" \
+            "... naming the job's line"
+        [ "$(ranks_started "$TMP/results/m/*")" = 0 ]
+        ok $? "... and no rank ran"
+    done
+    # Ours, but writable by others; a symlink to ours.
+    mkdir -m 700 "$TMP/mine"
+    mkdir -m 777 "$TMP/wide"
+    chmod 777 "$TMP/wide"
+    ln -s "$TMP/mine" "$TMP/shared/link"
+    for bad in "$TMP/wide:writable by everyone" "$TMP/shared/link:a symlink"; do
+        job ok
+        run env PATH="$PATH_WITH" CUDA_MPS_PIPE_DIRECTORY="${bad%%:*}" "$GPURUN" run "$TMP/m.conf" --quiet \
+            --results "$TMP/results"
+        expect_rc 2 "CUDA_MPS_PIPE_DIRECTORY naming a folder that is ${bad#*:}: exit 2"
+        contains "$TMP/err" "the folder is ${bad#*:}" "... saying so"
+    done
+    # The default /tmp/nvidia-mps made by uid 65534 (0777), with a daemon's
+    # socket of the user's in it: in a mount namespace of its own whose /tmp
+    # is an overlay, so that the machine's /tmp is not touched.  The user is
+    # an unprivileged uid; gpurun starts the job's daemon in the run folder
+    # and says why it did not use the one running.
+    victim=$((40000 + $$ % 20000))
+    if [ -e /tmp/nvidia-mps ]; then
+        for i in 1 2 3 4 5; do skip "/tmp/nvidia-mps exists on this machine: the default folder is not played here"; done
+    elif ! command -v unshare >/dev/null 2>&1 || ! unshare -m sh -c 'mount --make-rprivate / && mount -t tmpfs none "$1"' sh "$TMP/shared" 2>/dev/null; then
+        for i in 1 2 3 4 5; do skip "no mount namespace with an overlay /tmp here (unshare -m, mount)"; done
+    else
+        mkdir -p "$TMP/ovl" "$TMP/vres"
+        chown "$victim:$victim" "$TMP/vres"
+        : >"$TMP/mps.log"
+        chown "$victim" "$TMP/mps.log"
+        job ok
+        chmod 644 "$TMP/m.conf"
+        unshare -m sh -c '
+            TMP=$1 PY=$2 victim=$3 GPURUN=$4 P=$5
+            mount --make-rprivate / && mount -t tmpfs none "$TMP/ovl" && mkdir "$TMP/ovl/u" "$TMP/ovl/w" && chmod 1777 "$TMP/ovl/u" &&
+                mount -t overlay overlay -o "lowerdir=/tmp,upperdir=$TMP/ovl/u,workdir=$TMP/ovl/w" /tmp || exit 9
+            setpriv --reuid=65534 --regid=65534 --clear-groups mkdir -m 777 /tmp/nvidia-mps
+            as_victim() { setpriv --reuid="$victim" --regid="$victim" --clear-groups "$@"; }
+            as_victim "$PY" -c "import socket,sys,time
+s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8); time.sleep(120)" /tmp/nvidia-mps/control &
+            n=0
+            while [ ! -S /tmp/nvidia-mps/control ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
+            as_victim env -u CUDA_MPS_PIPE_DIRECTORY PATH="$P" "$GPURUN" run "$TMP/m.conf" --quiet --results "$TMP/vres"                 >"$TMP/ovl/out" 2>"$TMP/ovl/err"
+            echo "rc=$?"
+            kill $! 2>/dev/null
+            sed "s/^/err: /" "$TMP/ovl/err"
+            sed "s/^/log: /" "$TMP/mps.log"
+            for f in "$TMP"/vres/m/*/*.out; do [ "${f##*/}" = launcher.out ] || sed "s/^/rank: /" "$f"; done
+            ls -d "$TMP"/vres/m/*/ | sed "s/^/dir: /"
+        ' sh "$TMP" "$PY" "$victim" "$GPURUN" "$PATH_WITH" >"$TMP/ns.out" 2>&1
+        d=$(sed -n 's,^dir: \(.*\)/$,\1,p' "$TMP/ns.out" | tail -1)
+        grep -q "^rc=0$" "$TMP/ns.out"
+        ok $? "uid $victim, /tmp/nvidia-mps made by uid 65534 holding its daemon's socket: the job runs"
+        [ -n "$d" ] && grep -q "^log: start pipe=$d/mps." "$TMP/ns.out"
+        ok $? "... with a daemon of its own, its pipe folder in the run folder"
+        [ -n "$d" ] && [ "$(grep -c "^rank: .*pipe=$d/mps\." "$TMP/ns.out")" = 2 ] && ! grep -q "pipe=/tmp/nvidia-mps" "$TMP/ns.out"
+        ok $? "... its ranks pointed there, not at /tmp/nvidia-mps"
+        [ "$(grep -c '^err: gpurun: warning: the default MPS pipe folder /tmp/nvidia-mps is owned by another user (uid 65534): not used' "$TMP/ns.out")" = 1 ]
+        ok $? "... and it says so, once"
+        ! grep -q '^err: .*nvidia-mps.*writable' "$TMP/ns.out" && grep -q "^err: .*this job's CUDA MPS daemon runs in $d/mps\." "$TMP/ns.out"
+        ok $? "... naming where the job's daemon runs instead"
+        grep -q '^err: gpurun: warning: the default MPS' "$TMP/ns.out" || sed 's/^/#   /' "$TMP/ns.out" | head -20
+    fi
+else
+    for i in $(seq 1 19); do skip "not root, no setpriv or no python3: no second user's MPS folders"; done
+fi
+
 # Under srun, on the single-node test Slurm cluster (cli-slurm.sh's; free
 # ports asked of the kernel): gpurun inside a batch job starts the host's
 # daemon and quits it; SIGKILL of gpurun or of a rank step there, and the

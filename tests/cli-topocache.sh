@@ -3,7 +3,9 @@
 # The topology cache (launcher/lib/topocache.c): the live node's discovery
 # kept between runs in a folder of the user's own; what it gives is what a
 # discovery gives; it is used only where it fits, and never when someone
-# else's file or folder stands in its place.
+# else's file or folder stands in its place: where another user made its
+# folder first, it is said once and the cache kept in the user's own cache
+# folder.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 unset GPURUN_TOPOLOGY GPURUN_TOPOLOGY_CACHE SLURM_JOB_ID
@@ -134,11 +136,11 @@ rm -f "$cache/$f"
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then
     # Another user's folder in our cache's place (made before we ran).
     other=$TMP/rt2
-    mkdir -p "$other/gpurun-0"
+    mkdir -p "$other/gpurun-0" "$TMP/h0"
     chmod 755 "$other" && chown 65534:65534 "$other/gpurun-0" && chmod 700 "$other/gpurun-0"
-    run env XDG_RUNTIME_DIR="$other" "$GPURUN" topo --json
+    run env XDG_RUNTIME_DIR="$other" HOME="$TMP/h0" "$GPURUN" topo --json
     [ "$rc" -eq 0 ] && cmp -s "$TMP/out" "$TMP/first.json" && [ -z "$(ls -A "$other/gpurun-0")" ]
-    ok $? "a cache folder of another user's is not used: a live discovery, nothing written there"
+    ok $? "a cache folder of another user's is not used: nothing written there"
     # An unprivileged user: a folder and file of its own, not root's.
     mkdir -p "$TMP/rt3"
     chown 65534:65534 "$TMP/rt3"
@@ -149,9 +151,59 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then
     cmp -s "$TMP/u.json" "$TMP/first.json" && [ "$(stat -c %u "$TMP/rt3/gpurun-65534")" = 65534 ] &&
         [ "$(stat -c %a "$TMP/rt3/gpurun-65534")" = 700 ]
     ok $? "uid 65534 keeps its own cache (0700, its own) and sees the same node"
+
+    # uid 65534 makes another user's cache folder first, in a folder anyone
+    # can write as /dev/shm (1777).  The victim, uid $victim with a home of
+    # its own, is told once and keeps its cache in its own cache folder
+    # (before: the cache was off for good, and nothing was said).
+    victim=$((40000 + $$ % 20000))
+    shm=$TMP/shm
+    vhome=$TMP/vhome
+    mkdir -p "$shm" "$vhome" "$TMP/vres"
+    chmod 1777 "$shm"
+    chown "$victim:$victim" "$vhome" "$TMP/vres"
+    chmod 700 "$vhome"
+    setpriv --reuid=65534 --regid=65534 --clear-groups mkdir -m 755 "$shm/gpurun-$victim"
+    as_victim() { setpriv --reuid="$victim" --regid="$victim" --clear-groups env HOME="$vhome" XDG_RUNTIME_DIR="$shm" "$@"; }
+    as_victim "$GPURUN" topo --json >"$TMP/v.json" 2>"$TMP/v.err"
+    vcache=$vhome/.cache/gpurun
+    want="gpurun: warning: the topology cache folder $shm/gpurun-$victim is owned by another user (uid 65534), who made it first: not used; the cache is kept in $vcache instead"
+    [ "$(grep -c 'topology cache' "$TMP/v.err")" = 1 ] && grep -qF "$want" "$TMP/v.err"
+    ok $? "uid $victim, its cache folder made first by uid 65534: one warning naming it, its owner and where the cache goes"
+    [ -n "$(cat "$TMP/v.err")" ] || diag "nothing was said"
+    vf=$(ls "$vcache" 2>/dev/null | head -1)
+    cmp -s "$TMP/v.json" "$TMP/first.json" && [ -n "$vf" ] && [ "$(stat -c %u:%a "$vcache")" = "$victim:700" ] &&
+        [ "$(stat -c %u:%a "$vcache/$vf")" = "$victim:600" ] && [ -z "$(ls -A "$shm/gpurun-$victim")" ]
+    ok $? "... the same node, cached in $vcache (0700, its file 0600, the victim's), nothing in the squatted folder"
+    if [ "$has_strace" = 1 ]; then
+        # Once more first: what the name hashes (network interfaces among
+        # it) may change while other tests run beside this one.
+        as_victim "$GPURUN" topo >/dev/null 2>&1
+        strace -f -qq -e trace=openat -o "$TMP/st.victim" setpriv --reuid="$victim" --regid="$victim" --clear-groups \
+            env HOME="$vhome" XDG_RUNTIME_DIR="$shm" "$GPURUN" topo >/dev/null 2>&1
+        [ "$(config_reads "$TMP/st.victim")" -eq 0 ]
+        ok $? "... and the next command reads it: no PCI config space read ($(config_reads "$TMP/st.victim"))"
+    else
+        skip "strace cannot trace here: the next command's reads not counted"
+    fi
+    # A run over two simulated hosts (bench/sim-mpirun): each host's first
+    # rank step plans its host from the topology too; the warning is the
+    # command's, said once, not once more by every rank step.
+    mkdir -p "$TMP/simbin"
+    ln -sf "$(cd "$top_srcdir" && pwd)/bench/sim-mpirun" "$TMP/simbin/mpirun"
+    printf 'job = "sim"\ncommand = "/bin/true"\nlauncher = "mpirun"\nnodes = 2\nranks_per_node = 2\nthreads_per_rank = 1\noversubscribe = true\n' >"$TMP/sim.conf"
+    chmod 644 "$TMP/sim.conf"
+    as_victim PATH="$TMP/simbin:$PATH" "$GPURUN" run "$TMP/sim.conf" --quiet --results "$TMP/vres" >"$TMP/v.out" 2>"$TMP/v.err"
+    vrc=$?
+    n=$(grep -c 'topology cache' "$TMP/v.err")
+    # The rank steps' own stderr goes to the run folder's launcher.out.
+    steps=$(cat "$TMP"/vres/sim/*/launcher.out 2>/dev/null | grep -c 'topology cache')
+    [ "$vrc" -eq 0 ] && [ "$n" = 1 ] && [ "$steps" = 0 ] && [ -s "$TMP"/vres/sim/*/plan.sim0002.json ]
+    ok $? "gpurun run on two simulated hosts as uid $victim: exit $vrc, the warning said $n time(s) by gpurun and $steps by the rank steps that planned the hosts (1 and 0 wanted)"
 else
     skip "not root or no setpriv: no second user"
     skip "... uid 65534"
+    for i in 1 2 3 4; do skip "not root or no setpriv: no second user to make the victim's cache folder"; done
 fi
 
 run env GPURUN_TOPOLOGY_CACHE=0 XDG_RUNTIME_DIR="$TMP/rt4" "$GPURUN" topo --json

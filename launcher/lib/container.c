@@ -20,6 +20,7 @@
 #include "confparse.h"
 #include "container.h"
 #include "rank.h" /* GPURUN_INSIDE_FD */
+#include "results.h" /* gpurun_printable */
 #include "util.h"
 
 /* In the order `auto` tries them; the program each runs. */
@@ -201,6 +202,9 @@ void gpurun_container_take(const struct gpurun_conf_ctx *ctx, cfg_t *cfg, struct
     spec->runtime = gpurun_conf_strdup(cfg_getstr(sec, "runtime"));
     spec->mounts = take_list(sec, "mounts", &spec->nmounts);
     spec->allowed = take_list(sec, "allowed_mounts", &spec->nallowed);
+    int line = gpurun_conf_record_line(ctx, "container.mounts");
+    spec->mounts_from = line ? gpurun_xasprintf("%s:%d", ctx->label, line) : gpurun_xstrdup(ctx->label);
+    spec->file = gpurun_xstrdup(ctx->label);
 }
 
 void gpurun_container_spec_clear(struct gpurun_container_spec *spec)
@@ -215,7 +219,13 @@ void gpurun_container_spec_clear(struct gpurun_container_spec *spec)
     for (size_t i = 0; i < spec->nallowed; i++)
         free(spec->allowed[i]);
     free(spec->allowed);
+    for (size_t i = 0; i < spec->nadmin_allowed; i++)
+        free(spec->admin_allowed[i]);
+    free(spec->admin_allowed);
+    free(spec->admin_file);
     free(spec->dir);
+    free(spec->mounts_from);
+    free(spec->file);
     memset(spec, 0, sizeof *spec);
 }
 
@@ -231,20 +241,6 @@ static void add_word(char ***v, size_t *n, char *w)
     *v = gpurun_xrealloc(*v, (*n + 2) * sizeof **v);
     (*v)[(*n)++] = w;
     (*v)[*n] = NULL;
-}
-
-/* "SRC:DST" with SRC absolute (relative to `dir`), DST defaulting to SRC. */
-static char *mount_pair(const char *m, const char *dir)
-{
-    const char *colon = strchr(m, ':');
-    char *src = colon ? gpurun_xstrndup(m, (size_t)(colon - m)) : gpurun_xstrdup(m);
-    char *abs = under(dir ? dir : ".", src);
-    char *real = realpath(abs, NULL);
-    char *pair = gpurun_xasprintf("%s:%s", real ? real : abs, colon ? colon + 1 : real ? real : abs);
-    free(real);
-    free(abs);
-    free(src);
-    return pair;
 }
 
 /* `path` is `folder` or inside it. */
@@ -347,6 +343,18 @@ static int resolve_image(struct gpurun_container_run *r, const struct gpurun_con
         free(p);
         return -1;
     }
+    /* The file's text was checked; a symlink may lead elsewhere. */
+    const char *bad = gpurun_container_path_problem(NULL, r->image);
+    if (bad) {
+        char *shown = gpurun_printable(r->image);
+        gpurun_err(err, GPURUN_EXIT_CONFIG,
+                   "%s: key 'container.image': the image %s resolves to %s, which holds %s: the runtimes' options "
+                   "cannot carry it; refused",
+                   img_from == job ? job_origin_image : "the template", p, shown, bad);
+        free(shown);
+        free(p);
+        return -1;
+    }
     free(p);
     return 0;
 }
@@ -422,43 +430,150 @@ static const struct runtime *choose_runtime(struct gpurun_container_run *r, cons
     return rt;
 }
 
-/* Whether `src` is inside one of the site's allowed_mounts. */
-static bool mount_allowed(const struct gpurun_container_spec *site, const char *src)
+/* Whether `src` (resolved) is inside one of the `n` folders, as written or
+ * as they resolve (/home may be a link). */
+static bool mount_allowed(char *const *allowed, size_t n, const char *src)
 {
     bool ok = false;
-    for (size_t k = 0; k < site->nallowed && !ok; k++) {
-        char *real = realpath(site->allowed[k], NULL); /* /home may be a link */
-        ok = inside(src, site->allowed[k]) || (real && inside(src, real));
+    for (size_t k = 0; k < n && !ok; k++) {
+        char *real = realpath(allowed[k], NULL);
+        ok = inside(src, allowed[k]) || (real && inside(src, real));
         free(real);
     }
     return ok;
 }
 
-/* Mounts: the site's defaults, the template's, the job's; the job's
- * within the site's allowed folders when it names some. */
+/* A "." or ".." component: what an unresolved path must not hold before it
+ * is compared with a folder as text. */
+static bool has_dot_component(const char *p)
+{
+    for (const char *c = p; *c; c++)
+        if ((c == p || c[-1] == '/') && c[0] == '.' && (!c[1] || c[1] == '/' || (c[1] == '.' && (!c[2] || c[2] == '/'))))
+            return true;
+    return false;
+}
+
+/* Whether `s` ends in a character Go's unicode.IsSpace takes for a space
+ * (Apptainer trims each piece of --bind with strings.TrimSpace): a blank,
+ * U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F,
+ * U+3000 (control characters are refused before). */
+static bool ends_in_space(const char *s)
+{
+    size_t n = strlen(s);
+    const unsigned char *e = (const unsigned char *)s + n;
+    if (n >= 1 && e[-1] == ' ')
+        return true;
+    if (n >= 2 && e[-2] == 0xc2 && (e[-1] == 0x85 || e[-1] == 0xa0))
+        return true;
+    if (n < 3)
+        return false;
+    unsigned cp = ((unsigned)(e[-3] & 0x0f) << 12) | ((unsigned)(e[-2] & 0x3f) << 6) | (e[-1] & 0x3f);
+    return (e[-3] & 0xf0) == 0xe0 && (e[-2] & 0xc0) == 0x80 && (e[-1] & 0xc0) == 0x80 &&
+           (cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 || cp == 0x2029 || cp == 0x202f ||
+            cp == 0x205f || cp == 0x3000);
+}
+
+const char *gpurun_container_path_problem(const struct gpurun_container_run *r, const char *path)
+{
+    bool pyxis = r && r->runtime && !strcmp(r->runtime, "pyxis");
+    bool csv = r && r->runtime && (!strcmp(r->runtime, "apptainer") || !strcmp(r->runtime, "singularity"));
+    if (csv && ends_in_space(path))
+        return "a space at its end (Apptainer and Singularity trim each piece of --bind: another folder would be "
+               "mounted)";
+    for (const unsigned char *c = (const unsigned char *)path; *c; c++) {
+        if (*c < 0x20 || *c == 0x7f)
+            return "a control character";
+        if (*c == ':')
+            return "':' (it separates a mount's source from its destination)";
+        if (*c == ',')
+            return "',' (Apptainer, Singularity and pyxis read it as the end of one mount and the start of "
+                   "another)";
+        if (*c == '^' && csv)
+            return "'^' (Apptainer and Singularity split --bind on it as on ',' and ':')";
+        if (*c == '"' && (csv || pyxis))
+            return pyxis ? "'\"' (pyxis writes each mount into a shell script between double quotes)"
+                         : "'\"' (Apptainer and Singularity read --bind as comma-separated values, where it quotes)";
+        if (pyxis && (*c == ' ' || *c == '$' || *c == '`' || *c == '\\'))
+            return *c == ' ' ? "a blank (enroot reads pyxis's mounts as fstab lines, where it separates fields)"
+                             : "'$', '`' or '\\' (pyxis writes each mount into a shell script between double quotes, "
+                               "where they are expanded)";
+    }
+    return NULL;
+}
+
+/* Mounts: the site's defaults, the template's, the job's.  Each resolved
+ * (a symlink is what it points to), each within the site's allowed folders
+ * when it names some, and none holding what the runtime splits on. */
+static int check_mount(const struct gpurun_container_run *r, const struct gpurun_container_spec *site,
+                       const char *from, const char *m, const char *abs, const char *real, const char *dst,
+                       gpurun_error_t *err)
+{
+    const char *bad_src = gpurun_container_path_problem(r, real ? real : abs);
+    const char *bad_dst = dst ? gpurun_container_path_problem(r, dst) : NULL;
+    bool moved = real && strcmp(real, abs);
+    char *shown_m = gpurun_printable(m), *shown_abs = gpurun_printable(abs), *shown_real = gpurun_printable(real);
+    char *shown_dst = gpurun_printable(dst);
+    int rc = 0;
+    if (bad_src || bad_dst)
+        rc = gpurun_err(err, GPURUN_EXIT_CONFIG,
+                        "%s: key 'container.mounts': the mount '%s' %s %s, which holds %s: %s cannot carry that in "
+                        "a mount; refused",
+                        from, shown_m, bad_src ? (moved ? "resolves to" : "is") : "goes to",
+                        bad_src ? (real ? shown_real : shown_abs) : shown_dst, bad_src ? bad_src : bad_dst,
+                        r->runtime);
+    else if (site && (site->nallowed || site->nadmin_allowed) && !real && has_dot_component(abs))
+        rc = gpurun_err(err, GPURUN_EXIT_CONFIG,
+                        "%s: key 'container.mounts': %s does not exist here and holds '.' or '..': it cannot be "
+                        "checked against the site's allowed_mounts; refused",
+                        from, shown_abs);
+    else if (site && site->nallowed && !mount_allowed(site->allowed, site->nallowed, real ? real : abs))
+        rc = gpurun_err(err, GPURUN_EXIT_CONFIG,
+                        "%s: key 'container.mounts': %s%s%s%s is outside what the site allows in containers "
+                        "(allowed_mounts of %s: %s%s)",
+                        from, shown_abs, moved ? " (which resolves to " : "", moved ? shown_real : "", moved ? ")" : "",
+                        site->file ? site->file : "the site profile", site->allowed[0],
+                        site->nallowed > 1 ? ", ..." : "");
+    else if (site && site->nadmin_allowed &&
+             !mount_allowed(site->admin_allowed, site->nadmin_allowed, real ? real : abs))
+        rc = gpurun_err(err, GPURUN_EXIT_CONFIG,
+                        "%s: key 'container.mounts': %s%s%s%s is outside what the site allows in containers "
+                        "(allowed_mounts of the installed profile %s: %s%s; %s, a profile of the same name, "
+                        "does not replace them)",
+                        from, shown_abs, moved ? " (which resolves to " : "", moved ? shown_real : "", moved ? ")" : "",
+                        site->admin_file, site->admin_allowed[0], site->nadmin_allowed > 1 ? ", ..." : "",
+                        site->file ? site->file : "the site profile");
+    free(shown_m);
+    free(shown_abs);
+    free(shown_real);
+    free(shown_dst);
+    return rc;
+}
+
 static int resolve_mounts(struct gpurun_container_run *r, const struct gpurun_container_spec *job,
                           const struct gpurun_container_spec *tpl, const struct gpurun_container_spec *site,
                           const char *job_origin_mounts, gpurun_error_t *err)
 {
     const struct gpurun_container_spec *mfrom[] = {site, tpl, job};
+    static const char *const who[] = {"the site profile", "the template", "the job"};
     for (size_t s = 0; s < 3; s++)
         for (size_t i = 0; mfrom[s] && i < mfrom[s]->nmounts; i++) {
-            char *pair = mount_pair(mfrom[s]->mounts[i], mfrom[s]->dir);
-            if (mfrom[s] == job && site && site->nallowed) {
-                char *src = gpurun_xstrndup(pair, strcspn(pair, ":"));
-                if (!mount_allowed(site, src)) {
-                    gpurun_err(err, GPURUN_EXIT_CONFIG,
-                               "%s: key 'container.mounts': %s is outside what the site allows in containers "
-                               "(allowed_mounts of %s: %s%s)",
-                               job_origin_mounts, src, site->dir ? site->dir : "the site profile",
-                               site->allowed[0], site->nallowed > 1 ? ", ..." : "");
-                    free(src);
-                    free(pair);
-                    return -1;
-                }
-                free(src);
-            }
-            add_word(&r->mounts, &r->nmounts, pair);
+            const char *m = mfrom[s]->mounts[i];
+            const char *from = s == 2 && job_origin_mounts ? job_origin_mounts
+                               : mfrom[s]->mounts_from    ? mfrom[s]->mounts_from
+                                                          : who[s];
+            const char *colon = strchr(m, ':');
+            char *src = colon ? gpurun_xstrndup(m, (size_t)(colon - m)) : gpurun_xstrdup(m);
+            char *abs = under(mfrom[s]->dir ? mfrom[s]->dir : ".", src);
+            char *real = realpath(abs, NULL);
+            int rc = check_mount(r, site, from, m, abs, real, colon ? colon + 1 : NULL, err);
+            if (rc == 0)
+                add_word(&r->mounts, &r->nmounts,
+                         gpurun_xasprintf("%s:%s", real ? real : abs, colon ? colon + 1 : real ? real : abs));
+            free(real);
+            free(abs);
+            free(src);
+            if (rc < 0)
+                return -1;
         }
     return 0;
 }
@@ -708,9 +823,9 @@ void gpurun_container_set_inside(struct gpurun_container_run *r, const char *ran
     char why[PATH_MAX + 128];
     if (!rank_program)
         r->inside_note = gpurun_xstrdup("no gpurun-rank beside gpurun (or GPURUN_FULL_RANK_STEP=1)");
-    else if (strchr(rank_program, ':') || strchr(rank_program, ','))
-        r->inside_note = gpurun_xasprintf("':' or ',' in the path of %s: the runtimes' mount options cannot "
-                                          "carry it", rank_program);
+    else if (gpurun_container_path_problem(r, rank_program))
+        r->inside_note = gpurun_xasprintf("the path of %s holds %s: %s cannot carry it in a mount", rank_program,
+                                          gpurun_container_path_problem(r, rank_program), r->runtime);
     else if (!static_program(rank_program, why, sizeof why))
         r->inside_note = gpurun_xstrdup(why);
     else if (!strcmp(r->runtime, "charliecloud") && !ch_mount_point(r, rank_program, why, sizeof why))

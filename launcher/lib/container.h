@@ -28,9 +28,16 @@ struct gpurun_container_spec {
     char *runtime; /* NULL: not given ("auto") */
     char **mounts; /* "SRC" or "SRC:DST", NULL-ended; SRC relative to the file's folder */
     size_t nmounts;
-    char **allowed; /* site only: folders a job's mounts must lie in; NULL-ended */
+    char **allowed; /* site only: folders every mount (the site's, the template's, the job's) must lie in */
     size_t nallowed;
     char *dir;      /* the file's folder: relative image paths and mounts start there */
+    /* Site only: the allowed_mounts of the installed profile this one
+     * shadows (a file of the user's of the same name), which hold too. */
+    char **admin_allowed;
+    size_t nadmin_allowed;
+    char *admin_file;  /* that installed profile; NULL: none */
+    char *file;        /* the file it was read from, for messages; NULL: none */
+    char *mounts_from; /* "FILE:LINE" of its `mounts` (or the file), for messages; NULL: none */
 };
 
 /* libconfuse options of the block: image, runtime, mounts (job files,
@@ -80,19 +87,33 @@ struct gpurun_container_run {
 };
 
 /* Choose the runtime (the job's, the template's, the site's, else the first
- * of apptainer, singularity, ch-run, podman found on PATH), check the job's
- * mounts against the site's allowed_mounts, and find the image's digest.
+ * of apptainer, singularity, ch-run, podman found on PATH), resolve every
+ * mount (the site's, the template's, the job's) with realpath() and check
+ * what it resolves to: inside the site's allowed_mounts when it names some,
+ * and free of what the chosen runtime splits its mount option on
+ * (gpurun_container_path_problem); then find the image's digest.
  * `launcher`: the job's launcher setting (pyxis runs only under srun;
  * `auto` picks pyxis first inside an allocation where srun takes
  * --container-image).
  * `origin(key)` places an error on the job's line; a runtime missing is
- * exit 3 naming what to install, a mount the site refuses exit 2. */
+ * exit 3 naming what to install, a mount the site refuses or the runtime
+ * cannot carry exit 2, naming the file (and line) it came from. */
 int gpurun_container_resolve(const struct gpurun_container_spec *job,
                              const struct gpurun_container_spec *tpl,
                              const struct gpurun_container_spec *site, const char *job_origin_image,
                              const char *job_origin_mounts, const char *job_origin_runtime, const char *launcher,
                              struct gpurun_container_run **runp, gpurun_error_t *err);
 void gpurun_container_run_free(struct gpurun_container_run *run);
+
+/* Why `path` cannot be handed to `run`'s runtime as a mount (a static
+ * text: "','", "a blank", ...), or NULL when it can.  Every runtime splits
+ * "SRC:DST" on ':'; Apptainer/Singularity split --bind on ',', ':' and '^'
+ * (the regexp ([^,^:]+:?)), trim each piece of spaces, and older ones read
+ * it as CSV ('"' quotes); pyxis splits --container-mounts on ',' and writes
+ * each mount into a bash script as `echo "SRC DST FLAGS"` that enroot reads
+ * as an fstab line (blanks, '"', '$', '`', '\\' change it); a control
+ * character is refused everywhere. */
+const char *gpurun_container_path_problem(const struct gpurun_container_run *run, const char *path);
 
 /* A variable the container must see (podman only passes what it is told). */
 void gpurun_container_pass_env(struct gpurun_container_run *run, const char *name);

@@ -258,6 +258,38 @@ static int site_read(const char *path, gpurun_site_t **sp, gpurun_error_t *err)
     return rc;
 }
 
+/* SPEC §4: a site profile the administrator installed is not relaxed by a
+ * file of the same name before it on the search path (beside the job, in
+ * $GPURUN_TEMPLATE_PATH or ~/.config): that file is read, for its prices,
+ * partitions and the rest, but the installed profile's allowed_mounts hold
+ * too (a mount must lie in both lists).  An installed profile that cannot
+ * be read stops the run (its policy is not known). */
+static int keep_installed_policy(gpurun_site_t *s, const char *name, gpurun_error_t *err)
+{
+    char *admin;
+    if (!gpurun_search_installed("sites", name, s->path, &admin))
+        return 0;
+    gpurun_site_t *a;
+    if (site_read(admin, &a, err) < 0) {
+        free(admin);
+        gpurun_site_destroy(s);
+        return -1;
+    }
+    if (a->container.nallowed) {
+        if (!s->container.file) /* a profile without a container block: named in messages all the same */
+            s->container.file = gpurun_xstrdup(s->path);
+        s->container.admin_allowed = a->container.allowed;
+        s->container.nadmin_allowed = a->container.nallowed;
+        a->container.allowed = NULL;
+        a->container.nallowed = 0;
+        s->container.admin_file = admin;
+        admin = NULL;
+    }
+    free(admin);
+    gpurun_site_destroy(a);
+    return 0;
+}
+
 int gpurun_site_load(const char *name, const char *job_dir, gpurun_site_t **sp, gpurun_error_t *err)
 {
     char *path;
@@ -266,6 +298,10 @@ int gpurun_site_load(const char *name, const char *job_dir, gpurun_site_t **sp, 
         return -1;
     int rc = site_read(path, sp, err);
     free(path);
+    if (rc == 0 && keep_installed_policy(*sp, name, err) < 0) {
+        *sp = NULL;
+        return -1;
+    }
     return rc;
 }
 
@@ -309,5 +345,9 @@ int gpurun_site_for_job(const gpurun_job_t *job, gpurun_site_t **sp, gpurun_erro
         return gpurun_job_locate(job, "site", err);
     int rc = site_read(path, sp, err);
     free(path);
+    if (rc == 0 && keep_installed_policy(*sp, job->site, err) < 0) {
+        *sp = NULL;
+        return -1;
+    }
     return rc;
 }

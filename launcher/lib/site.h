@@ -37,7 +37,9 @@ typedef struct gpurun_site {
 const char *gpurun_site_origin(const gpurun_site_t *s, const char *key);
 
 /* Find sites/NAME.conf on the template search path and read it; errors name
- * the file, line and key (exit 2). */
+ * the file, line and key (exit 2).  One that shadows an installed profile of
+ * the same name keeps that profile's container.allowed_mounts too
+ * (container.admin_allowed): SPEC §4, it cannot relax them. */
 int gpurun_site_load(const char *name, const char *job_dir, gpurun_site_t **sp, gpurun_error_t *err);
 /* The site profile the job names (NULL when none); one the search path
  * lacks is reported on the job's line of `site` (or its --set). */

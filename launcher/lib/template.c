@@ -47,6 +47,9 @@ static void dirs_add_as(struct dirs *d, char *dir, bool installed)
 {
     for (size_t i = 0; i < d->n; i++) {
         if (strcmp(d->v[i], dir) == 0) {
+            /* An installed folder also named in $GPURUN_TEMPLATE_PATH is
+             * still the installed one (its site profiles hold, below). */
+            d->installed[i] = d->installed[i] || installed;
             free(dir);
             return;
         }
@@ -219,6 +222,29 @@ int gpurun_search_path_find(const char *what, const char *sub, const char *name,
     free(near);
     dirs_free(&d);
     return -1;
+}
+
+bool gpurun_search_installed(const char *sub, const char *name, const char *found, char **pathp)
+{
+    *pathp = NULL;
+    if (!gpurun_conf_plain_name_ok(name))
+        return false;
+    struct dirs d = {0};
+    search_path(NULL, &d);
+    struct stat mine, st;
+    bool have_mine = found && stat(found, &mine) == 0;
+    for (size_t i = 0; i < d.n && !*pathp; i++) {
+        if (!d.installed[i])
+            continue;
+        char *p = sub ? gpurun_xasprintf("%s/%s/%s.conf", d.v[i], sub, name)
+                      : gpurun_xasprintf("%s/%s.conf", d.v[i], name);
+        if (stat(p, &st) == 0 && !(have_mine && st.st_dev == mine.st_dev && st.st_ino == mine.st_ino))
+            *pathp = p;
+        else
+            free(p);
+    }
+    dirs_free(&d);
+    return *pathp != NULL;
 }
 
 char **gpurun_search_path(const char *job_dir, size_t *np)

@@ -68,6 +68,10 @@ int gpurun_template_find(const char *name, const char *job_dir, char **pathp, gp
  * `sub` ("sites"; NULL: none) of each folder of the path. */
 int gpurun_search_path_find(const char *what, const char *sub, const char *name, const char *job_dir,
                             char **pathp, gpurun_error_t *err);
+/* An installed `sub`/NAME.conf (gpurun's own folders, 4 and 5 of the path)
+ * other than the file `found` (NULL: any): true with *pathp (the caller
+ * frees it), else false. */
+bool gpurun_search_installed(const char *sub, const char *name, const char *found, char **pathp);
 /* The folders of that path, in search order, each once (job_dir first when
  * not NULL); *np of them.  Free with gpurun_search_path_free(). */
 char **gpurun_search_path(const char *job_dir, size_t *np);

@@ -4,10 +4,13 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <pwd.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "safefile.h"
@@ -18,10 +21,31 @@
 extern char **environ;
 
 static bool enabled;
+static void (*warn_fn)(const char *text);
+static bool warned; /* once per process: one line per gpurun command */
 
 void gpurun_topocache_enable(bool on)
 {
     enabled = on;
+}
+
+void gpurun_topocache_on_warning(void (*fn)(const char *text))
+{
+    warn_fn = fn;
+}
+
+static void warn_once(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void warn_once(const char *fmt, ...)
+{
+    if (warned || !warn_fn)
+        return;
+    warned = true;
+    char text[3 * 4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    warn_fn(text);
 }
 
 bool gpurun_topocache_enabled(void)
@@ -242,22 +266,87 @@ char *gpurun_topocache_name(void)
     return name;
 }
 
+/* What stands at `name` in `dirfd` that the cache cannot use: the reason
+ * in `why` ("is owned by another user (uid 65534)"); false when nothing
+ * is there or nothing can be said. */
+static bool taken(int dirfd, const char *name, char *why, size_t size)
+{
+    struct stat st;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return false;
+    if (S_ISLNK(st.st_mode))
+        snprintf(why, size, "is a symlink");
+    else if (!S_ISDIR(st.st_mode))
+        snprintf(why, size, "is not a folder");
+    else if (st.st_uid != geteuid())
+        snprintf(why, size, "is owned by another user (uid %ld), who made it first", (long)st.st_uid);
+    else if ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))
+        snprintf(why, size, "is writable by %s", (st.st_mode & 002) ? "everyone" : "its group");
+    else
+        return false;
+    return true;
+}
+
+/* The user's own cache folder, where no other user can make anything:
+ * $XDG_CACHE_HOME/gpurun, else ~/.cache/gpurun (made 0700). */
+static int home_folder(char *shown, size_t len)
+{
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (xdg && xdg[0] == '/')
+        snprintf(shown, len, "%s/gpurun", xdg);
+    else if (home && home[0] == '/')
+        snprintf(shown, len, "%s/.cache/gpurun", home);
+    else {
+        struct passwd *pw = getpwuid(geteuid());
+        if (!pw || !pw->pw_dir || pw->pw_dir[0] != '/')
+            return -1;
+        snprintf(shown, len, "%s/.cache/gpurun", pw->pw_dir);
+    }
+    gpurun_error_t err;
+    int fd = gpurun_open_folder_path(shown, "topology cache folder", 0700, true, &err);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_uid != geteuid())) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 /* The cache folder, opened (made 0700 when missing) and checked: ours,
- * writable by nobody else. */
+ * writable by nobody else.  In node-local memory ($XDG_RUNTIME_DIR, else
+ * /dev/shm) as gpurun-UID; where another user made that first (anyone can
+ * make a name in /dev/shm), in the user's own cache folder instead, which
+ * the first such call of the process says (warn_once). */
 static int cache_folder(char *shown, size_t len)
 {
     const char *base = getenv("XDG_RUNTIME_DIR");
     if (!base || base[0] != '/')
         base = "/dev/shm";
     int bfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (bfd < 0)
-        return -1;
-    char name[64];
+    char name[64], why[128] = "";
     snprintf(name, sizeof name, "gpurun-%u", (unsigned)getuid());
     snprintf(shown, len, "%s/%s", base, name);
-    gpurun_error_t err;
-    int fd = gpurun_open_folder_at(bfd, name, shown, "topology cache folder", 0700, true, &err);
-    close(bfd);
+    int fd = -1;
+    if (bfd >= 0) {
+        gpurun_error_t err;
+        fd = gpurun_open_folder_at(bfd, name, shown, "topology cache folder", 0700, true, &err);
+        if (fd < 0 && !taken(bfd, name, why, sizeof why))
+            why[0] = '\0';
+        close(bfd);
+    }
+    if (fd >= 0)
+        return fd;
+    char first[4096];
+    snprintf(first, sizeof first, "%s", shown);
+    fd = home_folder(shown, len);
+    if (fd >= 0 && why[0])
+        warn_once("the topology cache folder %s %s: not used; the cache is kept in %s instead (remove %s, as its "
+                  "owner or root, to have it in memory again)",
+                  first, why, shown, first);
+    else if (fd < 0)
+        warn_once("the topology cache is off: %s %s, and %s cannot be used either; every gpurun command discovers "
+                  "the node again",
+                  first, why[0] ? why : "cannot be used", shown);
     return fd;
 }
 

@@ -6,7 +6,10 @@
  * A live discovery reads every PCI device's config space, which costs a VM
  * trap per device (2-10 ms each on a cloud VM): once per host and boot is
  * enough.  Kept as hwloc XML in a folder of the user's own on node-local
- * memory ($XDG_RUNTIME_DIR, else /dev/shm), named by a hash of all that the
+ * memory ($XDG_RUNTIME_DIR, else /dev/shm: gpurun-UID); where another user
+ * made that folder first, in the user's own cache folder
+ * ($XDG_CACHE_HOME/gpurun, else ~/.cache/gpurun), with one warning per
+ * process (gpurun_topocache_on_warning); named by a hash of all that the
  * discovery depends on; used only by a process whose cpuset cgroup holds
  * the whole node (a cgroup changes what hwloc finds; an affinity mask, such
  * as Slurm's task/affinity gives each task, does not), and never when
@@ -20,6 +23,11 @@
 /* The gpurun program turns the cache on; libgpurun's callers never get it. */
 void gpurun_topocache_enable(bool on);
 bool gpurun_topocache_enabled(void);
+
+/* Who says, once per process, that the cache is not where it should be
+ * (another user's folder in its place) or is off; NULL: nobody (a rank
+ * step: its gpurun command has said it on its own host). */
+void gpurun_topocache_on_warning(void (*fn)(const char *text));
 
 /* The cache's file name for this process now ("topology-HASH.xml"), or NULL
  * when the cache must not be used.  The caller frees it. */

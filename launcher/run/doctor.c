@@ -472,12 +472,21 @@ static void check_containers(struct doctor *d, bool nvidia, bool amd)
 /* CUDA MPS, which ranks sharing a GPU (ranks_per_gpu > 1) run under. */
 static void check_mps(struct doctor *d, int nnvidia)
 {
-    char dir[PATH_MAX], control[PATH_MAX];
+    char dir[PATH_MAX], control[PATH_MAX], why[PATH_MAX + 256];
     if (nnvidia == 0)
         return;
-    if (gpurun_mps_running(dir, sizeof dir))
+    int running = gpurun_mps_running(dir, sizeof dir, why, sizeof why);
+    if (running < 0)
+        check(d, "mps", "CUDA MPS", GPURUN_CHECK_FAIL,
+              "unset CUDA_MPS_PIPE_DIRECTORY or point it at a folder of yours (mode 0700)",
+              "%s; gpurun run refuses every job while it is set so", why);
+    else if (running > 0)
         check(d, "mps", "CUDA MPS", GPURUN_CHECK_PASS, NULL,
               "a daemon of yours runs (pipe folder %s): jobs with ranks_per_gpu > 1 use it", dir);
+    else if (why[0] && gpurun_mps_find_control(control, sizeof control))
+        check(d, "mps", "CUDA MPS", GPURUN_CHECK_WARN,
+              "ask its owner or root to remove it, if nobody runs an MPS daemon there",
+              "%s; gpurun starts each job's own daemon in its run folder (%s)", why, control);
     else if (gpurun_mps_find_control(control, sizeof control))
         check(d, "mps", "CUDA MPS", GPURUN_CHECK_PASS, NULL,
               "%s: gpurun starts a daemon for each job with ranks_per_gpu > 1", control);

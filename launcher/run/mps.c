@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "mps.h"
+#include "results.h" /* gpurun_printable */
 #include "safefile.h"
 #include "util.h"
 
@@ -84,14 +85,74 @@ static bool control_answers(const char *dir)
     return up;
 }
 
-bool gpurun_mps_running(char *pipe_dir, size_t len)
+bool gpurun_mps_folder_problem(const char *dir, char *why, size_t size)
+{
+    struct stat st;
+    if (lstat(dir, &st) < 0)
+        return false; /* nothing there: nothing of anyone's to use */
+    if (S_ISLNK(st.st_mode))
+        snprintf(why, size, "is a symlink");
+    else if (!S_ISDIR(st.st_mode))
+        snprintf(why, size, "is not a folder");
+    else if (st.st_uid != geteuid() && st.st_uid != 0)
+        snprintf(why, size, "is owned by another user (uid %ld)", (long)st.st_uid);
+    else if (st.st_mode & 022)
+        snprintf(why, size, "is writable by %s", (st.st_mode & 002) ? "everyone" : "its group");
+    else
+        return false;
+    return true;
+}
+
+int gpurun_mps_running(char *pipe_dir, size_t len, char *why, size_t whylen)
 {
     const char *env = getenv("CUDA_MPS_PIPE_DIRECTORY");
     const char *dir = env && *env ? env : DEFAULT_PIPE_DIR;
+    char what[128];
+    why[0] = '\0';
+    if (gpurun_mps_folder_problem(dir, what, sizeof what)) {
+        char *shown = gpurun_printable(dir);
+        if (env && *env)
+            snprintf(why, whylen,
+                     "CUDA_MPS_PIPE_DIRECTORY=%s: the folder %s: gpurun never uses an MPS folder another user "
+                     "could change (its daemon could be theirs); unset it, or name a folder of yours (mode 0700)",
+                     shown, what);
+        else
+            snprintf(why, whylen, "the default MPS pipe folder %s %s: not used", shown, what);
+        free(shown);
+        return env && *env ? -1 : 0;
+    }
     if (!control_answers(dir))
-        return false;
+        return 0;
     snprintf(pipe_dir, len, "%s", dir);
-    return true;
+    return 1;
+}
+
+int gpurun_mps_check_env(const gpurun_job_t *job, gpurun_error_t *err)
+{
+    static const char *const names[] = {"CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY"};
+    for (size_t i = 0; i < 2; i++) {
+        const char *in_job = job ? gpurun_kvlist_get(&job->env, names[i]) : NULL;
+        const char *v = in_job ? in_job : getenv(names[i]);
+        char what[128];
+        if (!v || !*v || !gpurun_mps_folder_problem(v, what, sizeof what))
+            continue;
+        char *key = gpurun_xasprintf("env.%s", names[i]), *shown = gpurun_printable(v);
+        if (in_job)
+            gpurun_err(err, GPURUN_EXIT_CONFIG,
+                       "%s: key '%s': the folder %s %s: an MPS pipe or log folder another user could change is "
+                       "never used (the daemon there could be theirs); name a folder of yours (mode 0700), or "
+                       "leave the key out and gpurun keeps the daemon's folders in the run folder",
+                       gpurun_job_origin(job, key), key, shown, what);
+        else
+            gpurun_err(err, GPURUN_EXIT_CONFIG,
+                       "%s=%s: the folder %s: an MPS pipe or log folder another user could change is never used (the "
+                       "daemon there could be theirs); unset it, or name a folder of yours (mode 0700)",
+                       names[i], shown, what);
+        free(key);
+        free(shown);
+        return -1;
+    }
+    return 0;
 }
 
 static void safe_host(char *safe, size_t size, const char *host)
@@ -555,13 +616,17 @@ int gpurun_mps_start(struct gpurun_mps *m, enum gpurun_mps_mode mode, int run_fd
     m->holder_fd = -1;
     if (mode == GPURUN_MPS_OFF)
         return 0;
-    char control[PATH_MAX], why[2 * PATH_MAX + 512];
-    if (gpurun_mps_running(m->pipe_dir, sizeof m->pipe_dir)) {
+    char control[PATH_MAX], why[2 * PATH_MAX + 512], passed[PATH_MAX + 256];
+    int running = gpurun_mps_running(m->pipe_dir, sizeof m->pipe_dir, passed, sizeof passed);
+    if (running < 0)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s", passed);
+    if (running > 0) {
         m->active = true;
         snprintf(m->note, sizeof m->note, "ranks use the CUDA MPS daemon already running (pipe folder %s)",
                  m->pipe_dir);
         return 0;
     }
+    m->pipe_dir[0] = '\0';
     if (!gpurun_mps_find_control(control, sizeof control))
         return not_done(m, mode, err, GPURUN_MPS_CONTROL " is not on PATH (it comes with the NVIDIA driver)");
 
@@ -607,8 +672,11 @@ int gpurun_mps_start(struct gpurun_mps *m, enum gpurun_mps_mode mode, int run_fd
         return not_done(m, mode, err, why);
     }
     m->active = m->ours = true;
-    snprintf(m->note, sizeof m->note, "CUDA MPS daemon started for the ranks sharing GPUs (pipe folder %s, log %s)",
-             m->pipe_dir, m->log_dir);
+    snprintf(m->note, sizeof m->note, "CUDA MPS daemon started for the ranks sharing GPUs (pipe folder %s, log %s)%s%s",
+             m->pipe_dir, m->log_dir, passed[0] ? "; " : "", passed);
+    if (passed[0]) /* said, not only recorded: a daemon of the user's may be left unused */
+        snprintf(m->warning, sizeof m->warning, "%s; this job's CUDA MPS daemon runs in %s instead", passed,
+                 m->pipe_dir);
     return 0;
 fail:
     close(mfd);

@@ -37,6 +37,7 @@ struct gpurun_mps {
     char log_dir[PATH_MAX];  /* CUDA_MPS_LOG_DIRECTORY; "" for a daemon of the user's */
     char guard[PATH_MAX];    /* the guard's socket the ranks connect to; "" for a daemon of the user's */
     char note[3 * PATH_MAX + 512]; /* what was done, or why not (auto's fallback) */
+    char warning[2 * PATH_MAX + 256]; /* "" or what the planner must say: the default pipe folder passed over */
 };
 
 /* Whether ranks of the plan's first node share an NVIDIA GPU. */
@@ -48,15 +49,31 @@ enum gpurun_mps_mode gpurun_mps_mode_from_name(const char *name);
 /* The control program's path on PATH into buf; false when there is none. */
 bool gpurun_mps_find_control(char *buf, size_t len);
 
+/* Whether `dir` is an MPS folder gpurun must not use: there, and a symlink,
+ * not a folder, another user's (root's is accepted), or writable by group
+ * or others; `why` says which ("is owned by another user (uid 65534)"). */
+bool gpurun_mps_folder_problem(const char *dir, char *why, size_t size);
+
 /* The pipe folder of a daemon this user already runs ($CUDA_MPS_PIPE_DIRECTORY,
- * else /tmp/nvidia-mps: a control socket of ours that answers), or false. */
-bool gpurun_mps_running(char *pipe_dir, size_t len);
+ * else /tmp/nvidia-mps: a control socket of ours that answers, in a folder
+ * that gpurun_mps_folder_problem accepts): 1 with pipe_dir, else 0.  The
+ * default folder refused is 0 with `why` saying so (another user's
+ * /tmp/nvidia-mps is passed over); $CUDA_MPS_PIPE_DIRECTORY naming one is
+ * -1 with `why` (the user named it: refused, not passed over). */
+int gpurun_mps_running(char *pipe_dir, size_t len, char *why, size_t whylen);
+
+/* The ranks' CUDA_MPS_PIPE_DIRECTORY and CUDA_MPS_LOG_DIRECTORY, the job's
+ * env { } or else gpurun's environment: one naming a folder that
+ * gpurun_mps_folder_problem refuses is exit 2, naming where it was set. */
+int gpurun_mps_check_env(const gpurun_job_t *job, gpurun_error_t *err);
 
 /* Start the daemon and its guard for `host`, whose plan has `nlocal` ranks,
  * with its folders in the run folder (open as run_fd): mps.HOST/pipe and
  * mps.HOST/log, or use the user's own.  mode off: nothing.  Where it cannot
  * be done, auto leaves m->active false with the reason in m->note, on fails
- * (exit 3).  Then gpurun_mps_stop() (the planner outlives the ranks) or
+ * (exit 3); $CUDA_MPS_PIPE_DIRECTORY naming a folder of another user's is
+ * exit 2 (gpurun_mps_running).  m->warning: what the planner says, once
+ * (the default pipe folder passed over).  Then gpurun_mps_stop() (the planner outlives the ranks) or
  * gpurun_mps_release() (it is one of them). */
 int gpurun_mps_start(struct gpurun_mps *m, enum gpurun_mps_mode mode, int run_fd, const char *run_dir,
                      const char *host, int nlocal, gpurun_error_t *err);

@@ -723,6 +723,8 @@ static int start_mps(struct run_ctx *c, struct gpurun_mps *m, int dfd, const cha
         return -1;
     if (m->active && mps_into_host_plan(c, m, dfd, run_dir, host, err) < 0)
         return -1; /* run_once's stop_mps quits the daemon */
+    if (m->warning[0])
+        fprintf(stderr, "gpurun: warning: %s\n", m->warning);
     if (mode != GPURUN_MPS_OFF && !m->active)
         fprintf(stderr, "gpurun: note: %s\n", m->note);
     else if (c->opts->verbose && m->note[0])
@@ -1718,6 +1720,11 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
         rc = err->code;
         goto out;
     }
+    /* MPS folders the ranks are pointed at: none of another user's. */
+    if (gpurun_mps_check_env(job, err) < 0) {
+        rc = err->code;
+        goto out;
+    }
     /* A container: its runtime, image and mounts settled before anything starts. */
     if (gpurun_container_resolve(&job->container, c.tpl ? &c.tpl->container : NULL,
                                  c.site ? &c.site->container : NULL, gpurun_job_section_origin(job, "container.image"),
@@ -1745,6 +1752,23 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
     const char *results = opts->results ? opts->results : job->results;
     /* Absolute: ranks start in the run folder and must find it by name. */
     c.results = abs_path(opts->results ? "." : c.job_dir, results);
+    /* The job and run folders are mounted at their own paths. */
+    for (int i = 0; c.ctr && i < 2; i++) {
+        const char *folder = i ? c.results : c.job_dir;
+        const char *bad = gpurun_container_path_problem(c.ctr, folder);
+        if (bad) {
+            char *shown = gpurun_printable(folder);
+            gpurun_err(err, GPURUN_EXIT_CONFIG,
+                       "the %s %s holds %s: %s mounts it in the container at its own path and cannot carry that; "
+                       "nothing was started: %s",
+                       i ? "results folder" : "job's folder", shown, bad, c.ctr->runtime,
+                       i ? "choose another results folder (job key 'results' or --results)"
+                         : "move the job file to a folder whose path has none");
+            free(shown);
+            rc = err->code;
+            goto out;
+        }
+    }
 
     /* One configuration per scan combination, each run `repeat` times.  A
      * failed run does not stop the sweep; an interrupted one does. */
