@@ -1234,9 +1234,9 @@ static void program_poll_end(struct rank_step *s)
     pid_t got;
     while ((got = waitpid(s->pid, &status, WNOHANG)) < 0 && errno == EINTR)
         ;
-    if (got == s->pid)
+    if (got == s->pid) {
         program_end(s, status);
-    else if (got < 0) { /* not ours to wait for any more: seen at the output's end */
+    } else { /* not reapable after all: its end is seen at the output's end, without spinning on the pidfd */
         close(s->pidfd);
         s->pidfd = -1;
     }

@@ -345,6 +345,13 @@ static int silent_by_host(const struct rank_result *rr, json_t *stops, int nrank
     return count;
 }
 
+/* Killed by a signal that stops a job (SIGTERM, SIGINT, SIGHUP, SIGQUIT). */
+static bool stop_signal_death(int code)
+{
+    int sig = code - 128;
+    return code > 128 && (sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT);
+}
+
 /* What the rank steps reported, from the launcher's pipe (the outcome's
  * bindings and statuses, taken over here); `self` is gpurun's host. */
 static void collect_ranks(struct gpurun_outcome *oc, int nranks, const char *self, struct rank_result *rr)
@@ -363,6 +370,13 @@ static void collect_ranks(struct gpurun_outcome *oc, int nranks, const char *sel
         json_array_append_new(rr->statuses, json_null());
     while ((int)json_array_size(stops) < nranks)
         json_array_append_new(stops, json_null());
+    /* The job was being stopped: gpurun stopped it, or a rank step was told
+     * to.  Slurm signals every process of a step, programs too: one killed
+     * by that signal before its rank step heard of it was stopped as well. */
+    bool stopping = oc->interrupted || oc->timed_out;
+    for (int i = 0; i < nranks && !stopping; i++)
+        stopping = json_is_object(json_array_get(stops, (size_t)i)) ||
+                   json_is_true(json_object_get(json_array_get(rr->statuses, (size_t)i), "stopped"));
     json_int_t first = 0;
     for (int i = 0; i < nranks; i++) {
         json_t *s = json_array_get(rr->statuses, (size_t)i);
@@ -372,6 +386,13 @@ static void collect_ranks(struct gpurun_outcome *oc, int nranks, const char *sel
         int code = (int)json_integer_value(json_object_get(s, "exit_code"));
         json_int_t end = json_integer_value(json_object_get(s, "end_ns"));
         bool stopped = json_is_true(json_object_get(s, "stopped"));
+        if (!stopped && stopping && stop_signal_death(code) && !json_object_get(s, "error")) {
+            stopped = true;
+            json_object_set_new(s, "stopped", json_true());
+            json_object_set_new(s, "stop_signal", json_integer(code - 128));
+            json_object_set_new(s, "note", json_string("killed by the signal that stopped the job, before its "
+                                                       "rank step heard of it"));
+        }
         /* One that failed on its own comes before any that was stopped:
          * those are the launcher's (or gpurun's) doing, not a cause. */
         bool better = rr->failed_rank < 0 || (rr->failed_stopped && !stopped) ||
@@ -1261,30 +1282,35 @@ static void read_rank_tail(struct run_ctx *c, struct run_attempt *a, int rank)
     free(shown);
 }
 
-/* Whether the launcher's output says that Slurm ended the step at the
- * allocation's time limit ("*** STEP 12.0 ON h1 CANCELLED AT ... DUE TO
- * TIME LIMIT ***", slurmstepd's, through srun): its last 64 KiB only. */
-static bool launcher_says_time_limit(struct run_attempt *a)
+/* Why Slurm ended the step, as slurmstepd said it through srun ("***
+ * STEP 12.0 ON h1 CANCELLED AT ... DUE TO TIME LIMIT ***", "... DUE TO
+ * NODE FAILURE, ..."), from the launcher's output: its last 64 KiB only. */
+enum slurm_cancel { CANCEL_NONE, CANCEL_TIME_LIMIT, CANCEL_NODE_FAILURE };
+
+static enum slurm_cancel slurm_cancelled(struct run_attempt *a)
 {
     gpurun_error_t e;
     int fd = gpurun_open_own_at(a->dfd, GPURUN_RUN_LAUNCHER_OUT, GPURUN_RUN_LAUNCHER_OUT, &e);
     if (fd < 0)
-        return false;
+        return CANCEL_NONE;
     char buf[65536];
     off_t end = lseek(fd, 0, SEEK_END);
     off_t from = end > (off_t)sizeof buf - 1 ? end - (off_t)sizeof buf + 1 : 0;
     ssize_t n = end > 0 ? pread(fd, buf, (size_t)(end - from), from) : 0;
     close(fd);
     buf[n > 0 ? n : 0] = '\0';
-    for (char *line = buf; line && *line;) {
+    enum slurm_cancel why = CANCEL_NONE;
+    for (char *line = buf; line && *line && why == CANCEL_NONE;) {
         char *nl = strchr(line, '\n');
         if (nl)
             *nl = '\0';
         if (strstr(line, " CANCELLED AT ") && strstr(line, " DUE TO TIME LIMIT"))
-            return true;
+            why = CANCEL_TIME_LIMIT;
+        else if (strstr(line, " CANCELLED AT ") && strstr(line, " DUE TO NODE FAILURE"))
+            why = CANCEL_NODE_FAILURE;
         line = nl ? nl + 1 : NULL;
     }
-    return false;
+    return why;
 }
 
 /* Hosts lost while ranks ran: the message, with what the launcher said. */
@@ -1388,7 +1414,8 @@ static int decide_outcome(struct run_ctx *c, struct run_attempt *a, gpurun_error
      * SIGSEGV then): the lost host is the cause, the rank is said beside it.
      * A rank that exited with a code of its own stays the cause. */
     bool collateral = own && rr->failed_code > 128 && !rr->failed_error[0];
-    if (oc->timed_out || launcher_says_time_limit(a)) {
+    enum slurm_cancel cancel = slurm_cancelled(a);
+    if (oc->timed_out || cancel == CANCEL_TIME_LIMIT) {
         /* Slurm's time limit sends SIGTERM to gpurun too, in a batch step:
          * still a time limit, not an interruption. */
         rc = GPURUN_EXIT_TIMEOUT;
@@ -1401,6 +1428,16 @@ static int decide_outcome(struct run_ctx *c, struct run_attempt *a, gpurun_error
         a->stops_job = !oc->timed_out;
         stopped_notes(c, a, also, sizeof also);
         gpurun_err(err, rc, "%s: every rank was stopped%s; run folder %s", a->why, also, a->run_dir);
+    } else if (cancel == CANCEL_NODE_FAILURE && rr->nlost) {
+        /* Slurm cancelled the job because a node failed: it sends gpurun
+         * SIGTERM too, in a batch step, but the lost host is the cause. */
+        rc = GPURUN_EXIT_ENV;
+        a->state = GPURUN_STATE_FAILED;
+        a->why_rank = rr->first_lost;
+        const char *h = json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)rr->first_lost), "host"));
+        snprintf(a->why, sizeof a->why, "lost with its host %s (Slurm: a node failed)", h ? h : "?");
+        a->stops_job = true;
+        lost_hosts_error(c, a, false, rc, err);
     } else if (oc->interrupted) {
         char sb[32];
         rc = 128 + oc->interrupted;
@@ -1508,7 +1545,10 @@ static void failure_report(struct run_ctx *c, struct run_attempt *a, int rc)
     if (c->opts->quiet || !ranks_failed || r < 0 || (!a->tail.n && !a->tail.ncause))
         return;
     fflush(stdout);
-    if (a->tail.ncause) {
+    /* A rank's own failure has a cause in its output; an interruption or a
+     * time limit is its own cause (what mdrun says of the signal is in the
+     * last lines). */
+    if (a->tail.ncause && !strcmp(a->state, GPURUN_STATE_FAILED)) {
         fprintf(stderr, "gpurun: rank %d on %s: the cause, as its output says:\n", r, host ? host : "?");
         for (size_t i = 0; i < a->tail.ncause; i++)
             fprintf(stderr, "[%d] %s\n", r, a->tail.cause[i]);
