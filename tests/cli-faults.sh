@@ -235,6 +235,10 @@ fi
 run "$GPURUN" results --results "$TMP/results" --job c
 contains "$TMP/out" "    why: rank 1 on $h: CUDA error: an illegal memory access was encountered" \
     "gpurun results: the reason on a line of its own under the run"
+run "$GPURUN" results --results "$TMP/results" --job c --json
+jq_out 'length >= 3 and all(.[].failure; .rank == 1 and .status == 4 and (.tail | length) >= 3 and
+    .reason == "CUDA error: an illegal memory access was encountered")'
+ok "$rc" "gpurun results --json: each run's whole failure object"
 
 cat >"$TMP/m.conf" <<JOB
 command = "no-such-program-$$ --flag"
