@@ -4,7 +4,9 @@
 # and the ns/day gpurun records equals the one in GROMACS's own md.log; the
 # shipped gromacs template on its run input (inputs checked before anything
 # starts, ${args}); its scan over ranks (1, 2) gives a report with the
-# parallel efficiency.
+# parallel efficiency.  The box blowing up (a time step too long) is a crash
+# (139) with mdrun's lines on stderr and in the record; Ctrl-C is
+# "interrupted" (130).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 if ! command -v gmx_mpi >/dev/null 2>&1 || ! command -v gmx >/dev/null 2>&1; then
@@ -83,6 +85,60 @@ case "$J" in
         esac ;;
 esac
 expect_rc 0 "... and writes the batch script all the same"
+
+# The same box with a time step far too long (dt = 0.012 ps): SETTLE cannot
+# keep the water rigid and mdrun dies of SIGSEGV, the other rank taking
+# mpirun's SIGTERM as "stop within N steps" until mpirun kills it.  The
+# crash is the cause (139), not a lost host (gpurun said exit 3 here), and
+# mdrun's own lines are on stderr and in the record.
+cp -r "$top_srcdir/examples/water-box" "$TMP/blowup"
+chmod -R u+w "$TMP/blowup"
+sed 's/^dt .*/dt                   = 0.012/' "$top_srcdir/examples/water-box/md.mdp" >"$TMP/blowup/md.mdp"
+if command -v mpirun >/dev/null 2>&1; then
+    run "$GPURUN" run "$TMP/blowup/job.conf" --results "$TMP/blowup-results" --set oversubscribe=true \
+        --set launcher=mpirun
+    expect_rc 139 "the water box blowing up on 2 ranks under mpirun: 139, not exit 3"
+    grep -q 'lost' "$TMP/err"
+    [ $? -ne 0 ]
+    ok $? "... no host is called lost"
+    grep -q '^\[[01]\] step [0-9]*: One or more water molecules can not be settled\.$' "$TMP/err" &&
+        grep -q 'failed first: killed by signal 11 (Segmentation fault); cause: "step [0-9]*: One or more water molecules can not be settled\."' "$TMP/err"
+    ok $? "... mdrun's SETTLE line first on stderr, and in gpurun's message"
+    d=$(ls -d "$TMP"/blowup-results/water-box/*/ | tail -1)
+    jq -e '.state == "failed" and .exit_status == 139 and .failure.status == 139 and
+        (.failure.reason | test("^step [0-9]+: One or more water molecules can not be settled[.]$")) and
+        (.failure.tail | length) == 20 and ([.rank_status[] | select(.stopped == true)] | length) == 1' \
+        "$d/record.json" >/dev/null
+    ok $? "... the record: failure with mdrun's line as its reason and the rank's last 20 lines; the other rank stopped"
+else
+    skip "mpirun not found: no blow-up under mpirun"
+fi
+
+# Ctrl-C while mdrun runs: interrupted, 130, whatever mdrun makes of the
+# signal (it stops within some steps, or is killed).
+with_sigint="env --default-signal=INT"
+env --default-signal=INT true 2>/dev/null || with_sigint=
+if [ -n "$with_sigint" ]; then
+    $with_sigint "$GPURUN" run "$top_srcdir/examples/water-box/job.conf" --results "$TMP/int" --quiet \
+        --set oversubscribe=true --set params.nsteps=5000000 >"$TMP/out" 2>"$TMP/err" &
+    pid=$!
+    n=0
+    while ! grep -qs '^Started mdrun' "$TMP"/int/water-box/*/water-box.log && [ $n -lt 1200 ]; do
+        sleep 0.1
+        n=$((n + 1))
+    done
+    kill -INT "$pid"
+    rc=0
+    wait "$pid" || rc=$?
+    expect_rc 130 "Ctrl-C while mdrun runs on 2 ranks: 130"
+    contains "$TMP/err" "interrupted by SIGINT (Interrupt): every rank was stopped" "... saying interrupted"
+    d=$(ls -d "$TMP"/int/water-box/*/ | tail -1)
+    jq -e '.state == "interrupted" and .exit_status == 130 and .failure.reason == "interrupted by SIGINT"' \
+        "$d/record.json" >/dev/null
+    ok $? "... the record's state is interrupted"
+else
+    skip "env --default-signal not found (coreutils 8.31): no Ctrl-C test"
+fi
 
 # The scaling study: examples/water-box/scan.conf on 1 and 2 ranks, then
 # the report's speedup and efficiency against 1 rank.

@@ -487,7 +487,7 @@ restart_slurmd() {
 }
 # The slurmd of h2 dies while a 2-node job runs; the batch step (and gpurun
 # in it) is on h1.  Slurm declares h2 down after about 2 x SlurmdTimeout
-# and cancels the job; gpurun must say that h2 was lost.  The cancel's
+# and cancels the job; gpurun must say that h2 was lost, and exit 3.  The cancel's
 # SIGTERM reaches the batch shell too, and once that has died slurmstepd
 # kills the rest at once: without the trap the message was there only when
 # gpurun happened to finish first (a clean-clone CI run lost that race, under
@@ -505,6 +505,9 @@ diag "slurmd killed, batch: the job ended $(($(now_ms) - t0)) ms after the kill 
 sed 's/^/#   /' "$W/slurmd-batch.out"
 grep '^gpurun:' "$W/slurmd-batch.out" | grep -q 'h2'
 ok $? "slurmd killed, batch: gpurun's message names the lost host h2"
+# Slurm sent gpurun SIGTERM too, cancelling the job "DUE TO NODE FAILURE":
+# the lost host is the cause (exit 3), not an interruption (143).
+contains "$W/slurmd-batch.out" "gpurun-exit=3" "slurmd killed, batch: gpurun exits 3, a lost host, though Slurm sent it SIGTERM"
 gone "h1 h3" 15
 ok $? "slurmd killed, batch: nothing of the job is left on h1 and h3"
 restart_slurmd h2

@@ -5,7 +5,8 @@
  * log cut short, nan, inf, overflow, a fake Performance: line, the
  * GMX_DETAILED_PERF_STATS layout, a minimisation, an empty file, binary
  * junk, a folder, a FIFO.  Then the sanity check, the fom keys of a
- * template, and the reference bands. */
+ * template, the reference bands, and a failed rank's last lines and the
+ * line that names the cause (failure.h). */
 #include "config.h"
 
 #include <errno.h>
@@ -17,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "failure.h"
 #include "fom.h"
 #include "tap.h"
 #include "template.h"
@@ -365,7 +367,7 @@ static void test_sanity_forms(void)
     if (!t)
         return;
     {
-        ok(t->nfailure == 2 && !strcmp(t->failure[0], "^Fatal error:"), "gromacs: two failure texts, the first mdrun's fatal error");
+        ok(t->nfailure == 7 && !strcmp(t->failure[0], "^Fatal error:"), "gromacs: seven failure patterns, the first mdrun's fatal error");
         char *p = src_path("tests/logs/gromacs-water-2ranks.log");
         char *a = src_path("tests/logs/gromacs-append-fatal.txt");
         size_t len, alen;
@@ -391,7 +393,7 @@ static void test_sanity_forms(void)
      * mdrun -cpi (appending after the TERM line) passes, with the
      * continuation's figures; a run stopped by -maxh (exit 0) passes. */
     {
-        ok(t->nfailure == 2 && !strcmp(t->failure[1], "^Received the ") && t->nrestart == 1,
+        ok(t->nfailure == 7 && !strcmp(t->failure[1], "^Received the ") && t->nrestart == 1,
            "gromacs: a signal is a failure; the appending banner restarts the log");
         const struct {
             const char *log;
@@ -487,7 +489,7 @@ static void test_sanity_forms(void)
             memcpy(last, "...... FAILED", 13);
             char *q = put_file("hpl-failed.out", text, len);
             is_int(gpurun_sanity_file_check(t, q, why, sizeof why), 0, "... with its last residual check FAILED: fails");
-            if (!ok(strstr(why, "'...... FAILED' appears in") != NULL, "... saying what and where"))
+            if (!ok(strstr(why, "'[.]{6} FAILED' appears in") != NULL, "... saying what and where"))
                 diag("why: %s", why);
             free(q);
         }
@@ -544,6 +546,132 @@ static void test_sanity_forms(void)
            strstr(err.text, "tpl.conf:3: key 'restart', item 2: ") != NULL,
        "an empty restart text is refused, naming the item: %s", err.text);
     gpurun_template_destroy(t);
+}
+
+/* A failed rank's output (failure.h): its lines only, the last ones, the
+ * template's `failure` patterns (POSIX extended regexes) before gpurun's
+ * own, a title's message, and no more of the file than its end. */
+static void test_failure_tail(void)
+{
+    gpurun_error_t err = {0};
+    const char head[] = "description = \"d\"\ncommand = \"x\"\n";
+    char text[512];
+    gpurun_template_t *t = NULL;
+    snprintf(text, sizeof text, "%sfailure = { \"^Fatal error:\", \"([\" }\n", head);
+    ok(gpurun_template_parse(text, strlen(text), "tpl.conf", &t, &err) < 0 &&
+           strstr(err.text, "tpl.conf:3: key 'failure', item 2: '([' is not a POSIX extended regex") != NULL,
+       "a failure pattern that is no regex is refused at load, naming file, line, key and item: %s", err.text);
+    gpurun_template_destroy(t);
+    snprintf(text, sizeof text, "%sfailure = \"(a{1,255}){1,255}\"\n", head);
+    t = NULL;
+    ok(gpurun_template_parse(text, strlen(text), "tpl.conf", &t, &err) < 0 &&
+           strstr(err.text, "key 'failure', item 1: ") != NULL && strstr(err.text, "too costly") != NULL,
+       "... and so is one too costly to compile: %s", err.text);
+    gpurun_template_destroy(t);
+
+    snprintf(text, sizeof text, "%ssanity = \"done\"\nfailure = { \"^Fatal error:\", \"^ERROR [0-9]+:\" }\n", head);
+    t = NULL;
+    if (!ok(gpurun_template_parse(text, strlen(text), "tpl.conf", &t, &err) == 0, "failure as regexes: %s",
+            err.text))
+        return;
+    char *q = put_file("regex.log", "ERROR 12: bad\ndone\n", 0);
+    char why[256];
+    is_int(gpurun_sanity_file_check(t, q, why, sizeof why), 0, "a failure pattern is a regex: ^ERROR [0-9]+: matches");
+    free(q);
+    q = put_file("regex.log", "ERROR x: not it\ndone\n", 0);
+    is_int(gpurun_sanity_file_check(t, q, why, sizeof why), 1, "... and only what it matches");
+    free(q);
+
+    /* Rank 1's lines among rank 0's in a host's file; a crash reported
+     * before mdrun's own error; the error is a title and its message. */
+    const char *host_out = "0: starting\n"
+                           "1: starting\n"
+                           "1: [vm:1] Signal: Segmentation fault (11)\n"
+                           "0: step 10\n"
+                           "1: -------------------------------------------------------\n"
+                           "1: Fatal error:\n"
+                           "1: The X-size of the box (3.0) is smaller than\n"
+                           "1: the number of DD cells (4) times the cut-off\n"
+                           "1: \n"
+                           "1: For more information\n"
+                           "1: -------------------------------------------------------\n"
+                           "0: step 20\n"
+                           "1: last \033[31mred\033[0m \xff line\n";
+    q = put_file("vm.out", host_out, 0);
+    FILE *f = fopen(q, "r");
+    struct gpurun_rank_tail tl;
+    if (ok(f && gpurun_rank_tail_read(fileno(f), "1: ", 4, t, &tl, &err) == 0, "a rank's tail is read")) {
+        ok(tl.n == 4 && !strcmp(tl.lines[0], "") && !strcmp(tl.lines[1], "For more information") && tl.whole,
+           "... its last 4 lines, without their label, none of rank 0's");
+        ok(!strcmp(tl.lines[3], "last \\x1b[31mred\\x1b[0m \\xff line"),
+           "... fit for a terminal and for JSON: %s", tl.lines[3]);
+        ok(tl.ncause == 3 && !strcmp(tl.cause[0], "Fatal error:") &&
+               !strcmp(tl.cause[2], "the number of DD cells (4) times the cut-off"),
+           "... the template's pattern before gpurun's (Segmentation fault, earlier): a title and its message");
+        char *reason = gpurun_rank_tail_reason(&tl);
+        ok(reason && !strcmp(reason, "Fatal error: The X-size of the box (3.0) is smaller than the number of DD "
+                                     "cells (4) times the cut-off"),
+           "... as one line: %s", reason ? reason : "(none)");
+        free(reason);
+        gpurun_rank_tail_free(&tl);
+    }
+    if (f)
+        fclose(f);
+    free(q);
+
+    /* Without the template's: gpurun's own patterns, in a rank's own file. */
+    q = put_file("rank.0.out", "loading\nRuntimeError: CUDA error: out of memory\nbye\n", 0);
+    f = fopen(q, "r");
+    if (ok(f && gpurun_rank_tail_read(fileno(f), NULL, 20, NULL, &tl, &err) == 0, "a rank's own file")) {
+        ok(tl.n == 3 && tl.ncause == 1 && !strcmp(tl.cause[0], "RuntimeError: CUDA error: out of memory"),
+           "... gpurun's own pattern (CUDA error) names the cause");
+        gpurun_rank_tail_free(&tl);
+    }
+    if (f)
+        fclose(f);
+    free(q);
+
+    /* A file larger than what is read: its end only.  The error at its
+     * start is not seen, the last lines are. */
+    size_t big = 3 * GPURUN_TAIL_BYTES;
+    char *huge = gpurun_xmalloc(big + 64);
+    size_t o = (size_t)sprintf(huge, "0: Fatal error:\n0: far away\n");
+    while (o < big)
+        o += (size_t)sprintf(huge + o, "0: filler line %zu\n", o);
+    o += (size_t)sprintf(huge + o, "0: the end\n");
+    q = put_file("big.out", huge, o);
+    f = fopen(q, "r");
+    if (ok(f && gpurun_rank_tail_read(fileno(f), "0: ", 2, t, &tl, &err) == 0, "a 3 MiB output")) {
+        ok(!tl.whole && tl.ncause == 0 && tl.n == 2 && !strcmp(tl.lines[1], "the end") &&
+               !strncmp(tl.lines[0], "filler line ", 12),
+           "... only its last %u bytes are read: its last lines, not the error at its start", GPURUN_TAIL_BYTES);
+        gpurun_rank_tail_free(&tl);
+    }
+    if (f)
+        fclose(f);
+    free(q);
+    free(huge);
+    gpurun_template_destroy(t);
+
+    /* Every shipped template's patterns compile; pytorch-ddp's finds a
+     * traceback's last line. */
+    t = load_tpl("templates/pytorch-ddp.conf");
+    if (t) {
+        q = put_file("rank.1.out",
+                     "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
+                     "    raise RuntimeError('x')\ntorch.distributed.DistBackendError: NCCL error in: x.cpp:1\n",
+                     0);
+        f = fopen(q, "r");
+        if (ok(f && gpurun_rank_tail_read(fileno(f), NULL, 20, t, &tl, &err) == 0, "pytorch-ddp: a traceback")) {
+            ok(tl.ncause == 1 && !strncmp(tl.cause[0], "torch.distributed.DistBackendError: NCCL error", 46),
+               "... its last line is the cause, not the code line above it: %s", tl.ncause ? tl.cause[0] : "-");
+            gpurun_rank_tail_free(&tl);
+        }
+        if (f)
+            fclose(f);
+        free(q);
+        gpurun_template_destroy(t);
+    }
 }
 
 /* glibc's regcomp() copies a part once per `+` or interval repeat: stacked
@@ -1205,6 +1333,7 @@ int main(void)
     test_patterns_kept();
     test_table();
     test_keys();
+    test_failure_tail();
     test_bands();
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);

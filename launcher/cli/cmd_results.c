@@ -18,8 +18,10 @@ static const char results_usage[] =
     "Usage: gpurun results [--results DIR] [--job NAME] [--json|--csv] [--rebuild]\n"
     "\n"
     "List the runs of a results folder: run id, job, state, ranks, GPUs, the scan\n"
-    "combination, the figures of merit and the wall time. The index RESULTS/results.db\n"
-    "is brought up to date with the records RESULTS/JOB/RUN-ID/record.json first.\n"
+    "combination, the figures of merit and the wall time; under a run that failed,\n"
+    "a line with why (the rank, its host and the line of its output that names the\n"
+    "cause). The index RESULTS/results.db is brought up to date with the records\n"
+    "RESULTS/JOB/RUN-ID/record.json first.\n"
     "\n"
     "  --results DIR   the results folder (default: ./results)\n"
     "  --job NAME      only the runs of this job\n"
@@ -63,6 +65,7 @@ enum { C_ID, C_JOB, C_STATE, C_RANKS, C_GPUS, C_CONFIG, C_FOMS, C_WALL, NCOLS };
  * folder of 10,000 runs is a few MiB, not every summary at once. */
 struct cells {
     char **v; /* (n + 1) x NCOLS: the head, then the rows */
+    char **why; /* n + 1: a failed run's reason, shown on a line of its own under its row; NULL: none */
     size_t n, cap;
 };
 
@@ -72,7 +75,9 @@ static int add_row(json_t *run, void *ctx)
     if (t->n + 2 > t->cap) {
         t->cap = t->cap ? 2 * t->cap : 64;
         t->v = gpurun_xrealloc(t->v, t->cap * NCOLS * sizeof *t->v);
+        t->why = gpurun_xrealloc(t->why, t->cap * sizeof *t->why);
     }
+    t->why[t->n + 1] = gpurun_record_failure_text(run);
     char **row = &t->v[(++t->n) * NCOLS];
     long ranks = gpurun_record_int(run, "ranks", -1), gpus = gpurun_record_gpus(run);
     double wall = gpurun_record_num(run, "wall_s");
@@ -124,10 +129,15 @@ static void print_table(struct cells *t)
                 printf("%s%*s", s, c + 1 < NCOLS ? pad : 0, "");
             fputs(c + 1 < NCOLS ? "  " : "\n", stdout);
         }
+        if (r && t->why[r])
+            printf("    why: %s\n", t->why[r]);
     }
     for (size_t i = 0; i < (n + 1) * NCOLS; i++)
         free(cells[i]);
     free(cells);
+    for (size_t r = 1; r <= n; r++)
+        free(t->why[r]);
+    free(t->why);
 }
 
 /* ---- CSV (RFC 4180) --------------------------------------------------- */
@@ -312,6 +322,9 @@ int cmd_results(int argc, char **argv, gpurun_error_t *err)
             for (size_t i = NCOLS; i < (t.n + 1) * NCOLS; i++)
                 free(t.v[i]);
             free(t.v);
+            for (size_t i = 1; i <= t.n; i++)
+                free(t.why[i]);
+            free(t.why);
         }
     }
     gpurun_results_close(r);

@@ -626,7 +626,7 @@ json_t *gpurun_foms_json(const gpurun_foms_t *f)
 
 /* ---- sanity ------------------------------------------------------------ */
 
-/* Whether a sanity or failure text is on the line: anywhere in it, or, for
+/* Whether a sanity or restart text is on the line: anywhere in it, or, for
  * a text written with a leading ^, at its start.  LAMMPS echoes its input
  * into its log, comments too: an echoed line that mentions "ERROR: " does
  * not start with it, the error message itself does. */
@@ -666,7 +666,7 @@ static int file_scan(const gpurun_template_t *t, const char *path, bool *found, 
         for (size_t i = 0; i < t->nsanity && !seen; i++)
             seen = text_on_line(l.buf, t->sanity_forms[i]);
         for (size_t i = 0; i < t->nfailure && !failed; i++)
-            if (text_on_line(l.buf, t->failure[i])) {
+            if (regexec(&t->failure_re[i], l.buf, 0, NULL, 0) == 0) {
                 failed = l.no;
                 which = t->failure[i];
             }

@@ -159,6 +159,47 @@ char *gpurun_printable(const char *s)
     return out;
 }
 
+/* A JSON string of s; of s fit for a terminal (valid UTF-8) when s is not. */
+static json_t *text_json(const char *s)
+{
+    json_t *j = json_string(s);
+    if (!j) {
+        char *t = gpurun_terminal_text(s);
+        j = json_string(t);
+        free(t);
+    }
+    return j;
+}
+
+json_t *gpurun_record_failure(int rank, const char *host, int status, const char *reason, char *const *tail,
+                              size_t ntail)
+{
+    json_t *lines = json_array();
+    for (size_t i = 0; i < ntail; i++)
+        json_array_append_new(lines, text_json(tail[i]));
+    json_t *f = json_object();
+    json_object_set_new(f, "rank", rank >= 0 ? json_integer(rank) : json_null());
+    json_object_set_new(f, "host", host ? text_json(host) : json_null());
+    json_object_set_new(f, "status", json_integer(status));
+    json_object_set_new(f, "reason", text_json(reason ? reason : ""));
+    json_object_set_new(f, "tail", lines);
+    return f;
+}
+
+char *gpurun_record_failure_text(const json_t *run)
+{
+    const json_t *f = json_object_get(run, GPURUN_RECORD_FAILURE);
+    if (!json_is_object(f))
+        return NULL;
+    const char *reason = gpurun_record_str(f, "reason"), *host = gpurun_record_str(f, "host");
+    long rank = gpurun_record_int(f, "rank", -1);
+    char *text = rank >= 0 ? gpurun_xasprintf("rank %ld on %s: %s", rank, host ? host : "?", reason ? reason : "?")
+                           : gpurun_xstrdup(reason ? reason : "?");
+    char *shown = gpurun_terminal_text(text);
+    free(text);
+    return shown;
+}
+
 /* ---- SQLite ------------------------------------------------------------ */
 
 static const char schema_sql[] =

@@ -82,6 +82,28 @@ int gpurun_results_add(const char *results_dir, const char *record_path, gpurun_
 int gpurun_results_rebuild(const char *results_dir, struct gpurun_results_log *log,
                            gpurun_error_t *err);
 
+/* ---- the record's state and failure (SPEC §7): spelled here only -------- */
+
+#define GPURUN_STATE_OK "ok"
+#define GPURUN_STATE_FAILED "failed"
+#define GPURUN_STATE_TIMEOUT "timeout"
+#define GPURUN_STATE_INTERRUPTED "interrupted"
+#define GPURUN_STATE_SANITY_FAILED "sanity_failed"
+#define GPURUN_STATE_REFERENCE_FAILED "reference_failed"
+
+/* The record's "failure", for every state but ok: {"rank": the rank that
+ * failed first, or whose output was running (null: none, the launcher
+ * failed), "host": its host (null: unknown), "status": the run's exit
+ * status, "reason": one line (the line of its output that names the cause,
+ * else "exit status N", "killed by signal SIGSEGV", "time limit reached",
+ * ...), "tail": [its last lines]}.  rank < 0: null; host NULL: null. */
+#define GPURUN_RECORD_FAILURE "failure"
+json_t *gpurun_record_failure(int rank, const char *host, int status, const char *reason, char *const *tail,
+                              size_t ntail);
+/* A run's failure in one line, fit for a terminal: "rank 0 on vm: REASON"
+ * (or REASON alone); NULL when the run has none.  Malloc'ed. */
+char *gpurun_record_failure_text(const json_t *run);
+
 /* ---- reading a record defensively (any field may be missing) ---------- */
 
 /* An integer field, or `dflt` when missing or not an integer. */

@@ -338,6 +338,29 @@ static void check_regex(struct gpurun_conf_ctx *ctx, const char *name, const cha
     check_regex_group(ctx, name, value, true);
 }
 
+/* An item of `failure`: a POSIX extended regex that compiles, at a cost
+ * bounded as a fom's is. */
+static void check_failure_regex(struct gpurun_conf_ctx *ctx, int line, unsigned item, const char *value)
+{
+    struct gpurun_conf_shown a;
+    const char *costly = gpurun_regex_cost_problem(value);
+    if (costly) {
+        gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK, "key 'failure', item %u: '%s' is %s", item,
+                         gpurun_conf_shown(&a, value), costly);
+        return;
+    }
+    regex_t re;
+    int rc = regcomp(&re, value, REG_EXTENDED | REG_NOSUB);
+    if (rc != 0) {
+        char why[256];
+        regerror(rc, &re, why, sizeof why);
+        gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK, "key 'failure', item %u: '%s' is not a POSIX extended regex: %s",
+                         item, gpurun_conf_shown(&a, value), why);
+        return;
+    }
+    regfree(&re);
+}
+
 /* A fom reads by `regex`, or by `header` and `row` (fom.h); `after`
  * either way. */
 static void check_fom_keys(struct gpurun_conf_ctx *ctx, cfg_t *fom, const char *base,
@@ -429,7 +452,7 @@ static void check_fom(struct gpurun_conf_ctx *ctx, cfg_t *fom, bool complete)
 }
 
 static const char *const string_keys[] = {"description", "command", "gpu_args", "progress", "rank_env"};
-/* Lists of plain text; a single string is a list of one. */
+/* Lists of plain text (failure: of regexes); a single string is a list of one. */
 static const char *const text_lists[] = {"sanity", "failure", "restart", "inputs"};
 static const char *const free_sections[] = {"env", "defaults"};
 
@@ -483,6 +506,8 @@ static void check_template(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complet
             const char *why = v ? gpurun_conf_value_problem(v, true, buf, sizeof buf) : NULL;
             if (why)
                 gpurun_conf_note(ctx, tline, GPURUN_CONF_CHECK, "key '%s', item %u: %s", text_lists[k], i + 1, why);
+            else if (v && !strcmp(text_lists[k], "failure"))
+                check_failure_regex(ctx, tline, i + 1, v);
         }
     }
 
@@ -549,8 +574,14 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     t->sanity = t->nsanity ? gpurun_xstrdup(t->sanity_forms[0]) : NULL;
     t->nfailure = cfg_size(cfg, "failure");
     t->failure = gpurun_xcalloc(t->nfailure, sizeof *t->failure);
-    for (size_t i = 0; i < t->nfailure; i++)
+    t->failure_re = gpurun_xcalloc(t->nfailure, sizeof *t->failure_re);
+    for (size_t i = 0; i < t->nfailure; i++) {
         t->failure[i] = gpurun_xstrdup(cfg_getnstr(cfg, "failure", (unsigned)i));
+        /* check_failure_regex passed it; should it still not compile, a
+         * pattern that no line (read without its newline) can match. */
+        if (regcomp(&t->failure_re[i], t->failure[i], REG_EXTENDED | REG_NOSUB) != 0)
+            regcomp(&t->failure_re[i], "\n", REG_EXTENDED | REG_NOSUB);
+    }
     t->nrestart = cfg_size(cfg, "restart");
     t->restart = gpurun_xcalloc(t->nrestart, sizeof *t->restart);
     for (size_t i = 0; i < t->nrestart; i++)
@@ -740,9 +771,12 @@ void gpurun_template_destroy(gpurun_template_t *t)
     for (size_t i = 0; i < t->nsanity; i++)
         free(t->sanity_forms[i]);
     free(t->sanity_forms);
-    for (size_t i = 0; i < t->nfailure; i++)
+    for (size_t i = 0; i < t->nfailure; i++) {
         free(t->failure[i]);
+        regfree(&t->failure_re[i]);
+    }
     free(t->failure);
+    free(t->failure_re);
     for (size_t i = 0; i < t->nrestart; i++)
         free(t->restart[i]);
     free(t->restart);

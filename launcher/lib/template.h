@@ -5,6 +5,7 @@
 /* Workload templates (SPEC §3) as plain structs: only template.c sees
  * libconfuse.  Also the search path and ${name} expansion they use. */
 
+#include <regex.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -46,7 +47,10 @@ typedef struct gpurun_template {
     char *sanity;      /* the first of sanity_forms (for messages); NULL when none */
     char **sanity_forms; /* `sanity`: one of them must appear in the output */
     size_t nsanity;
-    char **failure;    /* `failure`: the run failed where one of them appears */
+    char **failure;    /* `failure`: POSIX extended regexes of the lines that name why a run failed: the
+                          first such line of a failed rank's output is shown first (failure.h), and one
+                          in the output of a run that exited well fails it */
+    regex_t *failure_re; /* the same, compiled (REG_EXTENDED | REG_NOSUB) */
     size_t nfailure;
     char **restart;    /* `restart`: a line with one of them starts its file over (a
                           continuation appended to a log): the sanity and failure

@@ -187,14 +187,17 @@ static void take_line(struct reader *r, char *line, size_t len)
         if (end != line + ml + 2 && *end == ' ' && rank >= 0 && rank < r->sv->nranks) {
             const char *payload = end + 1;
             size_t plen = len - (size_t)(payload - line);
-            json_t *slot = kind == 'B' ? r->out->bindings : kind == 'S' ? r->out->statuses : NULL;
+            json_t *slot = kind == 'B'   ? r->out->bindings
+                           : kind == 'S' ? r->out->statuses
+                           : kind == 'T' ? r->out->stops
+                                         : NULL;
             if (slot && json_is_null(json_array_get(slot, (size_t)rank))) {
                 json_t *doc = json_loadb(payload, plen, 0, NULL);
                 if (json_is_object(doc)) {
                     json_array_set_new(slot, (size_t)rank, doc);
                     if (kind == 'B')
                         r->out->nbound++;
-                    else
+                    else if (kind == 'S')
                         r->out->nended++;
                 } else {
                     json_decref(doc);
@@ -342,9 +345,11 @@ static void outcome_init(struct gpurun_outcome *out, int nranks)
     memset(out, 0, sizeof *out);
     out->bindings = json_array();
     out->statuses = json_array();
+    out->stops = json_array();
     for (int i = 0; i < nranks; i++) {
         json_array_append_new(out->bindings, json_null());
         json_array_append_new(out->statuses, json_null());
+        json_array_append_new(out->stops, json_null());
     }
 }
 
@@ -479,8 +484,10 @@ static void supervise_launchers(struct launch *L)
             L->out->timed_out = true;
             stop_launchers(L, t, SIGTERM);
         }
-        if (L->stopping && t > L->kill_at)
+        if (L->stopping && t > L->kill_at && L->nalive > 0) {
+            L->out->killed = true;
             signal_alive(L, SIGKILL);
+        }
         if (sv->status_line && t - L->last_status >= 0.5 && L->nalive > 0)
             show_status(L, t);
     }

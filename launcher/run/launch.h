@@ -31,10 +31,12 @@ struct gpurun_supervise {
 struct gpurun_outcome {
     bool timed_out;
     int interrupted;       /* the signal gpurun got (SIGINT, SIGTERM), or 0 */
+    bool killed;           /* the launchers outlived the grace period and got SIGKILL */
     int launcher_status;   /* worst exit status of the started processes (128+N for signals) */
     double wall_s;
     json_t *bindings;      /* what each rank step reported, by rank (null: nothing); the caller's */
     json_t *statuses;
+    json_t *stops;         /* by rank: the signal that told its rank step to stop ({"signal": N}), or null */
     int nbound, nended;    /* ranks that reported a binding, an end */
 };
 

@@ -920,11 +920,65 @@ int gpurun_rank_plan_only(const char *run_dir, gpurun_error_t *err)
 #endif
 
 static volatile sig_atomic_t child_pid;
+/* The first signal that told the rank step to stop while its program ran
+ * (the launcher stopping the job, gpurun's Ctrl-C or time limit, the batch
+ * system), and whether the program's end was reported already. */
+static volatile sig_atomic_t stop_signal, program_ended;
+/* GPURUN_MARK "T RANK {\"signal\":", made before the handlers are set: the
+ * handler only appends the number. */
+static char stop_head[64];
+static size_t stop_head_len;
+
+static bool is_stop_signal(int sig)
+{
+    return sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT;
+}
+
+/* Whether the program has ended already: a zombie (looked at, not reaped:
+ * WNOWAIT), or reaped (ECHILD: it was our child). */
+static bool child_gone(pid_t pid)
+{
+    siginfo_t si = {0};
+    int rc = waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT);
+    return rc == 0 ? si.si_pid == pid : errno == ECHILD;
+}
+
+/* The stop report, at once and from the handler (write() only): the
+ * launcher may kill this rank step before its program ends (GROMACS takes
+ * its SIGTERM as "stop within N steps", and mpirun's SIGKILL comes first),
+ * and gpurun must still know that this rank was stopped from outside, not
+ * lost with its host, nor the cause of the failure. */
+static void report_stop(int sig)
+{
+    char line[sizeof stop_head + 16];
+    size_t n = stop_head_len;
+    memcpy(line, stop_head, n);
+    char digits[12];
+    int d = 0;
+    for (unsigned v = (unsigned)sig; d == 0 || v; v /= 10)
+        digits[d++] = (char)('0' + v % 10);
+    while (d)
+        line[n++] = digits[--d];
+    line[n++] = '}';
+    line[n++] = '\n';
+    ssize_t w = write(STDOUT_FILENO, line, n);
+    (void)w;
+}
 
 static void forward(int sig)
 {
-    if (child_pid > 0)
-        kill((pid_t)child_pid, sig);
+    int e = errno;
+    pid_t pid = (pid_t)child_pid;
+    /* A signal that comes once the program has ended (the launcher
+     * stopping the job because of this very rank) stops nothing. */
+    if (is_stop_signal(sig) && !stop_signal && !program_ended && pid > 0 && !child_gone(pid)) {
+        stop_signal = sig;
+        if (stop_head_len)
+            report_stop(sig);
+    }
+    if (pid > 0)
+        kill(pid, sig);
+    errno = e;
 }
 
 static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT};
@@ -989,61 +1043,6 @@ static int open_output(int dfd, const char *name, mode_t fmode, bool shared)
     return fd;
 }
 
-struct rank_step;
-static void inside_poll(struct rank_step *s, int in);
-
-/* Copy the program's output from `in` to the rank's file: per host, each
- * line as "RANK: line" in one write (so that the host's ranks never mix
- * within a line); per rank, as it is.  With `relay`, also to gpurun's pipe
- * for the terminal. */
-static void copy_output(int in, int out, int rank, bool labelled, bool relay, struct rank_step *inside)
-{
-    enum { CHUNK = 3072 }; /* a labelled line stays one atomic write */
-    char buf[CHUNK], line[CHUNK + 32];
-    size_t len = 0;
-    for (;;) {
-        if (inside)
-            inside_poll(inside, in); /* the container's report, as it comes, and never a full output pipe */
-        ssize_t n = read(in, buf + len, sizeof buf - len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        bool eof = n <= 0;
-        if (!eof)
-            len += (size_t)n;
-        if (!labelled && !eof) {
-            gpurun_write_all(out, buf + len - (size_t)n, (size_t)n);
-            if (!relay) {
-                len = 0;
-                continue;
-            }
-        }
-        size_t start = 0;
-        for (;;) {
-            char *nl = memchr(buf + start, '\n', len - start);
-            size_t ll;
-            if (nl)
-                ll = (size_t)(nl - (buf + start));
-            else if ((eof && len > start) || (start == 0 && len == sizeof buf))
-                ll = len - start; /* the last line without a newline, or a very long one: what we have */
-            else
-                break;
-            if (labelled) {
-                int h = snprintf(line, sizeof line, "%d: ", rank);
-                memcpy(line + h, buf + start, ll);
-                line[(size_t)h + ll] = '\n';
-                gpurun_write_all(out, line, (size_t)h + ll + 1);
-            }
-            if (relay)
-                report_line('O', rank, buf + start, ll);
-            start += ll + (nl ? 1 : 0);
-        }
-        memmove(buf, buf + start, len - start);
-        len -= start;
-        if (eof)
-            break;
-    }
-}
-
 /* Everything the parts of a rank step share about their rank. */
 struct rank_step {
     int rank, local;
@@ -1061,6 +1060,14 @@ struct rank_step {
     int inside_fd;
     size_t inside_len;
     char inside_buf[8192];
+    /* The program: its pid, a pidfd that polls readable when it ends (-1:
+     * none, its end is seen when its output ends), when it started, and,
+     * once it has ended and been reported, its exit code and signal. */
+    pid_t pid;
+    int pidfd;
+    char *start;
+    bool ended;
+    int code, term_signal;
 };
 
 
@@ -1178,23 +1185,6 @@ static void inside_read(struct rank_step *s)
         inside_done(s);
 }
 
-/* Wait until the program's output `in` has something or the report is in. */
-static void inside_poll(struct rank_step *s, int in)
-{
-    struct pollfd p[2] = {{.fd = s->inside_fd, .events = POLLIN}, {.fd = in, .events = POLLIN}};
-    while (s->inside_fd >= 0) {
-        if (poll(p, 2, -1) < 0) {
-            if (errno != EINTR)
-                inside_done(s);
-            continue;
-        }
-        if (p[0].revents)
-            inside_read(s);
-        if (p[1].revents)
-            return;
-    }
-}
-
 /* The program's output has ended: a report still in the pipe is read, and
  * the 'B' report goes, with or without it. */
 static void inside_finish(struct rank_step *s)
@@ -1204,6 +1194,129 @@ static void inside_finish(struct rank_step *s)
     if (s->inside_fd >= 0 && fcntl(s->inside_fd, F_SETFL, O_NONBLOCK) == 0)
         inside_read(s);
     inside_done(s);
+}
+
+/* ---- the program's end ------------------------------------------------ */
+
+/* The 'S' report: how the program ended, and whether the rank step had
+ * been told to stop before (then this rank did not fail on its own). */
+static void report_status(struct rank_step *s)
+{
+    char *end = iso_now();
+    json_t *st = json_pack("{s:i, s:s, s:i, s:i, s:s, s:s, s:I}", "rank", s->rank, "host", s->host, "exit_code",
+                           s->code, "signal", s->term_signal, "start", s->start, "end", end, "end_ns", now_ns());
+    if (stop_signal) {
+        json_object_set_new(st, "stopped", json_true());
+        json_object_set_new(st, "stop_signal", json_integer(stop_signal));
+    }
+    report_json('S', s->rank, st);
+    json_decref(st);
+    free(end);
+}
+
+/* The program has ended (waitpid's `status`): said before anything else,
+ * its last output included, since the launcher may kill this rank step as
+ * soon as another rank's end is known. */
+static void program_end(struct rank_step *s, int status)
+{
+    program_ended = 1;
+    s->ended = true;
+    s->code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    s->term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    inside_finish(s); /* the binding report first, if it was still to come */
+    report_status(s);
+}
+
+/* The pidfd polled readable: the program has ended; reap it. */
+static void program_poll_end(struct rank_step *s)
+{
+    int status;
+    pid_t got;
+    while ((got = waitpid(s->pid, &status, WNOHANG)) < 0 && errno == EINTR)
+        ;
+    if (got == s->pid) {
+        program_end(s, status);
+    } else { /* not reapable after all: its end is seen at the output's end, without spinning on the pidfd */
+        close(s->pidfd);
+        s->pidfd = -1;
+    }
+}
+
+/* Wait until the program's output `in` has something (or has ended),
+ * taking on the way the container's binding report and the program's end,
+ * each as soon as it comes. */
+static void wait_output(struct rank_step *s, int in)
+{
+    for (;;) {
+        struct pollfd p[3] = {{.fd = in, .events = POLLIN},
+                              {.fd = s->inside_fd, .events = POLLIN},
+                              {.fd = s->ended ? -1 : s->pidfd, .events = POLLIN}};
+        if (p[1].fd < 0 && p[2].fd < 0)
+            return; /* nothing but the output: read() waits */
+        if (poll(p, 3, -1) < 0) {
+            if (errno != EINTR)
+                return;
+            continue;
+        }
+        if (p[1].revents)
+            inside_read(s);
+        if (p[2].revents)
+            program_poll_end(s);
+        if (p[0].revents)
+            return;
+    }
+}
+
+/* Copy the program's output from `in` to the rank's file: per host, each
+ * line as "RANK: line" in one write (so that the host's ranks never mix
+ * within a line); per rank, as it is.  With `relay`, also to gpurun's pipe
+ * for the terminal. */
+static void copy_output(struct rank_step *s, int in)
+{
+    enum { CHUNK = 3072 }; /* a labelled line stays one atomic write */
+    char buf[CHUNK], line[CHUNK + 32];
+    size_t len = 0;
+    bool labelled = !s->per_rank;
+    for (;;) {
+        wait_output(s, in);
+        ssize_t n = read(in, buf + len, sizeof buf - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        bool eof = n <= 0;
+        if (!eof)
+            len += (size_t)n;
+        if (!labelled && !eof) {
+            gpurun_write_all(s->out, buf + len - (size_t)n, (size_t)n);
+            if (!s->relay) {
+                len = 0;
+                continue;
+            }
+        }
+        size_t start = 0;
+        for (;;) {
+            char *nl = memchr(buf + start, '\n', len - start);
+            size_t ll;
+            if (nl)
+                ll = (size_t)(nl - (buf + start));
+            else if ((eof && len > start) || (start == 0 && len == sizeof buf))
+                ll = len - start; /* the last line without a newline, or a very long one: what we have */
+            else
+                break;
+            if (labelled) {
+                int h = snprintf(line, sizeof line, "%d: ", s->rank);
+                memcpy(line + h, buf + start, ll);
+                line[(size_t)h + ll] = '\n';
+                gpurun_write_all(s->out, line, (size_t)h + ll + 1);
+            }
+            if (s->relay)
+                report_line('O', s->rank, buf + start, ll);
+            start += ll + (nl ? 1 : 0);
+        }
+        memmove(buf, buf + start, len - start);
+        len -= start;
+        if (eof)
+            break;
+    }
 }
 
 /* In the forked child: the report's pipe as GPURUN_INSIDE_FD, inherited. */
@@ -1379,10 +1492,26 @@ static void exec_program(int pipe_out, int inside_w, pid_t parent, int rank, cha
     _exit(errno == ENOENT ? 127 : 126);
 }
 
+/* A descriptor that polls readable when process `pid` (our child) ends,
+ * or -1 where the kernel has none (before Linux 5.3). */
+static int open_pidfd(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+    int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (fd >= 0)
+        fcntl(fd, F_SETFD, FD_CLOEXEC);
+    return fd;
+#else
+    (void)pid;
+    return -1;
+#endif
+}
+
 /* Run the program with signals forwarded to it and its output copied to
- * the rank's file; returns its exit code (and *term_signal, what killed it), or
- * -1 when there is no pipe for its output.  Closes the output file. */
-static int step_run_program(struct rank_step *s, char *const *app_argv, int *term_signal, gpurun_error_t *err)
+ * the rank's file; its end is reported ('S') as soon as it comes (with a
+ * pidfd), else when its output ends.  0, or -1 when there is no pipe for
+ * its output.  Closes the output file. */
+static int step_run_program(struct rank_step *s, char *const *app_argv, gpurun_error_t *err)
 {
     int pipefd[2];
     if (pipe2(pipefd, O_CLOEXEC) < 0) {
@@ -1396,8 +1525,11 @@ static int step_run_program(struct rank_step *s, char *const *app_argv, int *ter
         inside_pipe[0] = inside_pipe[1] = -1; /* no report then: the outside view, saying so */
     s->inside_fd = inside_pipe[0];
     fflush(NULL);
+    stop_head_len = (size_t)snprintf(stop_head, sizeof stop_head, "%sT %d {\"signal\":", GPURUN_MARK, s->rank);
     struct sigaction sa = {.sa_handler = forward};
     sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+        sigaddset(&sa.sa_mask, forwarded[i]); /* one handler at a time: one stop report */
     sa.sa_flags = SA_RESTART;
     for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
         sigaction(forwarded[i], &sa, NULL);
@@ -1408,23 +1540,29 @@ static int step_run_program(struct rank_step *s, char *const *app_argv, int *ter
     close(pipefd[1]);
     if (inside_pipe[1] >= 0)
         close(inside_pipe[1]);
-    int status = 0, code;
+    int status = 0;
+    s->pid = pid;
+    s->pidfd = -1;
     if (pid < 0) {
         dprintf(s->out, "%s%sgpurun: rank %d: cannot start %s: %s\n", s->per_rank ? "" : s->num,
                 s->per_rank ? "" : ": ", s->rank, app_argv[0], strerror(errno));
-        code = 126;
+        status = 126 << 8;
     } else {
         child_pid = pid;
-        copy_output(pipefd[0], s->out, s->rank, !s->per_rank, s->relay, s->inside ? s : NULL);
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-            ;
-        code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        s->pidfd = open_pidfd(pid);
+        copy_output(s, pipefd[0]);
+        if (!s->ended)
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
     }
+    if (!s->ended)
+        program_end(s, status);
+    if (s->pidfd >= 0)
+        close(s->pidfd);
     inside_finish(s);
     close(pipefd[0]);
     close(s->out);
-    *term_signal = pid > 0 && WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    return code;
+    return 0;
 }
 
 int gpurun_rank_step(const char *run_dir, char *const *app_argv, const char *planner, gpurun_error_t *err)
@@ -1460,22 +1598,12 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, const char *pla
     if (!s.inside)
         report_json('B', s.rank, s.report);
 
-    int term_signal;
-    int code = step_run_program(&s, app_argv, &term_signal, err);
-    if (code < 0) {
-        json_decref(s.report);
-        json_decref(s.entry);
-        free(start);
-        return failed_before_start(s.rank, s.host, err);
-    }
-    char *end = iso_now();
-    json_t *st = json_pack("{s:i, s:s, s:i, s:i, s:s, s:s, s:I}", "rank", s.rank, "host", s.host, "exit_code", code,
-                           "signal", term_signal, "start", start, "end", end, "end_ns", now_ns());
-    report_json('S', s.rank, st);
-    json_decref(st);
-    free(start);
-    free(end);
+    s.start = start;
+    int rc = step_run_program(&s, app_argv, err);
     json_decref(s.report);
     json_decref(s.entry);
-    return code;
+    free(start);
+    if (rc < 0)
+        return failed_before_start(s.rank, s.host, err);
+    return s.code;
 }

@@ -42,7 +42,10 @@
 #define GPURUN_ENV_RELAY "GPURUN_RELAY"     /* "1": output lines to gpurun's pipe too (a terminal) */
 #define GPURUN_ENV_HOST "GPURUN_HOST"       /* the host name a rank step uses (test launchers) */
 /* A rank step's reports on its standard output, one line each:
- *   MARK "B RANK {binding}"  MARK "S RANK {status}"  MARK "O RANK line of output" (relay only) */
+ *   MARK "B RANK {binding}"  MARK "S RANK {status}"  MARK "O RANK line of output" (relay only)
+ *   MARK "T RANK {\"signal\":N}": told to stop (SIGTERM, SIGINT, SIGHUP, SIGQUIT) while its program
+ *   ran, sent at once: the launcher may kill the rank step before the program ends.  The status
+ *   then says "stopped": true and "stop_signal": N. */
 #define GPURUN_MARK "\036gpurun "
 
 /* A rank in a container: its entry there is `gpurun-rank --inside FD --

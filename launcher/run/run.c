@@ -17,6 +17,7 @@
 #include "monitor.h"
 #include "alloc.h"
 #include "container.h"
+#include "failure.h"
 #include "fom.h"
 #include "gpudirect.h"
 #include "launch.h"
@@ -238,13 +239,27 @@ static void export_names(char **out)
 }
 
 struct rank_result {
-    int failed_rank;    /* first rank to fail, -1 if none */
+    /* The first rank that failed on its own (not told to stop first), else
+     * the first that failed after it was told to stop; -1 if none. */
+    int failed_rank;
+    bool failed_stopped; /* no rank failed on its own: failed_rank was stopped */
     int failed_code;
     char failed_host[256];
     char failed_error[512]; /* why its rank step could not start the program, or "" */
     int finished;       /* ranks that wrote a status */
-    int nlost;          /* ranks that started (a binding) and never reported an end */
-    char lost[512];     /* "h2 (ranks 2, 3)": their hosts */
+    /* Ranks that started (a binding) and never reported an end, nor that
+     * they were told to stop, by host ("h2 (ranks 2, 3)"): on another
+     * host than gpurun's, lost with their host (or the launcher's daemon
+     * there); on gpurun's own host, killed without a word (SIGKILL). */
+    int nlost;
+    char lost[512];
+    int nsilent;
+    char silent[512];
+    int first_lost;     /* the first of those lost ranks, -1 */
+    /* Ranks told to stop (a 'T' report) and killed before they could
+     * report their program's end: stopped, neither lost nor failed. */
+    int nstopped;
+    int stop_rank, stop_signal; /* the first rank told to stop and the signal; -1, 0: none */
     char unstarted[512]; /* "node 3 (ranks 6-7)": ranks that reported nothing at all */
     json_t *bindings;   /* what every rank reported */
     json_t *statuses;
@@ -287,20 +302,82 @@ static void write_host_files(int dfd, const char *run_dir, mode_t fmode, struct 
     json_decref(by_host);
 }
 
+/* Ranks whose status `want` says, by host, into `out`: "h2 (ranks 2, 3)". */
+enum silence { SILENT_LOST, SILENT_HERE };
+
+static bool silent_as(const struct rank_result *rr, json_t *stops, int i, const char *self, enum silence want)
+{
+    const char *h = json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)i), "host"));
+    if (!h || !json_is_null(json_array_get(rr->statuses, (size_t)i)) ||
+        !json_is_null(json_array_get(stops, (size_t)i)))
+        return false;
+    return (strcmp(h, self) == 0) == (want == SILENT_HERE);
+}
+
+static int silent_by_host(const struct rank_result *rr, json_t *stops, int nranks, const char *self,
+                          enum silence want, char *out, size_t size)
+{
+    int count = 0;
+    size_t used = 0;
+    out[0] = '\0';
+    for (int i = 0; i < nranks; i++) {
+        if (!silent_as(rr, stops, i, self, want))
+            continue;
+        count++;
+        const char *h = json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)i), "host"));
+        bool seen = false;
+        for (int j = 0; j < i && !seen; j++)
+            seen = silent_as(rr, stops, j, self, want) &&
+                   !strcmp(h, json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)j), "host")));
+        if (seen)
+            continue;
+        int n = 0;
+        char ranks[256] = "";
+        size_t ru = 0;
+        for (int j = i; j < nranks; j++) {
+            const char *hj = json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)j), "host"));
+            if (silent_as(rr, stops, j, self, want) && !strcmp(hj, h) && ru < sizeof ranks)
+                ru += (size_t)snprintf(ranks + ru, sizeof ranks - ru, "%s%d", n++ ? ", " : "", j);
+        }
+        if (used < size)
+            used += (size_t)snprintf(out + used, size - used, "%s%s (rank%s %s)", used ? ", " : "", h,
+                                     n == 1 ? "" : "s", ranks);
+    }
+    return count;
+}
+
+/* Killed by a signal that stops a job (SIGTERM, SIGINT, SIGHUP, SIGQUIT). */
+static bool stop_signal_death(int code)
+{
+    int sig = code - 128;
+    return code > 128 && (sig == SIGTERM || sig == SIGINT || sig == SIGHUP || sig == SIGQUIT);
+}
+
 /* What the rank steps reported, from the launcher's pipe (the outcome's
- * bindings and statuses, taken over here). */
-static void collect_ranks(struct gpurun_outcome *oc, int nranks, struct rank_result *rr)
+ * bindings and statuses, taken over here); `self` is gpurun's host. */
+static void collect_ranks(struct gpurun_outcome *oc, int nranks, const char *self, struct rank_result *rr)
 {
     rr->failed_rank = -1;
+    rr->failed_stopped = false;
     rr->finished = 0;
     rr->unwritten[0] = '\0';
     rr->bindings = oc->bindings ? oc->bindings : json_array();
     rr->statuses = oc->statuses ? oc->statuses : json_array();
-    oc->bindings = oc->statuses = NULL;
+    json_t *stops = oc->stops ? oc->stops : json_array();
+    oc->bindings = oc->statuses = oc->stops = NULL;
     while ((int)json_array_size(rr->bindings) < nranks)
         json_array_append_new(rr->bindings, json_null());
     while ((int)json_array_size(rr->statuses) < nranks)
         json_array_append_new(rr->statuses, json_null());
+    while ((int)json_array_size(stops) < nranks)
+        json_array_append_new(stops, json_null());
+    /* The job was being stopped: gpurun stopped it, or a rank step was told
+     * to.  Slurm signals every process of a step, programs too: one killed
+     * by that signal before its rank step heard of it was stopped as well. */
+    bool stopping = oc->interrupted || oc->timed_out;
+    for (int i = 0; i < nranks && !stopping; i++)
+        stopping = json_is_object(json_array_get(stops, (size_t)i)) ||
+                   json_is_true(json_object_get(json_array_get(rr->statuses, (size_t)i), "stopped"));
     json_int_t first = 0;
     for (int i = 0; i < nranks; i++) {
         json_t *s = json_array_get(rr->statuses, (size_t)i);
@@ -309,8 +386,21 @@ static void collect_ranks(struct gpurun_outcome *oc, int nranks, struct rank_res
         rr->finished++;
         int code = (int)json_integer_value(json_object_get(s, "exit_code"));
         json_int_t end = json_integer_value(json_object_get(s, "end_ns"));
-        if (code != 0 && (rr->failed_rank < 0 || end < first)) {
+        bool stopped = json_is_true(json_object_get(s, "stopped"));
+        if (!stopped && stopping && stop_signal_death(code) && !json_object_get(s, "error")) {
+            stopped = true;
+            json_object_set_new(s, "stopped", json_true());
+            json_object_set_new(s, "stop_signal", json_integer(code - 128));
+            json_object_set_new(s, "note", json_string("killed by the signal that stopped the job, before its "
+                                                       "rank step heard of it"));
+        }
+        /* One that failed on its own comes before any that was stopped:
+         * those are the launcher's (or gpurun's) doing, not a cause. */
+        bool better = rr->failed_rank < 0 || (rr->failed_stopped && !stopped) ||
+                      (rr->failed_stopped == stopped && end < first);
+        if (code != 0 && better) {
             rr->failed_rank = i;
+            rr->failed_stopped = stopped;
             rr->failed_code = code;
             first = end;
             snprintf(rr->failed_host, sizeof rr->failed_host, "%s",
@@ -320,36 +410,37 @@ static void collect_ranks(struct gpurun_outcome *oc, int nranks, struct rank_res
             snprintf(rr->failed_error, sizeof rr->failed_error, "%s", why ? why : "");
         }
     }
-    /* Ranks that reported their binding but never their end: their host,
-     * or the launcher's link to it, was lost.  Grouped by host. */
-    rr->nlost = 0;
-    rr->lost[0] = '\0';
-    size_t used = 0;
+    /* Told to stop: the first such rank, and those killed before their
+     * status came, whose status says so now. */
+    rr->nstopped = 0;
+    rr->stop_rank = -1;
+    rr->stop_signal = 0;
     for (int i = 0; i < nranks; i++) {
-        json_t *b = json_array_get(rr->bindings, (size_t)i);
-        const char *h = json_string_value(json_object_get(b, "host"));
-        if (!h || !json_is_null(json_array_get(rr->statuses, (size_t)i)))
-            continue;
-        rr->nlost++;
-        bool seen = false;
-        for (int j = 0; j < i && !seen; j++) {
-            const char *hj = json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)j), "host"));
-            seen = hj && !strcmp(hj, h) && json_is_null(json_array_get(rr->statuses, (size_t)j));
+        json_t *st = json_array_get(stops, (size_t)i), *s = json_array_get(rr->statuses, (size_t)i);
+        int sig = (int)json_integer_value(json_object_get(st, "signal"));
+        if (!sig && json_is_true(json_object_get(s, "stopped")))
+            sig = (int)json_integer_value(json_object_get(s, "stop_signal"));
+        if (sig && rr->stop_rank < 0) {
+            rr->stop_rank = i;
+            rr->stop_signal = sig;
         }
-        if (seen)
+        if (!json_is_object(st) || !json_is_null(s))
             continue;
-        int n = 0;
-        char ranks[256] = "";
-        size_t ru = 0;
-        for (int j = i; j < nranks; j++) {
-            const char *hj = json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)j), "host"));
-            if (hj && !strcmp(hj, h) && json_is_null(json_array_get(rr->statuses, (size_t)j)) && ru < sizeof ranks)
-                ru += (size_t)snprintf(ranks + ru, sizeof ranks - ru, "%s%d", n++ ? ", " : "", j);
-        }
-        if (used < sizeof rr->lost)
-            used += (size_t)snprintf(rr->lost + used, sizeof rr->lost - used, "%s%s (rank%s %s)", used ? ", " : "",
-                                     h, n == 1 ? "" : "s", ranks);
+        rr->nstopped++;
+        const char *h = json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)i), "host"));
+        json_t *ns = json_pack("{s:i, s:s?, s:n, s:b, s:i, s:s}", "rank", i, "host", h, "exit_code", "stopped", 1,
+                               "stop_signal", sig, "note",
+                               "its rank step was told to stop and was killed before its program's end");
+        json_array_set_new(rr->statuses, (size_t)i, ns);
     }
+    /* Ranks that reported their binding but never their end nor a stop. */
+    rr->nlost = silent_by_host(rr, stops, nranks, self, SILENT_LOST, rr->lost, sizeof rr->lost);
+    rr->nsilent = silent_by_host(rr, stops, nranks, self, SILENT_HERE, rr->silent, sizeof rr->silent);
+    rr->first_lost = -1;
+    for (int i = 0; i < nranks && rr->first_lost < 0; i++)
+        if (silent_as(rr, stops, i, self, SILENT_LOST))
+            rr->first_lost = i;
+    json_decref(stops);
 }
 
 /* Ranks that reported nothing, not even a binding: their host never
@@ -466,6 +557,8 @@ struct run_ctx {
     gpurun_gdr_probe_t *gdr_probe; /* this node's GPUDirect pieces: probed once per gpurun run */
     json_t *gdr;                   /* this configuration's GPUDirect decision, for its records */
     char *job_dir;        /* the job file's folder, absolute */
+    char stopped[200];    /* why the last run stopped the whole job (interrupted, the allocation's time
+                           * limit), or "": a scan or repeat goes no further */
     struct gpurun_container_run *ctr; /* the container the ranks run in; NULL: none */
 };
 
@@ -624,20 +717,20 @@ static int check_results(struct run_ctx *c, struct gpurun_kvlist *names, const c
         return 0;
     }
     if (gpurun_fom_read(c->tpl, run_dir, gpurun_kvlist_lookup, names, NULL, foms, err) < 0) {
-        *state = "sanity_failed";
+        *state = GPURUN_STATE_SANITY_FAILED;
         err->code = GPURUN_EXIT_CHECK;
         return GPURUN_EXIT_CHECK;
     }
     char where[512] = "", failed[1024] = "";
     if (!gpurun_sanity_check(c->tpl, run_dir, gpurun_kvlist_lookup, names, where, sizeof where, failed,
                              sizeof failed)) {
-        *state = "sanity_failed";
+        *state = GPURUN_STATE_SANITY_FAILED;
         gpurun_err(err, GPURUN_EXIT_CHECK, "the ranks ended well, but %s; run folder %s", failed, run_dir);
         return GPURUN_EXIT_CHECK;
     }
     for (size_t i = 0; i < foms->n; i++)
         if (foms->f[i].n == 0 && !foms->f[i].optional) {
-            *state = "sanity_failed";
+            *state = GPURUN_STATE_SANITY_FAILED;
             gpurun_err(err, GPURUN_EXIT_CHECK, "the ranks ended well, but no figure '%s' was found in %s",
                        foms->f[i].name, foms->f[i].file ? foms->f[i].file : run_dir);
             return GPURUN_EXIT_CHECK;
@@ -657,7 +750,7 @@ static int check_results(struct run_ctx *c, struct gpurun_kvlist *names, const c
             return err->code;
         json_object_set_new(refs, name, json_pack("{s:s, s:b}", "spec", spec, "ok", in == 1));
         if (in != 1 && rc == 0) {
-            *state = "reference_failed";
+            *state = GPURUN_STATE_REFERENCE_FAILED;
             rc = GPURUN_EXIT_CHECK;
             gpurun_err(err, rc, "reference check failed for %s: %s", name, why);
         }
@@ -772,7 +865,14 @@ struct run_attempt {
     int rdv_port;              /* MASTER_PORT: the store's, or rank 0's to bind; 0: none */
     json_t *rdv_json;          /* the record's "rendezvous"; NULL: not a torchrun template */
     int rc;            /* the exit status a step that stopped the run ended with */
-    const char *state; /* the record's: "ok", "failed", "timeout", ... */
+    const char *state; /* the record's: GPURUN_STATE_OK, ... (results.h) */
+    int why_rank;      /* the rank the record's failure names (its output): -1 none */
+    char why[600];     /* the failure's reason, one line */
+    bool tail_read;
+    struct gpurun_rank_tail tail; /* the end of why_rank's output */
+    char *tail_file;
+    json_t *failure;   /* the record's failure; NULL: none */
+    bool stops_job;    /* interrupted, or the allocation ended: no further run of a scan */
     gpurun_foms_t foms;
     json_t *refs;
 };
@@ -1127,6 +1227,99 @@ static int launch_ranks(struct run_ctx *c, struct run_attempt *a, gpurun_error_t
     return supervise_ranks(c, a, tty, err);
 }
 
+/* "SIGSEGV" of a signal number, else "signal N" (into buf). */
+static const char *sig_abbrev(int sig, char *buf, size_t len)
+{
+    static const struct {
+        int sig;
+        const char *name;
+    } names[] = {{SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},
+                 {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
+                 {SIGKILL, "SIGKILL"}, {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
+                 {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"}, {SIGXCPU, "SIGXCPU"}};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (names[i].sig == sig)
+            return names[i].name;
+    snprintf(buf, len, "signal %d", sig);
+    return buf;
+}
+
+/* "exit status 7" or "killed by signal SIGSEGV" for an exit status. */
+static void status_text(int code, char *buf, size_t len)
+{
+    char sb[32];
+    if (code > 128 && code < 128 + 65)
+        snprintf(buf, len, "killed by signal %s", sig_abbrev(code - 128, sb, sizeof sb));
+    else
+        snprintf(buf, len, "exit status %d", code);
+}
+
+/* Where `rank`'s output is, as its binding says: the file in the run
+ * folder (a plain name, nothing else) and the label of its lines there
+ * ("3: "; NULL: the file is the rank's own).  NULL: unknown. */
+static const char *rank_output_file(const struct rank_result *rr, int rank, const char **label)
+{
+    json_t *o = json_object_get(json_array_get(rr->bindings, (size_t)rank), "output");
+    const char *file = json_string_value(json_object_get(o, "file"));
+    *label = json_string_value(json_object_get(o, "label"));
+    return file && *file && file[0] != '.' && !strchr(file, '/') ? file : NULL;
+}
+
+/* The end of `rank`'s output (a->tail, read once): its last lines and the
+ * line that names the cause.  Nothing when the rank has no output here (it
+ * never started, or its host's file is on that host's own disk). */
+static void read_rank_tail(struct run_ctx *c, struct run_attempt *a, int rank)
+{
+    if (a->tail_read || rank < 0 || rank >= c->plan->nranks)
+        return;
+    a->tail_read = true;
+    const char *label;
+    const char *file = rank_output_file(&a->rr, rank, &label);
+    if (!file)
+        return;
+    char *shown = gpurun_xasprintf("%s/%s", a->run_dir, file);
+    gpurun_error_t e;
+    int fd = gpurun_open_own_at(a->dfd, file, shown, &e);
+    if (fd >= 0 && gpurun_rank_tail_read(fd, label, gpurun_failure_lines(), c->tpl, &a->tail, &e) == 0) {
+        a->tail_file = shown;
+        shown = NULL;
+    }
+    if (fd >= 0)
+        close(fd);
+    free(shown);
+}
+
+/* Why Slurm ended the step, as slurmstepd said it through srun ("***
+ * STEP 12.0 ON h1 CANCELLED AT ... DUE TO TIME LIMIT ***", "... DUE TO
+ * NODE FAILURE, ..."), from the launcher's output: its last 64 KiB only. */
+enum slurm_cancel { CANCEL_NONE, CANCEL_TIME_LIMIT, CANCEL_NODE_FAILURE };
+
+static enum slurm_cancel slurm_cancelled(struct run_attempt *a)
+{
+    gpurun_error_t e;
+    int fd = gpurun_open_own_at(a->dfd, GPURUN_RUN_LAUNCHER_OUT, GPURUN_RUN_LAUNCHER_OUT, &e);
+    if (fd < 0)
+        return CANCEL_NONE;
+    char buf[65536];
+    off_t end = lseek(fd, 0, SEEK_END);
+    off_t from = end > (off_t)sizeof buf - 1 ? end - (off_t)sizeof buf + 1 : 0;
+    ssize_t n = end > 0 ? pread(fd, buf, (size_t)(end - from), from) : 0;
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    enum slurm_cancel why = CANCEL_NONE;
+    for (char *line = buf; line && *line && why == CANCEL_NONE;) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        if (strstr(line, " CANCELLED AT ") && strstr(line, " DUE TO TIME LIMIT"))
+            why = CANCEL_TIME_LIMIT;
+        else if (strstr(line, " CANCELLED AT ") && strstr(line, " DUE TO NODE FAILURE"))
+            why = CANCEL_NODE_FAILURE;
+        line = nl ? nl + 1 : NULL;
+    }
+    return why;
+}
+
 /* Hosts lost while ranks ran: the message, with what the launcher said. */
 static void lost_hosts_error(struct run_ctx *c, struct run_attempt *a, bool collateral, int rc, gpurun_error_t *err)
 {
@@ -1143,8 +1336,9 @@ static void lost_hosts_error(struct run_ctx *c, struct run_attempt *a, bool coll
     free(tail);
 }
 
-/* The first rank that failed: the message, with where its output is. */
-static void failed_rank_error(struct run_attempt *a, int rc, gpurun_error_t *err)
+/* The first rank that failed: the message, with the line of its output
+ * that names the cause, and where that output is. */
+static void failed_rank_error(struct run_attempt *a, int rc, const char *cause, gpurun_error_t *err)
 {
     const struct rank_result *rr = &a->rr;
     const char *sig = signal_name(rc);
@@ -1153,17 +1347,16 @@ static void failed_rank_error(struct run_attempt *a, int rc, gpurun_error_t *err
                    rr->failed_host, rc, rr->failed_error, a->run_dir);
         return;
     }
-    json_t *o = json_object_get(json_array_get(rr->bindings, (size_t)rr->failed_rank), "output");
-    const char *file = json_string_value(json_object_get(o, "file"));
-    const char *label = json_string_value(json_object_get(o, "label"));
+    const char *label;
+    const char *file = rank_output_file(rr, rr->failed_rank, &label);
     char where[600];
     if (file && label)
         snprintf(where, sizeof where, "%s/%s (its lines start with '%s')", a->run_dir, file, label);
     else
         snprintf(where, sizeof where, "%s/%s", a->run_dir, file ? file : "launcher.out");
-    gpurun_err(err, rc, "rank %d on %s failed first: %s %d%s%s%s; its output: %s", rr->failed_rank, rr->failed_host,
-               sig ? "killed by signal" : "exit status", sig ? rc - 128 : rc, sig ? " (" : "", sig ? sig : "",
-               sig ? ")" : "", where);
+    gpurun_err(err, rc, "rank %d on %s failed first: %s %d%s%s%s%s%s%s; its output: %s", rr->failed_rank,
+               rr->failed_host, sig ? "killed by signal" : "exit status", sig ? rc - 128 : rc, sig ? " (" : "",
+               sig ? sig : "", sig ? ")" : "", cause ? "; cause: \"" : "", cause ? cause : "", cause ? "\"" : "", where);
 }
 
 /* The launcher failed, or not every rank finished: the exit status and
@@ -1184,57 +1377,195 @@ static int launcher_failed_error(struct run_ctx *c, struct run_attempt *a, gpuru
     return rc;
 }
 
+/* What else happened to the ranks of a run that was interrupted or timed
+ * out: a rank that had failed on its own, hosts lost, ranks gone silent. */
+static void stopped_notes(struct run_ctx *c, struct run_attempt *a, char *also, size_t len)
+{
+    const struct rank_result *rr = &a->rr;
+    size_t n = 0;
+    also[0] = '\0';
+    if (rr->failed_rank >= 0 && !rr->failed_stopped) {
+        char st[64];
+        status_text(rr->failed_code, st, sizeof st);
+        n += (size_t)snprintf(also + n, len - n, "; rank %d on %s had failed (%s)", rr->failed_rank, rr->failed_host,
+                              st);
+    }
+    if (rr->nlost && n < len)
+        n += (size_t)snprintf(also + n, len - n,
+                              "; lost %s: these ranks never reported an end (the host, or %s's link to it, failed)",
+                              rr->lost, c->launcher->name);
+    if (rr->nsilent && n < len)
+        snprintf(also + n, len - n, "; %s ended without a report (%s)", rr->silent,
+                 a->oc.killed ? "killed with the launcher after the grace period" : "their rank steps were killed");
+}
+
 /* How the run ended, from the launch's outcome and what the ranks
- * reported: the exit status, a->state, the message in err; the figures of
- * merit and their references when the ranks all ended well. */
+ * reported: the exit status, a->state, the message in err, and whose
+ * output and which reason the record's failure gives (a->why_rank,
+ * a->why); the figures of merit and their references when the ranks all
+ * ended well. */
 static int decide_outcome(struct run_ctx *c, struct run_attempt *a, gpurun_error_t *err)
 {
     const struct gpurun_outcome *oc = &a->oc;
     const struct rank_result *rr = &a->rr;
     int rc;
-    a->state = "ok";
+    char also[1600];
+    a->state = GPURUN_STATE_OK;
+    a->why_rank = -1;
+    a->why[0] = '\0';
+    /* A rank that failed on its own, not after it was told to stop. */
+    bool own = rr->failed_rank >= 0 && !rr->failed_stopped;
     /* A rank killed by a signal while others were lost with their host
      * was stopped because of that loss (SIGTERM, SIGKILL), or crashed in its
      * MPI library when the peer vanished (Open MPI's TCP transport can
      * SIGSEGV then): the lost host is the cause, the rank is said beside it.
      * A rank that exited with a code of its own stays the cause. */
-    bool collateral = rr->failed_rank >= 0 && rr->failed_code > 128 && !rr->failed_error[0];
-    if (oc->interrupted) {
-        rc = 128 + oc->interrupted;
-        a->state = "failed";
-        if (rr->nlost)
-            gpurun_err(err, rc,
-                       "interrupted by %s; %s never reported an end (killed, or their host lost); every other rank was stopped; "
-                       "run folder %s",
-                       strsignal(oc->interrupted), rr->lost, a->run_dir);
-        else
-            gpurun_err(err, rc, "interrupted by %s: every rank was stopped; run folder %s", strsignal(oc->interrupted),
-                       a->run_dir);
-    } else if (oc->timed_out) {
+    bool collateral = own && rr->failed_code > 128 && !rr->failed_error[0];
+    enum slurm_cancel cancel = slurm_cancelled(a);
+    if (oc->timed_out || cancel == CANCEL_TIME_LIMIT) {
+        /* Slurm's time limit sends SIGTERM to gpurun too, in a batch step:
+         * still a time limit, not an interruption. */
         rc = GPURUN_EXIT_TIMEOUT;
-        a->state = "timeout";
-        gpurun_err(err, rc, "time limit of %lds reached: every rank was stopped; run folder %s", c->job->timeout_s,
-                   a->run_dir);
+        a->state = GPURUN_STATE_TIMEOUT;
+        a->why_rank = own ? rr->failed_rank : 0;
+        if (oc->timed_out)
+            snprintf(a->why, sizeof a->why, "time limit of %lds reached (the job's timeout)", c->job->timeout_s);
+        else
+            snprintf(a->why, sizeof a->why, "the allocation's time limit was reached (Slurm cancelled the step)");
+        a->stops_job = !oc->timed_out;
+        stopped_notes(c, a, also, sizeof also);
+        gpurun_err(err, rc, "%s: every rank was stopped%s; run folder %s", a->why, also, a->run_dir);
+    } else if (cancel == CANCEL_NODE_FAILURE && rr->nlost) {
+        /* Slurm cancelled the job because a node failed: it sends gpurun
+         * SIGTERM too, in a batch step, but the lost host is the cause. */
+        rc = GPURUN_EXIT_ENV;
+        a->state = GPURUN_STATE_FAILED;
+        a->why_rank = rr->first_lost;
+        const char *h = json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)rr->first_lost), "host"));
+        snprintf(a->why, sizeof a->why, "lost with its host %s (Slurm: a node failed)", h ? h : "?");
+        a->stops_job = true;
+        lost_hosts_error(c, a, false, rc, err);
+    } else if (oc->interrupted) {
+        char sb[32];
+        rc = 128 + oc->interrupted;
+        a->state = GPURUN_STATE_INTERRUPTED;
+        a->why_rank = own ? rr->failed_rank : 0;
+        snprintf(a->why, sizeof a->why, "interrupted by %s", sig_abbrev(oc->interrupted, sb, sizeof sb));
+        a->stops_job = true;
+        stopped_notes(c, a, also, sizeof also);
+        gpurun_err(err, rc, "%s (%s): every rank was stopped%s; run folder %s", a->why, strsignal(oc->interrupted),
+                   also, a->run_dir);
     } else if (rr->unwritten[0] && rr->failed_rank < 0) {
         rc = GPURUN_EXIT_ENV;
-        a->state = "failed";
+        a->state = GPURUN_STATE_FAILED;
+        snprintf(a->why, sizeof a->why, "the ranks' statuses could not be kept");
         gpurun_err(err, rc, "the ranks ended, but their statuses could not be kept: %s; run folder %s", rr->unwritten,
                    a->run_dir);
-    } else if (rr->nlost && (rr->failed_rank < 0 || collateral)) {
+    } else if (rr->nlost && (!own || collateral)) {
         rc = GPURUN_EXIT_ENV;
-        a->state = "failed";
+        a->state = GPURUN_STATE_FAILED;
+        a->why_rank = rr->first_lost;
+        const char *h = json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)rr->first_lost), "host"));
+        snprintf(a->why, sizeof a->why, "lost with its host %s (the host, or %s's link to it, failed)", h ? h : "?",
+                 c->launcher->name);
         lost_hosts_error(c, a, collateral, rc, err);
-    } else if (rr->failed_rank >= 0) {
+    } else if (own) {
         rc = rr->failed_code;
-        a->state = "failed";
-        failed_rank_error(a, rc, err);
+        a->state = GPURUN_STATE_FAILED;
+        a->why_rank = rr->failed_rank;
+        if (rr->failed_error[0])
+            snprintf(a->why, sizeof a->why, "could not start: %s", rr->failed_error);
+        else
+            status_text(rc, a->why, sizeof a->why);
+        read_rank_tail(c, a, a->why_rank);
+        char *cause = rr->failed_error[0] ? NULL : gpurun_rank_tail_reason(&a->tail);
+        failed_rank_error(a, rc, cause, err);
+        if (cause)
+            snprintf(a->why, sizeof a->why, "%s", cause);
+        free(cause);
+    } else if (rr->nsilent) {
+        /* On gpurun's own host, which is not lost: their rank steps were
+         * killed without a chance to report (SIGKILL). */
+        rc = oc->launcher_status ? oc->launcher_status : GPURUN_EXIT_ENV;
+        a->state = GPURUN_STATE_FAILED;
+        snprintf(a->why, sizeof a->why, "ranks ended without a report: %s", rr->silent);
+        gpurun_err(err, rc,
+                   "%s: these ranks started and their rank steps were killed before they could report how their "
+                   "program ended (SIGKILL: the kernel's out-of-memory killer, or a kill -9); the other ranks were "
+                   "stopped; %s exit status %d; run folder %s",
+                   rr->silent, c->launcher->name, oc->launcher_status, a->run_dir);
+    } else if (rr->failed_rank >= 0 || rr->nstopped) {
+        /* Every rank that failed was told to stop first, and not by gpurun:
+         * scancel, the batch system, or someone's kill. */
+        char sb[32];
+        int r = rr->failed_rank >= 0 ? rr->failed_rank : rr->stop_rank;
+        rc = rr->failed_rank >= 0 ? rr->failed_code : 128 + rr->stop_signal;
+        a->state = GPURUN_STATE_INTERRUPTED;
+        a->why_rank = r;
+        snprintf(a->why, sizeof a->why, "stopped from outside gpurun by %s",
+                 sig_abbrev(rr->stop_signal, sb, sizeof sb));
+        a->stops_job = true;
+        const char *h = json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)r), "host"));
+        gpurun_err(err, rc,
+                   "the ranks were stopped from outside gpurun: rank %d on %s was the first told to stop, by %s "
+                   "(scancel, the batch system, or a kill); run folder %s",
+                   r, h ? h : "?", sb, a->run_dir);
     } else if (oc->launcher_status != 0 || rr->finished < c->plan->nranks) {
-        a->state = "failed";
+        a->state = GPURUN_STATE_FAILED;
         rc = launcher_failed_error(c, a, err);
+        snprintf(a->why, sizeof a->why, "%s failed (exit status %d)", c->launcher->name, oc->launcher_status);
     } else {
         rc = check_results(c, &a->names, a->run_dir, &a->foms, a->refs, &a->state, err);
+        if (rc != 0) {
+            a->why_rank = 0;
+            snprintf(a->why, sizeof a->why, "%.590s", err->text);
+        }
     }
     return rc;
+}
+
+/* The record's failure, and on stderr the failing rank's cause and last
+ * lines (terminal or not; --quiet: the closing message only). */
+static void failure_report(struct run_ctx *c, struct run_attempt *a, int rc)
+{
+    if (!strcmp(a->state, GPURUN_STATE_OK))
+        return;
+    int r = a->why_rank;
+    read_rank_tail(c, a, r);
+    if (r < 0 && !a->tail_read) { /* no rank to show: what the launcher said */
+        a->tail_read = true;
+        gpurun_error_t e;
+        int fd = gpurun_open_own_at(a->dfd, GPURUN_RUN_LAUNCHER_OUT, GPURUN_RUN_LAUNCHER_OUT, &e);
+        if (fd >= 0 && gpurun_rank_tail_read(fd, NULL, gpurun_failure_lines(), NULL, &a->tail, &e) == 0)
+            a->tail_file = gpurun_xasprintf("%s/%s", a->run_dir, GPURUN_RUN_LAUNCHER_OUT);
+        if (fd >= 0)
+            close(fd);
+    }
+    const char *host = NULL;
+    if (r >= 0) {
+        host = json_string_value(json_object_get(json_array_get(a->rr.bindings, (size_t)r), "host"));
+        if (!host)
+            host = json_string_value(json_object_get(json_array_get(a->rr.statuses, (size_t)r), "host"));
+    }
+    a->failure = gpurun_record_failure(r, host, rc, a->why, a->tail.lines, a->tail.n);
+    bool ranks_failed = strcmp(a->state, GPURUN_STATE_SANITY_FAILED) && strcmp(a->state, GPURUN_STATE_REFERENCE_FAILED);
+    if (c->opts->quiet || !ranks_failed || r < 0 || (!a->tail.n && !a->tail.ncause))
+        return;
+    fflush(stdout);
+    /* A rank's own failure has a cause in its output; an interruption or a
+     * time limit is its own cause (what mdrun says of the signal is in the
+     * last lines). */
+    if (a->tail.ncause && !strcmp(a->state, GPURUN_STATE_FAILED)) {
+        fprintf(stderr, "gpurun: rank %d on %s: the cause, as its output says:\n", r, host ? host : "?");
+        for (size_t i = 0; i < a->tail.ncause; i++)
+            fprintf(stderr, "[%d] %s\n", r, a->tail.cause[i]);
+    }
+    if (a->tail.n) {
+        fprintf(stderr, "gpurun: rank %d on %s: its last %zu line%s (%s%s):\n", r, host ? host : "?", a->tail.n,
+                a->tail.n == 1 ? "" : "s", a->tail_file, a->tail.whole ? "" : ", its end");
+        for (size_t i = 0; i < a->tail.n; i++)
+            fprintf(stderr, "[%d] %s\n", r, a->tail.lines[i]);
+    }
 }
 
 /* A binding the kernel did not give as planned is said, not hidden. */
@@ -1362,6 +1693,8 @@ static json_t *run_record(struct run_ctx *c, struct run_attempt *a, int rc, int 
     json_t *host_plans = json_array_size(hosts) > 1 ? host_plans_json(a->dfd, hosts) : NULL;
     if (host_plans)
         json_object_set_new(record, "host_plans", host_plans);
+    if (a->failure)
+        json_object_set(record, GPURUN_RECORD_FAILURE, a->failure);
     json_object_set_new(record, "bindings", json_incref(a->rr.bindings));
     json_object_set_new(record, "rank_status", json_incref(a->rr.statuses));
     json_object_set_new(record, "gpurun_version", json_string(PACKAGE_VERSION));
@@ -1452,10 +1785,13 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
         rc = a.rc;
         goto out;
     }
-    collect_ranks(&a.oc, c->plan->nranks, &a.rr);
+    collect_ranks(&a.oc, c->plan->nranks, a.host, &a.rr);
     write_host_files(a.dfd, a.run_dir, a.fmode, &a.rr);
     a.refs = json_object();
     rc = decide_outcome(c, &a, err);
+    failure_report(c, &a, rc);
+    if (a.stops_job)
+        snprintf(c->stopped, sizeof c->stopped, "%s", a.why);
     say_warnings(c, &a.rr);
     record = run_record(c, &a, rc, repeat_index);
     rc = keep_record(c, &a, record, rc, err);
@@ -1470,6 +1806,12 @@ out:
     json_decref(record);
     json_decref(a.rr.bindings);
     json_decref(a.rr.statuses);
+    json_decref(a.oc.bindings); /* NULL once collect_ranks took them */
+    json_decref(a.oc.statuses);
+    json_decref(a.oc.stops);
+    json_decref(a.failure);
+    gpurun_rank_tail_free(&a.tail);
+    free(a.tail_file);
     gpurun_launch_cmds_free(&a.cmds);
     if (a.app)
         gpurun_free_words(a.app);
@@ -1775,6 +2117,8 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
     size_t ncombo = 1;
     for (size_t a = 0; a < job->nscan; a++)
         ncombo *= job->scan[a].n;
+    size_t runs = 0;
+    int stopped_rc = 0;
     for (size_t k = 0; k < ncombo; k++) {
         gpurun_request_t req;
         gpurun_request_from_job(&req, job);
@@ -1804,14 +2148,15 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
                 }
                 crc = dry_run_config(&c, err);
             }
-            for (int i = 0; !opts->dry_run && i < job->repeat && crc != 130 && crc != 143; i++) {
+            for (int i = 0; !opts->dry_run && i < job->repeat && !c.stopped[0]; i++) {
                 int one = run_once(&c, i, err);
+                runs++;
                 if (one != 0 && (ncombo > 1 || job->repeat > 1))
                     fprintf(stderr, "gpurun: %s\n", err->text);
                 if (one != 0 && crc == 0)
                     crc = one;
-                if (one == 130 || one == 143)
-                    crc = one;
+                if (c.stopped[0])
+                    crc = stopped_rc = one; /* the interruption's status, whatever failed before */
             }
         }
         gpurun_plan_destroy(c.plan);
@@ -1823,11 +2168,15 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
         if (crc != 0 && rc == 0)
             rc = crc;
         /* Interrupted, or a request this node cannot meet: stop the sweep. */
-        if (crc == 130 || crc == 143 || crc == GPURUN_EXIT_ENV || crc == GPURUN_EXIT_CONFIG)
+        if (c.stopped[0] || crc == GPURUN_EXIT_ENV || crc == GPURUN_EXIT_CONFIG)
             break;
     }
+    size_t planned = ncombo * (size_t)(job->repeat > 0 ? job->repeat : 1);
     /* Each failure was printed as it came; main prints the first again. */
-    if (rc != 0 && (ncombo > 1 || job->repeat > 1) && rc != GPURUN_EXIT_ENV && rc != GPURUN_EXIT_CONFIG)
+    if (c.stopped[0] && (ncombo > 1 || job->repeat > 1))
+        gpurun_err(err, rc = stopped_rc, "%s: %s: stopped after %zu of %zu runs%s; see gpurun results", job->name,
+                   c.stopped, runs, planned, runs < planned ? ", the rest not started" : "");
+    else if (rc != 0 && (ncombo > 1 || job->repeat > 1) && rc != GPURUN_EXIT_ENV && rc != GPURUN_EXIT_CONFIG)
         gpurun_err(err, rc, "%s: at least one run failed (exit status %d); see gpurun results", job->name, rc);
 out:
     free(c.job_dir);
