@@ -189,7 +189,7 @@ contains "$TMP/err" "sanity check of template 'hpl': '^HPL ERROR ' appears in $L
 sed 's/\.\.\.\.\.\. PASSED/...... FAILED/' "$LOGS/hpl-nvidia-23.10.out" >"$TMP/hpl-failed.out"
 run "$GPURUN" collect --template hpl "$TMP/hpl-failed.out"
 expect_rc 1 "... with its residual check FAILED: exit 1"
-contains "$TMP/err" "sanity check of template 'hpl': '...... FAILED' appears in $TMP/hpl-failed.out, line " \
+contains "$TMP/err" "sanity check of template 'hpl': '[.]{6} FAILED' appears in $TMP/hpl-failed.out, line " \
     "... saying what appears where"
 
 # ---- HPCG, nccl-tests, STREAM ----------------------------------------------
