@@ -46,6 +46,19 @@ if [ "$has_strace" = 1 ]; then
     strace -f -qq -e trace=openat -o "$TMP/st.live" env GPURUN_TOPOLOGY_CACHE=0 "$GPURUN" topo >/dev/null 2>&1
     [ "$(config_reads "$TMP/st.cached")" -eq 0 ] && [ "$(config_reads "$TMP/st.live")" -gt 0 ]
     ok $? "from the cache no PCI config space is read ($(config_reads "$TMP/st.cached") against $(config_reads "$TMP/st.live"))"
+    # A virtual network interface (another job's veth, a container's
+    # bridge, a test cluster's namespaces) that appears is no reason to
+    # discover the node again: hwloc never sees one.
+    dummy=gtc$$
+    if [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null 2>&1 &&
+        ip link add "$dummy" type veth peer name "${dummy}p" 2>/dev/null; then
+        strace -f -qq -e trace=openat -o "$TMP/st.dummy" "$GPURUN" topo >/dev/null 2>&1
+        ip link del "$dummy" 2>/dev/null
+        [ "$(config_reads "$TMP/st.dummy")" -eq 0 ]
+        ok $? "... also after a virtual network interface appeared ($(config_reads "$TMP/st.dummy") PCI reads)"
+    else
+        skip "not root, or no ip/veth interfaces: no virtual interface made"
+    fi
     strace -f -qq -e trace=openat -o "$TMP/st.hwloc" env HWLOC_COMPONENTS=-gl "$GPURUN" topo >/dev/null 2>&1
     [ "$(config_reads "$TMP/st.hwloc")" -gt 0 ]
     ok $? "an HWLOC_ variable (a site's choice of what to discover): a live discovery"

@@ -80,7 +80,8 @@ static int name_cmp(const void *a, const void *b)
 
 /* The entries of a folder, sorted, each with the first line of its file
  * `sub` when sub is not NULL ("mlx5_0/ports/1/state"). */
-static void key_add_folder(struct gpurun_strbuf *k, const char *dir, const char *prefix, const char *sub)
+static void key_add_folder(struct gpurun_strbuf *k, const char *dir, const char *prefix, const char *sub,
+                           const char *need)
 {
     DIR *d = opendir(dir);
     char **names = NULL;
@@ -98,6 +99,15 @@ static void key_add_folder(struct gpurun_strbuf *k, const char *dir, const char 
         qsort(names, n, sizeof *names, name_cmp);
     for (size_t i = 0; i < n; i++) {
         char *line = NULL;
+        if (need) { /* only the entries that have it */
+            char *p = gpurun_xasprintf("%s/%s/%s", dir, names[i], need);
+            bool has = access(p, F_OK) == 0;
+            free(p);
+            if (!has) {
+                free(names[i]);
+                continue;
+            }
+        }
         if (sub) {
             char *p = gpurun_xasprintf("%s/%s/%s", dir, names[i], sub);
             line = first_line(p);
@@ -247,11 +257,15 @@ char *gpurun_topocache_name(void)
                                            "SLURM_JOB_GPUS",       "SLURM_STEP_GPUS",      NULL};
         for (size_t i = 0; vars[i]; i++)
             key_add(&k, vars[i], getenv(vars[i]));
-        key_add_folder(&k, "/sys/bus/pci/devices", NULL, NULL);
-        key_add_folder(&k, "/dev", "nvidia", NULL);
-        key_add_folder(&k, "/dev/dri", NULL, NULL);
-        key_add_folder(&k, "/sys/class/infiniband", NULL, "ports/1/state");
-        key_add_folder(&k, "/sys/class/net", NULL, "operstate");
+        key_add_folder(&k, "/sys/bus/pci/devices", NULL, NULL, NULL);
+        key_add_folder(&k, "/dev", "nvidia", NULL, NULL);
+        key_add_folder(&k, "/dev/dri", NULL, NULL, NULL);
+        key_add_folder(&k, "/sys/class/infiniband", NULL, "ports/1/state", NULL);
+        /* Interfaces of a device only: hwloc finds network interfaces under
+         * their (PCI) device, never a veth, bridge or tunnel, which come and
+         * go with containers and other jobs' namespaces and would make every
+         * discovery a new one. */
+        key_add_folder(&k, "/sys/class/net", NULL, "operstate", "device");
         uint64_t h = 14695981039346656037ULL; /* FNV-1a */
         for (size_t i = 0; i < k.len; i++)
             h = (h ^ (unsigned char)k.s[i]) * 1099511628211ULL;
