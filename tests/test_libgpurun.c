@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "gpurun.h"
+#include "proc_status.h"
 #include "tap.h"
 
 static char *slurp(const char *path)
@@ -388,20 +389,6 @@ struct allowed {
     long grown_kb;
     char text[256];
 };
-
-static long status_kb(const char *field)
-{
-    FILE *f = fopen("/proc/self/status", "re");
-    char line[256];
-    long v = -1;
-    size_t n = strlen(field);
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, field, n) && line[n] == ':')
-            v = strtol(line + n + 1, NULL, 10);
-    if (f)
-        fclose(f);
-    return v;
-}
 
 static struct allowed allow_in_child(bool gpus, const char *list)
 {

@@ -11,6 +11,7 @@
 #include "alloc.h"
 #include "plan.h"
 #include "plancheck.h"
+#include "proc_status.h"
 #include "tap.h"
 #include "util.h"
 
@@ -748,20 +749,6 @@ static void uuid_ranks(const gpurun_topo_t *t, gpurun_request_t req, const char 
     }
     ok(right == 2, "%s (a prefix too): GPUs 1 and 3, each rank its GPU's UUID", note);
     gpurun_plan_destroy(p);
-}
-
-static long status_kb(const char *field)
-{
-    FILE *f = fopen("/proc/self/status", "re");
-    char line[256];
-    long v = -1;
-    size_t n = strlen(field);
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, field, n) && line[n] == ':')
-            v = strtol(line + n + 1, NULL, 10);
-    if (f)
-        fclose(f);
-    return v;
 }
 
 /* VmHWM from now on (the kernel resets the peak to what is resident): that. */

@@ -36,6 +36,7 @@
 #include <hwloc.h>
 #include <slurm/spank.h>
 
+#include "proc_status.h"
 #include "tap.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -236,20 +237,6 @@ struct plugin {
     spank_f *init, *post_opt, *user_init, *task_init, *exit;
     struct spank_option *options;
 };
-
-static long status_kb(const char *field)
-{
-    FILE *f = fopen("/proc/self/status", "re");
-    char line[256];
-    long v = -1;
-    size_t n = strlen(field);
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, field, n) && line[n] == ':')
-            v = strtol(line + n + 1, NULL, 10);
-    if (f)
-        fclose(f);
-    return v;
-}
 
 static void child(const struct plugin *p, const struct scase *c, int fd)
 {
