@@ -136,8 +136,12 @@ static void test_lines(void)
     feed(p, "  1 by 1 by 2 MPI processor grid\n   Step Temp E_pair\n       0  3  -6.77 \n", 10.0);
     feed(p, "     100    1.67   -4.78    0   -2.28    5.66 \n", 12.0);
     is_str(text_of(p, 12.0), "step 100 of 1000 (10%), ETA 18s, 50.0 timesteps/s", "LAMMPS thermo rows");
-    feed(p, "      50    1.67   -4.78 \n", 14.0);
-    is_str(text_of(p, 14.0), "step 50 of 1000 (5.0%)", "a step that goes back (another run): rates start over");
+    /* A buffered log: rows come in bursts, many at one time. */
+    feed(p, "     200  1  1 \n     300  1  1 \n     400  1  1 \n", 50.0);
+    is_str(text_of(p, 50.0), "step 400 of 1000 (40%), ETA 1m16s, 7.89 timesteps/s",
+           "rows in a burst, older than the window: the rate from the burst before");
+    feed(p, "      50    1.67   -4.78 \n", 54.0);
+    is_str(text_of(p, 54.0), "step 50 of 1000 (5.0%)", "a step that goes back (another run): rates start over");
     gpurun_progress_free(p);
 }
 

@@ -208,7 +208,7 @@ static void add_sample(gpurun_progress_t *p, double t)
     /* The newest sample is always the last line's; the one before it is
      * kept only once it is window/RING older than the one before that, so
      * that RING samples span the window, whatever the lines' pace. */
-    if ((p->n >= 2 && t - p->ring[p->n - 2].t < p->window / RING) || (p->n == 1 && t <= p->ring[0].t)) {
+    if ((p->n >= 2 && t - p->ring[p->n - 2].t < p->window / RING) || (p->n >= 1 && t <= p->ring[p->n - 1].t)) {
         p->ring[p->n - 1] = s;
         return;
     }
@@ -307,19 +307,25 @@ void gpurun_progress_gap(gpurun_progress_t *p)
     p->armed = false;
 }
 
-/* The samples a rate is taken over: the newest, and the oldest at most
- * a window before it (else the one before the newest). */
+/* The samples a rate is taken over: the newest, and the oldest at most a
+ * window before it; else (lines that come seldom, or in bursts, as a
+ * buffered log's) the newest one older than the newest. */
 static bool rate_span(const gpurun_progress_t *p, const struct sample **a, const struct sample **b)
 {
     if (p->n < 2)
         return false;
     const struct sample *last = &p->ring[p->n - 1];
     int i = 0;
-    while (i < p->n - 2 && last->t - p->ring[i].t > p->window)
+    while (i < p->n - 1 && last->t - p->ring[i].t > p->window)
         i++;
+    if (p->ring[i].t >= last->t)
+        for (i = p->n - 2; i >= 0 && p->ring[i].t >= last->t; i--)
+            ;
+    if (i < 0)
+        return false;
     *a = &p->ring[i];
     *b = last;
-    return last->t > p->ring[i].t;
+    return true;
 }
 
 void gpurun_progress_view(const gpurun_progress_t *p, double now, struct gpurun_progress_view *v)
