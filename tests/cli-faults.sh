@@ -34,7 +34,7 @@ wait_gone() {
 # have written their line (hello does after MPI_Init, then sleeps); 60 s at most.
 wait_running() {
     n=0
-    while [ "$(cat "$TMP"/results/f/*/*.out 2>/dev/null | grep -c '^\([0-9]*: \)\{0,1\}rank=')" -lt 2 ] && [ $n -lt 600 ]; do
+    while [ "$(cat "$TMP"/results/f/*Z-*/*.out 2>/dev/null | grep -c '^\([0-9]*: \)\{0,1\}rank=')" -lt 2 ] && [ $n -lt 600 ]; do
         sleep 0.1; n=$((n + 1))
     done
 }
@@ -109,7 +109,7 @@ ranks_per_node = 2
 JOB
 run timeout 60 "$GPURUN" run "$TMP/m.conf"
 expect_rc 3 "a missing program is exit 3"
-[ -z "$(ls -d "$TMP"/results/m/*/rank.* "$TMP"/results/m/*/launcher.out 2>/dev/null)" ]
+[ -z "$(ls -d "$TMP"/results/m/*Z-*/rank.* "$TMP"/results/m/*Z-*/launcher.out 2>/dev/null)" ]
 ok $? "... at once: no rank or launcher was started"
 contains "$TMP/err" "program 'no-such-program-$$' not found on PATH; nothing was started" "... saying which program"
 

@@ -22,7 +22,7 @@ unset GPURUN_TOPOLOGY
 run "$GPURUN" run "$top_srcdir/examples/water-box/job.conf" --results "$TMP/results" --quiet \
     --set oversubscribe=true --set params.nsteps=500
 expect_rc 0 "the water box runs under gpurun on 2 ranks"
-d=$(ls -d "$TMP"/results/water-box/*/ | tail -1)
+d=$(ls -d "$TMP"/results/water-box/*Z-*/ | tail -1)
 own=$(awk '/\(ns\/day\)/ { getline; if ($1 == "Performance:") print $2 }' "$d/water-box.log" | tail -1)
 rec=$(jq -r '.foms.ns_per_day.value' "$d/record.json")
 [ -n "$own" ] && awk -v a="$own" -v b="$rec" 'BEGIN { exit !(a + 0 == b + 0) }'
@@ -49,7 +49,7 @@ tprjob() { # tprjob TPR: $J/job.conf running the shipped template on it
 tprjob water.tpr
 run "$GPURUN" run "$J/job.conf" --quiet
 expect_rc 0 "the gromacs template runs on tpr = \"water.tpr\", relative to the job file's folder"
-r=$(ls -d "$TMP"/tprres/job/*/ 2>/dev/null | tail -1)
+r=$(ls -d "$TMP"/tprres/job/*Z-*/ 2>/dev/null | tail -1)
 jq -e --arg p "$J/water.tpr" '.command | (index($p) != null) and (index("-v") != null) and (index("-nstlist") != null)' \
     "$r/record.json" >/dev/null 2>&1
 ok $? "... mdrun got the absolute path $J/water.tpr and params.args' -v -nstlist 20"
@@ -89,8 +89,8 @@ expect_rc 0 "... and writes the batch script all the same"
 run "$GPURUN" run "$top_srcdir/examples/water-box/scan.conf" --results "$TMP/scan" --quiet \
     --set oversubscribe=true --set params.nsteps=500
 expect_rc 0 "the water-box scan runs on 1 and 2 ranks"
-[ "$(ls -d "$TMP"/scan/water-box-scan/*/ | wc -l)" -eq 2 ] &&
-    jq -e -s 'map(.state == "ok") | all' "$TMP"/scan/water-box-scan/*/record.json >/dev/null
+[ "$(ls -d "$TMP"/scan/water-box-scan/*Z-*/ | wc -l)" -eq 2 ] &&
+    jq -e -s 'map(.state == "ok") | all' "$TMP"/scan/water-box-scan/*Z-*/record.json >/dev/null
 ok $? "... two runs, both ok"
 run "$GPURUN" report --results "$TMP/scan" --html "$TMP/scan.html"
 run "$GPURUN" report --results "$TMP/scan"

@@ -38,7 +38,7 @@ run sbatch --parsable "$TMP/batch.sh"
 expect_rc 0 "sbatch accepts a batch script that calls gpurun run"
 id=$(cut -d';' -f1 "$TMP/out")
 wait_job "$id"
-d=$(ls -d "$TMP"/results/slurmhello/*/ 2>/dev/null | tail -1 | sed 's:/$::')
+d=$(ls -d "$TMP"/results/slurmhello/*Z-*/ 2>/dev/null | tail -1 | sed 's:/$::')
 [ -n "$d" ] && [ "$(jq -r .state "$d/record.json")" = ok ]
 ok $? "the job completed and its record says ok"
 [ "$(jq -r .launcher "$d/record.json" 2>/dev/null)" = srun ]
@@ -59,10 +59,10 @@ expect_rc 0 "gpurun submit"
 contains "$TMP/out" "Submitted batch job" "... prints the job id"
 id=$(sed -n 's/.*Submitted batch job \([0-9][0-9]*\).*/\1/p' "$TMP/out" | head -1)
 wait_job "$id"
-n=$(ls -d "$TMP"/results/slurmhello/*/ | wc -l)
+n=$(ls -d "$TMP"/results/slurmhello/*Z-*/ | wc -l)
 [ "$n" -eq 2 ]
 ok $? "the submitted job ran: a second run folder"
-d=$(ls -d "$TMP"/results/slurmhello/*/ | tail -1 | sed 's:/$::')
+d=$(ls -d "$TMP"/results/slurmhello/*Z-*/ | tail -1 | sed 's:/$::')
 [ "$(jq -r .state "$d/record.json")" = ok ] && [ "$(jq -r .launcher "$d/record.json")" = srun ]
 ok $? "... and completed under srun with state ok"
 ls "$TMP"/results/slurmhello/slurm-"$id".out >/dev/null 2>&1
