@@ -10,6 +10,8 @@
 #   off:   the heavy output,                              progress_interval off
 # The file-system calls should follow the interval (light = heavy), not the
 # output volume.  Usage: bench/progress-strace.sh [DURATION]
+# With STRACE_FOLLOW=1, `strace -c -f`: gpurun and everything it starts (the
+# rank steps' copying of the output then counts, with progress or without).
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 GPURUN=${GPURUN:-$top/build/launcher/gpurun}
@@ -45,7 +47,8 @@ printf 'job = "s"\ntemplate = "prog"\nlauncher = "local"\nranks_per_node = 2\nth
     "$tmp/results" >"$tmp/job.conf"
 calls="openat newfstatat fstat statx pread64 read write renameat rename unlinkat close"
 one() { # one NAME MB INTERVAL
-    strace -c -o "$tmp/strace.$1" "$GPURUN" run "$tmp/job.conf" --set params.secs="$secs" --set params.mb="$2" \
+    # shellcheck disable=SC2086
+    strace -c ${STRACE_FOLLOW:+-f} -o "$tmp/strace.$1" "$GPURUN" run "$tmp/job.conf" --set params.secs="$secs" --set params.mb="$2" \
         --set progress_interval="$3" >/dev/null 2>"$tmp/err.$1" </dev/null
     out=$(du -b "$tmp"/results/s/latest/*.out | awk '$2 !~ /launcher/ { s += $1 } END { print s }')
     printf '%-6s %3s MB/s %4s %10s bytes of output, %2s progress lines |' "$1" "$2" "$3" "$out" \
@@ -55,7 +58,11 @@ one() { # one NAME MB INTERVAL
     done
     printf '\n'
 }
-echo "gpurun's own system calls (strace -c, no -f) over a ${secs}-second job, 2 ranks, off a terminal:"
+if [ -n "${STRACE_FOLLOW:-}" ]; then
+    echo "system calls of gpurun and all it starts (strace -c -f) over a ${secs}-second job, 2 ranks, off a terminal:"
+else
+    echo "gpurun's own system calls (strace -c, no -f) over a ${secs}-second job, 2 ranks, off a terminal:"
+fi
 one light 0 10s
 one heavy 1 10s
 one eager 1 1s

@@ -6,7 +6,9 @@
 # default) against progress off (progress_interval = "off") and against a
 # bare `mpirun -np 2 gmx_mpi mdrun` of the same input, alternated over
 # REPEATS rounds in one go (these machines are shared and noisy), as the
-# ratio of the medians.  Usage: bench/progress.sh [REPEATS] [NSTEPS]
+# ratio of the medians (and the median of the round-by-round ratios); and
+# gpurun's own CPU time per run, which the ranks could have had.
+# Usage: bench/progress.sh [REPEATS] [NSTEPS]
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 GPURUN=${GPURUN:-$top/build/launcher/gpurun}
@@ -36,9 +38,19 @@ params { tpr = "$tmp/bench.tpr"  nsteps = $nsteps }
 env { GMX_MAXBACKUP = "-1" }
 JOB
 perf() { awk '/\(ns\/day\)/ { getline; if ($1 == "Performance:") v = $2 } END { print v }' "$1"; }
-one() { # one INTERVAL: a gpurun run, off a terminal; its ns/day
+# one INTERVAL: a gpurun run, off a terminal; its ns/day, and (in
+# $tmp/cpu.INTERVAL) gpurun's own CPU time, user + system, from its
+# /proc/PID/stat while it runs (its children's are not in it).
+one() {
     GPURUN_TEMPLATE_PATH="$top/templates" "$GPURUN" run "$tmp/job.conf" --results "$tmp/results" \
-        --set progress_interval="$1" >/dev/null 2>"$tmp/err.$1" </dev/null
+        --set progress_interval="$1" >/dev/null 2>"$tmp/err.$1" </dev/null &
+    p=$! last=0
+    while kill -0 "$p" 2>/dev/null; do
+        t=$(awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$p/stat" 2>/dev/null) && [ -n "$t" ] && last=$t
+        sleep 0.2
+    done
+    wait "$p"
+    echo "$last" >>"$tmp/cpu.$1"
     jq -r .foms.ns_per_day.value "$tmp/results/progress/latest/record.json"
 }
 on= off= bare=
@@ -52,6 +64,8 @@ while [ "$i" -lt "$repeats" ]; do
     i=$((i + 1))
 done
 lines=$(grep -c "ranks alive" "$tmp/err.1s" || true)
+hz=$(getconf CLK_TCK)
+cpu() { awk -v hz="$hz" '{ s = s sprintf(" %.2f", $1 / hz) } END { print s }' "$tmp/cpu.$1"; }
 median() { printf '%s\n' $1 | sort -g | awk '{ a[NR] = $1 } END { print (a[int((NR + 1) / 2)] + a[int(NR / 2) + 1]) / 2 }'; }
 echo "water box, 2 ranks, $nsteps steps, $repeats rounds (progress 1s, progress off, bare), alternated (ns/day)"
 echo "gpurun, progress_interval 1s:  $on   median $(median "$on")   ($lines progress lines in the last run)"
@@ -59,3 +73,7 @@ echo "gpurun, progress_interval off: $off   median $(median "$off")"
 echo "bare mpirun gmx_mpi mdrun:     $bare   median $(median "$bare")"
 awk -v a="$(median "$on")" -v b="$(median "$off")" -v c="$(median "$bare")" \
     'BEGIN { printf "ratio progress on / off (medians): %.3f\nratio progress on / bare (medians): %.3f\n", a / b, a / c }'
+# Round by round (each pair ran back to back): less of the machine's drift.
+pairs=$(printf '%s\n%s\n' "$on" "$off" | awk 'NR == 1 { n = split($0, a) } NR == 2 { split($0, b); for (i = 1; i <= n; i++) print a[i] / b[i] }')
+echo "ratio progress on / off, round by round: $(echo $pairs)   median $(median "$pairs")"
+echo "gpurun's own CPU seconds (user + system) per run: progress 1s:$(cpu 1s)   off:$(cpu off)"
