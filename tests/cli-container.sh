@@ -101,7 +101,7 @@ check_reported() {
     [ -z "$bad" ] || diag "$bad"
 }
 
-last_run() { ls -d "$TMP/job/results/$1"/*/ | tail -1 | sed 's:/$::'; }
+last_run() { ls -d "$TMP/job/results/$1"/*Z-*/ | tail -1 | sed 's:/$::'; }
 
 # ---- Charliecloud, for real ------------------------------------------------
 if command -v ch-run >/dev/null 2>&1; then

@@ -157,7 +157,7 @@ fi
 
 # ---- through gpurun, with the example jobs and templates ----------------
 # last_record JOB: the newest record.json of JOB
-last_record() { ls -d "$TMP"/results/"$1"/*/ 2>/dev/null | tail -1 | sed 's:/$:/record.json:'; }
+last_record() { ls -d "$TMP"/results/"$1"/*Z-*/ 2>/dev/null | tail -1 | sed 's:/$:/record.json:'; }
 
 # fom_check RECORD NAME: the figure is in the record and positive, once the
 # run records figures of merit (skipped before).
@@ -187,7 +187,7 @@ if [ -x "${CG:-}" ]; then
         --set params.cg="$CG" --set params.n=32
     expect_rc 0 "gpurun run examples/scaling/job.conf"
     n=0 bad=0
-    for rec in "$TMP"/results/cg-scaling/*/record.json; do
+    for rec in "$TMP"/results/cg-scaling/*Z-*/record.json; do
         [ -f "$rec" ] || continue
         n=$((n + 1))
         [ "$(jq -r .state "$rec")" = ok ] || bad=$((bad + 1))

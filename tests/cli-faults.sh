@@ -36,12 +36,12 @@ wait_gone() {
 # is have written their line (hello does after MPI_Init, then sleeps); 60 s at most.
 wait_running() {
     n=0
-    while [ "$(cat "$TMP"/results/"${1:-f}"/*/*.out 2>/dev/null | grep -c '^\([0-9]*: \)\{0,1\}rank=')" -lt 2 ] && [ $n -lt 600 ]; do
+    while [ "$(cat "$TMP"/results/"${1:-f}"/*Z-*/*.out 2>/dev/null | grep -c '^\([0-9]*: \)\{0,1\}rank=')" -lt 2 ] && [ $n -lt 600 ]; do
         sleep 0.1; n=$((n + 1))
     done
 }
 # record [JOB]: the record of the job's last run
-record() { echo "$(ls -d "$TMP"/results/"${1:-f}"/*/ | tail -1)record.json"; }
+record() { echo "$(ls -d "$TMP"/results/"${1:-f}"/*Z-*/ | tail -1)record.json"; }
 # Ctrl-C reaches a program started in the background of a script only with
 # SIGINT's default action back (sh ignores it there): $with_sigint COMMAND,
 # a simple command, so that $! is the program's pid.
@@ -179,7 +179,7 @@ contains "$TMP/err" "gpurun: s: interrupted by SIGINT: stopped after 1 of 3 runs
 grep -q 'at least one run failed' "$TMP/err"
 [ $? -ne 0 ]
 ok $? "... not that a run failed"
-[ "$(ls -d "$TMP"/results/s/*/ | wc -l)" -eq 1 ]
+[ "$(ls -d "$TMP"/results/s/*Z-*/ | wc -l)" -eq 1 ]
 ok $? "... and no further run started"
 wait_gone
 ok $? "... nothing left"
@@ -246,7 +246,7 @@ ranks_per_node = 2
 JOB
 run timeout 60 "$GPURUN" run "$TMP/m.conf"
 expect_rc 3 "a missing program is exit 3"
-[ -z "$(ls -d "$TMP"/results/m/*/rank.* "$TMP"/results/m/*/launcher.out 2>/dev/null)" ]
+[ -z "$(ls -d "$TMP"/results/m/*Z-*/rank.* "$TMP"/results/m/*Z-*/launcher.out 2>/dev/null)" ]
 ok $? "... at once: no rank or launcher was started"
 contains "$TMP/err" "program 'no-such-program-$$' not found on PATH; nothing was started" "... saying which program"
 

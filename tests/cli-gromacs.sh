@@ -24,7 +24,7 @@ unset GPURUN_TOPOLOGY
 run "$GPURUN" run "$top_srcdir/examples/water-box/job.conf" --results "$TMP/results" --quiet \
     --set oversubscribe=true --set params.nsteps=500
 expect_rc 0 "the water box runs under gpurun on 2 ranks"
-d=$(ls -d "$TMP"/results/water-box/*/ | tail -1)
+d=$(ls -d "$TMP"/results/water-box/*Z-*/ | tail -1)
 own=$(awk '/\(ns\/day\)/ { getline; if ($1 == "Performance:") print $2 }' "$d/water-box.log" | tail -1)
 rec=$(jq -r '.foms.ns_per_day.value' "$d/record.json")
 [ -n "$own" ] && awk -v a="$own" -v b="$rec" 'BEGIN { exit !(a + 0 == b + 0) }'
@@ -51,7 +51,7 @@ tprjob() { # tprjob TPR: $J/job.conf running the shipped template on it
 tprjob water.tpr
 run "$GPURUN" run "$J/job.conf" --quiet
 expect_rc 0 "the gromacs template runs on tpr = \"water.tpr\", relative to the job file's folder"
-r=$(ls -d "$TMP"/tprres/job/*/ 2>/dev/null | tail -1)
+r=$(ls -d "$TMP"/tprres/job/*Z-*/ 2>/dev/null | tail -1)
 jq -e --arg p "$J/water.tpr" '.command | (index($p) != null) and (index("-v") != null) and (index("-nstlist") != null)' \
     "$r/record.json" >/dev/null 2>&1
 ok $? "... mdrun got the absolute path $J/water.tpr and params.args' -v -nstlist 20"
@@ -104,7 +104,7 @@ if command -v mpirun >/dev/null 2>&1; then
     grep -q '^\[[01]\] step [0-9]*: One or more water molecules can not be settled\.$' "$TMP/err" &&
         grep -q 'failed first: killed by signal 11 (Segmentation fault); cause: "step [0-9]*: One or more water molecules can not be settled\."' "$TMP/err"
     ok $? "... mdrun's SETTLE line first on stderr, and in gpurun's message"
-    d=$(ls -d "$TMP"/blowup-results/water-box/*/ | tail -1)
+    d=$(ls -d "$TMP"/blowup-results/water-box/*Z-*/ | tail -1)
     jq -e '.state == "failed" and .exit_status == 139 and .failure.status == 139 and
         (.failure.reason | test("^step [0-9]+: One or more water molecules can not be settled[.]$")) and
         (.failure.tail | length) == 20 and ([.rank_status[] | select(.stopped == true)] | length) == 1' \
@@ -132,7 +132,7 @@ if [ -n "$with_sigint" ]; then
     wait "$pid" || rc=$?
     expect_rc 130 "Ctrl-C while mdrun runs on 2 ranks: 130"
     contains "$TMP/err" "interrupted by SIGINT (Interrupt): every rank was stopped" "... saying interrupted"
-    d=$(ls -d "$TMP"/int/water-box/*/ | tail -1)
+    d=$(ls -d "$TMP"/int/water-box/*Z-*/ | tail -1)
     jq -e '.state == "interrupted" and .exit_status == 130 and .failure.reason == "interrupted by SIGINT"' \
         "$d/record.json" >/dev/null
     ok $? "... the record's state is interrupted"
@@ -145,8 +145,8 @@ fi
 run "$GPURUN" run "$top_srcdir/examples/water-box/scan.conf" --results "$TMP/scan" --quiet \
     --set oversubscribe=true --set params.nsteps=500
 expect_rc 0 "the water-box scan runs on 1 and 2 ranks"
-[ "$(ls -d "$TMP"/scan/water-box-scan/*/ | wc -l)" -eq 2 ] &&
-    jq -e -s 'map(.state == "ok") | all' "$TMP"/scan/water-box-scan/*/record.json >/dev/null
+[ "$(ls -d "$TMP"/scan/water-box-scan/*Z-*/ | wc -l)" -eq 2 ] &&
+    jq -e -s 'map(.state == "ok") | all' "$TMP"/scan/water-box-scan/*Z-*/record.json >/dev/null
 ok $? "... two runs, both ok"
 run "$GPURUN" report --results "$TMP/scan" --html "$TMP/scan.html"
 run "$GPURUN" report --results "$TMP/scan"

@@ -298,7 +298,7 @@ cd "$TMP/files" || exit 1
 "$GPURUN" init --force -o job.conf >/dev/null 2>&1
 run "$GPURUN" run job.conf --set launcher=local --quiet
 expect_rc 0 "generic's placeholder runs as written (launcher local)"
-rec=$(ls results/generic/*/record.json 2>/dev/null | head -n 1)
+rec=$(ls results/generic/*Z-*/record.json 2>/dev/null | head -n 1)
 if $have_jq && [ -n "$rec" ]; then
     run jq -e '.state == "ok" and .foms.value.value >= 1 and .foms.value.units == "cpus"' "$rec"
     ok $rc "... its record: state ok, value = the cpus of rank 0"

@@ -82,7 +82,7 @@ installed_finds() {
         "$TMP/work/step" "$TMP/work/results" >"$TMP/work/step.conf"
     run "$1/bin/gpurun" run "$TMP/work/step.conf" --quiet
     expect_rc 0 "$2: a 2-rank job"
-    [ "$(cat "$TMP"/work/results/step/*/*.out | grep -c "^[01]: $1/libexec/gpurun/gpurun-rank\$")" = 2 ]
+    [ "$(cat "$TMP"/work/results/step/*Z-*/*.out | grep -c "^[01]: $1/libexec/gpurun/gpurun-rank\$")" = 2 ]
     ok $? "$2: ... its ranks started through $1/libexec/gpurun/gpurun-rank"
 }
 installed_finds "$P" "installed"

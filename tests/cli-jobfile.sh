@@ -156,7 +156,7 @@ run env PATH="$TMP/bin:$PATH" GPURUN_TEST_INPUT="$odd/hpccinf.txt" "$GPURUN" run
 expect_rc 0 "a shipped template's setup in a folder named \"a b'c\": the dry run works"
 run env PATH="$TMP/bin:$PATH" GPURUN_TEST_INPUT="$odd/hpccinf.txt" "$GPURUN" run "$odd/bench.conf" --quiet
 expect_rc 0 "... and so does the run: the setup copied \${job_dir}/\${input}, the program read it"
-d=$(ls -d "$odd"/results/bench/*/ 2>/dev/null | head -1)
+d=$(ls -d "$odd"/results/bench/*Z-*/ 2>/dev/null | head -1)
 cmp -s "$odd/hpccinf.txt" "${d}hpccinf.txt"
 ok $? "... the setup step's copy is in the run folder"
 
@@ -174,7 +174,7 @@ expect_rc 0 "\${job_dir}, \${run_dir}, \${ranks} in a job's command: the dry run
 contains "$TMP/out" "/results/names/<run-id>'" "... the run folder's placeholder is one quoted word"
 run env PATH="$TMP/bin:$PATH" "$GPURUN" run "$odd/names.conf" --quiet
 expect_rc 0 "... and so does the run"
-d=$(ls -d "$odd"/results/names/*/ 2>/dev/null | head -1)
+d=$(ls -d "$odd"/results/names/*Z-*/ 2>/dev/null | head -1)
 printf '[%s]\n' "$odd" "${d%/}" 1 "x${odd}x" names -n 5 >"$TMP/want.txt"
 cmp -s "$TMP/want.txt" "${d}args.txt"
 ok $? "... each value is one argument, blank and apostrophe kept; a params list alone gives its words"
@@ -237,7 +237,7 @@ run sh -c 'cd "$1" && PATH="tools:$PATH" exec "$2" run rel.conf --dry-run' sh "$
 contains "$TMP/out" "# program: $TMP/rel/tools/relprog" "a relative PATH entry: the program is named by its absolute path"
 run sh -c 'cd "$1" && PATH="tools:$PATH" exec "$2" run rel.conf --quiet' sh "$TMP/rel" "$GPURUN"
 expect_rc 0 "... and it runs, from the run folder"
-grep -qx from-tools "$TMP"/rel/results/rel/*/marker.txt 2>/dev/null
+grep -qx from-tools "$TMP"/rel/results/rel/*Z-*/marker.txt 2>/dev/null
 ok $? "... the program that ran is the one found"
 run sh -c 'cd "$1" && PATH="$PATH:" exec "$2" run cwd.conf --dry-run' sh "$TMP/rel" "$GPURUN"
 contains "$TMP/out" "# program: $TMP/rel/cwdprog" "an empty PATH entry is the folder gpurun started in, made absolute"

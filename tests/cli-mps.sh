@@ -77,7 +77,7 @@ wait_gone() {
     while [ "$(leftovers)" -gt 0 ] && [ "$n" -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
     [ "$(leftovers)" -eq 0 ]
 }
-last_run() { ls -d "$TMP/results/m"/*/ 2>/dev/null | tail -1 | sed 's,/$,,'; }
+last_run() { ls -d "$TMP/results/m"/*Z-*/ 2>/dev/null | tail -1 | sed 's,/$,,'; }
 wait_running() { # [RANKS]
     n=0
     while [ "$(ranks_started "$TMP/results/m/*")" -lt "${1:-2}" ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
@@ -424,8 +424,8 @@ s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(8); time.sleep(12
             kill $! 2>/dev/null
             sed "s/^/err: /" "$TMP/ovl/err"
             sed "s/^/log: /" "$TMP/mps.log"
-            for f in "$TMP"/vres/m/*/*.out; do [ "${f##*/}" = launcher.out ] || sed "s/^/rank: /" "$f"; done
-            ls -d "$TMP"/vres/m/*/ | sed "s/^/dir: /"
+            for f in "$TMP"/vres/m/*Z-*/*.out; do [ "${f##*/}" = launcher.out ] || sed "s/^/rank: /" "$f"; done
+            ls -d "$TMP"/vres/m/*Z-*/ | sed "s/^/dir: /"
         ' sh "$TMP" "$PY" "$victim" "$GPURUN" "$PATH_WITH" >"$TMP/ns.out" 2>&1
         d=$(sed -n 's,^dir: \(.*\)/$,\1,p' "$TMP/ns.out" | tail -1)
         grep -q "^rc=0$" "$TMP/ns.out"
@@ -481,10 +481,10 @@ if [ "$slurm_up" = yes ]; then
 pid=\$!
 if [ "$1" != none ]; then
     n=0
-    while [ "\$(cat "$TMP"/results/m/*/*.out 2>/dev/null | grep -c '^[0-9]*: rank=')" -lt 2 ] && [ \$n -lt 600 ]; do
+    while [ "\$(cat "$TMP"/results/m/*Z-*/*.out 2>/dev/null | grep -c '^[0-9]*: rank=')" -lt 2 ] && [ \$n -lt 600 ]; do
         sleep 0.1; n=\$((n + 1))
     done
-    step=\$(cat "$TMP"/results/m/*/*.out | sed -n 's/^1: rank=1 .* step=\\([0-9]*\\).*/\\1/p')
+    step=\$(cat "$TMP"/results/m/*Z-*/*.out | sed -n 's/^1: rank=1 .* step=\\([0-9]*\\).*/\\1/p')
     [ "$1" = gpurun ] && kill -KILL "\$pid"
     [ "$1" = step ] && kill -KILL "\$step"
 fi

@@ -82,7 +82,7 @@ wait_job() {
     [ "$_wj" -lt $(($2 * 5)) ]
 }
 # run_dir JOB: the job's latest run folder
-run_dir() { ls -d "$R/$1"/*/ 2>/dev/null | tail -1 | sed 's:/$::'; }
+run_dir() { ls -d "$R/$1"/*Z-*/ 2>/dev/null | tail -1 | sed 's:/$::'; }
 # wait_files GLOB COUNT SECONDS: until COUNT files match GLOB
 # wait_ranks RUN_DIR_GLOB N SECONDS: true once N ranks printed a line
 wait_ranks() {

@@ -186,7 +186,7 @@ ok $? "... --set params.buffers=gpu: --buffers gpu"
 
 run "$GPURUN" run "$TMP/gpu.conf" --quiet --results "$TMP/results"
 expect_rc 2 "gpurun run of buffers = \"gpu\" with the host-only netcheck: the rank's exit 2"
-rundir=$(ls -d "$TMP"/results/nc-gpu/*/ 2>/dev/null | tail -1)
+rundir=$(ls -d "$TMP"/results/nc-gpu/*Z-*/ 2>/dev/null | tail -1)
 [ "$(jq -r .state "$rundir/record.json" 2>/dev/null)" = failed ] &&
     rank_output "$rundir" 0 | grep -q 'built without CUDA: --buffers gpu needs netcheck-cuda'
 ok $? "... the record says failed, rank 0's output says why"
@@ -202,7 +202,7 @@ params { netcheck = "$NETCHECK_FAKEGPU"  max = 4096  iters = 10  buffers = "gpu"
 EOF
     run "$GPURUN" run "$TMP/fake.conf" --quiet --results "$TMP/results"
     expect_rc 0 "gpurun run, buffers = \"gpu\" on the fake GPU"
-    rundir=$(ls -d "$TMP"/results/nc-fake/*/ 2>/dev/null | tail -1)
+    rundir=$(ls -d "$TMP"/results/nc-fake/*Z-*/ 2>/dev/null | tail -1)
     [ "$(jq -r .state "$rundir/record.json" 2>/dev/null)" = ok ] &&
         rank_output "$rundir" 0 | grep -q '^NETCHECK buffers: gpu (staged through host: NETCHECK_CUDA_AWARE=0)$'
     ok $? "... the record says ok; rank 0's output says the buffers were staged GPU memory"

@@ -86,7 +86,7 @@ SCRIPT
 id=$(sbatch --parsable "$W/pyx.sh" | cut -d';' -f1)
 n=0
 while squeue -h -j "$id" 2>/dev/null | grep -q . && [ $n -lt 900 ]; do sleep 0.2; n=$((n + 1)); done
-d=$(ls -d "$W"/results/pyx/*/ 2>/dev/null | tail -1 | sed 's:/$::')
+d=$(ls -d "$W"/results/pyx/*Z-*/ 2>/dev/null | tail -1 | sed 's:/$::')
 contains "$W/pyx.out" "gpurun-exit=0" "a 2-node pyxis job exits 0"
 [ -n "$d" ] || sed 's/^/#   /' "$W/pyx.out" | head -30
 [ -n "$d" ] && jq -e '.state == "ok" and .container.runtime == "pyxis" and (.hosts | join(",")) == "h1,h2"' \
@@ -141,7 +141,7 @@ sed -e "s|^\"|export GPURUN_TOPOLOGY='$W/gpus/topo-%h.xml'\n\"|" -e 's|pyx\.conf
 id=$(sbatch --parsable "$W/pyxmps.sh" | cut -d';' -f1)
 n=0
 while squeue -h -j "$id" 2>/dev/null | grep -q . && [ $n -lt 900 ]; do sleep 0.2; n=$((n + 1)); done
-d=$(ls -d "$W"/results/pyxmps/*/ 2>/dev/null | tail -1 | sed 's:/$::')
+d=$(ls -d "$W"/results/pyxmps/*Z-*/ 2>/dev/null | tail -1 | sed 's:/$::')
 contains "$W/pyxmps.out" "gpurun-exit=0" "ranks sharing a GPU on 2 hosts under pyxis: gpurun exits 0"
 [ -n "$d" ] && jq -e '.host_plans.h2.mps | .started == false and .active == false and (.note | test("pyxis"))' \
     "$d/record.json" >/dev/null && jq -e '.mps.hosts.h2.note | test("pyxis")' "$d/record.json" >/dev/null

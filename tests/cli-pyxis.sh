@@ -74,7 +74,7 @@ SCRIPT
 run sbatch --parsable "$TMP/batch.sh"
 expect_rc 0 "sbatch takes a batch script that runs a container job"
 wait_job "$(cut -d';' -f1 "$TMP/out")"
-d=$(ls -d "$TMP"/job/results/pyx/*/ 2>/dev/null | tail -1 | sed 's:/$::')
+d=$(ls -d "$TMP"/job/results/pyx/*Z-*/ 2>/dev/null | tail -1 | sed 's:/$::')
 contains "$TMP/batch.out" "gpurun-exit=0" "gpurun run exits 0 inside the allocation"
 [ -n "$d" ] && jq -e '.state == "ok" and .launcher == "srun" and .container.runtime == "pyxis" and (.container.why | contains("auto"))' "$d/record.json" >/dev/null
 ok $? "runtime auto inside the allocation picked pyxis; the job ran under srun and its record says ok"

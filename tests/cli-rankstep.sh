@@ -23,7 +23,7 @@ libs=$(grep -o -e 'libhwloc[^ ]*' -e 'libxml2[^ ]*' -e 'libsqlite3[^ ]*' -e 'lib
 echo "rank $GPURUN_RANK host ${GPURUN_HOST:-here} step ${exe##*/} libs [$libs]"
 EOF
 chmod 0755 "$TMP/who"
-last_run() { ls -d "$TMP"/results/"$1"/*/ | tail -1 | sed 's:/$::'; }
+last_run() { ls -d "$TMP"/results/"$1"/*Z-*/ | tail -1 | sed 's:/$::'; }
 
 printf 'job = "lean"\ncommand = "%s"\nlauncher = "local"\nranks_per_node = 4\nthreads_per_rank = 1\noversubscribe = true\nresults = "%s"\n' \
     "$TMP/who" "$TMP/results" >"$TMP/lean.conf"

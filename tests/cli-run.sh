@@ -49,7 +49,7 @@ check_ranks() {
     done
 }
 
-last_run() { ls -d "$TMP"/results/"$1"/*/ | tail -1 | sed 's:/$::'; }
+last_run() { ls -d "$TMP"/results/"$1"/*Z-*/ | tail -1 | sed 's:/$::'; }
 
 job two mpirun 2
 run "$GPURUN" run "$TMP/two.conf" --quiet

@@ -235,7 +235,7 @@ EOF
     ok $? "a full disk: the run is not a success (exit $rc)"
     contains "$TMP/err" "record.json" "... and the record that could not be written is named"
     if grep -q " ok in " "$TMP/out"; then ok 1 "... nothing says ok"; else ok 0 "... nothing says ok"; fi
-    rm -f "$TMP/full"/r/full/*/fill
+    rm -f "$TMP/full"/r/full/*Z-*/fill
     no_run_in "$TMP/full/r/results.db"
     ok $? "... and results.db does not claim the run"
     umount "$TMP/full"
@@ -312,7 +312,7 @@ chown 4242:4242 "$HOME_V/bashrc"
 held=$(head -c 1 "$TMP/ready")
 [ "$held" = r ]
 ok $? "the first setup step waits"
-name=$(ls "$P/r/sw")
+name=$(ls "$P/r/sw" | grep -v "^latest$")
 attacker sh -c "mv '$P/r' '$P/r.moved' && mkdir -p '$P/r/sw/$name' && ln -s '$HOME_V/bashrc' '$P/r/sw/$name/step2.txt' && chmod -R a+rwx '$P/r'"
 ok $? "another user swaps in a tree of theirs with the same run folder $name"
 printf g >"$TMP/go"

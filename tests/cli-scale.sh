@@ -13,7 +13,7 @@ job() { # job NAME RANKS COMMAND [EXTRA]
     printf 'job = "%s"\ncommand = "%s"\nlauncher = "local"\nranks_per_node = %s\nthreads_per_rank = 1\noversubscribe = true\nresults = "%s"\n%s\n' \
         "$1" "$3" "$2" "$TMP/results" "${4:-}" >"$TMP/$1.conf"
 }
-last_run() { ls -d "$TMP"/results/"$1"/*/ | tail -1 | sed 's:/$::'; }
+last_run() { ls -d "$TMP"/results/"$1"/*Z-*/ | tail -1 | sed 's:/$::'; }
 cat >"$TMP/say" <<'EOF'
 #!/bin/sh
 echo "hello from $GPURUN_RANK"
@@ -74,7 +74,7 @@ printf 'template = "say"\nlauncher = "local"\nranks_per_node = 2\nthreads_per_ra
     "$TMP/results" >"$TMP/t.conf"
 run env GPURUN_TEMPLATE_PATH="$TMP/tpl" "$GPURUN" run "$TMP/t.conf" --quiet
 expect_rc 0 "a template's figure of merit on 2 ranks"
-d=$(ls -d "$TMP"/results/t/*/ | tail -1)
+d=$(ls -d "$TMP"/results/t/*Z-*/ | tail -1)
 [ "$(jq -r '.foms.ft.value' "$d/record.json")" = 42 ]
 ok $? "... is rank 0's (42), read from its labelled lines, not rank 1's"
 

@@ -40,7 +40,7 @@ run sbatch --parsable "$TMP/batch.sh"
 expect_rc 0 "sbatch accepts a batch script that calls gpurun run"
 id=$(cut -d';' -f1 "$TMP/out")
 wait_job "$id"
-d=$(ls -d "$TMP"/results/slurmhello/*/ 2>/dev/null | tail -1 | sed 's:/$::')
+d=$(ls -d "$TMP"/results/slurmhello/*Z-*/ 2>/dev/null | tail -1 | sed 's:/$::')
 [ -n "$d" ] && [ "$(jq -r .state "$d/record.json")" = ok ]
 ok $? "the job completed and its record says ok"
 [ "$(jq -r .launcher "$d/record.json" 2>/dev/null)" = srun ]
@@ -61,10 +61,10 @@ expect_rc 0 "gpurun submit"
 contains "$TMP/out" "Submitted batch job" "... prints the job id"
 id=$(sed -n 's/.*Submitted batch job \([0-9][0-9]*\).*/\1/p' "$TMP/out" | head -1)
 wait_job "$id"
-n=$(ls -d "$TMP"/results/slurmhello/*/ | wc -l)
+n=$(ls -d "$TMP"/results/slurmhello/*Z-*/ | wc -l)
 [ "$n" -eq 2 ]
 ok $? "the submitted job ran: a second run folder"
-d=$(ls -d "$TMP"/results/slurmhello/*/ | tail -1 | sed 's:/$::')
+d=$(ls -d "$TMP"/results/slurmhello/*Z-*/ | tail -1 | sed 's:/$::')
 [ "$(jq -r .state "$d/record.json")" = ok ] && [ "$(jq -r .launcher "$d/record.json")" = srun ]
 ok $? "... and completed under srun with state ok"
 ls "$TMP"/results/slurmhello/slurm-"$id".out >/dev/null 2>&1
@@ -113,7 +113,7 @@ contains "$TMP/segv.out" "gpurun-exit=139" "under srun, SIGSEGV in rank 0 while 
 grep -q 'lost' "$TMP/segv.out"
 [ $? -ne 0 ]
 ok $? "... no host is called lost"
-d=$(ls -d "$TMP"/results/slurmsegv/*/ 2>/dev/null | tail -1)
+d=$(ls -d "$TMP"/results/slurmsegv/*Z-*/ 2>/dev/null | tail -1)
 [ -n "$d" ] && jq -e '.state == "failed" and .failure.rank == 0 and .failure.reason == "killed by signal SIGSEGV" and
     .rank_status[1].stopped == true' "$d/record.json" >/dev/null
 ok $? "... the record: rank 0 failed (SIGSEGV), rank 1 was stopped"
@@ -141,7 +141,7 @@ SCRIPT
     contains "$TMP/blowup.out" "gpurun-exit=139" "the water box blowing up on 2 ranks under srun: 139"
     grep -q '^\[[01]\] step [0-9]*: One or more water molecules can not be settled\.$' "$TMP/blowup.out"
     ok $? "... mdrun's SETTLE line first on stderr, in the batch output"
-    d=$(ls -d "$TMP"/blowup-results/water-box/*/ 2>/dev/null | tail -1)
+    d=$(ls -d "$TMP"/blowup-results/water-box/*Z-*/ 2>/dev/null | tail -1)
     [ -n "$d" ] && jq -e '.launcher == "srun" and .failure.status == 139 and
         (.failure.reason | test("can not be settled")) and (.failure.tail | length) == 20' "$d/record.json" >/dev/null
     ok $? "... and in the record"
@@ -174,7 +174,7 @@ wait_job "$(cut -d';' -f1 "$TMP/out")" 1500
 contains "$TMP/limit.out" "gpurun-exit=124" "the allocation's time limit: gpurun exits 124"
 contains "$TMP/limit.out" "gpurun: the allocation's time limit was reached (Slurm cancelled the step): every rank was stopped" \
     "... saying so"
-d=$(ls -d "$TMP"/results/slurmlimit/*/ 2>/dev/null | tail -1)
+d=$(ls -d "$TMP"/results/slurmlimit/*Z-*/ 2>/dev/null | tail -1)
 [ -n "$d" ] && jq -e '.state == "timeout" and .exit_status == 124' "$d/record.json" >/dev/null
 ok $? "... the record's state is timeout"
 

@@ -116,7 +116,7 @@ oversubscribe = true
 JOB
 run "$GPURUN" run "$TMP/t.conf" --quiet --results "$TMP/res"
 expect_rc 0 "gpurun run with the cache"
-d=$(ls -d "$TMP"/res/*/*/ | tail -1)
+d=$(ls -d "$TMP"/res/*/*Z-*/ | tail -1)
 [ "$(jq -r .state "$d/record.json")" = ok ] && cmp -s "$d/topology.xml" "$TMP/live.xml"
 ok $? "... its record is ok, and its topology.xml is the live discovery's"
 
@@ -210,8 +210,8 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then
     vrc=$?
     n=$(grep -c 'topology cache' "$TMP/v.err")
     # The rank steps' own stderr goes to the run folder's launcher.out.
-    steps=$(cat "$TMP"/vres/sim/*/launcher.out 2>/dev/null | grep -c 'topology cache')
-    [ "$vrc" -eq 0 ] && [ "$n" = 1 ] && [ "$steps" = 0 ] && [ -s "$TMP"/vres/sim/*/plan.sim0002.json ]
+    steps=$(cat "$TMP"/vres/sim/*Z-*/launcher.out 2>/dev/null | grep -c 'topology cache')
+    [ "$vrc" -eq 0 ] && [ "$n" = 1 ] && [ "$steps" = 0 ] && [ -s "$TMP"/vres/sim/*Z-*/plan.sim0002.json ]
     ok $? "gpurun run on two simulated hosts as uid $victim: exit $vrc, the warning said $n time(s) by gpurun and $steps by the rank steps that planned the hosts (1 and 0 wanted)"
 else
     skip "not root or no setpriv: no second user"

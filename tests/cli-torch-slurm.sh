@@ -58,7 +58,7 @@ run sbatch --parsable "$TMP/batch.sh"
 expect_rc 0 "sbatch accepts a batch script running pytorch-ddp jobs"
 wait_job "$(cut -d';' -f1 "$TMP/out")"
 contains "$TMP/batch.out" "env-exit=0" "2 pytorch-ddp ranks under srun end well"
-d=$(ls -d "$TMP"/results/torchenv/*/ 2>/dev/null | tail -1 | sed 's:/$::')
+d=$(ls -d "$TMP"/results/torchenv/*Z-*/ 2>/dev/null | tail -1 | sed 's:/$::')
 [ -n "$d" ] && [ "$(jq -r .launcher "$d/record.json")" = srun ]
 ok $? "... launched by srun"
 addr=$(jq -r .MASTER_ADDR "$d/env.json" 2>/dev/null)
@@ -73,7 +73,7 @@ for i in 0 1; do
 done
 if [ $torch = yes ]; then
     contains "$TMP/batch.out" "ddp-exit=0" "examples/resnet-ddp with 2 DDP ranks under srun"
-    rec=$(ls "$TMP"/results/resnet-ddp/*/record.json 2>/dev/null | tail -1)
+    rec=$(ls "$TMP"/results/resnet-ddp/*Z-*/record.json 2>/dev/null | tail -1)
     [ -n "$rec" ] && [ "$(jq -r .launcher "$rec")" = srun ] && [ "$(jq -r .foms.images_per_s.value "$rec")" != null ]
     ok $? "... launched by srun, images_per_s recorded ($(jq -r .foms.images_per_s.value "$rec" 2>/dev/null))"
 else

@@ -50,7 +50,7 @@ params { python = "$PY"  script = "$script"  rendezvous = "${RDV}" }
 $4
 JOB
 }
-last_run() { ls -d "$TMP"/results/"$1"/*/ | tail -1 | sed 's:/$::'; }
+last_run() { ls -d "$TMP"/results/"$1"/*Z-*/ | tail -1 | sed 's:/$::'; }
 
 # check_env RUN_DIR RANKS: each rank got torchrun's variables, the same
 # rendezvous as env.json says.
@@ -199,18 +199,18 @@ run nice "$GPURUN" run "$EXAMPLE/job.conf" --quiet --results "$TMP/results" --se
     --set gpus_per_rank=0 --set threads_per_rank=1 --set "$small"
 expect_rc 0 "examples/resnet-ddp/job.conf at 1 and 2 ranks on CPU"
 for n in 1 2; do
-    rec=$(grep -l "\"ranks\": $n," "$TMP"/results/resnet-ddp/*/record.json | head -1)
+    rec=$(grep -l "\"ranks\": $n," "$TMP"/results/resnet-ddp/*Z-*/record.json | head -1)
     v=$(jq -r '.foms.images_per_s.value' "$rec" 2>/dev/null)
     [ -n "$rec" ] && [ "$(jq -r .state "$rec")" = ok ] && awk -v v="$v" 'BEGIN { exit !(v > 0) }'
     ok $? "$n rank(s): state ok, images_per_s = $v recorded"
 done
-d=$(ls -d "$TMP"/results/resnet-ddp/*/ | tail -1)
+d=$(ls -d "$TMP"/results/resnet-ddp/*Z-*/ | tail -1)
 contains "$d/$(ls "$d" | grep -v -e launcher.out -e '^rank' | grep '\.out$' | head -1)" "backend=gloo device=cpu" "... DDP over gloo on the CPUs"
 
 if command -v mpirun >/dev/null 2>&1; then
     run nice "$GPURUN" run "$EXAMPLE/job.conf" --quiet --results "$TMP/mpiresults" --set launcher=mpirun \
         --set gpus_per_rank=0 --set threads_per_rank=1 --set "$small" --set ranks_per_node=2
-    rec=$(ls "$TMP"/mpiresults/resnet-ddp/*/record.json 2>/dev/null | tail -1)
+    rec=$(ls "$TMP"/mpiresults/resnet-ddp/*Z-*/record.json 2>/dev/null | tail -1)
     [ "$rc" -eq 0 ] && [ "$(jq -r .launcher "$rec")" = mpirun ] && [ "$(jq -r .foms.images_per_s.value "$rec")" != null ]
     ok $? "2 DDP ranks under mpirun train and record images_per_s"
 fi
@@ -239,7 +239,7 @@ run nice "$GPURUN" run "$EXAMPLE/job.conf" --quiet --results "$TMP/taken0" --set
     --set params.rendezvous_timeout=5 --set timeout=5m --set params.rendezvous=rank0
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]
 ok $? "rendezvous = rank0 on a port taken fails with a non-zero exit of the rank's own, not the time limit (exit $rc)"
-d=$(ls -d "$TMP"/taken0/resnet-ddp/*/ | tail -1)
+d=$(ls -d "$TMP"/taken0/resnet-ddp/*Z-*/ | tail -1)
 cat "$d"/*.out >"$TMP/taken.out" 2>/dev/null
 contains "$TMP/taken.out" ":$taken (gloo) failed" "... and the rank's error names the address and port"
 contains "$TMP/taken.out" "Address already in use" "... and why"
@@ -340,7 +340,7 @@ JOB
         ok $? "... the squatter could not listen on the store's port ($(head -1 "$SQ/report" 2>/dev/null))"
         ! grep -q "^connected" "$SQ/report"
         ok $? "... and no rank talked to the squatter"
-        d=$(ls -d "$SQ"/victim/results/job/*/ | tail -1)
+        d=$(ls -d "$SQ"/victim/results/job/*Z-*/ | tail -1)
         [ "$(jq -r .rendezvous.mode "$d/record.json")" = store ] &&
             [ "$(jq -r .rendezvous.port "$d/record.json")" = "$(head -1 "$SQ/report" | cut -d' ' -f2)" ]
         ok $? "... the record says the rendezvous was gpurun's store, on that port"
@@ -393,7 +393,7 @@ run nice "$GPURUN" run "$EXAMPLE/job.conf" --quiet --results "$TMP/never" --set 
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]
 ok $? "a rendezvous waiting for a rank that never comes ends within its bound, non-zero (exit $rc)"
 contains "$TMP/err" "rank 0 on" "... gpurun names the rank that failed"
-d=$(ls -d "$TMP"/never/resnet-ddp/*/ | tail -1)
+d=$(ls -d "$TMP"/never/resnet-ddp/*Z-*/ | tail -1)
 cat "$d"/*.out >"$TMP/never.out" 2>/dev/null
 port=$(jq -r .MASTER_PORT "$d/env.json")
 addr=$(jq -r .MASTER_ADDR "$d/env.json")
@@ -429,7 +429,7 @@ printf 'template = "trenv"\nlauncher = "mpirun"\nnodes = 3\nranks_per_node = 2\n
     "$TMP/results" >"$TMP/simtpl/trenv-job.conf"
 run env PATH="$TMP/simbin:$PATH" GPURUN_TEMPLATE_PATH="$TMP/simtpl" "$GPURUN" run "$TMP/simtpl/trenv-job.conf" --quiet
 expect_rc 0 "torchrun's variables on 3 simulated hosts x 2 ranks (mpirun)"
-d=$(ls -d "$TMP"/results/trenv-job/*/ | tail -1)
+d=$(ls -d "$TMP"/results/trenv-job/*Z-*/ | tail -1)
 cat "$d"/*.out | sed -n 's/^[0-9]*: TR //p' | sort >"$TMP/trenv.got"
 for r in 0 1 2 3 4 5; do
     echo "RANK=$r LOCAL_RANK=$((r % 2)) GROUP_RANK=$((r / 2)) WORLD_SIZE=6 LOCAL_WORLD_SIZE=2"

@@ -98,10 +98,14 @@ rank_output() {
         [ -f "$_ro" ] && sed -n "s/^$2: //p" "$_ro"
     done
 }
-# ranks_started RUN_DIR_GLOB: how many ranks printed a first line yet
+# ranks_started RUN_DIR_GLOB: how many ranks printed a first line yet (in
+# the run folders the glob names: RESULTS/JOB/latest, a symlink to one of
+# them, is not counted twice)
 ranks_started() {
     # shellcheck disable=SC2086 # a pattern
-    cat $1/*.out 2>/dev/null | grep -c '^[0-9][0-9]*: '
+    for _rs in $1; do
+        [ -L "$_rs" ] || cat "$_rs"/*.out 2>/dev/null
+    done | grep -c '^[0-9][0-9]*: '
 }
 
 # free_ports N: N TCP ports that nothing listens on now, from the kernel:

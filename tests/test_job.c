@@ -79,6 +79,11 @@ static const struct bad bad[] = {
      "\"01:00:00\" or \"none\", got '30m1h'"},
     {"timeout too long", "timeout = \"400d\"\n", 0,
      "job.conf:1: key 'timeout': '400d' is out of range (at most 366 days)"},
+    {"bad progress_interval", "\nprogress_interval = \"often\"\n", 0,
+     "job.conf:2: key 'progress_interval': expected a duration such as \"10m\", \"30s\", \"1h\" or \"off\", "
+     "got 'often'"},
+    {"progress_interval too long", "progress_interval = \"2d\"\n", 0,
+     "job.conf:1: key 'progress_interval': '2d' is out of range (at most a day; \"off\" for none)"},
     /* control characters, escaped in the message */
     {"tab in command", "command = \"./app\\t-n 1\"\n", 0,
      "job.conf:1: key 'command': control character 0x09 (tab) in the value"},
@@ -321,6 +326,7 @@ static void test_defaults(void)
                job->gpudirect == GPURUN_GPUDIRECT_AUTO,
            "enums at their defaults");
         is_int(job->timeout_s, 0, "no time limit");
+        is_int(job->progress_interval_s, 600, "progress_interval 10m");
         is_int(job->repeat, 1, "repeat 1");
         is_int(job->ranks_per_gpu, 1, "ranks_per_gpu 1");
         ok(job->mps == GPURUN_MPS_AUTO, "mps auto");
@@ -393,6 +399,28 @@ static void test_timeouts(void)
             is_int(job->timeout_s, forms[i].secs, "%s: %ld s", what, forms[i].secs);
             gpurun_job_destroy(job);
         }
+    }
+    /* progress_interval takes the same durations, and "off". */
+    static const struct {
+        const char *text;
+        long secs;
+    } every[] = {{"\"1s\"", 1}, {"\"10m\"", 600}, {"\"1h\"", 3600}, {"\"off\"", 0}, {"\"none\"", 0}, {"0", 0}};
+    for (size_t i = 0; i < sizeof every / sizeof *every; i++) {
+        char text[64], what[96];
+        snprintf(text, sizeof text, "progress_interval = %s\n", every[i].text);
+        snprintf(what, sizeof what, "progress_interval = %s", every[i].text);
+        gpurun_job_t *job = parse_ok(text, "job.conf", what);
+        if (job) {
+            is_int(job->progress_interval_s, every[i].secs, "%s: %ld s", what, every[i].secs);
+            gpurun_job_destroy(job);
+        }
+    }
+    gpurun_job_t *job = parse_ok("", "job.conf", "no progress_interval");
+    gpurun_error_t err = {0};
+    if (job) {
+        ok(gpurun_job_set(job, "progress_interval=2s", &err) == 0 && job->progress_interval_s == 2,
+           "--set progress_interval=2s");
+        gpurun_job_destroy(job);
     }
 }
 

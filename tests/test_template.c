@@ -211,6 +211,39 @@ static const struct bad bad[] = {
      "tpl.conf:3: key 'fom.a': section not closed ('}' missing)"},
     {"fom name at the end of the file", HEAD "fom a",
      "tpl.conf:3: key 'fom': '{' and the section missing at the end of the file"},
+    /* The progress keys (issue 27 §5). */
+    {"progress_groups with a word it does not know", HEAD "progress = \"(x) (y)\"\nprogress_groups = \"step time\"\n",
+     "tpl.conf:4: key 'progress_groups': 'time' is not one of step, total, figure, clock, - (or \"count\" alone)"},
+    {"progress_groups naming one twice", HEAD "progress = \"(x) (y)\"\nprogress_groups = \"step step\"\n",
+     "tpl.conf:4: key 'progress_groups': 'step' twice"},
+    {"progress_groups naming more groups than the regex has",
+     HEAD "progress = \"step ([0-9]+)\"\nprogress_groups = \"step clock\"\n",
+     "tpl.conf:4: key 'progress_groups': names 2 groups, and 'progress' has 1"},
+    {"progress_file without progress", HEAD "progress_file = \"md.log\"\n",
+     "tpl.conf:3: key 'progress_file': without 'progress' (the regex of the progress lines) it says nothing"},
+    {"progress_total that is not a number", HEAD "progress = \"(x)\"\nprogress_total = \"lots\"\n",
+     "tpl.conf:4: key 'progress_total': 'lots' is not a whole number"},
+    {"progress_scale that is not a positive number", HEAD "progress = \"(x)\"\nprogress_scale = \"-1\"\n",
+     "tpl.conf:4: key 'progress_scale': '-1' is not a positive number (as \"86.4\": ps per wall second to "
+     "ns/day)"},
+    {"progress_scale that is nan", HEAD "progress = \"(x)\"\nprogress_scale = \"nan\"\n",
+     "tpl.conf:4: key 'progress_scale': 'nan' is not a positive number (as \"86.4\": ps per wall second to "
+     "ns/day)"},
+    {"progress_total_file without its regex", HEAD "progress = \"(x)\"\nprogress_total_file = \"in.txt\"\n",
+     "tpl.conf:4: key 'progress_total_file': without 'progress_total_regex' (the lines whose first groups "
+     "multiply to the total)"},
+    {"progress_total_regex without a group",
+     HEAD "progress = \"(x)\"\nprogress_total_file = \"in.txt\"\nprogress_total_regex = \"# of\"\n",
+     "tpl.conf:5: key 'progress_total_regex': '# of' has no group: put what it reads in parentheses, as in "
+     "\"([0-9.]+) ns/day\""},
+    {"progress_total and progress_total_file both",
+     HEAD "progress = \"(x)\"\nprogress_total = \"5\"\nprogress_total_file = \"in.txt\"\n"
+          "progress_total_regex = \"([0-9]+)\"\n",
+     "tpl.conf:5: key 'progress_total_file': not with 'progress_total' (line 4): the total comes from one or the "
+     "other"},
+    {"progress with a bad ${name}", HEAD "progress = \"(x)\"\nprogress_total = \"${n steps}\"\n",
+     "tpl.conf:4: key 'progress_total': '${n steps}' is not a valid name (a letter or '_', then letters, "
+     "digits, '_')"},
 };
 
 /* Regexes that do not compile: the message ends in the C library's words
@@ -220,8 +253,10 @@ static const struct bad bad_regex[] = {
      "tpl.conf:4: key 'fom.a.regex': '([0-9.]+' is not a POSIX extended regex: "},
     {"progress that does not compile", HEAD "progress = \"step (\"\n",
      "tpl.conf:3: key 'progress': 'step (' is not a POSIX extended regex: "},
+    {"progress_after that does not compile", HEAD "progress = \"(x)\"\nprogress_after = \"[a\"\n",
+     "tpl.conf:4: key 'progress_after': '[a' is not a POSIX extended regex: "},
 };
-static const char *const bad_regex_re[] = {"([0-9.]+", "step ("};
+static const char *const bad_regex_re[] = {"([0-9.]+", "step (", "[a"};
 
 static void check_bad(const struct bad *b, const char *regex)
 {

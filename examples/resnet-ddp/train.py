@@ -12,6 +12,10 @@ figures of merit:
     DDP step_ms: 25.9              mean time of one step after the warm-up
     DDP allreduce_share: 0.12      one all-reduce of every gradient / step time
     DDP done
+
+and, for gpurun's progress, a line per step:
+
+    step 6 of 35 loss 6.9101 images_per_s 412.7
 """
 import argparse
 import datetime
@@ -122,15 +126,26 @@ def main():
         scaler.update()
         return loss
 
-    for _ in range(a.warmup):
-        step()
+    # A line per step from rank 0, for gpurun's progress (the template's
+    # progress regex): the step, of how many, the loss, and the images per
+    # second of the phase so far (warm-up, then the measured steps).
+    total = a.warmup + a.steps
+
+    def say(k, loss, images, since):
+        if rank == 0:
+            ips = images / max(time.perf_counter() - since, 1e-9)
+            print(f"step {k} of {total} loss {loss.item():.4f} images_per_s {ips:.1f}", flush=True)
+
+    warm_start = time.perf_counter()
+    for i in range(a.warmup):
+        loss = step()
+        say(i + 1, loss, a.batch_size * world * (i + 1), warm_start)
     sync()
     dist.barrier()
     start = time.perf_counter()
     for i in range(a.steps):
         loss = step()
-        if rank == 0:
-            print(f"step {a.warmup + i + 1} loss {loss.item():.4f}", flush=True)
+        say(a.warmup + i + 1, loss, a.batch_size * world * (i + 1), start)
     sync()
     dist.barrier()
     elapsed = time.perf_counter() - start

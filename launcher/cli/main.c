@@ -57,6 +57,7 @@ static const struct {
     {"doctor", cmd_doctor, "can this node run GPU jobs well? what to fix"},
     {"collect", cmd_collect, "figures of merit of a template from existing output files"},
     {"results", cmd_results, "list the runs of a results folder (table, JSON or CSV)"},
+    {"status", cmd_status, "the running jobs of a results folder: step, ETA, running figure, run folder"},
     {"report", cmd_report, "statistics, scaling and cost per configuration; SVG plot, HTML page"},
     {"init", cmd_init, "write a commented job file for a template and a site, laid out for this node"},
     {"templates", cmd_templates, "list the templates (or --sites: site profiles) a job can name"},

@@ -33,6 +33,8 @@
 
 #define JOB_FILE_MAX (1024 * 1024)
 #define TIMEOUT_MAX (366L * 24 * 3600)
+#define PROGRESS_INTERVAL_MAX (24L * 3600)
+#define PROGRESS_INTERVAL_DEFAULT (10L * 60)
 #define SCAN_VALUES_MAX 64 /* values of one scan axis */
 #define SCAN_RUNS_MAX 1024 /* combinations of all axes */
 
@@ -195,6 +197,27 @@ static int cb_timeout(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *resul
             gpurun_conf_shown(&a, value));
     if (secs > TIMEOUT_MAX)
         return gpurun_conf_value_error(cfg, opt, "'%s' is out of range (at most 366 days)",
+                                       gpurun_conf_shown(&a, value));
+    *(long *)result = secs;
+    return 0;
+}
+
+/* progress_interval: a duration as `timeout` takes, of a second to a day,
+ * or "off" (also "none", 0): no progress lines. */
+static int cb_progress_interval(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
+{
+    struct gpurun_conf_shown a;
+    long secs;
+    if (value && strcmp(value, "off") == 0) {
+        *(long *)result = 0;
+        return 0;
+    }
+    if (!value || parse_duration(value, &secs) < 0)
+        return gpurun_conf_value_error(cfg, opt,
+                                       "expected a duration such as \"10m\", \"30s\", \"1h\" or \"off\", got '%s'",
+                                       gpurun_conf_shown(&a, value));
+    if (secs > PROGRESS_INTERVAL_MAX)
+        return gpurun_conf_value_error(cfg, opt, "'%s' is out of range (at most a day; \"off\" for none)",
                                        gpurun_conf_shown(&a, value));
     *(long *)result = secs;
     return 0;
@@ -538,6 +561,7 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     job->cpu_locality = (enum gpurun_cpu_locality)cfg_getint(cfg, "cpu_locality");
     job->gpudirect = (enum gpurun_gpudirect)cfg_getint(cfg, "gpudirect");
     job->timeout_s = cfg_getint(cfg, "timeout");
+    job->progress_interval_s = cfg_getint(cfg, "progress_interval");
     job->repeat = (int)cfg_getint(cfg, "repeat");
     job->results = gpurun_xstrdup(cfg_getstr(cfg, "results"));
     job->run_folder_mode = (enum gpurun_run_folder_mode)cfg_getint(cfg, "run_folder_mode");
@@ -612,6 +636,7 @@ static int parse_job(const char *text, size_t len, const char *label, const char
         CFG_INT_CB("cpu_locality", GPURUN_CPULOC_PACKAGE, CFGF_NONE, cb_enum),
         CFG_INT_CB("gpudirect", GPURUN_GPUDIRECT_AUTO, CFGF_NONE, cb_enum),
         CFG_INT_CB("timeout", 0, CFGF_NONE, cb_timeout),
+        CFG_INT_CB("progress_interval", PROGRESS_INTERVAL_DEFAULT, CFGF_NONE, cb_progress_interval),
         CFG_INT_CB("repeat", 1, CFGF_NONE, cb_int),
         CFG_STR("results", "results", CFGF_NONE),
         CFG_INT_CB("run_folder_mode", GPURUN_RUN_FOLDER_PRIVATE, CFGF_NONE, cb_enum),
@@ -813,6 +838,8 @@ static void take_key(gpurun_job_t *to, gpurun_job_t *from, const char *key, bool
         to->gpudirect = from->gpudirect;
     else if (strcmp(key, "timeout") == 0)
         to->timeout_s = from->timeout_s;
+    else if (strcmp(key, "progress_interval") == 0)
+        to->progress_interval_s = from->progress_interval_s;
     else if (strcmp(key, "repeat") == 0)
         to->repeat = from->repeat;
     else if (strcmp(key, "run_folder_mode") == 0)

@@ -60,6 +60,7 @@ typedef struct gpurun_job {
     enum gpurun_cpu_locality cpu_locality; /* default package */
     enum gpurun_gpudirect gpudirect;
     long timeout_s;       /* 0: no limit */
+    long progress_interval_s; /* off a terminal, a progress line this often; 0: none (default 600) */
     int repeat;           /* default 1 */
     char *results;        /* default "results" */
     enum gpurun_run_folder_mode run_folder_mode; /* default private */

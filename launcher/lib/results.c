@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "results.h"
+#include "runstatus.h"
 #include "dbfile.h"
 #include "safefile.h"
 #include "util.h"
@@ -1071,7 +1072,8 @@ static int sync_folder(gpurun_results_t *r, bool rebuild, struct gpurun_results_
         size_t nruns = 0;
         struct entry *runs = subdirs(jfd, &nruns);
         for (size_t i = 0; rc == 0 && i < nruns; i++)
-            rc = sync_run(r, &p, jfd, jobs[j].name, &runs[i], log, err);
+            if (!(runs[i].link && !strcmp(runs[i].name, GPURUN_LATEST))) /* RESULTS/JOB/latest: no run of its own */
+                rc = sync_run(r, &p, jfd, jobs[j].name, &runs[i], log, err);
         free_entries(runs, nruns);
         close(jfd);
     }

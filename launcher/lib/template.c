@@ -10,6 +10,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <regex.h>
 #include <stdbool.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "confparse.h"
+#include "progress.h"
 #include "safefile.h"
 #include "template.h"
 #include "util.h"
@@ -451,6 +453,99 @@ static void check_fom(struct gpurun_conf_ctx *ctx, cfg_t *fom, bool complete)
     free(base);
 }
 
+/* The keys that say more of the progress lines: nothing without `progress`. */
+static const char *const progress_keys[] = {"progress_groups", "progress_file",        "progress_after",
+                                            "progress_total",  "progress_total_file",  "progress_total_regex",
+                                            "progress_units",  "progress_scale",       "progress_name"};
+
+/* The progress keys (progress.h): each needs `progress`; the groups are
+ * words the regex has groups for; a total is a whole number (or one once
+ * expanded), from one place; a scale is a positive number. */
+static void check_progress(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
+{
+    struct gpurun_conf_shown a;
+    const char *progress = cfg_getstr(cfg, "progress");
+    for (size_t i = 0; i < sizeof progress_keys / sizeof *progress_keys; i++) {
+        const char *v = cfg_getstr(cfg, progress_keys[i]);
+        int line = gpurun_conf_record_line(ctx, progress_keys[i]);
+        gpurun_conf_check_string(ctx, progress_keys[i], v, true);
+        if (!line || !v)
+            continue;
+        if (!progress)
+            gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK,
+                             "key '%s': without 'progress' (the regex of the progress lines) it says nothing",
+                             progress_keys[i]);
+        static const char *const expanded[] = {"progress_groups", "progress_file", "progress_total",
+                                               "progress_total_file", "progress_units", "progress_name"};
+        for (size_t k = 0; k < sizeof expanded / sizeof *expanded; k++)
+            if (!strcmp(progress_keys[i], expanded[k])) {
+                char what[64];
+                snprintf(what, sizeof what, "key '%s'", progress_keys[i]);
+                check_command(ctx, line, what, v, false);
+            }
+    }
+    check_regex_group(ctx, "progress_after", cfg_getstr(cfg, "progress_after"), false);
+    check_regex(ctx, "progress_total_regex", cfg_getstr(cfg, "progress_total_regex"));
+
+    int gline = gpurun_conf_record_line(ctx, "progress_groups");
+    const char *groups = cfg_getstr(cfg, "progress_groups");
+    enum gpurun_progress_role roles[GPURUN_PROGRESS_GROUPS_MAX];
+    int nroles = 0;
+    char why[128];
+    if (gline && groups && !strstr(groups, "${") &&
+        gpurun_progress_groups(groups, roles, &nroles, why, sizeof why) < 0)
+        gpurun_conf_note(ctx, gline, GPURUN_CONF_CHECK, "key 'progress_groups': %s", why);
+    else if (gline && nroles && progress && !strstr(progress, "${") && !gpurun_regex_cost_problem(progress)) {
+        regex_t re;
+        if (regcomp(&re, progress, REG_EXTENDED) == 0) {
+            if ((int)re.re_nsub < nroles)
+                gpurun_conf_note(ctx, gline, GPURUN_CONF_CHECK,
+                                 "key 'progress_groups': names %d groups, and 'progress' has %zu", nroles,
+                                 re.re_nsub);
+            regfree(&re);
+        }
+    }
+
+    int tline = gpurun_conf_record_line(ctx, "progress_total");
+    const char *total = cfg_getstr(cfg, "progress_total");
+    if (tline && total && !strstr(total, "${")) {
+        char *end;
+        errno = 0;
+        (void)strtoll(total, &end, 10);
+        if (errno || *end || end == total)
+            gpurun_conf_note(ctx, tline, GPURUN_CONF_CHECK, "key 'progress_total': '%s' is not a whole number",
+                             gpurun_conf_shown(&a, total));
+    }
+    int fline = gpurun_conf_record_line(ctx, "progress_total_file");
+    int rline = gpurun_conf_record_line(ctx, "progress_total_regex");
+    bool file = cfg_getstr(cfg, "progress_total_file"), regex = cfg_getstr(cfg, "progress_total_regex");
+    if (fline && file && !regex)
+        gpurun_conf_note(ctx, fline, GPURUN_CONF_CHECK,
+                         "key 'progress_total_file': without 'progress_total_regex' (the lines whose first "
+                         "groups multiply to the total)");
+    if (rline && regex && !file)
+        gpurun_conf_note(ctx, rline, GPURUN_CONF_CHECK,
+                         "key 'progress_total_regex': without 'progress_total_file' (the file it reads)");
+    if (tline && total && fline && file)
+        gpurun_conf_note(ctx, fline, GPURUN_CONF_CHECK,
+                         "key 'progress_total_file': not with 'progress_total' (line %d): the total comes from "
+                         "one or the other",
+                         tline);
+
+    int sline = gpurun_conf_record_line(ctx, "progress_scale");
+    const char *scale = cfg_getstr(cfg, "progress_scale");
+    if (sline && scale) {
+        char *end;
+        errno = 0;
+        double v = strtod(scale, &end);
+        if (errno || *end || end == scale || !(v > 0) || !isfinite(v) || strpbrk(scale, "xXnNiI"))
+            gpurun_conf_note(ctx, sline, GPURUN_CONF_CHECK,
+                             "key 'progress_scale': '%s' is not a positive number (as \"86.4\": ps per wall "
+                             "second to ns/day)",
+                             gpurun_conf_shown(&a, scale));
+    }
+}
+
 static const char *const string_keys[] = {"description", "command", "gpu_args", "progress", "rank_env"};
 /* Lists of plain text (failure: of regexes); a single string is a list of one. */
 static const char *const text_lists[] = {"sanity", "failure", "restart", "inputs"};
@@ -511,7 +606,9 @@ static void check_template(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complet
         }
     }
 
-    check_regex(ctx, "progress", cfg_getstr(cfg, "progress"));
+    /* Its groups are what progress_groups says; "step" (one) by default. */
+    check_regex_group(ctx, "progress", cfg_getstr(cfg, "progress"), !cfg_getstr(cfg, "progress_groups"));
+    check_progress(ctx, cfg);
 
     /* The launcher families whose rank environment gpurun can give. */
     int rline = gpurun_conf_record_line(ctx, "rank_env");
@@ -587,6 +684,16 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     for (size_t i = 0; i < t->nrestart; i++)
         t->restart[i] = gpurun_xstrdup(cfg_getnstr(cfg, "restart", (unsigned)i));
     t->progress = gpurun_conf_strdup(cfg_getstr(cfg, "progress"));
+    t->progress_groups = gpurun_conf_strdup(cfg_getstr(cfg, "progress_groups"));
+    t->progress_file = gpurun_conf_strdup(cfg_getstr(cfg, "progress_file"));
+    t->progress_after = gpurun_conf_strdup(cfg_getstr(cfg, "progress_after"));
+    t->progress_total = gpurun_conf_strdup(cfg_getstr(cfg, "progress_total"));
+    t->progress_total_line = gpurun_conf_record_line(ctx, "progress_total");
+    t->progress_total_file = gpurun_conf_strdup(cfg_getstr(cfg, "progress_total_file"));
+    t->progress_total_regex = gpurun_conf_strdup(cfg_getstr(cfg, "progress_total_regex"));
+    t->progress_units = gpurun_conf_strdup(cfg_getstr(cfg, "progress_units"));
+    t->progress_name = gpurun_conf_strdup(cfg_getstr(cfg, "progress_name"));
+    t->progress_scale = gpurun_conf_strdup(cfg_getstr(cfg, "progress_scale"));
     t->rank_env = gpurun_conf_strdup(cfg_getstr(cfg, "rank_env"));
     gpurun_conf_take_kvlist(cfg, "env", &t->env);
     gpurun_conf_take_kvlist(cfg, "defaults", &t->defaults);
@@ -630,6 +737,11 @@ static int used_names(const gpurun_template_t *t, const gpurun_job_t *job,
         rc = note_names(t->setup[i], "key 'setup'", names, err);
     for (size_t i = 0; rc == 0 && i < t->ninputs; i++)
         rc = note_names(t->inputs[i], "key 'inputs'", names, err);
+    const char *const progress[] = {t->progress,       t->progress_groups,     t->progress_file,
+                                    t->progress_after, t->progress_total,      t->progress_total_file,
+                                    t->progress_units, t->progress_total_regex, t->progress_name};
+    for (size_t i = 0; rc == 0 && i < sizeof progress / sizeof *progress; i++)
+        rc = note_names(progress[i], "key 'progress'", names, err);
     for (size_t i = 0; rc == 0 && i < t->nfoms; i++) {
         const struct gpurun_fom *f = &t->foms[i];
         const char *const fields[] = {f->file, f->regex, f->header, f->row, f->after, f->units};
@@ -709,6 +821,15 @@ int gpurun_template_parse(const char *text, size_t len, const char *label, gpuru
         CFG_STR_LIST("failure", NULL, CFGF_NONE),
         CFG_STR_LIST("restart", NULL, CFGF_NONE),
         CFG_STR("progress", NULL, CFGF_NONE),
+        CFG_STR("progress_groups", NULL, CFGF_NONE),
+        CFG_STR("progress_file", NULL, CFGF_NONE),
+        CFG_STR("progress_after", NULL, CFGF_NONE),
+        CFG_STR("progress_total", NULL, CFGF_NONE),
+        CFG_STR("progress_total_file", NULL, CFGF_NONE),
+        CFG_STR("progress_total_regex", NULL, CFGF_NONE),
+        CFG_STR("progress_units", NULL, CFGF_NONE),
+        CFG_STR("progress_name", NULL, CFGF_NONE),
+        CFG_STR("progress_scale", NULL, CFGF_NONE),
         CFG_STR("rank_env", NULL, CFGF_NONE),
         CFG_SEC("env", NULL, CFGF_KEYSTRVAL),
         CFG_SEC("defaults", NULL, CFGF_KEYSTRVAL),
@@ -781,6 +902,15 @@ void gpurun_template_destroy(gpurun_template_t *t)
         free(t->restart[i]);
     free(t->restart);
     free(t->progress);
+    free(t->progress_groups);
+    free(t->progress_file);
+    free(t->progress_after);
+    free(t->progress_total);
+    free(t->progress_total_file);
+    free(t->progress_total_regex);
+    free(t->progress_units);
+    free(t->progress_name);
+    free(t->progress_scale);
     free(t->rank_env);
     gpurun_kvlist_clear(&t->env);
     gpurun_kvlist_clear(&t->defaults);

@@ -56,7 +56,17 @@ typedef struct gpurun_template {
                           continuation appended to a log): the sanity and failure
                           texts before it no longer count */
     size_t nrestart;
-    char *progress;    /* regex whose first group is the current step; NULL when none */
+    char *progress;    /* regex of the progress lines (progress.h); NULL when none */
+    char *progress_groups;      /* what its groups hold: "step clock"; NULL: "step" */
+    char *progress_file;        /* where the lines are, relative to the run folder; NULL: rank 0's output */
+    char *progress_after;       /* a regex: each line matching it lets one progress line through */
+    char *progress_total;       /* N, a whole number once expanded ("${nsteps}") */
+    int progress_total_line;    /* where progress_total is in `path`, for messages */
+    char *progress_total_file;  /* with progress_total_regex: N is the product of the first groups */
+    char *progress_total_regex; /*   of that file's lines that match (HPL's input) */
+    char *progress_units;       /* the running figure's units */
+    char *progress_name;        /* what a step is called ("HPL test"); NULL: "step" */
+    char *progress_scale;       /* a positive number: the figure is a rate (progress.h) */
     char *rank_env;    /* "torchrun": each rank also gets torchrun's variables
                           (torchrun.h); NULL when none */
     struct gpurun_kvlist env;      /* applied when gpudirect is on */

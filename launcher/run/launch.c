@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <regex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +20,7 @@
 #include "rank.h"
 #include "safefile.h"
 #include "util.h"
+#include "watch.h"
 
 static double now_s(void)
 {
@@ -164,8 +164,6 @@ struct reader {
     char buf[65536];
     size_t len;
     bool *status_shown;
-    const regex_t *re;
-    long step;
 };
 
 static void clear_status(struct reader *r)
@@ -206,11 +204,8 @@ static void take_line(struct reader *r, char *line, size_t len)
                 clear_status(r);
                 printf("[%ld] %.*s\n", rank, (int)plen, payload);
             }
-            if (kind == 'O' && rank == 0 && r->re) {
-                regmatch_t m[2];
-                if (regexec(r->re, payload, 2, m, 0) == 0 && m[1].rm_so >= 0)
-                    r->step = strtol(payload + m[1].rm_so, NULL, 10);
-            }
+            if (kind == 'O' && rank == 0)
+                gpurun_watch_line(r->sv->watch, payload, plen, now_s());
             return;
         }
     }
@@ -413,6 +408,8 @@ static int poll_wait_ms(const struct launch *L, double t)
         next = L->kill_at;
     if (sv->status_line && L->last_status + 0.5 < next)
         next = L->last_status + 0.5;
+    if (sv->watch && gpurun_watch_next(sv->watch) < next)
+        next = gpurun_watch_next(sv->watch);
     int wait_ms = next > t ? (int)((next - t) * 1000) + 1 : 0;
     return L->sfd >= 0 ? wait_ms : (wait_ms < 100 ? wait_ms : 100);
 }
@@ -449,23 +446,30 @@ static void reap_launchers(struct launch *L, double t)
     }
 }
 
-/* The status line on the terminal: elapsed time, ranks alive, step. */
+/* The status line on the terminal: elapsed time, ranks alive, progress
+ * (step k of N, percent, ETA, the running figure); cut to the terminal's
+ * width, so that it never wraps (a wrapped line is not cleared by \r). */
 static void show_status(struct launch *L, double t)
 {
     int el = (int)(t - L->t0);
-    printf("\r\033[K[gpurun] %02d:%02d:%02d  ranks alive %d/%d", el / 3600, el / 60 % 60, el % 60,
-           L->out->nbound - L->out->nended, L->sv->nranks);
-    if (L->rd->step >= 0)
-        printf("  step %ld", L->rd->step);
+    char line[512], progress[256];
+    int n = snprintf(line, sizeof line, "[gpurun] %02d:%02d:%02d  ranks alive %d/%d", el / 3600, el / 60 % 60,
+                     el % 60, L->out->nbound - L->out->nended, L->sv->nranks);
+    if (gpurun_watch_status(L->sv->watch, t, progress, sizeof progress))
+        n += snprintf(line + n, sizeof line - (size_t)n, "  %s", progress);
     if (L->stopping)
-        printf("  stopping");
+        snprintf(line + n, sizeof line - (size_t)n, "  stopping");
+    struct winsize ws;
+    int width = ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 ? ws.ws_col - 1 : (int)sizeof line - 1;
+    printf("\r\033[K%.*s", width, line);
     fflush(stdout);
     L->status_shown = true;
     L->last_status = t;
 }
 
 /* Wait on the pipe, the signals and the children only: nothing of the
- * run folder is looked at while the ranks run. */
+ * run folder is looked at while the ranks run but what the watch looks at,
+ * at most once per its interval (watch.h). */
 static void supervise_launchers(struct launch *L)
 {
     const struct gpurun_supervise *sv = L->sv;
@@ -488,6 +492,7 @@ static void supervise_launchers(struct launch *L)
             L->out->killed = true;
             signal_alive(L, SIGKILL);
         }
+        gpurun_watch_tick(sv->watch, t, L->out->bindings, L->out->nbound - L->out->nended);
         if (sv->status_line && t - L->last_status >= 0.5 && L->nalive > 0)
             show_status(L, t);
     }
@@ -550,16 +555,11 @@ int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_sup
         return gpurun_err(err, GPURUN_EXIT_ENV, "could not start %s: %s", cmds->argv[0][0], strerror(errno));
     }
 
-    regex_t re;
-    bool have_re = sv->progress_regex && !gpurun_regex_cost_problem(sv->progress_regex) &&
-                   regcomp(&re, sv->progress_regex, REG_EXTENDED) == 0;
     L.rd = gpurun_xcalloc(1, sizeof *L.rd);
     L.rd->sv = sv;
     L.rd->out = out;
     L.rd->log_fd = L.logfd;
     L.rd->status_shown = &L.status_shown;
-    L.rd->re = have_re ? &re : NULL;
-    L.rd->step = -1;
     L.nalive = started;
     supervise_launchers(&L);
     drain_pipe(&L);
@@ -568,8 +568,6 @@ int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_sup
     if (L.sfd >= 0)
         close(L.sfd);
     free(L.rd);
-    if (have_re)
-        regfree(&re);
     /* Signals that came in the meantime are the caller's to see; drop them. */
     struct timespec zero = {0, 0};
     while (sigtimedwait(&L.set, NULL, &zero) > 0)

@@ -25,7 +25,7 @@ struct gpurun_supervise {
     double grace_s;        /* after SIGTERM, before SIGKILL */
     bool relay_output;     /* copy rank output to stdout with [rank] labels */
     bool status_line;      /* one line: elapsed, ranks alive, progress */
-    const char *progress_regex; /* first group: the current step; NULL: none */
+    struct gpurun_watch *watch; /* progress, its lines and status.json (watch.h); NULL: none */
 };
 
 struct gpurun_outcome {

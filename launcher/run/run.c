@@ -33,6 +33,9 @@
 #include "topology.h"
 #include "inputs.h"
 #include "rendezvous.h"
+#include "progress.h"
+#include "runstatus.h"
+#include "watch.h"
 #include "torchrun.h"
 #include "util.h"
 
@@ -123,6 +126,11 @@ static char *make_run_dir(const char *results, const gpurun_job_t *job, int *fdp
         *fdp = fd;
         *inop = st.st_ino;
         made = gpurun_xasprintf("%s/%s", parent, name);
+        /* RESULTS/JOB/latest: the newest run folder; one someone else put
+         * there is left alone, and said. */
+        char why[1024];
+        if (gpurun_latest_update(jfd, parent, name, why, sizeof why) != 0)
+            fprintf(stderr, "gpurun: warning: %s\n", why);
     }
     close(jfd);
     free(parent);
@@ -864,6 +872,7 @@ struct run_attempt {
     struct gpurun_store store; /* the rendezvous store gpurun hosts, if any */
     int rdv_port;              /* MASTER_PORT: the store's, or rank 0's to bind; 0: none */
     json_t *rdv_json;          /* the record's "rendezvous"; NULL: not a torchrun template */
+    gpurun_watch_t *watch; /* progress lines and status.json (watch.h) */
     int rc;            /* the exit status a step that stopped the run ended with */
     const char *state; /* the record's: GPURUN_STATE_OK, ... (results.h) */
     int why_rank;      /* the rank the record's failure names (its output): -1 none */
@@ -1085,7 +1094,7 @@ static int supervise_ranks(struct run_ctx *c, struct run_attempt *a, bool tty, g
         .grace_s = kill_grace(),
         .relay_output = tty,
         .status_line = tty,
-        .progress_regex = c->tpl ? c->tpl->progress : NULL,
+        .watch = a->watch,
     };
     /* Utilisation, memory and power of this node's NVIDIA GPUs while the
      * ranks run; a node without NVML only says so in the record. */
@@ -1765,6 +1774,11 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     int rc = 0;
     json_t *record = NULL;
     a.start = time(NULL);
+    a.watch = gpurun_watch_begin(&(struct gpurun_watch_opts){
+        .dir_fd = a.dfd, .run_dir = a.run_dir, .file_mode = a.fmode, .job = c->job->name,
+        .nranks = c->plan->nranks, .interval_s = (double)c->job->progress_interval_s,
+        .tty = isatty(STDOUT_FILENO) && !c->opts->quiet, .quiet = c->opts->quiet, .tpl = c->tpl,
+        .lookup = gpurun_kvlist_lookup, .ctx = &a.names});
 
     if (command_argv("command", c->command, &a.names, &a.app, err) < 0 ||
         (c->ctr ? container_program(c, a.app, err) : resolve_program(a.app, c->job->dir, err)) < 0) {
@@ -1796,6 +1810,7 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     record = run_record(c, &a, rc, repeat_index);
     rc = keep_record(c, &a, record, rc, err);
 out:
+    gpurun_watch_end(a.watch, a.state, rc);
     stop_mps(&a.mps, a.mps_json); /* a run that failed after the start: never left running */
     gpurun_store_stop(&a.store);
     gpurun_foms_free(&a.foms);
@@ -2026,7 +2041,7 @@ static void apply_scan(const gpurun_job_t *job, size_t k, gpurun_request_t *req,
  * name params, not it). */
 static int check_inputs(const struct run_ctx *c, gpurun_error_t *err)
 {
-    if (!c->tpl || !c->tpl->ninputs)
+    if (!c->tpl || (!c->tpl->ninputs && !c->tpl->progress))
         return 0;
     const gpurun_job_t *job = c->job;
 #define JOB_NUMBER(v) ((v) > 0 ? (long)(v) : 1L)
@@ -2046,6 +2061,11 @@ static int check_inputs(const struct run_ctx *c, gpurun_error_t *err)
     struct gpurun_kvlist names = {0};
     gpurun_job_names(&names, &vals, c->tpl, &job->params);
     int rc = gpurun_inputs_check(c->tpl, job, c->job_dir, &names, NULL, err);
+    struct gpurun_progress_conf pc; /* progress_total once expanded: a number */
+    if (rc == 0 && gpurun_progress_from_template(c->tpl, gpurun_kvlist_lookup, &names, &pc, err) < 0)
+        rc = -1;
+    else if (rc == 0)
+        gpurun_progress_conf_free(&pc);
     gpurun_kvlist_clear(&names);
     return rc;
 }

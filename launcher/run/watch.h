@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef GPURUN_WATCH_H
+#define GPURUN_WATCH_H
+
+/* The head's view of a running job (SPEC §6): progress from the lines the
+ * template's `progress` finds (progress.h), in rank 0's output as gpurun
+ * relays it to a terminal, or in a file read at most once per look and
+ * only its new bytes (at most GPURUN_PROGRESS_READ_MAX of them: a log of
+ * gigabytes is never read again); one progress line on stderr every
+ * `progress_interval` off a terminal (and one at the start); the text of
+ * the terminal's status line; and RUN_FOLDER/status.json, rewritten at the
+ * start, at each report and at the end, for `gpurun status`.  Best effort:
+ * nothing here stops or slows the ranks. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "template.h"
+
+typedef struct gpurun_watch gpurun_watch_t;
+
+struct gpurun_watch_opts {
+    int dir_fd;             /* the run folder */
+    const char *run_dir;
+    mode_t file_mode;       /* of status.json */
+    const char *job;
+    int nranks;
+    double interval_s;      /* progress_interval; 0: no progress lines */
+    bool tty;               /* a status line on a terminal, rank output relayed (no progress lines) */
+    bool quiet;             /* no progress lines either */
+    const gpurun_template_t *tpl; /* NULL: a job's own command, no progress */
+    gpurun_lookup_fn lookup;      /* the run's ${name}s */
+    void *ctx;
+};
+
+/* Starts watching: status.json written, the first progress line printed
+ * (off a terminal).  Never NULL. */
+gpurun_watch_t *gpurun_watch_begin(const struct gpurun_watch_opts *o);
+
+/* A line of rank 0's output, relayed through gpurun's pipe, at monotonic
+ * time `t` (launch.c's clock). */
+void gpurun_watch_line(gpurun_watch_t *w, const char *line, size_t len, double t);
+
+/* When the watch next wants a tick (monotonic seconds; a large number when
+ * never). */
+double gpurun_watch_next(const gpurun_watch_t *w);
+
+/* Its look at the files and its report, when due: `bindings` are the ranks'
+ * reports so far (rank 0's names its output file; the hosts), `alive` the
+ * ranks that started and did not end. */
+void gpurun_watch_tick(gpurun_watch_t *w, double t, json_t *bindings, int alive);
+
+/* The progress for the terminal's status line ("step 2500 of 10000 (25%)
+ * ETA 3m10s  45.2 ns/day"); "" when none is known.  Its length. */
+size_t gpurun_watch_status(gpurun_watch_t *w, double t, char *buf, size_t size);
+
+/* The run ended with `state` (the record's; NULL: "failed") and exit status
+ * `rc`: status.json says so.  Frees the watch (NULL: nothing). */
+void gpurun_watch_end(gpurun_watch_t *w, const char *state, int rc);
+
+#endif
