@@ -11,20 +11,30 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "manager.h"
 #include "plugin.h"
 #include "rank.h"
 #include "util.h"
 
 extern const gpurun_launcher_plugin_t gpurun_launcher_local;
 extern const gpurun_launcher_plugin_t gpurun_launcher_mpirun;
-extern const gpurun_launcher_plugin_t gpurun_launcher_srun;
 
-static const void *const builtin[] = {
-    &gpurun_launcher_local,
-    &gpurun_launcher_mpirun,
-    &gpurun_launcher_srun,
-    NULL,
-};
+/* local and mpirun, then each built-in resource manager's launch command
+ * (srun), filled on first use. */
+static const void *builtin[16];
+
+static void fill_builtin(void)
+{
+    if (builtin[0])
+        return;
+    size_t n = 0;
+    builtin[n++] = &gpurun_launcher_local;
+    builtin[n++] = &gpurun_launcher_mpirun;
+    for (const gpurun_rm_plugin_t *const *m = gpurun_rm_builtin; *m && n < sizeof builtin / sizeof *builtin - 1; m++)
+        if ((*m)->launcher)
+            builtin[n++] = (*m)->launcher;
+    builtin[n] = NULL;
+}
 
 static const char *launcher_name(const void *plugin)
 {
@@ -90,6 +100,7 @@ int gpurun_plugin_find(const struct gpurun_plugin_kind *k, const char *name, con
 
 int gpurun_launcher_find(const char *name, const gpurun_launcher_plugin_t **pp, gpurun_error_t *err)
 {
+    fill_builtin();
     const void *p = NULL;
     int rc = gpurun_plugin_find(&launchers, name, &p, err);
     *pp = p;
@@ -108,15 +119,22 @@ int gpurun_launcher_choose(enum gpurun_launcher want, const gpurun_launcher_plug
         snprintf(why, whylen, "launcher = %s (set in the job)", (*pp)->name);
         return 0;
     }
-    if (getenv("SLURM_JOB_ID") && gpurun_launcher_find("srun", pp, err) == 0 && (*pp)->available(&no) == 0) {
-        snprintf(why, whylen, "srun: inside Slurm allocation %s", getenv("SLURM_JOB_ID"));
+    struct gpurun_rm_alloc alloc;
+    const gpurun_rm_plugin_t *m = gpurun_rm_current(&alloc);
+    if (m && m->launcher && gpurun_launcher_find(m->launcher->name, pp, err) == 0 && (*pp)->available(&no) == 0) {
+        snprintf(why, whylen, "%s: inside %s", (*pp)->name, alloc.where);
         return 0;
     }
+    /* "Slurm", "Slurm or Flux": the allocations gpurun is not in */
+    char none[128] = "";
+    size_t nl = 0;
+    for (const gpurun_rm_plugin_t *const *b = gpurun_rm_builtin; *b && nl < sizeof none; b++)
+        nl += (size_t)snprintf(none + nl, sizeof none - nl, "%s%s", nl ? " or " : "", (*b)->title);
     if (gpurun_launcher_find("mpirun", pp, err) == 0 && (*pp)->available(&no) == 0) {
-        snprintf(why, whylen, "mpirun: found on PATH, no Slurm allocation");
+        snprintf(why, whylen, "mpirun: found on PATH, no %s allocation", none);
         return 0;
     }
-    snprintf(why, whylen, "local: no Slurm allocation and no mpirun on PATH");
+    snprintf(why, whylen, "local: no %s allocation and no mpirun on PATH", none);
     return gpurun_launcher_find("local", pp, err);
 }
 

@@ -26,7 +26,7 @@
 #ifndef GPURUN_RANK_LEAN
 /* Only gpurun itself plans a host: gpurun-rank (the same file built with
  * GPURUN_RANK_LEAN) loads no hwloc and hands planning over to it. */
-#include "alloc.h"
+#include "manager.h"
 #include "gpudirect.h"
 #include "mps.h"
 #include "plan.h"
@@ -102,9 +102,9 @@ int gpurun_open_run_dir(const char *run_dir, mode_t *file_mode, gpurun_error_t *
 }
 
 /* The first of these variables that is set: launchers name ranks differently.
- * Open MPI's and Hydra's come before Slurm's, since an mpirun inside a batch
- * job inherits the batch step's SLURM_PROCID, and Hydra's proxies started by
- * srun have one SLURM_PROCID per host. */
+ * Open MPI's and Hydra's come before the resource manager's, since an
+ * mpirun inside a batch job inherits the batch step's SLURM_PROCID, and
+ * Hydra's proxies started by srun have one SLURM_PROCID per host. */
 static int env_first_int(const char *const *names, int *out, const char **which)
 {
     for (; *names; names++) {
@@ -122,10 +122,39 @@ static int env_first_int(const char *const *names, int *out, const char **which)
     return -1;
 }
 
-static const char *const rank_vars[] = {"GPURUN_LAUNCH_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK",
-                                        "PMI_RANK",           "SLURM_PROCID",         NULL};
+enum { RANK_VARS_MAX = 8 };
+static const char *const rank_vars[] = {"GPURUN_LAUNCH_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", NULL};
 static const char *const local_vars[] = {"GPURUN_LAUNCH_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
-                                         "PMI_LOCAL_RANK",           "SLURM_LOCALID",              NULL};
+                                         "PMI_LOCAL_RANK", NULL};
+
+/* The launchers' names, then the resource manager's (GPURUN_RANK_VARS:
+ * item `which` of it, 0 the rank, 1 the local rank) into out, and the
+ * list as a message says it ("A, B, C") into shown. */
+static void rank_var_list(const char *const *launchers, int which, const char **out, char *store, size_t storelen,
+                          char *shown, size_t shownlen)
+{
+    size_t n = 0, sl = 0;
+    shown[0] = '\0';
+    for (; *launchers && n < RANK_VARS_MAX - 2; launchers++) {
+        out[n++] = *launchers;
+        sl += (size_t)snprintf(shown + sl, sl < shownlen ? shownlen - sl : 0, "%s%s", sl ? ", " : "", *launchers);
+    }
+    const char *rm = getenv(GPURUN_ENV_RANK_VARS);
+    store[0] = '\0';
+    if (rm) {
+        const char *v = rm;
+        for (int i = 0; i < which && v; i++)
+            v = strchr(v, ',') ? strchr(v, ',') + 1 : NULL;
+        size_t len = v ? strcspn(v, ",") : 0;
+        /* a variable's name: letters, digits, '_' */
+        if (len && len < storelen && strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") >= len) {
+            snprintf(store, storelen, "%.*s", (int)len, v);
+            out[n++] = store;
+            snprintf(shown + sl, sl < shownlen ? shownlen - sl : 0, ", %s", store);
+        }
+    }
+    out[n] = NULL;
+}
 
 static char *iso_now(void)
 {
@@ -1237,12 +1266,12 @@ static int step_read_plan(struct rank_step *s, const char *run_dir, json_t **job
     s->dfd = gpurun_open_run_dir(run_dir, &s->fmode, err);
     if (s->dfd < 0)
         return -1;
-    const char *local_var;
-    if (env_first_int(local_vars, &s->local, &local_var) < 0) {
-        gpurun_err(err, GPURUN_EXIT_ENV,
-                   "rank step: rank %d has no local rank in the environment (none of GPURUN_LAUNCH_LOCAL_RANK, "
-                   "OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, PMI_LOCAL_RANK, SLURM_LOCALID)",
-                   s->rank);
+    const char *local_var, *names[RANK_VARS_MAX];
+    char store[64], shown[256];
+    rank_var_list(local_vars, 1, names, store, sizeof store, shown, sizeof shown);
+    if (env_first_int(names, &s->local, &local_var) < 0) {
+        gpurun_err(err, GPURUN_EXIT_ENV, "rank step: rank %d has no local rank in the environment (none of %s)",
+                   s->rank, shown);
         close(s->dfd);
         return -1;
     }
@@ -1444,11 +1473,11 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, const char *pla
     if (step_begin(run_dir, app_argv, planner, err) < 0)
         return -1;
     struct rank_step s = {.fmode = 0600, .dfd = -1, .out = -1, .inside_fd = -1};
-    const char *rank_var;
-    if (env_first_int(rank_vars, &s.rank, &rank_var) < 0)
-        return gpurun_err(err, GPURUN_EXIT_ENV,
-                          "rank step: no rank in the environment (none of GPURUN_LAUNCH_RANK, OMPI_COMM_WORLD_RANK, "
-                          "PMIX_RANK, PMI_RANK, SLURM_PROCID)");
+    const char *rank_var, *names[RANK_VARS_MAX];
+    char store[64], shown[256];
+    rank_var_list(rank_vars, 0, names, store, sizeof store, shown, sizeof shown);
+    if (env_first_int(names, &s.rank, &rank_var) < 0)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "rank step: no rank in the environment (none of %s)", shown);
     const char *host_env = getenv(GPURUN_ENV_HOST); /* a test launcher playing many hosts on one */
     snprintf(s.host, sizeof s.host, "%s", host_env && *host_env ? host_env : "");
     if (!s.host[0])

@@ -21,6 +21,11 @@
 #define GPURUN_ENV_OUTPUT "GPURUN_OUTPUT"   /* "per-host" (default) or "per-rank" */
 #define GPURUN_ENV_RELAY "GPURUN_RELAY"     /* "1": output lines to gpurun's pipe too (a terminal) */
 #define GPURUN_ENV_HOST "GPURUN_HOST"       /* the host name a rank step uses (test launchers) */
+/* "RANK_VAR,LOCAL_RANK_VAR": the variables the resource manager's launch
+ * command names a task's rank and local rank with ("SLURM_PROCID,
+ * SLURM_LOCALID"), read after the launchers' own (GPURUN_LAUNCH_RANK, Open
+ * MPI's, PMIx's, PMI's). */
+#define GPURUN_ENV_RANK_VARS "GPURUN_RANK_VARS"
 /* A rank step's reports on its standard output, one line each:
  *   MARK "B RANK {binding}"  MARK "S RANK {status}"  MARK "O RANK line of output" (relay only)
  *   MARK "T RANK {\"signal\":N}": told to stop (SIGTERM, SIGINT, SIGHUP, SIGQUIT) while its program
