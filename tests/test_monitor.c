@@ -140,7 +140,7 @@ static void test_missing(const gpurun_monitor_plugin_t *p)
        "missing library: unavailable, with why (%s)", why.text);
     const char *pcis[] = {"0000:13:00.0"};
     char note[512];
-    gpurun_monitor_session_t *s = gpurun_monitor_begin(pcis, 1, note, sizeof note);
+    gpurun_monitor_session_t *s = gpurun_monitor_begin("auto", pcis, 1, note, sizeof note);
     ok(s == NULL && strstr(note, "libnvidia-ml.so.1"), "missing library: begin() gives no session and a note");
     ok(gpurun_monitor_end(NULL) == NULL, "missing library: end(NULL) is NULL, the run goes on");
 }
@@ -245,7 +245,7 @@ static void test_sampling(const gpurun_monitor_plugin_t *p, const char *lib)
     setenv("GPURUN_MONITOR_INTERVAL", "0.02", 1);
     const char *pcis[] = {"0000:13:00.0"};
     char note[256] = "x";
-    gpurun_monitor_session_t *s = gpurun_monitor_begin(pcis, 1, note, sizeof note);
+    gpurun_monitor_session_t *s = gpurun_monitor_begin("auto", pcis, 1, note, sizeof note);
     ok(s != NULL && note[0] == '\0', "begin(): a session");
     sleep_s(0.1);
     json_t *j = gpurun_monitor_end(s);

@@ -208,7 +208,7 @@ int cmd_submit(int argc, char **argv, gpurun_error_t *err)
             fprintf(stderr, "gpurun: warning: %s\n", line);
     free(warnings);
     if (crc < 0 || self_path(&self, err) < 0 ||
-        gpurun_rm_for_submit(gpurun_launcher_name(job->launcher), site ? site->scheduler : NULL, &rm, why,
+        gpurun_rm_for_submit(job->launcher, site ? site->scheduler : NULL, &rm, why,
                              sizeof why, err) < 0 ||
         gpurun_batch_script_rm(rm, job, site, job_path, self, sets, nset, &script, err) < 0 ||
         gpurun_batch_job_folder(job, &folder, err) < 0 ||

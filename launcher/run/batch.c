@@ -293,8 +293,8 @@ static int put_container(FILE *f, const gpurun_rm_plugin_t *rm, const gpurun_job
                                      gpurun_job_section_origin(job, "container.runtime"),
                                      /* the script runs inside the allocation, where auto is
                                       * the manager's launch command (srun) */
-                                     job->launcher == GPURUN_LAUNCHER_AUTO && rm->launcher ? rm->launcher->name
-                                                                                          : gpurun_launcher_name(job->launcher),
+                                     !strcmp(job->launcher, "auto") && rm->launcher ? rm->launcher->name
+                                                                                   : job->launcher,
                                      &ctr, &e) < 0) {
             if (e.code != GPURUN_EXIT_ENV) {
                 *err = e;
@@ -445,7 +445,7 @@ int gpurun_batch_script_rm(const gpurun_rm_plugin_t *rm, const gpurun_job_t *job
             .priv = site,
         };
     }
-    const struct gpurun_kvlist *section = &job->slurm;
+    const struct gpurun_kvlist *section = gpurun_job_manager_options(job, rm->name);
     struct gpurun_rm_option *options = gpurun_xcalloc(section->n + 1, sizeof *options);
     for (size_t i = 0; i < section->n; i++)
         options[i] = (struct gpurun_rm_option){section->items[i].key, section->items[i].value};
@@ -492,7 +492,7 @@ int gpurun_batch_script(const gpurun_job_t *job, const gpurun_site_t *site, cons
     const gpurun_rm_plugin_t *rm;
     char why[256];
     *scriptp = NULL;
-    if (gpurun_rm_for_submit(gpurun_launcher_name(job->launcher), site ? site->scheduler : NULL, &rm, why,
+    if (gpurun_rm_for_submit(job->launcher, site ? site->scheduler : NULL, &rm, why,
                              sizeof why, err) < 0)
         return -1;
     return gpurun_batch_script_rm(rm, job, site, job_path, gpurun_path, set_args, nset, scriptp, err);

@@ -91,7 +91,7 @@ static void check_launcher(struct doctor *d)
     const gpurun_launcher_plugin_t *p;
     char why[256] = "";
     gpurun_error_t err = {0};
-    if (gpurun_launcher_choose(GPURUN_LAUNCHER_AUTO, &p, why, sizeof why, &err) < 0) {
+    if (gpurun_launcher_choose("auto", &p, why, sizeof why, &err) < 0) {
         check(d, "launcher", "Launcher", GPURUN_CHECK_FAIL, "reinstall gpurun: its built-in launchers are missing",
               "%s", err.text);
         return;
@@ -162,7 +162,7 @@ static int rm_tool_line(void *ctx, char *const argv[], const char *want, char *b
 static void check_managers(struct doctor *d)
 {
     struct gpurun_rm_doctor rd = {.ctx = d, .check = rm_check, .tool_line = rm_tool_line};
-    for (const gpurun_rm_plugin_t *const *m = gpurun_rm_builtin; *m; m++)
+    for (const gpurun_rm_plugin_t *const *m = gpurun_rm_all(); *m; m++)
         if ((*m)->doctor)
             (*m)->doctor(&rd);
 }

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,9 +43,11 @@ static int check_abi(const void *plugin, const char *where, gpurun_error_t *err)
     return 0;
 }
 
+static char builtin_names[128];
+
 static const struct gpurun_plugin_kind managers = {
     .kind = "rm",
-    .builtin_names = "built in is slurm",
+    .builtin_names = builtin_names,
     .builtin = (const void *const *)gpurun_rm_builtin,
     .name = rm_name,
     .check_abi = check_abi,
@@ -52,17 +55,55 @@ static const struct gpurun_plugin_kind managers = {
 
 int gpurun_rm_find(const char *name, const gpurun_rm_plugin_t **pp, gpurun_error_t *err)
 {
+    if (!builtin_names[0]) {
+        size_t n = 0, l = 0;
+        while (gpurun_rm_builtin[n])
+            n++;
+        l = (size_t)snprintf(builtin_names, sizeof builtin_names, "built in %s", n == 1 ? "is" : "are");
+        for (size_t i = 0; i < n && l < sizeof builtin_names; i++)
+            l += (size_t)snprintf(builtin_names + l, sizeof builtin_names - l, "%s %s",
+                                  i == 0 ? "" : i + 1 < n ? "," : " and", gpurun_rm_builtin[i]->name);
+    }
     const void *p = NULL;
     int rc = gpurun_plugin_find(&managers, name, &p, err);
     *pp = p;
     return rc;
 }
 
+const gpurun_rm_plugin_t *const *gpurun_rm_all(void)
+{
+    static const gpurun_rm_plugin_t **all;
+    if (all)
+        return all;
+    size_t nb = 0;
+    while (gpurun_rm_builtin[nb])
+        nb++;
+    char *files[64];
+    size_t nf = gpurun_plugin_files("rm", files, 64), n = 0;
+    all = gpurun_xcalloc(nb + nf + 1, sizeof *all);
+    for (size_t i = 0; i < nb; i++)
+        all[n++] = gpurun_rm_builtin[i];
+    for (size_t i = 0; i < nf; i++) {
+        const gpurun_rm_plugin_t *m;
+        gpurun_error_t e;
+        bool dup = false;
+        for (size_t j = 0; j < n && !dup; j++)
+            dup = !strcmp(all[j]->name, files[i]);
+        /* one that does not load or has another interface is left out
+         * here; naming it says why (gpurun_rm_find) */
+        if (!dup && gpurun_rm_find(files[i], &m, &e) == 0)
+            all[n++] = m;
+        free(files[i]);
+    }
+    all[n] = NULL;
+    return all;
+}
+
 const gpurun_rm_plugin_t *gpurun_rm_current(struct gpurun_rm_alloc *alloc)
 {
     /* A manager that nests first: it is the inner one when both say so. */
     for (int nests = 1; nests >= 0; nests--)
-        for (const gpurun_rm_plugin_t *const *m = gpurun_rm_builtin; *m; m++) {
+        for (const gpurun_rm_plugin_t *const *m = gpurun_rm_all(); *m; m++) {
             if ((*m)->nests != (bool)nests)
                 continue;
             memset(alloc, 0, sizeof *alloc);
@@ -75,7 +116,7 @@ const gpurun_rm_plugin_t *gpurun_rm_current(struct gpurun_rm_alloc *alloc)
 
 const gpurun_rm_plugin_t *gpurun_rm_of_launcher(const char *launcher)
 {
-    for (const gpurun_rm_plugin_t *const *m = gpurun_rm_builtin; launcher && *m; m++)
+    for (const gpurun_rm_plugin_t *const *m = gpurun_rm_all(); launcher && *m; m++)
         if ((*m)->launcher && !strcmp((*m)->launcher->name, launcher))
             return *m;
     return NULL;

@@ -18,6 +18,11 @@
 /* The built-in managers, NULL-terminated, in the order doctor shows them. */
 extern const gpurun_rm_plugin_t *const gpurun_rm_builtin[];
 
+/* Every manager present: the built-in ones, then those of rm_NAME.so files
+ * in $GPURUN_PLUGIN_PATH's folders and the installed plugin folder that
+ * load; NULL-terminated, kept for the life of the process. */
+const gpurun_rm_plugin_t *const *gpurun_rm_all(void);
+
 /* A manager by name: built-in first, else rm_NAME.so in $GPURUN_PLUGIN_PATH,
  * else in the installed plugin folder; checked for GPURUN_RM_ABI. */
 int gpurun_rm_find(const char *name, const gpurun_rm_plugin_t **pp, gpurun_error_t *err);

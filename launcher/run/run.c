@@ -579,7 +579,7 @@ static void container_env_names(struct run_ctx *c)
         "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_*", "OMPI_*", "PMIX_*", "PMI_*", NULL};
     for (size_t i = 0; fixed[i]; i++)
         gpurun_container_pass_env(c->ctr, fixed[i]);
-    for (const gpurun_rm_plugin_t *const *m = gpurun_rm_builtin; *m; m++)
+    for (const gpurun_rm_plugin_t *const *m = gpurun_rm_all(); *m; m++)
         for (const char *const *e = (*m)->task_env; e && *e; e++)
             gpurun_container_pass_env(c->ctr, *e);
     for (int r = 0; r < c->plan->nranks; r++) {
@@ -1116,7 +1116,7 @@ static int supervise_ranks(struct run_ctx *c, struct run_attempt *a, bool tty, g
             mps_signals(false, old_handlers);
         return stop_with(a, err->code);
     }
-    gpurun_monitor_session_t *mon = gpurun_monitor_begin(pcis, npci, a->mon_why, sizeof a->mon_why);
+    gpurun_monitor_session_t *mon = gpurun_monitor_begin(c->job->monitor, pcis, npci, a->mon_why, sizeof a->mon_why);
     free(pcis);
     int lrc = gpurun_launch(&a->cmds, &sv, &a->oc, err);
     a->gpus_monitor = gpurun_monitor_end(mon);
@@ -2078,7 +2078,7 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
     if (gpurun_container_resolve(&job->container, c.tpl ? &c.tpl->container : NULL,
                                  c.site ? &c.site->container : NULL, gpurun_job_section_origin(job, "container.image"),
                                  gpurun_job_origin(job, "container.mounts"),
-                                 gpurun_job_section_origin(job, "container.runtime"), gpurun_launcher_name(job->launcher),
+                                 gpurun_job_section_origin(job, "container.runtime"), job->launcher,
                                  &c.ctr, err) < 0) {
         rc = err->code;
         goto out;
