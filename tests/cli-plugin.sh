@@ -108,7 +108,7 @@ chmod +x "$TMP/bin/fakesubmit"
 export GPURUN_TEMPLATE_PATH=$TMP/sites
 run "$GPURUN" submit "$TMP/job.conf" --dry-run --set site=typo --set launcher=auto
 expect_rc 2 "a site profile's misspelt scheduler: exit 2"
-contains "$TMP/err" "key 'scheduler': 'fakr' is not one of slurm, fake, none (did you mean 'fake'?)" \
+contains "$TMP/err" "key 'scheduler': 'fakr' is not one of slurm, flux, fake, none (did you mean 'fake'?)" \
     "... listing the managers present"
 run "$GPURUN" submit "$TMP/job.conf" --dry-run --set site=fakesite --set launcher=auto --set fake.mem=4G
 expect_rc 0 "submit --dry-run for a site whose scheduler is the plugin"

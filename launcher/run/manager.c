@@ -20,9 +20,11 @@
 #include "util.h"
 
 extern const gpurun_rm_plugin_t gpurun_rm_slurm;
+extern const gpurun_rm_plugin_t gpurun_rm_flux;
 
 const gpurun_rm_plugin_t *const gpurun_rm_builtin[] = {
     &gpurun_rm_slurm,
+    &gpurun_rm_flux,
     NULL,
 };
 
