@@ -6,6 +6,8 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -68,11 +70,46 @@ static const struct gpurun_plugin_kind launchers = {
     .check_abi = check_abi,
 };
 
-/* KIND_NAME.so in DIR: its gpurun_KIND_plugin, or NULL. */
-static const void *load_so(const char *dir, const char *kind, const char *name)
+/* KIND_NAME.so in DIR: its gpurun_KIND_plugin, or NULL.  A plugin is code
+ * that runs as the user: one that another user could have put there or
+ * changed (not ours nor root's, writable by others, in a folder that is
+ * another's or others may write without the sticky bit) is refused, with
+ * why in `refused`.  Then nobody else can put another file under its name
+ * before dlopen() opens it again (by name: glibc takes two loads of one
+ * /proc/self/fd/N for the same library). */
+static const void *load_so(const char *dir, const char *kind, const char *name, char *refused, size_t len)
 {
     char *path = gpurun_xasprintf("%s/%s_%s.so", dir, kind, name);
-    void *h = access(path, R_OK) == 0 ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        free(path);
+        return NULL;
+    }
+    struct stat st, dst;
+    const char *why = NULL;
+    uid_t me = geteuid();
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+        why = "not a regular file";
+    else if (st.st_uid != me && st.st_uid != 0)
+        why = "owned by another user";
+    else if (st.st_mode & 022)
+        why = "others can write it";
+    else if (stat(dir, &dst) < 0 || (dst.st_uid != me && dst.st_uid != 0))
+        why = "its folder is another user's";
+    else if ((dst.st_mode & 022) && !(dst.st_mode & S_ISVTX))
+        why = "others can write in its folder (no sticky bit)";
+    void *h = NULL;
+    if (why) {
+        if (!refused[0])
+            snprintf(refused, len, "%s: %s", path, why);
+    } else {
+        h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        if (!h && !refused[0]) {
+            const char *e = dlerror();
+            snprintf(refused, len, "%s: %s", path, e ? e : "cannot be loaded");
+        }
+    }
+    close(fd);
     free(path);
     if (!h)
         return NULL;
@@ -80,6 +117,8 @@ static const void *load_so(const char *dir, const char *kind, const char *name)
     char *symbol = gpurun_xasprintf("gpurun_%s_plugin", kind);
     const void *p = dlsym(h, symbol);
     free(symbol);
+    if (!p && !refused[0])
+        snprintf(refused, len, "%s/%s_%s.so exports no gpurun_%s_plugin", dir, kind, name, kind);
     return p;
 }
 
@@ -95,11 +134,14 @@ int gpurun_plugin_find(const struct gpurun_plugin_kind *k, const char *name, con
     const char *path = getenv("GPURUN_PLUGIN_PATH");
     char *dirs = gpurun_xstrdup(path ? path : "");
     const void *p = NULL;
+    char refused[PATH_MAX + 128] = "";
     for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d && !p; d = strtok_r(NULL, ":", &save))
-        p = load_so(d, k->kind, name);
+        p = load_so(d, k->kind, name, refused, sizeof refused);
     free(dirs);
     if (!p)
-        p = load_so(GPURUN_PKGLIBDIR, k->kind, name);
+        p = load_so(GPURUN_PKGLIBDIR, k->kind, name, refused, sizeof refused);
+    if (!p && refused[0])
+        return gpurun_err(err, GPURUN_EXIT_ENV, "%s plugin refused: %s; nothing of it is loaded", k->kind, refused);
     if (!p)
         return gpurun_err(err, GPURUN_EXIT_ENV,
                           "no %s '%s': %s; plugins are looked for as %s_%s.so in $GPURUN_PLUGIN_PATH and %s", k->kind,
