@@ -28,9 +28,11 @@ static const char submit_usage[] =
     "Usage: gpurun submit JOB.conf [--dry-run] [--set KEY=VALUE]... [--results DIR]\n"
     "\n"
     "Check the job as gpurun run would (its template or command, every ${name},\n"
-    "its site profile), write a Slurm batch script for it into\n"
-    "RESULTS/<job>/submit-<UTC time>.sbatch, then submit it with sbatch.  On the\n"
-    "compute node the script loads the site's modules and runs\n"
+    "its site profile), write a batch script for its resource manager into\n"
+    "RESULTS/<job>/submit-<UTC time>.sbatch (Slurm) or .flux (Flux), then submit it\n"
+    "with sbatch or flux batch.  The manager: the one of the job's launcher (srun,\n"
+    "flux), else the site's scheduler, else the allocation gpurun runs in, else\n"
+    "Slurm.  On the compute node the script loads the site's modules and runs\n"
     "`gpurun run JOB.conf` with the same --set options.\n"
     "\n"
     "  --dry-run           write and print the script, submit nothing\n"
@@ -38,15 +40,17 @@ static const char submit_usage[] =
     "  --results DIR       results folder (default: the job's `results`, relative to it)\n"
     "  -h, --help          this help\n"
     "\n"
-    "The job's layout becomes --nodes, --ntasks-per-node, --gpus-per-node and\n"
+    "For Slurm, the layout becomes --nodes, --ntasks-per-node, --gpus-per-node and\n"
     "--cpus-per-task (without threads_per_rank: the site's cores_per_node shared\n"
     "by the ranks); its timeout (times the runs of repeat and scan) --time; each\n"
     "key of its slurm {} section one `#SBATCH --KEY=VALUE` line.  The site's\n"
     "partition, account and sbatch options follow, unless the job sets the same.\n"
+    "For Flux, #flux: lines for whole nodes, a slot per rank, the time limit and\n"
+    "the job's flux {} keys; the site's partition is the queue, its account the bank.\n"
     "\n"
     "Exit status: 0 submitted (or written, with --dry-run); 2 bad job file, template,\n"
-    "site profile or option; 3 a layout the site's nodes cannot hold, sbatch missing\n"
-    "or refusing the job.\n";
+    "site profile or option; 3 a layout the site's nodes cannot hold, sbatch (flux)\n"
+    "missing or refusing the job.\n";
 
 /* ---- files -------------------------------------------------------------- */
 
