@@ -35,11 +35,13 @@ case "$GPURUN $HELLO" in
 esac
 
 cluster=$top_srcdir/tests/cluster/netns-cluster.sh
-# A cluster of this script's own: names, subnet and port from the pid.
+# A cluster of this script's own: names, subnet and port from the pid, in
+# ranges no other test's cluster uses (cli-multinode.sh: subnets 100-249,
+# cli-pyxis-multinode.sh: 60-99, the default cluster: 77; ports from 17817).
 export GPURUN_NETNS_DIR=/srv/gpurun-fx-$$
 export GPURUN_NETNS_PREFIX=gfx$$-
-export GPURUN_NETNS_SUBNET=169.254.$((100 + ($$ + 75) % 150))
-export GPURUN_NETNS_SLURMCTLD_PORT=$((17700 + $$ % 60 * 2))
+export GPURUN_NETNS_SUBNET=169.254.$((10 + $$ % 40))
+export GPURUN_NETNS_SLURMCTLD_PORT=$((17600 + $$ % 50 * 2))
 export GPURUN_NETNS_SLURMD_PORT=$((GPURUN_NETNS_SLURMCTLD_PORT + 1))
 trap '"$cluster" down >/dev/null 2>&1; rm -rf "$TMP"' EXIT
 trap 'exit 130' INT
