@@ -139,7 +139,7 @@ run env PATH="$bare" GPURUN_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 \
 expect_rc 1 "a bare node: FAIL, exit 1"
 contains "$TMP/out" "FAIL  NVIDIA driver     4 NVIDIA GPUs on the PCI bus, but NVML is not available" "no NVML is a FAIL"
 contains "$TMP/out" "fix: install the NVIDIA driver" "... with its fix"
-contains "$TMP/out" "WARN  Launcher          local: no Slurm allocation and no mpirun on PATH" "no MPI launcher: WARN"
+contains "$TMP/out" "WARN  Launcher          local: no Slurm or Flux allocation and no mpirun on PATH" "no MPI launcher: WARN"
 contains "$TMP/out" "WARN  MPI               no mpirun on PATH" "no mpirun: WARN"
 contains "$TMP/out" "PASS  Slurm             not installed" "no Slurm: fine"
 contains "$TMP/out" "WARN  Peer memory       neither nvidia_peermem nor nv_peer_mem is loaded" "no peer memory"

@@ -165,6 +165,22 @@ slurm_cluster_up() {
     cluster_up "$slurm_cluster" "Slurm test cluster"
 }
 
+# find_flux: flux-core's flux on PATH: the one there, else the one
+# scripts/install-flux.sh installs ($GPURUN_FLUX_PREFIX, default
+# /opt/flux-core-0.88.0); false, with $flux_missing saying why, when there is
+# none that works.
+find_flux() {
+    _ff=${GPURUN_FLUX_PREFIX:-/opt/flux-core-0.88.0}/bin
+    if ! command -v flux >/dev/null 2>&1 && [ -x "$_ff/flux" ]; then
+        PATH=$_ff:$PATH
+        export PATH
+    fi
+    command -v flux >/dev/null 2>&1 && flux version >/dev/null 2>&1 && return 0
+    flux_missing="no flux-core (no flux on PATH nor in ${_ff%/bin}): scripts/install-flux.sh builds it from ../shared/vendor/flux-core-0.88.0.tar.gz"
+    [ -f "$top_srcdir/../shared/vendor/flux-core-0.88.0.tar.gz" ] || flux_missing="$flux_missing, which is not there"
+    return 1
+}
+
 # find_chromium: sets $chromium to the headless browser on PATH (chromium,
 # chromium-browser or google-chrome); false, and empty, when there is none.
 find_chromium() {

@@ -455,10 +455,11 @@ static void test_refused(void)
             {"hetjob", "1", "key 'slurm.hetjob': cannot go on an #SBATCH line: 'hetjob'"},
         };
         for (size_t i = 0; i < sizeof hostile / sizeof *hostile; i++) {
-            free(job->slurm.items[0].key);
-            free(job->slurm.items[0].value);
-            job->slurm.items[0].key = gpurun_xstrdup(hostile[i].key);
-            job->slurm.items[0].value = gpurun_xstrdup(hostile[i].value);
+            struct gpurun_kvlist *slurm = gpurun_job_section(job, "slurm");
+            free(slurm->items[0].key);
+            free(slurm->items[0].value);
+            slurm->items[0].key = gpurun_xstrdup(hostile[i].key);
+            slurm->items[0].value = gpurun_xstrdup(hostile[i].value);
             gpurun_error_t err = {0};
             char *s = NULL;
             int rc = gpurun_batch_script(job, NULL, label, "/g", NULL, 0, &s, &err);
@@ -483,8 +484,8 @@ static void test_sbatch_reads_values(void)
     char *label = gpurun_xasprintf("%s/job.conf", tmp);
     gpurun_job_t *job = parse(label, "ranks_per_node = 1\ngpus_per_rank = 0\nslurm { comment = \"x\" }\n");
     for (size_t i = 0; job && i < sizeof values / sizeof *values; i++) {
-        free(job->slurm.items[0].value);
-        job->slurm.items[0].value = gpurun_xstrdup(values[i]);
+        free(gpurun_job_section(job, "slurm")->items[0].value);
+        gpurun_job_section(job, "slurm")->items[0].value = gpurun_xstrdup(values[i]);
         gpurun_error_t err = {0};
         char *s = NULL;
         char words[4][512];

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "job.h"
+#include "plugin.h" /* the names of the plugins present */
 #include "tap.h"
 
 /* ---- malformed inputs ------------------------------------------------- */
@@ -63,7 +64,7 @@ static const struct bad bad[] = {
     {"list for a single value", "nodes = {1, 2}\n", 0,
      "job.conf:1: key 'nodes': expected one value, not a list"},
     {"bad enum, near a valid value", "launcher = \"mpi\"\n", 0,
-     "job.conf:1: key 'launcher': 'mpi' is not one of auto, mpirun, srun, local (did you mean "
+     "job.conf:1: key 'launcher': 'mpi' is not one of auto, mpirun, srun, flux, local (did you mean "
      "'mpirun'?)"},
     {"bad enum", "gpu_visibility = \"everything\"\n", 0,
      "job.conf:1: key 'gpu_visibility': 'everything' is not one of isolate, shared"},
@@ -92,7 +93,7 @@ static const struct bad bad[] = {
     {"line break in an env value", "env { A = \"1\n2\" }\n", 0,
      "job.conf:1: key 'env.A': control character 0x0a (line break) in the value"},
     {"control character in a value, shown escaped", "launcher = \"srun\x1b[2J\"\n", 0,
-     "job.conf:1: key 'launcher': 'srun\\x1b[2J' is not one of auto, mpirun, srun, local (did you "
+     "job.conf:1: key 'launcher': 'srun\\x1b[2J' is not one of auto, mpirun, srun, flux, local (did you "
      "mean 'srun'?)"},
     {"NUL byte", "nodes = 1\nrepeat = 2\0\n", sizeof "nodes = 1\nrepeat = 2\0\n" - 1,
      "job.conf:2: NUL byte in the file"},
@@ -268,7 +269,7 @@ static void test_spec_example(void)
     is_int(job->gpus_per_rank, 1, "gpus_per_rank");
     is_int(job->threads_per_rank, 4, "threads_per_rank");
     ok(!job->smt && !job->oversubscribe, "smt and oversubscribe off");
-    is_int(job->launcher, GPURUN_LAUNCHER_AUTO, "launcher");
+    is_str(job->launcher, "auto", "launcher");
     is_int(job->bind, GPURUN_BIND_CLOSEST, "bind");
     is_int(job->gpu_visibility, GPURUN_GPUVIS_ISOLATE, "gpu_visibility");
     is_int(job->cpu_locality, GPURUN_CPULOC_PACKAGE, "cpu_locality: package by default");
@@ -285,13 +286,14 @@ static void test_spec_example(void)
     is_int(job->env.n, 1, "env: one");
     is_str(kv(&job->env, 0, 1), "GMX_MAXBACKUP", "env key");
     is_str(kv(&job->env, 0, 0), "-1", "env value");
-    is_int(job->slurm.n, 3, "slurm: three");
-    is_str(kv(&job->slurm, 0, 1), "partition", "slurm[0] key");
-    is_str(kv(&job->slurm, 0, 0), "gpu", "slurm[0] value");
-    is_str(kv(&job->slurm, 1, 1), "account", "slurm[1] key");
-    is_str(kv(&job->slurm, 1, 0), "proj", "slurm[1] value");
-    is_str(kv(&job->slurm, 2, 1), "time", "slurm[2] key");
-    is_str(kv(&job->slurm, 2, 0), "01:00:00", "slurm[2] value");
+    const struct gpurun_kvlist *slurm = gpurun_job_manager_options(job, "slurm");
+    is_int(slurm->n, 3, "slurm: three");
+    is_str(kv(slurm, 0, 1), "partition", "slurm[0] key");
+    is_str(kv(slurm, 0, 0), "gpu", "slurm[0] value");
+    is_str(kv(slurm, 1, 1), "account", "slurm[1] key");
+    is_str(kv(slurm, 1, 0), "proj", "slurm[1] value");
+    is_str(kv(slurm, 2, 1), "time", "slurm[2] key");
+    is_str(kv(slurm, 2, 0), "01:00:00", "slurm[2] value");
     is_int(job->references.n, 1, "references: one");
     is_str(kv(&job->references, 0, 1), "ns_per_day", "references key");
     is_str(kv(&job->references, 0, 0), "90 +-10%", "references value");
@@ -301,7 +303,7 @@ static void test_spec_example(void)
         ok(job->scan[0].n == 2 && job->scan[0].values[0] == 1 && job->scan[0].values[1] == 2,
            "scan axis values {1, 2}");
     }
-    is_str(gpurun_launcher_name(job->launcher), "auto", "launcher name");
+    is_str(job->monitor, "auto", "monitor: auto by default");
     gpurun_job_destroy(job);
 }
 
@@ -321,7 +323,7 @@ static void test_defaults(void)
         is_int(job->gpus_per_rank, GPURUN_UNSET, "gpus_per_rank unset");
         is_int(job->threads_per_rank, GPURUN_UNSET, "threads_per_rank unset");
         ok(!job->smt && !job->oversubscribe, "smt, oversubscribe off");
-        ok(job->launcher == GPURUN_LAUNCHER_AUTO && job->bind == GPURUN_BIND_CLOSEST &&
+        ok(!strcmp(job->launcher, "auto") && job->bind == GPURUN_BIND_CLOSEST &&
                job->gpu_visibility == GPURUN_GPUVIS_ISOLATE &&
                job->gpudirect == GPURUN_GPUDIRECT_AUTO,
            "enums at their defaults");
@@ -331,7 +333,7 @@ static void test_defaults(void)
         is_int(job->ranks_per_gpu, 1, "ranks_per_gpu 1");
         ok(job->mps == GPURUN_MPS_AUTO, "mps auto");
         is_str(job->results, "results", "results");
-        ok(job->params.n == 0 && job->env.n == 0 && job->slurm.n == 0 && job->references.n == 0 &&
+        ok(job->params.n == 0 && job->env.n == 0 && gpurun_job_manager_options(job, "slurm")->n == 0 && job->references.n == 0 &&
                job->nscan == 0,
            "no params, env, slurm, references, scan");
         gpurun_job_destroy(job);
@@ -347,7 +349,7 @@ static void test_values(void)
                  "scan { threads_per_rank = {8, 4} nodes = 1 gpus_per_rank = {1, 2} }\n",
                  "job.conf", "every enum and bool");
     if (job) {
-        ok(job->launcher == GPURUN_LAUNCHER_SRUN && job->bind == GPURUN_BIND_NONE &&
+        ok(!strcmp(job->launcher, "srun") && job->bind == GPURUN_BIND_NONE &&
                job->gpu_visibility == GPURUN_GPUVIS_SHARED && job->cpu_locality == GPURUN_CPULOC_GPU &&
                job->gpudirect == GPURUN_GPUDIRECT_OFF,
            "enums");
@@ -365,8 +367,6 @@ static void test_values(void)
         }
         gpurun_job_destroy(job);
     }
-    is_str(gpurun_launcher_name(GPURUN_LAUNCHER_LOCAL), "local", "launcher name: local");
-    is_str(gpurun_launcher_name(GPURUN_LAUNCHER_MPIRUN), "mpirun", "launcher name: mpirun");
 }
 
 static void test_timeouts(void)
@@ -451,7 +451,7 @@ static void test_dollar_preserved(void)
         free(path);
         is_str(kv(&job->env, 1, 0), "EVIL", "... in single quotes too");
         is_str(kv(&job->env, 2, 0), "EVIL", "... and after libconfuse's \\$");
-        is_str(kv(&job->slurm, 0, 0), "${nsteps} # not a comment",
+        is_str(kv(gpurun_job_manager_options(job, "slurm"), 0, 0), "${nsteps} # not a comment",
                "'#' inside quotes is no comment");
         is_str(kv(&job->references, 0, 0), "${tpr} }", "'}' inside quotes");
         gpurun_job_destroy(job);
@@ -684,6 +684,7 @@ static void test_ranks_per_gpu(void)
 
 int main(void)
 {
+    gpurun_plugins_register();
     test_ranks_per_gpu();
     test_bad();
     test_spec_example();

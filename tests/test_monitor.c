@@ -8,6 +8,7 @@
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -29,7 +30,9 @@ static bool build_so(const char *src_name, const char *so, const char *define)
     const char *top = getenv("top_srcdir") ? getenv("top_srcdir") : ".";
     char src[512], inc_l[512], inc_p[512];
     snprintf(src, sizeof src, "%s/tests/%s", top, src_name);
-    snprintf(inc_l, sizeof inc_l, "-I%s/launcher", top);
+    /* launcher/lib: the plugin headers' error.h (else the C library's
+     * <error.h> is found, and nothing builds) */
+    snprintf(inc_l, sizeof inc_l, "-I%s/launcher/lib", top);
     snprintf(inc_p, sizeof inc_p, "-I%s/plugins", top);
     const char *cc = getenv("CC") && *getenv("CC") && !strchr(getenv("CC"), ' ') ? getenv("CC") : "cc";
     char *argv[] = {(char *)cc, "-std=c11", (char *)define, "-shared", "-fPIC", inc_l, inc_p, "-o", (char *)so, src,
@@ -94,9 +97,22 @@ static void test_shared_objects(void)
            "the missing monitor message");
     ok(gpurun_launcher_find("nosuch", &l, &err) < 0 && err.code == GPURUN_EXIT_ENV, "no such launcher");
     is_str(err.text,
-           "no launcher 'nosuch': built in are local, mpirun and srun; plugins are looked for as "
+           "no launcher 'nosuch': built in are mpirun, srun, flux and local; plugins are looked for as "
            "launcher_nosuch.so in $GPURUN_PLUGIN_PATH and " GPURUN_PKGLIBDIR,
            "the missing launcher message");
+    /* A plugin another user could have changed is code gpurun will not run. */
+    chmod(mon, 0666);
+    ok(gpurun_monitor_find("fake", &m, &err) < 0 && err.code == GPURUN_EXIT_ENV &&
+           strstr(err.text, "monitor_fake.so: others can write it; nothing of it is loaded"),
+       "a plugin file others can write: refused (%s)", err.text);
+    chmod(mon, 0755);
+    chmod(tmp, 0777);
+    ok(gpurun_launcher_find("fake", &l, &err) < 0 &&
+           strstr(err.text, "launcher_fake.so: others can write in its folder (no sticky bit)"),
+       "a plugin in a folder others can write: refused (%s)", err.text);
+    chmod(tmp, 01777);
+    ok(gpurun_launcher_find("fake", &l, &err) == 0, "... with the sticky bit, as /tmp: loaded (%s)", err.text);
+    chmod(tmp, 0700);
     unsetenv("GPURUN_PLUGIN_PATH");
     unlink(mon);
     unlink(launch);
@@ -140,7 +156,7 @@ static void test_missing(const gpurun_monitor_plugin_t *p)
        "missing library: unavailable, with why (%s)", why.text);
     const char *pcis[] = {"0000:13:00.0"};
     char note[512];
-    gpurun_monitor_session_t *s = gpurun_monitor_begin(pcis, 1, note, sizeof note);
+    gpurun_monitor_session_t *s = gpurun_monitor_begin("auto", pcis, 1, note, sizeof note);
     ok(s == NULL && strstr(note, "libnvidia-ml.so.1"), "missing library: begin() gives no session and a note");
     ok(gpurun_monitor_end(NULL) == NULL, "missing library: end(NULL) is NULL, the run goes on");
 }
@@ -245,7 +261,7 @@ static void test_sampling(const gpurun_monitor_plugin_t *p, const char *lib)
     setenv("GPURUN_MONITOR_INTERVAL", "0.02", 1);
     const char *pcis[] = {"0000:13:00.0"};
     char note[256] = "x";
-    gpurun_monitor_session_t *s = gpurun_monitor_begin(pcis, 1, note, sizeof note);
+    gpurun_monitor_session_t *s = gpurun_monitor_begin("auto", pcis, 1, note, sizeof note);
     ok(s != NULL && note[0] == '\0', "begin(): a session");
     sleep_s(0.1);
     json_t *j = gpurun_monitor_end(s);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "manager.h"
 #include "plan.h"
 #include "plancheck.h"
 #include "proc_status.h"

@@ -19,6 +19,7 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
+#include "plugin.h" /* the names of the plugins present */
 #include "report.h"
 #include "results.h"
 #include "site.h"
@@ -105,9 +106,9 @@ static void test_site_bad(void)
         {"description = \"d\"\npartiton = \"gpu\"\n",
          "s.conf:2: unknown key 'partiton' (did you mean 'partition'?)"},
         {"description = \"d\"\nscheduler = \"slrum\"\n",
-         "s.conf:2: key 'scheduler': 'slrum' is not one of slurm, none (did you mean 'slurm'?)"},
+         "s.conf:2: key 'scheduler': 'slrum' is not one of slurm, flux, none (did you mean 'slurm'?)"},
         {"launcher = \"pbs\"\n",
-         "s.conf:1: key 'launcher': 'pbs' is not one of auto, srun, mpirun, local"},
+         "s.conf:1: key 'launcher': 'pbs' is not one of auto, mpirun, srun, flux, local"},
         {"gpus_per_node = \"four\"\n",
          "s.conf:1: key 'gpus_per_node': expected an integer, got 'four'"},
         {"gpus_per_node = 5000\n",
@@ -1162,6 +1163,7 @@ static void test_report_history(void)
 
 int main(void)
 {
+    gpurun_plugins_register();
     test_site_good();
     test_site_bad();
     test_site_shipped();

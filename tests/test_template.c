@@ -15,6 +15,7 @@
 
 #include "inputs.h"
 #include "job.h"
+#include "plugin.h" /* the names of the plugins present */
 #include "tap.h"
 #include "template.h"
 
@@ -732,7 +733,7 @@ static void test_set_good(void)
            "a key set by --set leaves the scan");
     }
     if (set_ok(job, "launcher=srun"))
-        is_int(job->launcher, GPURUN_LAUNCHER_SRUN, "launcher");
+        is_str(job->launcher, "srun", "launcher");
     if (set_ok(job, "timeout=1h30m"))
         is_int(job->timeout_s, 5400, "timeout");
     if (set_ok(job, "timeout=01:00:00"))
@@ -761,7 +762,9 @@ static void test_set_good(void)
         is_str(job->env.items[1].value, "/EVIL/bin:\\x \"q\"",
                "env value: ${VAR} the launching environment's (SPEC §2), '\\', '\"' kept");
     if (set_ok(job, "slurm.partition=gpu") && set_ok(job, "references.ns_per_day=90 +-10%")) {
-        ok(job->slurm.n == 1 && strcmp(job->slurm.items[0].value, "gpu") == 0, "slurm");
+        ok(gpurun_job_manager_options(job, "slurm")->n == 1 &&
+               strcmp(gpurun_job_manager_options(job, "slurm")->items[0].value, "gpu") == 0,
+           "slurm");
         ok(job->references.n == 1 && strcmp(job->references.items[0].value, "90 +-10%") == 0,
            "references");
     }
@@ -804,7 +807,7 @@ static void test_set_bad(void)
         {base_job, "threads_per_rank=2.5",
          "--set threads_per_rank=2.5: key 'threads_per_rank': expected an integer, got '2.5'"},
         {base_job, "launcher=mpi",
-         "--set launcher=mpi: key 'launcher': 'mpi' is not one of auto, mpirun, srun, local (did "
+         "--set launcher=mpi: key 'launcher': 'mpi' is not one of auto, mpirun, srun, flux, local (did "
          "you mean 'mpirun'?)"},
         {base_job, "smt=maybe", "--set smt=maybe: key 'smt': expected true or false, got 'maybe'"},
         {base_job, "timeout=30 minutes",
@@ -1231,6 +1234,7 @@ static void test_inputs(void)
 
 int main(void)
 {
+    gpurun_plugins_register();
     test_spec_example();
     test_minimal();
     test_bad();

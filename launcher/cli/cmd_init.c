@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "launcher.h" /* gpurun_which */
-#include "alloc.h"
+#include "manager.h"
 #include "cmd.h"
 #include "job.h"
 #include "plan.h"

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* gpurun submit: write the job's Slurm batch script into its results
- * folder, then hand it to sbatch. */
+/* gpurun submit: write the job's batch script for its resource manager
+ * (Slurm's sbatch, plugins/rm.h) into its results folder, then hand it to
+ * the manager. */
 #include "config.h"
 
 #include <errno.h>
@@ -12,26 +13,26 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "batch.h"
 #include "cmd.h"
 #include "job.h"
+#include "manager.h"
 #include "safefile.h"
 #include "site.h"
 #include "util.h"
-
-#define SBATCH_OUT_MAX 4096 /* `sbatch --parsable` prints "ID[;CLUSTER]" */
 
 static const char submit_usage[] =
     "Usage: gpurun submit JOB.conf [--dry-run] [--set KEY=VALUE]... [--results DIR]\n"
     "\n"
     "Check the job as gpurun run would (its template or command, every ${name},\n"
-    "its site profile), write a Slurm batch script for it into\n"
-    "RESULTS/<job>/submit-<UTC time>.sbatch, then submit it with sbatch.  On the\n"
-    "compute node the script loads the site's modules and runs\n"
+    "its site profile), write a batch script for its resource manager into\n"
+    "RESULTS/<job>/submit-<UTC time>.sbatch (Slurm) or .flux (Flux), then submit it\n"
+    "with sbatch or flux batch.  The manager: the one of the job's launcher (srun,\n"
+    "flux), else the site's scheduler, else the allocation gpurun runs in, else\n"
+    "Slurm.  On the compute node the script loads the site's modules and runs\n"
     "`gpurun run JOB.conf` with the same --set options.\n"
     "\n"
     "  --dry-run           write and print the script, submit nothing\n"
@@ -39,15 +40,17 @@ static const char submit_usage[] =
     "  --results DIR       results folder (default: the job's `results`, relative to it)\n"
     "  -h, --help          this help\n"
     "\n"
-    "The job's layout becomes --nodes, --ntasks-per-node, --gpus-per-node and\n"
+    "For Slurm, the layout becomes --nodes, --ntasks-per-node, --gpus-per-node and\n"
     "--cpus-per-task (without threads_per_rank: the site's cores_per_node shared\n"
     "by the ranks); its timeout (times the runs of repeat and scan) --time; each\n"
     "key of its slurm {} section one `#SBATCH --KEY=VALUE` line.  The site's\n"
     "partition, account and sbatch options follow, unless the job sets the same.\n"
+    "For Flux, #flux: lines for whole nodes, a slot per rank, the time limit and\n"
+    "the job's flux {} keys; the site's partition is the queue, its account the bank.\n"
     "\n"
     "Exit status: 0 submitted (or written, with --dry-run); 2 bad job file, template,\n"
-    "site profile or option; 3 a layout the site's nodes cannot hold, sbatch missing\n"
-    "or refusing the job.\n";
+    "site profile or option; 3 a layout the site's nodes cannot hold, sbatch (flux)\n"
+    "missing or refusing the job.\n";
 
 /* ---- files -------------------------------------------------------------- */
 
@@ -61,7 +64,8 @@ static const char submit_usage[] =
  * opened through the results folder's descriptor, never through a symlink:
  * a script that run would refuse is never submitted.  On error nothing is
  * left behind. */
-static int write_script(const char *folder, const char *script, char **pathp, int *fdp, gpurun_error_t *err)
+static int write_script(const char *folder, const char *suffix, const char *script, char **pathp, int *fdp,
+                        gpurun_error_t *err)
 {
     const char *slash = strrchr(folder, '/'); /* RESULTS/JOB, absolute */
     if (!slash || !slash[1])
@@ -83,9 +87,9 @@ static int write_script(const char *folder, const char *script, char **pathp, in
     int fd = -1, e = EEXIST;
     for (int i = 1; i <= 100 && fd < 0 && e == EEXIST; i++) {
         if (i == 1)
-            snprintf(name, sizeof name, "submit-%s.sbatch", stamp);
+            snprintf(name, sizeof name, "submit-%s.%.16s", stamp, suffix);
         else
-            snprintf(name, sizeof name, "submit-%s-%d.sbatch", stamp, i);
+            snprintf(name, sizeof name, "submit-%s-%d.%.16s", stamp, i, suffix);
         fd = gpurun_create_at(dirfd, name, O_RDWR, 0600);
         e = fd < 0 ? errno : 0;
     }
@@ -140,118 +144,6 @@ static int self_path(char **pathp, gpurun_error_t *err)
     return gpurun_err(err, GPURUN_EXIT_ENV, "submit: gpurun's own path is too long");
 }
 
-/* ---- sbatch ------------------------------------------------------------- */
-
-/* Run `sbatch --parsable` with the script on its standard input, from the
- * descriptor it was written through (sbatch reads a script from stdin when
- * given no file): no name is looked up again between our write and its
- * read.  Its stdout captured, its stderr the user's.  `script` names the
- * file in messages.  Exit status 3 for every failure: nothing was
- * submitted. */
-static int run_sbatch(int script_fd, const char *script, char **outp, gpurun_error_t *err)
-{
-    int out[2], status_pipe[2];
-    if (pipe2(out, O_CLOEXEC) < 0)
-        return gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot start sbatch: %s", strerror(errno));
-    /* The child writes exec's errno here; closed unwritten when exec works. */
-    if (pipe2(status_pipe, O_CLOEXEC) < 0) {
-        int e = errno;
-        close(out[0]);
-        close(out[1]);
-        return gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot start sbatch: %s", strerror(e));
-    }
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        int e = errno;
-        close(out[0]);
-        close(out[1]);
-        close(status_pipe[0]);
-        close(status_pipe[1]);
-        return gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot start sbatch: %s", strerror(e));
-    }
-    if (pid == 0) {
-        char *argv[] = {"sbatch", "--parsable", NULL};
-        if (dup2(out[1], STDOUT_FILENO) >= 0 && dup2(script_fd, STDIN_FILENO) >= 0)
-            execvp(argv[0], argv);
-        int e = errno;
-        ssize_t unused = write(status_pipe[1], &e, sizeof e);
-        (void)unused;
-        _exit(127);
-    }
-    close(out[1]);
-    close(status_pipe[1]);
-
-    char *buf = gpurun_xmalloc(SBATCH_OUT_MAX + 1);
-    size_t len = 0;
-    for (;;) {
-        char chunk[512];
-        ssize_t n = read(out[0], chunk, sizeof chunk);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        /* Read to the end even past the limit: sbatch must not block. */
-        size_t keep = (size_t)n < SBATCH_OUT_MAX - len ? (size_t)n : SBATCH_OUT_MAX - len;
-        memcpy(buf + len, chunk, keep);
-        len += keep;
-    }
-    buf[len] = '\0';
-    close(out[0]);
-
-    int exec_errno = 0;
-    ssize_t got;
-    while ((got = read(status_pipe[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR)
-        ;
-    close(status_pipe[0]);
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-
-    int rc = 0;
-    if (got == (ssize_t)sizeof exec_errno)
-        rc = exec_errno == ENOENT
-                 ? gpurun_err(err, GPURUN_EXIT_ENV,
-                              "submit: sbatch was not found on PATH: is this a Slurm login node? The batch script "
-                              "is at %s; submit it with sbatch where Slurm runs.",
-                              script)
-                 : gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot run sbatch: %s (the batch script is at %s)",
-                              strerror(exec_errno), script);
-    else if (WIFSIGNALED(status))
-        rc = gpurun_err(err, GPURUN_EXIT_ENV, "submit: sbatch was killed by signal %d; the batch script is at %s",
-                        WTERMSIG(status), script);
-    else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        rc = gpurun_err(err, GPURUN_EXIT_ENV,
-                        "submit: sbatch refused the job (exit status %d, its message is above); the batch "
-                        "script is at %s",
-                        WIFEXITED(status) ? WEXITSTATUS(status) : -1, script);
-    if (rc < 0) {
-        free(buf);
-        return -1;
-    }
-    *outp = buf;
-    return 0;
-}
-
-/* `--parsable` prints "ID" or "ID;CLUSTER". */
-static int report_submission(const char *out, const char *script, gpurun_error_t *err)
-{
-    const char *p = out + strspn(out, " \t\r\n");
-    size_t idlen = strspn(p, "0123456789");
-    if (!idlen || (p[idlen] && !strchr(";\r\n", p[idlen])))
-        return gpurun_err(err, GPURUN_EXIT_ENV,
-                          "submit: sbatch printed no job id (got '%.80s'); the batch script is at %s", out, script);
-    printf("Submitted batch job %.*s", (int)idlen, p);
-    if (p[idlen] == ';') {
-        const char *cl = p + idlen + 1;
-        size_t cllen = strcspn(cl, "\r\n");
-        if (cllen)
-            printf(" on cluster %.*s", (int)cllen, cl);
-    }
-    printf("\nBatch script: %s\n", script);
-    return 0;
-}
-
 /* ---- the command ---------------------------------------------------------- */
 
 int cmd_submit(int argc, char **argv, gpurun_error_t *err)
@@ -272,7 +164,9 @@ int cmd_submit(int argc, char **argv, gpurun_error_t *err)
     int c, rc = GPURUN_EXIT_CONFIG;
     gpurun_job_t *job = NULL;
     gpurun_site_t *site = NULL;
-    char *results_abs = NULL, *self = NULL, *script = NULL, *folder = NULL, *path = NULL, *out = NULL;
+    char *results_abs = NULL, *self = NULL, *script = NULL, *folder = NULL, *path = NULL;
+    const gpurun_rm_plugin_t *rm = NULL;
+    char why[256], said[256];
     int script_fd = -1;
 
     optind = 0; /* a full restart (glibc, musl): tests call commands again */
@@ -318,8 +212,11 @@ int cmd_submit(int argc, char **argv, gpurun_error_t *err)
             fprintf(stderr, "gpurun: warning: %s\n", line);
     free(warnings);
     if (crc < 0 || self_path(&self, err) < 0 ||
-        gpurun_batch_script(job, site, job_path, self, sets, nset, &script, err) < 0 ||
-        gpurun_batch_job_folder(job, &folder, err) < 0 || write_script(folder, script, &path, &script_fd, err) < 0)
+        gpurun_rm_for_submit(job->launcher, site ? site->scheduler : NULL, &rm, why,
+                             sizeof why, err) < 0 ||
+        gpurun_batch_script_rm(rm, job, site, job_path, self, sets, nset, &script, err) < 0 ||
+        gpurun_batch_job_folder(job, &folder, err) < 0 ||
+        write_script(folder, rm->script_suffix ? rm->script_suffix : rm->name, script, &path, &script_fd, err) < 0)
         goto fail;
 
     if (dry) {
@@ -329,8 +226,9 @@ int cmd_submit(int argc, char **argv, gpurun_error_t *err)
         rc = 0;
         goto out;
     }
-    if (run_sbatch(script_fd, path, &out, err) < 0 || report_submission(out, path, err) < 0)
+    if (rm->submit(script_fd, path, said, sizeof said, err) < 0)
         goto fail;
+    printf("Submitted batch job %s\nBatch script: %s\n", said, path);
     rc = 0;
     goto out;
 fail:
@@ -346,7 +244,6 @@ out:
     free(script);
     free(folder);
     free(path);
-    free(out);
     if (script_fd >= 0)
         close(script_fd);
     return rc;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "plugin.h"
 #include "topocache.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -97,6 +98,7 @@ int main(int argc, char **argv)
 {
     gpurun_error_t err = {0};
     gpurun_topocache_enable(true); /* the program's runs share this node's discovery; libgpurun's callers do not */
+    gpurun_plugins_register();     /* job files and site profiles name the plugins present */
     /* Said once by the command a user typed, not again by each rank step. */
     if (argc >= 2 && strcmp(argv[1], "rank"))
         gpurun_topocache_on_warning(topocache_warning);

@@ -119,10 +119,10 @@ static size_t items(const char *list)
 }
 
 /* The runtime's list (CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES) beside
- * Slurm's, when it names the same number of GPUs: Slurm writes both from one
- * list, the runtime's renumbered from 0 when its cgroup hides the node's
- * other GPUs (ConstrainDevices). */
-static const char *beside_slurm(const char *var, int ngpus, char *note, size_t len, size_t *used)
+ * the manager's, when it names the same number of GPUs: Slurm writes both
+ * from one list, the runtime's renumbered from 0 when its cgroup hides the
+ * node's other GPUs (ConstrainDevices). */
+static const char *beside_manager(const char *var, int ngpus, char *note, size_t len, size_t *used)
 {
     const char *v = getenv(var);
     if (!v || !*v)
@@ -133,39 +133,35 @@ static const char *beside_slurm(const char *var, int ngpus, char *note, size_t l
     return NULL;
 }
 
-void gpurun_alloc_apply(const gpurun_topo_t *t, gpurun_request_t *req, char *note, size_t len)
-{
-    gpurun_alloc_apply_at("", t, req, note, len);
-}
-
-void gpurun_alloc_apply_at(const char *root, const gpurun_topo_t *t, gpurun_request_t *req, char *note, size_t len)
+void gpurun_alloc_narrow_at(const char *root, const gpurun_topo_t *t, gpurun_request_t *req,
+                            const struct gpurun_alloc_given *given, char *note, size_t len)
 {
     static hwloc_bitmap_t allowed;
     note[0] = '\0';
     if (strcmp(t->source, "local"))
         return;
     size_t used = 0;
-    const char *job = getenv("SLURM_JOB_ID");
     if (!allowed)
         allowed = hwloc_bitmap_alloc();
-    /* Slurm's task/affinity or task/cgroup confines the batch step to the
-     * allocated cores; hwloc already hides what a cgroup forbids. */
-    if (job && hwloc_get_cpubind(t->hw, allowed, HWLOC_CPUBIND_PROCESS) == 0 && !hwloc_bitmap_iszero(allowed) &&
+    /* A manager that confines gpurun to the allocated cores (Slurm's
+     * task/affinity or task/cgroup): hwloc already hides what a cgroup
+     * forbids. */
+    if (given && given->cpus_bound && hwloc_get_cpubind(t->hw, allowed, HWLOC_CPUBIND_PROCESS) == 0 &&
+        !hwloc_bitmap_iszero(allowed) &&
         !hwloc_bitmap_isincluded(hwloc_topology_get_topology_cpuset(t->hw), allowed)) {
         req->allowed_cpus = allowed;
         char *s = gpurun_cpuset_list(allowed);
-        note_add(note, len, &used, "Slurm job %s: cpus %s", job, s);
+        note_add(note, len, &used, "%s: cpus %s", given->job, s);
         free(s);
     }
-    const char *gpus = job ? getenv("SLURM_STEP_GPUS") : NULL;
-    if (job && (!gpus || !*gpus))
-        gpus = getenv("SLURM_JOB_GPUS");
-    /* Without Slurm's list, the one the GPU runtime was given (a user, PBS,
-     * LSF): the same numbers, so ranks are named by their own. */
-    const char *from = "Slurm GPUs", *cuda = getenv("CUDA_VISIBLE_DEVICES"), *rocr = getenv("ROCR_VISIBLE_DEVICES");
+    const char *gpus = given ? given->gpus : NULL;
+    /* Without the manager's list, the one the GPU runtime was given (a user,
+     * PBS, LSF): the same numbers, so ranks are named by their own. */
+    const char *from = given && given->gpus_from ? given->gpus_from : "", *cuda = getenv("CUDA_VISIBLE_DEVICES"),
+               *rocr = getenv("ROCR_VISIBLE_DEVICES");
     hwloc_bitmap_t ids = hwloc_bitmap_alloc();
-    bool slurm = gpu_numbers(gpus, ids);
-    if (!slurm) {
+    bool managed = gpu_numbers(gpus, ids);
+    if (!managed) {
         from = cuda ? "CUDA_VISIBLE_DEVICES" : rocr ? "ROCR_VISIBLE_DEVICES" : NULL;
         gpus = cuda ? cuda : rocr;
         if (gpus && runtime_numbers(gpus, ids) < 0) {
@@ -193,9 +189,9 @@ void gpurun_alloc_apply_at(const char *root, const gpurun_topo_t *t, gpurun_requ
             req->allowed_gpus[req->nallowed_gpus++] = i;
         note_add(note, len, &used, "%s%s %s%s", used ? "; " : "", from, *gpus ? gpus : "\"\"",
                  req->nallowed_gpus ? "" : " (no GPU)");
-        if (slurm) {
-            req->visible_cuda = beside_slurm("CUDA_VISIBLE_DEVICES", req->nallowed_gpus, note, len, &used);
-            req->visible_rocr = beside_slurm("ROCR_VISIBLE_DEVICES", req->nallowed_gpus, note, len, &used);
+        if (managed) {
+            req->visible_cuda = beside_manager("CUDA_VISIBLE_DEVICES", req->nallowed_gpus, note, len, &used);
+            req->visible_rocr = beside_manager("ROCR_VISIBLE_DEVICES", req->nallowed_gpus, note, len, &used);
         }
     }
     hwloc_bitmap_free(ids);

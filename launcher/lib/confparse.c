@@ -1033,6 +1033,54 @@ int gpurun_conf_enum_key(cfg_t *cfg, cfg_opt_t *opt, const char *value,
     return gpurun_conf_enum(cfg, opt, value, names, result);
 }
 
+static gpurun_conf_names_fn plugin_names;
+
+void gpurun_conf_set_plugin_names(gpurun_conf_names_fn fn)
+{
+    plugin_names = fn;
+}
+
+const char *const *gpurun_conf_plugin_names(const char *kind)
+{
+    return plugin_names ? plugin_names(kind) : NULL;
+}
+
+/* Plugins are files KIND_NAME.so: a name is letters, digits, '_', '-'. */
+static bool plugin_name_ok(const char *v)
+{
+    if (!*v || strlen(v) > 64)
+        return false;
+    for (; *v; v++)
+        if (!((*v >= 'a' && *v <= 'z') || (*v >= 'A' && *v <= 'Z') || (*v >= '0' && *v <= '9') || *v == '_' ||
+              *v == '-'))
+            return false;
+    return true;
+}
+
+int gpurun_conf_plugin_name(cfg_t *cfg, cfg_opt_t *opt, const char *value, const char *kind,
+                            const char *const *before, const char *const *after, void *result)
+{
+    const char *const *present = gpurun_conf_plugin_names(kind);
+    const char *names[128];
+    size_t n = 0;
+    for (const char *const *f = before; f && *f && n < 127; f++)
+        names[n++] = *f;
+    for (const char *const *p = present; p && *p && n < 127; p++)
+        names[n++] = *p;
+    for (const char *const *f = after; f && *f && n < 127; f++)
+        names[n++] = *f;
+    names[n] = NULL;
+    bool found = false;
+    for (size_t i = 0; i < n && value && !found; i++)
+        found = !strcmp(value, names[i]);
+    if (found || (!present && value && plugin_name_ok(value))) {
+        *(const char **)result = value;
+        return 0;
+    }
+    long unused;
+    return gpurun_conf_enum(cfg, opt, value, names, &unused);
+}
+
 int gpurun_conf_int_in(cfg_t *cfg, cfg_opt_t *opt, const char *value, long min, long max, void *result)
 {
     struct gpurun_conf_shown a;

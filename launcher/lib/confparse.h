@@ -164,6 +164,27 @@ struct gpurun_conf_enum_key {
 int gpurun_conf_enum_key(cfg_t *cfg, cfg_opt_t *opt, const char *value,
                          const struct gpurun_conf_enum_key *keys, size_t nkeys, long *result);
 
+/* ---- names of plugins ------------------------------------------------- */
+
+/* Keys that name a plugin (a job's launcher and monitor, a site's launcher
+ * and scheduler) take the names of the plugins present, which only the
+ * program can list (launcher/run/plugin.c: the built-in ones and those in
+ * its plugin folders).  It hands the library a function that lists a
+ * kind's names ("launcher", "rm", "monitor"), NULL-terminated, before it
+ * reads a file; until then (a program that loads no plugins) any name of
+ * letters, digits, '_' and '-' passes. */
+typedef const char *const *(*gpurun_conf_names_fn)(const char *kind);
+void gpurun_conf_set_plugin_names(gpurun_conf_names_fn fn);
+/* The kind's names (NULL: no list known). */
+const char *const *gpurun_conf_plugin_names(const char *kind);
+
+/* For a string key's parse callback: `value` is one of `before` ("auto"),
+ * the name of a plugin of `kind` present, or one of `after` ("none");
+ * else "'X' is not one of auto, mpirun, ..." (the names in that order)
+ * with the nearest when one is close.  *(const char **)result = value. */
+int gpurun_conf_plugin_name(cfg_t *cfg, cfg_opt_t *opt, const char *value, const char *kind,
+                            const char *const *before, const char *const *after, void *result);
+
 /* For an integer key's parse callback: `value` as digits only, from min to
  * max, into *(long *)result; else "expected an integer, got 'X'" or "X is
  * out of range (MIN to MAX)". */

@@ -16,10 +16,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "launcher.h" /* gpurun_which */
 #include "confparse.h"
 #include "container.h"
-#include "rank.h" /* GPURUN_INSIDE_FD */
+#include "runfolder.h" /* GPURUN_INSIDE_FD */
 #include "results.h" /* gpurun_printable */
 #include "util.h"
 

@@ -17,7 +17,7 @@
 
 #include "confparse.h"
 #include "fom.h"
-#include "rank.h"
+#include "runfolder.h"
 #include "util.h"
 
 #define LINE_KEEP (64 * 1024) /* bytes of a line looked at; the rest is skipped */

@@ -19,7 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "launcher.h" /* gpurun_which */
 #include "gpudirect.h"
 #include "util.h"
 

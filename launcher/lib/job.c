@@ -50,11 +50,6 @@ static const struct int_limit {
 };
 
 /* Indexed by the enum values of job.h. */
-static const char *const launcher_names[] = {[GPURUN_LAUNCHER_AUTO] = "auto",
-                                             [GPURUN_LAUNCHER_MPIRUN] = "mpirun",
-                                             [GPURUN_LAUNCHER_SRUN] = "srun",
-                                             [GPURUN_LAUNCHER_LOCAL] = "local",
-                                             NULL};
 static const char *const bind_names[] = {
     [GPURUN_BIND_CLOSEST] = "closest", [GPURUN_BIND_NONE] = "none", NULL};
 static const char *const gpuvis_names[] = {
@@ -73,7 +68,6 @@ static const char *const output_names[] = {
     [GPURUN_OUTPUT_PER_HOST] = "per-host", [GPURUN_OUTPUT_PER_RANK] = "per-rank", NULL};
 
 static const struct gpurun_conf_enum_key enum_keys[] = {
-    {"launcher", launcher_names},
     {"bind", bind_names},
     {"gpu_visibility", gpuvis_names},
     {"cpu_locality", cpuloc_names},
@@ -83,8 +77,47 @@ static const struct gpurun_conf_enum_key enum_keys[] = {
     {"output", output_names},
 };
 
-/* The sections whose keys the user chooses. */
-static const char *const free_sections[] = {"params", "env", "slurm", "references"};
+/* The sections whose keys the user chooses: these, then one for each
+ * resource manager present (slurm { partition = "gpu" }): its batch
+ * scripts' options. */
+static const char *const own_sections[] = {"params", "env", "references"};
+
+/* The resource managers' names (the plugins present, confparse.h); Slurm's
+ * alone in a program that loads no plugins, as before there were others. */
+static const char *const *manager_names(void)
+{
+    static const char *const slurm_only[] = {"slurm", NULL};
+    const char *const *names = gpurun_conf_plugin_names("rm");
+    return names ? names : slurm_only;
+}
+
+#define SECTIONS_MAX 64
+
+/* own_sections and the managers', NULL-terminated, into out[SECTIONS_MAX]. */
+static size_t free_sections(const char **out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof own_sections / sizeof *own_sections; i++)
+        out[n++] = own_sections[i];
+    for (const char *const *m = manager_names(); *m && n < SECTIONS_MAX - 1; m++)
+        out[n++] = *m;
+    out[n] = NULL;
+    return n;
+}
+
+/* A job's launcher and monitor: "auto" (and "none": no monitor), or a
+ * plugin present (confparse.h). */
+static int cb_launcher(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
+{
+    static const char *const fixed[] = {"auto", NULL};
+    return gpurun_conf_plugin_name(cfg, opt, value, "launcher", fixed, NULL, result);
+}
+
+static int cb_monitor(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
+{
+    static const char *const fixed[] = {"auto", "none", NULL};
+    return gpurun_conf_plugin_name(cfg, opt, value, "monitor", fixed, NULL, result);
+}
 
 /* Decimal only (libconfuse's strtol(..., 0) would read "010" as 8), within
  * the key's limits. */
@@ -262,8 +295,9 @@ static void check_strings(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
                          "'_', '-', '.'; a name on the search path, not a file)",
                          gpurun_conf_shown(&a, tpl));
 
-    for (size_t s = 0; s < sizeof free_sections / sizeof *free_sections; s++)
-        gpurun_conf_check_section(ctx, cfg, free_sections[s]);
+    const char *sections[SECTIONS_MAX];
+    for (size_t s = 0, n = free_sections(sections); s < n; s++)
+        gpurun_conf_check_section(ctx, cfg, sections[s]);
 }
 
 static const char *const scan_keys[] = {"nodes", "ranks_per_node", "gpus_per_rank",
@@ -340,7 +374,8 @@ static void check_contradictions(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     cfg_t *scan = cfg_getsec(cfg, "scan");
     gpurun_conf_contradiction(ctx, "template", "command",
                               "a job runs a template or a command, not both");
-    if (cfg_getint(cfg, "launcher") == GPURUN_LAUNCHER_LOCAL) {
+    const char *launcher = cfg_getstr(cfg, "launcher"); /* NULL: refused already */
+    if (launcher && !strcmp(launcher, "local")) {
         if (cfg_getint(cfg, "nodes") > 1)
             gpurun_conf_contradiction(ctx, "launcher", "nodes",
                                       "launcher \"local\" runs on this node only, nodes = %ld",
@@ -555,7 +590,8 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     job->oversubscribe = cfg_getbool(cfg, "oversubscribe");
     job->ranks_per_gpu = (int)cfg_getint(cfg, "ranks_per_gpu");
     job->mps = (enum gpurun_mps_mode)cfg_getint(cfg, "mps");
-    job->launcher = (enum gpurun_launcher)cfg_getint(cfg, "launcher");
+    job->launcher = gpurun_xstrdup(cfg_getstr(cfg, "launcher"));
+    job->monitor = gpurun_xstrdup(cfg_getstr(cfg, "monitor"));
     job->bind = (enum gpurun_bind)cfg_getint(cfg, "bind");
     job->gpu_visibility = (enum gpurun_gpu_visibility)cfg_getint(cfg, "gpu_visibility");
     job->cpu_locality = (enum gpurun_cpu_locality)cfg_getint(cfg, "cpu_locality");
@@ -577,7 +613,14 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
             job->env.items[i].value = v;
         }
     }
-    gpurun_conf_take_kvlist(cfg, "slurm", &job->slurm);
+    const char *const *managers = manager_names();
+    while (managers[job->nmanagers])
+        job->nmanagers++;
+    job->managers = gpurun_xcalloc(job->nmanagers + 1, sizeof *job->managers);
+    for (size_t i = 0; i < job->nmanagers; i++) {
+        job->managers[i].name = gpurun_xstrdup(managers[i]);
+        gpurun_conf_take_kvlist(cfg, managers[i], &job->managers[i].options);
+    }
     gpurun_conf_take_kvlist(cfg, "references", &job->references);
     take_scan(ctx, cfg, job);
     gpurun_container_take(ctx, cfg, &job->container);
@@ -630,7 +673,8 @@ static int parse_job(const char *text, size_t len, const char *label, const char
         CFG_BOOL_CB("oversubscribe", cfg_false, CFGF_NONE, gpurun_conf_cb_bool),
         CFG_INT_CB("ranks_per_gpu", 1, CFGF_NONE, cb_int),
         CFG_INT_CB("mps", GPURUN_MPS_AUTO, CFGF_NONE, cb_enum),
-        CFG_INT_CB("launcher", GPURUN_LAUNCHER_AUTO, CFGF_NONE, cb_enum),
+        CFG_STR_CB("launcher", "auto", CFGF_NONE, cb_launcher),
+        CFG_STR_CB("monitor", "auto", CFGF_NONE, cb_monitor),
         CFG_INT_CB("bind", GPURUN_BIND_CLOSEST, CFGF_NONE, cb_enum),
         CFG_INT_CB("gpu_visibility", GPURUN_GPUVIS_ISOLATE, CFGF_NONE, cb_enum),
         CFG_INT_CB("cpu_locality", GPURUN_CPULOC_PACKAGE, CFGF_NONE, cb_enum),
@@ -643,21 +687,31 @@ static int parse_job(const char *text, size_t len, const char *label, const char
         CFG_INT_CB("output", GPURUN_OUTPUT_PER_HOST, CFGF_NONE, cb_enum),
         CFG_SEC("params", NULL, CFGF_KEYSTRVAL),
         CFG_SEC("env", NULL, CFGF_KEYSTRVAL),
-        CFG_SEC("slurm", NULL, CFGF_KEYSTRVAL),
         CFG_SEC("references", NULL, CFGF_KEYSTRVAL),
         CFG_SEC("scan", scan_opts, CFGF_NONE),
         CFG_SEC("container", container_opts, CFGF_NONE),
         CFG_END(),
     };
+    /* Then a section for each resource manager: slurm { }. */
+    size_t nfixed = sizeof opts / sizeof *opts - 1, nm = 0;
+    const char *const *managers = manager_names();
+    while (managers[nm] && nm < SECTIONS_MAX)
+        nm++;
+    cfg_opt_t *schema = gpurun_xcalloc(nfixed + nm + 1, sizeof *schema);
+    memcpy(schema, opts, nfixed * sizeof *schema);
+    for (size_t i = 0; i < nm; i++)
+        schema[nfixed + i] = (cfg_opt_t)CFG_SEC((char *)managers[i], NULL, CFGF_KEYSTRVAL);
+    schema[nfixed + nm] = (cfg_opt_t)CFG_END();
 
     struct gpurun_conf_file f = {.label = label,
                                  .prefix = set_prefix,
                                  .what = "the job file",
-                                 .schema = opts,
+                                 .schema = schema,
                                  .check = check_job,
                                  .convert = convert};
     void *job;
     int rc = gpurun_conf_read(&f, text, len, &job, err);
+    free(schema);
     *jobp = job;
     return rc;
 }
@@ -706,6 +760,8 @@ static char **str_field(gpurun_job_t *job, const char *key)
            : strcmp(key, "command") == 0  ? &job->command
            : strcmp(key, "site") == 0     ? &job->site
            : strcmp(key, "results") == 0  ? &job->results
+           : strcmp(key, "launcher") == 0 ? &job->launcher
+           : strcmp(key, "monitor") == 0  ? &job->monitor
                                           : NULL;
 }
 
@@ -749,7 +805,7 @@ static int set_contradictions(const gpurun_job_t *next, const char *key, const c
                           gpurun_conf_shown(&a, is_cmd ? next->template_name : next->command),
                           is_cmd ? "template" : "command", is_cmd ? "template" : "command");
 
-    bool local = next->launcher == GPURUN_LAUNCHER_LOCAL;
+    bool local = !strcmp(next->launcher, "local");
     if (local && next->nodes > 1 && strcmp(key, "launcher") == 0)
         return gpurun_err(err, GPURUN_EXIT_CONFIG,
                           "%s: key 'launcher': contradicts 'nodes' (%d): launcher \"local\" runs "
@@ -826,8 +882,6 @@ static void take_key(gpurun_job_t *to, gpurun_job_t *from, const char *key, bool
         to->ranks_per_gpu = from->ranks_per_gpu;
     else if (strcmp(key, "mps") == 0)
         to->mps = from->mps;
-    else if (strcmp(key, "launcher") == 0)
-        to->launcher = from->launcher;
     else if (strcmp(key, "bind") == 0)
         to->bind = from->bind;
     else if (strcmp(key, "gpu_visibility") == 0)
@@ -848,13 +902,27 @@ static void take_key(gpurun_job_t *to, gpurun_job_t *from, const char *key, bool
         to->output = from->output;
 }
 
-static struct gpurun_kvlist *section_list(gpurun_job_t *job, const char *section)
+struct gpurun_kvlist *gpurun_job_section(gpurun_job_t *job, const char *section)
 {
-    return strcmp(section, "params") == 0       ? &job->params
-           : strcmp(section, "env") == 0        ? &job->env
-           : strcmp(section, "slurm") == 0      ? &job->slurm
-           : strcmp(section, "references") == 0 ? &job->references
-                                                : NULL;
+    if (strcmp(section, "params") == 0)
+        return &job->params;
+    if (strcmp(section, "env") == 0)
+        return &job->env;
+    if (strcmp(section, "references") == 0)
+        return &job->references;
+    for (size_t i = 0; i < job->nmanagers; i++)
+        if (!strcmp(job->managers[i].name, section))
+            return &job->managers[i].options;
+    return NULL;
+}
+
+const struct gpurun_kvlist *gpurun_job_manager_options(const gpurun_job_t *job, const char *manager)
+{
+    static const struct gpurun_kvlist none = {0};
+    for (size_t i = 0; i < job->nmanagers; i++)
+        if (!strcmp(job->managers[i].name, manager))
+            return &job->managers[i].options;
+    return &none;
 }
 
 static int parse_job(const char *text, size_t len, const char *label, const char *set_prefix,
@@ -926,9 +994,9 @@ static int set_section_key(gpurun_job_t *job, const char *prefix, const char *ke
         free(section);
         return set_container_key(job, prefix, name, value, err);
     }
-    if (!section_list(job, section)) {
-        const char *near = gpurun_conf_closest(section, free_sections,
-                                               sizeof free_sections / sizeof *free_sections);
+    if (!gpurun_job_section(job, section)) {
+        const char *sections[SECTIONS_MAX];
+        const char *near = gpurun_conf_closest(section, sections, free_sections(sections));
         if (strcmp(section, "scan") == 0)
             gpurun_err(err, GPURUN_EXIT_CONFIG,
                        "%s: key '%s': a scan is set in the job file; --set %s=VALUE fixes one "
@@ -951,9 +1019,9 @@ static int set_section_key(gpurun_job_t *job, const char *prefix, const char *ke
     gpurun_job_t *one = parse_one_key(section, name, value, prefix, err);
     if (one) {
         rc = 0;
-        const struct gpurun_kvlist *got = section_list(one, section);
+        const struct gpurun_kvlist *got = gpurun_job_section(one, section);
         if (got->n == 1)
-            gpurun_kvlist_set(section_list(job, section), got->items[0].key, got->items[0].value);
+            gpurun_kvlist_set(gpurun_job_section(job, section), got->items[0].key, got->items[0].value);
         if (got->n == 1) {
             char *dotted = gpurun_xasprintf("%s.%s", section, got->items[0].key);
             gpurun_kvlist_set(&job->from, dotted, prefix);
@@ -1079,7 +1147,13 @@ void gpurun_job_destroy(gpurun_job_t *job)
     gpurun_kvlist_clear(&job->params);
     gpurun_kvlist_clear(&job->from);
     gpurun_kvlist_clear(&job->env);
-    gpurun_kvlist_clear(&job->slurm);
+    for (size_t i = 0; i < job->nmanagers; i++) {
+        free(job->managers[i].name);
+        gpurun_kvlist_clear(&job->managers[i].options);
+    }
+    free(job->managers);
+    free(job->launcher);
+    free(job->monitor);
     gpurun_kvlist_clear(&job->references);
     for (size_t i = 0; i < job->nscan; i++) {
         free(job->scan[i].key);
@@ -1095,7 +1169,3 @@ const char *gpurun_mps_mode_name(enum gpurun_mps_mode m)
     return (size_t)m < sizeof mps_names / sizeof *mps_names - 1 ? mps_names[m] : "?";
 }
 
-const char *gpurun_launcher_name(enum gpurun_launcher l)
-{
-    return (size_t)l < sizeof launcher_names / sizeof *launcher_names - 1 ? launcher_names[l] : "?";
-}

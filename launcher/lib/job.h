@@ -11,7 +11,6 @@
 #include "error.h"
 #include "util.h"
 
-enum gpurun_launcher { GPURUN_LAUNCHER_AUTO, GPURUN_LAUNCHER_MPIRUN, GPURUN_LAUNCHER_SRUN, GPURUN_LAUNCHER_LOCAL };
 enum gpurun_bind { GPURUN_BIND_CLOSEST, GPURUN_BIND_NONE };
 enum gpurun_gpu_visibility { GPURUN_GPUVIS_ISOLATE, GPURUN_GPUVIS_SHARED };
 /* Which cores a GPU rank may get: its GPUs' locality and a share of the
@@ -26,7 +25,13 @@ enum gpurun_run_folder_mode { GPURUN_RUN_FOLDER_PRIVATE, GPURUN_RUN_FOLDER_GROUP
 /* Rank output: one file per host, lines labelled "RANK: ", or one per rank. */
 enum gpurun_output { GPURUN_OUTPUT_PER_HOST, GPURUN_OUTPUT_PER_RANK };
 
-/* One `key = value` of a free-form section (params, env, slurm, references). */
+/* One resource manager's section of the job: NAME { key = "value" }, the
+ * options of its batch scripts (slurm { partition = "gpu" }). */
+struct gpurun_job_manager {
+    char *name;                   /* the manager's: "slurm" */
+    struct gpurun_kvlist options;
+};
+
 /* One axis of `scan { key = {v1, v2} }`. */
 struct gpurun_scan_axis {
     char *key;
@@ -54,7 +59,8 @@ typedef struct gpurun_job {
     int ranks_per_gpu;    /* default 1: ranks sharing each GPU, with disjoint cores */
     enum gpurun_mps_mode mps; /* default auto */
 
-    enum gpurun_launcher launcher;
+    char *launcher;       /* "auto" or a launcher plugin's name ("mpirun", "srun") */
+    char *monitor;        /* "auto" (nvml), "none", or a monitor plugin's name */
     enum gpurun_bind bind;
     enum gpurun_gpu_visibility gpu_visibility;
     enum gpurun_cpu_locality cpu_locality; /* default package */
@@ -71,8 +77,12 @@ typedef struct gpurun_job {
      * messages: "FILE:LINE", or the "--set KEY=VALUE" that last set it */
     struct gpurun_kvlist from;
     struct gpurun_kvlist env;
-    struct gpurun_kvlist slurm;
     struct gpurun_kvlist references;
+    /* One for each resource manager present (confparse.h: the plugins the
+     * program found; Slurm's alone when it found none), empty when the
+     * file has no such section. */
+    struct gpurun_job_manager *managers;
+    size_t nmanagers;
     struct gpurun_scan_axis *scan;
     size_t nscan;
     struct gpurun_container_spec container; /* container { }: image NULL when none */
@@ -104,14 +114,19 @@ int gpurun_job_parse(const char *text, size_t len, const char *label, gpurun_job
 
 /* Apply one `--set KEY=VALUE`: KEY is a top-level key of the job file or
  * SECTION.NAME of a free-form section (params.nsteps, env.OMP_STACKSIZE,
- * slurm.partition, references.ns_per_day).  The value is checked exactly as
+ * slurm.partition, references.ns_per_day; a resource manager's section).  The value is checked exactly as
  * the file's would be; errors (exit 2) read
  * "--set nodes=two: key 'nodes': expected an integer, got 'two'". */
 int gpurun_job_set(gpurun_job_t *job, const char *assignment, gpurun_error_t *err);
 
 void gpurun_job_destroy(gpurun_job_t *job);
 
-const char *gpurun_launcher_name(enum gpurun_launcher l);
+/* A free-form section of the job by name: params, env, references, or a
+ * resource manager's ("slurm"); NULL for none of them. */
+struct gpurun_kvlist *gpurun_job_section(gpurun_job_t *job, const char *section);
+/* The job's options for resource manager `manager`: its section, an empty
+ * list when it has none. */
+const struct gpurun_kvlist *gpurun_job_manager_options(const gpurun_job_t *job, const char *manager);
 const char *gpurun_mps_mode_name(enum gpurun_mps_mode m);
 
 #endif

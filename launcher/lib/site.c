@@ -24,27 +24,19 @@
 #define CORES_PER_NODE_MAX 65536
 #define PRICE_MAX 1000000.0 /* per GPU-hour: anything above is a typo */
 
-/* Indexed by the enums: what libconfuse stores for the two keys. */
-enum { SCHED_SLURM, SCHED_NONE };
-enum { LAUNCH_AUTO, LAUNCH_SRUN, LAUNCH_MPIRUN, LAUNCH_LOCAL };
-static const char *const scheduler_names[] = {[SCHED_SLURM] = "slurm", [SCHED_NONE] = "none", NULL};
-static const char *const launcher_names[] = {[LAUNCH_AUTO] = "auto",
-                                             [LAUNCH_SRUN] = "srun",
-                                             [LAUNCH_MPIRUN] = "mpirun",
-                                             [LAUNCH_LOCAL] = "local",
-                                             NULL};
-
-static const struct gpurun_conf_enum_key enum_keys[] = {
-    {"scheduler", scheduler_names},
-    {"launcher", launcher_names},
-};
-
 /* ---- parse callbacks: each value checked as libconfuse reads it -------- */
 
-static int cb_enum(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
+/* The scheduler: a resource manager present (confparse.h), or none. */
+static int cb_scheduler(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
 {
-    return gpurun_conf_enum_key(cfg, opt, value, enum_keys, sizeof enum_keys / sizeof *enum_keys,
-                                result);
+    static const char *const fixed[] = {"none", NULL};
+    return gpurun_conf_plugin_name(cfg, opt, value, "rm", NULL, fixed, result);
+}
+
+static int cb_launcher(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
+{
+    static const char *const fixed[] = {"auto", NULL};
+    return gpurun_conf_plugin_name(cfg, opt, value, "launcher", fixed, NULL, result);
 }
 
 static int cb_gpus(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
@@ -162,17 +154,23 @@ static void check_site(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complete)
                          "letters, such as USD or EUR)",
                          gpurun_conf_shown(&a, cur));
 
-    /* What only Slurm has, on a site without it. */
-    if (gpurun_conf_record_line(ctx, "scheduler") && cfg_getint(cfg, "scheduler") == SCHED_NONE) {
+    /* What only a scheduler has, on a site without one. */
+    const char *sched = cfg_getstr(cfg, "scheduler"); /* NULL: refused already */
+    if (gpurun_conf_record_line(ctx, "scheduler") && sched && !strcmp(sched, "none")) {
         gpurun_conf_contradiction(ctx, "scheduler", "partition",
                                   "scheduler \"none\" has no partitions");
         gpurun_conf_contradiction(ctx, "scheduler", "account",
                                   "scheduler \"none\" has no accounts");
         gpurun_conf_contradiction(ctx, "scheduler", "sbatch",
                                   "scheduler \"none\" runs no batch scripts");
-        if (cfg_getint(cfg, "launcher") == LAUNCH_SRUN)
-            gpurun_conf_contradiction(ctx, "scheduler", "launcher",
-                                      "srun needs scheduler \"slurm\"");
+        /* A scheduler's own launch command (srun): the program lists them
+         * as kind "rm-launcher", pairs of the manager's name and its
+         * launcher's (confparse.h). */
+        const char *l = cfg_getstr(cfg, "launcher");
+        const char *const *of_rm = gpurun_conf_plugin_names("rm-launcher");
+        for (size_t i = 0; l && of_rm && of_rm[i] && of_rm[i + 1]; i += 2)
+            if (!strcmp(l, of_rm[i + 1]))
+                gpurun_conf_contradiction(ctx, "scheduler", "launcher", "%s needs scheduler \"%s\"", l, of_rm[i]);
     }
 }
 
@@ -193,8 +191,8 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     s->path = gpurun_xstrdup(ctx->label);
     s->name = gpurun_conf_label_name(ctx->label);
     s->description = gpurun_xstrdup(cfg_getstr(cfg, "description"));
-    s->scheduler = gpurun_xstrdup(scheduler_names[cfg_getint(cfg, "scheduler")]);
-    s->launcher = gpurun_xstrdup(launcher_names[cfg_getint(cfg, "launcher")]);
+    s->scheduler = gpurun_xstrdup(cfg_getstr(cfg, "scheduler"));
+    s->launcher = gpurun_xstrdup(cfg_getstr(cfg, "launcher"));
     s->partition = gpurun_conf_strdup(cfg_getstr(cfg, "partition"));
     s->account = gpurun_conf_strdup(cfg_getstr(cfg, "account"));
     s->modules = take_list(cfg, "modules", &s->nmodules);
@@ -219,8 +217,8 @@ int gpurun_site_parse(const char *text, size_t len, const char *label, gpurun_si
     cfg_opt_t container_opts[] = GPURUN_CONTAINER_SITE_OPTS;
     cfg_opt_t opts[] = {
         CFG_STR("description", NULL, CFGF_NONE),
-        CFG_INT_CB("scheduler", SCHED_NONE, CFGF_NONE, cb_enum),
-        CFG_INT_CB("launcher", LAUNCH_AUTO, CFGF_NONE, cb_enum),
+        CFG_STR_CB("scheduler", "none", CFGF_NONE, cb_scheduler),
+        CFG_STR_CB("launcher", "auto", CFGF_NONE, cb_launcher),
         CFG_STR("partition", NULL, CFGF_NONE),
         CFG_STR("account", NULL, CFGF_NONE),
         CFG_STR_LIST("modules", NULL, CFGF_NONE),

@@ -15,8 +15,8 @@ typedef struct gpurun_site {
     char *path;
     char *name;
     char *description;
-    char *scheduler;          /* "slurm" | "none" */
-    char *launcher;           /* "auto" | "srun" | "mpirun" | "local" */
+    char *scheduler;          /* a resource manager present ("slurm"), or "none" */
+    char *launcher;           /* "auto", or a launcher present ("srun", "mpirun", "local") */
     char *partition;          /* NULL when none */
     char *account;
     char **modules;           /* module load lines */

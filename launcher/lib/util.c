@@ -599,3 +599,43 @@ int gpurun_shared_fs(const char *path, char *fs, size_t size)
     snprintf(fs, size, "type 0x%lx", (unsigned long)st.f_type);
     return -1;
 }
+
+/* `path` made absolute against the current folder, as it is now: the
+ * program found is the one that runs, whatever folder it is started in. */
+static char *absolute(const char *path)
+{
+    if (path[0] == '/')
+        return gpurun_xstrdup(path);
+    char *cwd = getcwd(NULL, 0);
+    if (!cwd)
+        return NULL;
+    const char *rest = path[0] == '.' && path[1] == '/' ? path + 2 : path;
+    char *abs = gpurun_xasprintf("%s%s%s", cwd, strcmp(cwd, "/") ? "/" : "", rest);
+    free(cwd);
+    return abs;
+}
+
+char *gpurun_which(const char *prog)
+{
+    if (!*prog)
+        return NULL;
+    if (strchr(prog, '/'))
+        return gpurun_executable_file(prog) ? absolute(prog) : NULL;
+    const char *path = getenv("PATH");
+    char *dirs = gpurun_xstrdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
+    char *found = NULL;
+    /* Every entry, empty ones ("", a leading or trailing ':') included: each
+     * is the current folder, as for execvp(). */
+    for (char *d = dirs, *next; d && !found; d = next) {
+        char *colon = strchr(d, ':');
+        next = colon ? colon + 1 : NULL;
+        if (colon)
+            *colon = '\0';
+        char *c = gpurun_xasprintf("%s/%s", *d ? d : ".", prog);
+        if (gpurun_executable_file(c))
+            found = absolute(c);
+        free(c);
+    }
+    free(dirs);
+    return found;
+}

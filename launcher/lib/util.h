@@ -106,4 +106,8 @@ const char *gpurun_regex_cost_problem(const char *re);
  * cannot be told. */
 int gpurun_shared_fs(const char *path, char *fs, size_t size);
 
+/* Absolute path of a program on PATH (a relative or empty entry resolved
+ * against the current folder now), or of a path with a '/'; NULL: none. */
+char *gpurun_which(const char *prog);
+
 #endif

@@ -2,12 +2,14 @@
 #ifndef GPURUN_BATCH_H
 #define GPURUN_BATCH_H
 
-/* The Slurm batch script of `gpurun submit` (SPEC §1). */
+/* The batch script of `gpurun submit` (SPEC §1), for a resource manager
+ * (plugins/rm.h). */
 
 #include <stddef.h>
 
 #include "error.h"
 #include "job.h"
+#include "rm.h"
 #include "site.h"
 
 /* What `gpurun run` checks before it looks at the node, done here so that a
@@ -26,26 +28,29 @@
 int gpurun_batch_check(const gpurun_job_t *job, gpurun_site_t **sitep, char **warnings, gpurun_error_t *err);
 
 /* A complete `#!/bin/bash` batch script for `job` (with its --set already
- * applied): #SBATCH lines for the job's layout (the largest of its scan),
- * time limit, output file and `slurm {}` section, then those of the site
- * profile `site` (NULL: none) that the job does not give itself (its
- * partition, account and sbatch list; the job's GPU request replaces the
- * site's GPU options); then a body: `set -euo pipefail`, the site's
- * `module load`s, its scratch folder as GPURUN_SCRATCH, and `exec
- * GPURUN_PATH run JOB_PATH --set ASSIGNMENT...` on the compute node.
- * job_path is made absolute from the current directory; every word of the
- * body is single-quoted, so any byte of a path, module name or assignment
- * stays data.  With a site's cores_per_node and no threads_per_rank, each
- * rank asks for its share of the node's cores (--cpus-per-task).
+ * applied) for resource manager `rm`: the manager's directives for the
+ * job's layout (the largest of its scan), time limit, output file, its
+ * section of the manager's options (`slurm {}`) and the site profile
+ * `site`'s (NULL: none) that the job does not give itself; gpurun's
+ * comments; then a body: `set -euo pipefail`, the site's `module load`s,
+ * its scratch folder as GPURUN_SCRATCH, and `exec GPURUN_PATH run JOB_PATH
+ * --set ASSIGNMENT...` on the compute node.  job_path is made absolute
+ * from the current directory; every word of the body is single-quoted, so
+ * any byte of a path, module name or assignment stays data.
  *
- * Errors carry GPURUN_EXIT_CONFIG and name the key: a layout Slurm needs
- * and the job leaves to the node's topology (ranks_per_node, gpus_per_rank),
- * a slurm{} key or site sbatch option that contradicts the layout
- * (slurm.nodes), a value that an #SBATCH line cannot carry (control
- * character, 'hetjob'), a site scratch folder with a '$' other than ${NAME}.
- * A layout the site's nodes cannot hold (cores_per_node, gpus_per_node;
- * unless oversubscribe) is GPURUN_EXIT_ENV, as on a node that small.
- * *scriptp is malloc'ed. */
+ * Errors carry GPURUN_EXIT_CONFIG and name the key: a layout the manager
+ * needs and the job leaves to the node's topology (ranks_per_node; Slurm:
+ * gpus_per_rank), an option that contradicts the layout or that a
+ * directive cannot carry, a site scratch folder with a '$' other than
+ * ${NAME}.  A layout the site's nodes cannot hold (cores_per_node,
+ * gpus_per_node; unless oversubscribe) is GPURUN_EXIT_ENV, as on a node
+ * that small.  *scriptp is malloc'ed.  plugins/slurm/sbatch.c says what
+ * Slurm's #SBATCH lines hold. */
+int gpurun_batch_script_rm(const gpurun_rm_plugin_t *rm, const gpurun_job_t *job, const gpurun_site_t *site,
+                           const char *job_path, const char *gpurun_path, char *const *set_args, size_t nset,
+                           char **scriptp, gpurun_error_t *err);
+/* The same for the manager `gpurun submit` picks (gpurun_rm_for_submit():
+ * the job's launcher's, the site's scheduler, the allocation's, Slurm). */
 int gpurun_batch_script(const gpurun_job_t *job, const gpurun_site_t *site, const char *job_path,
                         const char *gpurun_path, char *const *set_args, size_t nset, char **scriptp,
                         gpurun_error_t *err);

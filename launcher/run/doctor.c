@@ -4,7 +4,6 @@
  * changes the machine. */
 #include "config.h"
 
-#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +14,7 @@
 #include "doctor.h"
 #include "mps.h"
 #include "gpudirect.h"
+#include "manager.h"
 #include "plugin.h"
 #include "topology.h"
 #include "util.h"
@@ -84,14 +84,14 @@ static int tool_line(struct doctor *d, char *const argv[], const char *want, cha
     return status;
 }
 
-/* --- launchers, MPI, PMIx, Slurm ------------------------------------------------- */
+/* --- launchers, MPI, resource managers ------------------------------------------------- */
 
 static void check_launcher(struct doctor *d)
 {
     const gpurun_launcher_plugin_t *p;
     char why[256] = "";
     gpurun_error_t err = {0};
-    if (gpurun_launcher_choose(GPURUN_LAUNCHER_AUTO, &p, why, sizeof why, &err) < 0) {
+    if (gpurun_launcher_choose("auto", &p, why, sizeof why, &err) < 0) {
         check(d, "launcher", "Launcher", GPURUN_CHECK_FAIL, "reinstall gpurun: its built-in launchers are missing",
               "%s", err.text);
         return;
@@ -146,61 +146,25 @@ static void check_mpi(struct doctor *d, const gpurun_gdr_probe_t *probe, bool nv
     check(d, "mpi", "MPI", GPURUN_CHECK_PASS, NULL, "%s%s%s", line, aware[0] ? "; " : "", aware);
 }
 
-static void check_pmix(struct doctor *d, bool slurm)
+/* Resource managers report through these (plugins/rm.h). */
+static void rm_check(void *ctx, const char *id, const char *title, int status, const char *fix, const char *detail)
 {
-    char line[256];
-    char *argv[] = {"pmix_info", NULL};
-    int st = tool_line(d, argv, "PMIx:", line, sizeof line);
-    if (st == 0) {
-        check(d, "pmix", "PMIx", GPURUN_CHECK_PASS, NULL, "pmix_info: %s", line[0] ? line : "found");
-        return;
-    }
-    const char *lib = getenv("GPURUN_PMIX_LIBRARY");
-    void *h = dlopen(lib && *lib ? lib : "libpmix.so.2", RTLD_NOW | RTLD_LOCAL);
-    if (h) {
-        const char *(*version)(void) = NULL;
-        void *s = dlsym(h, "PMIx_Get_version");
-        memcpy(&version, &s, sizeof s);
-        check(d, "pmix", "PMIx", GPURUN_CHECK_PASS, NULL, "libpmix: %s", version ? version() : "found");
-        dlclose(h);
-        return;
-    }
-    if (slurm)
-        check(d, "pmix", "PMIx", GPURUN_CHECK_WARN,
-              "install PMIx (Debian: libpmix2 libpmix-bin) and a Slurm built with it, so that srun --mpi=pmix works",
-              "neither pmix_info nor libpmix.so.2 found: srun --mpi=pmix cannot start MPI ranks");
-    else
-        check(d, "pmix", "PMIx", GPURUN_CHECK_PASS, NULL,
-              "not found; only srun --mpi=pmix needs it (mpirun brings its own)");
+    enum gpurun_check_status st = status == 2 ? GPURUN_CHECK_FAIL : status == 1 ? GPURUN_CHECK_WARN : GPURUN_CHECK_PASS;
+    check(ctx, id, title, st, fix, "%s", detail);
 }
 
-/* Slurm: returns whether srun is here. */
-static bool check_slurm(struct doctor *d)
+static int rm_tool_line(void *ctx, char *const argv[], const char *want, char *buf, size_t len)
 {
-    char srun[256], sbatch[256];
-    char *a1[] = {"srun", "--version", NULL}, *a2[] = {"sbatch", "--version", NULL};
-    int s1 = tool_line(d, a1, "slurm", srun, sizeof srun);
-    int s2 = tool_line(d, a2, "slurm", sbatch, sizeof sbatch);
-    if (s1 < 0 && s2 < 0) {
-        check(d, "slurm", "Slurm", GPURUN_CHECK_PASS, NULL,
-              "not installed; gpurun runs jobs with mpirun or by itself (not needed on one node)");
-        return false;
-    }
-    if (s1 != 0 || s2 != 0) {
-        check(d, "slurm", "Slurm", GPURUN_CHECK_WARN,
-              "check that slurm.conf is readable (/etc/slurm/slurm.conf or $SLURM_CONF) and slurmctld is up",
-              "%s does not work: %s", s1 != 0 ? "srun" : "sbatch", s1 != 0 ? (s1 < 0 ? "not found" : srun)
-                                                                          : (s2 < 0 ? "not found" : sbatch));
-        return s1 >= 0;
-    }
-    const char *job = getenv("SLURM_JOB_ID"), *nodes = getenv("SLURM_JOB_NUM_NODES");
-    if (job)
-        check(d, "slurm", "Slurm", GPURUN_CHECK_PASS, NULL, "%s; inside allocation %s (%s node%s)", srun, job,
-              nodes ? nodes : "?", nodes && !strcmp(nodes, "1") ? "" : "s");
-    else
-        check(d, "slurm", "Slurm", GPURUN_CHECK_PASS, NULL,
-              "%s (srun, sbatch); not inside an allocation: gpurun submit or salloc gives one", srun);
-    return true;
+    return tool_line(ctx, argv, want, buf, len);
+}
+
+/* Each resource manager's lines (Slurm: srun and sbatch, PMIx). */
+static void check_managers(struct doctor *d)
+{
+    struct gpurun_rm_doctor rd = {.ctx = d, .check = rm_check, .tool_line = rm_tool_line};
+    for (const gpurun_rm_plugin_t *const *m = gpurun_rm_all(); *m; m++)
+        if ((*m)->doctor)
+            (*m)->doctor(&rd);
 }
 
 /* --- hwloc, GPUs, driver, affinity ------------------------------------------------------- */
@@ -524,8 +488,7 @@ int gpurun_doctor_run(const struct gpurun_doctor_opts *opts, json_t **reportp, g
 
     check_launcher(&d);
     check_mpi(&d, probe, nnvidia > 0, namd > 0);
-    bool slurm = check_slurm(&d);
-    check_pmix(&d, slurm);
+    check_managers(&d);
     check_hwloc(&d, t);
     check_gpus(&d, t);
     check_driver(&d, probe, nnvidia, namd);

@@ -102,19 +102,25 @@ static double interval(void)
     return s && *s && !*end && v >= 0.01 && v <= 3600 ? v : DEFAULT_INTERVAL_S;
 }
 
-gpurun_monitor_session_t *gpurun_monitor_begin(const char *const *pcis, int n, char *why, size_t whylen)
+gpurun_monitor_session_t *gpurun_monitor_begin(const char *name, const char *const *pcis, int n, char *why,
+                                               size_t whylen)
 {
     gpurun_error_t err = {0};
     const gpurun_monitor_plugin_t *p;
     if (why && whylen)
         why[0] = '\0';
+    if (name && !strcmp(name, "none")) {
+        if (why)
+            snprintf(why, whylen, "monitor = none");
+        return NULL;
+    }
     if (n <= 0) {
         if (why)
             snprintf(why, whylen, "no GPUs to monitor");
         return NULL;
     }
     gpurun_monitor_t *mon = NULL;
-    if (gpurun_monitor_find("nvml", &p, &err) < 0 || p->start(pcis, n, interval(), &mon, &err) < 0) {
+    if (gpurun_monitor_find(!name || !strcmp(name, "auto") ? "nvml" : name, &p, &err) < 0 || p->start(pcis, n, interval(), &mon, &err) < 0) {
         if (why)
             snprintf(why, whylen, "%s", err.text);
         return NULL;

@@ -26,9 +26,21 @@ int gpurun_plugin_find(const struct gpurun_plugin_kind *k, const char *name, con
  * every one is checked for GPURUN_LAUNCHER_ABI. */
 int gpurun_launcher_find(const char *name, const gpurun_launcher_plugin_t **pp, gpurun_error_t *err);
 
-/* launcher = auto: srun inside a Slurm allocation, else mpirun when found,
- * else local.  `why` says what was chosen and why (for dry runs and records). */
-int gpurun_launcher_choose(enum gpurun_launcher want, const gpurun_launcher_plugin_t **pp, char *why,
-                           size_t whylen, gpurun_error_t *err);
+/* The launcher a job's `launcher` names; "auto": inside a resource
+ * manager's allocation its launch command (srun inside a Slurm allocation;
+ * the inner one's when nested), else mpirun when found, else local.  `why`
+ * says what was chosen and why (for dry runs and records). */
+int gpurun_launcher_choose(const char *want, const gpurun_launcher_plugin_t **pp, char *why, size_t whylen,
+                           gpurun_error_t *err);
+
+/* The names of kind's plugins found as KIND_NAME.so in $GPURUN_PLUGIN_PATH's
+ * folders and the installed plugin folder, each once, at most `max`, into
+ * names (malloc'ed each); how many. */
+size_t gpurun_plugin_files(const char *kind, char **names, size_t max);
+
+/* Job files and site profiles read from now on check the names of
+ * launchers, resource managers and monitors against the plugins present
+ * (confparse.h); gpurun's main calls it first. */
+void gpurun_plugins_register(void);
 
 #endif

@@ -26,108 +26,12 @@
 #ifndef GPURUN_RANK_LEAN
 /* Only gpurun itself plans a host: gpurun-rank (the same file built with
  * GPURUN_RANK_LEAN) loads no hwloc and hands planning over to it. */
-#include "alloc.h"
+#include "manager.h"
 #include "gpudirect.h"
 #include "mps.h"
 #include "plan.h"
 #include "topology.h"
 #endif
-
-/* "h1" of "DIR/h1.out" when that is a host's output file (plan.h1.json
- * beside it), else NULL. */
-static char *output_host(const char *path)
-{
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    size_t bl = strlen(base);
-    if (bl < 5 || strcmp(base + bl - 4, ".out") || !strcmp(base, GPURUN_RUN_LAUNCHER_OUT) ||
-        !strncmp(base, "rank.", 5))
-        return NULL;
-    char *host = gpurun_xasprintf("%.*s", (int)(bl - 4), base);
-    if (!strcmp(host, "launcher-host"))
-        host[8] = '\0';
-    char *plan = gpurun_xasprintf("%.*splan.%s.json", (int)(base - path), path, host);
-    struct stat st;
-    bool ok = lstat(plan, &st) == 0 && S_ISREG(st.st_mode);
-    free(plan);
-    if (!ok) {
-        free(host);
-        return NULL;
-    }
-    return host;
-}
-
-const char *gpurun_rank0_label(const char *path)
-{
-    char *host = output_host(path);
-    free(host);
-    return host ? "0: " : NULL;
-}
-
-static bool has_rank0_line(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return false;
-    char line[64];
-    bool found = false, at_start = true;
-    while (!found && fgets(line, sizeof line, f)) {
-        found = at_start && !strncmp(line, "0: ", 3);
-        at_start = strchr(line, '\n') != NULL;
-    }
-    fclose(f);
-    return found;
-}
-
-char *gpurun_rank0_output(const char *dir, const char **label)
-{
-    const char *d = dir && *dir ? dir : ".";
-    char *p = gpurun_xasprintf("%s/rank.0.out", d);
-    struct stat st;
-    *label = "";
-    if (lstat(p, &st) == 0)
-        return p;
-    free(p);
-    /* One look at the folder: this host's file first (rank 0 is on the
-     * first node, most often gpurun's own), then the others in turn. */
-    char self[256] = "";
-    gethostname(self, sizeof self - 1);
-    char *mine = gpurun_host_output_name(self);
-    char **cands = NULL;
-    size_t n = 0, cap = 0;
-    DIR *dh = opendir(d);
-    struct dirent *e;
-    while (dh && (e = readdir(dh))) {
-        char *cand = gpurun_xasprintf("%s/%s", d, e->d_name);
-        char *host = output_host(cand);
-        free(host);
-        if (!host) {
-            free(cand);
-            continue;
-        }
-        if (n == cap)
-            cands = gpurun_xrealloc(cands, (cap = cap ? 2 * cap : 8) * sizeof *cands);
-        cands[n++] = cand;
-        if (!strcmp(e->d_name, mine)) { /* mine first */
-            cands[n - 1] = cands[0];
-            cands[0] = cand;
-        }
-    }
-    if (dh)
-        closedir(dh);
-    free(mine);
-    char *found = NULL;
-    for (size_t i = 0; i < n && !found; i++)
-        if (has_rank0_line(cands[i]))
-            found = gpurun_xstrdup(cands[i]);
-    if (!found)
-        found = n ? gpurun_xstrdup(cands[0]) : gpurun_xasprintf("%s/rank.0.out", d);
-    for (size_t i = 0; i < n; i++)
-        free(cands[i]);
-    free(cands);
-    *label = gpurun_rank0_label(found) ? "0: " : "";
-    return found;
-}
 
 json_t *gpurun_read_own_json_at(int dirfd, const char *name, const char *shown, gpurun_error_t *err)
 {
@@ -197,40 +101,10 @@ int gpurun_open_run_dir(const char *run_dir, mode_t *file_mode, gpurun_error_t *
     return fd;
 }
 
-static void safe_host(char *safe, size_t size, const char *host)
-{
-    snprintf(safe, size, "%s", host);
-    for (char *c = safe; *c; c++)
-        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_", *c))
-            *c = '_';
-}
-
-char *gpurun_host_plan_name(const char *host)
-{
-    char safe[256];
-    safe_host(safe, sizeof safe, host);
-    return gpurun_xasprintf("plan.%s.json", safe);
-}
-
-char *gpurun_host_output_name(const char *host)
-{
-    char safe[256];
-    safe_host(safe, sizeof safe, host);
-    /* launcher.out is the launcher's: a host of that name gets another */
-    return gpurun_xasprintf("%s%s.out", safe, strcmp(safe, "launcher") ? "" : "-host");
-}
-
-char *gpurun_host_ranks_name(const char *host)
-{
-    char safe[256];
-    safe_host(safe, sizeof safe, host);
-    return gpurun_xasprintf("%s.ranks.json", safe);
-}
-
 /* The first of these variables that is set: launchers name ranks differently.
- * Open MPI's and Hydra's come before Slurm's, since an mpirun inside a batch
- * job inherits the batch step's SLURM_PROCID, and Hydra's proxies started by
- * srun have one SLURM_PROCID per host. */
+ * Open MPI's and Hydra's come before the resource manager's, since an
+ * mpirun inside a batch job inherits the batch step's SLURM_PROCID, and
+ * Hydra's proxies started by srun have one SLURM_PROCID per host. */
 static int env_first_int(const char *const *names, int *out, const char **which)
 {
     for (; *names; names++) {
@@ -248,10 +122,39 @@ static int env_first_int(const char *const *names, int *out, const char **which)
     return -1;
 }
 
-static const char *const rank_vars[] = {"GPURUN_LAUNCH_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK",
-                                        "PMI_RANK",           "SLURM_PROCID",         NULL};
+enum { RANK_VARS_MAX = 8 };
+static const char *const rank_vars[] = {"GPURUN_LAUNCH_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", NULL};
 static const char *const local_vars[] = {"GPURUN_LAUNCH_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
-                                         "PMI_LOCAL_RANK",           "SLURM_LOCALID",              NULL};
+                                         "PMI_LOCAL_RANK", NULL};
+
+/* The launchers' names, then the resource manager's (GPURUN_RANK_VARS:
+ * item `which` of it, 0 the rank, 1 the local rank) into out, and the
+ * list as a message says it ("A, B, C") into shown. */
+static void rank_var_list(const char *const *launchers, int which, const char **out, char *store, size_t storelen,
+                          char *shown, size_t shownlen)
+{
+    size_t n = 0, sl = 0;
+    shown[0] = '\0';
+    for (; *launchers && n < RANK_VARS_MAX - 2; launchers++) {
+        out[n++] = *launchers;
+        sl += (size_t)snprintf(shown + sl, sl < shownlen ? shownlen - sl : 0, "%s%s", sl ? ", " : "", *launchers);
+    }
+    const char *rm = getenv(GPURUN_ENV_RANK_VARS);
+    store[0] = '\0';
+    if (rm) {
+        const char *v = rm;
+        for (int i = 0; i < which && v; i++)
+            v = strchr(v, ',') ? strchr(v, ',') + 1 : NULL;
+        size_t len = v ? strcspn(v, ",") : 0;
+        /* a variable's name: letters, digits, '_' */
+        if (len && len < storelen && strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") >= len) {
+            snprintf(store, storelen, "%.*s", (int)len, v);
+            out[n++] = store;
+            snprintf(shown + sl, sl < shownlen ? shownlen - sl : 0, ", %s", store);
+        }
+    }
+    out[n] = NULL;
+}
 
 static char *iso_now(void)
 {
@@ -1363,12 +1266,12 @@ static int step_read_plan(struct rank_step *s, const char *run_dir, json_t **job
     s->dfd = gpurun_open_run_dir(run_dir, &s->fmode, err);
     if (s->dfd < 0)
         return -1;
-    const char *local_var;
-    if (env_first_int(local_vars, &s->local, &local_var) < 0) {
-        gpurun_err(err, GPURUN_EXIT_ENV,
-                   "rank step: rank %d has no local rank in the environment (none of GPURUN_LAUNCH_LOCAL_RANK, "
-                   "OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID, PMI_LOCAL_RANK, SLURM_LOCALID)",
-                   s->rank);
+    const char *local_var, *names[RANK_VARS_MAX];
+    char store[64], shown[256];
+    rank_var_list(local_vars, 1, names, store, sizeof store, shown, sizeof shown);
+    if (env_first_int(names, &s->local, &local_var) < 0) {
+        gpurun_err(err, GPURUN_EXIT_ENV, "rank step: rank %d has no local rank in the environment (none of %s)",
+                   s->rank, shown);
         close(s->dfd);
         return -1;
     }
@@ -1570,11 +1473,11 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, const char *pla
     if (step_begin(run_dir, app_argv, planner, err) < 0)
         return -1;
     struct rank_step s = {.fmode = 0600, .dfd = -1, .out = -1, .inside_fd = -1};
-    const char *rank_var;
-    if (env_first_int(rank_vars, &s.rank, &rank_var) < 0)
-        return gpurun_err(err, GPURUN_EXIT_ENV,
-                          "rank step: no rank in the environment (none of GPURUN_LAUNCH_RANK, OMPI_COMM_WORLD_RANK, "
-                          "PMIX_RANK, PMI_RANK, SLURM_PROCID)");
+    const char *rank_var, *names[RANK_VARS_MAX];
+    char store[64], shown[256];
+    rank_var_list(rank_vars, 0, names, store, sizeof store, shown, sizeof shown);
+    if (env_first_int(names, &s.rank, &rank_var) < 0)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "rank step: no rank in the environment (none of %s)", shown);
     const char *host_env = getenv(GPURUN_ENV_HOST); /* a test launcher playing many hosts on one */
     snprintf(s.host, sizeof s.host, "%s", host_env && *host_env ? host_env : "");
     if (!s.host[0])

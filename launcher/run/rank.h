@@ -12,27 +12,7 @@
 #include <jansson.h>
 
 #include "error.h"
-
-/* Files of a run folder, shared by the rank step and the run.  At most 10
- * files plus 3 per host:
- *   plan.json request.json topology.xml env.json gpudirect.json  gpurun, before the ranks
- *   setup.log                    gpurun, the template's setup steps
- *   launcher.out                 gpurun: the launcher's own output
- *   record.json                  gpurun, once, at the end
- *   plan.HOST.json               gpurun for its own host; for another, the first rank step there
- *   HOST.out                     the host's rank steps: every line of its ranks as "RANK: line"
- *                                (output = "per-rank": rank.N.out instead, as the program wrote it)
- *   HOST.ranks.json              gpurun, once, when the ranks have ended: each local rank's
- *                                binding and exit status (as the rank steps reported them)
- *   rendezvous.log               gpurun: what its rendezvous store said (torchrun templates)
- *   rendezvous.store             the ranks' file:// rendezvous (params.rendezvous = "file") */
-#define GPURUN_RUN_PLAN "plan.json"
-#define GPURUN_RUN_TOPOLOGY "topology.xml"
-#define GPURUN_RUN_ENV "env.json"
-#define GPURUN_RUN_REQUEST "request.json"
-#define GPURUN_RUN_GPUDIRECT "gpudirect.json" /* {"mode": "auto", "env": {the template's env}} */
-#define GPURUN_RUN_LAUNCHER_OUT "launcher.out"
-#define GPURUN_RUN_RENDEZVOUS_LOG "rendezvous.log"
+#include "runfolder.h" /* the run folder's files, shared with launcher/lib */
 
 /* How gpurun run tells its rank steps which folder is theirs: its inode and
  * gpurun's uid.  A rank step refuses any other folder. */
@@ -41,20 +21,17 @@
 #define GPURUN_ENV_OUTPUT "GPURUN_OUTPUT"   /* "per-host" (default) or "per-rank" */
 #define GPURUN_ENV_RELAY "GPURUN_RELAY"     /* "1": output lines to gpurun's pipe too (a terminal) */
 #define GPURUN_ENV_HOST "GPURUN_HOST"       /* the host name a rank step uses (test launchers) */
+/* "RANK_VAR,LOCAL_RANK_VAR": the variables the resource manager's launch
+ * command names a task's rank and local rank with ("SLURM_PROCID,
+ * SLURM_LOCALID"), read after the launchers' own (GPURUN_LAUNCH_RANK, Open
+ * MPI's, PMIx's, PMI's). */
+#define GPURUN_ENV_RANK_VARS "GPURUN_RANK_VARS"
 /* A rank step's reports on its standard output, one line each:
  *   MARK "B RANK {binding}"  MARK "S RANK {status}"  MARK "O RANK line of output" (relay only)
  *   MARK "T RANK {\"signal\":N}": told to stop (SIGTERM, SIGINT, SIGHUP, SIGQUIT) while its program
  *   ran, sent at once: the launcher may kill the rank step before the program ends.  The status
  *   then says "stopped": true and "stop_signal": N. */
 #define GPURUN_MARK "\036gpurun "
-
-/* A rank in a container: its entry there is `gpurun-rank --inside FD --
- * PROGRAM ARGS`, which reports the binding it finds inside (one JSON line)
- * on descriptor FD and execs the program.  GPURUN_ENV_INSIDE="1" tells the
- * rank step to open that descriptor for it and to report that binding. */
-#define GPURUN_ENV_INSIDE "GPURUN_INSIDE_REPORT"
-#define GPURUN_INSIDE_FD 3
-#define GPURUN_INSIDE_ARG "--inside"
 
 /* gpurun-rank --inside FD -- PROGRAM ARGS: report and exec; returns only
  * when the program cannot be started (126/127). */
@@ -99,18 +76,4 @@ json_t *gpurun_host_plan_entry(int dfd, const char *run_dir, const char *host, i
 /* Write a host plan with the index gpurun_host_plan_entry reads. */
 int gpurun_write_host_plan_at(int dfd, const char *name, const char *shown, json_t *plan, mode_t mode,
                               gpurun_error_t *err);
-/* "plan.HOST.json", "HOST.out", "HOST.ranks.json": the host name made safe
- * for a file name. */
-char *gpurun_host_plan_name(const char *host);
-char *gpurun_host_output_name(const char *host);
-char *gpurun_host_ranks_name(const char *host);
-
-/* Where rank 0's output is in run folder `dir`: rank.0.out, or its host's
- * HOST.out, whose lines of rank 0 start with *label ("0: "; else "").
- * NULL when neither is there. */
-char *gpurun_rank0_output(const char *dir, const char **label);
-/* The label of rank 0's lines when `path` is a host's output file of a run
- * folder (HOST.out beside plan.HOST.json), else NULL. */
-const char *gpurun_rank0_label(const char *path);
-
 #endif

@@ -21,6 +21,7 @@
 #include "fom.h"
 #include "gpudirect.h"
 #include "launch.h"
+#include "manager.h"
 #include "plan.h"
 #include "plugin.h"
 #include "rank.h"
@@ -238,7 +239,8 @@ static void export_names(char **out)
      * sanitizers' options too, in a checking build. */
     static const char *const names[] = {"PATH",         "LD_LIBRARY_PATH", "GPURUN_TOPOLOGY", "GPURUN_TOPOLOGY_CACHE", "ASAN_OPTIONS",
                                         "LSAN_OPTIONS", "UBSAN_OPTIONS",   GPURUN_ENV_RUN_DIR_INO,
-                                        GPURUN_ENV_RUN_UID, GPURUN_ENV_OUTPUT, GPURUN_ENV_RELAY, GPURUN_ENV_INSIDE, NULL};
+                                        GPURUN_ENV_RUN_UID, GPURUN_ENV_OUTPUT, GPURUN_ENV_RELAY, GPURUN_ENV_INSIDE,
+                                        GPURUN_ENV_RANK_VARS, NULL};
     size_t n = 0;
     for (size_t i = 0; names[i]; i++)
         if (getenv(names[i]))
@@ -555,6 +557,9 @@ struct run_ctx {
     gpurun_topo_t *topo;
     gpurun_plan_t *plan;
     const gpurun_launcher_plugin_t *launcher;
+    /* The resource manager of the launcher (srun: Slurm), else of the
+     * allocation gpurun runs in; NULL: none. */
+    const gpurun_rm_plugin_t *rm;
     char launcher_why[256];
     char alloc_note[256];
     char *command;       /* template command (+ gpu_args), unexpanded */
@@ -572,15 +577,19 @@ struct run_ctx {
 
 /* The variables a rank step sets, by name, for a runtime that passes only
  * what it is told (podman): the plan's, the job's and the template's env,
- * torchrun's, and the MPI and Slurm ones by prefix (podman -e 'OMPI_*'). */
+ * torchrun's, and the MPI and resource managers' ones by prefix (podman -e
+ * 'OMPI_*', 'SLURM_*'). */
 static void container_env_names(struct run_ctx *c)
 {
     static const char *const fixed[] = {
         "GPURUN_*", "OMP_*", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "ROCR_VISIBLE_DEVICES",
         "HIP_VISIBLE_DEVICES", "UCX_*", "NCCL_*", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
-        "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_*", "OMPI_*", "PMIX_*", "PMI_*", "SLURM_*", NULL};
+        "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_*", "OMPI_*", "PMIX_*", "PMI_*", NULL};
     for (size_t i = 0; fixed[i]; i++)
         gpurun_container_pass_env(c->ctr, fixed[i]);
+    for (const gpurun_rm_plugin_t *const *m = gpurun_rm_all(); *m; m++)
+        for (const char *const *e = (*m)->task_env; e && *e; e++)
+            gpurun_container_pass_env(c->ctr, *e);
     for (int r = 0; r < c->plan->nranks; r++) {
         const char *k;
         json_t *v;
@@ -1116,7 +1125,7 @@ static int supervise_ranks(struct run_ctx *c, struct run_attempt *a, bool tty, g
             mps_signals(false, old_handlers);
         return stop_with(a, err->code);
     }
-    gpurun_monitor_session_t *mon = gpurun_monitor_begin(pcis, npci, a->mon_why, sizeof a->mon_why);
+    gpurun_monitor_session_t *mon = gpurun_monitor_begin(c->job->monitor, pcis, npci, a->mon_why, sizeof a->mon_why);
     free(pcis);
     int lrc = gpurun_launch(&a->cmds, &sv, &a->oc, err);
     a->gpus_monitor = gpurun_monitor_end(mon);
@@ -1206,6 +1215,14 @@ static int launch_ranks(struct run_ctx *c, struct run_attempt *a, gpurun_error_t
     setenv(GPURUN_ENV_OUTPUT, c->job->output == GPURUN_OUTPUT_PER_RANK ? "per-rank" : "per-host", 1);
     bool tty = isatty(STDOUT_FILENO) && !c->opts->quiet;
     setenv(GPURUN_ENV_RELAY, tty ? "1" : "0", 1);
+    /* The manager's names of a task's rank, for the rank steps. */
+    if (c->rm && c->rm->rank_var && c->rm->local_rank_var) {
+        char *vars = gpurun_xasprintf("%s,%s", c->rm->rank_var, c->rm->local_rank_var);
+        setenv(GPURUN_ENV_RANK_VARS, vars, 1);
+        free(vars);
+    } else {
+        unsetenv(GPURUN_ENV_RANK_VARS);
+    }
     if (pyxis_plans_hosts(c) && pyxis_plan_hosts(c, a, self, err) < 0)
         return -1;
     char *export_env[16];
@@ -1298,35 +1315,24 @@ static void read_rank_tail(struct run_ctx *c, struct run_attempt *a, int rank)
     free(shown);
 }
 
-/* Why Slurm ended the step, as slurmstepd said it through srun ("***
- * STEP 12.0 ON h1 CANCELLED AT ... DUE TO TIME LIMIT ***", "... DUE TO
- * NODE FAILURE, ..."), from the launcher's output: its last 64 KiB only. */
-enum slurm_cancel { CANCEL_NONE, CANCEL_TIME_LIMIT, CANCEL_NODE_FAILURE };
-
-static enum slurm_cancel slurm_cancelled(struct run_attempt *a)
+/* Whether the resource manager ended the step, as its launch command said
+ * it (Slurm's "*** STEP 12.0 ON h1 CANCELLED AT ... DUE TO TIME LIMIT ***"),
+ * from the launcher's output: its last 64 KiB only. */
+static enum gpurun_rm_end manager_ended(const struct run_ctx *c, struct run_attempt *a)
 {
+    if (!c->rm || !c->rm->ended)
+        return GPURUN_RM_END_NONE;
     gpurun_error_t e;
     int fd = gpurun_open_own_at(a->dfd, GPURUN_RUN_LAUNCHER_OUT, GPURUN_RUN_LAUNCHER_OUT, &e);
     if (fd < 0)
-        return CANCEL_NONE;
+        return GPURUN_RM_END_NONE;
     char buf[65536];
     off_t end = lseek(fd, 0, SEEK_END);
     off_t from = end > (off_t)sizeof buf - 1 ? end - (off_t)sizeof buf + 1 : 0;
     ssize_t n = end > 0 ? pread(fd, buf, (size_t)(end - from), from) : 0;
     close(fd);
     buf[n > 0 ? n : 0] = '\0';
-    enum slurm_cancel why = CANCEL_NONE;
-    for (char *line = buf; line && *line && why == CANCEL_NONE;) {
-        char *nl = strchr(line, '\n');
-        if (nl)
-            *nl = '\0';
-        if (strstr(line, " CANCELLED AT ") && strstr(line, " DUE TO TIME LIMIT"))
-            why = CANCEL_TIME_LIMIT;
-        else if (strstr(line, " CANCELLED AT ") && strstr(line, " DUE TO NODE FAILURE"))
-            why = CANCEL_NODE_FAILURE;
-        line = nl ? nl + 1 : NULL;
-    }
-    return why;
+    return c->rm->ended(buf);
 }
 
 /* Hosts lost while ranks ran: the message, with what the launcher said. */
@@ -1430,8 +1436,8 @@ static int decide_outcome(struct run_ctx *c, struct run_attempt *a, gpurun_error
      * SIGSEGV then): the lost host is the cause, the rank is said beside it.
      * A rank that exited with a code of its own stays the cause. */
     bool collateral = own && rr->failed_code > 128 && !rr->failed_error[0];
-    enum slurm_cancel cancel = slurm_cancelled(a);
-    if (oc->timed_out || cancel == CANCEL_TIME_LIMIT) {
+    enum gpurun_rm_end cancel = manager_ended(c, a);
+    if (oc->timed_out || cancel == GPURUN_RM_END_TIME_LIMIT) {
         /* Slurm's time limit sends SIGTERM to gpurun too, in a batch step:
          * still a time limit, not an interruption. */
         rc = GPURUN_EXIT_TIMEOUT;
@@ -1440,18 +1446,19 @@ static int decide_outcome(struct run_ctx *c, struct run_attempt *a, gpurun_error
         if (oc->timed_out)
             snprintf(a->why, sizeof a->why, "time limit of %lds reached (the job's timeout)", c->job->timeout_s);
         else
-            snprintf(a->why, sizeof a->why, "the allocation's time limit was reached (Slurm cancelled the step)");
+            snprintf(a->why, sizeof a->why, "the allocation's time limit was reached (%s cancelled the step)",
+                     c->rm->title);
         a->stops_job = !oc->timed_out;
         stopped_notes(c, a, also, sizeof also);
         gpurun_err(err, rc, "%s: every rank was stopped%s; run folder %s", a->why, also, a->run_dir);
-    } else if (cancel == CANCEL_NODE_FAILURE && rr->nlost) {
+    } else if (cancel == GPURUN_RM_END_NODE_FAILURE && rr->nlost) {
         /* Slurm cancelled the job because a node failed: it sends gpurun
          * SIGTERM too, in a batch step, but the lost host is the cause. */
         rc = GPURUN_EXIT_ENV;
         a->state = GPURUN_STATE_FAILED;
         a->why_rank = rr->first_lost;
         const char *h = json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)rr->first_lost), "host"));
-        snprintf(a->why, sizeof a->why, "lost with its host %s (Slurm: a node failed)", h ? h : "?");
+        snprintf(a->why, sizeof a->why, "lost with its host %s (%s: a node failed)", h ? h : "?", c->rm->title);
         a->stops_job = true;
         lost_hosts_error(c, a, false, rc, err);
     } else if (oc->interrupted) {
@@ -1805,7 +1812,7 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     rc = decide_outcome(c, &a, err);
     failure_report(c, &a, rc);
     if (a.stops_job)
-        snprintf(c->stopped, sizeof c->stopped, "%s", a.why);
+        snprintf(c->stopped, sizeof c->stopped, "%.*s", (int)sizeof c->stopped - 1, a.why);
     say_warnings(c, &a.rr);
     record = run_record(c, &a, rc, repeat_index);
     rc = keep_record(c, &a, record, rc, err);
@@ -2091,7 +2098,7 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
     if (gpurun_container_resolve(&job->container, c.tpl ? &c.tpl->container : NULL,
                                  c.site ? &c.site->container : NULL, gpurun_job_section_origin(job, "container.image"),
                                  gpurun_job_origin(job, "container.mounts"),
-                                 gpurun_job_section_origin(job, "container.runtime"), gpurun_launcher_name(job->launcher),
+                                 gpurun_job_section_origin(job, "container.runtime"), job->launcher,
                                  &c.ctr, err) < 0) {
         rc = err->code;
         goto out;
@@ -2103,6 +2110,10 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
         rc = err->code;
         goto out;
     }
+    struct gpurun_rm_alloc alloc;
+    c.rm = gpurun_rm_of_launcher(c.launcher->name);
+    if (!c.rm)
+        c.rm = gpurun_rm_current(&alloc);
     if (c.ctr && !strcmp(c.ctr->runtime, "pyxis") && strcmp(c.launcher->name, "srun")) {
         gpurun_err(err, GPURUN_EXIT_CONFIG,
                    "%s: key 'container.runtime': pyxis runs only under launcher = \"srun\" (srun "

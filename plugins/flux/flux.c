@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Flux as a resource manager (plugins/rm.h): its instances (FLUX_URI: one
+ * given by flux alloc or flux batch, or started with flux start, also
+ * inside a Slurm allocation, which makes it the inner one), its tasks'
+ * ranks (FLUX_TASK_RANK, FLUX_TASK_LOCAL_ID), flux run as its launch command
+ * (run.c), its word for a job it ended (an exception of type timeout or
+ * node-failure), batch scripts (batch.c) submitted with flux batch, and its
+ * line in gpurun doctor. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "flux.h"
+
+#define BATCH_OUT_MAX 4096 /* flux batch prints the job id */
+
+static int flux_allocation(struct gpurun_rm_alloc *a)
+{
+    const char *uri = getenv("FLUX_URI"), *job = getenv("FLUX_JOB_ID");
+    if (!uri || !*uri)
+        return 0;
+    /* In a batch script or flux alloc, the instance is the allocation: the
+     * job that holds it is FLUX_JOB_ID. */
+    if (job && *job)
+        snprintf(a->job, sizeof a->job, "Flux job %.100s", job);
+    else
+        snprintf(a->job, sizeof a->job, "Flux instance %.140s", uri);
+    snprintf(a->where, sizeof a->where, "Flux instance %.180s", uri);
+    /* The job shell binds an instance's broker to its cores; a process
+     * bound to every core narrows nothing. */
+    a->cpus_bound = true;
+    /* Flux names a job's GPUs to the runtime only (CUDA_VISIBLE_DEVICES),
+     * which gpurun reads anyway. */
+    a->has_gpus = false;
+    const char *nodes = getenv("FLUX_JOB_NNODES");
+    a->nodes = nodes ? atoi(nodes) : 0;
+    return 1;
+}
+
+/* flux run's word for an exception ("0.3s: job.exception f2Ab type=timeout
+ * severity=0 resource allocation expired"); node-failure and lost-shell
+ * are a node lost. */
+static enum gpurun_rm_end flux_ended(const char *out)
+{
+    enum gpurun_rm_end why = GPURUN_RM_END_NONE;
+    for (const char *line = out; line && *line && why == GPURUN_RM_END_NONE;) {
+        const char *nl = strchr(line, '\n');
+        size_t n = nl ? (size_t)(nl - line) : strlen(line);
+        char *one = strndup(line, n);
+        if (!one)
+            abort();
+        if (strstr(one, "job.exception ") && strstr(one, " type=timeout "))
+            why = GPURUN_RM_END_TIME_LIMIT;
+        else if (strstr(one, "job.exception ") &&
+                 (strstr(one, " type=node-failure ") || strstr(one, " type=lost-shell ")))
+            why = GPURUN_RM_END_NODE_FAILURE;
+        free(one);
+        line = nl ? nl + 1 : NULL;
+    }
+    return why;
+}
+
+/* `flux batch` with the script on its standard input (it reads one from
+ * there when given none): it prints the job id. */
+static int flux_submit(int script_fd, const char *script, char *said, size_t saidlen, gpurun_error_t *err)
+{
+    char *argv[] = {"flux", "batch", NULL};
+    char *out = NULL;
+    int status = 0, e = 0;
+    int rc = gpurun_rm_tool(argv, script_fd, BATCH_OUT_MAX, &out, &status, &e);
+    if (rc == -2)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot start flux batch: %s", strerror(e));
+    if (rc < 0)
+        return e == ENOENT ? gpurun_err(err, GPURUN_EXIT_ENV,
+                                        "submit: flux was not found on PATH: is this a Flux system? The batch "
+                                        "script is at %s; submit it with flux batch where Flux runs.",
+                                        script)
+                           : gpurun_err(err, GPURUN_EXIT_ENV,
+                                        "submit: cannot run flux batch: %s (the batch script is at %s)", strerror(e),
+                                        script);
+    if (status != 0) {
+        free(out);
+        return gpurun_err(err, GPURUN_EXIT_ENV,
+                          "submit: flux batch refused the job (exit status %d, its message is above); the batch "
+                          "script is at %s",
+                          status, script);
+    }
+    /* A job id: "f" or "ƒ" and base 58, or decimal, hex, words: one word
+     * of printable bytes. */
+    const char *p = out + strspn(out, " \t\r\n");
+    size_t idlen = strcspn(p, " \t\r\n");
+    bool printable = idlen > 0 && idlen < 64;
+    for (size_t i = 0; i < idlen && printable; i++)
+        printable = (unsigned char)p[i] >= 0x21 && p[i] != 0x7f;
+    if (!printable) {
+        gpurun_err(err, GPURUN_EXIT_ENV, "submit: flux batch printed no job id; the batch script is at %s",
+                   script);
+        free(out);
+        return -1;
+    }
+    snprintf(said, saidlen, "%.*s", (int)idlen, p);
+    free(out);
+    return 0;
+}
+
+static void check(const struct gpurun_rm_doctor *d, int st, const char *fix, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void check(const struct gpurun_rm_doctor *d, int st, const char *fix, const char *fmt, ...)
+{
+    char detail[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    d->check(d->ctx, "flux", "Flux", st, fix, detail);
+}
+
+static void flux_doctor(const struct gpurun_rm_doctor *d)
+{
+    char version[256], size[64];
+    char *v[] = {"flux", "version", NULL};
+    int st = d->tool_line(d->ctx, v, "commands:", version, sizeof version);
+    if (st < 0) {
+        check(d, 0, NULL, "not installed; only launcher = flux and gpurun submit to Flux need it");
+        return;
+    }
+    if (st != 0) {
+        check(d, 1, "check the flux on PATH (flux version must work; a build of flux-core: scripts/install-flux.sh)",
+              "flux version does not work: %s", version);
+        return;
+    }
+    const char *num = strncmp(version, "commands:", 9) ? version : version + 9 + strspn(version + 9, " \t");
+    const char *uri = getenv("FLUX_URI");
+    if (!uri || !*uri) {
+        check(d, 0, NULL, "flux-core %s (flux run, flux batch); not inside an instance: flux alloc, flux start or "
+              "gpurun submit gives one", num);
+        return;
+    }
+    char *s[] = {"flux", "getattr", "size", NULL};
+    if (d->tool_line(d->ctx, s, NULL, size, sizeof size) != 0) {
+        check(d, 1, "check that the instance is up (flux uptime) or unset a stale FLUX_URI",
+              "flux-core %s; FLUX_URI=%s, but the instance does not answer: %s", num, uri, size);
+        return;
+    }
+    const char *slurm = getenv("SLURM_JOB_ID");
+    check(d, 0, NULL, "flux-core %s; inside instance %s (%s broker%s)%s%s%s", num, uri, size,
+          strcmp(size, "1") ? "s" : "", slurm ? ", started in Slurm allocation " : "", slurm ? slurm : "",
+          slurm ? ": auto picks flux, the inner one" : "");
+}
+
+static const char *const flux_task_env[] = {"FLUX_*", NULL};
+
+const gpurun_rm_plugin_t gpurun_rm_flux = {
+    .abi = GPURUN_RM_ABI,
+    .name = "flux",
+    .title = "Flux",
+    .summary = "Flux: flux run inside an instance, flux batch for gpurun submit",
+    .launcher = &gpurun_launcher_flux,
+    .rank_var = "FLUX_TASK_RANK",
+    .local_rank_var = "FLUX_TASK_LOCAL_ID",
+    .task_env = flux_task_env,
+    .nests = true, /* flux start inside a Slurm allocation */
+    .allocation = flux_allocation,
+    .ended = flux_ended,
+    .batch_script = flux_batch_script,
+    .script_suffix = "flux",
+    .submit_command = "flux batch",
+    .submit = flux_submit,
+    .doctor = flux_doctor,
+};

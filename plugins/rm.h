@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef GPURUN_RM_PLUGIN_H
+#define GPURUN_RM_PLUGIN_H
+
+/* The resource-manager plugin interface, version GPURUN_RM_ABI.  A resource
+ * manager (Slurm, Flux, ...) is one `gpurun_rm_plugin_t` named
+ * `gpurun_rm_plugin` in a shared object rm_NAME.so (or a built-in one of the
+ * same type); the loader refuses any whose `abi` differs.  It owns what
+ * gpurun needs to know of the manager, and nothing else in gpurun does:
+ *  - whether gpurun runs inside one of its allocations, and what that gives
+ *    this node (allocation());
+ *  - the variables its launch command gives each task (rank_var,
+ *    local_rank_var), which gpurun's rank step reads;
+ *  - its launch command (launcher: a launcher plugin that turns the
+ *    manager's own binding off: gpurun's rank step binds every rank);
+ *  - why the manager ended a step, from its launch command's output
+ *    (ended());
+ *  - batch scripts and their submission (batch_script(), submit());
+ *  - its lines in `gpurun doctor` (doctor()).
+ * Its name is the one job files and site profiles use: `scheduler = "NAME"`
+ * in a site profile, and the job file's section `NAME { key = "value" }`
+ * of options for its batch scripts.  A callback a manager has no use for
+ * is NULL (a manager without batch scripts: batch_script and submit).
+ * docs/resource-managers.md says how to write one. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "error.h"
+#include "launcher.h"
+
+#define GPURUN_RM_ABI 1
+
+/* What an allocation gives this node, as the manager says it. */
+struct gpurun_rm_alloc {
+    char job[160];       /* the allocation in notes: "Slurm job 12" ("Slurm job 12: cpus 0-7") */
+    char where[200];     /* where gpurun runs, for the launcher's choice: "Slurm allocation 12" */
+    bool cpus_bound;     /* this process runs on the allocation's cores only: gpurun plans with those */
+    bool has_gpus;       /* the manager lists this node's GPUs in `gpus` */
+    char gpus[1024];     /* its list of GPU numbers ("0,2", "1-3"; "" none), as the runtime numbers them */
+    char gpus_from[64];  /* the list in notes: "Slurm GPUs" */
+    int nodes;           /* nodes of the allocation; 0 unknown */
+};
+
+/* How the manager ended a step, as its launch command said it. */
+enum gpurun_rm_end {
+    GPURUN_RM_END_NONE = 0,      /* it did not (the step ended on its own, or gpurun stopped it) */
+    GPURUN_RM_END_TIME_LIMIT,    /* the allocation's time limit */
+    GPURUN_RM_END_NODE_FAILURE,  /* a node of the allocation failed */
+};
+
+/* One `key = "value"` of a job's or site's options for the manager. */
+struct gpurun_rm_option {
+    const char *key;
+    const char *value;
+};
+
+/* A site profile's part of a batch script (SPEC §4). */
+struct gpurun_rm_site {
+    const char *name;            /* "example-univ" */
+    const char *path;            /* its file */
+    const char *partition;       /* NULL: none */
+    const char *account;         /* NULL: none */
+    const char *const *options;  /* its batch options, as the profile writes them ("--qos=normal") */
+    size_t noptions;
+    int cores_per_node;          /* -1: unknown */
+    int gpus_per_node;           /* -1: unknown */
+    /* "FILE:LINE" of the profile's key, for messages (the file when unknown) */
+    const char *(*origin)(const struct gpurun_rm_site *site, const char *key);
+    const void *priv;            /* gpurun's */
+};
+
+/* A job as its batch script asks for it (gpurun submit). */
+struct gpurun_rm_batch {
+    const char *job;             /* its name */
+    const char *job_file;        /* the job file as given, for messages ("job.conf: key 'x': ...") */
+    /* The layout at its largest over the job's scan: the allocation holds
+     * every run.  -1: not given (the node's topology decides). */
+    long nodes, ranks_per_node, gpus_per_rank, threads_per_rank;
+    long ranks_per_gpu;          /* ranks that share each GPU (1: none) */
+    bool oversubscribe, smt;
+    long timeout_s;              /* each run's; 0: none */
+    long runs;                   /* runs in the job: repeat x scan combinations */
+    long stop_grace_s;           /* per run after its timeout: gpurun stops the ranks and writes the record */
+    /* The job's own options for this manager: its section NAME { } */
+    const struct gpurun_rm_option *options;
+    size_t noptions;
+    const char *folder;          /* RESULTS/JOB, absolute: the manager's own output file goes there */
+    const struct gpurun_rm_site *site; /* NULL: the job names none */
+    /* What gpurun writes: comment lines ("# ...\n", "" none) that go before
+     * the manager's directives, and the commands after them (bash: set -euo
+     * pipefail, the site's modules, exec gpurun run JOB.conf ...). */
+    const char *comments;
+    const char *body;
+};
+
+/* What a manager's doctor() reports through: one line each (status 0 PASS,
+ * 1 WARN, 2 FAIL; fix NULL on PASS), and a tool's one line of output (its
+ * first line holding `want`, else its first; its last when it fails), its
+ * exit status, or -1 when it is not on PATH. */
+struct gpurun_rm_doctor {
+    void *ctx;
+    void (*check)(void *ctx, const char *id, const char *title, int status, const char *fix, const char *detail);
+    int (*tool_line)(void *ctx, char *const argv[], const char *want, char *buf, size_t len);
+};
+
+typedef struct gpurun_rm_plugin {
+    int abi;                     /* GPURUN_RM_ABI */
+    const char *name;            /* "slurm": site profiles' scheduler, the job file's section */
+    const char *title;           /* "Slurm": in messages */
+    const char *summary;         /* one line for doctor and --help */
+    /* Its launch command: starts each rank through gpurun's rank step, the
+     * manager's own binding off.  Its name is a job's `launcher`. */
+    const gpurun_launcher_plugin_t *launcher;
+    /* The variables its launch command gives each task: its rank in the
+     * step and its rank on its node ("SLURM_PROCID", "SLURM_LOCALID"). */
+    const char *rank_var;
+    const char *local_rank_var;
+    /* Its tasks' variables that a container runtime passing only what it is
+     * told must pass ("SLURM_*"), NULL-terminated; NULL: none. */
+    const char *const *task_env;
+    /* true: it can run inside another manager's allocation (Flux's `flux
+     * start` in a Slurm job): when gpurun is inside both, it is the inner
+     * one, and auto picks it. */
+    bool nests;
+    /* 1 when this process runs inside one of its allocations (out filled),
+     * 0 when not; from the environment only, cheap. */
+    int (*allocation)(struct gpurun_rm_alloc *out);
+    /* From the end of its launch command's output (NUL-terminated, 64 KiB
+     * at most): whether the manager ended the step.  NULL: never says. */
+    enum gpurun_rm_end (*ended)(const char *launcher_output);
+    /* Batch scripts: a complete script for `b` in *scriptp (malloc'ed), or
+     * -1 with err (GPURUN_EXIT_CONFIG naming the key at fault; GPURUN_EXIT_ENV
+     * for a layout the site's nodes cannot hold).  The file suffix of its
+     * scripts ("sbatch": submit-TIME.sbatch). */
+    int (*batch_script)(const struct gpurun_rm_batch *b, char **scriptp, gpurun_error_t *err);
+    const char *script_suffix;
+    const char *submit_command;  /* "sbatch": in the script's comments and messages */
+    /* Submit the script written at `script` and open as `script_fd` (at its
+     * start; read it from there: no name is looked up again): the
+     * submission in `said` ("12", "12 on cluster c2": after "Submitted batch
+     * job "), or -1 with err (GPURUN_EXIT_ENV: nothing was submitted). */
+    int (*submit)(int script_fd, const char *script, char *said, size_t saidlen, gpurun_error_t *err);
+    /* Its lines in gpurun doctor. */
+    void (*doctor)(const struct gpurun_rm_doctor *d);
+} gpurun_rm_plugin_t;
+
+/* Helpers for manager plugins (launcher/run/manager.c). */
+
+/* Text for a comment line of a script: control characters written '?'. */
+void gpurun_rm_put_comment(FILE *f, const char *s);
+/* One bash word: single-quoted, a quote written '\''. */
+void gpurun_rm_put_shell_word(FILE *f, const char *s);
+/* Run argv (on PATH, no shell) with standard input `stdin_fd` and standard
+ * output captured into *outp (malloc'ed, at most `max` bytes kept; the
+ * rest is read and dropped), standard error the caller's.  0 with *statusp
+ * (128+N for signal N); -1 with *errnop when it could not be started
+ * (ENOENT: not on PATH). */
+int gpurun_rm_tool(char *const argv[], int stdin_fd, size_t max, char **outp, int *statusp, int *errnop);
+
+#endif

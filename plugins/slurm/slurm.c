@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Slurm as a resource manager (plugins/rm.h): its allocations (SLURM_JOB_ID,
+ * the GPUs it names in SLURM_STEP_GPUS / SLURM_JOB_GPUS, the cores it
+ * confines the batch step to), its tasks' ranks (SLURM_PROCID,
+ * SLURM_LOCALID), srun as its launch command (srun.c), its word for a step it
+ * cancelled, batch scripts (sbatch.c) submitted with sbatch, and its lines
+ * in gpurun doctor (srun, sbatch, PMIx for srun --mpi=pmix). */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rm.h"
+#include "slurm.h"
+
+#define SBATCH_OUT_MAX 4096 /* `sbatch --parsable` prints "ID[;CLUSTER]" */
+
+static int slurm_allocation(struct gpurun_rm_alloc *a)
+{
+    const char *job = getenv("SLURM_JOB_ID");
+    if (!job)
+        return 0;
+    snprintf(a->job, sizeof a->job, "Slurm job %s", job);
+    snprintf(a->where, sizeof a->where, "Slurm allocation %s", job);
+    /* Slurm's task/affinity or task/cgroup confines the batch step to the
+     * allocated cores. */
+    a->cpus_bound = true;
+    const char *gpus = getenv("SLURM_STEP_GPUS");
+    if (!gpus || !*gpus)
+        gpus = getenv("SLURM_JOB_GPUS");
+    a->has_gpus = gpus != NULL;
+    snprintf(a->gpus, sizeof a->gpus, "%s", gpus ? gpus : "");
+    snprintf(a->gpus_from, sizeof a->gpus_from, "Slurm GPUs");
+    const char *nodes = getenv("SLURM_JOB_NUM_NODES");
+    a->nodes = nodes ? atoi(nodes) : 0;
+    return 1;
+}
+
+/* slurmstepd's words through srun ("*** STEP 12.0 ON h1 CANCELLED AT ...
+ * DUE TO TIME LIMIT ***", "... DUE TO NODE FAILURE, ..."). */
+static enum gpurun_rm_end slurm_ended(const char *out)
+{
+    enum gpurun_rm_end why = GPURUN_RM_END_NONE;
+    for (const char *line = out; line && *line && why == GPURUN_RM_END_NONE;) {
+        const char *nl = strchr(line, '\n');
+        size_t n = nl ? (size_t)(nl - line) : strlen(line);
+        char *one = strndup(line, n);
+        if (!one)
+            abort();
+        if (strstr(one, " CANCELLED AT ") && strstr(one, " DUE TO TIME LIMIT"))
+            why = GPURUN_RM_END_TIME_LIMIT;
+        else if (strstr(one, " CANCELLED AT ") && strstr(one, " DUE TO NODE FAILURE"))
+            why = GPURUN_RM_END_NODE_FAILURE;
+        free(one);
+        line = nl ? nl + 1 : NULL;
+    }
+    return why;
+}
+
+/* `sbatch --parsable` with the script on its standard input (sbatch reads a
+ * script from stdin when given no file): "ID" or "ID;CLUSTER". */
+static int slurm_submit(int script_fd, const char *script, char *said, size_t saidlen, gpurun_error_t *err)
+{
+    char *argv[] = {"sbatch", "--parsable", NULL};
+    char *out = NULL;
+    int status = 0, e = 0;
+    int rc = gpurun_rm_tool(argv, script_fd, SBATCH_OUT_MAX, &out, &status, &e);
+    if (rc == -2)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot start sbatch: %s", strerror(e));
+    if (rc < 0)
+        return e == ENOENT ? gpurun_err(err, GPURUN_EXIT_ENV,
+                                        "submit: sbatch was not found on PATH: is this a Slurm login node? The batch "
+                                        "script is at %s; submit it with sbatch where Slurm runs.",
+                                        script)
+                           : gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot run sbatch: %s (the batch script is at %s)",
+                                        strerror(e), script);
+    if (status > 128 && status < 128 + 65) {
+        free(out);
+        return gpurun_err(err, GPURUN_EXIT_ENV, "submit: sbatch was killed by signal %d; the batch script is at %s",
+                          status - 128, script);
+    }
+    if (status != 0) {
+        free(out);
+        return gpurun_err(err, GPURUN_EXIT_ENV,
+                          "submit: sbatch refused the job (exit status %d, its message is above); the batch script "
+                          "is at %s",
+                          status, script);
+    }
+    const char *p = out + strspn(out, " \t\r\n");
+    size_t idlen = strspn(p, "0123456789");
+    if (!idlen || (p[idlen] && !strchr(";\r\n", p[idlen]))) {
+        gpurun_err(err, GPURUN_EXIT_ENV, "submit: sbatch printed no job id (got '%.80s'); the batch script is at %s",
+                   out, script);
+        free(out);
+        return -1;
+    }
+    int n = snprintf(said, saidlen, "%.*s", (int)idlen, p);
+    if (p[idlen] == ';') {
+        const char *cl = p + idlen + 1;
+        size_t cllen = strcspn(cl, "\r\n");
+        if (cllen && n >= 0 && (size_t)n < saidlen)
+            snprintf(said + n, saidlen - (size_t)n, " on cluster %.*s", (int)cllen, cl);
+    }
+    free(out);
+    return 0;
+}
+
+/* --- doctor --------------------------------------------------------------- */
+
+static void check(const struct gpurun_rm_doctor *d, const char *id, const char *title, int st, const char *fix,
+                  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static void check(const struct gpurun_rm_doctor *d, const char *id, const char *title, int st, const char *fix,
+                  const char *fmt, ...)
+{
+    char detail[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    d->check(d->ctx, id, title, st, fix, detail);
+}
+
+enum { PASS, WARN, FAIL };
+
+/* Returns whether srun is here. */
+static bool check_slurm(const struct gpurun_rm_doctor *d)
+{
+    char srun[256], sbatch[256];
+    char *a1[] = {"srun", "--version", NULL}, *a2[] = {"sbatch", "--version", NULL};
+    int s1 = d->tool_line(d->ctx, a1, "slurm", srun, sizeof srun);
+    int s2 = d->tool_line(d->ctx, a2, "slurm", sbatch, sizeof sbatch);
+    if (s1 < 0 && s2 < 0) {
+        check(d, "slurm", "Slurm", PASS, NULL,
+              "not installed; gpurun runs jobs with mpirun or by itself (not needed on one node)");
+        return false;
+    }
+    if (s1 != 0 || s2 != 0) {
+        check(d, "slurm", "Slurm", WARN,
+              "check that slurm.conf is readable (/etc/slurm/slurm.conf or $SLURM_CONF) and slurmctld is up",
+              "%s does not work: %s", s1 != 0 ? "srun" : "sbatch",
+              s1 != 0 ? (s1 < 0 ? "not found" : srun) : (s2 < 0 ? "not found" : sbatch));
+        return s1 >= 0;
+    }
+    const char *job = getenv("SLURM_JOB_ID"), *nodes = getenv("SLURM_JOB_NUM_NODES");
+    if (job)
+        check(d, "slurm", "Slurm", PASS, NULL, "%s; inside allocation %s (%s node%s)", srun, job,
+              nodes ? nodes : "?", nodes && !strcmp(nodes, "1") ? "" : "s");
+    else
+        check(d, "slurm", "Slurm", PASS, NULL,
+              "%s (srun, sbatch); not inside an allocation: gpurun submit or salloc gives one", srun);
+    return true;
+}
+
+/* PMIx, which srun --mpi=pmix starts MPI ranks with. */
+static void check_pmix(const struct gpurun_rm_doctor *d, bool slurm)
+{
+    char line[256];
+    char *argv[] = {"pmix_info", NULL};
+    int st = d->tool_line(d->ctx, argv, "PMIx:", line, sizeof line);
+    if (st == 0) {
+        check(d, "pmix", "PMIx", PASS, NULL, "pmix_info: %s", line[0] ? line : "found");
+        return;
+    }
+    const char *lib = getenv("GPURUN_PMIX_LIBRARY");
+    void *h = dlopen(lib && *lib ? lib : "libpmix.so.2", RTLD_NOW | RTLD_LOCAL);
+    if (h) {
+        const char *(*version)(void) = NULL;
+        void *s = dlsym(h, "PMIx_Get_version");
+        memcpy(&version, &s, sizeof s);
+        check(d, "pmix", "PMIx", PASS, NULL, "libpmix: %s", version ? version() : "found");
+        dlclose(h);
+        return;
+    }
+    if (slurm)
+        check(d, "pmix", "PMIx", WARN,
+              "install PMIx (Debian: libpmix2 libpmix-bin) and a Slurm built with it, so that srun --mpi=pmix works",
+              "neither pmix_info nor libpmix.so.2 found: srun --mpi=pmix cannot start MPI ranks");
+    else
+        check(d, "pmix", "PMIx", PASS, NULL, "not found; only srun --mpi=pmix needs it (mpirun brings its own)");
+}
+
+static void slurm_doctor(const struct gpurun_rm_doctor *d)
+{
+    check_pmix(d, check_slurm(d));
+}
+
+static const char *const slurm_task_env[] = {"SLURM_*", NULL};
+
+const gpurun_rm_plugin_t gpurun_rm_slurm = {
+    .abi = GPURUN_RM_ABI,
+    .name = "slurm",
+    .title = "Slurm",
+    .summary = "Slurm: srun inside an allocation, sbatch for gpurun submit",
+    .launcher = &gpurun_launcher_srun,
+    .rank_var = "SLURM_PROCID",
+    .local_rank_var = "SLURM_LOCALID",
+    .task_env = slurm_task_env,
+    .nests = false,
+    .allocation = slurm_allocation,
+    .ended = slurm_ended,
+    .batch_script = slurm_batch_script,
+    .script_suffix = "sbatch",
+    .submit_command = "sbatch",
+    .submit = slurm_submit,
+    .doctor = slurm_doctor,
+};
