@@ -61,10 +61,16 @@ EOF
 # The job shell reads its rc path from the job's environment: gpurun's.
 export FLUX_SHELL_RC_PATH=$TMP/shellrc
 flux start --test-size=3 \
-    sh -c 'echo "$FLUX_URI" >"$1.tmp" && mv "$1.tmp" "$1" && exec sleep 3600' sh "$TMP/uri" \
+    sh -c 'echo $$ >"$1.pid" && echo "$FLUX_URI" >"$1.tmp" && mv "$1.tmp" "$1" && exec sleep 3600' sh "$TMP/uri" \
     >"$TMP/flux-start.log" 2>&1 &
 flux_pid=$!
-trap 'kill -TERM "$flux_pid" 2>/dev/null; wait "$flux_pid" 2>/dev/null; rm -rf "$TMP"' EXIT
+# The instance ends when its initial program does: a TERM to flux start
+# alone left its three brokers (and the sleep) running after the test.
+stop_flux() {
+    [ -s "$TMP/uri.pid" ] && kill -TERM "$(cat "$TMP/uri.pid")" 2>/dev/null
+    wait "$flux_pid" 2>/dev/null
+}
+trap 'stop_flux; rm -rf "$TMP"' EXIT
 n=0
 while [ ! -s "$TMP/uri" ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
 [ -s "$TMP/uri" ]
@@ -221,8 +227,7 @@ ok $? "... gpurun ran the job inside it, with flux run, and wrote its record"
 
 # ---- Flux started inside a Slurm allocation ----------------------------------------------------
 if command -v srun >/dev/null 2>&1 && [ -f /usr/lib/x86_64-linux-gnu/slurm-wlm/mpi_pmi2.so ]; then
-    kill -TERM "$flux_pid" 2>/dev/null
-    wait "$flux_pid" 2>/dev/null
+    stop_flux
     unset FLUX_URI
     slurm_cluster_up
     trap '"$slurm_cluster" down >/dev/null 2>&1; rm -rf "$TMP"' EXIT INT TERM
