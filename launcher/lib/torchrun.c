@@ -13,14 +13,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "rankenv.h"
 #include "torchrun.h"
-
-static void set_int(json_t *env, const char *key, long v)
-{
-    char buf[32];
-    snprintf(buf, sizeof buf, "%ld", v);
-    json_object_set_new(env, key, json_string(buf));
-}
 
 void gpurun_torchrun_rank_env(gpurun_plan_t *plan)
 {
@@ -37,14 +31,8 @@ void gpurun_torchrun_rank_env(gpurun_plan_t *plan)
     for (int r = 0; r < plan->nranks; r++) {
         gpurun_rank_plan_t *rk = &plan->ranks[r];
         int on_node = per_node[rk->node];
-        set_int(rk->env, "RANK", rk->rank);
-        set_int(rk->env, "WORLD_SIZE", plan->nranks);
-        set_int(rk->env, "LOCAL_RANK", rk->local_rank);
-        set_int(rk->env, "LOCAL_WORLD_SIZE", on_node);
-        set_int(rk->env, "GROUP_RANK", rk->node);
-        set_int(rk->env, "GROUP_WORLD_SIZE", nodes);
-        set_int(rk->env, "ROLE_RANK", rk->rank);
-        set_int(rk->env, "ROLE_WORLD_SIZE", plan->nranks);
+        const long sizes[3] = {plan->nranks, on_node, nodes};
+        gpurun_rankenv_torchrun_place(rk->env, rk->rank, rk->local_rank, rk->node, sizes);
         /* NCCL's bootstrap and socket transport on the interface of the
          * rank's NIC (its IB HCA is NCCL_IB_HCA already). */
         const char *netdev = rk->nnics ? plan->topo->nics[rk->nics[0]].netdev : NULL;

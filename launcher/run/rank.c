@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "rank.h"
+#include "rankenv.h"
 #include "safefile.h"
 #include "util.h"
 #ifndef GPURUN_RANK_LEAN
@@ -439,29 +440,6 @@ int gpurun_rank_inside(int fd, char *const *app_argv)
     int e = errno;
     fprintf(stderr, "gpurun: inside the container: cannot run %s: %s\n", app_argv[0], strerror(e));
     return e == ENOENT ? 127 : 126;
-}
-
-/* torchrun's per-rank values for a rank of a host that planned its own
- * ranks (its plan numbers them from 0 and knows no other host): from the
- * rank's place in the job, which the launcher gave, and the job-wide sizes
- * that the head put in env.json for a torchrun template. */
-static void torchrun_rank_env(json_t *entry, json_t *jobenv, int rank, int local)
-{
-    const char *lws = json_string_value(json_object_get(jobenv, "LOCAL_WORLD_SIZE"));
-    if (!lws || !json_object_get(jobenv, "WORLD_SIZE") || json_object_get(json_object_get(entry, "env"), "RANK"))
-        return;
-    char *end;
-    long per = strtol(lws, &end, 10);
-    if (*end || per < 1)
-        return;
-    char num[32];
-    snprintf(num, sizeof num, "%d", rank);
-    setenv("RANK", num, 1);
-    setenv("ROLE_RANK", num, 1);
-    snprintf(num, sizeof num, "%d", local);
-    setenv("LOCAL_RANK", num, 1);
-    snprintf(num, sizeof num, "%ld", (rank - local) / per);
-    setenv("GROUP_RANK", num, 1);
 }
 
 static void set_env_object(json_t *obj)
@@ -1305,11 +1283,10 @@ static void step_set_up_rank(struct rank_step *s, json_t *jobenv)
     json_object_set_new(s->report, "planned_cpus", json_copy(json_object_get(s->entry, "cpus")));
     json_object_set_new(s->report, "planned_numa", json_copy(json_object_get(s->entry, "numa")));
 
-    set_env_object(json_object_get(s->entry, "env"));
     snprintf(s->num, sizeof s->num, "%d", s->rank); /* the host plan numbers its ranks from 0 */
-    setenv("GPURUN_RANK", s->num, 1);
-    torchrun_rank_env(s->entry, jobenv, s->rank, s->local);
-    set_env_object(jobenv); /* the job's own env{} wins: the user asked for it */
+    json_t *env = gpurun_rankenv_rank(json_object_get(s->entry, "env"), jobenv, s->rank, s->local);
+    set_env_object(env);
+    json_decref(env);
     json_decref(jobenv);
     bind_rank(s->entry, s->report);
 }

@@ -25,6 +25,7 @@
 #include "plan.h"
 #include "plugin.h"
 #include "rank.h"
+#include "rankenv.h"
 #include "results.h"
 #include "safefile.h"
 #include "mps.h"
@@ -706,21 +707,17 @@ static int rendezvous_settings(const struct run_ctx *c, struct gpurun_kvlist *na
     return gpurun_torchrun_settings(&p, s, err);
 }
 
-/* The environment every rank gets (env.json): a torchrun template's
- * rendezvous (MASTER_ADDR and MASTER_PORT at `port`, 0 in a dry run; or a
- * file in `run_dir`), then the job's env{}, which wins. */
+/* The environment every rank gets (env.json), put together by rankenv.c
+ * from the template's rendezvous (at `port`; 0 in a dry run) and the job's
+ * env { }. */
 static int job_env(const struct run_ctx *c, struct gpurun_kvlist *names, const char *run_dir, int port,
                    struct gpurun_kvlist *env, gpurun_error_t *err)
 {
-    if (c->tpl && c->tpl->rank_env) {
-        struct gpurun_torchrun_settings s;
-        if (rendezvous_settings(c, names, &s, err) < 0 ||
-            gpurun_torchrun_master_env(&s, port ? port : s.port, run_dir, c->plan, env, err) < 0)
-            return -1;
-    }
-    for (size_t i = 0; i < c->job->env.n; i++)
-        gpurun_kvlist_set(env, c->job->env.items[i].key, c->job->env.items[i].value);
-    return 0;
+    struct gpurun_torchrun_settings s;
+    bool torchrun = c->tpl && c->tpl->rank_env;
+    if (torchrun && rendezvous_settings(c, names, &s, err) < 0)
+        return -1;
+    return gpurun_rankenv_job(torchrun ? &s : NULL, port, run_dir, c->plan, &c->job->env, env, err);
 }
 
 /* The ranks succeeded: read the figures of merit, then the template's
