@@ -11,6 +11,7 @@
 #include "cmd.h"
 #include "cmd_common.h"
 #include "report.h"
+#include "record.h"
 #include "results.h"
 #include "util.h"
 
@@ -40,12 +41,12 @@ static char *foms_text(const json_t *run)
     char *out = gpurun_xstrdup("");
     const char *name;
     json_t *fom;
-    json_object_foreach(json_object_get(run, "foms"), name, fom)
+    json_object_foreach(json_object_get(run, GPURUN_REC_FOMS), name, fom)
     {
         double v;
         char *num =
             gpurun_record_fom_value(fom, &v) ? gpurun_report_number(v) : gpurun_xstrdup("-");
-        const char *units = gpurun_record_str(fom, "units");
+        const char *units = gpurun_record_str(fom, GPURUN_REC_FOM_UNITS);
         char *next = gpurun_xasprintf("%s%s%s=%s%s%s", out, *out ? ", " : "", name, num,
                                       units && *units ? " " : "", units ? units : "");
         free(num);
@@ -79,11 +80,11 @@ static int add_row(json_t *run, void *ctx)
     }
     t->why[t->n + 1] = gpurun_record_failure_text(run);
     char **row = &t->v[(++t->n) * NCOLS];
-    long ranks = gpurun_record_int(run, "ranks", -1), gpus = gpurun_record_gpus(run);
-    double wall = gpurun_record_num(run, "wall_s");
-    const char *state = gpurun_record_str(run, "state");
-    row[C_ID] = gpurun_printable(gpurun_record_str(run, "run_id"));
-    row[C_JOB] = gpurun_printable(gpurun_record_str(run, "job"));
+    long ranks = gpurun_record_int(run, GPURUN_REC_RANKS, -1), gpus = gpurun_record_gpus(run);
+    double wall = gpurun_record_num(run, GPURUN_REC_WALL_S);
+    const char *state = gpurun_record_str(run, GPURUN_REC_STATE);
+    row[C_ID] = gpurun_printable(gpurun_record_str(run, GPURUN_REC_RUN_ID));
+    row[C_JOB] = gpurun_printable(gpurun_record_str(run, GPURUN_REC_JOB));
     row[C_STATE] = gpurun_printable(state ? state : "?");
     row[C_RANKS] = ranks >= 0 ? gpurun_xasprintf("%ld", ranks) : gpurun_xstrdup("-");
     row[C_GPUS] = gpus >= 0 ? gpurun_xasprintf("%ld", gpus) : gpurun_xstrdup("-");
@@ -188,11 +189,11 @@ static int csv_gather(json_t *run, void *ctx)
     struct csv_foms *cf = ctx;
     const char *name;
     json_t *fom;
-    json_object_foreach(json_object_get(run, "foms"), name, fom)
+    json_object_foreach(json_object_get(run, GPURUN_REC_FOMS), name, fom)
     {
         if (json_object_get(cf->units, name))
             continue;
-        const char *u = gpurun_record_str(fom, "units");
+        const char *u = gpurun_record_str(fom, GPURUN_REC_FOM_UNITS);
         json_object_set_new(cf->units, name, json_string(u ? u : ""));
         json_array_append_new(cf->names, json_string(name));
     }
@@ -223,14 +224,14 @@ static void csv_head(const struct csv_foms *cf)
 static int csv_row(json_t *run, void *ctx)
 {
     const struct csv_foms *cf = ctx;
-    csv_field(gpurun_record_str(run, "run_id"), false);
-    csv_field(gpurun_record_str(run, "job"), false);
-    csv_field(gpurun_record_str(run, "state"), false);
-    long ex = gpurun_record_int(run, "exit_status", -1000);
+    csv_field(gpurun_record_str(run, GPURUN_REC_RUN_ID), false);
+    csv_field(gpurun_record_str(run, GPURUN_REC_JOB), false);
+    csv_field(gpurun_record_str(run, GPURUN_REC_STATE), false);
+    long ex = gpurun_record_int(run, GPURUN_REC_EXIT_STATUS, -1000);
     csv_long(ex, ex != -1000);
-    csv_field(gpurun_record_str(run, "start"), false);
-    csv_field(gpurun_record_str(run, "end"), false);
-    csv_num(gpurun_record_num(run, "wall_s"));
+    csv_field(gpurun_record_str(run, GPURUN_REC_START), false);
+    csv_field(gpurun_record_str(run, GPURUN_REC_END), false);
+    csv_num(gpurun_record_num(run, GPURUN_REC_WALL_S));
     static const char *const ints[] = {"nodes", "ranks", "gpus_per_rank", "threads_per_rank"};
     for (size_t k = 0; k < sizeof ints / sizeof *ints; k++) {
         long v = gpurun_record_int(run, ints[k], -1);
@@ -238,9 +239,9 @@ static int csv_row(json_t *run, void *ctx)
     }
     long g = gpurun_record_gpus(run);
     csv_long(g, g >= 0);
-    csv_field(gpurun_record_str(run, "template"), false);
-    csv_field(gpurun_record_str(run, "site"), false);
-    csv_field(gpurun_record_str(run, "gpu_model"), false);
+    csv_field(gpurun_record_str(run, GPURUN_REC_TEMPLATE), false);
+    csv_field(gpurun_record_str(run, GPURUN_REC_SITE), false);
+    csv_field(gpurun_record_str(run, GPURUN_REC_GPU_MODEL), false);
     char *cfg = gpurun_record_config_text(run);
     csv_field(strcmp(cfg, "-") ? cfg : "", false);
     free(cfg);
@@ -248,7 +249,7 @@ static int csv_row(json_t *run, void *ctx)
     json_t *nm;
     json_array_foreach(cf->names, k, nm)
     {
-        json_t *fom = json_object_get(json_object_get(run, "foms"), json_string_value(nm));
+        json_t *fom = json_object_get(json_object_get(run, GPURUN_REC_FOMS), json_string_value(nm));
         double v;
         csv_num(fom && gpurun_record_fom_value(fom, &v) ? v : NAN);
     }

@@ -17,6 +17,7 @@
 
 #include "confparse.h"
 #include "fom.h"
+#include "record.h"
 #include "runfolder.h"
 #include "util.h"
 
@@ -612,9 +613,10 @@ json_t *gpurun_foms_json(const gpurun_foms_t *f)
         json_t *vals = json_array();
         for (size_t k = 0; k < v->n; k++)
             json_array_append_new(vals, json_real(v->values[k]));
-        json_t *e = json_pack("{s:o, s:o, s:s, s:s, s:s}", "value", v->n ? json_real(v->values[v->n - 1]) : json_null(),
-                              "values", vals, "units", v->units ? v->units : "", "better",
-                              v->better ? v->better : "higher", "file", v->file ? v->file : "");
+        json_t *e = json_pack("{s:o, s:o, s:s, s:s, s:s}", GPURUN_REC_FOM_VALUE,
+                              v->n ? json_real(v->values[v->n - 1]) : json_null(), GPURUN_REC_FOM_VALUES, vals,
+                              GPURUN_REC_FOM_UNITS, v->units ? v->units : "", GPURUN_REC_FOM_BETTER,
+                              v->better ? v->better : "higher", GPURUN_REC_FOM_FILE, v->file ? v->file : "");
         if (v->note)
             json_object_set_new(e, "note", json_string(v->note));
         if (v->optional)

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "report.h"
+#include "record.h"
 #include "results.h"
 #include "safefile.h"
 #include "util.h"
@@ -257,7 +258,7 @@ static size_t find_fom(struct gpurun_report_job *job, const char *name, const js
     struct gpurun_report_fom *f = &job->foms[job->nfoms];
     memset(f, 0, sizeof *f);
     f->name = gpurun_xstrdup(name);
-    const char *u = gpurun_record_str(fom, "units"), *b = gpurun_record_str(fom, "better");
+    const char *u = gpurun_record_str(fom, GPURUN_REC_FOM_UNITS), *b = gpurun_record_str(fom, GPURUN_REC_FOM_BETTER);
     f->units = gpurun_xstrdup(u ? u : "");
     f->better = gpurun_xstrdup(b && strcmp(b, "lower") == 0 ? "lower" : "higher");
     return job->nfoms++;
@@ -266,10 +267,10 @@ static size_t find_fom(struct gpurun_report_job *job, const char *name, const js
 static struct gpurun_report_config *find_config(struct gpurun_report_job *job, struct pending *p,
                                                 const json_t *run)
 {
-    long nodes = gpurun_record_int(run, "nodes", -1), ranks = gpurun_record_int(run, "ranks", -1);
-    long gpr = gpurun_record_int(run, "gpus_per_rank", -1),
-         tpr = gpurun_record_int(run, "threads_per_rank", -1);
-    json_t *params = json_object_get(run, "params");
+    long nodes = gpurun_record_int(run, GPURUN_REC_NODES, -1), ranks = gpurun_record_int(run, GPURUN_REC_RANKS, -1);
+    long gpr = gpurun_record_int(run, GPURUN_REC_GPUS_PER_RANK, -1),
+         tpr = gpurun_record_int(run, GPURUN_REC_THREADS_PER_RANK, -1);
+    json_t *params = json_object_get(run, GPURUN_REC_PARAMS);
     char *key = json_is_object(params) ? json_dumps(params, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     if (!key)
         key = gpurun_xstrdup("{}");
@@ -433,7 +434,7 @@ static void pick_history(struct gpurun_report_job *job)
 
 static bool is_ok(const json_t *run)
 {
-    const char *s = gpurun_record_str(run, "state");
+    const char *s = gpurun_record_str(run, GPURUN_REC_STATE);
     return s && strcmp(s, "ok") == 0;
 }
 
@@ -554,7 +555,7 @@ gpurun_report_t *gpurun_report_new(void)
 void gpurun_report_add(gpurun_report_t *r, const json_t *run)
 {
     struct gpurun_report_building *bd = r->building;
-    const char *name = gpurun_record_str(run, "job");
+    const char *name = gpurun_record_str(run, GPURUN_REC_JOB);
     if (!bd || !json_is_object(run) || !name)
         return;
     /* Runs come by job: the last job first. */
@@ -571,12 +572,12 @@ void gpurun_report_add(gpurun_report_t *r, const json_t *run)
     }
     bd->last_job = j;
     struct gpurun_report_job *job = &r->jobs[j];
-    if (!job->template_name && gpurun_record_str(run, "template"))
-        job->template_name = gpurun_xstrdup(gpurun_record_str(run, "template"));
+    if (!job->template_name && gpurun_record_str(run, GPURUN_REC_TEMPLATE))
+        job->template_name = gpurun_xstrdup(gpurun_record_str(run, GPURUN_REC_TEMPLATE));
     struct gpurun_report_config *c = find_config(job, &bd->pend[j], run);
     const char *fname;
     json_t *fom;
-    json_object_foreach(json_object_get(run, "foms"), fname, fom)
+    json_object_foreach(json_object_get(run, GPURUN_REC_FOMS), fname, fom)
     {
         if (json_is_object(fom))
             find_fom(job, fname, fom);
@@ -593,28 +594,28 @@ void gpurun_report_add(gpurun_report_t *r, const json_t *run)
         return;
     }
     c->nok++;
-    double price = gpurun_record_num(run, "price_per_gpu_hour"),
-           spot = gpurun_record_num(run, "spot_price_per_gpu_hour");
+    double price = gpurun_record_num(run, GPURUN_REC_PRICE_PER_GPU_HOUR),
+           spot = gpurun_record_num(run, GPURUN_REC_SPOT_PRICE_PER_GPU_HOUR);
     if (price >= 0)
         c->price = price;
     if (spot >= 0)
         c->spot_price = spot;
-    const char *cur = gpurun_record_str(run, "currency");
+    const char *cur = gpurun_record_str(run, GPURUN_REC_CURRENCY);
     if (cur && (price >= 0 || spot >= 0)) {
         free(c->currency);
         c->currency = gpurun_xstrdup(cur);
     }
     double start = 0;
-    bool has_start = parse_utc(gpurun_record_str(run, "start"), &start);
-    const char *model = gpurun_record_str(run, "gpu_model");
+    bool has_start = parse_utc(gpurun_record_str(run, GPURUN_REC_START), &start);
+    const char *model = gpurun_record_str(run, GPURUN_REC_GPU_MODEL);
     if (model && !c->gpu_model)
         c->gpu_model = gpurun_xstrdup(model);
-    json_t *mon = json_object_get(run, "gpus_monitor");
+    json_t *mon = json_object_get(run, GPURUN_REC_GPUS_MONITOR);
     if (monitor_shows(mon)) { /* a CPU job's null, or GPUs that reported nothing: no table */
         json_decref(c->monitor);
         c->monitor = json_incref(mon); /* outlives the run, which the caller frees */
     }
-    json_object_foreach(json_object_get(run, "foms"), fname, fom)
+    json_object_foreach(json_object_get(run, GPURUN_REC_FOMS), fname, fom)
     {
         double v;
         if (!json_is_object(fom) || !gpurun_record_fom_value(fom, &v))

@@ -23,6 +23,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "record.h"
 #include "results.h"
 #include "runstatus.h"
 #include "dbfile.h"
@@ -69,79 +70,6 @@ void gpurun_results_log_free(struct gpurun_results_log *log)
     memset(log, 0, sizeof *log);
 }
 
-/* ---- reading a record defensively -------------------------------------- */
-
-long gpurun_record_int(const json_t *run, const char *key, long dflt)
-{
-    json_t *v = json_object_get(run, key);
-    if (json_is_integer(v))
-        return (long)json_integer_value(v);
-    if (json_is_real(v)) {
-        double d = json_real_value(v);
-        if (isfinite(d) && d == floor(d) && fabs(d) < 1e15)
-            return (long)d;
-    }
-    return dflt;
-}
-
-double gpurun_record_num(const json_t *run, const char *key)
-{
-    json_t *v = json_object_get(run, key);
-    double d = json_is_number(v) ? json_number_value(v) : NAN;
-    return isfinite(d) ? d : NAN;
-}
-
-const char *gpurun_record_str(const json_t *run, const char *key)
-{
-    return json_string_value(json_object_get(run, key));
-}
-
-long gpurun_record_gpus(const json_t *run)
-{
-    long g = gpurun_record_int(run, "gpus", -1);
-    if (g >= 0)
-        return g;
-    long ranks = gpurun_record_int(run, "ranks", -1),
-         gpr = gpurun_record_int(run, "gpus_per_rank", -1);
-    return ranks >= 0 && gpr >= 0 ? ranks * gpr : -1;
-}
-
-bool gpurun_record_fom_value(const json_t *fom, double *v)
-{
-    json_t *x = json_object_get(fom, "value");
-    if (!json_is_number(x)) {
-        json_t *vals = json_object_get(fom, "values");
-        size_t n = json_is_array(vals) ? json_array_size(vals) : 0;
-        x = n ? json_array_get(vals, n - 1) : NULL;
-    }
-    if (!json_is_number(x) || !isfinite(json_number_value(x)))
-        return false;
-    *v = json_number_value(x);
-    return true;
-}
-
-char *gpurun_record_config_text(const json_t *run)
-{
-    json_t *cfg = json_object_get(run, "config");
-    if (!json_is_object(cfg) || json_object_size(cfg) == 0)
-        return gpurun_xstrdup("-");
-    char *out = gpurun_xstrdup("");
-    const char *k;
-    json_t *v;
-    json_object_foreach(cfg, k, v)
-    {
-        char *val = json_is_string(v) ? gpurun_xstrdup(json_string_value(v))
-                    : json_is_integer(v)
-                        ? gpurun_xasprintf("%lld", (long long)json_integer_value(v))
-                        : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-        char *next = gpurun_xasprintf("%s%s%s=%s", out, *out ? " " : "", k, val ? val : "?");
-        free(val);
-        free(out);
-        out = next;
-    }
-    return out;
-}
-
 char *gpurun_printable(const char *s)
 {
     if (!s)
@@ -158,47 +86,6 @@ char *gpurun_printable(const char *s)
     }
     *o = '\0';
     return out;
-}
-
-/* A JSON string of s; of s fit for a terminal (valid UTF-8) when s is not. */
-static json_t *text_json(const char *s)
-{
-    json_t *j = json_string(s);
-    if (!j) {
-        char *t = gpurun_terminal_text(s);
-        j = json_string(t);
-        free(t);
-    }
-    return j;
-}
-
-json_t *gpurun_record_failure(int rank, const char *host, int status, const char *reason, char *const *tail,
-                              size_t ntail)
-{
-    json_t *lines = json_array();
-    for (size_t i = 0; i < ntail; i++)
-        json_array_append_new(lines, text_json(tail[i]));
-    json_t *f = json_object();
-    json_object_set_new(f, "rank", rank >= 0 ? json_integer(rank) : json_null());
-    json_object_set_new(f, "host", host ? text_json(host) : json_null());
-    json_object_set_new(f, "status", json_integer(status));
-    json_object_set_new(f, "reason", text_json(reason ? reason : ""));
-    json_object_set_new(f, "tail", lines);
-    return f;
-}
-
-char *gpurun_record_failure_text(const json_t *run)
-{
-    const json_t *f = json_object_get(run, GPURUN_RECORD_FAILURE);
-    if (!json_is_object(f))
-        return NULL;
-    const char *reason = gpurun_record_str(f, "reason"), *host = gpurun_record_str(f, "host");
-    long rank = gpurun_record_int(f, "rank", -1);
-    char *text = rank >= 0 ? gpurun_xasprintf("rank %ld on %s: %s", rank, host ? host : "?", reason ? reason : "?")
-                           : gpurun_xstrdup(reason ? reason : "?");
-    char *shown = gpurun_terminal_text(text);
-    free(text);
-    return shown;
 }
 
 /* ---- SQLite ------------------------------------------------------------ */
@@ -634,12 +521,12 @@ static const char *record_problem(const json_t *rec)
 {
     if (!json_is_object(rec))
         return "not a JSON object";
-    const char *id = gpurun_record_str(rec, "run_id"), *job = gpurun_record_str(rec, "job");
+    const char *id = gpurun_record_str(rec, GPURUN_REC_RUN_ID), *job = gpurun_record_str(rec, GPURUN_REC_JOB);
     if (!id || !*id)
         return "no run_id";
     if (!job || !*job)
         return "no job";
-    if (!gpurun_record_str(rec, "state"))
+    if (!gpurun_record_str(rec, GPURUN_REC_STATE))
         return "no state";
     return NULL;
 }
@@ -745,7 +632,7 @@ static int index_record(gpurun_results_t *r, const char *rel, bool replace, char
         json_decref(rec);
         return INDEX_SKIPPED;
     }
-    const char *job = gpurun_record_str(rec, "job"), *id = gpurun_record_str(rec, "run_id");
+    const char *job = gpurun_record_str(rec, GPURUN_REC_JOB), *id = gpurun_record_str(rec, GPURUN_REC_RUN_ID);
 
     int result = INDEX_ERROR;
     sqlite3_stmt *st = NULL;
@@ -784,31 +671,31 @@ static int index_record(gpurun_results_t *r, const char *rel, bool replace, char
     bind_text(st, 1, job);
     bind_text(st, 2, id);
     bind_text(st, 3, rel);
-    bind_text(st, 4, gpurun_record_str(rec, "template"));
-    bind_text(st, 5, gpurun_record_str(rec, "state"));
-    bind_long(st, 6, gpurun_record_int(rec, "exit_status", NO_INT));
-    bind_text(st, 7, gpurun_record_str(rec, "start"));
-    bind_text(st, 8, gpurun_record_str(rec, "end"));
-    bind_num(st, 9, gpurun_record_num(rec, "wall_s"));
-    bind_long(st, 10, gpurun_record_int(rec, "nodes", NO_INT));
-    bind_long(st, 11, gpurun_record_int(rec, "ranks", NO_INT));
-    bind_long(st, 12, gpurun_record_int(rec, "gpus_per_rank", NO_INT));
-    bind_long(st, 13, gpurun_record_int(rec, "threads_per_rank", NO_INT));
+    bind_text(st, 4, gpurun_record_str(rec, GPURUN_REC_TEMPLATE));
+    bind_text(st, 5, gpurun_record_str(rec, GPURUN_REC_STATE));
+    bind_long(st, 6, gpurun_record_int(rec, GPURUN_REC_EXIT_STATUS, NO_INT));
+    bind_text(st, 7, gpurun_record_str(rec, GPURUN_REC_START));
+    bind_text(st, 8, gpurun_record_str(rec, GPURUN_REC_END));
+    bind_num(st, 9, gpurun_record_num(rec, GPURUN_REC_WALL_S));
+    bind_long(st, 10, gpurun_record_int(rec, GPURUN_REC_NODES, NO_INT));
+    bind_long(st, 11, gpurun_record_int(rec, GPURUN_REC_RANKS, NO_INT));
+    bind_long(st, 12, gpurun_record_int(rec, GPURUN_REC_GPUS_PER_RANK, NO_INT));
+    bind_long(st, 13, gpurun_record_int(rec, GPURUN_REC_THREADS_PER_RANK, NO_INT));
     bind_long(st, 14, gpus >= 0 ? gpus : NO_INT);
-    bind_text(st, 15, gpurun_record_str(rec, "gpu_model"));
-    bind_text(st, 16, gpurun_record_str(rec, "site"));
-    bind_num(st, 17, gpurun_record_num(rec, "price_per_gpu_hour"));
-    bind_num(st, 18, gpurun_record_num(rec, "spot_price_per_gpu_hour"));
-    bind_text(st, 19, gpurun_record_str(rec, "currency"));
-    bind_json(st, 20, json_object_get(rec, "config"));
-    bind_json(st, 21, json_object_get(rec, "params"));
+    bind_text(st, 15, gpurun_record_str(rec, GPURUN_REC_GPU_MODEL));
+    bind_text(st, 16, gpurun_record_str(rec, GPURUN_REC_SITE));
+    bind_num(st, 17, gpurun_record_num(rec, GPURUN_REC_PRICE_PER_GPU_HOUR));
+    bind_num(st, 18, gpurun_record_num(rec, GPURUN_REC_SPOT_PRICE_PER_GPU_HOUR));
+    bind_text(st, 19, gpurun_record_str(rec, GPURUN_REC_CURRENCY));
+    bind_json(st, 20, json_object_get(rec, GPURUN_REC_CONFIG));
+    bind_json(st, 21, json_object_get(rec, GPURUN_REC_PARAMS));
     bind_text(st, 22, sumtext);
     if (step_done(r, st, err) < 0)
         goto out;
 
     const char *name;
     json_t *fom;
-    json_object_foreach(json_object_get(rec, "foms"), name, fom)
+    json_object_foreach(json_object_get(rec, GPURUN_REC_FOMS), name, fom)
     {
         double v;
         if (!gpurun_record_fom_value(fom, &v))
@@ -819,8 +706,8 @@ static int index_record(gpurun_results_t *r, const char *rel, bool replace, char
         bind_text(st, 2, id);
         bind_text(st, 3, name);
         bind_num(st, 4, v);
-        bind_text(st, 5, gpurun_record_str(fom, "units"));
-        bind_text(st, 6, gpurun_record_str(fom, "better"));
+        bind_text(st, 5, gpurun_record_str(fom, GPURUN_REC_FOM_UNITS));
+        bind_text(st, 6, gpurun_record_str(fom, GPURUN_REC_FOM_BETTER));
         if (step_done(r, st, err) < 0)
             goto out;
     }

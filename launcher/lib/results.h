@@ -9,6 +9,8 @@
  * it is read.  Only results.c sees SQLite. */
 
 #include <jansson.h>
+
+#include "record.h" /* the record's keys and readers, for the callers of results */
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -81,44 +83,6 @@ int gpurun_results_each(gpurun_results_t *r, const char *job, gpurun_results_fn 
 int gpurun_results_add(const char *results_dir, const char *record_path, gpurun_error_t *err);
 int gpurun_results_rebuild(const char *results_dir, struct gpurun_results_log *log,
                            gpurun_error_t *err);
-
-/* ---- the record's state and failure (SPEC §7): spelled here only -------- */
-
-#define GPURUN_STATE_OK "ok"
-#define GPURUN_STATE_FAILED "failed"
-#define GPURUN_STATE_TIMEOUT "timeout"
-#define GPURUN_STATE_INTERRUPTED "interrupted"
-#define GPURUN_STATE_SANITY_FAILED "sanity_failed"
-#define GPURUN_STATE_REFERENCE_FAILED "reference_failed"
-
-/* The record's "failure", for every state but ok: {"rank": the rank that
- * failed first, or whose output was running (null: none, the launcher
- * failed), "host": its host (null: unknown), "status": the run's exit
- * status, "reason": one line (the line of its output that names the cause,
- * else "exit status N", "killed by signal SIGSEGV", "time limit reached",
- * ...), "tail": [its last lines]}.  rank < 0: null; host NULL: null. */
-#define GPURUN_RECORD_FAILURE "failure"
-json_t *gpurun_record_failure(int rank, const char *host, int status, const char *reason, char *const *tail,
-                              size_t ntail);
-/* A run's failure in one line, fit for a terminal: "rank 0 on vm: REASON"
- * (or REASON alone); NULL when the run has none.  Malloc'ed. */
-char *gpurun_record_failure_text(const json_t *run);
-
-/* ---- reading a record defensively (any field may be missing) ---------- */
-
-/* An integer field, or `dflt` when missing or not an integer. */
-long gpurun_record_int(const json_t *run, const char *key, long dflt);
-/* A number field, or NAN. */
-double gpurun_record_num(const json_t *run, const char *key);
-/* A string field, or NULL. */
-const char *gpurun_record_str(const json_t *run, const char *key);
-/* Total GPUs: "gpus", else ranks * gpus_per_rank; -1 unknown. */
-long gpurun_record_gpus(const json_t *run);
-/* The value of one entry of "foms": its "value", else the last of its
- * "values"; false when there is none. */
-bool gpurun_record_fom_value(const json_t *fom, double *v);
-/* The run's configuration as "key=value key=value" ("config", else "-"). */
-char *gpurun_record_config_text(const json_t *run);
 
 /* `s` with every control character written \xNN: what a terminal may be
  * shown of a string from a file. */

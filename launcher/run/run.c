@@ -26,6 +26,7 @@
 #include "plugin.h"
 #include "rank.h"
 #include "rankenv.h"
+#include "record.h"
 #include "results.h"
 #include "safefile.h"
 #include "mps.h"
@@ -1672,13 +1673,13 @@ static json_t *mps_record(struct run_ctx *c, struct run_attempt *a, json_t *host
 /* The record's site, prices and currency: null where the site says none. */
 static void add_site_prices(json_t *record, const gpurun_site_t *site)
 {
-    json_object_set_new(record, "site", site ? json_string(site->name) : json_null());
-    json_object_set_new(record, "price_per_gpu_hour",
+    json_object_set_new(record, GPURUN_REC_SITE, site ? json_string(site->name) : json_null());
+    json_object_set_new(record, GPURUN_REC_PRICE_PER_GPU_HOUR,
                         site && site->price_per_gpu_hour >= 0 ? json_real(site->price_per_gpu_hour) : json_null());
-    json_object_set_new(record, "spot_price_per_gpu_hour",
+    json_object_set_new(record, GPURUN_REC_SPOT_PRICE_PER_GPU_HOUR,
                         site && site->spot_price_per_gpu_hour >= 0 ? json_real(site->spot_price_per_gpu_hour)
                                                                     : json_null());
-    json_object_set_new(record, "currency", site && site->currency ? json_string(site->currency) : json_null());
+    json_object_set_new(record, GPURUN_REC_CURRENCY, site && site->currency ? json_string(site->currency) : json_null());
 }
 
 /* record.json's document for this run, ending with exit status rc. */
@@ -1688,45 +1689,46 @@ static json_t *run_record(struct run_ctx *c, struct run_attempt *a, int rc, int 
     char *s0 = iso_time(a->start), *s1 = iso_time(time(NULL));
     const gpurun_gpu_t *g0 = c->plan->ranks[0].ngpus ? &c->topo->gpus[c->plan->ranks[0].gpus[0]] : NULL;
     json_t *hosts = ran_on_hosts(a->rr.bindings);
-    json_t *record =
-        json_pack("{s:s, s:s, s:s?, s:s, s:s, s:f, s:i, s:s, s:i, s:i, s:i, s:i, s:s, s:o, s:s?, s:o, s:i}", "run_id",
-                  strrchr(a->run_dir, '/') + 1, "job", job->name, "template", job->template_name, "start", s0, "end",
-                  s1, "wall_s", a->oc.wall_s, "exit_status", rc, "state", a->state, "nodes", c->plan->req.nodes,
-                  "ranks", c->plan->nranks, "gpus_per_rank", c->plan->req.gpus_per_rank, "threads_per_rank",
-                  c->plan->ranks[0].threads, "launcher", c->launcher->name, "hosts", hosts, "gpu_model",
-                  g0 ? g0->name : NULL, "params", kv_json(&job->params), "repeat_index", repeat_index);
-    json_object_set_new(record, "command", json_array());
+    json_t *record = json_pack(
+        "{s:s, s:s, s:s?, s:s, s:s, s:f, s:i, s:s, s:i, s:i, s:i, s:i, s:s, s:o, s:s?, s:o, s:i}", GPURUN_REC_RUN_ID,
+        strrchr(a->run_dir, '/') + 1, GPURUN_REC_JOB, job->name, GPURUN_REC_TEMPLATE, job->template_name,
+        GPURUN_REC_START, s0, GPURUN_REC_END, s1, GPURUN_REC_WALL_S, a->oc.wall_s, GPURUN_REC_EXIT_STATUS, rc,
+        GPURUN_REC_STATE, a->state, GPURUN_REC_NODES, c->plan->req.nodes, GPURUN_REC_RANKS, c->plan->nranks,
+        GPURUN_REC_GPUS_PER_RANK, c->plan->req.gpus_per_rank, GPURUN_REC_THREADS_PER_RANK, c->plan->ranks[0].threads,
+        GPURUN_REC_LAUNCHER, c->launcher->name, GPURUN_REC_HOSTS, hosts, GPURUN_REC_GPU_MODEL, g0 ? g0->name : NULL,
+        GPURUN_REC_PARAMS, kv_json(&job->params), GPURUN_REC_REPEAT_INDEX, repeat_index);
+    json_object_set_new(record, GPURUN_REC_COMMAND, json_array());
     for (char **arg = a->app; *arg; arg++)
-        json_array_append_new(json_object_get(record, "command"), json_string(*arg));
-    json_object_set_new(record, "container", c->ctr ? container_json(c, a->launched) : json_null());
-    json_object_set_new(record, "launcher_choice", json_string(c->launcher_why));
+        json_array_append_new(json_object_get(record, GPURUN_REC_COMMAND), json_string(*arg));
+    json_object_set_new(record, GPURUN_REC_CONTAINER, c->ctr ? container_json(c, a->launched) : json_null());
+    json_object_set_new(record, GPURUN_REC_LAUNCHER_CHOICE, json_string(c->launcher_why));
     if (c->alloc_note[0])
-        json_object_set_new(record, "allocation", json_string(c->alloc_note));
-    json_object_set_new(record, "plan", gpurun_plan_json(c->plan));
+        json_object_set_new(record, GPURUN_REC_ALLOCATION, json_string(c->alloc_note));
+    json_object_set_new(record, GPURUN_REC_PLAN, gpurun_plan_json(c->plan));
     json_t *host_plans = json_array_size(hosts) > 1 ? host_plans_json(a->dfd, hosts) : NULL;
     if (host_plans)
-        json_object_set_new(record, "host_plans", host_plans);
+        json_object_set_new(record, GPURUN_REC_HOST_PLANS, host_plans);
     if (a->failure)
         json_object_set(record, GPURUN_RECORD_FAILURE, a->failure);
-    json_object_set_new(record, "bindings", json_incref(a->rr.bindings));
-    json_object_set_new(record, "rank_status", json_incref(a->rr.statuses));
-    json_object_set_new(record, "gpurun_version", json_string(PACKAGE_VERSION));
-    json_object_set_new(record, "gpudirect", c->gdr ? json_incref(c->gdr) : json_null());
+    json_object_set_new(record, GPURUN_REC_BINDINGS, json_incref(a->rr.bindings));
+    json_object_set_new(record, GPURUN_REC_RANK_STATUS, json_incref(a->rr.statuses));
+    json_object_set_new(record, GPURUN_REC_GPURUN_VERSION, json_string(PACKAGE_VERSION));
+    json_object_set_new(record, GPURUN_REC_GPUDIRECT, c->gdr ? json_incref(c->gdr) : json_null());
     if (a->rdv_json) {
         if (a->rdv_port > 0)
             json_object_set_new(a->rdv_json, "port", json_integer(a->rdv_port));
-        json_object_set(record, "rendezvous", a->rdv_json);
+        json_object_set(record, GPURUN_REC_RENDEZVOUS, a->rdv_json);
     }
     json_t *mps = mps_record(c, a, hosts, host_plans);
     if (mps)
-        json_object_set_new(record, "mps", mps);
-    json_object_set_new(record, "gpus_monitor", a->gpus_monitor ? json_incref(a->gpus_monitor) : json_null());
+        json_object_set_new(record, GPURUN_REC_MPS, mps);
+    json_object_set_new(record, GPURUN_REC_GPUS_MONITOR, a->gpus_monitor ? json_incref(a->gpus_monitor) : json_null());
     if (!a->gpus_monitor && a->mon_why[0])
-        json_object_set_new(record, "gpus_monitor_note", json_string(a->mon_why));
-    json_object_set_new(record, "foms", gpurun_foms_json(&a->foms));
-    json_object_set_new(record, "references", json_incref(a->refs));
-    json_object_set_new(record, "config", json_incref(c->config));
-    json_object_set_new(record, "gpus", json_integer((json_int_t)c->plan->nranks * c->plan->req.gpus_per_rank));
+        json_object_set_new(record, GPURUN_REC_GPUS_MONITOR_NOTE, json_string(a->mon_why));
+    json_object_set_new(record, GPURUN_REC_FOMS, gpurun_foms_json(&a->foms));
+    json_object_set_new(record, GPURUN_REC_REFERENCES, json_incref(a->refs));
+    json_object_set_new(record, GPURUN_REC_CONFIG, json_incref(c->config));
+    json_object_set_new(record, GPURUN_REC_GPUS, json_integer((json_int_t)c->plan->nranks * c->plan->req.gpus_per_rank));
     add_site_prices(record, c->site);
     free(s0);
     free(s1);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* record.json as the results store (results.c) and `gpurun report`
+/* record.json as the results store (record.c, results.c) and `gpurun report`
  * (report.c) read it: the input is RESULTS/j/r/record.json, indexed, read
  * back as the run list and reported as tables, SVG and HTML.  The one
  * record path is replaced each time, so the index holds one run at most. */

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef GPURUN_RECORD_H
+#define GPURUN_RECORD_H
+
+/* A run's record (record.json, SPEC §7): its keys, its states, its failure,
+ * and reading one defensively.  The one module that spells the record's
+ * keys: run.c writes them, results.c indexes them, report.c and `gpurun
+ * results` read them, all through these names. */
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+/* ---- its keys ----------------------------------------------------------- */
+#define GPURUN_REC_RUN_ID "run_id"                         /* the run folder's name */
+#define GPURUN_REC_JOB "job"
+#define GPURUN_REC_TEMPLATE "template"
+#define GPURUN_REC_START "start"                           /* UTC, ISO 8601 */
+#define GPURUN_REC_END "end"
+#define GPURUN_REC_WALL_S "wall_s"                         /* seconds */
+#define GPURUN_REC_EXIT_STATUS "exit_status"               /* as gpurun exited */
+#define GPURUN_REC_STATE "state"                           /* one of GPURUN_STATE_* */
+#define GPURUN_REC_NODES "nodes"
+#define GPURUN_REC_RANKS "ranks"
+#define GPURUN_REC_GPUS_PER_RANK "gpus_per_rank"
+#define GPURUN_REC_THREADS_PER_RANK "threads_per_rank"
+#define GPURUN_REC_GPUS "gpus"                             /* ranks x gpus_per_rank */
+#define GPURUN_REC_LAUNCHER "launcher"
+#define GPURUN_REC_LAUNCHER_CHOICE "launcher_choice"       /* why that launcher */
+#define GPURUN_REC_ALLOCATION "allocation"                 /* what the resource manager gave */
+#define GPURUN_REC_HOSTS "hosts"                           /* [host names] */
+#define GPURUN_REC_GPU_MODEL "gpu_model"
+#define GPURUN_REC_PARAMS "params"                         /* {the template params} */
+#define GPURUN_REC_REPEAT_INDEX "repeat_index"
+#define GPURUN_REC_COMMAND "command"                       /* [argv] */
+#define GPURUN_REC_CONTAINER "container"
+#define GPURUN_REC_PLAN "plan"                             /* the plan JSON */
+#define GPURUN_REC_HOST_PLANS "host_plans"                 /* each host's own plan */
+#define GPURUN_REC_BINDINGS "bindings"                     /* what the ranks reported */
+#define GPURUN_REC_RANK_STATUS "rank_status"
+#define GPURUN_REC_GPURUN_VERSION "gpurun_version"
+#define GPURUN_REC_GPUDIRECT "gpudirect"
+#define GPURUN_REC_RENDEZVOUS "rendezvous"                 /* torchrun templates */
+#define GPURUN_REC_MPS "mps"
+#define GPURUN_REC_GPUS_MONITOR "gpus_monitor"             /* {util_mean, mem_peak_mib, power_mean_w, ...} */
+#define GPURUN_REC_GPUS_MONITOR_NOTE "gpus_monitor_note"   /* why none */
+#define GPURUN_REC_FOMS "foms"                             /* {NAME: {value, values, units, better, file}} */
+#define GPURUN_REC_REFERENCES "references"
+#define GPURUN_REC_CONFIG "config"                         /* what varies in a scan */
+#define GPURUN_REC_SITE "site"
+#define GPURUN_REC_PRICE_PER_GPU_HOUR "price_per_gpu_hour"
+#define GPURUN_REC_SPOT_PRICE_PER_GPU_HOUR "spot_price_per_gpu_hour"
+#define GPURUN_REC_CURRENCY "currency"
+/* inside each entry of GPURUN_REC_FOMS */
+#define GPURUN_REC_FOM_VALUE "value"
+#define GPURUN_REC_FOM_VALUES "values"
+#define GPURUN_REC_FOM_UNITS "units"
+#define GPURUN_REC_FOM_BETTER "better"
+#define GPURUN_REC_FOM_FILE "file"
+
+/* ---- its states and failure -------------------------------------------- */
+
+#define GPURUN_STATE_OK "ok"
+#define GPURUN_STATE_FAILED "failed"
+#define GPURUN_STATE_TIMEOUT "timeout"
+#define GPURUN_STATE_INTERRUPTED "interrupted"
+#define GPURUN_STATE_SANITY_FAILED "sanity_failed"
+#define GPURUN_STATE_REFERENCE_FAILED "reference_failed"
+
+/* The record's "failure", for every state but ok: {"rank": the rank that
+ * failed first, or whose output was running (null: none, the launcher
+ * failed), "host": its host (null: unknown), "status": the run's exit
+ * status, "reason": one line (the line of its output that names the cause,
+ * else "exit status N", "killed by signal SIGSEGV", "time limit reached",
+ * ...), "tail": [its last lines]}.  rank < 0: null; host NULL: null. */
+#define GPURUN_RECORD_FAILURE "failure"
+json_t *gpurun_record_failure(int rank, const char *host, int status, const char *reason, char *const *tail,
+                              size_t ntail);
+/* A run's failure in one line, fit for a terminal: "rank 0 on vm: REASON"
+ * (or REASON alone); NULL when the run has none.  Malloc'ed. */
+char *gpurun_record_failure_text(const json_t *run);
+
+/* ---- reading a record defensively (any field may be missing) ---------- */
+
+/* An integer field, or `dflt` when missing or not an integer. */
+long gpurun_record_int(const json_t *run, const char *key, long dflt);
+/* A number field, or NAN. */
+double gpurun_record_num(const json_t *run, const char *key);
+/* A string field, or NULL. */
+const char *gpurun_record_str(const json_t *run, const char *key);
+/* Total GPUs: "gpus", else ranks * gpus_per_rank; -1 unknown. */
+long gpurun_record_gpus(const json_t *run);
+/* The value of one entry of "foms": its "value", else the last of its
+ * "values"; false when there is none. */
+bool gpurun_record_fom_value(const json_t *fom, double *v);
+/* The run's configuration as "key=value key=value" ("config", else "-"). */
+char *gpurun_record_config_text(const json_t *run);
+
+#endif
