@@ -1,0 +1,119 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Scans under gpurun run: a scan over template parameters (params.NAME),
+# the whole scan planned and its inputs checked before the first run (a
+# configuration that cannot run is named, nothing run), "run k of N" before
+# each run, and the summary table at the end, also when a run failed.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+unset GPURUN_TOPOLOGY
+mkdir -p "$TMP/tpl"
+# A template that prints a rate and exits with ${code}: its figure of merit
+# is read from the rank output.
+cat >"$TMP/tpl/rate.conf" <<'EOF2'
+description = "prints a rate, exits with a code"
+command     = "sh -c 'echo rate: ${rate}; exit ${code}'"
+inputs      = { "${input}" }
+defaults    { rate = "1"  code = "0"  input = "in.dat" }
+fom rate { regex = "rate: ([0-9.]+)"  units = "items/s"  better = "higher" }
+EOF2
+export GPURUN_TEMPLATE_PATH="$TMP/tpl"
+: >"$TMP/in.dat"
+: >"$TMP/other.dat"
+
+# ---- the whole scan checked first ---------------------------------------
+cat >"$TMP/big.conf" <<'EOF2'
+template = "rate"
+launcher = "local"
+threads_per_rank = 1
+scan { ranks_per_node = {1, 4096}
+       params.rate = {1, 2} }
+EOF2
+run "$GPURUN" run "$TMP/big.conf" --results "$TMP/r-big"
+expect_rc 3 "a scan whose configuration 3 cannot run here: exit 3"
+contains "$TMP/err" "gpurun: configuration 3 of 4 (ranks_per_node=4096, params.rate=1): " \
+    "... naming the configuration and what varies in it"
+[ ! -e "$TMP/r-big" ] && ! grep -q 'run 1 of' "$TMP/err"
+ok $? "... before anything ran: no results folder, no run started"
+run "$GPURUN" run "$TMP/big.conf" --results "$TMP/r-big" --dry-run
+[ "$rc" -eq 3 ] && [ ! -s "$TMP/out" ] && grep -q "configuration 3 of 4 (ranks_per_node=4096" "$TMP/err"
+ok $? "... --dry-run too: exit 3 naming it, no configuration shown"
+
+# A configuration's own input missing: found before the first run.
+cat >"$TMP/inputs.conf" <<'EOF2'
+template = "rate"
+launcher = "local"
+ranks_per_node = 1
+threads_per_rank = 1
+scan { params.input = {"in.dat", "other.dat", "missing.dat"} }
+EOF2
+run "$GPURUN" run "$TMP/inputs.conf" --results "$TMP/r-in"
+[ "$rc" -eq 2 ] || [ "$rc" -eq 3 ]
+ok $? "configuration 3 of 3 has an input that is not there: exit 2 or 3 (exit $rc)"
+contains "$TMP/err" "configuration 3 of 3 (params.input=missing.dat): " "... naming it"
+[ ! -e "$TMP/r-in" ]
+ok $? "... nothing run"
+
+# ---- --dry-run shows every configuration ---------------------------------
+cat >"$TMP/two.conf" <<'EOF2'
+template = "rate"
+launcher = "local"
+threads_per_rank = 1
+scan { ranks_per_node = {1, 2}
+       params.rate = {1.5, 2.5} }
+EOF2
+run "$GPURUN" run "$TMP/two.conf" --results "$TMP/r-dry" --dry-run
+expect_rc 0 "a 2x2 scan's dry run"
+[ "$(grep -c '^# configuration [1-4] of 4: ranks_per_node=[12], params.rate=[12].5$' "$TMP/out")" -eq 4 ] &&
+    grep -q "echo rate: 2.5" "$TMP/out" && [ ! -e "$TMP/r-dry" ]
+ok $? "... shows all 4 configurations, params expanded in each, nothing run"
+
+# ---- run k of N, a failed configuration, the summary ---------------------
+cat >"$TMP/sweep.conf" <<'EOF2'
+template = "rate"
+launcher = "local"
+ranks_per_node = 1
+threads_per_rank = 1
+scan { params.code = {0, 7}
+       params.rate = {1.5, 2.5} }
+EOF2
+run "$GPURUN" run "$TMP/sweep.conf" --results "$TMP/r-sweep"
+expect_rc 7 "a scan with a failing configuration: the first failure's exit status (7)"
+for k in 1 2 3 4; do
+    grep -q "^gpurun: run $k of 4: params.code=[07], params.rate=[12].5$" "$TMP/err" || k=x
+    [ "$k" != x ] || break
+done
+[ "$k" = 4 ] && grep -q '^gpurun: run 3 of 4: params.code=7, params.rate=1.5$' "$TMP/err"
+ok $? "each run starts with 'run k of 4: what varies' on stderr"
+[ "$(ls -d "$TMP"/r-sweep/sweep/*Z-*/ | wc -l)" -eq 4 ]
+ok $? "... the scan went on past the failed configuration: 4 run folders"
+contains "$TMP/out" "gpurun: sweep: summary: 2 of 4 runs ok (4 configurations x 1 repeat)" "a summary at the end"
+grep -Eq '^  run +configuration +state +figure of merit +run folder$' "$TMP/out" &&
+    grep -Eq '^  1 +params.code=0, params.rate=1.5 +ok +rate = 1.5 items/s +sweep/[0-9TZ-]+$' "$TMP/out" &&
+    grep -Eq '^  2 +params.code=0, params.rate=2.5 +ok +rate = 2.5 items/s +sweep/' "$TMP/out" &&
+    grep -Eq '^  3 +params.code=7, params.rate=1.5 +failed +.* sweep/' "$TMP/out" &&
+    grep -Eq '^  4 +params.code=7, params.rate=2.5 +failed +.* sweep/' "$TMP/out"
+ok $? "... a table: configuration, state, figure of merit with units, run folder"
+contains "$TMP/err" "at least one run failed (exit status 7, the first failure's)" "... and the failure said last"
+jq -e -s 'map(.config["params.rate"]) | sort == ["1.5", "1.5", "2.5", "2.5"]' \
+    "$TMP"/r-sweep/sweep/*Z-*/record.json >/dev/null
+ok $? "each record's config holds its params values"
+[ "$(jq -r '.config["params.code"]' "$TMP/r-sweep/sweep/latest/record.json")" = 7 ] &&
+    grep -q '^0: rate: 2.5' "$TMP"/r-sweep/sweep/latest/*.out
+ok $? "... and the run ran with them"
+
+# repeat without a scan: run k of N says which repeat
+cat >"$TMP/rep.conf" <<'EOF2'
+template = "rate"
+launcher = "local"
+ranks_per_node = 1
+threads_per_rank = 1
+repeat = 2
+EOF2
+run "$GPURUN" run "$TMP/rep.conf" --results "$TMP/r-rep"
+expect_rc 0 "two repeats"
+grep -q '^gpurun: run 1 of 2: repeat 1 of 2$' "$TMP/err" && grep -q '^gpurun: run 2 of 2: repeat 2 of 2$' "$TMP/err" &&
+    grep -Eq '^  2 +-#2 +ok +rate = 1 items/s ' "$TMP/out"
+ok $? "... 'run 2 of 2: repeat 2 of 2', and both in the summary"
+
+done_testing
