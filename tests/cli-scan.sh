@@ -116,4 +116,68 @@ grep -q '^gpurun: run 1 of 2: repeat 1 of 2$' "$TMP/err" && grep -q '^gpurun: ru
     grep -Eq '^  2 +-#2 +ok +rate = 1 items/s ' "$TMP/out"
 ok $? "... 'run 2 of 2: repeat 2 of 2', and both in the summary"
 
+# ---- gpurun submit of a scan: a batch job per configuration ---------------
+unset SLURM_JOB_ID SLURM_JOB_GPUS SLURM_STEP_GPUS
+cat >"$TMP/sub.conf" <<'EOF2'
+template = "rate"
+gpus_per_rank = 1
+threads_per_rank = 2
+timeout = "10m"
+repeat = 2
+scan { ranks_per_node = {1, 2, 4}
+       params.rate = {1, 2, 3} }
+EOF2
+run "$GPURUN" submit "$TMP/sub.conf" --dry-run
+expect_rc 0 "submit --dry-run of a 3x3 scan (Slurm)"
+contains "$TMP/err" "gpurun: sub: a scan of 9 configurations: 3 batch jobs, each sized and timed for its own" \
+    "... 3 batch jobs, said first"
+[ "$(grep -c '^#!/bin/bash$' "$TMP/out")" -eq 3 ] && [ "$(ls "$TMP"/results/sub/submit-*.sbatch | wc -l)" -eq 3 ]
+ok $? "... 3 scripts shown and written, one per size"
+for size in 1:1-3 2:4-6 4:7-9; do
+    rpn=${size%%:*} tasks=${size#*:}
+    # the script of this size: from its heading to the next
+    awk -v want="configurations $tasks (3) of 9" 'index($0, "# ==== batch job") == 1 { on = index($0, want) > 0 } on' \
+        "$TMP/out" >"$TMP/one.sbatch"
+    grep -qx "#SBATCH --ntasks-per-node=$rpn" "$TMP/one.sbatch" && grep -qx "#SBATCH --gpus-per-node=$rpn" "$TMP/one.sbatch" &&
+        grep -qx '#SBATCH --cpus-per-task=2' "$TMP/one.sbatch" && grep -qx '#SBATCH --nodes=1' "$TMP/one.sbatch" &&
+        grep -qx "#SBATCH --array=$tasks" "$TMP/one.sbatch" &&
+        grep -qx '#SBATCH --time=00:22:00' "$TMP/one.sbatch" &&
+        grep -q "run '$TMP/sub.conf' --configuration \"\${SLURM_ARRAY_TASK_ID}\"\$" "$TMP/one.sbatch" &&
+        grep -qx "# Configuration $((${tasks%-*} + 1)) of 9: ranks_per_node=$rpn, params.rate=2" "$TMP/one.sbatch"
+    ok $? "... ranks_per_node=$rpn: its own size ($rpn tasks, $rpn GPUs), an array of configurations $tasks, each task's time 2 x (10m + 1m) = 22m"
+done
+! grep -q -- '--exclusive' "$TMP/out" && ! grep -qx '#SBATCH --time=03:18:00' "$TMP/out"
+ok $? "... no job holds the largest size for the sum of all time limits"
+
+# Flux takes no arrays from gpurun: one job per configuration.
+run "$GPURUN" submit "$TMP/sub.conf" --dry-run --set launcher=flux
+[ "$rc" -eq 0 ] && [ "$(grep -c '^#!/bin/bash$' "$TMP/out")" -eq 9 ] &&
+    [ "$(grep -c "^exec .* --set 'launcher=flux' --configuration [1-9]\$" "$TMP/out")" -eq 9 ] &&
+    [ "$(grep -c "^#flux: --time-limit='22m'\$" "$TMP/out")" -eq 9 ] &&
+    [ "$(grep -c "^#flux: --nslots='4'\$" "$TMP/out")" -eq 3 ]
+ok $? "with Flux: 9 jobs, one per configuration, each its own size and 22m"
+
+cat >"$TMP/subbad.conf" <<'EOF2'
+template = "rate"
+gpus_per_rank = 0
+threads_per_rank = 1
+ranks_per_node = 1
+scan { params.rate = {1, 2}
+       params.code = {0, 1} }
+EOF2
+run "$GPURUN" submit "$TMP/subbad.conf" --dry-run --set params.rate=3
+[ "$rc" -eq 0 ] && [ "$(grep -c '^#!/bin/bash$' "$TMP/out")" -eq 1 ] && grep -q '#SBATCH --array=1-2' "$TMP/out" &&
+    grep -qx '# Configuration 2 of 2: params.code=1' "$TMP/out"
+ok $? "--set of a scanned parameter fixes it: a 2-configuration array"
+
+# --configuration K runs that one configuration (a batch job's body does so).
+run "$GPURUN" run "$TMP/sweep.conf" --results "$TMP/r-one" --configuration 2
+[ "$rc" -eq 0 ] && [ "$(ls -d "$TMP"/r-one/sweep/*Z-*/ | wc -l)" -eq 1 ] &&
+    [ "$(jq -c .config "$TMP/r-one/sweep/latest/record.json")" = '{"params.code":"0","params.rate":"2.5"}' ] &&
+    grep -q '^gpurun: configuration 2 of 4: params.code=0, params.rate=2.5$' "$TMP/err"
+ok $? "run --configuration 2: that configuration alone, its record's config as in the whole scan"
+run "$GPURUN" run "$TMP/sweep.conf" --results "$TMP/r-one" --configuration 5
+[ "$rc" -eq 2 ] && grep -q -- "--configuration 5: the job's scan has 4 configurations" "$TMP/err"
+ok $? "... --configuration 5 of 4: exit 2"
+
 done_testing

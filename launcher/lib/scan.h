@@ -7,6 +7,7 @@
  * overrides applied as --set applies them.  `gpurun run` and `gpurun
  * submit` go through these; `gpurun tune` can apply its own lists. */
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "error.h"

@@ -2099,9 +2099,10 @@ static void scan_summary(const gpurun_job_t *job, const struct scan_row *rows, s
  * and its inputs checked, before the first one runs: one that cannot run is
  * named, with nothing run.  The job is left at the last configuration. */
 static int check_inputs(const struct run_ctx *c, gpurun_error_t *err);
-static int check_scan_configs(struct run_ctx *c, gpurun_job_t *job, size_t n, gpurun_error_t *err)
+static int check_scan_configs(struct run_ctx *c, gpurun_job_t *job, size_t first, size_t last, size_t n,
+                              gpurun_error_t *err)
 {
-    for (size_t k = 0; k < n; k++) {
+    for (size_t k = first; k < last; k++) {
         struct gpurun_scan_config sc;
         gpurun_scan_config(job, k, &sc);
         gpurun_plan_t *plan = NULL;
@@ -2233,25 +2234,36 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
      * stops it before anything ran.  A failed run does not stop the sweep
      * (the summary says what failed; the exit status is the first
      * failure's); an interrupted one does. */
-    size_t ncombo = gpurun_scan_count(job);
-    if (job->nscan && check_scan_configs(&c, job, ncombo, err) != 0) {
+    size_t ncombo = gpurun_scan_count(job), first = 0, last = ncombo;
+    if (opts->configuration && (size_t)opts->configuration > ncombo) {
+        gpurun_err(err, rc = GPURUN_EXIT_CONFIG, "--configuration %ld: the job's scan has %zu configuration%s",
+                   opts->configuration, ncombo, ncombo == 1 ? " (it has no scan)" : "s");
+        goto out;
+    }
+    if (opts->configuration) { /* one configuration of the scan: a batch job of gpurun submit */
+        first = (size_t)opts->configuration - 1;
+        last = first + 1;
+    }
+    if (job->nscan && check_scan_configs(&c, job, first, last, ncombo, err) != 0) {
         rc = err->code;
         goto out;
     }
-    size_t runs = 0, nrows = ncombo * (size_t)(job->repeat > 0 ? job->repeat : 1);
+    size_t runs = 0, nrows = (last - first) * (size_t)(job->repeat > 0 ? job->repeat : 1);
     struct scan_row *rows = !opts->dry_run && nrows > 1 ? gpurun_xcalloc(nrows, sizeof *rows) : NULL;
     for (size_t j = 0; rows && j < nrows; j++) { /* each "not run" until it runs */
         struct gpurun_scan_config one;
-        gpurun_scan_config(job, j / (size_t)job->repeat, &one);
+        gpurun_scan_config(job, first + j / (size_t)job->repeat, &one);
         rows[j].config = one.text;
         one.text = NULL;
         rows[j].repeat = (int)(j % (size_t)job->repeat) + 1;
         gpurun_scan_config_free(&one);
     }
     int stopped_rc = 0;
-    for (size_t k = 0; k < ncombo; k++) {
+    for (size_t k = first; k < last; k++) {
         struct gpurun_scan_config sc;
         gpurun_scan_config(job, k, &sc);
+        if (opts->configuration && job->nscan && !opts->quiet && !opts->dry_run)
+            fprintf(stderr, "gpurun: configuration %zu of %zu: %s\n", k + 1, ncombo, sc.text);
         if (gpurun_scan_apply(job, &sc, err) < 0) { /* checked above: not expected */
             gpurun_scan_config_free(&sc);
             rc = err->code;
@@ -2278,11 +2290,11 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
                               : gpurun_xstrdup(job->command);
             if (opts->dry_run) {
                 if (job->nscan)
-                    printf("%s# configuration %zu of %zu: %s\n", k ? "\n" : "", k + 1, ncombo, sc.text);
+                    printf("%s# configuration %zu of %zu: %s\n", k > first ? "\n" : "", k + 1, ncombo, sc.text);
                 crc = dry_run_config(&c, err);
             }
             for (int i = 0; !opts->dry_run && i < job->repeat && !c.stopped[0]; i++) {
-                struct scan_row *row = rows ? &rows[k * (size_t)job->repeat + (size_t)i] : NULL;
+                struct scan_row *row = rows ? &rows[(k - first) * (size_t)job->repeat + (size_t)i] : NULL;
                 if (nrows > 1 && !opts->quiet) {
                     if (job->repeat > 1)
                         fprintf(stderr, "gpurun: run %zu of %zu: %s%srepeat %d of %d\n", runs + 1, nrows, sc.text,
@@ -2319,14 +2331,14 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
     }
     if (rows) {
         fflush(stderr);
-        scan_summary(job, rows, nrows, ncombo, c.results);
+        scan_summary(job, rows, nrows, last - first, c.results);
         for (size_t j = 0; j < nrows; j++) {
             free(rows[j].config);
             free(rows[j].folder);
         }
         free(rows);
     }
-    size_t planned = ncombo * (size_t)(job->repeat > 0 ? job->repeat : 1);
+    size_t planned = nrows;
     /* Each failure was printed as it came; main prints the first again. */
     if (c.stopped[0] && nrows > 1)
         gpurun_err(err, rc = stopped_rc, "%s: %s: stopped after %zu of %zu runs%s; see gpurun results", job->name,
