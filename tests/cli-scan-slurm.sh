@@ -48,7 +48,7 @@ R=$TMP/results/slurmscan
 ok $? "4 runs, all in the job's one results folder"
 jq -e -s 'map(.state) == ["ok", "ok", "ok", "ok"]' "$R"/*Z-*/record.json >/dev/null
 ok $? "... each ok"
-jq -r -s 'map("\(.config.ranks_per_node) \(.config["params.rate"]) \(.nranks // .ranks // "")") | map(split(" ")[0:2] | join(" ")) | sort | join(",")' \
+jq -r -s 'map("\(.config.ranks_per_node) \(.config["params.rate"])") | sort | join(",")' \
     "$R"/*Z-*/record.json >"$TMP/configs"
 [ "$(cat "$TMP/configs")" = "1 1.5,1 2.5,2 1.5,2 2.5" ]
 ok $? "... each with its own configuration in its record ($(cat "$TMP/configs"))"
@@ -57,10 +57,11 @@ ok $? "... run with srun inside each array task's allocation"
 for d in "$R"/*Z-*/; do
     want=$(jq -r '.config["params.rate"]' "$d/record.json")
     rank_output "$d" 0 | grep -qx "rate: $want" || want=x
+    [ "$(jq '.ranks | length' "$d/plan.json")" = "$(jq '.config.ranks_per_node' "$d/record.json")" ] || want=x
     [ "$want" != x ] || break
 done
 [ "$want" != x ]
-ok $? "... each ran its own parameter"
+ok $? "... each ran its own parameter on its own number of ranks"
 [ "$(ls "$R"/slurm-*.out | wc -l)" -eq 4 ]
 ok $? "Slurm's output of the 4 array tasks in the results folder"
 run "$GPURUN" results --results "$TMP/results" --job slurmscan --json

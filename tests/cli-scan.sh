@@ -39,6 +39,18 @@ run "$GPURUN" run "$TMP/big.conf" --results "$TMP/r-big" --dry-run
 [ "$rc" -eq 3 ] && [ ! -s "$TMP/out" ] && grep -q "configuration 3 of 4 (ranks_per_node=4096" "$TMP/err"
 ok $? "... --dry-run too: exit 3 naming it, no configuration shown"
 
+# The same with a scan over the layout alone (no params): configuration 1
+# would run here, configuration 2 not; neither runs.
+cat >"$TMP/big2.conf" <<'EOF2'
+template = "rate"
+launcher = "local"
+threads_per_rank = 1
+scan { ranks_per_node = {1, 4096} }
+EOF2
+run "$GPURUN" run "$TMP/big2.conf" --results "$TMP/r-big2"
+[ "$rc" -eq 3 ] && grep -q "^gpurun: configuration 2 of 2 (ranks_per_node=4096): " "$TMP/err" && [ ! -e "$TMP/r-big2" ]
+ok $? "a layout scan whose second configuration cannot run: exit 3 naming it, configuration 1 not run either"
+
 # A configuration's own input missing: found before the first run.
 cat >"$TMP/inputs.conf" <<'EOF2'
 template = "rate"
@@ -146,8 +158,15 @@ for size in 1:1-3 2:4-6 4:7-9; do
         grep -qx "# Configuration $((${tasks%-*} + 1)) of 9: ranks_per_node=$rpn, params.rate=2" "$TMP/one.sbatch"
     ok $? "... ranks_per_node=$rpn: its own size ($rpn tasks, $rpn GPUs), an array of configurations $tasks, each task's time 2 x (10m + 1m) = 22m"
 done
-! grep -q -- '--exclusive' "$TMP/out" && ! grep -qx '#SBATCH --time=03:18:00' "$TMP/out"
-ok $? "... no job holds the largest size for the sum of all time limits"
+# A scan of the layout alone: as many jobs as sizes, none asking for the
+# largest size for the sum of all time limits (3 x 2 x 11m = 01:06:00).
+sed '/params.rate/d; s/^scan { ranks_per_node = {1, 2, 4}$/scan { ranks_per_node = {1, 2, 4} }/' "$TMP/sub.conf" >"$TMP/sub2.conf"
+run "$GPURUN" submit "$TMP/sub2.conf" --dry-run
+[ "$rc" -eq 0 ] && [ "$(grep -c '^#!/bin/bash$' "$TMP/out")" -eq 3 ] &&
+    [ "$(grep -cx '#SBATCH --time=00:22:00' "$TMP/out")" -eq 3 ] && ! grep -q 'SBATCH --time=01:06:00' "$TMP/out" &&
+    [ "$(grep -c '^#SBATCH --ntasks-per-node=[124]$' "$TMP/out")" -eq 3 ] && ! grep -q 'SBATCH --array' "$TMP/out" &&
+    [ "$(grep -c "^exec .* --configuration [123]\$" "$TMP/out")" -eq 3 ]
+ok $? "a scan over ranks_per_node {1, 2, 4}: 3 jobs of 1, 2, 4 tasks, 22m each, not one of 4 tasks for 01:06:00"
 
 # Flux takes no arrays from gpurun: one job per configuration.
 run "$GPURUN" submit "$TMP/sub.conf" --dry-run --set launcher=flux
