@@ -76,13 +76,14 @@ struct gpurun_rm_site {
 struct gpurun_rm_batch {
     const char *job;             /* its name */
     const char *job_file;        /* the job file as given, for messages ("job.conf: key 'x': ...") */
-    /* The layout at its largest over the job's scan: the allocation holds
-     * every run.  -1: not given (the node's topology decides). */
+    /* The layout: for a scan, gpurun submit's job per configuration (or
+     * array of configurations of one size) gives that configuration's.
+     * -1: not given (the node's topology decides). */
     long nodes, ranks_per_node, gpus_per_rank, threads_per_rank;
     long ranks_per_gpu;          /* ranks that share each GPU (1: none) */
     bool oversubscribe, smt;
     long timeout_s;              /* each run's; 0: none */
-    long runs;                   /* runs in the job: repeat x scan combinations */
+    long runs;                   /* runs in the job: repeat x its scan's configurations (one, per configuration) */
     long stop_grace_s;           /* per run after its timeout: gpurun stops the ranks and writes the record */
     /* The job's own options for this manager: its section NAME { } */
     const struct gpurun_rm_option *options;
