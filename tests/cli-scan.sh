@@ -125,7 +125,7 @@ EOF2
 run "$GPURUN" run "$TMP/rep.conf" --results "$TMP/r-rep"
 expect_rc 0 "two repeats"
 grep -q '^gpurun: run 1 of 2: repeat 1 of 2$' "$TMP/err" && grep -q '^gpurun: run 2 of 2: repeat 2 of 2$' "$TMP/err" &&
-    grep -Eq '^  2 +-#2 +ok +rate = 1 items/s ' "$TMP/out"
+    grep -Eq '^  2 +repeat 2 +ok +rate = 1 items/s ' "$TMP/out"
 ok $? "... 'run 2 of 2: repeat 2 of 2', and both in the summary"
 
 # ---- gpurun submit of a scan: a batch job per configuration ---------------

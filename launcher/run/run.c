@@ -2068,21 +2068,23 @@ static void scan_summary(const gpurun_job_t *job, const struct scan_row *rows, s
         const char *st = rows[i].state ? rows[i].state : "not run";
         ran += rows[i].state != NULL;
         ok += rows[i].state && !strcmp(rows[i].state, GPURUN_STATE_OK);
-        wc = strlen(rows[i].config) > wc ? strlen(rows[i].config) : wc;
+        size_t cl = strlen(rows[i].config) + (job->repeat > 1 ? 14 : 0); /* ", repeat NNNN" */
+        wc = cl > wc ? cl : wc;
         ws = strlen(st) > ws ? strlen(st) : ws;
         wf = strlen(rows[i].fom) > wf ? strlen(rows[i].fom) : wf;
     }
-    wc = wc > 60 ? 60 : wc;
+    wc = wc > 74 ? 74 : wc;
     printf("gpurun: %s: summary: %zu of %zu run%s ok (%zu configuration%s x %d repeat%s)\n", job->name, ok, nrows,
            nrows == 1 ? "" : "s", ncombo, ncombo == 1 ? "" : "s", job->repeat, job->repeat == 1 ? "" : "s");
     printf("  %-4s %-*s %-*s %-*s %s\n", "run", (int)wc, "configuration", (int)ws, "state", (int)wf,
            "figure of merit", "run folder");
     size_t rl = strlen(results);
     for (size_t i = 0; i < nrows; i++) {
-        char cfg[64 + 8];
+        char cfg[96];
         const char *conf = rows[i].config[0] ? rows[i].config : "-";
         if (job->repeat > 1) {
-            snprintf(cfg, sizeof cfg, "%.*s%s#%d", 60, conf, "", rows[i].repeat);
+            snprintf(cfg, sizeof cfg, "%.60s%srepeat %d", rows[i].config, rows[i].config[0] ? ", " : "",
+                     rows[i].repeat);
             conf = cfg;
         }
         const char *folder = rows[i].folder ? rows[i].folder : "-";
