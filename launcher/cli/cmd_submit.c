@@ -265,6 +265,11 @@ static int submit_scan(const gpurun_job_t *job, const char *job_path, char *cons
             free(script);
             if (m == 1)
                 name_config(first, n, texts[first], err);
+            if (submitted) { /* those stay queued: say which */
+                char *e = gpurun_xasprintf("%s; the batch jobs submitted before it: %s", err->text, ids.s);
+                gpurun_err(err, err->code, "%s", e);
+                free(e);
+            }
             goto out;
         }
         if (dry) {

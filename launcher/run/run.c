@@ -2116,7 +2116,7 @@ static int check_scan_configs(struct run_ctx *c, gpurun_job_t *job, size_t first
             gpurun_alloc_apply(c->topo, &req, note, sizeof note);
             rc = gpurun_plan_create(c->topo, &req, &plan, err);
         }
-        if (rc == 0 && gpurun_scan_has_params(job))
+        if (rc == 0) /* its inputs may name what it varies: ${tpr}, ${ranks} */
             rc = check_inputs(c, err);
         gpurun_plan_destroy(plan);
         if (rc < 0) {
@@ -2173,7 +2173,7 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
     if (!c.job_dir)
         c.job_dir = abs_path(job->dir, ".");
     if (gpurun_template_for_job(job, &c.tpl, err) < 0 || gpurun_site_for_job(job, &c.site, err) < 0 ||
-        (!gpurun_scan_has_params(job) && check_inputs(&c, err) < 0)) {
+        (!job->nscan && check_inputs(&c, err) < 0)) { /* a scan's: per configuration, below */
         rc = err->code;
         goto out;
     }
