@@ -189,6 +189,23 @@ run "$GPURUN" submit "$TMP/subbad.conf" --dry-run --set params.rate=3
     grep -qx '# Configuration 2 of 2: params.code=1' "$TMP/out"
 ok $? "--set of a scanned parameter fixes it: a 2-configuration array"
 
+# A configuration the site's nodes cannot hold: named, nothing written.
+mkdir -p "$TMP/tpl/sites"
+printf 'description = "small nodes"\ncores_per_node = 4\ngpus_per_node = 4\n' >"$TMP/tpl/sites/small.conf"
+run "$GPURUN" submit "$TMP/sub.conf" --dry-run --set site=small --results "$TMP/r-small"
+[ "$rc" -eq 3 ] && grep -q "^gpurun: configuration 7 of 9 (ranks_per_node=4, params.rate=1): " "$TMP/err" &&
+    grep -q "need 8 cores on a node" "$TMP/err" && [ ! -e "$TMP/r-small" ] && [ ! -s "$TMP/out" ]
+ok $? "submit: configuration 7 of 9 needs more cores than the site's nodes have: exit 3 naming it, nothing written"
+
+# A misspelt parameter in a scan: file, line, key, and the template's default it meant.
+printf 'template = "rate"\nranks_per_node = 1\nscan {\n  params.rat = {1, 2} }\n' >"$TMP/typo.conf"
+run "$GPURUN" run "$TMP/typo.conf" --dry-run
+[ "$rc" -eq 2 ] && grep -q "^gpurun: $TMP/typo.conf:4: key 'scan.params.rat': not used: template 'rate' has no '\${rat}' and no default of that name (did you mean 'scan.params.rate'?)" "$TMP/err"
+ok $? "scan { params.rat }: exit 2 on its line, did you mean 'scan.params.rate'"
+run "$GPURUN" submit "$TMP/typo.conf" --dry-run --set gpus_per_rank=0
+[ "$rc" -eq 2 ] && grep -q "typo.conf:4: key 'scan.params.rat': not used" "$TMP/err"
+ok $? "... submit too"
+
 # --configuration K runs that one configuration (a batch job's body does so).
 run "$GPURUN" run "$TMP/sweep.conf" --results "$TMP/r-one" --configuration 2
 [ "$rc" -eq 0 ] && [ "$(ls -d "$TMP"/r-one/sweep/*Z-*/ | wc -l)" -eq 1 ] &&

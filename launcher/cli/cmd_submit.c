@@ -212,8 +212,14 @@ static int submit_scan(const gpurun_job_t *job, const char *job_path, char *cons
     char why[256], said[256], *folder = NULL;
     struct gpurun_strbuf warned = {0}, ids = {0};
     size_t submitted = 0;
+    char **scripts = NULL;
     int rc = -1;
 
+    /* The scan as the file writes it first: a misspelt params.NAME named on its line. */
+    gpurun_template_t *tpl = NULL;
+    if (gpurun_template_for_job(job, &tpl, err) < 0)
+        goto out;
+    gpurun_template_destroy(tpl);
     for (size_t k = 0; k < n; k++) {
         gpurun_site_t *s = NULL;
         char *warnings = NULL;
@@ -248,6 +254,9 @@ static int submit_scan(const gpurun_job_t *job, const char *job_path, char *cons
             job->name, n, ngroups, ngroups == 1 ? "" : "s",
             rm->array_task_var ? " (configurations of one size share a job array)"
                                : "");
+    /* Every script made before any is written: what the manager refuses
+     * (a size the site's nodes cannot hold) leaves nothing behind. */
+    scripts = gpurun_xcalloc(ngroups + 1, sizeof *scripts);
     for (size_t g = 0; g < ngroups; g++) {
         size_t m = 0, first = n;
         for (size_t k = 0; k < n; k++)
@@ -257,14 +266,25 @@ static int submit_scan(const gpurun_job_t *job, const char *job_path, char *cons
                 texts_of[m++] = texts[k];
             }
         struct gpurun_batch_configs cfgs = {.count = n, .numbers = numbers, .n = m, .texts = texts_of};
-        char *script = NULL, *path = NULL, tag[32];
+        if (gpurun_batch_script_rm(rm, jobs[first], site, job_path, self, sets, nset, &cfgs, &scripts[g], err) < 0) {
+            name_config(first, n, texts[first], err);
+            goto out;
+        }
+    }
+    for (size_t g = 0; g < ngroups; g++) {
+        size_t m = 0, first = n;
+        for (size_t k = 0; k < n; k++)
+            if (group[k] == g) {
+                first = first < k ? first : k;
+                numbers[m] = (long)k + 1;
+                texts_of[m++] = texts[k];
+            }
+        char *script = scripts[g], *path = NULL, tag[32];
+        scripts[g] = NULL;
         int fd = -1;
         snprintf(tag, sizeof tag, m > 1 ? "-array%ld" : "-config%ld", numbers[0]);
-        if (gpurun_batch_script_rm(rm, jobs[first], site, job_path, self, sets, nset, &cfgs, &script, err) < 0 ||
-            write_script(folder, tag, rm->script_suffix ? rm->script_suffix : rm->name, script, &path, &fd, err) < 0) {
+        if (write_script(folder, tag, rm->script_suffix ? rm->script_suffix : rm->name, script, &path, &fd, err) < 0) {
             free(script);
-            if (m == 1)
-                name_config(first, n, texts[first], err);
             if (submitted) { /* those stay queued: say which */
                 char *e = gpurun_xasprintf("%s; the batch jobs submitted before it: %s", err->text, ids.s);
                 gpurun_err(err, err->code, "%s", e);
@@ -318,6 +338,9 @@ out:
     free(folder);
     free(warned.s);
     free(ids.s);
+    for (size_t g = 0; scripts && g < ngroups; g++)
+        free(scripts[g]);
+    free(scripts);
     gpurun_site_destroy(site);
     return rc < 0 ? (err->code ? err->code : GPURUN_EXIT_CONFIG) : 0;
 }
