@@ -15,7 +15,8 @@
  *    manager's own binding off: gpurun's rank step binds every rank);
  *  - why the manager ended a step, from its launch command's output
  *    (ended());
- *  - batch scripts and their submission (batch_script(), submit());
+ *  - batch scripts and their submission (batch_script(), submit()),
+ *    job arrays where it has them (array_task_var);
  *  - its lines in `gpurun doctor` (doctor()).
  * Its name is the one job files and site profiles use: `scheduler = "NAME"`
  * in a site profile, and the job file's section `NAME { key = "value" }`
@@ -30,7 +31,7 @@
 #include "error.h"
 #include "launcher.h"
 
-#define GPURUN_RM_ABI 1
+#define GPURUN_RM_ABI 2 /* 2: job arrays (gpurun_rm_batch.array, array_task_var) */
 
 /* What an allocation gives this node, as the manager says it. */
 struct gpurun_rm_alloc {
@@ -75,13 +76,14 @@ struct gpurun_rm_site {
 struct gpurun_rm_batch {
     const char *job;             /* its name */
     const char *job_file;        /* the job file as given, for messages ("job.conf: key 'x': ...") */
-    /* The layout at its largest over the job's scan: the allocation holds
-     * every run.  -1: not given (the node's topology decides). */
+    /* The layout: for a scan, gpurun submit's job per configuration (or
+     * array of configurations of one size) gives that configuration's.
+     * -1: not given (the node's topology decides). */
     long nodes, ranks_per_node, gpus_per_rank, threads_per_rank;
     long ranks_per_gpu;          /* ranks that share each GPU (1: none) */
     bool oversubscribe, smt;
     long timeout_s;              /* each run's; 0: none */
-    long runs;                   /* runs in the job: repeat x scan combinations */
+    long runs;                   /* runs in the job: repeat x its scan's configurations (one, per configuration) */
     long stop_grace_s;           /* per run after its timeout: gpurun stops the ranks and writes the record */
     /* The job's own options for this manager: its section NAME { } */
     const struct gpurun_rm_option *options;
@@ -93,6 +95,12 @@ struct gpurun_rm_batch {
      * pipefail, the site's modules, exec gpurun run JOB.conf ...). */
     const char *comments;
     const char *body;
+    /* A job array (gpurun submit of a scan: its configurations that share
+     * one size): the configuration numbers, 1-based, its tasks run; each
+     * task's index (array_task_var) is its configuration's number, which
+     * the body passes on.  NULL and 0: a plain job. */
+    const long *array;
+    size_t narray;
 };
 
 /* What a manager's doctor() reports through: one line each (status 0 PASS,
@@ -144,6 +152,10 @@ typedef struct gpurun_rm_plugin {
     int (*submit)(int script_fd, const char *script, char *said, size_t saidlen, gpurun_error_t *err);
     /* Its lines in gpurun doctor. */
     void (*doctor)(const struct gpurun_rm_doctor *d);
+    /* The variable holding an array task's index in a batch script
+     * ("SLURM_ARRAY_TASK_ID"); NULL: gpurun gives the manager no job
+     * arrays, and submits one job per scan configuration. */
+    const char *array_task_var;
 } gpurun_rm_plugin_t;
 
 /* Helpers for manager plugins (launcher/run/manager.c). */

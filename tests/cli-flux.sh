@@ -225,6 +225,28 @@ jq -e '.state == "ok" and .launcher == "flux"' "$d/record.json" >/dev/null &&
     grep -q "gpurun: job: ok" "$TMP/results/job/flux-$id.out"
 ok $? "... gpurun ran the job inside it, with flux run, and wrote its record"
 
+# A scan: Flux takes no job arrays from gpurun, so a batch job per configuration,
+# each its own size; all four record into the one results folder.
+cat >"$TMP/fscan.conf" <<'EOF2'
+job = "fscan"
+command = "sh -c 'echo x=${x}'"
+gpus_per_rank = 0
+threads_per_rank = 1
+timeout = "3m"
+scan { ranks_per_node = {1, 2}
+       params.x = {a, b} }
+EOF2
+run "$G" submit "$TMP/fscan.conf"
+ids=$(sed -n 's/^Submitted batch job //p' "$TMP/out")
+[ "$rc" -eq 0 ] && [ "$(echo "$ids" | wc -w)" -eq 4 ]
+ok $? "a 2x2 scan: four flux batch jobs ($(echo $ids))"
+for id in $ids; do flux job wait-event -t 120 "$id" clean >/dev/null 2>&1; done
+jq -r -s 'map(select(.state == "ok") | "\(.config.ranks_per_node) \(.config["params.x"])") | sort | join(",")' \
+    "$TMP"/results/fscan/*Z-*/record.json >"$TMP/fconfigs" 2>/dev/null
+[ "$(cat "$TMP/fconfigs")" = "1 a,1 b,2 a,2 b" ] &&
+    [ "$(grep -l "^#flux: --nslots='2'\$" "$TMP"/results/fscan/submit-*.flux | wc -l)" -eq 2 ]
+ok $? "... each ran its configuration, ok, into one results folder ($(cat "$TMP/fconfigs")), 2 of them with 2 slots"
+
 # ---- Flux started inside a Slurm allocation ----------------------------------------------------
 if command -v srun >/dev/null 2>&1 && [ -f /usr/lib/x86_64-linux-gnu/slurm-wlm/mpi_pmi2.so ]; then
     stop_flux

@@ -124,6 +124,15 @@ contains "$TMP/out" "Submitted batch job 4242" "... the id its submit command ga
 grep -q '^#FAKE nodes=1' "$TMP/submitted"
 ok $? "... and the script reached fakesubmit on its standard input"
 
+# A scan through the plugin: a job array per size (interface version 2).
+printf 'command = "echo ${x}"\nlauncher = "fakerun"\ngpus_per_rank = 0\nscan { ranks_per_node = {1, 2}\n params.x = {a, b} }\n' \
+    >"$TMP/scan.conf"
+run "$GPURUN" submit "$TMP/scan.conf" --dry-run
+[ "$rc" -eq 0 ] && [ "$(grep -c '^#FAKE nodes=1 tasks=[12] gpus=0$' "$TMP/out")" -eq 2 ] &&
+    grep -qx '#FAKE array=1,2' "$TMP/out" && grep -qx '#FAKE array=3,4' "$TMP/out" &&
+    [ "$(grep -c "^exec .* --configuration \"\${FAKE_TASK}\"\$" "$TMP/out")" -eq 2 ]
+ok $? "a 2x2 scan through the plugin: two job arrays of its own, each task its configuration from FAKE_TASK"
+
 # ---- doctor, and a plugin of another interface version ---------------------------------------------
 run "$GPURUN" doctor
 contains "$TMP/out" "Fake              not inside one" "gpurun doctor shows the plugin's line"
@@ -131,6 +140,6 @@ export GPURUN_PLUGIN_PATH=$PLUG:$TMP/bad
 printf 'description = "d"\nscheduler = "old"\n' >"$TMP/sites/sites/old.conf"
 run "$GPURUN" submit "$TMP/job.conf" --dry-run --set site=old --set launcher=auto
 expect_rc 3 "a manager built for another interface version: refused (exit 3)"
-contains "$TMP/err" "old: resource manager plugin interface version 2, gpurun needs 1" "... saying so"
+contains "$TMP/err" "old: resource manager plugin interface version 3, gpurun needs 2" "... saying so"
 
 done_testing

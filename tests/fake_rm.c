@@ -88,6 +88,8 @@ static int fake_batch_script(const struct gpurun_rm_batch *b, char **scriptp, gp
         fprintf(f, "#FAKE %s=%s\n", b->options[i].key, b->options[i].value);
     if (b->site && b->site->partition)
         fprintf(f, "#FAKE queue=%s\n", b->site->partition);
+    for (size_t i = 0; i < b->narray; i++) /* a job array: its tasks' indexes, FAKE_TASK */
+        fprintf(f, "%s%ld%s", i ? "," : "#FAKE array=", b->array[i], i + 1 == b->narray ? "\n" : "");
     fputs(b->body, f);
     fclose(f);
     *scriptp = s;
@@ -133,4 +135,5 @@ const gpurun_rm_plugin_t gpurun_rm_plugin = {
     .submit_command = "fakesubmit",
     .submit = fake_submit,
     .doctor = fake_doctor,
+    .array_task_var = "FAKE_TASK",
 };

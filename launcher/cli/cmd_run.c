@@ -23,6 +23,8 @@ static const char run_usage[] =
     "                     rank, and start nothing\n"
     "  --set KEY=VALUE    override a job key (nodes=2, params.nsteps=500, env.OMP_STACKSIZE=1G)\n"
     "  --results DIR      results folder (default: the job's `results`, next to the job file)\n"
+    "  --configuration K  run only configuration K (1, 2, ...) of the job's scan, as the batch\n"
+    "                     jobs of gpurun submit do\n"
     "  --quiet            no rank output or status line on the terminal\n"
     "  --verbose          also print the plan's warnings\n"
     "  -h, --help         this help\n"
@@ -32,11 +34,12 @@ static const char run_usage[] =
 
 int cmd_run(int argc, char **argv, gpurun_error_t *err)
 {
-    enum { O_DRY = 1000, O_SET, O_RESULTS, O_QUIET, O_VERBOSE };
+    enum { O_DRY = 1000, O_SET, O_RESULTS, O_QUIET, O_VERBOSE, O_CONFIG };
     static const struct option opts[] = {
         {"dry-run", no_argument, NULL, O_DRY},     {"set", required_argument, NULL, O_SET},
         {"results", required_argument, NULL, O_RESULTS}, {"quiet", no_argument, NULL, O_QUIET},
         {"verbose", no_argument, NULL, O_VERBOSE}, {"help", no_argument, NULL, 'h'},
+        {"configuration", required_argument, NULL, O_CONFIG},
         {NULL, 0, NULL, 0},
     };
     struct gpurun_run_opts ro = {0};
@@ -52,6 +55,16 @@ int cmd_run(int argc, char **argv, gpurun_error_t *err)
         case O_RESULTS: ro.results = optarg; break;
         case O_QUIET: ro.quiet = true; break;
         case O_VERBOSE: ro.verbose = true; break;
+        case O_CONFIG: {
+            char *end;
+            ro.configuration = strtol(optarg, &end, 10);
+            if (*end || end == optarg || ro.configuration < 1 || ro.configuration > 1000000) {
+                gpurun_err(err, GPURUN_EXIT_CONFIG, "run: --configuration %.32s: expected a number from 1", optarg);
+                free(sets);
+                return GPURUN_EXIT_CONFIG;
+            }
+            break;
+        }
         case 'h': fputs(run_usage, stdout); free(sets); return 0;
         default:
             free(sets);

@@ -21,7 +21,9 @@
 #include "job.h"
 #include "manager.h"
 #include "safefile.h"
+#include "scan.h"
 #include "site.h"
+#include "template.h"
 #include "util.h"
 
 static const char submit_usage[] =
@@ -42,11 +44,14 @@ static const char submit_usage[] =
     "\n"
     "For Slurm, the layout becomes --nodes, --ntasks-per-node, --gpus-per-node and\n"
     "--cpus-per-task (without threads_per_rank: the site's cores_per_node shared\n"
-    "by the ranks); its timeout (times the runs of repeat and scan) --time; each\n"
+    "by the ranks); its timeout (times repeat) --time; each\n"
     "key of its slurm {} section one `#SBATCH --KEY=VALUE` line.  The site's\n"
     "partition, account and sbatch options follow, unless the job sets the same.\n"
     "For Flux, #flux: lines for whole nodes, a slot per rank, the time limit and\n"
     "the job's flux {} keys; the site's partition is the queue, its account the bank.\n"
+    "A job with a scan: a batch job per configuration, sized and timed for it (Slurm:\n"
+    "a job array for configurations of one size), each running gpurun run JOB.conf\n"
+    "--configuration K; --dry-run prints every script.\n"
     "\n"
     "Exit status: 0 submitted (or written, with --dry-run); 2 bad job file, template,\n"
     "site profile or option; 3 a layout the site's nodes cannot hold, sbatch (flux)\n"
@@ -64,8 +69,8 @@ static const char submit_usage[] =
  * opened through the results folder's descriptor, never through a symlink:
  * a script that run would refuse is never submitted.  On error nothing is
  * left behind. */
-static int write_script(const char *folder, const char *suffix, const char *script, char **pathp, int *fdp,
-                        gpurun_error_t *err)
+static int write_script(const char *folder, const char *tag, const char *suffix, const char *script, char **pathp,
+                        int *fdp, gpurun_error_t *err)
 {
     const char *slash = strrchr(folder, '/'); /* RESULTS/JOB, absolute */
     if (!slash || !slash[1])
@@ -81,15 +86,15 @@ static int write_script(const char *folder, const char *suffix, const char *scri
         return -1;
     time_t now = time(NULL);
     struct tm tm;
-    char stamp[32], name[64];
+    char stamp[32], name[96];
     gmtime_r(&now, &tm);
     strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
     int fd = -1, e = EEXIST;
     for (int i = 1; i <= 100 && fd < 0 && e == EEXIST; i++) {
         if (i == 1)
-            snprintf(name, sizeof name, "submit-%s.%.16s", stamp, suffix);
+            snprintf(name, sizeof name, "submit-%s%.20s.%.16s", stamp, tag, suffix);
         else
-            snprintf(name, sizeof name, "submit-%s-%d.%.16s", stamp, i, suffix);
+            snprintf(name, sizeof name, "submit-%s%.20s-%d.%.16s", stamp, tag, i, suffix);
         fd = gpurun_create_at(dirfd, name, O_RDWR, 0600);
         e = fd < 0 ? errno : 0;
     }
@@ -142,6 +147,202 @@ static int self_path(char **pathp, gpurun_error_t *err)
         free(p);
     }
     return gpurun_err(err, GPURUN_EXIT_ENV, "submit: gpurun's own path is too long");
+}
+
+/* ---- a scan: a batch job per configuration -------------------------------- */
+
+/* One configuration of a scan as a job of its own: the job file read
+ * again, the --set options, then the configuration's values, each fixing
+ * its key (gpurun_job_set drops the axis): its layout and time limit are
+ * its own.  *textp: what it varies. */
+static int config_job(const char *job_path, char *const *sets, size_t nset, const gpurun_job_t *scan_job, size_t k,
+                      gpurun_job_t **jobp, char **textp, gpurun_error_t *err)
+{
+    struct gpurun_scan_config sc;
+    gpurun_scan_config(scan_job, k, &sc);
+    gpurun_job_t *job = NULL;
+    int rc = gpurun_job_load(job_path, &job, err);
+    for (size_t i = 0; rc == 0 && i < nset; i++)
+        rc = gpurun_job_set(job, sets[i], err);
+    for (size_t i = 0; rc == 0 && i < sc.nsets; i++)
+        rc = gpurun_job_set(job, sc.sets[i], err);
+    if (rc < 0) {
+        gpurun_job_destroy(job);
+        job = NULL;
+    }
+    *jobp = job;
+    *textp = sc.text;
+    sc.text = NULL;
+    gpurun_scan_config_free(&sc);
+    return rc;
+}
+
+/* "configuration K of N (WHAT): " before err's text. */
+static int name_config(size_t k, size_t n, const char *text, gpurun_error_t *err)
+{
+    char *was = gpurun_xstrdup(err->text);
+    gpurun_err(err, err->code ? err->code : GPURUN_EXIT_CONFIG, "configuration %zu of %zu (%s): %s", k + 1, n, text,
+               was);
+    free(was);
+    return -1;
+}
+
+static bool same_layout(const gpurun_job_t *a, const gpurun_job_t *b)
+{
+    return a->nodes == b->nodes && a->ranks_per_node == b->ranks_per_node && a->gpus_per_rank == b->gpus_per_rank &&
+           a->threads_per_rank == b->threads_per_rank;
+}
+
+/* gpurun submit of a scan: every configuration checked as its own job
+ * first, then one batch job for each, sized and timed for it; where the
+ * manager takes job arrays, configurations of one size share an array
+ * whose task indexes are their numbers.  All record into the job's one
+ * results folder, as a scan run in one allocation does. */
+static int submit_scan(const gpurun_job_t *job, const char *job_path, char *const *sets, size_t nset, bool dry,
+                       const char *self, gpurun_error_t *err)
+{
+    size_t n = gpurun_scan_count(job);
+    gpurun_job_t **jobs = gpurun_xcalloc(n, sizeof *jobs);
+    char **texts = gpurun_xcalloc(n + 1, sizeof *texts);
+    size_t *group = gpurun_xcalloc(n, sizeof *group), ngroups = 0;
+    long *numbers = gpurun_xcalloc(n, sizeof *numbers);
+    char **texts_of = gpurun_xcalloc(n, sizeof *texts_of);
+    gpurun_site_t *site = NULL;
+    const gpurun_rm_plugin_t *rm = NULL;
+    char why[256], said[256], *folder = NULL;
+    struct gpurun_strbuf warned = {0}, ids = {0};
+    size_t submitted = 0;
+    char **scripts = NULL;
+    int rc = -1;
+
+    /* The scan as the file writes it first: a misspelt params.NAME named on its line. */
+    gpurun_template_t *tpl = NULL;
+    if (gpurun_template_for_job(job, &tpl, err) < 0)
+        goto out;
+    gpurun_template_destroy(tpl);
+    for (size_t k = 0; k < n; k++) {
+        gpurun_site_t *s = NULL;
+        char *warnings = NULL;
+        if (config_job(job_path, sets, nset, job, k, &jobs[k], &texts[k], err) < 0 ||
+            gpurun_batch_check(jobs[k], &s, &warnings, err) < 0) {
+            free(warnings);
+            name_config(k, n, texts[k], err);
+            goto out;
+        }
+        /* where the inputs lie: each line once, though several configurations share it */
+        for (char *line = warnings ? strtok(warnings, "\n") : NULL; line; line = strtok(NULL, "\n"))
+            if (!warned.s || !strstr(warned.s, line)) {
+                fprintf(stderr, "gpurun: warning: %s\n", line);
+                gpurun_strbuf_printf(&warned, "%s\n", line);
+            }
+        free(warnings);
+        if (!site)
+            site = s;
+        else
+            gpurun_site_destroy(s);
+    }
+    if (gpurun_rm_for_submit(job->launcher, site ? site->scheduler : NULL, &rm, why, sizeof why, err) < 0 ||
+        gpurun_batch_job_folder(job, &folder, err) < 0)
+        goto out;
+    for (size_t k = 0; k < n; k++) {
+        size_t j = 0;
+        while (rm->array_task_var && j < k && !same_layout(jobs[j], jobs[k]))
+            j++;
+        group[k] = rm->array_task_var && j < k ? group[j] : ngroups++;
+    }
+    fprintf(stderr, "gpurun: %s: a scan of %zu configurations: %zu batch job%s, each sized and timed for its own%s\n",
+            job->name, n, ngroups, ngroups == 1 ? "" : "s",
+            rm->array_task_var ? " (configurations of one size share a job array)"
+                               : "");
+    /* Every script made before any is written: what the manager refuses
+     * (a size the site's nodes cannot hold) leaves nothing behind. */
+    scripts = gpurun_xcalloc(ngroups + 1, sizeof *scripts);
+    for (size_t g = 0; g < ngroups; g++) {
+        size_t m = 0, first = n;
+        for (size_t k = 0; k < n; k++)
+            if (group[k] == g) {
+                first = first < k ? first : k;
+                numbers[m] = (long)k + 1;
+                texts_of[m++] = texts[k];
+            }
+        struct gpurun_batch_configs cfgs = {.count = n, .numbers = numbers, .n = m, .texts = texts_of};
+        if (gpurun_batch_script_rm(rm, jobs[first], site, job_path, self, sets, nset, &cfgs, &scripts[g], err) < 0) {
+            name_config(first, n, texts[first], err);
+            goto out;
+        }
+    }
+    for (size_t g = 0; g < ngroups; g++) {
+        size_t m = 0, first = n;
+        for (size_t k = 0; k < n; k++)
+            if (group[k] == g) {
+                first = first < k ? first : k;
+                numbers[m] = (long)k + 1;
+                texts_of[m++] = texts[k];
+            }
+        char *script = scripts[g], *path = NULL, tag[32];
+        scripts[g] = NULL;
+        int fd = -1;
+        snprintf(tag, sizeof tag, m > 1 ? "-array%ld" : "-config%ld", numbers[0]);
+        if (write_script(folder, tag, rm->script_suffix ? rm->script_suffix : rm->name, script, &path, &fd, err) < 0) {
+            free(script);
+            if (submitted) { /* those stay queued: say which */
+                char *e = gpurun_xasprintf("%s; the batch jobs submitted before it: %s", err->text, ids.s);
+                gpurun_err(err, err->code, "%s", e);
+                free(e);
+            }
+            goto out;
+        }
+        if (dry) {
+            if (m > 1)
+                printf("%s# ==== batch job %zu of %zu: a job array of configurations %ld-%ld (%zu) of %zu ====\n",
+                       g ? "\n" : "", g + 1, ngroups, numbers[0], numbers[m - 1], m, n);
+            else
+                printf("%s# ==== batch job %zu of %zu: configuration %ld of %zu (%s) ====\n", g ? "\n" : "", g + 1,
+                       ngroups, numbers[0], n, texts_of[0]);
+            fputs(script, stdout);
+            fflush(stdout);
+            fprintf(stderr, "gpurun: batch script written to %s; not submitted (--dry-run)\n", path);
+        } else if (rm->submit(fd, path, said, sizeof said, err) < 0) {
+            char *was = gpurun_xstrdup(err->text);
+            gpurun_err(err, err->code, "batch job %zu of %zu (%s): %s; %s", g + 1, ngroups, path, was,
+                       submitted ? "the ones before it were submitted:" : "none was submitted");
+            free(was);
+            if (submitted) {
+                char *e = gpurun_xasprintf("%s %s", err->text, ids.s);
+                gpurun_err(err, err->code, "%s", e);
+                free(e);
+            }
+            free(script);
+            free(path);
+            close(fd);
+            goto out;
+        } else {
+            printf("Submitted batch job %s\nBatch script: %s\n", said, path);
+            gpurun_strbuf_printf(&ids, "%s%s", submitted ? ", " : "", said);
+            submitted++;
+        }
+        fflush(stdout);
+        free(script);
+        free(path);
+        close(fd);
+    }
+    rc = 0;
+out:
+    for (size_t k = 0; k < n; k++)
+        gpurun_job_destroy(jobs[k]);
+    free(jobs);
+    gpurun_free_words(texts);
+    free(texts_of);
+    free(group);
+    free(numbers);
+    free(folder);
+    free(warned.s);
+    free(ids.s);
+    for (size_t g = 0; scripts && g < ngroups; g++)
+        free(scripts[g]);
+    free(scripts);
+    gpurun_site_destroy(site);
+    return rc < 0 ? (err->code ? err->code : GPURUN_EXIT_CONFIG) : 0;
 }
 
 /* ---- the command ---------------------------------------------------------- */
@@ -204,6 +405,12 @@ int cmd_submit(int argc, char **argv, gpurun_error_t *err)
         if (gpurun_job_set(job, sets[nset++], err) < 0)
             goto fail;
     }
+    if (job->nscan) { /* a batch job per configuration */
+        if (self_path(&self, err) < 0)
+            goto fail;
+        rc = submit_scan(job, job_path, sets, nset, dry, self, err);
+        goto out;
+    }
     /* Everything checked before anything is written. */
     char *warnings = NULL;
     int crc = gpurun_batch_check(job, &site, &warnings, err);
@@ -214,9 +421,9 @@ int cmd_submit(int argc, char **argv, gpurun_error_t *err)
     if (crc < 0 || self_path(&self, err) < 0 ||
         gpurun_rm_for_submit(job->launcher, site ? site->scheduler : NULL, &rm, why,
                              sizeof why, err) < 0 ||
-        gpurun_batch_script_rm(rm, job, site, job_path, self, sets, nset, &script, err) < 0 ||
+        gpurun_batch_script_rm(rm, job, site, job_path, self, sets, nset, NULL, &script, err) < 0 ||
         gpurun_batch_job_folder(job, &folder, err) < 0 ||
-        write_script(folder, rm->script_suffix ? rm->script_suffix : rm->name, script, &path, &script_fd, err) < 0)
+        write_script(folder, "", rm->script_suffix ? rm->script_suffix : rm->name, script, &path, &script_fd, err) < 0)
         goto fail;
 
     if (dry) {

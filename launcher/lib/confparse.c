@@ -1155,7 +1155,8 @@ int gpurun_conf_read(const struct gpurun_conf_file *f, const char *text, size_t 
     *out = NULL;
     struct gpurun_conf_ctx ctx = {.label = f->label, .prefix = f->prefix, .titled = f->titled};
     char *norm = normalize(&ctx, text, len);
-    cfg_t *cfg = cfg_init(f->schema, CFGF_NONE);
+    cfg_opt_t *schema = f->extend ? f->extend(&ctx, f->schema, f->data) : NULL;
+    cfg_t *cfg = cfg_init(schema ? schema : f->schema, CFGF_NONE);
     if (!cfg) {
         free(norm);
         ctx_release(&ctx);

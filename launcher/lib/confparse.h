@@ -217,6 +217,12 @@ struct gpurun_conf_file {
     void (*check)(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complete);
     /* The plain struct, made only when no error was noted. */
     void *(*convert)(const struct gpurun_conf_ctx *ctx, cfg_t *cfg);
+    /* Optional, after pass 1: a schema with options for keys only the file
+     * names (the job's scan { params.NAME = {...} }), in place of `schema`
+     * for this file; NULL keeps `schema`.  `data` is the caller's, to hold
+     * what it built until gpurun_conf_read() returns. */
+    cfg_opt_t *(*extend)(const struct gpurun_conf_ctx *ctx, cfg_opt_t *schema, void *data);
+    void *data;
 };
 
 /* The three passes over `text`, then f->convert(): its result in *out, or

@@ -300,16 +300,21 @@ static void check_strings(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
         gpurun_conf_check_section(ctx, cfg, sections[s]);
 }
 
-static const char *const scan_keys[] = {"nodes", "ranks_per_node", "gpus_per_rank",
-                                        "threads_per_rank"};
+/* A scan axis over a template parameter: `params.NAME = {...}`, strings. */
+static bool is_scan_param(const char *key)
+{
+    return strncmp(key, "params.", 7) == 0 && key[7];
+}
 
-static bool repeated_value(cfg_opt_t *opt, long *v)
+/* Two equal values in one axis: the later one's index in *at. */
+static bool repeated_value(cfg_opt_t *opt, bool str, unsigned *at)
 {
     unsigned n = cfg_opt_size(opt);
     for (unsigned i = 0; i < n; i++)
         for (unsigned j = 0; j < i; j++)
-            if (cfg_opt_getnint(opt, i) == cfg_opt_getnint(opt, j)) {
-                *v = cfg_opt_getnint(opt, i);
+            if (str ? strcmp(cfg_opt_getnstr(opt, i), cfg_opt_getnstr(opt, j)) == 0
+                    : cfg_opt_getnint(opt, i) == cfg_opt_getnint(opt, j)) {
+                *at = i;
                 return true;
             }
     return false;
@@ -319,32 +324,46 @@ static void check_scan(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
 {
     cfg_t *scan = cfg_getsec(cfg, "scan");
     size_t runs = 1;
-    for (size_t k = 0; scan && k < sizeof scan_keys / sizeof *scan_keys; k++) {
-        char name[64];
-        snprintf(name, sizeof name, "scan.%s", scan_keys[k]);
-        int line = gpurun_conf_record_line(ctx, name);
-        if (!line)
+    struct gpurun_conf_shown a;
+    for (size_t i = 0; scan && i < ctx->nrecs; i++) {
+        const struct gpurun_conf_record *r = &ctx->recs[i];
+        if (strcmp(r->section, "scan") != 0 || r->is_section)
             continue;
-        cfg_opt_t *opt = cfg_getopt(scan, scan_keys[k]);
+        cfg_opt_t *opt = cfg_getopt(scan, r->key);
+        if (!opt) /* not a key of the scan: libconfuse said so */
+            continue;
+        bool str = is_scan_param(r->key);
         unsigned n = cfg_opt_size(opt);
         if (n == 0) {
-            gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK, "key '%s': empty list", name);
+            gpurun_conf_note(ctx, r->line, GPURUN_CONF_CHECK, "key '%s': empty list", r->name);
             continue;
         }
         if (n > SCAN_VALUES_MAX) {
-            gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK,
-                             "key '%s': %u values, more than the %d allowed", name, n,
+            gpurun_conf_note(ctx, r->line, GPURUN_CONF_CHECK,
+                             "key '%s': %u values, more than the %d allowed", r->name, n,
                              SCAN_VALUES_MAX);
             continue;
         }
-        long twice;
-        if (repeated_value(opt, &twice))
-            gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK, "key '%s': %ld listed twice", name,
-                             twice);
+        for (unsigned v = 0; str && v < n; v++) {
+            char buf[96];
+            const char *why = gpurun_conf_value_problem(cfg_opt_getnstr(opt, v), true, buf, sizeof buf);
+            if (why)
+                gpurun_conf_note(ctx, r->line, GPURUN_CONF_CHECK, "key '%s': value %u: %s", r->name,
+                                 v + 1, why);
+        }
+        unsigned twice;
+        if (repeated_value(opt, str, &twice)) {
+            if (str)
+                gpurun_conf_note(ctx, r->line, GPURUN_CONF_CHECK, "key '%s': '%s' listed twice",
+                                 r->name, gpurun_conf_shown(&a, cfg_opt_getnstr(opt, twice)));
+            else
+                gpurun_conf_note(ctx, r->line, GPURUN_CONF_CHECK, "key '%s': %ld listed twice",
+                                 r->name, cfg_opt_getnint(opt, twice));
+        }
         runs *= n;
         if (runs > SCAN_RUNS_MAX) {
-            gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK,
-                             "key '%s': the scan makes more than %d runs", name, SCAN_RUNS_MAX);
+            gpurun_conf_note(ctx, r->line, GPURUN_CONF_CHECK,
+                             "key '%s': the scan makes more than %d runs", r->name, SCAN_RUNS_MAX);
             break;
         }
     }
@@ -429,9 +448,12 @@ static void check_command_names(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     size_t nvalues = 0;
     while (gpurun_job_value_names[nvalues])
         nvalues++;
-    const char **names = gpurun_xcalloc(nparams + nvalues, sizeof *names);
+    const char **names = gpurun_xcalloc(nparams + nvalues + ctx->nrecs, sizeof *names);
     for (size_t i = 0; i < nparams; i++)
         names[n++] = cfg_opt_name(cfg_getnopt(params, (unsigned)i));
+    for (size_t i = 0; i < ctx->nrecs; i++) /* a scan's params.NAME sets ${NAME} too */
+        if (!strcmp(ctx->recs[i].section, "scan") && !ctx->recs[i].is_section && is_scan_param(ctx->recs[i].key))
+            names[n++] = ctx->recs[i].key + 7;
     for (size_t i = 0; i < nvalues; i++)
         if (strcmp(gpurun_job_value_names[i], "template") != 0) /* no template here */
             names[n++] = gpurun_job_value_names[i];
@@ -546,18 +568,29 @@ static void check_file_job_name(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
 static void take_scan(const struct gpurun_conf_ctx *ctx, cfg_t *cfg, gpurun_job_t *job)
 {
     cfg_t *scan = cfg_getsec(cfg, "scan");
-    job->scan = gpurun_xcalloc(sizeof scan_keys / sizeof *scan_keys, sizeof *job->scan);
+    size_t n = 0;
+    for (size_t i = 0; scan && i < ctx->nrecs; i++)
+        n += strcmp(ctx->recs[i].section, "scan") == 0 && !ctx->recs[i].is_section;
+    job->scan = gpurun_xcalloc(n ? n : 1, sizeof *job->scan);
     for (size_t i = 0; scan && i < ctx->nrecs; i++) {
         const struct gpurun_conf_record *r = &ctx->recs[i];
         if (strcmp(r->section, "scan") != 0 || r->is_section)
             continue;
         cfg_opt_t *opt = cfg_getopt(scan, r->key);
         struct gpurun_scan_axis *ax = &job->scan[job->nscan++];
+        bool str = is_scan_param(r->key);
         ax->key = gpurun_xstrdup(r->key);
         ax->n = cfg_opt_size(opt);
-        ax->values = gpurun_xcalloc(ax->n, sizeof *ax->values);
-        for (size_t v = 0; v < ax->n; v++)
-            ax->values[v] = cfg_opt_getnint(opt, (unsigned)v);
+        ax->values = str ? NULL : gpurun_xcalloc(ax->n, sizeof *ax->values);
+        ax->texts = gpurun_xcalloc(ax->n + 1, sizeof *ax->texts);
+        for (size_t v = 0; v < ax->n; v++) {
+            if (str) {
+                ax->texts[v] = gpurun_xstrdup(cfg_opt_getnstr(opt, (unsigned)v));
+            } else {
+                ax->values[v] = cfg_opt_getnint(opt, (unsigned)v);
+                ax->texts[v] = gpurun_xasprintf("%ld", ax->values[v]);
+            }
+        }
     }
 }
 
@@ -645,6 +678,49 @@ static void check_job(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complete)
 
 /* ---- entry points ----------------------------------------------------- */
 
+/* The scan's params.NAME keys, which only the file names: a string list
+ * each, added to the schema's scan section (after pass 1, from its
+ * records).  Holds the arrays until the read is done. */
+struct scan_schema {
+    cfg_opt_t *top, *scan;
+};
+
+static cfg_opt_t *scan_params_schema(const struct gpurun_conf_ctx *ctx, cfg_opt_t *schema, void *data)
+{
+    struct scan_schema *ss = data;
+    size_t nparams = 0, ntop = 0, nsub = 0, at = 0;
+    for (size_t i = 0; i < ctx->nrecs; i++)
+        nparams += !strcmp(ctx->recs[i].section, "scan") && !ctx->recs[i].is_section &&
+                   is_scan_param(ctx->recs[i].key);
+    while (schema[ntop].name)
+        ntop++;
+    while (at < ntop && strcmp(schema[at].name, "scan") != 0)
+        at++;
+    if (!nparams || at == ntop)
+        return NULL;
+    while (schema[at].subopts[nsub].name)
+        nsub++;
+    ss->scan = gpurun_xcalloc(nsub + nparams + 1, sizeof *ss->scan);
+    memcpy(ss->scan, schema[at].subopts, nsub * sizeof *ss->scan);
+    size_t n = nsub;
+    for (size_t i = 0; i < ctx->nrecs; i++) {
+        const struct gpurun_conf_record *r = &ctx->recs[i];
+        if (strcmp(r->section, "scan") != 0 || r->is_section || !is_scan_param(r->key) ||
+            !gpurun_conf_key_name_ok(r->key + 7))
+            continue;
+        bool seen = false; /* twice: the duplicates check says so */
+        for (size_t j = nsub; j < n && !seen; j++)
+            seen = !strcmp(ss->scan[j].name, r->key);
+        if (!seen)
+            ss->scan[n++] = (cfg_opt_t)CFG_STR_LIST((char *)r->key, NULL, CFGF_NONE);
+    }
+    ss->scan[n] = (cfg_opt_t)CFG_END();
+    ss->top = gpurun_xcalloc(ntop + 1, sizeof *ss->top);
+    memcpy(ss->top, schema, (ntop + 1) * sizeof *ss->top);
+    ss->top[at].subopts = ss->scan;
+    return ss->top;
+}
+
 /* `set_prefix`: the text is a --set assignment written as a file; its
  * errors read "PREFIX: WHAT", and the checks that need the whole job are
  * left to gpurun_job_set(). */
@@ -703,15 +779,20 @@ static int parse_job(const char *text, size_t len, const char *label, const char
         schema[nfixed + i] = (cfg_opt_t)CFG_SEC((char *)managers[i], NULL, CFGF_KEYSTRVAL);
     schema[nfixed + nm] = (cfg_opt_t)CFG_END();
 
+    struct scan_schema ss = {0};
     struct gpurun_conf_file f = {.label = label,
                                  .prefix = set_prefix,
                                  .what = "the job file",
                                  .schema = schema,
                                  .check = check_job,
-                                 .convert = convert};
+                                 .convert = convert,
+                                 .extend = scan_params_schema,
+                                 .data = &ss};
     void *job;
     int rc = gpurun_conf_read(&f, text, len, &job, err);
     free(schema);
+    free(ss.top);
+    free(ss.scan);
     *jobp = job;
     return rc;
 }
@@ -774,6 +855,7 @@ static void drop_scan_axis(gpurun_job_t *job, const char *key)
             continue;
         free(job->scan[i].key);
         free(job->scan[i].values);
+        gpurun_free_words(job->scan[i].texts);
         memmove(&job->scan[i], &job->scan[i + 1], (job->nscan - i - 1) * sizeof *job->scan);
         job->nscan--;
         return;
@@ -981,9 +1063,10 @@ static int set_container_key(gpurun_job_t *job, const char *prefix, const char *
     return 0;
 }
 
-/* SECTION.NAME=VALUE: one key of a free-form section, created or replaced. */
+/* SECTION.NAME=VALUE: one key of a free-form section, created or replaced;
+ * a scan over params.NAME dropped unless `keep_scan`. */
 static int set_section_key(gpurun_job_t *job, const char *prefix, const char *key,
-                           const char *value, gpurun_error_t *err)
+                           const char *value, bool keep_scan, gpurun_error_t *err)
 {
     struct gpurun_conf_shown a, b;
     const char *dot = strchr(key, '.');
@@ -1025,6 +1108,8 @@ static int set_section_key(gpurun_job_t *job, const char *prefix, const char *ke
         if (got->n == 1) {
             char *dotted = gpurun_xasprintf("%s.%s", section, got->items[0].key);
             gpurun_kvlist_set(&job->from, dotted, prefix);
+            if (!keep_scan)
+                drop_scan_axis(job, dotted);
             free(dotted);
         }
         gpurun_job_destroy(one);
@@ -1035,11 +1120,11 @@ out:
 }
 
 static int set_key(gpurun_job_t *job, const char *prefix, const char *key, const char *value,
-                   gpurun_error_t *err)
+                   bool keep_scan, gpurun_error_t *err)
 {
     struct gpurun_conf_shown a;
     if (strchr(key, '.'))
-        return set_section_key(job, prefix, key, value, err);
+        return set_section_key(job, prefix, key, value, keep_scan, err);
     const char *why = gpurun_conf_key_problem("", key);
     if (why)
         return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: key '%s': %s", prefix,
@@ -1077,7 +1162,8 @@ static int set_key(gpurun_job_t *job, const char *prefix, const char *key, const
 
     if (rc == 0) {
         take_key(job, one, key, true);
-        drop_scan_axis(job, key);
+        if (!keep_scan)
+            drop_scan_axis(job, key);
         gpurun_kvlist_set(&job->from, key, prefix);
     }
     gpurun_job_destroy(one);
@@ -1126,10 +1212,22 @@ int gpurun_job_set(gpurun_job_t *job, const char *assignment, gpurun_error_t *er
                         prefix);
     else {
         char *key = gpurun_xstrndup(assignment, (size_t)(eq - assignment));
-        rc = set_key(job, prefix, key, eq + 1, err);
+        rc = set_key(job, prefix, key, eq + 1, false, err);
         free(key);
     }
     free(prefix);
+    return rc;
+}
+
+int gpurun_job_set_scanned(gpurun_job_t *job, const char *assignment, const char *origin,
+                           gpurun_error_t *err)
+{
+    const char *eq = strchr(assignment, '=');
+    if (!eq || eq == assignment)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: '%s': expected KEY=VALUE", origin, assignment);
+    char *key = gpurun_xstrndup(assignment, (size_t)(eq - assignment));
+    int rc = set_key(job, origin, key, eq + 1, true, err);
+    free(key);
     return rc;
 }
 
@@ -1158,6 +1256,7 @@ void gpurun_job_destroy(gpurun_job_t *job)
     for (size_t i = 0; i < job->nscan; i++) {
         free(job->scan[i].key);
         free(job->scan[i].values);
+        gpurun_free_words(job->scan[i].texts);
     }
     free(job->scan);
     gpurun_container_spec_clear(&job->container);

@@ -32,10 +32,13 @@ struct gpurun_job_manager {
     struct gpurun_kvlist options;
 };
 
-/* One axis of `scan { key = {v1, v2} }`. */
+/* One axis of `scan { key = {v1, v2} }`: a layout key (nodes,
+ * ranks_per_node, gpus_per_rank, threads_per_rank) or a template parameter
+ * ("params.npme").  scan.h enumerates the configurations. */
 struct gpurun_scan_axis {
-    char *key;
-    long *values;
+    char *key;     /* "ranks_per_node", "params.npme" */
+    long *values;  /* a layout key's values; NULL for params.NAME */
+    char **texts;  /* every value as the file wrote it ("2", "md.tpr") */
     size_t n;
 };
 
@@ -118,6 +121,12 @@ int gpurun_job_parse(const char *text, size_t len, const char *label, gpurun_job
  * the file's would be; errors (exit 2) read
  * "--set nodes=two: key 'nodes': expected an integer, got 'two'". */
 int gpurun_job_set(gpurun_job_t *job, const char *assignment, gpurun_error_t *err);
+
+/* gpurun_job_set() for a scan's configuration (scan.h): a scan axis over
+ * KEY is kept, and errors and the key's origin read `origin` ("job.conf:7"),
+ * the line that scans it. */
+int gpurun_job_set_scanned(gpurun_job_t *job, const char *assignment, const char *origin,
+                           gpurun_error_t *err);
 
 void gpurun_job_destroy(gpurun_job_t *job);
 

@@ -754,30 +754,30 @@ static int used_names(const gpurun_template_t *t, const gpurun_job_t *job,
     return rc;
 }
 
-/* "KEY: not used: ..." for the params key `key`, which `used` lacks. */
+/* "KEY: not used: ..." for the params key `key`, which `used` lacks; `dotted`
+ * is the job's key that sets it ("params.npme", "scan.params.npme"). */
 static int unused_param(const gpurun_template_t *t, const gpurun_job_t *job, const char *key,
-                        const struct gpurun_kvlist *used, gpurun_error_t *err)
+                        const char *dotted, const struct gpurun_kvlist *used, gpurun_error_t *err)
 {
     const char **names = gpurun_xcalloc(used->n, sizeof *names);
     for (size_t i = 0; i < used->n; i++)
         names[i] = used->items[i].key;
     const char *near = gpurun_conf_closest(key, names, used->n);
-    char *dotted = gpurun_xasprintf("params.%s", key);
     const char *from = gpurun_job_origin(job, dotted);
-    free(dotted);
-    struct gpurun_conf_shown a, b, c;
-    char whom[512], hint[128] = "";
+    bool scanned = !strncmp(dotted, "scan.", 5);
+    struct gpurun_conf_shown a, b, c, d;
+    char whom[512], hint[160] = "";
     if (t)
         snprintf(whom, sizeof whom, "template '%s' has no '${%s}' and no default of that name",
                  gpurun_conf_shown(&a, t->name), gpurun_conf_shown(&b, key));
     else
         snprintf(whom, sizeof whom, "the command has no '${%s}'", gpurun_conf_shown(&b, key));
     if (near)
-        snprintf(hint, sizeof hint, " (did you mean 'params.%s'?)", gpurun_conf_shown(&c, near));
+        snprintf(hint, sizeof hint, " (did you mean '%sparams.%s'?)", scanned ? "scan." : "",
+                 gpurun_conf_shown(&c, near));
     free(names);
-    return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: key 'params.%s': not used: %s%s",
-                      from, gpurun_conf_shown(&b, key),
-                      whom, hint);
+    return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: key '%s': not used: %s%s", from,
+                      gpurun_conf_shown(&d, dotted), whom, hint);
 }
 
 int gpurun_template_check_params(const gpurun_template_t *t, const gpurun_job_t *job,
@@ -786,8 +786,18 @@ int gpurun_template_check_params(const gpurun_template_t *t, const gpurun_job_t 
     struct gpurun_kvlist used = {0};
     int rc = used_names(t, job, &used, err);
     for (size_t i = 0; rc == 0 && i < job->params.n; i++)
-        if (!gpurun_kvlist_get(&used, job->params.items[i].key))
-            rc = unused_param(t, job, job->params.items[i].key, &used, err);
+        if (!gpurun_kvlist_get(&used, job->params.items[i].key)) {
+            char *dotted = gpurun_xasprintf("params.%s", job->params.items[i].key);
+            rc = unused_param(t, job, job->params.items[i].key, dotted, &used, err);
+            free(dotted);
+        }
+    /* A scan over a parameter nothing uses would run the same thing N times. */
+    for (size_t i = 0; rc == 0 && i < job->nscan; i++)
+        if (!strncmp(job->scan[i].key, "params.", 7) && !gpurun_kvlist_get(&used, job->scan[i].key + 7)) {
+            char *dotted = gpurun_xasprintf("scan.%s", job->scan[i].key);
+            rc = unused_param(t, job, job->scan[i].key + 7, dotted, &used, err);
+            free(dotted);
+        }
     gpurun_kvlist_clear(&used);
     return rc;
 }

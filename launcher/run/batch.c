@@ -382,12 +382,20 @@ static const char *site_origin(const struct gpurun_rm_site *rs, const char *key)
  * written (a mount the site refuses, a scratch folder bash would run). */
 static int script_parts(const gpurun_rm_plugin_t *rm, const gpurun_job_t *job, const gpurun_site_t *site,
                         const char *abs_job, long gpr, const char *gpurun_path, char *const *set_args, size_t nset,
-                        char **commentsp, char **bodyp, gpurun_error_t *err)
+                        const struct gpurun_batch_configs *cfgs, char **commentsp, char **bodyp, gpurun_error_t *err)
 {
     size_t len;
     FILE *f = open_memstream(commentsp, &len);
     if (!f)
         abort();
+    for (size_t i = 0; cfgs && i < cfgs->n; i++) {
+        if (cfgs->n > 1 && i == 0)
+            fprintf(f, "# A job array of %zu configurations of the scan's %zu, each task the configuration its index "
+                       "names (%s):\n", cfgs->n, cfgs->count, rm->array_task_var);
+        fprintf(f, "# Configuration %ld of %zu: ", cfgs->numbers[i], cfgs->count);
+        put_comment_text(f, cfgs->texts[i]);
+        fputc('\n', f);
+    }
     int rc = put_container(f, rm, job, site, abs_job, gpr, err);
     fclose(f);
     if (rc < 0)
@@ -405,6 +413,10 @@ static int script_parts(const gpurun_rm_plugin_t *rm, const gpurun_job_t *job, c
         fputs(" --set ", f);
         put_shell_word(f, set_args[i]);
     }
+    if (cfgs && cfgs->n > 1) /* the variable's name is the plugin's, not the user's */
+        fprintf(f, " --configuration \"${%s}\"", rm->array_task_var);
+    else if (cfgs)
+        fprintf(f, " --configuration %ld", cfgs->numbers[0]);
     fputc('\n', f);
     fclose(f);
     return rc;
@@ -412,9 +424,11 @@ static int script_parts(const gpurun_rm_plugin_t *rm, const gpurun_job_t *job, c
 
 int gpurun_batch_script_rm(const gpurun_rm_plugin_t *rm, const gpurun_job_t *job, const gpurun_site_t *site,
                            const char *job_path, const char *gpurun_path, char *const *set_args, size_t nset,
-                           char **scriptp, gpurun_error_t *err)
+                           const struct gpurun_batch_configs *cfgs, char **scriptp, gpurun_error_t *err)
 {
     *scriptp = NULL;
+    if (cfgs && (!cfgs->n || (cfgs->n > 1 && !rm->array_task_var)))
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "submit: %s takes no job arrays from gpurun", rm->title);
     long rpn = layout_max(job, "ranks_per_node", job->ranks_per_node);
     if (rpn == GPURUN_UNSET)
         return gpurun_err(err, GPURUN_EXIT_CONFIG,
@@ -429,7 +443,8 @@ int gpurun_batch_script_rm(const gpurun_rm_plugin_t *rm, const gpurun_job_t *job
     /* What cannot be written of gpurun's part is said only after what the
      * manager refuses, as when the script was written in one go. */
     gpurun_error_t parts_err = {0};
-    int parts = script_parts(rm, job, site, abs_job, gpr, gpurun_path, set_args, nset, &comments, &body, &parts_err);
+    int parts = script_parts(rm, job, site, abs_job, gpr, gpurun_path, set_args, nset, cfgs, &comments, &body,
+                             &parts_err);
     struct gpurun_rm_site rs = {0};
     if (site) {
         rs = (struct gpurun_rm_site){
@@ -468,6 +483,8 @@ int gpurun_batch_script_rm(const gpurun_rm_plugin_t *rm, const gpurun_job_t *job
         .site = site ? &rs : NULL,
         .comments = comments ? comments : "",
         .body = body ? body : "",
+        .array = cfgs && cfgs->n > 1 ? cfgs->numbers : NULL,
+        .narray = cfgs && cfgs->n > 1 ? cfgs->n : 0,
     };
     rc = rm->batch_script(&b, scriptp, err);
     free(options);
@@ -495,5 +512,5 @@ int gpurun_batch_script(const gpurun_job_t *job, const gpurun_site_t *site, cons
     if (gpurun_rm_for_submit(job->launcher, site ? site->scheduler : NULL, &rm, why,
                              sizeof why, err) < 0)
         return -1;
-    return gpurun_batch_script_rm(rm, job, site, job_path, gpurun_path, set_args, nset, scriptp, err);
+    return gpurun_batch_script_rm(rm, job, site, job_path, gpurun_path, set_args, nset, NULL, scriptp, err);
 }

@@ -27,6 +27,18 @@
  * names none; free with gpurun_site_destroy(). */
 int gpurun_batch_check(const gpurun_job_t *job, gpurun_site_t **sitep, char **warnings, gpurun_error_t *err);
 
+/* Which configurations of a scan one batch job runs (gpurun submit of a
+ * scan: a job per configuration, sized and timed for it, or a job array
+ * for configurations that share a size).  The body runs `gpurun run JOB
+ * --configuration K`: K the configuration's number, or the array task's
+ * index (rm->array_task_var), which is its configuration's number. */
+struct gpurun_batch_configs {
+    size_t count;          /* configurations in the scan */
+    const long *numbers;   /* this job's, 1-based; more than one: an array (rm->array_task_var set) */
+    size_t n;
+    char *const *texts;    /* what each one varies: "ranks_per_node=2, params.npme=1" */
+};
+
 /* A complete `#!/bin/bash` batch script for `job` (with its --set already
  * applied) for resource manager `rm`: the manager's directives for the
  * job's layout (the largest of its scan), time limit, output file, its
@@ -48,9 +60,12 @@ int gpurun_batch_check(const gpurun_job_t *job, gpurun_site_t **sitep, char **wa
  * Slurm's #SBATCH lines hold. */
 int gpurun_batch_script_rm(const gpurun_rm_plugin_t *rm, const gpurun_job_t *job, const gpurun_site_t *site,
                            const char *job_path, const char *gpurun_path, char *const *set_args, size_t nset,
-                           char **scriptp, gpurun_error_t *err);
+                           const struct gpurun_batch_configs *cfgs, char **scriptp, gpurun_error_t *err);
 /* The same for the manager `gpurun submit` picks (gpurun_rm_for_submit():
  * the job's launcher's, the site's scheduler, the allocation's, Slurm). */
+/* `cfgs`: NULL for the whole job in one script; else `job` is the
+ * configuration's (its scan's values set, so its layout and time limit are
+ * the configuration's own), and the script runs those configurations. */
 int gpurun_batch_script(const gpurun_job_t *job, const gpurun_site_t *site, const char *job_path,
                         const char *gpurun_path, char *const *set_args, size_t nset, char **scriptp,
                         gpurun_error_t *err);

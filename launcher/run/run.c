@@ -28,6 +28,7 @@
 #include "rankenv.h"
 #include "record.h"
 #include "results.h"
+#include "scan.h"
 #include "safefile.h"
 #include "mps.h"
 #include "run.h"
@@ -575,6 +576,17 @@ struct run_ctx {
     char stopped[200];    /* why the last run stopped the whole job (interrupted, the allocation's time
                            * limit), or "": a scan or repeat goes no further */
     struct gpurun_container_run *ctr; /* the container the ranks run in; NULL: none */
+    struct scan_row *row; /* where run_once says how the run went, for a scan's summary; NULL: nowhere */
+};
+
+/* One run of a scan or repeat, for the summary table at its end. */
+struct scan_row {
+    char *config;    /* what varies ("ranks_per_node=2, params.npme=1"), "" none */
+    int repeat;      /* 1-based */
+    const char *state; /* the record's; NULL: not started or no record */
+    char fom[160];   /* "ns_per_day = 41.2 ns/day"; "" none */
+    char *folder;    /* the run folder; NULL: none was made */
+    int rc;
 };
 
 /* The variables a rank step sets, by name, for a runtime that passes only
@@ -1767,6 +1779,21 @@ static int keep_record(struct run_ctx *c, struct run_attempt *a, json_t *record,
     return rc;
 }
 
+/* What the summary of a scan says of run `a`: its state, first figure of
+ * merit and folder. */
+static void fill_row(struct scan_row *row, const struct run_attempt *a, int rc)
+{
+    row->rc = rc;
+    row->state = a->state ? a->state : rc ? GPURUN_STATE_FAILED : NULL;
+    free(row->folder);
+    row->folder = a->run_dir ? gpurun_xstrdup(a->run_dir) : NULL;
+    for (size_t f = 0; f < a->foms.n && !row->fom[0]; f++)
+        if (a->foms.f[f].n)
+            snprintf(row->fom, sizeof row->fom, "%s = %g%s%s", a->foms.f[f].name,
+                     a->foms.f[f].values[a->foms.f[f].n - 1], a->foms.f[f].units && *a->foms.f[f].units ? " " : "",
+                     a->foms.f[f].units ? a->foms.f[f].units : "");
+}
+
 /* One run of the job: its folder, the rank steps' inputs, the setup steps,
  * the ranks, the outcome and the record. */
 static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
@@ -1816,6 +1843,8 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     record = run_record(c, &a, rc, repeat_index);
     rc = keep_record(c, &a, record, rc, err);
 out:
+    if (c->row)
+        fill_row(c->row, &a, rc);
     gpurun_watch_end(a.watch, a.state, rc);
     stop_mps(&a.mps, a.mps_json); /* a run that failed after the start: never left running */
     gpurun_store_stop(&a.store);
@@ -2016,30 +2045,89 @@ static int dry_run_config(struct run_ctx *c, gpurun_error_t *err)
     return rc;
 }
 
-/* The value of scan axis `a` in combination `k` (first axis outermost). */
-static long scan_value(const gpurun_job_t *job, size_t a, size_t k)
+/* The record's "config": what the scan varies in this configuration,
+ * layout keys as numbers ({"ranks_per_node": 2, "params.npme": "1"}). */
+static json_t *scan_config_json(const gpurun_job_t *job, const struct gpurun_scan_config *sc)
 {
-    size_t inner = 1;
-    for (size_t b = a + 1; b < job->nscan; b++)
-        inner *= job->scan[b].n;
-    return job->scan[a].values[(k / inner) % job->scan[a].n];
+    json_t *config = json_object();
+    for (size_t i = 0; i < sc->nsets && i < job->nscan; i++) {
+        const struct gpurun_scan_axis *ax = &job->scan[i];
+        const char *v = strchr(sc->sets[i], '=') + 1;
+        json_object_set_new(config, ax->key, ax->values ? json_integer(strtol(v, NULL, 10)) : json_string(v));
+    }
+    return config;
 }
 
-static void apply_scan(const gpurun_job_t *job, size_t k, gpurun_request_t *req, json_t *config)
+/* The summary at the end of a scan or repeat: one line per run. */
+static void scan_summary(const gpurun_job_t *job, const struct scan_row *rows, size_t nrows, size_t ncombo,
+                         const char *results)
 {
-    for (size_t a = 0; a < job->nscan; a++) {
-        long val = scan_value(job, a, k);
-        const char *key = job->scan[a].key;
-        json_object_set_new(config, key, json_integer(val));
-        if (!strcmp(key, "nodes"))
-            req->nodes = (int)val;
-        else if (!strcmp(key, "ranks_per_node"))
-            req->ranks_per_node = (int)val;
-        else if (!strcmp(key, "gpus_per_rank"))
-            req->gpus_per_rank = (int)val;
-        else if (!strcmp(key, "threads_per_rank"))
-            req->threads_per_rank = (int)val;
+    size_t ok = 0, ran = 0, wc = strlen("configuration"), ws = strlen("state"), wf = strlen("figure of merit");
+    for (size_t i = 0; i < nrows; i++) {
+        const char *st = rows[i].state ? rows[i].state : "not run";
+        ran += rows[i].state != NULL;
+        ok += rows[i].state && !strcmp(rows[i].state, GPURUN_STATE_OK);
+        size_t cl = strlen(rows[i].config) + (job->repeat > 1 ? 14 : 0); /* ", repeat NNNN" */
+        wc = cl > wc ? cl : wc;
+        ws = strlen(st) > ws ? strlen(st) : ws;
+        wf = strlen(rows[i].fom) > wf ? strlen(rows[i].fom) : wf;
     }
+    wc = wc > 74 ? 74 : wc;
+    printf("gpurun: %s: summary: %zu of %zu run%s ok (%zu configuration%s x %d repeat%s)\n", job->name, ok, nrows,
+           nrows == 1 ? "" : "s", ncombo, ncombo == 1 ? "" : "s", job->repeat, job->repeat == 1 ? "" : "s");
+    printf("  %-4s %-*s %-*s %-*s %s\n", "run", (int)wc, "configuration", (int)ws, "state", (int)wf,
+           "figure of merit", "run folder");
+    size_t rl = strlen(results);
+    for (size_t i = 0; i < nrows; i++) {
+        char cfg[96];
+        const char *conf = rows[i].config[0] ? rows[i].config : "-";
+        if (job->repeat > 1) {
+            snprintf(cfg, sizeof cfg, "%.60s%srepeat %d", rows[i].config, rows[i].config[0] ? ", " : "",
+                     rows[i].repeat);
+            conf = cfg;
+        }
+        const char *folder = rows[i].folder ? rows[i].folder : "-";
+        /* relative to the results folder the user named: shorter, and the same on every line */
+        if (rows[i].folder && !strncmp(folder, results, rl) && folder[rl] == '/')
+            folder += rl + 1;
+        printf("  %-4zu %-*.*s %-*s %-*s %s\n", i + 1, (int)wc, (int)wc, conf, (int)ws,
+               rows[i].state ? rows[i].state : "not run", (int)wf, rows[i].fom[0] ? rows[i].fom : "-", folder);
+    }
+    printf("  run folders under %s%s\n", results, ran < nrows ? "; \"not run\": the scan stopped before it" : "");
+}
+
+/* Every configuration of a scan, planned against this node (or allocation)
+ * and its inputs checked, before the first one runs: one that cannot run is
+ * named, with nothing run.  The job is left at the last configuration. */
+static int check_inputs(const struct run_ctx *c, gpurun_error_t *err);
+static int check_scan_configs(struct run_ctx *c, gpurun_job_t *job, size_t first, size_t last, size_t n,
+                              gpurun_error_t *err)
+{
+    for (size_t k = first; k < last; k++) {
+        struct gpurun_scan_config sc;
+        gpurun_scan_config(job, k, &sc);
+        gpurun_plan_t *plan = NULL;
+        int rc = gpurun_scan_apply(job, &sc, err);
+        if (rc == 0) {
+            gpurun_request_t req;
+            char note[256];
+            gpurun_request_from_job(&req, job);
+            gpurun_alloc_apply(c->topo, &req, note, sizeof note);
+            rc = gpurun_plan_create(c->topo, &req, &plan, err);
+        }
+        if (rc == 0) /* its inputs may name what it varies: ${tpr}, ${ranks} */
+            rc = check_inputs(c, err);
+        gpurun_plan_destroy(plan);
+        if (rc < 0) {
+            char *text = gpurun_xstrdup(err->text);
+            gpurun_err(err, err->code, "configuration %zu of %zu (%s): %s", k + 1, n, sc.text, text);
+            free(text);
+        }
+        gpurun_scan_config_free(&sc);
+        if (rc < 0)
+            return err->code;
+    }
+    return 0;
 }
 
 /* The template's input files, before anything starts (a dry run's too):
@@ -2084,7 +2172,7 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
     if (!c.job_dir)
         c.job_dir = abs_path(job->dir, ".");
     if (gpurun_template_for_job(job, &c.tpl, err) < 0 || gpurun_site_for_job(job, &c.site, err) < 0 ||
-        check_inputs(&c, err) < 0) {
+        (!job->nscan && check_inputs(&c, err) < 0)) { /* a scan's: per configuration, below */
         rc = err->code;
         goto out;
     }
@@ -2142,18 +2230,49 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
         }
     }
 
-    /* One configuration per scan combination, each run `repeat` times.  A
-     * failed run does not stop the sweep; an interrupted one does. */
-    size_t ncombo = 1;
-    for (size_t a = 0; a < job->nscan; a++)
-        ncombo *= job->scan[a].n;
-    size_t runs = 0;
+    /* One configuration per scan combination, each run `repeat` times.  The
+     * whole scan is planned first: a configuration this node cannot run
+     * stops it before anything ran.  A failed run does not stop the sweep
+     * (the summary says what failed; the exit status is the first
+     * failure's); an interrupted one does. */
+    size_t ncombo = gpurun_scan_count(job), first = 0, last = ncombo;
+    if (opts->configuration && (size_t)opts->configuration > ncombo) {
+        gpurun_err(err, rc = GPURUN_EXIT_CONFIG, "--configuration %ld: the job's scan has %zu configuration%s",
+                   opts->configuration, ncombo, ncombo == 1 ? " (it has no scan)" : "s");
+        goto out;
+    }
+    if (opts->configuration) { /* one configuration of the scan: a batch job of gpurun submit */
+        first = (size_t)opts->configuration - 1;
+        last = first + 1;
+    }
+    if (job->nscan && check_scan_configs(&c, job, first, last, ncombo, err) != 0) {
+        rc = err->code;
+        goto out;
+    }
+    size_t runs = 0, nrows = (last - first) * (size_t)(job->repeat > 0 ? job->repeat : 1);
+    struct scan_row *rows = !opts->dry_run && nrows > 1 ? gpurun_xcalloc(nrows, sizeof *rows) : NULL;
+    for (size_t j = 0; rows && j < nrows; j++) { /* each "not run" until it runs */
+        struct gpurun_scan_config one;
+        gpurun_scan_config(job, first + j / (size_t)job->repeat, &one);
+        rows[j].config = one.text;
+        one.text = NULL;
+        rows[j].repeat = (int)(j % (size_t)job->repeat) + 1;
+        gpurun_scan_config_free(&one);
+    }
     int stopped_rc = 0;
-    for (size_t k = 0; k < ncombo; k++) {
+    for (size_t k = first; k < last; k++) {
+        struct gpurun_scan_config sc;
+        gpurun_scan_config(job, k, &sc);
+        if (opts->configuration && job->nscan && !opts->quiet && !opts->dry_run)
+            fprintf(stderr, "gpurun: configuration %zu of %zu: %s\n", k + 1, ncombo, sc.text);
+        if (gpurun_scan_apply(job, &sc, err) < 0) { /* checked above: not expected */
+            gpurun_scan_config_free(&sc);
+            rc = err->code;
+            break;
+        }
         gpurun_request_t req;
         gpurun_request_from_job(&req, job);
-        c.config = json_object();
-        apply_scan(job, k, &req, c.config);
+        c.config = scan_config_json(job, &sc);
         c.req = req;
         gpurun_alloc_apply(c.topo, &req, c.alloc_note, sizeof c.alloc_note);
         int crc = 0;
@@ -2171,17 +2290,24 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
                                      : gpurun_xstrdup(c.tpl->command))
                               : gpurun_xstrdup(job->command);
             if (opts->dry_run) {
-                if (job->nscan) {
-                    char *cfg = json_dumps(c.config, JSON_COMPACT);
-                    printf("%s# configuration %zu of %zu: %s\n", k ? "\n" : "", k + 1, ncombo, cfg);
-                    free(cfg);
-                }
+                if (job->nscan)
+                    printf("%s# configuration %zu of %zu: %s\n", k > first ? "\n" : "", k + 1, ncombo, sc.text);
                 crc = dry_run_config(&c, err);
             }
             for (int i = 0; !opts->dry_run && i < job->repeat && !c.stopped[0]; i++) {
+                struct scan_row *row = rows ? &rows[(k - first) * (size_t)job->repeat + (size_t)i] : NULL;
+                if (nrows > 1 && !opts->quiet) {
+                    if (job->repeat > 1)
+                        fprintf(stderr, "gpurun: run %zu of %zu: %s%srepeat %d of %d\n", runs + 1, nrows, sc.text,
+                                sc.text[0] ? ", " : "", i + 1, job->repeat);
+                    else
+                        fprintf(stderr, "gpurun: run %zu of %zu: %s\n", runs + 1, nrows, sc.text);
+                }
+                c.row = row;
                 int one = run_once(&c, i, err);
+                c.row = NULL;
                 runs++;
-                if (one != 0 && (ncombo > 1 || job->repeat > 1))
+                if (one != 0 && nrows > 1)
                     fprintf(stderr, "gpurun: %s\n", err->text);
                 if (one != 0 && crc == 0)
                     crc = one;
@@ -2198,16 +2324,29 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
         if (crc != 0 && rc == 0)
             rc = crc;
         /* Interrupted, or a request this node cannot meet: stop the sweep. */
-        if (c.stopped[0] || crc == GPURUN_EXIT_ENV || crc == GPURUN_EXIT_CONFIG)
+        if (c.stopped[0] || crc == GPURUN_EXIT_ENV || crc == GPURUN_EXIT_CONFIG) {
+            gpurun_scan_config_free(&sc);
             break;
+        }
+        gpurun_scan_config_free(&sc);
     }
-    size_t planned = ncombo * (size_t)(job->repeat > 0 ? job->repeat : 1);
+    if (rows) {
+        fflush(stderr);
+        scan_summary(job, rows, nrows, last - first, c.results);
+        for (size_t j = 0; j < nrows; j++) {
+            free(rows[j].config);
+            free(rows[j].folder);
+        }
+        free(rows);
+    }
+    size_t planned = nrows;
     /* Each failure was printed as it came; main prints the first again. */
-    if (c.stopped[0] && (ncombo > 1 || job->repeat > 1))
+    if (c.stopped[0] && nrows > 1)
         gpurun_err(err, rc = stopped_rc, "%s: %s: stopped after %zu of %zu runs%s; see gpurun results", job->name,
                    c.stopped, runs, planned, runs < planned ? ", the rest not started" : "");
-    else if (rc != 0 && (ncombo > 1 || job->repeat > 1) && rc != GPURUN_EXIT_ENV && rc != GPURUN_EXIT_CONFIG)
-        gpurun_err(err, rc, "%s: at least one run failed (exit status %d); see gpurun results", job->name, rc);
+    else if (rc != 0 && nrows > 1 && rc != GPURUN_EXIT_ENV && rc != GPURUN_EXIT_CONFIG)
+        gpurun_err(err, rc, "%s: at least one run failed (exit status %d, the first failure's); see the summary "
+                   "above and gpurun results", job->name, rc);
 out:
     free(c.job_dir);
     free(c.command);

@@ -15,6 +15,8 @@ struct gpurun_run_opts {
     bool quiet;          /* no rank output, no status line */
     bool verbose;
     const char *results; /* --results DIR, else the job's `results` (relative to the job file) */
+    long configuration;  /* --configuration K: only the scan's K-th (1-based; a batch job of gpurun
+                            submit); 0: every one */
 };
 
 /* Returns the exit status of SPEC §1 (0 on success); when it is not 0, err

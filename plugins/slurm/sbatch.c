@@ -557,6 +557,19 @@ int slurm_batch_script(const struct gpurun_rm_batch *job, char **scriptp, gpurun
                 job->runs, job->runs == 1 ? "" : "s", job->timeout_s, job->stop_grace_s);
     fputs(job->comments ? job->comments : "", f);
     put_sbatch_lines(f, &bp);
+    if (job->narray) { /* the tasks' indexes are the configurations' numbers */
+        fputs("#SBATCH --array=", f);
+        for (size_t i = 0; i < job->narray; i++) {
+            size_t j = i;
+            while (j + 1 < job->narray && job->array[j + 1] == job->array[j] + 1)
+                j++;
+            fprintf(f, "%s%ld", i ? "," : "", job->array[i]);
+            if (j > i)
+                fprintf(f, "-%ld", job->array[j]);
+            i = j;
+        }
+        fputc('\n', f);
+    }
     fputs(job->body ? job->body : "", f);
     fclose(f);
     f = NULL;

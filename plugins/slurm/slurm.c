@@ -207,4 +207,5 @@ const gpurun_rm_plugin_t gpurun_rm_slurm = {
     .submit_command = "sbatch",
     .submit = slurm_submit,
     .doctor = slurm_doctor,
+    .array_task_var = "SLURM_ARRAY_TASK_ID",
 };
