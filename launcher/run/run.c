@@ -1731,6 +1731,8 @@ static json_t *run_record(struct run_ctx *c, struct run_attempt *a, int rc, int 
     json_object_set_new(record, "config", json_incref(c->config));
     json_object_set_new(record, "gpus", json_integer((json_int_t)c->plan->nranks * c->plan->req.gpus_per_rank));
     add_site_prices(record, c->site);
+    if (c->opts->tune)
+        json_object_set(record, "tune", c->opts->tune);
     free(s0);
     free(s1);
     return record;
