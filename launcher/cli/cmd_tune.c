@@ -39,6 +39,8 @@
 #include "util.h"
 
 #define TUNE_ROUNDS_MAX 16
+/* gpurun_err() and the exit status it sets. */
+#define TUNE_ERR(err, code, ...) (gpurun_err((err), (code), __VA_ARGS__), (code))
 
 static const char tune_usage[] =
     "Usage: gpurun tune JOB.conf [--objective FIGURE|cost|energy] [--budget DURATION] [--dry-run]\n"
@@ -502,11 +504,11 @@ static int search(struct tune *t, gpurun_error_t *err)
                 write_session(t, "running", NULL);
                 if (!c->failed && c->nv[t->obj] == 0 && c->nv[OBJ_FIGURE] > before) {
                     if (t->obj == OBJ_ENERGY)
-                        return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                        return TUNE_ERR(err, GPURUN_EXIT_CONFIG,
                                           "tune: energy is not measured here (the trials' records have no "
                                           "energy_per_unit); use --objective %s or cost",
                                           t->fom ? t->fom : "FIGURE");
-                    return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                    return TUNE_ERR(err, GPURUN_EXIT_CONFIG,
                                       "tune: no cost per unit of work: it needs the site's price_per_gpu_hour, "
                                       "GPUs in the layout and a figure that is a rate (units like ns/day, /s)");
                 }
@@ -777,7 +779,7 @@ int cmd_tune(int argc, char **argv, gpurun_error_t *err)
         case O_BUDGET:
             t.budget_s = gpurun_tune_parse_duration(optarg);
             if (t.budget_s <= 0)
-                return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                return TUNE_ERR(err, GPURUN_EXIT_CONFIG,
                                   "tune: --budget '%.64s': expected a duration such as 90s, 30m, 2h", optarg);
             break;
         case O_RESULTS: t.results_opt = optarg; break;
@@ -786,7 +788,7 @@ int cmd_tune(int argc, char **argv, gpurun_error_t *err)
         }
     }
     if (argc - optind != 1)
-        return gpurun_err(err, GPURUN_EXIT_CONFIG, "tune: give exactly one job file (see gpurun tune --help)");
+        return TUNE_ERR(err, GPURUN_EXIT_CONFIG, "tune: give exactly one job file (see gpurun tune --help)");
     t.job_path = argv[optind];
     int rc = 0;
     if (gpurun_job_load(t.job_path, &t.job, err) < 0 || gpurun_template_for_job(t.job, &t.tpl, err) < 0 ||
@@ -802,7 +804,7 @@ int cmd_tune(int argc, char **argv, gpurun_error_t *err)
         for (size_t i = 0; t.tpl && i < t.tpl->nfoms; i++)
             known |= !strcmp(t.tpl->foms[i].name, t.objective);
         if (!known) {
-            rc = gpurun_err(err, GPURUN_EXIT_CONFIG,
+            rc = TUNE_ERR(err, GPURUN_EXIT_CONFIG,
                             "tune: --objective '%.64s': not a figure of template '%s', nor cost or energy",
                             t.objective, t.tpl->name);
             goto out;
@@ -851,7 +853,7 @@ int cmd_tune(int argc, char **argv, gpurun_error_t *err)
         runnable += !t.c[k].pruned;
     print_candidates(&t);
     if (!runnable) {
-        rc = gpurun_err(err, GPURUN_EXIT_ENV, "tune: no candidate can run on this node (see the reasons above)");
+        rc = TUNE_ERR(err, GPURUN_EXIT_ENV, "tune: no candidate can run on this node (see the reasons above)");
         goto out;
     }
     if (read_store(&t, err) < 0) {
@@ -876,7 +878,7 @@ int cmd_tune(int argc, char **argv, gpurun_error_t *err)
     report(&t, best);
     if (best[t.obj] == SIZE_MAX) {
         write_session(&t, "failed", NULL);
-        rc = gpurun_err(err, 1, "tune: no candidate gave %s; see the table above", obj_name(&t, t.obj));
+        rc = TUNE_ERR(err, 1, "tune: no candidate gave %s; see the table above", obj_name(&t, t.obj));
         goto out;
     }
     write_session(&t, "done", &t.c[best[t.obj]]);
