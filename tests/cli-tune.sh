@@ -37,6 +37,8 @@ params { program = "./prog.sh"  args = "10" }
 $2
 JOB
 }
+# jqf FILE FILTER: jq -e on a file; sets $rc.
+jqf() { run jq -e "$2" "$1"; }
 starts() { if [ -f "$TMP/starts" ]; then wc -l <"$TMP/starts" | tr -d ' '; else echo 0; fi; }
 
 # ---- pruning and --dry-run ----------------------------------------------
@@ -62,10 +64,10 @@ contains "$TMP/out" "gpurun submit $TMP/prune.tuned.conf" "the submit line of th
 # Every trial is an ordinary run in the results, tagged.
 run "$GPURUN" results --results "$TMP/results" --job prune --json
 cp "$TMP/out" "$TMP/prune.json"
-jq_out '[.[] | select(.tune.session and .tune.trial and .tune.candidate)] | length == '"$(starts)"
-ok $? "gpurun results shows every trial with its tune session, number and candidate"
-jq_out '[.[] | .tune.candidate] | (index("threads_per_rank=4096 params.args=10") == null)'
-ok $? "... and no trial of a pruned candidate"
+jqf "$TMP/prune.json" '[.[] | select(.tune.session and .tune.trial and .tune.candidate)] | length == '"$(starts)"
+ok $rc "gpurun results shows every trial with its tune session, number and candidate"
+jqf "$TMP/prune.json" '[.[] | .tune.candidate | select(startswith("threads_per_rank=4096"))] | length == 0'
+ok $rc "... and no trial of a pruned candidate"
 session=$(jq -r '.[0].tune.session' "$TMP/prune.json")
 [ -f "$TMP/results/prune/tune-$session.json" ] &&
     [ "$(jq -r '.state + " " + .best' "$TMP/results/prune/tune-$session.json")" = "done threads_per_rank=1 params.args=20" ]
@@ -117,11 +119,12 @@ contains "$TMP/out" "2 trials of this session found" "it found the 2 trials done
 [ "$(starts)" = 7 ]
 ok $? "6 trials and the interrupted one: $(starts) starts (a tune run over would make 9)"
 run "$GPURUN" results --results "$TMP/results" --job resume --json
-jq_out '([.[] | select(.state == "ok") | .tune.trial] | length == 6 and (unique | length) == 6) and
+cp "$TMP/out" "$TMP/resume.json"
+jqf "$TMP/resume.json" '([.[] | select(.state == "ok") | .tune.trial] | length == 6 and (unique | length) == 6) and
         ([.[] | select(.state == "interrupted")] | length == 1)'
-ok $? "the results: 6 trials ok with distinct numbers, 1 interrupted"
-jq_out '[.[] | select(.state == "ok" and .tune.candidate == "params.args=10")] | length == 1'
-ok $? "... the candidate done before the interruption ran once"
+ok $rc "the results: 6 trials ok with distinct numbers, 1 interrupted"
+jqf "$TMP/resume.json" '[.[] | select(.state == "ok" and .tune.candidate == "params.args=10")] | length == 1'
+ok $rc "... the candidate done before the interruption ran once"
 grep -q 'args = "40"' "$TMP/resume.tuned.conf"
 ok $? "the best of the resumed tune: 40"
 
