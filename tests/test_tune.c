@@ -51,7 +51,7 @@ static void test_block(void)
        "tune.params.x keeps its strings, an unquoted 3 too, on line 4");
 
     struct gpurun_tune_space sp;
-    ok(gpurun_tune_space_make(job, NULL, &sp, &err) == 0, "the space of the block");
+    ok(gpurun_tune_space_make(job, NULL, false, &sp, &err) == 0, "the space of the block");
     ok(gpurun_tune_count(&sp) == 18, "3 x 3 x 2 = 18 candidates (%zu)", gpurun_tune_count(&sp));
     char *l0 = gpurun_tune_label(&sp, 0), *l17 = gpurun_tune_label(&sp, 17), *l3 = gpurun_tune_label(&sp, 3);
     is_str(l0, "threads_per_rank=1 params.x=a ranks_per_gpu=1", "candidate 0");
@@ -90,7 +90,7 @@ static void test_block(void)
     }
 
     job = job_of("command = \"x\"\n", &err);
-    ok(job && gpurun_tune_space_make(job, NULL, &sp, &err) < 0 && err.code == GPURUN_EXIT_CONFIG &&
+    ok(job && gpurun_tune_space_make(job, NULL, false, &sp, &err) < 0 && err.code == GPURUN_EXIT_CONFIG &&
            strstr(err.text, "nothing to tune"),
        "no block and no template: nothing to tune, exit 2 (%s)", err.text);
     gpurun_job_destroy(job);
@@ -100,20 +100,24 @@ static void test_template_space(void)
 {
     gpurun_error_t err = {0};
     const char *text = "description = \"t\"\ncommand = \"x ${npme}\"\ndefaults { npme = \"-1\" }\n"
-                       "tune_space = { \"threads_per_rank=1,2\", \"params.npme=-1,0,1\" }\n"
+                       "tune_space = { \"threads_per_rank=1,2\", \"params.npme=-1,0,1\", \"gpu:ranks_per_gpu=1,2\" }\n"
                        "tune_short = { \"params.nsteps=100\" }\n";
     gpurun_template_t *t = NULL;
     ok(gpurun_template_parse(text, strlen(text), "tpl.conf", &t, &err) == 0, "a template with tune_space reads (%s)",
        err.text);
     gpurun_job_t *job = job_of("template = \"tpl\"\n", &err);
     struct gpurun_tune_space sp;
-    ok(t && job && gpurun_tune_space_make(job, t, &sp, &err) == 0, "with no tune block, the template's space");
+    ok(t && job && gpurun_tune_space_make(job, t, false, &sp, &err) == 0, "with no tune block, the template's space");
     if (t && job && sp.naxes) {
         ok(gpurun_tune_count(&sp) == 6 && sp.nshort == 1 && !strcmp(sp.short_sets[0], "params.nsteps=100"),
            "2 x 3 candidates, shortened by params.nsteps=100");
         char *l = gpurun_tune_label(&sp, 5);
         is_str(l, "threads_per_rank=2 params.npme=1", "the last candidate");
         free(l);
+        gpurun_tune_space_free(&sp);
+        ok(gpurun_tune_space_make(job, t, true, &sp, &err) == 0 && gpurun_tune_count(&sp) == 12 &&
+               !strcmp(sp.axes[2].key, "ranks_per_gpu"),
+           "on a node with GPUs, the gpu: item counts too: 12 candidates");
         gpurun_tune_space_free(&sp);
     }
     gpurun_template_destroy(t);
@@ -124,7 +128,7 @@ static void test_template_space(void)
         t = NULL;
         memset(&err, 0, sizeof err);
         int rc = gpurun_template_parse(tt, strlen(tt), "tpl.conf", &t, &err);
-        rc = rc == 0 ? gpurun_tune_space_make(job, t, &sp, &err) : rc;
+        rc = rc == 0 ? gpurun_tune_space_make(job, t, false, &sp, &err) : rc;
         ok(rc < 0 && err.code == GPURUN_EXIT_CONFIG && strstr(err.text, "tune_space"),
            "a malformed tune_space is exit 2: %s", err.text);
         gpurun_template_destroy(t);

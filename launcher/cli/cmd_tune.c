@@ -791,11 +791,15 @@ int cmd_tune(int argc, char **argv, gpurun_error_t *err)
         return TUNE_ERR(err, GPURUN_EXIT_CONFIG, "tune: give exactly one job file (see gpurun tune --help)");
     t.job_path = argv[optind];
     int rc = 0;
+    gpurun_topo_t *topo = NULL;
     if (gpurun_job_load(t.job_path, &t.job, err) < 0 || gpurun_template_for_job(t.job, &t.tpl, err) < 0 ||
-        gpurun_tune_space_make(t.job, t.tpl, &t.sp, err) < 0 || check_params_axes(&t, err) < 0) {
+        gpurun_topo_load(NULL, &topo, err) < 0 ||
+        gpurun_tune_space_make(t.job, t.tpl, topo->ngpus > 0, &t.sp, err) < 0 || check_params_axes(&t, err) < 0) {
+        gpurun_topo_destroy(topo);
         rc = err->code;
         goto out;
     }
+    gpurun_topo_destroy(topo);
     t.obj = !t.objective ? OBJ_FIGURE : !strcmp(t.objective, "cost") ? OBJ_COST
                                       : !strcmp(t.objective, "energy") ? OBJ_ENERGY
                                                                         : OBJ_FIGURE;

@@ -103,11 +103,26 @@ static int parse_axis(const char *s, const char *tname, struct gpurun_tune_axis 
     return 0;
 }
 
-int gpurun_tune_space_make(const gpurun_job_t *job, const gpurun_template_t *tpl, struct gpurun_tune_space *sp,
-                           gpurun_error_t *err)
+/* A template item for this node: "gpu:" ones where it has GPUs, "cpu:"
+ * ones where it has none; *rest is the item without its prefix. */
+static bool item_here(const char *item, bool gpus, const char **rest)
+{
+    *rest = item;
+    if (!strncmp(item, "gpu:", 4) || !strncmp(item, "cpu:", 4)) {
+        *rest = item + 4;
+        return (item[0] == 'g') == gpus;
+    }
+    return true;
+}
+
+int gpurun_tune_space_make(const gpurun_job_t *job, const gpurun_template_t *tpl, bool gpus,
+                           struct gpurun_tune_space *sp, gpurun_error_t *err)
 {
     memset(sp, 0, sizeof *sp);
-    size_t n = job->ntune ? job->ntune : tpl ? tpl->ntune_space : 0;
+    size_t n = job->ntune;
+    const char *rest;
+    for (size_t i = 0; !job->ntune && tpl && i < tpl->ntune_space; i++)
+        n += item_here(tpl->tune_space[i], gpus, &rest);
     if (n == 0)
         return gpurun_err(err, GPURUN_EXIT_CONFIG,
                           "%s: nothing to tune: the job has no tune { } block%s%s%s (e.g. tune { threads_per_rank = "
@@ -140,8 +155,10 @@ int gpurun_tune_space_make(const gpurun_job_t *job, const gpurun_template_t *tpl
         }
     } else {
         sp->from = gpurun_xasprintf("template '%s'", tpl->name);
-        for (size_t a = 0; a < n; a++) {
-            if (parse_axis(tpl->tune_space[a], tpl->name, &sp->axes[a], err) < 0) {
+        for (size_t i = 0; i < tpl->ntune_space; i++) {
+            if (!item_here(tpl->tune_space[i], gpus, &rest))
+                continue;
+            if (parse_axis(rest, tpl->name, &sp->axes[sp->naxes], err) < 0) {
                 gpurun_tune_space_free(sp);
                 return -1;
             }

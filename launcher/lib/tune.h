@@ -38,11 +38,13 @@ struct gpurun_tune_space {
     char *from; /* "job.conf" or "template 'gromacs'": where the space was given */
 };
 
-/* The space of `job` (its tune block) or else of `tpl` (may be NULL).
- * Errors (exit 2): no space at all, a template's malformed tune_space or
- * tune_short string, too many axes or candidates. */
-int gpurun_tune_space_make(const gpurun_job_t *job, const gpurun_template_t *tpl, struct gpurun_tune_space *sp,
-                           gpurun_error_t *err);
+/* The space of `job` (its tune block) or else of `tpl` (may be NULL).  A
+ * template's item written "gpu:KEY=..." counts only on a node with GPUs
+ * (`gpus`), "cpu:KEY=..." only on one without.  Errors (exit 2): no space
+ * at all, a template's malformed tune_space or tune_short string, too many
+ * axes or candidates. */
+int gpurun_tune_space_make(const gpurun_job_t *job, const gpurun_template_t *tpl, bool gpus,
+                           struct gpurun_tune_space *sp, gpurun_error_t *err);
 void gpurun_tune_space_free(struct gpurun_tune_space *sp);
 size_t gpurun_tune_count(const struct gpurun_tune_space *sp);
 /* The value of axis `a` in candidate `k` (first axis outermost). */
