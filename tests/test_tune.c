@@ -57,6 +57,9 @@ static void test_block(void)
     is_str(l0, "threads_per_rank=1 params.x=a ranks_per_gpu=1", "candidate 0");
     is_str(l3, "threads_per_rank=1 params.x=b c ranks_per_gpu=2", "candidate 3: the last axis turns fastest");
     is_str(l17, "threads_per_rank=4 params.x=3 ranks_per_gpu=2", "candidate 17");
+    ok(gpurun_tune_neighbor(&sp, 3, 0, 2) == 15 && gpurun_tune_neighbor(&sp, 3, 1, 0) == 1 &&
+           gpurun_tune_neighbor(&sp, 3, 2, 0) == 2 && gpurun_tune_neighbor(&sp, 17, 1, 1) == 15,
+       "the neighbours of a candidate along each axis");
     char s1[20], s2[20], s3[20];
     gpurun_tune_session("j", &sp, s1, sizeof s1);
     gpurun_tune_session("j", &sp, s2, sizeof s2);

@@ -39,6 +39,7 @@
 #include "util.h"
 
 #define TUNE_ROUNDS_MAX 16
+#define TUNE_PASSES_MAX 3 /* of the axis search */
 /* gpurun_err() and the exit status it sets. */
 #define TUNE_ERR(err, code, ...) (gpurun_err((err), (code), __VA_ARGS__), (code))
 
@@ -366,10 +367,19 @@ static void dry_run(const struct tune *t)
     size_t runnable = 0;
     for (size_t k = 0; k < t->n; k++)
         runnable += !t->c[k].pruned;
-    size_t trials = planned_trials(runnable);
+    size_t trials = planned_trials(runnable), most = trials;
+    if (runnable > GPURUN_TUNE_FULL_MAX) { /* the axis search's lines, then halving */
+        size_t line = 1;
+        for (size_t a = 0; a < t->sp.naxes; a++)
+            line += t->sp.axes[a].n - 1;
+        trials = planned_trials(line);
+        most = planned_trials(line * TUNE_PASSES_MAX < runnable ? line * TUNE_PASSES_MAX : runnable);
+        printf("gpurun tune: more than %d can run: an axis search (each axis in turn, the others held) picks "
+               "the finalists\n", GPURUN_TUNE_FULL_MAX);
+    }
     char lim[160] = "";
     if (t->job->timeout_s > 0) {
-        double total = (double)trials * (double)t->job->timeout_s;
+        double total = (double)most * (double)t->job->timeout_s;
         if (t->budget_s > 0 && total > (double)t->budget_s)
             total = (double)t->budget_s;
         snprintf(lim, sizeof lim, "; at most %.0f s (timeout %ld s a trial%s)", total, t->job->timeout_s,
@@ -379,8 +389,12 @@ static void dry_run(const struct tune *t)
     } else {
         snprintf(lim, sizeof lim, "; no timeout or --budget: time not bounded");
     }
-    printf("gpurun tune: the search would take about %zu trial%s (successive halving, more where results tie)%s\n",
-           trials, trials == 1 ? "" : "s", lim);
+    if (most > trials)
+        printf("gpurun tune: the search would take %zu to %zu trials (successive halving, more where results tie)%s\n",
+               trials, most, lim);
+    else
+        printf("gpurun tune: the search would take about %zu trial%s (successive halving, more where results tie)%s\n",
+               trials, trials == 1 ? "" : "s", lim);
     printf("gpurun tune: dry run: nothing was started\n");
 }
 
@@ -482,44 +496,112 @@ static void write_session(struct tune *t, const char *state, const struct cand *
 
 /* The search: every candidate once, then halving.  Trials found in the
  * store count as run. */
+/* Runs candidate c until it has `target` values of the objective (those
+ * in the store count).  0; 1 when the budget is spent; else an exit
+ * status with err. */
+static int measure(struct tune *t, struct cand *c, size_t target, gpurun_error_t *err)
+{
+    while (!c->pruned && !c->failed && c->nv[t->obj] < target) {
+        double est = t->ran ? t->spent / (double)t->ran : 0;
+        if (t->budget_s > 0 && t->spent + est > (double)t->budget_s)
+            return 1;
+        size_t before = c->nv[OBJ_FIGURE];
+        int rc = run_trial(t, c, err);
+        if (rc != 0)
+            return rc;
+        write_session(t, "running", NULL);
+        if (!c->failed && c->nv[t->obj] == 0 && c->nv[OBJ_FIGURE] > before) {
+            if (t->obj == OBJ_ENERGY)
+                return TUNE_ERR(err, GPURUN_EXIT_CONFIG,
+                                "tune: energy is not measured here (the trials' records have no "
+                                "energy_per_unit); use --objective %s or cost",
+                                t->fom ? t->fom : "FIGURE");
+            return TUNE_ERR(err, GPURUN_EXIT_CONFIG,
+                            "tune: no cost per unit of work: it needs the site's price_per_gpu_hour, "
+                            "GPUs in the layout and a figure that is a rate (units like ns/day, /s)");
+        }
+    }
+    return 0;
+}
+
+/* A large space: an axis search finds the finalists.  From the middle of
+ * the space, each axis in turn: every value of it, the others held, and
+ * the best of that line (a tie to fewer resources) becomes the point; until
+ * a pass over the axes moves nothing (at most TUNE_PASSES_MAX passes).  The
+ * candidates measured on the way go on to the halving. */
+static int axis_search(struct tune *t, gpurun_error_t *err)
+{
+    size_t point = 0;
+    for (size_t a = 0; a < t->sp.naxes; a++)
+        point = gpurun_tune_neighbor(&t->sp, point, a, t->sp.axes[a].n / 2);
+    if (t->c[point].pruned) /* the runnable candidate nearest in index */
+        for (size_t d = 1; d < t->n && t->c[point].pruned; d++) {
+            if (point >= d && !t->c[point - d].pruned)
+                point -= d;
+            else if (point + d < t->n && !t->c[point + d].pruned)
+                point += d;
+        }
+    struct gpurun_tune_cand *tc = gpurun_xcalloc(t->n + 1, sizeof *tc);
+    int rc = 0;
+    bool moved = true;
+    for (int pass = 0; pass < TUNE_PASSES_MAX && moved && rc == 0; pass++) {
+        moved = false;
+        for (size_t a = 0; a < t->sp.naxes && rc == 0; a++) {
+            for (size_t v = 0; v < t->sp.axes[a].n && rc == 0; v++)
+                rc = measure(t, &t->c[gpurun_tune_neighbor(&t->sp, point, a, v)], 1, err);
+            if (rc != 0)
+                break;
+            sync_search(t);
+            for (size_t k = 0; k < t->n; k++) {
+                tc[k] = t->c[k].tc;
+                tc[k].alive = false;
+            }
+            for (size_t v = 0; v < t->sp.axes[a].n; v++) {
+                size_t k = gpurun_tune_neighbor(&t->sp, point, a, v);
+                tc[k].alive = !t->c[k].pruned && !t->c[k].failed && tc[k].n > 0;
+            }
+            size_t best = gpurun_tune_best(tc, t->n, obj_lower(t, t->obj), gpurun_tune_pooled_cv(tc, t->n));
+            if (best != SIZE_MAX && best != point) {
+                point = best;
+                moved = true;
+            }
+        }
+        if (rc == 0)
+            printf("gpurun tune: axis search, pass %d: %s%s\n", pass + 1, t->c[point].label,
+                   moved ? "" : " (no move: done)");
+    }
+    free(tc);
+    /* The finalists: every candidate measured. */
+    for (size_t k = 0; k < t->n; k++)
+        t->c[k].tc.alive = !t->c[k].pruned && !t->c[k].failed && t->c[k].nv[t->obj] > 0;
+    return rc;
+}
+
+/* The search: every candidate once (or, in a large space, those an axis
+ * search measured), then halving: the better half, and those within the
+ * noise, measured again, until one is left.  Trials found in the store
+ * count as run. */
 static int search(struct tune *t, gpurun_error_t *err)
 {
-    for (size_t k = 0; k < t->n; k++)
+    size_t runnable = 0;
+    for (size_t k = 0; k < t->n; k++) {
         t->c[k].tc.alive = !t->c[k].pruned;
-    bool out_of_budget = false;
-    for (int round = 0; round < TUNE_ROUNDS_MAX; round++) {
-        for (size_t k = 0; k < t->n; k++) {
-            struct cand *c = &t->c[k];
-            sync_search(t);
-            while (c->tc.alive && !c->failed && c->nv[t->obj] < (size_t)round + 1) {
-                double est = t->ran ? t->spent / (double)t->ran : 0;
-                if (t->budget_s > 0 && t->spent + est > (double)t->budget_s) {
-                    out_of_budget = true;
-                    break;
-                }
-                size_t before = c->nv[OBJ_FIGURE];
-                int rc = run_trial(t, c, err);
-                if (rc != 0)
-                    return rc;
-                write_session(t, "running", NULL);
-                if (!c->failed && c->nv[t->obj] == 0 && c->nv[OBJ_FIGURE] > before) {
-                    if (t->obj == OBJ_ENERGY)
-                        return TUNE_ERR(err, GPURUN_EXIT_CONFIG,
-                                          "tune: energy is not measured here (the trials' records have no "
-                                          "energy_per_unit); use --objective %s or cost",
-                                          t->fom ? t->fom : "FIGURE");
-                    return TUNE_ERR(err, GPURUN_EXIT_CONFIG,
-                                      "tune: no cost per unit of work: it needs the site's price_per_gpu_hour, "
-                                      "GPUs in the layout and a figure that is a rate (units like ns/day, /s)");
-                }
-                sync_search(t);
-            }
-            if (out_of_budget)
-                break;
-        }
+        runnable += !t->c[k].pruned;
+    }
+    int rc = 0;
+    if (runnable > GPURUN_TUNE_FULL_MAX) {
+        printf("gpurun tune: %zu candidates can run, more than %d: an axis search picks the finalists\n", runnable,
+               GPURUN_TUNE_FULL_MAX);
+        rc = axis_search(t, err);
+    }
+    for (int round = 0; round < TUNE_ROUNDS_MAX && rc == 0; round++) {
         sync_search(t);
-        if (out_of_budget)
+        for (size_t k = 0; k < t->n && rc == 0; k++)
+            if (t->c[k].tc.alive)
+                rc = measure(t, &t->c[k], (size_t)round + 1, err);
+        if (rc != 0)
             break;
+        sync_search(t);
         struct gpurun_tune_cand *tc = gpurun_xcalloc(t->n, sizeof *tc);
         for (size_t k = 0; k < t->n; k++)
             tc[k] = t->c[k].tc;
@@ -534,9 +616,11 @@ static int search(struct tune *t, gpurun_error_t *err)
         if (alive <= 1)
             break;
     }
-    if (out_of_budget)
+    if (rc == 1) {
         printf("gpurun tune: the budget (%ld s) is spent: the search stops here\n", t->budget_s);
-    return 0;
+        rc = 0;
+    }
+    return rc;
 }
 
 /* Index of the best candidate for objective o among all with values (not

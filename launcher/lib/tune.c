@@ -219,6 +219,15 @@ const char *gpurun_tune_value(const struct gpurun_tune_space *sp, size_t k, size
     return sp->axes[a].values[(k / inner) % sp->axes[a].n];
 }
 
+size_t gpurun_tune_neighbor(const struct gpurun_tune_space *sp, size_t k, size_t a, size_t v)
+{
+    size_t inner = 1;
+    for (size_t b = a + 1; b < sp->naxes; b++)
+        inner *= sp->axes[b].n;
+    size_t cur = (k / inner) % sp->axes[a].n;
+    return k - cur * inner + v * inner;
+}
+
 char *gpurun_tune_label(const struct gpurun_tune_space *sp, size_t k)
 {
     size_t len = 1;

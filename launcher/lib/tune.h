@@ -25,6 +25,9 @@
 #define GPURUN_TUNE_VALUES_MAX 64
 #define GPURUN_TUNE_CANDIDATES_MAX 4096
 #define GPURUN_TUNE_SHORT_MAX 16
+/* More runnable candidates than this: an axis search finds the finalists
+ * first (cmd_tune.c), instead of a run of each. */
+#define GPURUN_TUNE_FULL_MAX 48
 /* Relative noise assumed for a single run before any repeat measured it. */
 #define GPURUN_TUNE_DEFAULT_CV 0.03
 /* z of the tie test: differences under z standard errors are noise. */
@@ -49,6 +52,8 @@ void gpurun_tune_space_free(struct gpurun_tune_space *sp);
 size_t gpurun_tune_count(const struct gpurun_tune_space *sp);
 /* The value of axis `a` in candidate `k` (first axis outermost). */
 const char *gpurun_tune_value(const struct gpurun_tune_space *sp, size_t k, size_t a);
+/* The candidate that is k with axis `a` at its value number v. */
+size_t gpurun_tune_neighbor(const struct gpurun_tune_space *sp, size_t k, size_t a, size_t v);
 /* The candidate as "key=value key=value" (malloc'ed): its name in records. */
 char *gpurun_tune_label(const struct gpurun_tune_space *sp, size_t k);
 /* A session id: 16 hex digits from the job's name and the space, so that
