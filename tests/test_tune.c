@@ -286,15 +286,18 @@ static void test_rewrite(void)
     /* A params key and no params block: one is added. */
     const char *t2 = "command = \"./a ${k}\"\nparams { k = \"1\" }\n";
     const char *t3 = "template = \"generic\"\n";
-    char *s2[] = {"params.k=2"}, *s3[] = {"params.program=./p", "nodes=1"};
+    char *s2[] = {"params.k=2"}, *s3[] = {"params.program=./p", "nodes=1", "params.q=x y"};
     out = gpurun_tune_rewrite(t2, strlen(t2), s2, 1, "", &err);
     job = out ? job_of(out, &err) : NULL;
     ok(job && !strcmp(gpurun_kvlist_get(&job->params, "k"), "2"), "a value in a one-line params block");
     gpurun_job_destroy(job);
     free(out);
-    out = gpurun_tune_rewrite(t3, strlen(t3), s3, 2, "", &err);
-    ok(out && strstr(out, "params { program = \"./p\" }") && strstr(out, "nodes = 1"),
-       "no params block: one is added, with the layout key");
+    out = gpurun_tune_rewrite(t3, strlen(t3), s3, 3, "", &err);
+    ok(out && strstr(out, "params { program = \"./p\"  q = \"x y\" }") && strstr(out, "nodes = 1"),
+       "no params block: one is added for both params, with the layout key");
+    job = out ? job_of(out, &err) : NULL;
+    ok(job != NULL, "... and it reads back (%s)", job ? "" : err.text);
+    gpurun_job_destroy(job);
     free(out);
     const char *t4 = "command = \"x\"\nparams { a = \"1\"\n";
     out = gpurun_tune_rewrite(t4, strlen(t4), s2, 1, "", &err);

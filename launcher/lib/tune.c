@@ -645,13 +645,11 @@ char *gpurun_tune_rewrite(const char *text, size_t len, char *const *sets, size_
             continue;
         }
         char *n;
-        if (is_param && params.found)
-            n = gpurun_xasprintf("%s  %s = %s", inparams, keys[i] + 7, v);
-        else if (is_param)
-            n = gpurun_xasprintf("%sparams { %s = %s }   # gpurun tune\n", tail, keys[i] + 7, v);
+        if (is_param) /* into the params block, or a new one at the end */
+            n = gpurun_xasprintf("%s%s%s = %s", inparams, *inparams ? "  " : "", keys[i] + 7, v);
         else
             n = gpurun_xasprintf("%s%s = %s   # gpurun tune\n", tail, keys[i], v);
-        if (is_param && params.found) {
+        if (is_param) {
             free(inparams);
             inparams = n;
         } else {
@@ -660,10 +658,14 @@ char *gpurun_tune_rewrite(const char *text, size_t len, char *const *sets, size_
         }
         free(v);
     }
-    if (params.found && *inparams)
-        edits[nedits++] = (struct edit){params.start, params.start, gpurun_xasprintf("%s  ", inparams)};
-    else
-        free(inparams);
+    if (params.found && *inparams) {
+        edits[nedits++] = (struct edit){params.start, params.start, gpurun_xasprintf("  %s  ", inparams)};
+    } else if (*inparams) {
+        char *n = gpurun_xasprintf("%sparams { %s }   # gpurun tune\n", tail, inparams);
+        free(tail);
+        tail = n;
+    }
+    free(inparams);
     if (scan.found)
         edits[nedits++] = (struct edit){scan.start, scan.end,
                                         gpurun_xstrdup("# (scan { } left out by gpurun tune: one layout)")};
