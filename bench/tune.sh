@@ -80,9 +80,10 @@ awk -v best="$best" -v pick="$pick" -v exh="$exh_pick" -v ts="$tune_s" -v es="$e
 BEGIN { split(best, b, " "); split(pick, p, " "); split(exh, e, " ")
         fp = f(p[1], p[2], p[3]); fe = f(e[1], e[2], e[3])
         printf "    tune:       x y z = %s, true figure %.1f = %.1f %% of the best (goal >= 95 %%): %s\n",
-               pick, fp, 100 * fp / b[4], fp >= 0.95 * b[4] ? "met" : "NOT met"
+               pick, fp, 100 * fp / b[4], (fp >= 0.95 * b[4] ? "met" : "NOT met")
         printf "                %d trials in %.1f s = %.1f %% of the exhaustive search'"'"'s time (goal <= 25 %%): %s\n",
-               n, ts, 100 * ts / es, ts <= 0.25 * es ? "met" : "NOT met"
+               n, ts, 100 * ts / es, (ts <= 0.25 * es ? "met" : "NOT met")
+        printf "                (%d trials = %.1f %% of the exhaustive search'"'"'s 250 runs)\n", n, 100 * n / 250
         printf "    exhaustive: 250 runs in %.1f s; its pick (best single run) x y z = %s, true figure %.1f (%.1f %%)\n",
                es, exh, fe, 100 * fe / b[4] }'
 
@@ -152,6 +153,6 @@ BEGIN { split(best, b, " ")
         printf "    best of 3 runs each: ranks threads nstlist = %s %s %s, %.2f ns/day; %.1f s in all\n", b[1], b[2], b[3], b[4], es
         if (pick == "") { print "    tune picked nothing: see its output"; exit }
         printf "    tune:       ranks threads nstlist = %s: %.2f ns/day = %.1f %% of the best (goal >= 97 %%): %s\n",
-               pick, pf, 100 * pf / b[4], pf >= 0.97 * b[4] ? "met" : "NOT met"
+               pick, pf, 100 * pf / b[4], (pf >= 0.97 * b[4] ? "met" : "NOT met")
         printf "                %d trials in %.1f s = %.1f %% of the exhaustive time (goal <= 40 %%): %s\n",
-               n, ts, 100 * ts / es, ts <= 0.4 * es ? "met" : "NOT met" }'
+               n, ts, 100 * ts / es, (ts <= 0.4 * es ? "met" : "NOT met") }'

@@ -40,6 +40,7 @@
 
 #define TUNE_ROUNDS_MAX 16
 #define TUNE_PASSES_MAX 3 /* of the axis search */
+#define TUNE_FINALISTS 16  /* the axis search's best, handed to the halving */
 /* gpurun_err() and the exit status it sets. */
 #define TUNE_ERR(err, code, ...) (gpurun_err((err), (code), __VA_ARGS__), (code))
 
@@ -372,8 +373,9 @@ static void dry_run(const struct tune *t)
         size_t line = 1;
         for (size_t a = 0; a < t->sp.naxes; a++)
             line += t->sp.axes[a].n - 1;
-        trials = planned_trials(line);
-        most = planned_trials(line * TUNE_PASSES_MAX < runnable ? line * TUNE_PASSES_MAX : runnable);
+        size_t seen = line * TUNE_PASSES_MAX < runnable ? line * TUNE_PASSES_MAX : runnable;
+        trials = line + planned_trials(line < TUNE_FINALISTS ? line : TUNE_FINALISTS) - (line < TUNE_FINALISTS ? line : TUNE_FINALISTS);
+        most = seen + planned_trials(TUNE_FINALISTS) - TUNE_FINALISTS;
         printf("gpurun tune: more than %d can run: an axis search (each axis in turn, the others held) picks "
                "the finalists\n", GPURUN_TUNE_FULL_MAX);
     }
@@ -570,10 +572,30 @@ static int axis_search(struct tune *t, gpurun_error_t *err)
             printf("gpurun tune: axis search, pass %d: %s%s\n", pass + 1, t->c[point].label,
                    moved ? "" : " (no move: done)");
     }
-    free(tc);
-    /* The finalists: every candidate measured. */
+    /* The finalists: the best TUNE_FINALISTS of the candidates measured
+     * (halving would drop the others after a second run each). */
     for (size_t k = 0; k < t->n; k++)
         t->c[k].tc.alive = !t->c[k].pruned && !t->c[k].failed && t->c[k].nv[t->obj] > 0;
+    sync_search(t);
+    for (;;) {
+        size_t alive = 0, worst = SIZE_MAX;
+        for (size_t k = 0; k < t->n; k++) {
+            if (!t->c[k].tc.alive)
+                continue;
+            alive++;
+            struct gpurun_tune_stats a, b;
+            gpurun_tune_stats(t->c[k].tc.values, t->c[k].tc.n, &a);
+            if (worst != SIZE_MAX)
+                gpurun_tune_stats(t->c[worst].tc.values, t->c[worst].tc.n, &b);
+            if (worst == SIZE_MAX || (obj_lower(t, t->obj) ? a.mean > b.mean : a.mean < b.mean))
+                worst = k;
+        }
+        if (alive <= TUNE_FINALISTS || worst == SIZE_MAX)
+            break;
+        t->c[worst].tc.alive = false;
+        t->c[worst].dropped_round = 0;
+    }
+    free(tc);
     return rc;
 }
 
