@@ -158,6 +158,12 @@ static void test_stats(void)
     ok(fabs(cv - want) < 1e-12, "pooled CV of the repeats %.5f (want %.5f); single runs do not count", cv, want);
     ok(gpurun_tune_pooled_cv(&c[2], 1) == GPURUN_TUNE_DEFAULT_CV, "no repeats: the default CV");
 
+    ok(fabs(gpurun_tune_cost(2.0, 4, 48, "ns/day") - 4.0) < 1e-12,
+       "cost: 2 per GPU-hour x 4 GPUs at 48 ns/day (2 ns/hour) = 4 per ns");
+    ok(fabs(gpurun_tune_cost(3.6, 1, 1000, "images/s") - 1e-6) < 1e-15, "3.6 per GPU-hour at 1000 images/s = 1e-6 per image");
+    ok(isnan(gpurun_tune_cost(2.0, 0, 48, "ns/day")) && isnan(gpurun_tune_cost(NAN, 1, 48, "ns/day")) &&
+           isnan(gpurun_tune_cost(2.0, 1, 48, "ns")) && isnan(gpurun_tune_cost(2.0, 1, 0, "ns/day")),
+       "no cost without GPUs, a price, a rate or a positive figure");
     ok(gpurun_tune_parse_duration("90") == 90 && gpurun_tune_parse_duration("30m") == 1800 &&
            gpurun_tune_parse_duration("1h30m") == 5400 && gpurun_tune_parse_duration("2d") == 172800,
        "durations: 90, 30m, 1h30m, 2d");

@@ -45,7 +45,7 @@
 #define TUNE_ERR(err, code, ...) (gpurun_err((err), (code), __VA_ARGS__), (code))
 
 static const char tune_usage[] =
-    "Usage: gpurun tune JOB.conf [--objective FIGURE|cost|energy] [--budget DURATION] [--dry-run]\n"
+    "Usage: gpurun tune JOB.conf [--objective FIGURE|cost|spot|energy] [--budget DURATION] [--dry-run]\n"
     "                            [--results DIR]\n"
     "\n"
     "Find the best layout of a job on this node.  The candidates are the job's tune { } block\n"
@@ -60,8 +60,9 @@ static const char tune_usage[] =
     "the layouts no other beats on every objective, and JOB.tuned.conf beside the job file.\n"
     "\n"
     "  --objective OBJ    the template's figure of merit by name (default: its first), cost\n"
-    "                     (price per GPU-hour of the job's site x GPUs / work), or energy\n"
-    "                     (joules per unit of work, where the node measures energy)\n"
+    "                     (price per GPU-hour of the job's site x GPUs / work), spot (the same\n"
+    "                     at the site's spot price), or energy (joules per unit of work, where\n"
+    "                     the node measures energy)\n"
     "  --budget DURATION  stop starting trials after this long (90s, 30m, 2h)\n"
     "  --dry-run          list the candidates, the pruned ones with why, and the trials and\n"
     "                     time they would take; start nothing\n"
@@ -72,7 +73,7 @@ static const char tune_usage[] =
     "option (or an objective not measured here); 3 no candidate can run on this node;\n"
     "130/143 interrupted (run it again to go on).\n";
 
-enum objective { OBJ_FIGURE, OBJ_COST, OBJ_ENERGY, OBJ_N };
+enum objective { OBJ_FIGURE, OBJ_COST, OBJ_SPOT, OBJ_ENERGY, OBJ_N };
 
 struct cand {
     char *label;
@@ -111,7 +112,7 @@ struct tune {
 
 static const char *obj_name(const struct tune *t, enum objective o)
 {
-    return o == OBJ_COST ? "cost" : o == OBJ_ENERGY ? "energy" : t->fom ? t->fom : "figure";
+    return o == OBJ_COST ? "cost" : o == OBJ_SPOT ? "spot" : o == OBJ_ENERGY ? "energy" : t->fom ? t->fom : "figure";
 }
 
 static bool obj_lower(const struct tune *t, enum objective o)
@@ -123,25 +124,6 @@ static void push(struct cand *c, enum objective o, double v)
 {
     c->v[o] = gpurun_xrealloc(c->v[o], (c->nv[o] + 1) * sizeof *c->v[o]);
     c->v[o][c->nv[o]++] = v;
-}
-
-/* Work per hour from a rate's units ("ns/day", "GFLOP/s", "images/s"):
- * the figure times this; 0 when the units name no time. */
-static double per_hour(const char *units)
-{
-    const char *slash = units ? strrchr(units, '/') : NULL;
-    if (!slash)
-        return 0;
-    const char *u = slash + 1;
-    if (!strcmp(u, "s") || !strcmp(u, "sec") || !strcmp(u, "second"))
-        return 3600;
-    if (!strcmp(u, "min"))
-        return 60;
-    if (!strcmp(u, "h") || !strcmp(u, "hour"))
-        return 1;
-    if (!strcmp(u, "day"))
-        return 1.0 / 24;
-    return 0;
 }
 
 /* One trial's record into its candidate: the figure, the cost per unit of
@@ -178,11 +160,14 @@ static int take_record(struct tune *t, struct cand *c, const json_t *rec, char *
         return -1;
     }
     push(c, OBJ_FIGURE, v);
-    double price = gpurun_record_num(rec, "price_per_gpu_hour");
     long gpus = gpurun_record_gpus(rec);
-    double ph = per_hour(gpurun_record_str(fom, "units"));
-    if (isfinite(price) && gpus > 0 && ph > 0 && v > 0 && !t->fom_lower)
-        push(c, OBJ_COST, price * (double)gpus / (v * ph));
+    const char *units = gpurun_record_str(fom, "units");
+    double cost = t->fom_lower ? NAN : gpurun_tune_cost(gpurun_record_num(rec, "price_per_gpu_hour"), gpus, v, units);
+    double spot = t->fom_lower ? NAN : gpurun_tune_cost(gpurun_record_num(rec, "spot_price_per_gpu_hour"), gpus, v, units);
+    if (isfinite(cost))
+        push(c, OBJ_COST, cost);
+    if (isfinite(spot))
+        push(c, OBJ_SPOT, spot);
     json_t *epu = json_object_get(fom, "energy_per_unit");
     double ev = epu ? gpurun_record_num(epu, "value") : NAN;
     if (isfinite(ev) && ev > 0)
@@ -519,7 +504,8 @@ static int measure(struct tune *t, struct cand *c, size_t target, gpurun_error_t
                                 "energy_per_unit); use --objective %s or cost",
                                 t->fom ? t->fom : "FIGURE");
             return TUNE_ERR(err, GPURUN_EXIT_CONFIG,
-                            "tune: no cost per unit of work: it needs the site's price_per_gpu_hour, "
+                            "tune: no cost per unit of work: it needs the site's price (price_per_gpu_hour, "
+                            "spot_price_per_gpu_hour), "
                             "GPUs in the layout and a figure that is a rate (units like ns/day, /s)");
         }
     }
@@ -721,11 +707,14 @@ static void report(struct tune *t, size_t best[OBJ_N])
         double cv;
         size_t b = best_for(t, (enum objective)o, &second, &cv);
         best[o] = b;
-        const char *what = o == OBJ_FIGURE ? obj_name(t, OBJ_FIGURE) : o == OBJ_COST ? "cost per unit of work"
-                                                                                  : "energy per unit of work";
+        const char *what = o == OBJ_FIGURE ? obj_name(t, OBJ_FIGURE)
+                           : o == OBJ_COST ? "cost per unit of work"
+                           : o == OBJ_SPOT ? "cost at spot price"
+                                           : "energy per unit of work";
         if (b == SIZE_MAX) {
             printf("best %-24s not measured here%s\n", what,
                    o == OBJ_COST ? " (needs the site's price_per_gpu_hour, GPUs, and a rate figure)"
+                   : o == OBJ_SPOT ? " (needs the site's spot_price_per_gpu_hour, GPUs, and a rate figure)"
                    : o == OBJ_ENERGY ? " (no energy_per_unit in the records)"
                                      : "");
             continue;
@@ -906,7 +895,7 @@ int cmd_tune(int argc, char **argv, gpurun_error_t *err)
         goto out;
     }
     gpurun_topo_destroy(topo);
-    t.obj = !t.objective ? OBJ_FIGURE : !strcmp(t.objective, "cost") ? OBJ_COST
+    t.obj = !t.objective ? OBJ_FIGURE : !strcmp(t.objective, "cost") ? OBJ_COST : !strcmp(t.objective, "spot") ? OBJ_SPOT
                                       : !strcmp(t.objective, "energy") ? OBJ_ENERGY
                                                                         : OBJ_FIGURE;
     if (t.objective && t.obj == OBJ_FIGURE) {

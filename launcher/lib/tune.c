@@ -454,6 +454,23 @@ double gpurun_tune_confidence(const struct gpurun_tune_cand *best, const struct 
     return p < 0.5 ? 0.5 : p;
 }
 
+double gpurun_tune_cost(double price_per_gpu_hour, long gpus, double fom, const char *units)
+{
+    const char *slash = units ? strrchr(units, '/') : NULL;
+    double per_hour = 0; /* the figure times this: work per hour */
+    if (slash) {
+        const char *u = slash + 1;
+        per_hour = !strcmp(u, "s") || !strcmp(u, "sec") ? 3600
+                   : !strcmp(u, "min")                  ? 60
+                   : !strcmp(u, "h") || !strcmp(u, "hour") ? 1
+                   : !strcmp(u, "day")                  ? 1.0 / 24
+                                                        : 0;
+    }
+    if (!isfinite(price_per_gpu_hour) || price_per_gpu_hour < 0 || gpus <= 0 || !(fom > 0) || per_hour <= 0)
+        return NAN;
+    return price_per_gpu_hour * (double)gpus / (fom * per_hour);
+}
+
 /* ---- the tuned job file ------------------------------------------------ */
 
 /* A token of the libconfuse grammar, enough to find keys, values and

@@ -112,6 +112,12 @@ size_t gpurun_tune_halve(struct gpurun_tune_cand *c, size_t n, bool lower_better
 double gpurun_tune_confidence(const struct gpurun_tune_cand *best, const struct gpurun_tune_cand *other,
                               bool lower_better, double cv);
 
+/* The cost of a unit of work: price per GPU-hour x GPUs / work per hour,
+ * the figure `fom` being a rate in `units` ("ns/day", "GFLOP/s",
+ * "images/s", "timesteps/h"); NAN when the price is not finite, there are
+ * no GPUs, the figure is not positive or its units name no time. */
+double gpurun_tune_cost(double price_per_gpu_hour, long gpus, double fom, const char *units);
+
 /* ---- the tuned job file --------------------------------------------- */
 
 /* `text` (a job file) with `sets` ("key=value", layout keys or
