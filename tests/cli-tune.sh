@@ -101,7 +101,9 @@ ok $? "a symlink in the way is passed over, not followed"
 # ---- resumption ------------------------------------------------------------
 # 4 candidates apart: 4 trials, then the better 2 again: 6 trials in all.
 rm -f "$TMP/starts"
-job resume 'tune { params.args = {"10", "20", "30", "40"} }'
+# repeat = 3: the search decides the repeats; each trial is one run.
+job resume 'repeat = 3
+tune { params.args = {"10", "20", "30", "40"} }'
 : >"$TMP/hold"
 "$GPURUN" tune "$TMP/resume.conf" >"$TMP/tune1.out" 2>&1 &
 pid=$!

@@ -247,6 +247,7 @@ static gpurun_job_t *trial_job(const struct tune *t, const struct cand *c, bool 
         free(job->scan[i].values);
     }
     job->nscan = 0;
+    job->repeat = 1; /* the search decides the repeats */
     return job;
 }
 
