@@ -120,7 +120,9 @@ env { GMX_MAXBACKUP = "-1" }
 tune { ranks_per_node = {1, 2}  threads_per_rank = {1, 2}  params.nstlist = {10, 40} }
 JOB
 "$GPURUN" tune "$tmp/wb-job.conf" --results "$tmp/wbd" --dry-run >"$tmp/wb-dry.out" 2>&1 || true
-cands=$(sed -n 's/^  \(ranks_per_node=[0-9]* threads_per_rank=[0-9]* params.nstlist=[0-9]*\) .*[0-9] rank.*/\1/p' "$tmp/wb-dry.out")
+cands=$(grep -v 'pruned:' "$tmp/wb-dry.out" |
+    sed -n 's/^  \(ranks_per_node=[0-9]* threads_per_rank=[0-9]* params.nstlist=[0-9]*\) .*[0-9] rank.*/\1/p')
+echo "    $(grep -c 'pruned:' "$tmp/wb-dry.out") pruned (more cores than the node has): not run by either search"
 echo "    $(echo "$cands" | grep -c .) candidates can run on $ncores cores:"
 t0=$(now)
 echo "$cands" | while read -r c; do
