@@ -62,6 +62,7 @@ static const struct {
     {"report", cmd_report, "statistics, scaling and cost per configuration; SVG plot, HTML page"},
     {"init", cmd_init, "write a commented job file for a template and a site, laid out for this node"},
     {"templates", cmd_templates, "list the templates (or --sites: site profiles) a job can name"},
+    {"tune", cmd_tune, "search a job's layouts on this node for the fastest, cheapest or greenest"},
     {"rank", cmd_rank, NULL}, /* the per-rank step launchers start */
 };
 

@@ -19,6 +19,7 @@
 #include "config.h"
 
 #include <confuse.h>
+#include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -37,6 +38,8 @@
 #define PROGRESS_INTERVAL_DEFAULT (10L * 60)
 #define SCAN_VALUES_MAX 64 /* values of one scan axis */
 #define SCAN_RUNS_MAX 1024 /* combinations of all axes */
+#define TUNE_PARAMS_MAX 32 /* params.NAME axes of a tune block */
+#define TUNE_VALUES_MAX 64 /* values of one tune axis */
 
 /* ---- the schema's limits ---------------------------------------------- */
 
@@ -594,6 +597,95 @@ static void take_scan(const struct gpurun_conf_ctx *ctx, cfg_t *cfg, gpurun_job_
     }
 }
 
+/* tune { }: each key the file sets, its values as strings (the layout
+ * keys' were checked as integers by their callbacks). */
+static void take_tune(const struct gpurun_conf_ctx *ctx, cfg_t *cfg, gpurun_job_t *job)
+{
+    cfg_t *tune = cfg_getsec(cfg, "tune");
+    for (size_t i = 0; tune && i < ctx->nrecs; i++) {
+        const struct gpurun_conf_record *r = &ctx->recs[i];
+        if (strcmp(r->section, "tune") != 0 || r->is_section)
+            continue;
+        cfg_opt_t *opt = cfg_getopt(tune, r->key);
+        if (!opt)
+            continue;
+        job->tune = gpurun_xrealloc(job->tune, (job->ntune + 1) * sizeof *job->tune);
+        struct gpurun_tune_axis *ax = &job->tune[job->ntune++];
+        ax->key = gpurun_xstrdup(r->key);
+        ax->line = r->line;
+        ax->n = cfg_opt_size(opt);
+        ax->values = gpurun_xcalloc(ax->n + 1, sizeof *ax->values);
+        for (size_t v = 0; v < ax->n; v++)
+            ax->values[v] = opt->type == CFGT_INT
+                                ? gpurun_xasprintf("%ld", cfg_opt_getnint(opt, (unsigned)v))
+                                : gpurun_xstrdup(cfg_opt_getnstr(opt, (unsigned)v));
+    }
+}
+
+/* Each key of tune { }: a list, not empty, not too long, no value twice. */
+static void check_tune(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
+{
+    cfg_t *tune = cfg_getsec(cfg, "tune");
+    for (size_t i = 0; tune && i < ctx->nrecs; i++) {
+        const struct gpurun_conf_record *r = &ctx->recs[i];
+        if (strcmp(r->section, "tune") != 0 || r->is_section)
+            continue;
+        cfg_opt_t *opt = cfg_getopt(tune, r->key);
+        unsigned n = opt ? cfg_opt_size(opt) : 0;
+        if (n == 0)
+            gpurun_conf_note(ctx, r->line, GPURUN_CONF_CHECK, "key '%s': empty list", r->name);
+        else if (n > TUNE_VALUES_MAX)
+            gpurun_conf_note(ctx, r->line, GPURUN_CONF_CHECK, "key '%s': %u values, more than the %d allowed",
+                             r->name, n, TUNE_VALUES_MAX);
+        for (unsigned a = 0; a < n && n <= TUNE_VALUES_MAX; a++) {
+            char buf[128];
+            if (opt->type == CFGT_STR) {
+                const char *why = gpurun_conf_value_problem(cfg_opt_getnstr(opt, a), true, buf, sizeof buf);
+                if (why)
+                    gpurun_conf_note(ctx, r->line, GPURUN_CONF_CHECK, "key '%s': %s", r->name, why);
+            }
+            for (unsigned b = 0; b < a; b++) {
+                bool same = opt->type == CFGT_INT
+                                ? cfg_opt_getnint(opt, a) == cfg_opt_getnint(opt, b)
+                                : strcmp(cfg_opt_getnstr(opt, a), cfg_opt_getnstr(opt, b)) == 0;
+                if (same)
+                    gpurun_conf_note(ctx, r->line, GPURUN_CONF_CHECK, "key '%s': value %u is listed twice",
+                                     r->name, a + 1);
+            }
+        }
+    }
+}
+
+/* The `params.NAME` words of the text: the keys a tune block may give,
+ * which libconfuse must know before it reads the file (extra ones cost
+ * nothing: an option the file does not set).  At most TUNE_PARAMS_MAX;
+ * NULL-terminated, malloc'ed. */
+static char **tune_param_names(const char *text, size_t len)
+{
+    char **names = gpurun_xcalloc(TUNE_PARAMS_MAX + 1, sizeof *names);
+    size_t n = 0;
+    for (size_t i = 0; i + 7 < len && n < TUNE_PARAMS_MAX; i++) {
+        if (strncmp(text + i, "params.", 7) != 0 ||
+            (i > 0 && (isalnum((unsigned char)text[i - 1]) || text[i - 1] == '_' || text[i - 1] == '.')))
+            continue;
+        size_t e = i + 7;
+        while (e < len && (isalnum((unsigned char)text[e]) || text[e] == '_' || text[e] == '-' || text[e] == '.'))
+            e++;
+        if (e == i + 7 || e - i > 96)
+            continue;
+        char *name = gpurun_xstrndup(text + i, e - i);
+        bool seen = false;
+        for (size_t k = 0; k < n && !seen; k++)
+            seen = strcmp(names[k], name) == 0;
+        if (seen)
+            free(name);
+        else
+            names[n++] = name;
+        i = e - 1;
+    }
+    return names;
+}
+
 static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
 {
     const char *label = ctx->label;
@@ -656,6 +748,7 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     }
     gpurun_conf_take_kvlist(cfg, "references", &job->references);
     take_scan(ctx, cfg, job);
+    take_tune(ctx, cfg, job);
     gpurun_container_take(ctx, cfg, &job->container);
     return job;
 }
@@ -666,6 +759,7 @@ static void check_job(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complete)
 {
     check_strings(ctx, cfg);
     check_scan(ctx, cfg);
+    check_tune(ctx, cfg);
     check_env(ctx, cfg);
     gpurun_container_check(ctx, cfg);
     if (ctx->prefix)
@@ -735,6 +829,25 @@ static int parse_job(const char *text, size_t len, const char *label, const char
         CFG_INT_LIST_CB("threads_per_rank", NULL, CFGF_NONE, cb_int),
         CFG_END(),
     };
+    /* tune { }: the layout keys scan takes, ranks_per_gpu, and a string
+     * list for each params.NAME the text holds. */
+    char **tune_params = tune_param_names(text, len);
+    size_t ntp = 0;
+    while (tune_params[ntp])
+        ntp++;
+    cfg_opt_t tune_fixed[] = {
+        CFG_INT_LIST_CB("nodes", NULL, CFGF_NONE, cb_int),
+        CFG_INT_LIST_CB("ranks_per_node", NULL, CFGF_NONE, cb_int),
+        CFG_INT_LIST_CB("gpus_per_rank", NULL, CFGF_NONE, cb_int),
+        CFG_INT_LIST_CB("threads_per_rank", NULL, CFGF_NONE, cb_int),
+        CFG_INT_LIST_CB("ranks_per_gpu", NULL, CFGF_NONE, cb_int),
+    };
+    size_t ntf = sizeof tune_fixed / sizeof *tune_fixed;
+    cfg_opt_t *tune_opts = gpurun_xcalloc(ntf + ntp + 1, sizeof *tune_opts);
+    memcpy(tune_opts, tune_fixed, sizeof tune_fixed);
+    for (size_t i = 0; i < ntp; i++)
+        tune_opts[ntf + i] = (cfg_opt_t)CFG_STR_LIST(tune_params[i], NULL, CFGF_NONE);
+    tune_opts[ntf + ntp] = (cfg_opt_t)CFG_END();
     cfg_opt_t container_opts[] = GPURUN_CONTAINER_JOB_OPTS;
     cfg_opt_t opts[] = {
         CFG_STR("job", NULL, CFGF_NONE),
@@ -765,6 +878,7 @@ static int parse_job(const char *text, size_t len, const char *label, const char
         CFG_SEC("env", NULL, CFGF_KEYSTRVAL),
         CFG_SEC("references", NULL, CFGF_KEYSTRVAL),
         CFG_SEC("scan", scan_opts, CFGF_NONE),
+        CFG_SEC("tune", tune_opts, CFGF_NONE),
         CFG_SEC("container", container_opts, CFGF_NONE),
         CFG_END(),
     };
@@ -793,6 +907,10 @@ static int parse_job(const char *text, size_t len, const char *label, const char
     free(schema);
     free(ss.top);
     free(ss.scan);
+    free(tune_opts);
+    for (size_t i = 0; i < ntp; i++)
+        free(tune_params[i]);
+    free(tune_params);
     *jobp = job;
     return rc;
 }
@@ -1259,6 +1377,13 @@ void gpurun_job_destroy(gpurun_job_t *job)
         gpurun_free_words(job->scan[i].texts);
     }
     free(job->scan);
+    for (size_t i = 0; i < job->ntune; i++) {
+        free(job->tune[i].key);
+        for (size_t v = 0; v < job->tune[i].n; v++)
+            free(job->tune[i].values[v]);
+        free(job->tune[i].values);
+    }
+    free(job->tune);
     gpurun_container_spec_clear(&job->container);
     free(job);
 }

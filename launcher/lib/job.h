@@ -42,6 +42,15 @@ struct gpurun_scan_axis {
     size_t n;
 };
 
+/* One axis of `tune { key = {v1, v2} }` (the space `gpurun tune`
+ * searches): a layout key or "params.NAME", its values as written. */
+struct gpurun_tune_axis {
+    char *key;
+    char **values;
+    size_t n;
+    int line; /* where the file sets it */
+};
+
 /* Integers left at GPURUN_UNSET were not given: the planner picks them. */
 #define GPURUN_UNSET (-1)
 
@@ -89,6 +98,8 @@ typedef struct gpurun_job {
     struct gpurun_scan_axis *scan;
     size_t nscan;
     struct gpurun_container_spec container; /* container { }: image NULL when none */
+    struct gpurun_tune_axis *tune; /* tune { }: in file order; NULL/0 when none */
+    size_t ntune;
 } gpurun_job_t;
 
 /* Where the job's dotted `key` was set: "FILE:LINE", the "--set ..." that

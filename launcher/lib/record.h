@@ -51,6 +51,7 @@
 #define GPURUN_REC_PRICE_PER_GPU_HOUR "price_per_gpu_hour"
 #define GPURUN_REC_SPOT_PRICE_PER_GPU_HOUR "spot_price_per_gpu_hour"
 #define GPURUN_REC_CURRENCY "currency"
+#define GPURUN_REC_TUNE "tune"                             /* gpurun tune's trial: {session, trial, candidate} */
 /* inside each entry of GPURUN_REC_FOMS */
 #define GPURUN_REC_FOM_VALUE "value"
 #define GPURUN_REC_FOM_VALUES "values"

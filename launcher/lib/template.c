@@ -548,7 +548,7 @@ static void check_progress(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
 
 static const char *const string_keys[] = {"description", "command", "gpu_args", "progress", "rank_env"};
 /* Lists of plain text (failure: of regexes); a single string is a list of one. */
-static const char *const text_lists[] = {"sanity", "failure", "restart", "inputs"};
+static const char *const text_lists[] = {"sanity", "failure", "restart", "inputs", "tune_space", "tune_short"};
 static const char *const free_sections[] = {"env", "defaults"};
 
 /* `complete`: libconfuse read the whole file, so a key it lacks is missing
@@ -678,6 +678,15 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
          * pattern that no line (read without its newline) can match. */
         if (regcomp(&t->failure_re[i], t->failure[i], REG_EXTENDED | REG_NOSUB) != 0)
             regcomp(&t->failure_re[i], "\n", REG_EXTENDED | REG_NOSUB);
+    }
+    for (int w = 0; w < 2; w++) { /* gpurun tune's space and short run (tune.h) */
+        const char *key = w ? "tune_short" : "tune_space";
+        size_t n = cfg_size(cfg, key);
+        char **l = gpurun_xcalloc(n + 1, sizeof *l);
+        for (size_t i = 0; i < n; i++)
+            l[i] = gpurun_xstrdup(cfg_getnstr(cfg, key, (unsigned)i));
+        *(w ? &t->tune_short : &t->tune_space) = l;
+        *(w ? &t->ntune_short : &t->ntune_space) = n;
     }
     t->nrestart = cfg_size(cfg, "restart");
     t->restart = gpurun_xcalloc(t->nrestart, sizeof *t->restart);
@@ -830,6 +839,8 @@ int gpurun_template_parse(const char *text, size_t len, const char *label, gpuru
         CFG_STR_LIST("sanity", NULL, CFGF_NONE),
         CFG_STR_LIST("failure", NULL, CFGF_NONE),
         CFG_STR_LIST("restart", NULL, CFGF_NONE),
+        CFG_STR_LIST("tune_space", NULL, CFGF_NONE),
+        CFG_STR_LIST("tune_short", NULL, CFGF_NONE),
         CFG_STR("progress", NULL, CFGF_NONE),
         CFG_STR("progress_groups", NULL, CFGF_NONE),
         CFG_STR("progress_file", NULL, CFGF_NONE),
@@ -908,6 +919,12 @@ void gpurun_template_destroy(gpurun_template_t *t)
     }
     free(t->failure);
     free(t->failure_re);
+    for (size_t i = 0; i < t->ntune_space; i++)
+        free(t->tune_space[i]);
+    free(t->tune_space);
+    for (size_t i = 0; i < t->ntune_short; i++)
+        free(t->tune_short[i]);
+    free(t->tune_short);
     for (size_t i = 0; i < t->nrestart; i++)
         free(t->restart[i]);
     free(t->restart);

@@ -72,6 +72,11 @@ typedef struct gpurun_template {
     struct gpurun_kvlist env;      /* applied when gpudirect is on */
     struct gpurun_kvlist defaults; /* default params */
     struct gpurun_container_spec container; /* container { }: the job's keys win */
+    /* gpurun tune (tune.h): the default space, "KEY=V1,V2,...", and the
+     * --set assignments that shorten a trial without changing what it
+     * measures ("params.nsteps=4000"); NULL-ended, empty when none. */
+    char **tune_space, **tune_short;
+    size_t ntune_space, ntune_short;
 } gpurun_template_t;
 
 /* Find NAME.conf on the search path: the job file's folder, each folder of

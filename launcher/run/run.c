@@ -1742,6 +1742,8 @@ static json_t *run_record(struct run_ctx *c, struct run_attempt *a, int rc, int 
     json_object_set_new(record, GPURUN_REC_CONFIG, json_incref(c->config));
     json_object_set_new(record, GPURUN_REC_GPUS, json_integer((json_int_t)c->plan->nranks * c->plan->req.gpus_per_rank));
     add_site_prices(record, c->site);
+    if (c->opts->tune)
+        json_object_set(record, GPURUN_REC_TUNE, c->opts->tune);
     free(s0);
     free(s1);
     return record;

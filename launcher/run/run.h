@@ -5,6 +5,7 @@
 /* One `gpurun run`: job + template merged, planned, launched through a
  * launcher plugin, supervised, and recorded in a run folder. */
 
+#include <jansson.h>
 #include <stdbool.h>
 
 #include "error.h"
@@ -17,6 +18,7 @@ struct gpurun_run_opts {
     const char *results; /* --results DIR, else the job's `results` (relative to the job file) */
     long configuration;  /* --configuration K: only the scan's K-th (1-based; a batch job of gpurun
                             submit); 0: every one */
+    json_t *tune;        /* gpurun tune's trial: the record's "tune" object (borrowed); NULL: none */
 };
 
 /* Returns the exit status of SPEC §1 (0 on success); when it is not 0, err

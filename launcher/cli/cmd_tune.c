@@ -1,0 +1,998 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* gpurun tune JOB.conf: search the layouts of a job (issue 32).
+ *
+ * Each candidate of the space (lib/tune.h) is the job with a few --set
+ * assignments; it is planned as `gpurun run` plans it, and one the node
+ * cannot run is listed with the planner's reason and never started.  The
+ * others run as ordinary runs (run/run.c), tagged "tune": {session, trial,
+ * candidate} in their records, by successive halving: every candidate once,
+ * the better half (and those inside the noise) again, until one is left or
+ * the budget is spent.  The results store is the truth: trials of the same
+ * session found there are not run again, so an interrupted tune goes on
+ * where it stopped. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "cmd.h"
+#include "cmd_common.h"
+#include "job.h"
+#include "manager.h"
+#include "plan.h"
+#include "record.h"
+#include "results.h"
+#include "run.h"
+#include "safefile.h"
+#include "template.h"
+#include "topology.h"
+#include "tune.h"
+#include "util.h"
+
+#define TUNE_ROUNDS_MAX 16
+#define TUNE_PASSES_MAX 3 /* of the axis search */
+#define TUNE_FINALISTS 16  /* the axis search's best, handed to the halving */
+/* gpurun_err() and the exit status it sets. */
+#define TUNE_ERR(err, code, ...) (gpurun_err((err), (code), __VA_ARGS__), (code))
+
+static const char tune_usage[] =
+    "Usage: gpurun tune JOB.conf [--objective FIGURE|cost|spot|energy] [--budget DURATION] [--dry-run]\n"
+    "                            [--results DIR]\n"
+    "\n"
+    "Find the best layout of a job on this node.  The candidates are the job's tune { } block\n"
+    "(the keys scan takes, ranks_per_gpu and params.NAME), or else its template's tune_space;\n"
+    "each is planned first, and one this node cannot run is listed with the reason and never\n"
+    "started.  The others run as ordinary runs, shortened as the template's tune_short says, by\n"
+    "successive halving: all once, the better half (and those within the noise) again, until\n"
+    "one is left or the budget is spent.  A difference within the noise is a tie, and a tie\n"
+    "goes to the layout using fewer GPUs, then ranks, then threads.  Trials are in the results\n"
+    "(gpurun results), tagged with the tune session; a tune run again goes on where it stopped.\n"
+    "At the end: the trials, the best layout for each objective with its margin and confidence,\n"
+    "the layouts no other beats on every objective, and JOB.tuned.conf beside the job file.\n"
+    "\n"
+    "  --objective OBJ    the template's figure of merit by name (default: its first), cost\n"
+    "                     (price per GPU-hour of the job's site x GPUs / work), spot (the same\n"
+    "                     at the site's spot price), or energy (joules per unit of work, where\n"
+    "                     the node measures energy)\n"
+    "  --budget DURATION  stop starting trials after this long (90s, 30m, 2h)\n"
+    "  --dry-run          list the candidates, the pruned ones with why, and the trials and\n"
+    "                     time they would take; start nothing\n"
+    "  --results DIR      results folder (default: the job's `results`)\n"
+    "  -h, --help         this help\n"
+    "\n"
+    "Exit status: 0 a layout was chosen; 1 no candidate produced the figure; 2 bad job file or\n"
+    "option (or an objective not measured here); 3 no candidate can run on this node;\n"
+    "130/143 interrupted (run it again to go on).\n";
+
+enum objective { OBJ_FIGURE, OBJ_COST, OBJ_SPOT, OBJ_ENERGY, OBJ_N };
+
+struct cand {
+    char *label;
+    char **sets; /* the candidate's --set assignments (its axes) */
+    size_t nsets;
+    char *pruned; /* why it cannot run here; NULL: it can */
+    char *failed; /* why a trial failed; it is out of the search */
+    long gpus, ranks, threads;
+    /* per objective, the trials' values */
+    double *v[OBJ_N];
+    size_t nv[OBJ_N];
+    double wall; /* seconds of its trials */
+    int dropped_round; /* -1: not dropped */
+    struct gpurun_tune_cand tc; /* the search's view of the chosen objective */
+};
+
+struct tune {
+    const char *job_path;
+    gpurun_job_t *job;
+    gpurun_template_t *tpl;
+    struct gpurun_tune_space sp;
+    char session[20];
+    const char *results_opt;
+    char *results; /* absolute */
+    const char *objective;
+    enum objective obj;
+    char *fom;     /* the figure's name; NULL until known */
+    bool fom_lower; /* better = lower */
+    struct cand *c;
+    size_t n;
+    int next_trial;
+    long budget_s;
+    double spent;
+    size_t ran, reused;
+};
+
+static const char *obj_name(const struct tune *t, enum objective o)
+{
+    return o == OBJ_COST ? "cost" : o == OBJ_SPOT ? "spot" : o == OBJ_ENERGY ? "energy" : t->fom ? t->fom : "figure";
+}
+
+static bool obj_lower(const struct tune *t, enum objective o)
+{
+    return o == OBJ_FIGURE ? t->fom_lower : true;
+}
+
+static void push(struct cand *c, enum objective o, double v)
+{
+    c->v[o] = gpurun_xrealloc(c->v[o], (c->nv[o] + 1) * sizeof *c->v[o]);
+    c->v[o][c->nv[o]++] = v;
+}
+
+/* One trial's record into its candidate: the figure, the cost per unit of
+ * work (on-demand; spot in the table), the energy per unit. */
+static int take_record(struct tune *t, struct cand *c, const json_t *rec, char *why, size_t whylen)
+{
+    const char *state = gpurun_record_str(rec, GPURUN_REC_STATE);
+    if (!state || strcmp(state, GPURUN_STATE_OK) != 0) {
+        char *f = gpurun_record_failure_text(rec);
+        snprintf(why, whylen, "%s%s%s", state ? state : "no state", f ? ": " : "", f ? f : "");
+        free(f);
+        return -1;
+    }
+    json_t *foms = json_object_get(rec, GPURUN_REC_FOMS);
+    const char *name;
+    json_t *fom = NULL, *e;
+    if (t->fom) {
+        fom = json_object_get(foms, t->fom);
+    } else {
+        json_object_foreach(foms, name, e) {
+            double x;
+            if (gpurun_record_fom_value(e, &x)) {
+                fom = e;
+                t->fom = gpurun_xstrdup(name);
+                const char *b = gpurun_record_str(e, GPURUN_REC_FOM_BETTER);
+                t->fom_lower = b && !strcmp(b, "lower");
+                break;
+            }
+        }
+    }
+    double v;
+    if (!fom || !gpurun_record_fom_value(fom, &v) || !isfinite(v)) {
+        snprintf(why, whylen, "no figure of merit%s%s in its record", t->fom ? " " : "", t->fom ? t->fom : "");
+        return -1;
+    }
+    push(c, OBJ_FIGURE, v);
+    long gpus = gpurun_record_gpus(rec);
+    const char *units = gpurun_record_str(fom, GPURUN_REC_FOM_UNITS);
+    double cost = t->fom_lower ? NAN : gpurun_tune_cost(gpurun_record_num(rec, GPURUN_REC_PRICE_PER_GPU_HOUR), gpus, v, units);
+    double spot = t->fom_lower ? NAN : gpurun_tune_cost(gpurun_record_num(rec, GPURUN_REC_SPOT_PRICE_PER_GPU_HOUR), gpus, v, units);
+    if (isfinite(cost))
+        push(c, OBJ_COST, cost);
+    if (isfinite(spot))
+        push(c, OBJ_SPOT, spot);
+    json_t *epu = json_object_get(fom, "energy_per_unit");
+    double ev = epu ? gpurun_record_num(epu, "value") : NAN;
+    if (isfinite(ev) && ev > 0)
+        push(c, OBJ_ENERGY, ev);
+    double wall = gpurun_record_num(rec, GPURUN_REC_WALL_S);
+    if (isfinite(wall))
+        c->wall += wall;
+    return 0;
+}
+
+static struct cand *cand_of(struct tune *t, const char *label)
+{
+    for (size_t i = 0; label && i < t->n; i++)
+        if (!strcmp(t->c[i].label, label))
+            return &t->c[i];
+    return NULL;
+}
+
+/* The store's trials of this session (resumption). */
+static int take_stored(json_t *run, void *ctx)
+{
+    struct tune *t = ctx;
+    json_t *tag = json_object_get(run, GPURUN_REC_TUNE);
+    const char *s = tag ? gpurun_record_str(tag, "session") : NULL;
+    if (!s || strcmp(s, t->session) != 0)
+        return 0;
+    long trial = gpurun_record_int(tag, "trial", 0);
+    if (trial >= t->next_trial)
+        t->next_trial = (int)trial + 1;
+    struct cand *c = cand_of(t, gpurun_record_str(tag, "candidate"));
+    if (!c || c->pruned)
+        return 0;
+    char why[256];
+    if (take_record(t, c, run, why, sizeof why) < 0) {
+        const char *state = gpurun_record_str(run, "state");
+        if (state && (!strcmp(state, GPURUN_STATE_INTERRUPTED)))
+            return 0; /* cut short by the interruption: run it again */
+        free(c->failed);
+        c->failed = gpurun_xstrdup(why);
+    }
+    t->reused++;
+    return 0;
+}
+
+static int read_store(struct tune *t, gpurun_error_t *err)
+{
+    struct stat st;
+    if (stat(t->results, &st) < 0)
+        return 0; /* nothing run yet */
+    gpurun_results_t *r = NULL;
+    if (cmd_results_open(t->results, false, &r, err) != 0)
+        return -1;
+    int rc = gpurun_results_each(r, t->job->name, take_stored, t, err);
+    gpurun_results_close(r);
+    return rc < 0 ? -1 : 0;
+}
+
+/* The job as candidate k would run it: its file read again, the short-run
+ * assignments and the candidate's applied, no scan. */
+static gpurun_job_t *trial_job(const struct tune *t, const struct cand *c, bool shorten, gpurun_error_t *err)
+{
+    gpurun_job_t *job;
+    if (gpurun_job_load(t->job_path, &job, err) < 0)
+        return NULL;
+    for (size_t i = 0; shorten && i < t->sp.nshort; i++)
+        if (gpurun_job_set(job, t->sp.short_sets[i], err) < 0) {
+            gpurun_job_destroy(job);
+            return NULL;
+        }
+    for (size_t i = 0; i < c->nsets; i++)
+        if (gpurun_job_set(job, c->sets[i], err) < 0) {
+            gpurun_job_destroy(job);
+            return NULL;
+        }
+    for (size_t i = 0; i < job->nscan; i++) { /* one layout per trial */
+        free(job->scan[i].key);
+        free(job->scan[i].values);
+    }
+    job->nscan = 0;
+    job->repeat = 1; /* the search decides the repeats */
+    return job;
+}
+
+/* Plan each candidate as `gpurun run` would; those this node cannot run
+ * keep the planner's reason. */
+static int plan_all(struct tune *t, gpurun_error_t *err)
+{
+    gpurun_topo_t *topo = NULL;
+    if (gpurun_topo_load(NULL, &topo, err) < 0)
+        return -1;
+    for (size_t k = 0; k < t->n; k++) {
+        struct cand *c = &t->c[k];
+        gpurun_error_t e = {0};
+        gpurun_job_t *job = trial_job(t, c, true, &e);
+        if (!job) {
+            c->pruned = gpurun_xstrdup(e.text);
+            continue;
+        }
+        gpurun_request_t req;
+        gpurun_request_from_job(&req, job);
+        char note[256] = "";
+        gpurun_alloc_apply(topo, &req, note, sizeof note);
+        gpurun_plan_t *plan = NULL;
+        if (gpurun_plan_create(topo, &req, &plan, &e) < 0) {
+            c->pruned = gpurun_xstrdup(e.text);
+        } else {
+            c->ranks = plan->nranks;
+            c->gpus = (long)plan->nranks * plan->req.gpus_per_rank;
+            c->threads = (long)plan->nranks * (plan->nranks ? plan->ranks[0].threads : 0);
+        }
+        gpurun_plan_destroy(plan);
+        gpurun_job_destroy(job);
+    }
+    gpurun_topo_destroy(topo);
+    return 0;
+}
+
+/* A params axis the template does not use is the job's mistake, not a
+ * layout this node cannot run: exit 2 before anything starts. */
+static int check_params_axes(struct tune *t, gpurun_error_t *err)
+{
+    for (size_t a = 0; a < t->sp.naxes; a++) {
+        const struct gpurun_tune_axis *ax = &t->sp.axes[a];
+        if (strncmp(ax->key, "params.", 7) != 0)
+            continue;
+        gpurun_job_t *job;
+        if (gpurun_job_load(t->job_path, &job, err) < 0)
+            return -1;
+        char *set = gpurun_xasprintf("%s=%s", ax->key, ax->values[0]);
+        int rc = gpurun_job_set(job, set, err);
+        if (rc == 0)
+            rc = gpurun_template_check_params(t->tpl, job, err);
+        free(set);
+        gpurun_job_destroy(job);
+        if (rc < 0) {
+            char *text = gpurun_xstrdup(err->text);
+            if (ax->line)
+                gpurun_err(err, GPURUN_EXIT_CONFIG, "%s:%d: key 'tune.%s': %s", t->job_path, ax->line, ax->key,
+                           text);
+            else
+                gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: %s: %s", t->sp.from, ax->key, text);
+            free(text);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Trials successive halving makes of n candidates with no ties: round r
+ * gives each survivor its (r+1)th run. */
+static size_t planned_trials(size_t n)
+{
+    size_t total = 0;
+    for (size_t s = n; s > 0; s = s > 1 ? (s + 1) / 2 : 0) {
+        total += s;
+        if (s == 1)
+            break;
+    }
+    return total;
+}
+
+static void print_candidates(const struct tune *t)
+{
+    size_t runnable = 0;
+    printf("gpurun tune: %s: %zu candidate%s from %s; session %s\n", t->job->name, t->n, t->n == 1 ? "" : "s",
+           t->sp.from, t->session);
+    for (size_t i = 0; i < t->sp.nshort; i++)
+        printf("  trials shortened with --set %s (template's tune_short)\n", t->sp.short_sets[i]);
+    for (size_t k = 0; k < t->n; k++) {
+        const struct cand *c = &t->c[k];
+        if (c->pruned)
+            printf("  %-40s pruned: %s\n", c->label, c->pruned);
+        else
+            printf("  %-40s %ld rank%s, %ld GPU%s, %ld thread%s\n", c->label, c->ranks, c->ranks == 1 ? "" : "s",
+                   c->gpus, c->gpus == 1 ? "" : "s", c->threads, c->threads == 1 ? "" : "s");
+        runnable += !c->pruned;
+    }
+    printf("gpurun tune: %zu can run here, %zu pruned\n", runnable, t->n - runnable);
+}
+
+static void dry_run(const struct tune *t)
+{
+    print_candidates(t);
+    size_t runnable = 0;
+    for (size_t k = 0; k < t->n; k++)
+        runnable += !t->c[k].pruned;
+    size_t trials = planned_trials(runnable), most = trials;
+    if (runnable > GPURUN_TUNE_FULL_MAX) { /* the axis search's lines, then halving */
+        size_t line = 1;
+        for (size_t a = 0; a < t->sp.naxes; a++)
+            line += t->sp.axes[a].n - 1;
+        size_t seen = line * TUNE_PASSES_MAX < runnable ? line * TUNE_PASSES_MAX : runnable;
+        trials = line + planned_trials(line < TUNE_FINALISTS ? line : TUNE_FINALISTS) - (line < TUNE_FINALISTS ? line : TUNE_FINALISTS);
+        most = seen + planned_trials(TUNE_FINALISTS) - TUNE_FINALISTS;
+        printf("gpurun tune: more than %d can run: an axis search (each axis in turn, the others held) picks "
+               "the finalists\n", GPURUN_TUNE_FULL_MAX);
+    }
+    char lim[160] = "";
+    if (t->job->timeout_s > 0) {
+        double total = (double)most * (double)t->job->timeout_s;
+        if (t->budget_s > 0 && total > (double)t->budget_s)
+            total = (double)t->budget_s;
+        snprintf(lim, sizeof lim, "; at most %.0f s (timeout %ld s a trial%s)", total, t->job->timeout_s,
+                 t->budget_s > 0 ? ", within --budget" : "");
+    } else if (t->budget_s > 0) {
+        snprintf(lim, sizeof lim, "; at most %ld s (--budget)", t->budget_s);
+    } else {
+        snprintf(lim, sizeof lim, "; no timeout or --budget: time not bounded");
+    }
+    if (most > trials)
+        printf("gpurun tune: the search would take %zu to %zu trials (successive halving, more where results tie)%s\n",
+               trials, most, lim);
+    else
+        printf("gpurun tune: the search would take about %zu trial%s (successive halving, more where results tie)%s\n",
+               trials, trials == 1 ? "" : "s", lim);
+    printf("gpurun tune: dry run: nothing was started\n");
+}
+
+static void sync_search(struct tune *t)
+{
+    for (size_t k = 0; k < t->n; k++) {
+        struct cand *c = &t->c[k];
+        c->tc.values = c->v[t->obj];
+        c->tc.n = c->nv[t->obj];
+        c->tc.gpus = c->gpus;
+        c->tc.ranks = c->ranks;
+        c->tc.threads = c->threads;
+        c->tc.runnable = !c->pruned;
+        if (c->failed || c->pruned)
+            c->tc.alive = false;
+    }
+}
+
+static volatile int interrupted;
+
+/* One trial of candidate c: an ordinary run, tagged. */
+static int run_trial(struct tune *t, struct cand *c, gpurun_error_t *err)
+{
+    gpurun_job_t *job = trial_job(t, c, true, err);
+    if (!job)
+        return err->code;
+    int n = t->next_trial++;
+    json_t *tag = json_pack("{s:s, s:i, s:s}", "session", t->session, "trial", n, "candidate", c->label);
+    struct gpurun_run_opts ro = {.quiet = true, .results = t->results, .tune = tag};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    gpurun_error_t e = {0};
+    int rc = gpurun_run_job(job, &ro, &e);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    t->spent += (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    t->ran++;
+    /* Its record: the newest of the job (RESULTS/JOB/latest), which must
+     * carry this trial's tag. */
+    char *p = gpurun_xasprintf("%s/%s/latest/record.json", t->results, job->name);
+    json_t *rec = json_load_file(p, 0, NULL);
+    free(p);
+    json_t *rtag = rec ? json_object_get(rec, GPURUN_REC_TUNE) : NULL;
+    char why[512];
+    if (!rtag || !json_equal(rtag, tag)) {
+        snprintf(why, sizeof why, "%.400s", rc ? e.text : "its record was not found");
+        free(c->failed);
+        c->failed = gpurun_xstrdup(why);
+    } else if (take_record(t, c, rec, why, sizeof why) < 0) {
+        const char *state = gpurun_record_str(rec, GPURUN_REC_STATE);
+        if (!(state && !strcmp(state, GPURUN_STATE_INTERRUPTED))) {
+            free(c->failed);
+            c->failed = gpurun_xstrdup(why);
+        }
+    }
+    double v = c->nv[t->obj] ? c->v[t->obj][c->nv[t->obj] - 1] : NAN;
+    if (!c->failed && isfinite(v))
+        printf("gpurun tune: trial %d: %-40s %s = %g\n", n, c->label, obj_name(t, t->obj), v);
+    else
+        printf("gpurun tune: trial %d: %-40s %s\n", n, c->label, c->failed ? c->failed : "no value");
+    fflush(stdout);
+    json_decref(rec);
+    json_decref(tag);
+    gpurun_job_destroy(job);
+    if (rc == 130 || rc == 143) {
+        interrupted = rc;
+        gpurun_err(err, rc, "%s", e.text);
+        return rc;
+    }
+    return 0;
+}
+
+static void write_session(struct tune *t, const char *state, const struct cand *best)
+{
+    char *dir = gpurun_xasprintf("%s/%s", t->results, t->job->name);
+    struct stat st;
+    if (stat(dir, &st) < 0) {
+        free(dir);
+        return;
+    }
+    json_t *axes = json_array();
+    for (size_t a = 0; a < t->sp.naxes; a++) {
+        json_t *vals = json_array();
+        for (size_t v = 0; v < t->sp.axes[a].n; v++)
+            json_array_append_new(vals, json_string(t->sp.axes[a].values[v]));
+        json_array_append_new(axes, json_pack("{s:s, s:o}", "key", t->sp.axes[a].key, "values", vals));
+    }
+    json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:i, s:s?}", "session", t->session, "job", t->job->name,
+                            "job_file", t->job_path, "space_from", t->sp.from, "space", axes, "objective",
+                            obj_name(t, t->obj), "trials", t->next_trial - 1, "best", best ? best->label : NULL);
+    json_object_set_new(doc, "state", json_string(state));
+    char *p = gpurun_xasprintf("%s/tune-%s.json", dir, t->session);
+    gpurun_error_t e = {0};
+    if (gpurun_write_json_file(p, doc, 0644, 0, &e) < 0)
+        fprintf(stderr, "gpurun tune: warning: %s\n", e.text);
+    free(p);
+    free(dir);
+    json_decref(doc);
+}
+
+/* The search: every candidate once, then halving.  Trials found in the
+ * store count as run. */
+/* Runs candidate c until it has `target` values of the objective (those
+ * in the store count).  0; 1 when the budget is spent; else an exit
+ * status with err. */
+static int measure(struct tune *t, struct cand *c, size_t target, gpurun_error_t *err)
+{
+    while (!c->pruned && !c->failed && c->nv[t->obj] < target) {
+        double est = t->ran ? t->spent / (double)t->ran : 0;
+        if (t->budget_s > 0 && t->spent + est > (double)t->budget_s)
+            return 1;
+        size_t before = c->nv[OBJ_FIGURE];
+        int rc = run_trial(t, c, err);
+        if (rc != 0)
+            return rc;
+        write_session(t, "running", NULL);
+        if (!c->failed && c->nv[t->obj] == 0 && c->nv[OBJ_FIGURE] > before) {
+            if (t->obj == OBJ_ENERGY)
+                return TUNE_ERR(err, GPURUN_EXIT_CONFIG,
+                                "tune: energy is not measured here (the trials' records have no "
+                                "energy_per_unit); use --objective %s or cost",
+                                t->fom ? t->fom : "FIGURE");
+            return TUNE_ERR(err, GPURUN_EXIT_CONFIG,
+                            "tune: no cost per unit of work: it needs the site's price (price_per_gpu_hour, "
+                            "spot_price_per_gpu_hour), "
+                            "GPUs in the layout and a figure that is a rate (units like ns/day, /s)");
+        }
+    }
+    return 0;
+}
+
+/* A large space: an axis search finds the finalists.  From the middle of
+ * the space, each axis in turn: every value of it, the others held, and
+ * the best of that line (a tie to fewer resources) becomes the point; until
+ * a pass over the axes moves nothing (at most TUNE_PASSES_MAX passes).  The
+ * candidates measured on the way go on to the halving. */
+static int axis_search(struct tune *t, gpurun_error_t *err)
+{
+    size_t point = 0;
+    for (size_t a = 0; a < t->sp.naxes; a++)
+        point = gpurun_tune_neighbor(&t->sp, point, a, t->sp.axes[a].n / 2);
+    if (t->c[point].pruned) /* the runnable candidate nearest in index */
+        for (size_t d = 1; d < t->n && t->c[point].pruned; d++) {
+            if (point >= d && !t->c[point - d].pruned)
+                point -= d;
+            else if (point + d < t->n && !t->c[point + d].pruned)
+                point += d;
+        }
+    struct gpurun_tune_cand *tc = gpurun_xcalloc(t->n + 1, sizeof *tc);
+    int rc = 0;
+    bool moved = true;
+    for (int pass = 0; pass < TUNE_PASSES_MAX && moved && rc == 0; pass++) {
+        moved = false;
+        for (size_t a = 0; a < t->sp.naxes && rc == 0; a++) {
+            for (size_t v = 0; v < t->sp.axes[a].n && rc == 0; v++)
+                rc = measure(t, &t->c[gpurun_tune_neighbor(&t->sp, point, a, v)], 1, err);
+            if (rc != 0)
+                break;
+            sync_search(t);
+            for (size_t k = 0; k < t->n; k++) {
+                tc[k] = t->c[k].tc;
+                tc[k].alive = false;
+            }
+            for (size_t v = 0; v < t->sp.axes[a].n; v++) {
+                size_t k = gpurun_tune_neighbor(&t->sp, point, a, v);
+                tc[k].alive = !t->c[k].pruned && !t->c[k].failed && tc[k].n > 0;
+            }
+            size_t best = gpurun_tune_best(tc, t->n, obj_lower(t, t->obj), gpurun_tune_pooled_cv(tc, t->n));
+            if (best != SIZE_MAX && best != point) {
+                point = best;
+                moved = true;
+            }
+        }
+        if (rc == 0)
+            printf("gpurun tune: axis search, pass %d: %s%s\n", pass + 1, t->c[point].label,
+                   moved ? "" : " (no move: done)");
+    }
+    /* The finalists: the best TUNE_FINALISTS of the candidates measured
+     * (halving would drop the others after a second run each). */
+    for (size_t k = 0; k < t->n; k++)
+        t->c[k].tc.alive = !t->c[k].pruned && !t->c[k].failed && t->c[k].nv[t->obj] > 0;
+    sync_search(t);
+    for (;;) {
+        size_t alive = 0, worst = SIZE_MAX;
+        for (size_t k = 0; k < t->n; k++) {
+            if (!t->c[k].tc.alive)
+                continue;
+            alive++;
+            struct gpurun_tune_stats a, b;
+            gpurun_tune_stats(t->c[k].tc.values, t->c[k].tc.n, &a);
+            if (worst != SIZE_MAX)
+                gpurun_tune_stats(t->c[worst].tc.values, t->c[worst].tc.n, &b);
+            if (worst == SIZE_MAX || (obj_lower(t, t->obj) ? a.mean > b.mean : a.mean < b.mean))
+                worst = k;
+        }
+        if (alive <= TUNE_FINALISTS || worst == SIZE_MAX)
+            break;
+        t->c[worst].tc.alive = false;
+        t->c[worst].dropped_round = 0;
+    }
+    free(tc);
+    return rc;
+}
+
+/* The search: every candidate once (or, in a large space, those an axis
+ * search measured), then halving: the better half, and those within the
+ * noise, measured again, until one is left.  Trials found in the store
+ * count as run. */
+static int search(struct tune *t, gpurun_error_t *err)
+{
+    size_t runnable = 0;
+    for (size_t k = 0; k < t->n; k++) {
+        t->c[k].tc.alive = !t->c[k].pruned;
+        runnable += !t->c[k].pruned;
+    }
+    int rc = 0;
+    if (runnable > GPURUN_TUNE_FULL_MAX) {
+        printf("gpurun tune: %zu candidates can run, more than %d: an axis search picks the finalists\n", runnable,
+               GPURUN_TUNE_FULL_MAX);
+        rc = axis_search(t, err);
+    }
+    for (int round = 0; round < TUNE_ROUNDS_MAX && rc == 0; round++) {
+        sync_search(t);
+        for (size_t k = 0; k < t->n && rc == 0; k++)
+            if (t->c[k].tc.alive)
+                rc = measure(t, &t->c[k], (size_t)round + 1, err);
+        if (rc != 0)
+            break;
+        sync_search(t);
+        struct gpurun_tune_cand *tc = gpurun_xcalloc(t->n, sizeof *tc);
+        for (size_t k = 0; k < t->n; k++)
+            tc[k] = t->c[k].tc;
+        double cv = gpurun_tune_pooled_cv(tc, t->n);
+        size_t alive = gpurun_tune_halve(tc, t->n, obj_lower(t, t->obj), cv);
+        for (size_t k = 0; k < t->n; k++) {
+            if (t->c[k].tc.alive && !tc[k].alive)
+                t->c[k].dropped_round = round;
+            t->c[k].tc.alive = tc[k].alive;
+        }
+        free(tc);
+        if (alive <= 1)
+            break;
+    }
+    if (rc == 1) {
+        printf("gpurun tune: the budget (%ld s) is spent: the search stops here\n", t->budget_s);
+        rc = 0;
+    }
+    return rc;
+}
+
+/* Index of the best candidate for objective o among all with values (not
+ * only the survivors), and of the runner-up (SIZE_MAX: none). */
+static size_t best_for(struct tune *t, enum objective o, size_t *second, double *cvp)
+{
+    struct gpurun_tune_cand *tc = gpurun_xcalloc(t->n + 1, sizeof *tc);
+    for (size_t k = 0; k < t->n; k++) {
+        struct cand *c = &t->c[k];
+        tc[k] = (struct gpurun_tune_cand){.values = c->v[o], .n = c->nv[o], .gpus = c->gpus, .ranks = c->ranks,
+                                          .threads = c->threads, .runnable = !c->pruned,
+                                          .alive = !c->pruned && !c->failed && c->nv[o] > 0};
+    }
+    double cv = gpurun_tune_pooled_cv(tc, t->n);
+    /* For the search's objective, the pick is among the survivors: the
+     * dropped ones were measured less. */
+    if (o == t->obj) {
+        bool any = false;
+        for (size_t k = 0; k < t->n; k++)
+            any |= tc[k].alive && t->c[k].dropped_round < 0;
+        for (size_t k = 0; any && k < t->n; k++)
+            if (t->c[k].dropped_round >= 0)
+                tc[k].alive = false;
+    }
+    size_t b = gpurun_tune_best(tc, t->n, obj_lower(t, o), cv);
+    *second = SIZE_MAX;
+    if (b != SIZE_MAX) {
+        for (size_t k = 0; k < t->n; k++)
+            tc[k].alive = !t->c[k].pruned && !t->c[k].failed && t->c[k].nv[o] > 0;
+        tc[b].alive = false;
+        *second = gpurun_tune_best(tc, t->n, obj_lower(t, o), cv);
+    }
+    *cvp = cv;
+    free(tc);
+    return b;
+}
+
+static double mean(const double *v, size_t n)
+{
+    struct gpurun_tune_stats st;
+    gpurun_tune_stats(v, n, &st);
+    return st.mean;
+}
+
+static void report(struct tune *t, size_t best[OBJ_N])
+{
+    printf("\n%-40s %4s %12s %18s  %s\n", "candidate", "runs", "mean", "spread", "state");
+    for (size_t k = 0; k < t->n; k++) {
+        struct cand *c = &t->c[k];
+        struct gpurun_tune_stats st;
+        gpurun_tune_stats(c->v[t->obj], c->nv[t->obj], &st);
+        char spread[64] = "-", state[160];
+        if (st.n > 1)
+            snprintf(spread, sizeof spread, "%.4g-%.4g (%.1f%%)", st.min, st.max,
+                     st.mean != 0 ? 100 * st.sd / fabs(st.mean) : 0.0);
+        if (c->pruned)
+            snprintf(state, sizeof state, "pruned: %.120s", c->pruned);
+        else if (c->failed)
+            snprintf(state, sizeof state, "failed: %.120s", c->failed);
+        else if (k == best[t->obj])
+            snprintf(state, sizeof state, "best");
+        else if (c->dropped_round >= 0)
+            snprintf(state, sizeof state, "dropped after round %d", c->dropped_round + 1);
+        else if (st.n)
+            snprintf(state, sizeof state, "kept");
+        else
+            snprintf(state, sizeof state, "not run (budget)");
+        char m[32] = "-";
+        if (st.n)
+            snprintf(m, sizeof m, "%.6g", st.mean);
+        printf("%-40s %4zu %12s %18s  %s\n", c->label, st.n, m, spread, state);
+    }
+    printf("\n");
+    for (int o = 0; o < OBJ_N; o++) {
+        size_t second;
+        double cv;
+        size_t b = best_for(t, (enum objective)o, &second, &cv);
+        best[o] = b;
+        const char *what = o == OBJ_FIGURE ? obj_name(t, OBJ_FIGURE)
+                           : o == OBJ_COST ? "cost per unit of work"
+                           : o == OBJ_SPOT ? "cost at spot price"
+                                           : "energy per unit of work";
+        if (b == SIZE_MAX) {
+            printf("best %-24s not measured here%s\n", what,
+                   o == OBJ_COST ? " (needs the site's price_per_gpu_hour, GPUs, and a rate figure)"
+                   : o == OBJ_SPOT ? " (needs the site's spot_price_per_gpu_hour, GPUs, and a rate figure)"
+                   : o == OBJ_ENERGY ? " (no energy_per_unit in the records)"
+                                     : "");
+            continue;
+        }
+        struct cand *c = &t->c[b];
+        double mb = mean(c->v[o], c->nv[o]);
+        printf("best %-24s %s: %.6g", what, c->label, mb);
+        if (second != SIZE_MAX) {
+            struct cand *s = &t->c[second];
+            double ms = mean(s->v[o], s->nv[o]);
+            struct gpurun_tune_cand a = {.values = c->v[o], .n = c->nv[o]}, bb = {.values = s->v[o], .n = s->nv[o]};
+            double conf = gpurun_tune_confidence(&a, &bb, obj_lower(t, (enum objective)o), cv);
+            double margin = ms != 0 ? 100 * (obj_lower(t, (enum objective)o) ? ms - mb : mb - ms) / fabs(ms) : 0;
+            printf(", %+.1f%% over %s (%.6g), confidence %.0f%%%s", margin, s->label, ms, 100 * conf,
+                   gpurun_tune_tied(&a, &bb, cv) ? ": within the noise, a tie (fewer resources win)" : "");
+        }
+        printf("\n");
+    }
+    /* The Pareto set: layouts no other beats on every measured objective. */
+    bool measured[OBJ_N];
+    for (int o = 0; o < OBJ_N; o++)
+        measured[o] = best[o] != SIZE_MAX;
+    printf("pareto set (no other layout better on every measured objective):");
+    for (size_t a = 0; a < t->n; a++) {
+        struct cand *ca = &t->c[a];
+        bool complete = !ca->pruned && !ca->failed;
+        for (int o = 0; o < OBJ_N && complete; o++)
+            complete = !measured[o] || ca->nv[o] > 0;
+        if (!complete)
+            continue;
+        bool dominated = false;
+        for (size_t b = 0; b < t->n && !dominated; b++) {
+            struct cand *cb = &t->c[b];
+            if (b == a || cb->pruned || cb->failed)
+                continue;
+            bool all = true, strict = false;
+            for (int o = 0; o < OBJ_N && all; o++) {
+                if (!measured[o])
+                    continue;
+                if (!cb->nv[o]) {
+                    all = false;
+                    break;
+                }
+                double x = mean(ca->v[o], ca->nv[o]), y = mean(cb->v[o], cb->nv[o]);
+                bool lower = obj_lower(t, (enum objective)o);
+                if (lower ? y > x : y < x)
+                    all = false;
+                else if (y != x)
+                    strict = true;
+            }
+            dominated = all && strict;
+        }
+        if (!dominated)
+            printf("\n  %s", ca->label);
+    }
+    printf("\n");
+}
+
+/* JOB.tuned.conf beside the job file, never over anything: O_EXCL, then
+ * JOB.tuned.1.conf, ... */
+static int write_tuned(struct tune *t, const struct cand *c, char **pathp, gpurun_error_t *err)
+{
+    char *text = NULL;
+    size_t len = 0;
+    if (gpurun_read_file(t->job_path, "the job file", 1024 * 1024, &text, &len, err) < 0)
+        return -1;
+    char *header = gpurun_xasprintf("# Written by gpurun tune (session %s, objective %s): the best layout found,\n"
+                                    "#   %s\n# Tune again: gpurun tune %s\n",
+                                    t->session, obj_name(t, t->obj), c->label, t->job_path);
+    char *out = gpurun_tune_rewrite(text, len, c->sets, c->nsets, header, err);
+    free(header);
+    free(text);
+    if (!out)
+        return -1;
+    size_t plen = strlen(t->job_path);
+    size_t stem = plen > 5 && !strcmp(t->job_path + plen - 5, ".conf") ? plen - 5 : plen;
+    int fd = -1;
+    char *path = NULL;
+    for (int i = 0; i < 100 && fd < 0; i++) {
+        free(path);
+        path = i ? gpurun_xasprintf("%.*s.tuned.%d.conf", (int)stem, t->job_path, i)
+                 : gpurun_xasprintf("%.*s.tuned.conf", (int)stem, t->job_path);
+        /* It must read as a job file before it is written. */
+        gpurun_job_t *check;
+        if (i == 0 && gpurun_job_parse(out, strlen(out), path, &check, err) < 0) {
+            char *why = gpurun_xstrdup(err->text);
+            gpurun_err(err, GPURUN_EXIT_CONFIG, "the tuned job file would not read back: %s", why);
+            free(why);
+            free(out);
+            free(path);
+            return -1;
+        }
+        if (i == 0)
+            gpurun_job_destroy(check);
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0 && errno != EEXIST) {
+            gpurun_err(err, GPURUN_EXIT_ENV, "%s: %s", path, strerror(errno));
+            break;
+        }
+    }
+    int rc = 0;
+    if (fd < 0) {
+        if (!err->text[0])
+            gpurun_err(err, GPURUN_EXIT_ENV, "%s: the tuned job files 1 to 99 exist already", t->job_path);
+        rc = -1;
+    } else if (gpurun_write_all(fd, out, strlen(out)) < 0 || close(fd) < 0) {
+        gpurun_err(err, GPURUN_EXIT_ENV, "%s: %s", path, strerror(errno));
+        rc = -1;
+    }
+    free(out);
+    if (rc < 0) {
+        free(path);
+        return -1;
+    }
+    *pathp = path;
+    return 0;
+}
+
+static void tune_free(struct tune *t)
+{
+    for (size_t k = 0; k < t->n; k++) {
+        struct cand *c = &t->c[k];
+        free(c->label);
+        for (size_t i = 0; i < c->nsets; i++)
+            free(c->sets[i]);
+        free(c->sets);
+        free(c->pruned);
+        free(c->failed);
+        for (int o = 0; o < OBJ_N; o++)
+            free(c->v[o]);
+    }
+    free(t->c);
+    free(t->fom);
+    free(t->results);
+    gpurun_tune_space_free(&t->sp);
+    gpurun_template_destroy(t->tpl);
+    gpurun_job_destroy(t->job);
+}
+
+int cmd_tune(int argc, char **argv, gpurun_error_t *err)
+{
+    enum { O_DRY = 1000, O_OBJ, O_BUDGET, O_RESULTS };
+    static const struct option opts[] = {
+        {"dry-run", no_argument, NULL, O_DRY},        {"objective", required_argument, NULL, O_OBJ},
+        {"budget", required_argument, NULL, O_BUDGET}, {"results", required_argument, NULL, O_RESULTS},
+        {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0},
+    };
+    struct tune t = {.next_trial = 1};
+    bool dry = false;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_DRY: dry = true; break;
+        case O_OBJ: t.objective = optarg; break;
+        case O_BUDGET:
+            t.budget_s = gpurun_tune_parse_duration(optarg);
+            if (t.budget_s <= 0)
+                return TUNE_ERR(err, GPURUN_EXIT_CONFIG,
+                                  "tune: --budget '%.64s': expected a duration such as 90s, 30m, 2h", optarg);
+            break;
+        case O_RESULTS: t.results_opt = optarg; break;
+        case 'h': fputs(tune_usage, stdout); return 0;
+        default: return cmd_bad_option("tune", argv[optind - 1], err);
+        }
+    }
+    if (argc - optind != 1)
+        return TUNE_ERR(err, GPURUN_EXIT_CONFIG, "tune: give exactly one job file (see gpurun tune --help)");
+    t.job_path = argv[optind];
+    int rc = 0;
+    gpurun_topo_t *topo = NULL;
+    if (gpurun_job_load(t.job_path, &t.job, err) < 0 || gpurun_template_for_job(t.job, &t.tpl, err) < 0 ||
+        gpurun_topo_load(NULL, &topo, err) < 0 ||
+        gpurun_tune_space_make(t.job, t.tpl, topo->ngpus > 0, &t.sp, err) < 0 || check_params_axes(&t, err) < 0) {
+        gpurun_topo_destroy(topo);
+        rc = err->code;
+        goto out;
+    }
+    gpurun_topo_destroy(topo);
+    t.obj = !t.objective ? OBJ_FIGURE : !strcmp(t.objective, "cost") ? OBJ_COST : !strcmp(t.objective, "spot") ? OBJ_SPOT
+                                      : !strcmp(t.objective, "energy") ? OBJ_ENERGY
+                                                                        : OBJ_FIGURE;
+    if (t.objective && t.obj == OBJ_FIGURE) {
+        bool known = !t.tpl;
+        for (size_t i = 0; t.tpl && i < t.tpl->nfoms; i++)
+            known |= !strcmp(t.tpl->foms[i].name, t.objective);
+        if (!known) {
+            rc = TUNE_ERR(err, GPURUN_EXIT_CONFIG,
+                            "tune: --objective '%.64s': not a figure of template '%s', nor cost or energy",
+                            t.objective, t.tpl->name);
+            goto out;
+        }
+        t.fom = gpurun_xstrdup(t.objective);
+    } else if (t.tpl && t.tpl->nfoms) {
+        t.fom = gpurun_xstrdup(t.tpl->foms[0].name);
+    }
+    if (t.fom && t.tpl)
+        for (size_t i = 0; i < t.tpl->nfoms; i++)
+            if (!strcmp(t.tpl->foms[i].name, t.fom))
+                t.fom_lower = t.tpl->foms[i].better && !strcmp(t.tpl->foms[i].better, "lower");
+    gpurun_tune_session(t.job->name, &t.sp, t.session, sizeof t.session);
+    {
+        char *jd = realpath(t.job->dir, NULL);
+        const char *res = t.results_opt ? t.results_opt : t.job->results;
+        if (res[0] == '/')
+            t.results = gpurun_xstrdup(res);
+        else if (t.results_opt) {
+            char cwd[PATH_MAX];
+            t.results = gpurun_xasprintf("%s/%s", getcwd(cwd, sizeof cwd) ? cwd : ".", res);
+        } else
+            t.results = gpurun_xasprintf("%s/%s", jd ? jd : t.job->dir, res);
+        free(jd);
+    }
+    t.n = gpurun_tune_count(&t.sp);
+    t.c = gpurun_xcalloc(t.n, sizeof *t.c);
+    for (size_t k = 0; k < t.n; k++) {
+        struct cand *cd = &t.c[k];
+        cd->label = gpurun_tune_label(&t.sp, k);
+        cd->sets = gpurun_xcalloc(t.sp.naxes + 1, sizeof *cd->sets);
+        for (size_t a = 0; a < t.sp.naxes; a++)
+            cd->sets[cd->nsets++] = gpurun_xasprintf("%s=%s", t.sp.axes[a].key, gpurun_tune_value(&t.sp, k, a));
+        cd->dropped_round = -1;
+    }
+    if (plan_all(&t, err) < 0) {
+        rc = err->code;
+        goto out;
+    }
+    if (dry) {
+        dry_run(&t);
+        goto out;
+    }
+    size_t runnable = 0;
+    for (size_t k = 0; k < t.n; k++)
+        runnable += !t.c[k].pruned;
+    print_candidates(&t);
+    if (!runnable) {
+        rc = TUNE_ERR(err, GPURUN_EXIT_ENV, "tune: no candidate can run on this node (see the reasons above)");
+        goto out;
+    }
+    if (read_store(&t, err) < 0) {
+        rc = err->code;
+        goto out;
+    }
+    if (t.reused)
+        printf("gpurun tune: %zu trial%s of this session found in %s: not run again\n", t.reused,
+               t.reused == 1 ? "" : "s", t.results);
+    if ((rc = search(&t, err)) != 0) {
+        write_session(&t, interrupted ? "interrupted" : "failed", NULL);
+        goto out;
+    }
+    size_t best[OBJ_N];
+    for (int o = 0; o < OBJ_N; o++)
+        best[o] = SIZE_MAX;
+    {
+        size_t second;
+        double cv;
+        best[t.obj] = best_for(&t, t.obj, &second, &cv);
+    }
+    report(&t, best);
+    if (best[t.obj] == SIZE_MAX) {
+        write_session(&t, "failed", NULL);
+        rc = TUNE_ERR(err, 1, "tune: no candidate gave %s; see the table above", obj_name(&t, t.obj));
+        goto out;
+    }
+    write_session(&t, "done", &t.c[best[t.obj]]);
+    char *tuned = NULL;
+    if (write_tuned(&t, &t.c[best[t.obj]], &tuned, err) < 0) {
+        rc = err->code;
+        goto out;
+    }
+    printf("\ngpurun tune: %zu trial%s run now, %zu found from before; %s written\n", t.ran, t.ran == 1 ? "" : "s",
+           t.reused, tuned);
+    printf("gpurun submit %s\n", tuned);
+    free(tuned);
+out:
+    tune_free(&t);
+    return rc;
+}

@@ -1,0 +1,160 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# gpurun tune (issue 32) with a fast program of known figures: a candidate
+# the node cannot run is listed and never started; --dry-run starts nothing;
+# every trial is an ordinary run tagged in its record; an interrupted tune
+# goes on without repeating trials; a tie goes to fewer resources; the
+# tuned job file is written beside the job, never over a file, and runs.
+# Never on timing.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+unset GPURUN_TOPOLOGY
+
+# The program: its figure is its argument; each start is logged with it.
+# With $TMP/hold present, the third start waits (for the interruption).
+cat >"$TMP/prog.sh" <<'PROG'
+#!/bin/sh
+log=$(dirname "$0")/starts
+echo "fom=$1 threads=${OMP_NUM_THREADS:-?}" >>"$log"
+n=$(wc -l <"$log")
+if [ -f "$(dirname "$0")/hold" ] && [ "$n" -eq 3 ]; then
+    : >"$(dirname "$0")/holding"
+    i=0
+    while [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+fi
+echo "FOM: $1"
+PROG
+chmod +x "$TMP/prog.sh"
+
+# job NAME TUNE-BLOCK: $TMP/NAME.conf running prog.sh with the generic template.
+job() {
+    cat >"$TMP/$1.conf" <<JOB
+template = "generic"
+launcher = "local"
+ranks_per_node = 1
+threads_per_rank = 1
+params { program = "./prog.sh"  args = "10" }
+$2
+JOB
+}
+# jqf FILE FILTER: jq -e on a file; sets $rc.
+jqf() { run jq -e "$2" "$1"; }
+starts() { if [ -f "$TMP/starts" ]; then wc -l <"$TMP/starts" | tr -d ' '; else echo 0; fi; }
+
+# ---- pruning and --dry-run ----------------------------------------------
+job prune 'tune { threads_per_rank = {1, 4096}  params.args = {"10", "20"} }'
+run "$GPURUN" tune "$TMP/prune.conf" --dry-run
+expect_rc 0 "tune --dry-run"
+contains "$TMP/out" "threads_per_rank=4096 params.args=10" "the dry run lists the candidate with 4096 threads"
+grep -F "threads_per_rank=4096 params.args=20" "$TMP/out" | grep -q "pruned: .*4096 threads"
+ok $? "... as pruned, with the planner's reason"
+contains "$TMP/out" "2 can run here, 2 pruned" "2 of 4 candidates can run here"
+contains "$TMP/out" "would take about 3 trials" "the trials the search would take"
+contains "$TMP/out" "nothing was started" "... and nothing was started"
+[ "$(starts)" = 0 ] && [ ! -e "$TMP/results" ]
+ok $? "the dry run started no program and made no results folder"
+
+run "$GPURUN" tune "$TMP/prune.conf"
+expect_rc 0 "tune with two candidates pruned"
+[ "$(starts)" -ge 2 ] && ! grep -q "threads=4096" "$TMP/starts"
+ok $? "the candidates that can run ran ($(starts) starts), the pruned ones never"
+contains "$TMP/out" "best value                    threads_per_rank=1 params.args=20: 20" "the best: the figure 20"
+contains "$TMP/out" "gpurun submit $TMP/prune.tuned.conf" "the submit line of the tuned job file"
+
+# Every trial is an ordinary run in the results, tagged.
+run "$GPURUN" results --results "$TMP/results" --job prune --json
+cp "$TMP/out" "$TMP/prune.json"
+jqf "$TMP/prune.json" '[.[] | select(.tune.session and .tune.trial and .tune.candidate)] | length == '"$(starts)"
+ok $rc "gpurun results shows every trial with its tune session, number and candidate"
+jqf "$TMP/prune.json" '[.[] | .tune.candidate | select(startswith("threads_per_rank=4096"))] | length == 0'
+ok $rc "... and no trial of a pruned candidate"
+session=$(jq -r '.[0].tune.session' "$TMP/prune.json")
+[ -f "$TMP/results/prune/tune-$session.json" ] &&
+    [ "$(jq -r '.state + " " + .best' "$TMP/results/prune/tune-$session.json")" = "done threads_per_rank=1 params.args=20" ]
+ok $? "RESULTS/JOB/tune-SESSION.json says the session is done and its best"
+
+# ---- the tuned job file --------------------------------------------------
+cp "$TMP/prune.conf" "$TMP/prune.conf.orig"
+[ -f "$TMP/prune.tuned.conf" ] && cmp -s "$TMP/prune.conf" "$TMP/prune.conf.orig"
+ok $? "prune.tuned.conf written beside the job file, which is unchanged"
+grep -q '^params { program = "./prog.sh"  args = "20" }$' "$TMP/prune.tuned.conf" &&
+    grep -q '^threads_per_rank = 1$' "$TMP/prune.tuned.conf"
+ok $? "the tuned file holds the best layout"
+rm -f "$TMP/starts"
+run "$GPURUN" run "$TMP/prune.tuned.conf" --results "$TMP/results-tuned" --quiet
+expect_rc 0 "the tuned job file runs"
+[ "$(cat "$TMP/starts")" = "fom=20 threads=1" ]
+ok $? "... with the best layout"
+cp "$TMP/prune.tuned.conf" "$TMP/tuned.before"
+n0=$(starts)
+run "$GPURUN" tune "$TMP/prune.conf"
+expect_rc 0 "tune again"
+[ "$(starts)" = "$n0" ]
+ok $? "... runs no trial: all of them are in the results"
+[ -f "$TMP/prune.tuned.1.conf" ] && cmp -s "$TMP/prune.tuned.conf" "$TMP/tuned.before"
+ok $? "... and writes prune.tuned.1.conf, never over prune.tuned.conf"
+ln -s "$TMP/elsewhere" "$TMP/prune.tuned.2.conf"
+run "$GPURUN" tune "$TMP/prune.conf"
+[ -f "$TMP/prune.tuned.3.conf" ] && [ ! -e "$TMP/elsewhere" ]
+ok $? "a symlink in the way is passed over, not followed"
+
+# ---- resumption ------------------------------------------------------------
+# 4 candidates apart: 4 trials, then the better 2 again: 6 trials in all.
+rm -f "$TMP/starts"
+# repeat = 3: the search decides the repeats; each trial is one run.
+job resume 'repeat = 3
+tune { params.args = {"10", "20", "30", "40"} }'
+: >"$TMP/hold"
+"$GPURUN" tune "$TMP/resume.conf" >"$TMP/tune1.out" 2>&1 &
+pid=$!
+i=0
+while [ ! -f "$TMP/holding" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+kill -INT "$pid"
+rc=0
+wait "$pid" || rc=$?
+rm -f "$TMP/hold"
+[ "$rc" -eq 130 ] && [ "$(starts)" = 3 ]
+ok $? "tune interrupted in its third trial (exit $rc, $(starts) starts)"
+run "$GPURUN" tune "$TMP/resume.conf"
+expect_rc 0 "tune again goes on"
+contains "$TMP/out" "2 trials of this session found" "it found the 2 trials done before"
+[ "$(starts)" = 7 ]
+ok $? "6 trials and the interrupted one: $(starts) starts (a tune run over would make 9)"
+run "$GPURUN" results --results "$TMP/results" --job resume --json
+cp "$TMP/out" "$TMP/resume.json"
+jqf "$TMP/resume.json" '([.[] | select(.state == "ok") | .tune.trial] | length == 6 and (unique | length) == 6) and
+        ([.[] | select(.state == "interrupted")] | length == 1)'
+ok $rc "the results: 6 trials ok with distinct numbers, 1 interrupted"
+jqf "$TMP/resume.json" '[.[] | select(.state == "ok" and .tune.candidate == "params.args=10")] | length == 1'
+ok $rc "... the candidate done before the interruption ran once"
+grep -q 'args = "40"' "$TMP/resume.tuned.conf"
+ok $? "the best of the resumed tune: 40"
+
+# ---- a tie goes to fewer resources -----------------------------------------
+rm -f "$TMP/starts"
+job tie 'tune { threads_per_rank = {2, 1} }'
+run "$GPURUN" tune "$TMP/tie.conf"
+expect_rc 0 "tune of two layouts with the same figure"
+contains "$TMP/out" "best value                    threads_per_rank=1: 10" "the tie goes to 1 thread, listed second"
+grep -q '^threads_per_rank = 1$' "$TMP/tie.tuned.conf"
+ok $? "... which the tuned file holds"
+
+# ---- errors ------------------------------------------------------------------
+job bad 'tune { params.arg = {"1", "2"} }'
+run "$GPURUN" tune "$TMP/bad.conf"
+expect_rc 2 "a params axis the template does not use: exit 2"
+contains "$TMP/err" "bad.conf:6: key 'tune.params.arg'" "... naming the file, line and key"
+job none ''
+run "$GPURUN" tune "$TMP/none.conf"
+expect_rc 2 "no tune block and a template with no space: exit 2"
+contains "$TMP/err" "nothing to tune" "... saying so"
+job all 'tune { threads_per_rank = {4096} }'
+run "$GPURUN" tune "$TMP/all.conf"
+expect_rc 3 "every candidate pruned: exit 3"
+run "$GPURUN" tune "$TMP/tie.conf" --objective energy --results "$TMP/results-energy"
+expect_rc 2 "--objective energy where energy is not measured: exit 2"
+contains "$TMP/err" "energy is not measured here" "... saying so"
+run "$GPURUN" tune "$TMP/tie.conf" --budget soon
+expect_rc 2 "--budget soon: exit 2"
+
+done_testing
