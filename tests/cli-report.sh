@@ -189,10 +189,10 @@ else
     fi
     # The page as the browser parsed it: the tables and panels it shows.
     browse --dump-dom "file://$TMP/cpu.html" >"$TMP/cpu.dom"
-    [ "$(grep -c '<table>' "$TMP/cpu.dom")" -eq 2 ] && grep -q '<th>efficiency</th>' "$TMP/cpu.dom" &&
+    [ "$(grep -c "<table>" "$TMP/cpu.dom")" -eq 3 ] && grep -q "<h3>Where it ran</h3>" "$TMP/cpu.dom" && grep -q '<th>efficiency</th>' "$TMP/cpu.dom" &&
         grep -q 'class="history"' "$TMP/cpu.dom" && grep -q 'class="scaling"' "$TMP/cpu.dom" &&
         ! grep -Eq 'GPU monitoring|<th>(cost|spot)/|<th>GPUs' "$TMP/cpu.dom"
-    ok $? "in the browser: two figure tables with efficiency, both plots, no GPU or cost table or column"
+    ok $? "in the browser: where it ran, two figure tables with efficiency, both plots, no GPU or cost table or column"
 fi
 
 done_testing

@@ -954,8 +954,9 @@ static void test_report_scaling(void)
        "old records: unknown fields, no crash");
     svg = gpurun_report_svg(r);
     char *html = gpurun_report_html(r, "results");
-    ok(svg && strstr(svg, "no run of state ok with a figure of merit") && html,
-       "old records: a plot saying there is nothing to plot");
+    ok(svg && strstr(svg, "nothing to plot") && !strstr(svg, "class=\"scaling\"") && html &&
+           strstr(html, "No scaling plot: no run of state ok with a figure of merit"),
+       "old records: no plot, and a line saying there is nothing to plot");
     free(svg);
     free(html);
     gpurun_report_destroy(r);
@@ -1010,6 +1011,10 @@ static void test_escaping(void)
     json_object_set_new(a, "foms",
                         json_pack("{s:{s:f, s:s, s:s}}", "</text><script>", "value", 50.0, "units",
                                   "ns/day<", "better", "higher"));
+    /* Two configurations of the figure: a plot (one alone has none). */
+    json_object_set_new(b, "foms",
+                        json_pack("{s:{s:f, s:s, s:s}}", "</text><script>", "value", 300.0, "units",
+                                  "ns/day<", "better", "higher"));
     json_array_append_new(runs, a);
     json_array_append_new(runs, b);
     gpurun_report_t *r = gpurun_report_build(runs);
@@ -1028,7 +1033,7 @@ static void test_escaping(void)
     ok(html && !strstr(html, "<img") && strstr(html, "&lt;img src=x onerror=alert(2)&gt;"),
        "HTML: the template name escaped");
     ok(html && !strstr(html, "<b>") &&
-           strstr(html, "params <code>&lt;b&gt;p&lt;/b&gt;=&quot;&amp;&#39;</code>"),
+           strstr(html, "Params of every configuration: <code>&lt;b&gt;p&lt;/b&gt;=&quot;&amp;&#39;</code>"),
        "HTML: params escaped");
     ok(html && strstr(html, "&lt;results&gt;") && !strstr(html, "<results>"),
        "HTML: the source escaped");
