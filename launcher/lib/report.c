@@ -2001,27 +2001,33 @@ static void efficiency_plot(struct gpurun_strbuf *b, const struct scaling_plot *
             continue;
         drawn++;
         const char *color = palette[s % (sizeof palette / sizeof *palette)];
+        /* As the measured line: every stride-th configuration, and the last. */
+        size_t npts = 0, last = 0, nth = 0;
+        for (size_t c = 0; c < job->nconfigs; c++)
+            if (job->configs[c].series == s && isfinite(job->configs[c].stats[f].efficiency) &&
+                job->configs[c].resources > 0) {
+                npts++;
+                last = c;
+            }
+        size_t stride = (npts + MAX_POINTS - 1) / MAX_POINTS;
         gpurun_strbuf_printf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", color);
         bool first = true;
-        size_t shown = 0;
-        for (size_t c = 0; c < job->nconfigs && shown < MAX_POINTS; c++) {
+        for (size_t c = 0; c < job->nconfigs; c++) {
             const struct gpurun_report_config *cf = &job->configs[c];
             double e = cf->stats[f].efficiency;
-            if (cf->series != s || !isfinite(e) || cf->resources <= 0)
+            if (cf->series != s || !isfinite(e) || cf->resources <= 0 || (nth++ % stride && c != last))
                 continue;
             gpurun_strbuf_printf(b, "%s%.1f,%.1f", first ? "" : " ", ax_px(xa, (double)cf->resources),
                     ax_px(&ya, fmin(e, 100)));
             first = false;
-            shown++;
         }
         gpurun_strbuf_puts(b, "\"/>\n");
-        shown = 0;
-        for (size_t c = 0; c < job->nconfigs && shown < MAX_POINTS; c++) {
+        nth = 0;
+        for (size_t c = 0; c < job->nconfigs; c++) {
             const struct gpurun_report_config *cf = &job->configs[c];
             double e = cf->stats[f].efficiency;
-            if (cf->series != s || !isfinite(e) || cf->resources <= 0)
+            if (cf->series != s || !isfinite(e) || cf->resources <= 0 || (nth++ % stride && c != last))
                 continue;
-            shown++;
             char *eff = fmt_ratio(e);
             gpurun_strbuf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"><title>",
                     ax_px(xa, (double)cf->resources), ax_px(&ya, fmin(e, 100)), color);
