@@ -225,7 +225,9 @@ states_ok() {
 small_cg="--set params.n=24"
 example_runs() { # example_runs WHERE GPURUN-BIN FOLDER-OF-EXAMPLES
     where=$1 bin=$2 ex=$3
-    if [ -x "$ex/scaling/../cg/cg" ]; then
+    # Skipped only where make built no such program (no MPI): a built one
+    # missing from an installation fails.
+    if [ -x "${CG:-}" ]; then
         run "$bin" run "$ex/scaling/job.conf" --quiet --results "$TMP/r-$where" $small_cg
         expect_rc 0 "$where: gpurun run .../scaling/job.conf (the cg it names: ../cg/cg)"
         states_ok "$TMP/r-$where" cg-scaling 6
@@ -239,13 +241,13 @@ example_runs() { # example_runs WHERE GPURUN-BIN FOLDER-OF-EXAMPLES
     else
         skip "$where: cg not built (no MPI at configure): the scaling and cg examples"
     fi
-    if [ -x "$ex/hello/hello" ]; then
+    if [ -x "${HELLO:-}" ]; then
         run "$bin" run "$ex/hello/job.conf" --quiet --results "$TMP/r-$where"
         expect_rc 0 "$where: gpurun run .../hello/job.conf"
     else
         skip "$where: hello not built: the hello example"
     fi
-    if [ -x "$ex/netcheck/netcheck" ]; then
+    if [ -x "${NETCHECK:-}" ]; then
         run "$bin" run "$ex/netcheck/job.conf" --quiet --results "$TMP/r-$where" --set params.max=4096 \
             --set params.iters=20
         expect_rc 0 "$where: gpurun run .../netcheck/job.conf"
@@ -278,8 +280,9 @@ if command -v jq >/dev/null 2>&1; then
             --results "$TMP/r-gmx" --set params.nsteps=200
         expect_rc 0 "installed: gpurun run water-box/job.conf (GROMACS)"
         rec=$(ls -d "$TMP"/r-gmx/water-box/*/ | tail -1)record.json
-        [ "$(jq -r .program_version "$rec")" != null ]
-        ok $? "... its record names the GROMACS version ($(jq -r .program_version "$rec"))"
+        v=$(jq -r '.program_version // empty' "$rec" 2>/dev/null)
+        [ -n "$v" ]
+        ok $? "... its record names the GROMACS version ($v)"
     else
         skip "gmx_mpi not found, or it cannot run on this CPU (no rdtscp): the water-box example"
         skip "gmx_mpi not found: no GROMACS version to record"
@@ -289,8 +292,9 @@ if command -v jq >/dev/null 2>&1; then
             --results "$TMP/r-lmp" --set params.nsteps=200
         expect_rc 0 "installed: gpurun run lj-melt/job.conf (LAMMPS)"
         rec=$(ls -d "$TMP"/r-lmp/lj-melt/*/ | tail -1)record.json
-        [ "$(jq -r .program_version "$rec")" != null ]
-        ok $? "... its record names the LAMMPS version ($(jq -r .program_version "$rec"))"
+        v=$(jq -r '.program_version // empty' "$rec" 2>/dev/null)
+        [ -n "$v" ]
+        ok $? "... its record names the LAMMPS version ($v)"
     else
         skip "lmp not found (Debian: lammps): the lj-melt example"
         skip "lmp not found: no LAMMPS version to record"
