@@ -1189,8 +1189,6 @@ static struct table monitor_table(const struct gpurun_report_job *job)
     return t;
 }
 
-static const char *config_params(const struct gpurun_report_job *job, const struct gpurun_report_config *c);
-
 /* Where and with what each configuration ran: hosts, CPU and GPU model,
  * the program's version (the template's `version`) and gpurun's; two
  * builds of a program, or two kinds of node, show as two values. */
@@ -1216,7 +1214,7 @@ static struct table where_table(const struct gpurun_report_job *job)
         row[k++] = fmt_long(job->by_gpus ? c->gpus : -1);
         row[k++] = fmt_long(c->nodes);
         row[k++] = fmt_long(c->ranks);
-        row[k++] = gpurun_xstrdup(config_params(job, c) ? config_params(job, c) : "-");
+        row[k++] = gpurun_xstrdup(c->params_vary); /* with the label: two rows never read alike */
         row[k++] = gpurun_xstrdup(c->label);
         row[k++] = values_text(&c->hosts);
         row[k++] = values_text(&c->cpu_models);
