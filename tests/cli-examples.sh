@@ -205,4 +205,110 @@ if [ -x "${NETCHECK:-}" ]; then
     for f in latency_us bandwidth_GBps allreduce_us; do fom_check "$rec" "$f"; done
 fi
 
+# ---- each example as its README says: the quickstart build, an installation --
+# (issue 30: examples/scaling did not run from the quickstart build, '../cg/cg'
+# not found.)  From the build folder: the job files `make` put beside the
+# programs (BUILD/examples/NAME/job.conf), templates from the source tree.
+# From an installation (`make install DESTDIR=...` of this build): the
+# examples copied out of PREFIX/share/gpurun/examples, templates the
+# installation's own.  Small sizes: the mechanics, not the figures.
+# states_ok DIR JOB N: DIR/JOB has N records or more, all of state ok.
+states_ok() {
+    n=0 bad=0
+    for rec in "$1/$2"/*Z-*/record.json; do
+        [ -f "$rec" ] || continue
+        n=$((n + 1))
+        [ "$(jq -r .state "$rec")" = ok ] || bad=$((bad + 1))
+    done
+    [ "$n" -ge "$3" ] && [ "$bad" -eq 0 ]
+}
+small_cg="--set params.n=24"
+example_runs() { # example_runs WHERE GPURUN-BIN FOLDER-OF-EXAMPLES
+    where=$1 bin=$2 ex=$3
+    # Skipped only where make built no such program (no MPI): a built one
+    # missing from an installation fails.
+    if [ -x "${CG:-}" ]; then
+        run "$bin" run "$ex/scaling/job.conf" --quiet --results "$TMP/r-$where" $small_cg
+        expect_rc 0 "$where: gpurun run .../scaling/job.conf (the cg it names: ../cg/cg)"
+        states_ok "$TMP/r-$where" cg-scaling 6
+        ok $? "$where: the scaling example, 2 configurations x 3 runs, all ok"
+        run "$bin" report --results "$TMP/r-$where" --job cg-scaling
+        expect_rc 0 "$where: gpurun report --job cg-scaling"
+        grep -q 'gflops (GFLOP/s, higher is better; throughput)' "$TMP/out" && grep -q efficiency "$TMP/out"
+        ok $? "$where: the report of the scaling example: GFLOP/s with its efficiency"
+        run "$bin" run "$ex/cg/job.conf" --quiet --results "$TMP/r-$where" $small_cg
+        expect_rc 0 "$where: gpurun run .../cg/job.conf"
+    else
+        skip "$where: cg not built (no MPI at configure): the scaling and cg examples"
+    fi
+    if [ -x "${HELLO:-}" ]; then
+        run "$bin" run "$ex/hello/job.conf" --quiet --results "$TMP/r-$where"
+        expect_rc 0 "$where: gpurun run .../hello/job.conf"
+    else
+        skip "$where: hello not built: the hello example"
+    fi
+    if [ -x "${NETCHECK:-}" ]; then
+        run "$bin" run "$ex/netcheck/job.conf" --quiet --results "$TMP/r-$where" --set params.max=4096 \
+            --set params.iters=20
+        expect_rc 0 "$where: gpurun run .../netcheck/job.conf"
+    else
+        skip "$where: netcheck not built: the netcheck example"
+    fi
+}
+if command -v jq >/dev/null 2>&1; then
+    example_runs build "$GPURUN" "$top_builddir/examples"
+    DEST=$TMP/inst
+    unset MAKEFLAGS MFLAGS MAKELEVEL
+    make -C "$top_builddir" install DESTDIR="$DEST" >"$TMP/install.log" 2>&1
+    ok $? "make install DESTDIR=$DEST"
+    bin=$(find "$DEST" -path '*/bin/gpurun' -type f | head -1)
+    share=${bin%/bin/gpurun}/share/gpurun
+    [ -f "$share/examples/scaling/job.conf" ] && [ -f "$share/examples/scaling/README.md" ] &&
+        [ -f "$share/examples/water-box/water-box.conf" ] && [ -f "$share/examples/resnet-ddp/train.py" ] &&
+        { [ ! -x "${CG:-}" ] || [ -x "$share/examples/cg/cg" ]; }
+    ok $? "installed: the examples' job files, READMEs, inputs and built programs in share/gpurun/examples"
+    # As the READMEs say: a copy of one's own (the runs write beside the job file).
+    cp -R "$share/examples" "$TMP/my-examples"
+    # The installation's own templates: none from the source tree (not in a
+    # subshell: the test count is this shell's).
+    unset GPURUN_TEMPLATE_PATH
+    example_runs installed "$bin" "$TMP/my-examples"
+    # GROMACS and LAMMPS, where installed (quickstart.sh runs them).
+    if command -v gmx_mpi >/dev/null 2>&1 && ! { gmx_mpi --version 2>/dev/null | grep -q 'RDTSCP usage: *enabled' &&
+        ! grep -qw rdtscp /proc/cpuinfo; }; then
+        run "$bin" run "$TMP/my-examples/water-box/job.conf" --quiet \
+            --results "$TMP/r-gmx" --set params.nsteps=200
+        expect_rc 0 "installed: gpurun run water-box/job.conf (GROMACS)"
+        rec=$(ls -d "$TMP"/r-gmx/water-box/*/ | tail -1)record.json
+        v=$(jq -r '.program_version // empty' "$rec" 2>/dev/null)
+        [ -n "$v" ]
+        ok $? "... its record names the GROMACS version ($v)"
+    else
+        skip "gmx_mpi not found, or it cannot run on this CPU (no rdtscp): the water-box example"
+        skip "gmx_mpi not found: no GROMACS version to record"
+    fi
+    if command -v lmp >/dev/null 2>&1; then
+        run "$bin" run "$TMP/my-examples/lj-melt/job.conf" --quiet \
+            --results "$TMP/r-lmp" --set params.nsteps=200
+        expect_rc 0 "installed: gpurun run lj-melt/job.conf (LAMMPS)"
+        rec=$(ls -d "$TMP"/r-lmp/lj-melt/*/ | tail -1)record.json
+        v=$(jq -r '.program_version // empty' "$rec" 2>/dev/null)
+        [ -n "$v" ]
+        ok $? "... its record names the LAMMPS version ($v)"
+    else
+        skip "lmp not found (Debian: lammps): the lj-melt example"
+        skip "lmp not found: no LAMMPS version to record"
+    fi
+    if /usr/bin/python3 -c 'import torch, torchvision' >/dev/null 2>&1; then
+        run "$bin" run "$TMP/my-examples/resnet-ddp/job.conf" --quiet \
+            --results "$TMP/r-torch" --set gpus_per_rank=0 --set threads_per_rank=1 \
+            --set 'params.args=--model resnet18 --image-size 32 --batch-size 8 --steps 2 --warmup 1'
+        expect_rc 0 "installed: the resnet-ddp CPU line of its README"
+    else
+        skip "/usr/bin/python3 has no torch and torchvision (Debian: python3-torch, python3-torchvision): the resnet-ddp CPU line"
+    fi
+else
+    skip "jq not found (Debian: jq): the examples from the build folder and an installation"
+fi
+
 done_testing

@@ -84,8 +84,30 @@ installed_finds() {
     expect_rc 0 "$2: a 2-rank job"
     [ "$(cat "$TMP"/work/results/step/*Z-*/*.out | grep -c "^[01]: $1/libexec/gpurun/gpurun-rank\$")" = 2 ]
     ok $? "$2: ... its ranks started through $1/libexec/gpurun/gpurun-rank"
+    # The examples, as their READMEs say: a copy of one's own, planned with
+    # the installed templates (this build has no MPI: no example program;
+    # cli-examples.sh runs them).
+    cp -R "$1/share/gpurun/examples" "$TMP/work/my-examples"
+    ok $? "$2: the examples copied out of $1/share/gpurun/examples"
+    for e in hello cg netcheck scaling water-box lj-melt resnet-ddp hpl; do
+        GPURUN_TOPOLOGY=$FIXTURES/2s-4gpu-2nic.xml run "$1/bin/gpurun" plan "$TMP/work/my-examples/$e/job.conf"
+        expect_rc 0 "$2: gpurun plan my-examples/$e/job.conf"
+    done
 }
 installed_finds "$P" "installed"
+
+# The examples, installed (job files, READMEs, inputs), and uninstalled with
+# the rest (make distcheck asks the same).
+for f in share/gpurun/examples/scaling/job.conf share/gpurun/examples/scaling/README.md \
+    share/gpurun/examples/water-box/water-box.conf share/gpurun/examples/resnet-ddp/train.py; do
+    [ -f "$P/$f" ]
+    ok $? "installed: $f"
+done
+{ make -C "$TMP/build" install DESTDIR="$TMP/d2" && make -C "$TMP/build" uninstall DESTDIR="$TMP/d2"; } \
+    >"$TMP/d2.log" 2>&1
+left=$(find "$TMP/d2" -path '*/examples/*' -type f 2>/dev/null | wc -l)
+[ "$left" -eq 0 ] && [ -d "$TMP/d2" ]
+ok $? "make uninstall removes the examples ($left files left)"
 
 # ---- moved ------------------------------------------------------------------------
 mv "$P" "$TMP/moved"

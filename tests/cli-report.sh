@@ -189,10 +189,159 @@ else
     fi
     # The page as the browser parsed it: the tables and panels it shows.
     browse --dump-dom "file://$TMP/cpu.html" >"$TMP/cpu.dom"
-    [ "$(grep -c '<table>' "$TMP/cpu.dom")" -eq 2 ] && grep -q '<th>efficiency</th>' "$TMP/cpu.dom" &&
+    [ "$(grep -c "<table>" "$TMP/cpu.dom")" -eq 3 ] && grep -q "<h3>Where it ran</h3>" "$TMP/cpu.dom" && grep -q '<th>efficiency</th>' "$TMP/cpu.dom" &&
         grep -q 'class="history"' "$TMP/cpu.dom" && grep -q 'class="scaling"' "$TMP/cpu.dom" &&
         ! grep -Eq 'GPU monitoring|<th>(cost|spot)/|<th>GPUs' "$TMP/cpu.dom"
-    ok $? "in the browser: two figure tables with efficiency, both plots, no GPU or cost table or column"
+    ok $? "in the browser: where it ran, two figure tables with efficiency, both plots, no GPU or cost table or column"
+fi
+
+# ---- a report a scientist can trust at a glance (issue 30) --------------
+# gmx_record DIR JOB ID GPUS NS STATE [JQ-EDIT]: a GROMACS run on GPUs as
+# run.c writes it now: fom kinds, cpu_model, program_version, a long list
+# of params; a run not ok has no figures and a failure.
+gmx_record() {
+    mkdir -p "$1/$2/$3"
+    jq -n --arg id "$3" --arg job "$2" --argjson g "$4" --argjson ns "$5" --arg state "$6" '{
+        run_id: $id, job: $job, template: "gromacs", start: ("2025-02-01T00:00:" + ($id | .[-2:]) + "Z"),
+        end: "2025-02-01T01:00:00Z", wall_s: 60, exit_status: (if $state == "ok" then 0 else 1 end),
+        state: $state, nodes: 1, ranks: $g, gpus_per_rank: 1, threads_per_rank: 8, gpus: $g,
+        launcher: "mpirun", hosts: ["gpu-node07"], gpu_model: "NVIDIA H200",
+        cpu_model: "AMD EPYC 9654 96-Core Processor", program_version: "2024.3", gpurun_version: "0.9.0",
+        params: {tpr: "/scratch/project/benchmarks/stmv/topol-1066628-atoms.tpr", nsteps: "20000",
+                 pme: "gpu", npme: "1", args: "-notunepme -dlb yes -pin on"},
+        config: {ranks_per_node: $g}, repeat_index: 0, gpus_monitor: null,
+        foms: (if $state == "ok" then
+               {ns_per_day: {value: $ns, values: [$ns], units: "ns/day", better: "higher", kind: "throughput"},
+                hour_per_ns: {value: (24 / $ns), values: [(24 / $ns)], units: "hour/ns", better: "lower",
+                              kind: "time"},
+                iterations: {value: 100, values: [100], units: "", better: "lower", kind: "other"}}
+               else {} end)
+    } | '"${7:-.}" >"$1/$2/$3/record.json"
+}
+G=$TMP/gmx
+# 1 GPU: 31, 56, 44 ns/day (the issue's spread); 2 GPUs: 80-82; 4 GPUs: 150,
+# 152 and a run that failed.
+gmx_record "$G" stmv r01 1 31 ok
+gmx_record "$G" stmv r02 1 56 ok
+gmx_record "$G" stmv r03 1 44 ok
+gmx_record "$G" stmv r04 2 80 ok
+gmx_record "$G" stmv r05 2 82 ok
+gmx_record "$G" stmv r06 2 81 ok
+gmx_record "$G" stmv r07 4 150 ok
+gmx_record "$G" stmv r08 4 152 ok
+gmx_record "$G" stmv r09 4 0 failed '.failure = {rank: 2, host: "gpu-node07", status: 1, tail: [],
+    reason: "Fatal error: There is no domain decomposition for 4 ranks"}'
+gmx_record "$G" single r10 2 90 ok
+gmx_record "$G" single r11 2 91 ok
+gmx_record "$G" broken r12 1 0 failed '.failure = {rank: 0, host: "gpu-node07", status: 127, tail: [],
+    reason: "gmx_mpi: command not found"}'
+gmx_record "$G" broken r13 2 0 timeout '.failure = {rank: null, host: null, status: 124, tail: [],
+    reason: "time limit reached"}'
+run "$GPURUN" report --results "$G"
+expect_rc 0 "GROMACS records: report"
+sed -n '/^Job stmv/,$p' "$TMP/out" >"$TMP/stmv.txt" # the last job, by name
+# section FILE TITLE: the table under the line "  TITLE" of FILE.
+section() { sed -n "\\%^  $2\$%,/^\$/p" "$1"; }
+section "$TMP/stmv.txt" "ns_per_day (ns/day, higher is better; throughput)" >"$TMP/nsday"
+section "$TMP/stmv.txt" "hour_per_ns (hour/ns, lower is better; time)" >"$TMP/hpns"
+section "$TMP/stmv.txt" "iterations (lower is better; other: no scaling)" >"$TMP/iter"
+[ "$(column "$TMP/nsday" speedup 4)" = 3.46 ] && [ "$(column "$TMP/hpns" speedup 4)" = 3.46 ] &&
+    [ "$(column "$TMP/nsday" speedup 2)" = 1.85 ] && [ "$(column "$TMP/hpns" speedup 2)" = 1.85 ]
+ok $? "a time figure's speedup from its inverse: hour_per_ns agrees with ns_per_day (1.85, 3.46)"
+[ "$(column "$TMP/hpns" efficiency 4)" = 0.86 ]
+ok $? "... and its efficiency (0.86 on 4 GPUs)"
+[ -s "$TMP/iter" ] && ! grep -Eq 'speedup|efficiency' "$TMP/iter"
+ok $? "a figure of kind other (iterations): no speedup or efficiency column"
+grep -Eq '^ +1 .* 43\.67 +31\.00–56\.00 +28\.6% ! ' "$TMP/nsday"
+ok $? "spread: min-max 31-56 and CV 28.6% on 1 GPU, flagged '!'"
+grep -Eq '^ +2 .* 81\.00 +80\.00–82\.00 +1\.2% +1\.85 ' "$TMP/nsday"
+ok $? "spread: CV 1.2% on 2 GPUs, not flagged"
+contains "$TMP/stmv.txt" "! spread between repeats above 5% (CV, the coefficient of variation" \
+    "spread: the threshold and why, under the tables"
+contains "$TMP/stmv.txt" "params of every configuration: args=-notunepme -dlb yes -pin on npme=1 nsteps=20000 pme=gpu tpr=" \
+    "params alike in every configuration: once, above the tables"
+ok "$(grep -q 'params' "$TMP/nsday" && echo 1 || echo 0)" "... and no params column pushing the figures aside"
+grep -Eq '^ +4 +1 +4 +ranks_per_node=4 +gpu-node07 +AMD EPYC 9654 96-Core Processor +NVIDIA H200 +2024\.3 +0\.9\.0$' \
+    "$TMP/stmv.txt"
+ok $? "where it ran: host, CPU model, GPU model, program version, gpurun version per configuration"
+grep -Eq '^ +2025-02-01T00:00:09Z +ranks_per_node=4 +failed +rank 2 on gpu-node07: Fatal error: There is no domain decomposition for 4 ranks +stmv/r09$' \
+    "$TMP/stmv.txt"
+ok $? "runs not ok: start, configuration, state, the record's reason, folder"
+sed -n '/^Job broken/,/^Job /p' "$TMP/out" >"$TMP/broken.txt"
+grep -Eq 'timeout +time limit reached +broken/r13' "$TMP/broken.txt" &&
+    grep -Eq 'failed +rank 0 on gpu-node07: gmx_mpi: command not found +broken/r12' "$TMP/broken.txt" &&
+    grep -q 'No plot: no run of state ok with a figure of merit' "$TMP/broken.txt"
+ok $? "a job whose runs all failed: each listed, and no plot"
+sed -n '/^Job single/,/^Job /p' "$TMP/out" >"$TMP/single.txt"
+grep -q 'No plot: one configuration (a plot needs two or more)' "$TMP/single.txt" &&
+    ! grep -Eq 'speedup|efficiency' "$TMP/single.txt"
+ok $? "a job of one configuration: no plot, no speedup of 1.00 against itself"
+
+run "$GPURUN" report --results "$G" --svg "$TMP/gmx.svg" --html "$TMP/gmx.html"
+expect_rc 0 "GROMACS records: report --svg --html"
+[ "$(grep -c '<g class="scaling"' "$TMP/gmx.svg")" -eq 1 ] && grep -q '>stmv: ns_per_day (ns/day) against GPUs<' "$TMP/gmx.svg" &&
+    ! grep -q '>single: ns_per_day (ns/day) against' "$TMP/gmx.svg" && ! grep -q '>broken: ' "$TMP/gmx.svg"
+ok $? "plots only for a job of two configurations or more (not for one, not for none)"
+grep -q '<g class="efficiency"' "$TMP/gmx.svg" && grep -q '>parallel efficiency<' "$TMP/gmx.svg" &&
+    grep -q '<title>4 GPUs: efficiency 0.86</title>' "$TMP/gmx.svg"
+ok $? "an efficiency plot beside the figure's"
+grep -q '>measured: mean, bars from min to max<' "$TMP/gmx.svg" &&
+    grep -q '>ideal scaling from the smallest configuration<' "$TMP/gmx.svg"
+ok $? "the legend: the measured and the ideal line, in full"
+grep -q '<td class="n flag">28.6% !</td>' "$TMP/gmx.html" && grep -q '<h3>Runs not ok' "$TMP/gmx.html" &&
+    grep -q '<h3>Where it ran</h3>' "$TMP/gmx.html"
+ok $? "the page: the flagged spread stands out, the runs not ok and where it ran"
+if command -v xmllint >/dev/null 2>&1; then
+    xmllint --noout "$TMP/gmx.svg"
+    ok $? "the SVG with the efficiency plot is well-formed XML"
+else
+    skip "xmllint not found (Debian: libxml2-utils): SVG well-formedness not checked"
+fi
+if ! find_chromium; then
+    skip "chromium not found (Debian: chromium): the page at 1400 px is not laid out"
+else
+    # At 1400 px, the figures are on screen: the page is no wider than the window.
+    browse --window-size=1400,1000 --dump-dom "file://$TMP/gmx.html" >"$TMP/gmx.dom"
+    browse --screenshot="$TMP/gmx.png" --window-size=1400,1000 "file://$TMP/gmx.html" >/dev/null
+    [ "$(png_size "$TMP/gmx.png")" = 1400x1000 ] && grep -q '<th>efficiency</th>' "$TMP/gmx.dom"
+    ok $? "chromium lays out the page at 1400 px"
+    [ -n "${GPURUN_KEEP_SCREENSHOT:-}" ] && cp "$TMP/gmx.png" "$GPURUN_KEEP_SCREENSHOT.gmx.png"
+fi
+
+# The record of a real run: the program's version from its log (the
+# template's `version`), the CPU model from hwloc.
+if [ ! -x "${HELLO:-}" ]; then
+    skip "the hello example is not built (no MPI): no run to record"
+    skip "the hello example is not built (no MPI): no run to record"
+else
+    mkdir -p "$TMP/tpl"
+    cat >"$TMP/tpl/hellov.conf" <<'TPL'
+description  = "hello, whose setup step writes a log with a version line"
+command      = "${hello}"
+setup        = { "/bin/sh -c 'printf \"MyProg 7\\nMyProg version:   7.1-beta build 3\\n\" > prog.log'" }
+version      = "^MyProg version: *([^ ]+)"
+version_file = "prog.log"
+TPL
+    cat >"$TMP/v.conf" <<JOB
+template = "hellov"
+launcher = "local"
+ranks_per_node = 1
+threads_per_rank = 1
+params { hello = "$HELLO" }
+JOB
+    run env GPURUN_TEMPLATE_PATH="$TMP/tpl" "$GPURUN" run "$TMP/v.conf" --quiet --results "$TMP/vres"
+    rec=$(ls -d "$TMP"/vres/v/*/ 2>/dev/null | tail -1)record.json
+    [ "$(jq -r .program_version "$rec" 2>/dev/null)" = 7.1-beta ]
+    ok $? "the record's program_version, read from the log by the template's version"
+    want=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+    got=$(jq -r .cpu_model "$rec" 2>/dev/null)
+    if [ -n "$want" ]; then
+        [ "$got" = "$want" ]
+        ok $? "the record's cpu_model: /proc/cpuinfo's model name ($got)"
+    else
+        jq -e 'has("cpu_model")' "$rec" >/dev/null 2>&1
+        ok $? "the record has cpu_model (no model name in /proc/cpuinfo: null)"
+    fi
 fi
 
 done_testing

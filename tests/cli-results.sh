@@ -199,10 +199,10 @@ fi
 
 run "$GPURUN" report --results "$R" --job water
 expect_rc 0 "report: text tables"
-contains "$TMP/out" "ns_per_day (ns/day, higher is better)" "report: the figure, its units and direction"
+contains "$TMP/out" "ns_per_day (ns/day, higher is better; throughput)" "report: the figure, its units, direction and kind"
 contains "$TMP/out" "0.9600 USD" "report: cost per ns on 1 GPU (4 USD x 24 / 100)"
-grep -E '^ +4 +1 +4 +1 +8 +ranks_per_node=4 +2 +1 +340\.0 +330\.0 +350\.0 +3\.40 +0\.85 ' "$TMP/out" >/dev/null
-ok $? "report: 4 GPUs: n 2, 1 failed, mean/min/max 340/330/350, speedup 3.40, efficiency 0.85"
+grep -E '^ +4 +1 +4 +1 +8 +ranks_per_node=4 +2 +1 +340\.0 +330\.0–350\.0 +4\.2% +3\.40 +0\.85 ' "$TMP/out" >/dev/null
+ok $? "report: 4 GPUs: n 2, 1 failed, mean 340, min-max 330-350, CV 4.2%, speedup 3.40, efficiency 0.85"
 contains "$TMP/out" "  0.95  " "report: efficiency 0.95 on 2 GPUs"
 
 run "$GPURUN" report --results "$R" --html "$TMP/report.html" --svg "$TMP/plot.svg"
@@ -239,16 +239,29 @@ ok $? "report --svg under umask 077: mode 644 all the same"
 run "$GPURUN" report --results "$R" --svg "$TMP/no/such/plot.svg"
 expect_rc 2 "report: an SVG file that cannot be written: exit 2"
 
-run "$GPURUN" report --results "$R" --job nosuch
-expect_rc 0 "report: a job without runs"
-contains "$TMP/out" "0 runs of 0 jobs" "report: says there are none"
+# A job the folder does not have: exit 2, naming the jobs there are and the
+# closest (issue 30: it was "0 runs of 0 jobs" and exit 0).
+for cmd in report results; do
+    run "$GPURUN" $cmd --results "$R" --job watr
+    expect_rc 2 "$cmd --job of no job: exit 2"
+    contains "$TMP/err" "gpurun: no job 'watr' in $R (did you mean 'water'?); its jobs: " "$cmd --job of no job: the closest named"
+    grep -Eq "its jobs: .*water \([0-9]+ runs\)" "$TMP/err"
+    ok $? "$cmd --job of no job: the jobs there are, with their runs"
+    [ ! -s "$TMP/out" ]
+    ok $? "$cmd --job of no job: no report, no table"
+done
+E=$TMP/empty-results
+mkdir -p "$E"
+run "$GPURUN" report --results "$E" --job water
+expect_rc 2 "report --job in a folder without runs: exit 2"
+contains "$TMP/err" "no job 'water' in $E: it has no runs" "... said"
 
 run "$GPURUN" report --results "$R" --svg
 contains "$TMP/err" "gpurun: report: unknown or incomplete option '--svg' (see gpurun report --help)" \
     "report: an option without its value: named"
 run "$GPURUN" report --re "$R" --jo water
 expect_rc 0 "report: --re and --jo are --results and --job (report has no --rebuild)"
-contains "$TMP/out" "ns_per_day (ns/day, higher is better)" "... the report of water"
+contains "$TMP/out" "ns_per_day (ns/day, higher is better; throughput)" "... the report of water"
 
 # ---- figures at the edges of a double ---------------------------------
 # Each value on one configuration, and on 1 and 64 GPUs (log axes): the
@@ -355,8 +368,9 @@ awk -v dir="$W/wide" 'BEGIN {
 run "$GPURUN" report --results "$W" --svg "$TMP/wide.svg"
 expect_rc 0 "3,000 configurations of one series and 39 of others: report --svg"
 circles=$(grep -c '<circle' "$TMP/wide.svg")
-ok "$([ "$circles" -le $((200 + 1 + 11 + 12)) ] && echo 0 || echo 1)" \
-    "the plot draws at most 12 series, at most 200 points of each ($circles circles)"
+# Points in the figure's plot and in the efficiency plot beside it.
+ok "$([ "$circles" -le $((2 * (200 + 1 + 11) + 12)) ] && echo 0 || echo 1)" \
+    "the plots draw at most 12 series, at most 200 points of each ($circles circles)"
 contains "$TMP/wide.svg" "28 more series of params not drawn" "the plot says what it left out"
 rm -rf "$W"
 

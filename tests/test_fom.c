@@ -1312,6 +1312,61 @@ static void test_bands(void)
        "parse: > 3 is (3, inf)");
 }
 
+/* A figure's kind reaches the record's JSON; the program's version is read
+ * from the log by the template's `version` (GROMACS, LAMMPS), and is NULL,
+ * not an error, where there is none (issue 30). */
+static void test_kind_version(void)
+{
+    gpurun_template_t *t = load_tpl("templates/gromacs.conf");
+    if (t) {
+        is_str(t->foms[0].kind, "throughput", "gromacs ns_per_day: kind throughput");
+        is_str(t->foms[1].kind, "time", "gromacs hour_per_ns: kind time");
+        char *dir = src_path("tests/logs");
+        /* version_file is ${job}.log: the job named after the fixture. */
+        struct gpurun_kvlist names = {0};
+        gpurun_kvlist_set(&names, "job", "gromacs-water-2ranks");
+        char *v = gpurun_version_read(t, dir, gpurun_kvlist_lookup, &names);
+        is_str(v, "2022.5-Debian_2022.5_2", "GROMACS version from md.log");
+        free(v);
+        gpurun_kvlist_set(&names, "job", "no-such-log");
+        v = gpurun_version_read(t, dir, gpurun_kvlist_lookup, &names);
+        ok(v == NULL, "no log: no version, no error");
+        free(v);
+        gpurun_kvlist_clear(&names);
+        free(dir);
+        gpurun_foms_t f;
+        gpurun_error_t err = {0};
+        char *p = src_path("tests/logs/gromacs-water-2ranks.log");
+        if (read_file(t, p, &f, &err) == 0) {
+            json_t *j = gpurun_foms_json(&f);
+            is_str(json_string_value(json_object_get(json_object_get(j, "hour_per_ns"), "kind")), "time",
+                   "the record's foms carry the kind");
+            json_decref(j);
+            gpurun_foms_free(&f);
+        }
+        free(p);
+        gpurun_template_destroy(t);
+    }
+    t = load_tpl("templates/lammps.conf");
+    if (t) {
+        char *dir = src_path("tests/logs");
+        struct gpurun_kvlist names = {0};
+        gpurun_kvlist_set(&names, "job", "lammps-lj-2runs");
+        char *v = gpurun_version_read(t, dir, gpurun_kvlist_lookup, &names);
+        is_str(v, "29 Sep 2021 - Update 2", "LAMMPS version from its first line");
+        free(v);
+        gpurun_kvlist_clear(&names);
+        free(dir);
+        gpurun_template_destroy(t);
+    }
+    t = load_tpl("templates/cg.conf");
+    if (t) {
+        is_str(t->foms[1].kind, "other", "cg iterations: kind other");
+        ok(gpurun_version_read(t, ".", NULL, NULL) == NULL, "cg: no version key, no version");
+        gpurun_template_destroy(t);
+    }
+}
+
 int main(void)
 {
     top = getenv("top_srcdir");
@@ -1333,6 +1388,7 @@ int main(void)
     test_patterns_kept();
     test_table();
     test_keys();
+    test_kind_version();
     test_failure_tail();
     test_bands();
     char cmd[256];

@@ -954,10 +954,150 @@ static void test_report_scaling(void)
        "old records: unknown fields, no crash");
     svg = gpurun_report_svg(r);
     char *html = gpurun_report_html(r, "results");
-    ok(svg && strstr(svg, "no run of state ok with a figure of merit") && html,
-       "old records: a plot saying there is nothing to plot");
+    ok(svg && strstr(svg, "nothing to plot") && !strstr(svg, "class=\"scaling\"") && html &&
+           strstr(html, "No scaling plot: no run of state ok with a figure of merit"),
+       "old records: no plot, and a line saying there is nothing to plot");
     free(svg);
     free(html);
+    gpurun_report_destroy(r);
+}
+
+/* A run of figures {name: value} with their kinds, on `ranks` GPUs. */
+static json_t *run_kinds(const char *job, const char *id, const char *state, long ranks, double ns, double iters)
+{
+    json_t *r = make_run(job, id, state, ranks, 1, NAN, NAN);
+    json_object_set_new(r, "foms",
+                        json_pack("{s:{s:f, s:s, s:s, s:s}, s:{s:f, s:s, s:s, s:s}, s:{s:f, s:s, s:s, s:s}}",
+                                  "iterations", "value", iters, "units", "", "better", "lower", "kind", "other",
+                                  "hour_per_ns", "value", 24 / ns, "units", "hour/ns", "better", "lower", "kind",
+                                  "time", "ns_per_day", "value", ns, "units", "ns/day", "better", "higher",
+                                  "kind", "throughput"));
+    return r;
+}
+
+static size_t fom_index(const struct gpurun_report_job *j, const char *name)
+{
+    for (size_t f = 0; f < j->nfoms; f++)
+        if (!strcmp(j->foms[f].name, name))
+            return f;
+    return 0;
+}
+
+/* Issue 30: scaling only where it means something, time figures through
+ * their inverse, the spread, the runs not ok, the params alike, where it
+ * ran. */
+static void test_report_trust(void)
+{
+    json_t *runs = json_array();
+    /* 1 GPU: 31, 56 ns/day; 2 GPUs: 80, 82; iterations 100 then 200
+     * (not a speedup of 0.5). */
+    json_array_append_new(runs, run_kinds("md", "a", "ok", 1, 31, 100));
+    json_array_append_new(runs, run_kinds("md", "b", "ok", 1, 56, 100));
+    json_array_append_new(runs, run_kinds("md", "c", "ok", 2, 80, 200));
+    json_array_append_new(runs, run_kinds("md", "d", "ok", 2, 82, 200));
+    json_t *e = make_run("md", "e", "failed", 2, 1, NAN, NAN);
+    json_object_set_new(e, "failure", json_pack("{s:i, s:s, s:i, s:s, s:[]}", "rank", 1, "host", "n1", "status", 1,
+                                                "reason", "CUDA error: out of memory", "tail"));
+    json_object_set_new(e, "record", json_string("md/e/record.json"));
+    json_object_set_new(e, "cpu_model", json_string("Xeon 8480"));
+    json_object_set_new(e, "program_version", json_string("2024.3"));
+    json_object_set_new(e, "hosts", json_pack("[s, s]", "n1", "n2"));
+    json_array_append_new(runs, e);
+    gpurun_report_t *r = gpurun_report_build(runs);
+    json_decref(runs);
+    const struct gpurun_report_job *j = &r->jobs[0];
+    size_t nsd = fom_index(j, "ns_per_day"), hpn = fom_index(j, "hour_per_ns"), it = fom_index(j, "iterations");
+    const struct gpurun_report_config *c1 = row(j, 1), *c2 = row(j, 2);
+    ok(j->foms[nsd].kind == GPURUN_FOM_THROUGHPUT && j->foms[hpn].kind == GPURUN_FOM_TIME &&
+           j->foms[it].kind == GPURUN_FOM_OTHER,
+       "the records' kinds: throughput, time, other");
+    ok(c1 && c2 && isnan(c2->stats[it].speedup) && isnan(c2->stats[it].efficiency),
+       "a figure of kind other: no speedup, no efficiency");
+    near(c2->stats[nsd].speedup, 81 / 43.5, 1e-12, "ns_per_day: speedup the ratio of the means");
+    near(c2->stats[hpn].speedup, c2->stats[nsd].speedup, 1e-12,
+         "hour_per_ns: the same speedup as ns_per_day (from its inverse, not a mean of inverses)");
+    near(c2->stats[hpn].efficiency, c2->stats[nsd].efficiency, 1e-12, "... and the same efficiency");
+    is_int(gpurun_report_main_fom(j), (long)nsd, "the plot shows the throughput, whatever the order");
+    double sd = sqrt(((31 - 43.5) * (31 - 43.5) + (56 - 43.5) * (56 - 43.5)) / 1);
+    near(c1->stats[nsd].cv, sd / 43.5, 1e-12, "CV: sample standard deviation / mean (40.6%%)");
+    ok(c1->stats[nsd].spread_flag && !c2->stats[nsd].spread_flag, "spread flagged above 5%% only");
+    is_int(j->nfailed_kept, 1, "the run not ok listed");
+    if (j->nfailed_kept == 1) {
+        is_str(j->failed[0].state, "failed", "... its state");
+        is_str(j->failed[0].reason, "rank 1 on n1: CUDA error: out of memory", "... its reason");
+        is_str(j->failed[0].folder, "md/e", "... its folder");
+        is_str(j->failed[0].config, "ranks_per_node=2", "... its configuration");
+    }
+    ok(c2->hosts.n == 2 && !strcmp(c2->cpu_models.v[0], "Xeon 8480") &&
+           !strcmp(c2->program_versions.v[0], "2024.3") && !strcmp(c2->gpurun_versions.v[0], "0.1.0"),
+       "where it ran: hosts, CPU model, program and gpurun version, of every run");
+    is_str(j->params_fixed, "nsteps=5000", "params alike in every configuration: once");
+    is_str(c1->params_vary, "-", "... and none left to each row");
+    ok(gpurun_report_plots(j), "two configurations: a plot");
+    char *svg = gpurun_report_svg(r);
+    ok(svg && strstr(svg, "class=\"efficiency\"") && strstr(svg, ">parallel efficiency<"),
+       "an efficiency plot beside the figure's");
+    free(svg);
+    FILE *out = tmpfile();
+    gpurun_report_print(r, "results", out);
+    rewind(out);
+    char text[32768];
+    size_t n = fread(text, 1, sizeof text - 1, out);
+    text[n] = '\0';
+    fclose(out);
+    ok(strstr(text, "40.6% !") && strstr(text, "31.00\u201356.00") && strstr(text, "spread between repeats above 5%"),
+       "the text: min-max, the CV flagged, the threshold said");
+    ok(strstr(text, "Runs not ok: 1") && strstr(text, "CUDA error: out of memory") && strstr(text, "md/e"),
+       "the text: the run not ok, its reason and folder");
+    gpurun_report_destroy(r);
+
+    /* One configuration: no plot, no speedup; all failed: listed, no plot. */
+    runs = json_array();
+    json_array_append_new(runs, run_kinds("one", "a", "ok", 2, 80, 1));
+    json_array_append_new(runs, run_kinds("one", "b", "ok", 2, 82, 1));
+    json_array_append_new(runs, make_run("dead", "c", "timeout", 1, 1, NAN, NAN));
+    json_array_append_new(runs, make_run("dead", "d", "failed", 2, 1, NAN, NAN));
+    r = gpurun_report_build(runs);
+    json_decref(runs);
+    const struct gpurun_report_job *dead = &r->jobs[0], *one = &r->jobs[1];
+    ok(!gpurun_report_plots(one) && isnan(one->configs[0].stats[fom_index(one, "ns_per_day")].speedup),
+       "one configuration: no plot, no speedup of 1 against itself");
+    ok(!gpurun_report_plots(dead) && dead->nfailed_kept == 2, "all runs failed: each listed, no plot");
+    svg = gpurun_report_svg(r);
+    char *html = gpurun_report_html(r, "results");
+    ok(svg && !strstr(svg, "class=\"scaling\"") && !strstr(svg, ">ideal") && html &&
+           strstr(html, "No scaling plot: one configuration") && strstr(html, "<h3>Runs not ok"),
+       "no one-point plot with an ideal legend; the page says why and lists the runs not ok");
+    free(svg);
+    free(html);
+    gpurun_report_destroy(r);
+
+    /* Params that vary: only those in the column; the others once. */
+    runs = json_array();
+    for (int i = 0; i < 4; i++) {
+        char id[8];
+        snprintf(id, sizeof id, "p%d", i);
+        json_t *x = make_run("scan", id, "ok", 1 + i % 2, 1, 100 + i, NAN);
+        json_object_set_new(x, "params", json_pack("{s:s, s:s, s:s}", "nsteps", "5000", "tpr", "/a/very/long/path.tpr",
+                                                   "npme", i < 2 ? "0" : "1"));
+        json_array_append_new(runs, x);
+    }
+    r = gpurun_report_build(runs);
+    json_decref(runs);
+    j = &r->jobs[0];
+    ok(j->params_fixed && !strcmp(j->params_fixed, "nsteps=5000 tpr=/a/very/long/path.tpr") &&
+           !strcmp(j->configs[0].params_vary, "npme=0") && !strcmp(j->configs[3].params_vary, "npme=1"),
+       "params: the alike once, each row only npme");
+    gpurun_report_destroy(r);
+
+    /* A record without kinds (before templates said them): by the units. */
+    runs = json_array();
+    json_array_append_new(runs, run_fom("old", "a", "ok", 1, 1, "iterations", 100, "", "lower", NAN));
+    json_array_append_new(runs, run_fom("old", "b", "ok", 2, 1, "iterations", 200, "", "lower", NAN));
+    r = gpurun_report_build(runs);
+    json_decref(runs);
+    ok(r->jobs[0].foms[0].kind == GPURUN_FOM_OTHER && isnan(row(&r->jobs[0], 2)->stats[0].speedup),
+       "no kind, no units: other, no scaling");
     gpurun_report_destroy(r);
 }
 
@@ -1010,6 +1150,10 @@ static void test_escaping(void)
     json_object_set_new(a, "foms",
                         json_pack("{s:{s:f, s:s, s:s}}", "</text><script>", "value", 50.0, "units",
                                   "ns/day<", "better", "higher"));
+    /* Two configurations of the figure: a plot (one alone has none). */
+    json_object_set_new(b, "foms",
+                        json_pack("{s:{s:f, s:s, s:s}}", "</text><script>", "value", 300.0, "units",
+                                  "ns/day<", "better", "higher"));
     json_array_append_new(runs, a);
     json_array_append_new(runs, b);
     gpurun_report_t *r = gpurun_report_build(runs);
@@ -1028,7 +1172,7 @@ static void test_escaping(void)
     ok(html && !strstr(html, "<img") && strstr(html, "&lt;img src=x onerror=alert(2)&gt;"),
        "HTML: the template name escaped");
     ok(html && !strstr(html, "<b>") &&
-           strstr(html, "params <code>&lt;b&gt;p&lt;/b&gt;=&quot;&amp;&#39;</code>"),
+           strstr(html, "Params of every configuration: <code>&lt;b&gt;p&lt;/b&gt;=&quot;&amp;&#39;</code>"),
        "HTML: params escaped");
     ok(html && strstr(html, "&lt;results&gt;") && !strstr(html, "<results>"),
        "HTML: the source escaped");
@@ -1172,6 +1316,7 @@ int main(void)
     test_record_files();
     test_cost_basis();
     test_report_scaling();
+    test_report_trust();
     test_escaping();
     test_report_history();
     return done_testing();

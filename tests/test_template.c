@@ -247,6 +247,19 @@ static const struct bad bad[] = {
      "digits, '_')"},
 };
 
+/* The fom's kind, and the version keys (issue 30). */
+static const struct bad bad_kind[] = {
+    {"fom kind misspelt", HEAD "fom a {\n  regex = \"([0-9.]+)\"\n  kind = \"throughpt\"\n}\n",
+     "tpl.conf:5: key 'fom.a.kind': 'throughpt' is not one of throughput, time, other (did you mean 'throughput'?)"},
+    {"fom kind unknown", HEAD "fom a {\n  regex = \"([0-9.]+)\"\n  kind = \"speed\"\n}\n",
+     "tpl.conf:5: key 'fom.a.kind': 'speed' is not one of throughput, time, other"},
+    {"version without a group", HEAD "version = \"GROMACS version:\"\n",
+     "tpl.conf:3: key 'version': 'GROMACS version:' has no group: put what it reads in parentheses, as in "
+     "\"([0-9.]+) ns/day\""},
+    {"version_file without version", HEAD "version_file = \"${job}.log\"\n",
+     "tpl.conf:3: key 'version_file': without 'version' (the regex of the version) it says nothing"},
+};
+
 /* Regexes that do not compile: the message ends in the C library's words
  * for what is wrong, which differ between C libraries. */
 static const struct bad bad_regex[] = {
@@ -287,6 +300,8 @@ static void test_bad(void)
         check_bad(&bad[i], NULL);
     for (size_t i = 0; i < sizeof bad_regex / sizeof *bad_regex; i++)
         check_bad(&bad_regex[i], bad_regex_re[i]);
+    for (size_t i = 0; i < sizeof bad_kind / sizeof *bad_kind; i++)
+        check_bad(&bad_kind[i], NULL);
 }
 
 /* ---- the search path -------------------------------------------------- */

@@ -9,6 +9,7 @@
 
 #include "cmd.h"
 #include "cmd_common.h"
+#include "confparse.h"
 #include "results.h"
 #include "util.h"
 
@@ -82,4 +83,50 @@ int cmd_results_open(const char *dir, bool rebuild, gpurun_results_t **rp, gpuru
     }
     *rp = r;
     return 0;
+}
+
+int cmd_results_job_known(gpurun_results_t *r, const char *dir, const char *job, gpurun_error_t *err)
+{
+    json_t *jobs = NULL;
+    if (!job)
+        return 0;
+    if (gpurun_results_jobs(r, &jobs, err) < 0)
+        return err->code;
+    if (json_object_get(jobs, job)) {
+        json_decref(jobs);
+        return 0;
+    }
+    /* The names, a bounded few, and the closest: a typo is the usual cause. */
+    enum { SHOWN = 20 };
+    const char *names[SHOWN];
+    size_t n = 0, total = json_object_size(jobs);
+    struct gpurun_strbuf b = {0};
+    const char *k;
+    json_t *v;
+    json_object_foreach(jobs, k, v)
+    {
+        if (n == SHOWN)
+            break;
+        names[n] = k;
+        char *shown = gpurun_printable(k);
+        gpurun_strbuf_printf(&b, "%s%s (%lld run%s)", n ? ", " : "", shown, (long long)json_integer_value(v),
+                             json_integer_value(v) == 1 ? "" : "s");
+        free(shown);
+        n++;
+    }
+    if (total > n)
+        gpurun_strbuf_printf(&b, ", and %zu more", total - n);
+    const char *near = gpurun_conf_closest(job, names, n);
+    char *j = gpurun_printable(job), *d = gpurun_printable(dir), *nr = gpurun_printable(near);
+    if (total)
+        gpurun_err(err, GPURUN_EXIT_CONFIG, "no job '%s' in %s%s%s%s; its jobs: %s", j, d, near ? " (did you mean '" : "",
+                   near ? nr : "", near ? "'?)" : "", b.s);
+    else
+        gpurun_err(err, GPURUN_EXIT_CONFIG, "no job '%s' in %s: it has no runs", j, d);
+    free(j);
+    free(d);
+    free(nr);
+    free(b.s);
+    json_decref(jobs);
+    return GPURUN_EXIT_CONFIG;
 }

@@ -33,5 +33,8 @@ int cmd_results_options(const char *cmd, const char *usage, int argc, char **arg
  * time (gpurun_results_each), never all at once.  0, or an exit status
  * with err. */
 int cmd_results_open(const char *dir, bool rebuild, gpurun_results_t **rp, gpurun_error_t *err);
+/* `--job NAME` that names no job of the folder: exit 2, naming the jobs
+ * there are (and the closest); 0 when `job` is NULL or has runs. */
+int cmd_results_job_known(gpurun_results_t *r, const char *dir, const char *job, gpurun_error_t *err);
 
 #endif

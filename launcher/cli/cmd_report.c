@@ -33,8 +33,9 @@ static const char report_usage[] =
     "  -h, --help      this help\n"
     "\n"
     "Without --html or --svg the tables go to standard output.\n"
-    "Exit status: 0 reported, 2 bad option, no such folder or a file that cannot be\n"
-    "written, 3 the index cannot be read or written.\n";
+    "Exit status: 0 reported, 2 bad option, no such folder, a --job that names no job\n"
+    "of the folder (the jobs there are named) or a file that cannot be written, 3 the\n"
+    "index cannot be read or written.\n";
 
 static int add_run(json_t *run, void *rep)
 {
@@ -58,6 +59,11 @@ int cmd_report(int argc, char **argv, gpurun_error_t *err)
     rc = cmd_results_open(dir, false, &results, err);
     if (rc != 0)
         return rc;
+    rc = cmd_results_job_known(results, dir, job, err);
+    if (rc != 0) {
+        gpurun_results_close(results);
+        return rc;
+    }
     /* A run at a time: what the report keeps is per configuration. */
     gpurun_report_t *rep = gpurun_report_new();
     rc = gpurun_results_each(results, job, add_run, rep, err) < 0 ? err->code : 0;

@@ -31,7 +31,8 @@ static const char results_usage[] =
     "  --rebuild       drop the index and read every record again\n"
     "  -h, --help      this help\n"
     "\n"
-    "Exit status: 0 listed (no runs included), 2 bad option or no such folder,\n"
+    "Exit status: 0 listed (no runs included), 2 bad option, no such folder or a\n"
+    "--job that names no job of the folder (the jobs there are named),\n"
     "3 the index cannot be read or written.\n";
 
 /* ---- the table -------------------------------------------------------- */
@@ -297,6 +298,11 @@ int cmd_results(int argc, char **argv, gpurun_error_t *err)
     rc = cmd_results_open(dir, rebuild, &r, err);
     if (rc != 0)
         return rc;
+    rc = cmd_results_job_known(r, dir, job, err);
+    if (rc != 0) {
+        gpurun_results_close(r);
+        return rc;
+    }
     if (json) {
         size_t n = 0;
         if (gpurun_results_each(r, job, json_element, &n, err) == 0)

@@ -558,6 +558,7 @@ int gpurun_fom_read(const gpurun_template_t *t, const char *dir, gpurun_lookup_f
         struct gpurun_fom_values *v = &out->f[i];
         v->name = gpurun_xstrdup(f->name);
         v->better = gpurun_xstrdup(f->better ? f->better : "higher");
+        v->kind = f->kind ? gpurun_xstrdup(f->kind) : NULL;
         v->optional = f->optional;
         v->file = files ? gpurun_xstrdup(files[i / nf]) : fom_path(f, dir, lookup, ctx, err);
         if (!v->file || scan_init(&scans[i], f, v, lookup, ctx, err) < 0)
@@ -588,6 +589,57 @@ int gpurun_fom_read(const gpurun_template_t *t, const char *dir, gpurun_lookup_f
     return rc;
 }
 
+char *gpurun_version_read(const gpurun_template_t *t, const char *dir, gpurun_lookup_fn lookup, void *ctx)
+{
+    if (!t || !t->version)
+        return NULL;
+    if (!lookup) {
+        lookup = defaults_lookup;
+        ctx = (void *)&t->defaults;
+    }
+    gpurun_error_t err;
+    char *path = NULL, *re_text = expand(t->version, lookup, ctx, "version", &err);
+    if (!re_text)
+        return NULL;
+    if (t->version_file) {
+        char *file = expand(t->version_file, lookup, ctx, "version_file", &err);
+        if (file)
+            path = join_path(dir, file);
+        free(file);
+    } else {
+        const char *label;
+        path = gpurun_rank0_output(dir, &label);
+    }
+    regex_t re;
+    bool compiled = !gpurun_regex_cost_problem(re_text) && regcomp(&re, re_text, REG_EXTENDED) == 0;
+    char *found = NULL;
+    struct lines l;
+    if (compiled && re.re_nsub >= 1 && path && lines_open(&l, path, &err) == 0) {
+        while (!found && l.no < GPURUN_VERSION_LINES && lines_next(&l)) {
+            regmatch_t m[2];
+            if (regexec(&re, l.buf, 2, m, 0) != 0 || m[1].rm_so < 0)
+                continue;
+            size_t n = (size_t)(m[1].rm_eo - m[1].rm_so), k = 0;
+            found = gpurun_xcalloc(GPURUN_VERSION_MAX + 1, 1);
+            for (size_t i = 0; i < n && k < GPURUN_VERSION_MAX; i++) {
+                unsigned char c = (unsigned char)l.buf[m[1].rm_so + (regoff_t)i];
+                if (c >= 0x20 && c != 0x7f)
+                    found[k++] = (char)c;
+            }
+            if (k == 0) {
+                free(found);
+                found = NULL;
+            }
+        }
+        lines_close(&l);
+    }
+    if (compiled)
+        regfree(&re);
+    free(re_text);
+    free(path);
+    return found;
+}
+
 void gpurun_foms_free(gpurun_foms_t *f)
 {
     if (!f)
@@ -596,6 +648,7 @@ void gpurun_foms_free(gpurun_foms_t *f)
         free(f->f[i].name);
         free(f->f[i].units);
         free(f->f[i].better);
+        free(f->f[i].kind);
         free(f->f[i].file);
         free(f->f[i].values);
         free(f->f[i].note);
@@ -617,6 +670,8 @@ json_t *gpurun_foms_json(const gpurun_foms_t *f)
                               v->n ? json_real(v->values[v->n - 1]) : json_null(), GPURUN_REC_FOM_VALUES, vals,
                               GPURUN_REC_FOM_UNITS, v->units ? v->units : "", GPURUN_REC_FOM_BETTER,
                               v->better ? v->better : "higher", GPURUN_REC_FOM_FILE, v->file ? v->file : "");
+        if (v->kind)
+            json_object_set_new(e, GPURUN_REC_FOM_KIND, json_string(v->kind));
         if (v->note)
             json_object_set_new(e, "note", json_string(v->note));
         if (v->optional)

@@ -38,6 +38,7 @@ struct gpurun_fom_values {
     char *name;     /* the fom section's title: ns_per_day */
     char *units;    /* "ns/day" ("" when none), ${name} expanded */
     char *better;   /* "higher" | "lower" */
+    char *kind;     /* "throughput" | "time" | "other"; NULL: the template does not say */
     char *file;     /* the file it was read from */
     double *values; /* every occurrence, in file order (several runs in one log) */
     size_t n;       /* 0: the figure was not found */
@@ -64,7 +65,20 @@ int gpurun_fom_read(const gpurun_template_t *t, const char *dir, gpurun_lookup_f
                     char *const *files, gpurun_foms_t *out, gpurun_error_t *err);
 void gpurun_foms_free(gpurun_foms_t *f);
 
-/* {"ns_per_day": {"value": LAST, "values": [...], "units": "ns/day", "better": "higher", "file": "..."}}
+/* The program's version as the template's `version` regex reads it (its
+ * first group, on the first line that matches) from `version_file`
+ * (${name}-expanded, relative to `dir`) or rank 0's output; at most
+ * GPURUN_VERSION_MAX bytes, control characters dropped.  NULL (and no
+ * error) when the template has no `version`, the file is missing or no
+ * line matches: a version is information, never a reason to fail a run.
+ * Only the first GPURUN_VERSION_LINES lines are read: programs print it
+ * at start. */
+#define GPURUN_VERSION_MAX 128
+#define GPURUN_VERSION_LINES 2000
+char *gpurun_version_read(const gpurun_template_t *t, const char *dir, gpurun_lookup_fn lookup, void *ctx);
+
+/* {"ns_per_day": {"value": LAST, "values": [...], "units": "ns/day", "better": "higher",
+ *                 "kind": "throughput", "file": "..."}}  ("kind" only where the template says it)
  * A figure not found has "value": null and "values": []; a note is
  * "note": "...", an optional figure "optional": true. */
 json_t *gpurun_foms_json(const gpurun_foms_t *f);

@@ -30,6 +30,8 @@
 #define GPURUN_REC_ALLOCATION "allocation"                 /* what the resource manager gave */
 #define GPURUN_REC_HOSTS "hosts"                           /* [host names] */
 #define GPURUN_REC_GPU_MODEL "gpu_model"
+#define GPURUN_REC_CPU_MODEL "cpu_model"                   /* hwloc's CPUModel; null: unknown */
+#define GPURUN_REC_PROGRAM_VERSION "program_version"       /* the template's `version` from the log; null */
 #define GPURUN_REC_PARAMS "params"                         /* {the template params} */
 #define GPURUN_REC_REPEAT_INDEX "repeat_index"
 #define GPURUN_REC_COMMAND "command"                       /* [argv] */
@@ -58,6 +60,7 @@
 #define GPURUN_REC_FOM_UNITS "units"
 #define GPURUN_REC_FOM_BETTER "better"
 #define GPURUN_REC_FOM_FILE "file"
+#define GPURUN_REC_FOM_KIND "kind"                         /* throughput | time | other */
 
 /* ---- its states and failure -------------------------------------------- */
 

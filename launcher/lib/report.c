@@ -13,6 +13,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,11 +250,30 @@ struct gpurun_report_building {
     size_t last_job;
 };
 
+/* The kind a record says, where the figure has none yet. */
+static void fom_kind_from(struct gpurun_report_fom *f, const json_t *fom)
+{
+    const char *k = f->kind_said ? NULL : gpurun_record_str(fom, GPURUN_REC_FOM_KIND);
+    if (!k)
+        return;
+    static const struct {
+        const char *name;
+        enum gpurun_fom_kind kind;
+    } kinds[] = {{"throughput", GPURUN_FOM_THROUGHPUT}, {"time", GPURUN_FOM_TIME}, {"other", GPURUN_FOM_OTHER}};
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+        if (strcmp(k, kinds[i].name) == 0) {
+            f->kind = kinds[i].kind;
+            f->kind_said = true;
+        }
+}
+
 static size_t find_fom(struct gpurun_report_job *job, const char *name, const json_t *fom)
 {
     for (size_t i = 0; i < job->nfoms; i++)
-        if (strcmp(job->foms[i].name, name) == 0)
+        if (strcmp(job->foms[i].name, name) == 0) {
+            fom_kind_from(&job->foms[i], fom);
             return i;
+        }
     job->foms = gpurun_xrealloc(job->foms, (job->nfoms + 1) * sizeof *job->foms);
     struct gpurun_report_fom *f = &job->foms[job->nfoms];
     memset(f, 0, sizeof *f);
@@ -261,6 +281,8 @@ static size_t find_fom(struct gpurun_report_job *job, const char *name, const js
     const char *u = gpurun_record_str(fom, GPURUN_REC_FOM_UNITS), *b = gpurun_record_str(fom, GPURUN_REC_FOM_BETTER);
     f->units = gpurun_xstrdup(u ? u : "");
     f->better = gpurun_xstrdup(b && strcmp(b, "lower") == 0 ? "lower" : "higher");
+    f->kind = GPURUN_FOM_OTHER;
+    fom_kind_from(f, fom);
     return job->nfoms++;
 }
 
@@ -309,6 +331,72 @@ static struct gpurun_report_config *find_config(struct gpurun_report_job *job, s
     return c;
 }
 
+/* One more value of a record field into a configuration's distinct ones. */
+static void values_add(struct gpurun_report_values *vs, const char *v)
+{
+    if (!v || !*v)
+        return;
+    for (size_t i = 0; i < vs->n; i++)
+        if (strcmp(vs->v[i], v) == 0)
+            return;
+    if (vs->n < GPURUN_REPORT_VALUES_MAX)
+        vs->v[vs->n++] = gpurun_xstrdup(v);
+    else if (vs->more < SIZE_MAX)
+        vs->more++; /* counted, not told apart: a bound, whatever the runs */
+}
+
+static void values_free(struct gpurun_report_values *vs)
+{
+    for (size_t i = 0; i < vs->n; i++)
+        free(vs->v[i]);
+}
+
+/* The values in a line: "a, b (and 3 more)"; "-" none. */
+static char *values_text(const struct gpurun_report_values *vs)
+{
+    struct gpurun_strbuf b = {0};
+    for (size_t i = 0; i < vs->n; i++)
+        gpurun_strbuf_printf(&b, "%s%s", i ? ", " : "", vs->v[i]);
+    if (vs->more)
+        gpurun_strbuf_printf(&b, " (and %zu more)", vs->more);
+    if (!vs->n)
+        gpurun_strbuf_puts(&b, "-");
+    return bdone(&b);
+}
+
+/* A run not ok into its job's list: the latest GPURUN_REPORT_FAILED_MAX. */
+static void failed_add(struct gpurun_report_job *job, const struct gpurun_report_config *c, const json_t *run)
+{
+    if (job->nfailed_kept == GPURUN_REPORT_FAILED_MAX) {
+        struct gpurun_report_failed *f = &job->failed[0];
+        free(f->start);
+        free(f->config);
+        free(f->state);
+        free(f->reason);
+        free(f->folder);
+        memmove(job->failed, job->failed + 1, (GPURUN_REPORT_FAILED_MAX - 1) * sizeof *job->failed);
+        job->nfailed_kept--;
+    }
+    if (!job->failed)
+        job->failed = gpurun_xcalloc(GPURUN_REPORT_FAILED_MAX, sizeof *job->failed);
+    struct gpurun_report_failed *f = &job->failed[job->nfailed_kept++];
+    const char *start = gpurun_record_str(run, "start"), *state = gpurun_record_str(run, "state"),
+               *rec = gpurun_record_str(run, "record");
+    f->start = gpurun_xstrdup(start ? start : "-");
+    f->state = gpurun_xstrdup(state ? state : "unknown");
+    char *reason = gpurun_record_failure_text(run);
+    f->reason = reason ? reason : gpurun_xstrdup("-");
+    /* "record" is JOB/RUN-ID/record.json: the folder is what precedes it. */
+    const char *slash = rec ? strrchr(rec, '/') : NULL;
+    f->folder = slash ? gpurun_xasprintf("%.*s", (int)(slash - rec), rec) : gpurun_xstrdup("-");
+    if (strcmp(c->label, "-") != 0)
+        f->config = gpurun_xstrdup(c->label);
+    else
+        f->config = gpurun_xasprintf("%ld rank%s on %ld node%s%s%s", c->ranks, c->ranks == 1 ? "" : "s", c->nodes,
+                                     c->nodes == 1 ? "" : "s", strcmp(c->params_text, "-") ? "; " : "",
+                                     strcmp(c->params_text, "-") ? c->params_text : "");
+}
+
 /* Statistics for the job's figures so far (figures appear as runs come). */
 static void reserve_stats(struct gpurun_report_config *c, size_t nfoms)
 {
@@ -318,6 +406,7 @@ static void reserve_stats(struct gpurun_report_config *c, size_t nfoms)
     for (size_t f = c->nstats; f <= nfoms; f++) {
         memset(&c->stats[f], 0, sizeof c->stats[f]);
         c->stats[f].speedup = c->stats[f].efficiency = NAN;
+        c->stats[f].cv = NAN;
         c->stats[f].cost = c->stats[f].spot_cost = NAN;
     }
     c->nstats = nfoms;
@@ -457,9 +546,43 @@ static int cmp_job(const void *pa, const void *pb)
     return strcmp(a->name, b->name);
 }
 
-/* Speedup, efficiency against each series' smallest configuration. */
+/* Speedup, efficiency against each series' smallest configuration: of a
+ * throughput figure, the ratio of the means; of a time figure (hour/ns, s
+ * to solution), the ratio of the means of its inverse, the throughput
+ * (equivalently, of the harmonic means of the times), so that hour_per_ns
+ * gives the speedup ns_per_day gives for the same runs: the mean of the
+ * times is not the inverse of the mean throughput (ns/day 31 and 56 make
+ * 43.5 ns/day, but their hour/ns a mean of 0.60, i.e. 40 ns/day).  The
+ * throughput is what adds up over runs of equal work; none for other
+ * figures (iterations, a residual), whose ratio is no speedup. */
 static void scaling(struct gpurun_report_job *job, size_t f)
 {
+    enum gpurun_fom_kind kind = job->foms[f].kind;
+    /* One configuration scales against nothing: no 1.00 to read into. */
+    size_t sized = 0;
+    for (size_t i = 0; i < job->nconfigs && sized < 2; i++)
+        sized += job->configs[i].resources > 0 && job->configs[i].stats[f].n > 0;
+    if (kind == GPURUN_FOM_OTHER || sized < 2)
+        return;
+    if (kind == GPURUN_FOM_TIME) {
+        for (size_t s = 0; s < job->nseries; s++) {
+            const struct gpurun_report_config *base = NULL;
+            for (size_t i = 0; i < job->nconfigs && !base; i++) {
+                const struct gpurun_report_config *c = &job->configs[i];
+                if (c->series == s && c->resources > 0 && c->stats[f].inv_n > 0 && c->stats[f].inv_mean > 0)
+                    base = c;
+            }
+            for (size_t i = 0; base && i < job->nconfigs; i++) {
+                struct gpurun_report_config *c = &job->configs[i];
+                struct gpurun_report_stat *st = &c->stats[f];
+                if (c->series != s || c->resources <= 0 || st->inv_n == 0 || !(st->inv_mean > 0))
+                    continue;
+                st->speedup = st->inv_mean / base->stats[f].inv_mean;
+                st->efficiency = st->speedup / ((double)c->resources / (double)base->resources);
+            }
+        }
+        return;
+    }
     bool lower = strcmp(job->foms[f].better, "lower") == 0;
     for (size_t s = 0; s < job->nseries; s++) {
         const struct gpurun_report_config *base = NULL;
@@ -522,8 +645,57 @@ static void costs(struct gpurun_report_job *job, size_t f)
     }
 }
 
+/* A figure whose records said no kind: by its units (report.h). */
+static void infer_kind(struct gpurun_report_fom *f)
+{
+    if (f->kind_said)
+        return;
+    struct gpurun_cost_basis b;
+    gpurun_cost_basis(f->units, f->better, &b);
+    f->kind = b.kind == GPURUN_COST_RATE   ? GPURUN_FOM_THROUGHPUT
+              : b.kind == GPURUN_COST_TIME ? GPURUN_FOM_TIME
+                                           : GPURUN_FOM_OTHER;
+}
+
+/* The params alike in every configuration, once (job->params_fixed), and
+ * each configuration's others (params_vary): a long list of params, the
+ * same on every row, no longer pushes the figures off the screen. */
+static void split_params(struct gpurun_report_job *job)
+{
+    json_t **p = gpurun_xcalloc(job->nconfigs + 1, sizeof *p);
+    for (size_t i = 0; i < job->nconfigs; i++) {
+        p[i] = json_loads(job->configs[i].params, 0, NULL);
+        if (!json_is_object(p[i])) {
+            json_decref(p[i]);
+            p[i] = json_object();
+        }
+    }
+    json_t *fixed = job->nconfigs ? json_deep_copy(p[0]) : json_object();
+    const char *k;
+    json_t *v, *tmp;
+    json_object_foreach_safe(fixed, tmp, k, v)
+    {
+        for (size_t i = 1; i < job->nconfigs; i++)
+            if (!json_equal(v, json_object_get(p[i], k))) {
+                json_object_del(fixed, k);
+                break;
+            }
+    }
+    job->params_fixed = json_object_size(fixed) ? params_text(fixed) : NULL;
+    for (size_t i = 0; i < job->nconfigs; i++) {
+        json_object_foreach(fixed, k, v) json_object_del(p[i], k);
+        job->configs[i].params_vary = params_text(p[i]);
+        json_decref(p[i]);
+    }
+    json_decref(fixed);
+    free(p);
+}
+
 static void finish_job(struct gpurun_report_job *job)
 {
+    for (size_t f = 0; f < job->nfoms; f++)
+        infer_kind(&job->foms[f]);
+    split_params(job);
     job->by_gpus = false;
     for (size_t i = 0; i < job->nconfigs; i++)
         job->by_gpus |= job->configs[i].gpus > 0;
@@ -534,6 +706,10 @@ static void finish_job(struct gpurun_report_job *job)
             struct gpurun_report_stat *st = &c->stats[f];
             if (!st->n)
                 st->mean = st->min = st->max = NAN;
+            /* The sample standard deviation over the mean: what the spread
+             * is worth against a difference between configurations. */
+            st->cv = st->n >= 2 && st->mean != 0 ? sqrt(st->m2 / (double)(st->n - 1)) / fabs(st->mean) : NAN;
+            st->spread_flag = st->cv > GPURUN_REPORT_CV_FLAG;
         }
     }
     if (job->nconfigs > 1)
@@ -584,13 +760,23 @@ void gpurun_report_add(gpurun_report_t *r, const json_t *run)
     }
     reserve_stats(c, job->nfoms);
 
-    /* Runs not ok are counted apart, never averaged. */
+    /* Where and with what it ran: of every run, ok or not. */
+    size_t hi;
+    json_t *h;
+    json_array_foreach(json_object_get(run, GPURUN_REC_HOSTS), hi, h) values_add(&c->hosts, json_string_value(h));
+    values_add(&c->cpu_models, gpurun_record_str(run, GPURUN_REC_CPU_MODEL));
+    values_add(&c->gpu_models, gpurun_record_str(run, "gpu_model"));
+    values_add(&c->program_versions, gpurun_record_str(run, GPURUN_REC_PROGRAM_VERSION));
+    values_add(&c->gpurun_versions, gpurun_record_str(run, "gpurun_version"));
+
+    /* Runs not ok are counted apart, never averaged, and listed. */
     job->nruns++;
     r->nruns++;
     if (!is_ok(run)) {
         c->nfailed++;
         job->nfailed++;
         r->nfailed++;
+        failed_add(job, c, run);
         return;
     }
     c->nok++;
@@ -626,8 +812,15 @@ void gpurun_report_add(gpurun_report_t *r, const json_t *run)
         st->min = st->n == 0 || v < st->min ? v : st->min;
         st->max = st->n == 0 || v > st->max ? v : st->max;
         st->n++;
-        /* A running mean: the sum of figures near DBL_MAX overflows. */
+        /* A running mean: the sum of figures near DBL_MAX overflows; the
+         * squared deviations (Welford) for the spread. */
+        double before = st->n > 1 ? st->mean : v;
         st->mean = (st->mean - st->mean / (double)st->n) + v / (double)st->n;
+        st->m2 += (v - before) * (v - st->mean);
+        if (v > 0 && isfinite(1 / v)) { /* a time figure's throughput: its inverse */
+            st->inv_n++;
+            st->inv_mean += (1 / v - st->inv_mean) / (double)st->inv_n;
+        }
     }
 }
 
@@ -679,6 +872,12 @@ void gpurun_report_destroy(gpurun_report_t *r)
             struct gpurun_report_config *cf = &job->configs[c];
             free(cf->params);
             free(cf->params_text);
+            free(cf->params_vary);
+            values_free(&cf->hosts);
+            values_free(&cf->cpu_models);
+            values_free(&cf->gpu_models);
+            values_free(&cf->program_versions);
+            values_free(&cf->gpurun_versions);
             free(cf->label);
             free(cf->gpu_model);
             free(cf->currency);
@@ -688,6 +887,15 @@ void gpurun_report_destroy(gpurun_report_t *r)
             json_decref(cf->monitor);
         }
         free(job->configs);
+        for (size_t i = 0; i < job->nfailed_kept; i++) {
+            free(job->failed[i].start);
+            free(job->failed[i].config);
+            free(job->failed[i].state);
+            free(job->failed[i].reason);
+            free(job->failed[i].folder);
+        }
+        free(job->failed);
+        free(job->params_fixed);
         free(job->name);
         free(job->template_name);
     }
@@ -697,11 +905,24 @@ void gpurun_report_destroy(gpurun_report_t *r)
 
 long gpurun_report_main_fom(const struct gpurun_report_job *job)
 {
-    for (size_t f = 0; f < job->nfoms; f++)
-        for (size_t c = 0; c < job->nconfigs; c++)
-            if (job->configs[c].stats[f].n > 0)
-                return (long)f;
+    /* A throughput first, then a time: what scales is what a plot of
+     * scaling is for (cg's GFLOP/s, not its iterations). */
+    static const enum gpurun_fom_kind order[] = {GPURUN_FOM_THROUGHPUT, GPURUN_FOM_TIME, GPURUN_FOM_OTHER};
+    for (size_t k = 0; k < sizeof order / sizeof *order; k++)
+        for (size_t f = 0; f < job->nfoms; f++)
+            for (size_t c = 0; job->foms[f].kind == order[k] && c < job->nconfigs; c++)
+                if (job->configs[c].stats[f].n > 0)
+                    return (long)f;
     return -1;
+}
+
+bool gpurun_report_plots(const struct gpurun_report_job *job)
+{
+    long f = gpurun_report_main_fom(job);
+    size_t points = 0;
+    for (size_t c = 0; f >= 0 && c < job->nconfigs && points < 2; c++)
+        points += job->configs[c].stats[f].n > 0 && job->configs[c].resources > 0;
+    return points >= 2;
 }
 
 /* ---- tables ----------------------------------------------------------- */
@@ -732,6 +953,27 @@ static char *fmt_cost(double v, const char *currency)
     char *s = gpurun_xasprintf("%s%s%s", n, currency ? " " : "", currency ? currency : "");
     free(n);
     return s;
+}
+
+/* A figure's spread over its repeats: "98.00\u2013102.0"; "-" under 2. */
+static char *fmt_range(const struct gpurun_report_stat *st)
+{
+    if (st->n < 2)
+        return st->n ? gpurun_report_number(st->min) : gpurun_xstrdup("-");
+    char *lo = gpurun_report_number(st->min), *hi = gpurun_report_number(st->max);
+    char *s = gpurun_xasprintf("%s\u2013%s", lo, hi);
+    free(lo);
+    free(hi);
+    return s;
+}
+
+/* The coefficient of variation, "2.0%", flagged "40.6% !" above
+ * GPURUN_REPORT_CV_FLAG; "-" under 2 repeats. */
+static char *fmt_cv(const struct gpurun_report_stat *st)
+{
+    if (!isfinite(st->cv))
+        return gpurun_xstrdup("-");
+    return gpurun_xasprintf("%.1f%%%s", st->cv * 100, st->spread_flag ? " !" : "");
 }
 
 static char *fmt_long(long v)
@@ -870,20 +1112,18 @@ static struct table fom_table(const struct gpurun_report_job *job, size_t f, cha
 {
     const struct gpurun_report_fom *fom = &job->foms[f];
     struct table t = {0};
-    bool params = job->nseries > 1;
     table_col(&t, "GPUs", true);
     table_col(&t, "nodes", true);
     table_col(&t, "ranks", true);
     table_col(&t, "GPUs/rank", true);
     table_col(&t, "threads/rank", true);
-    if (params)
-        table_col(&t, "params", false);
+    table_col(&t, "params", false); /* only those that vary: the others are above the table */
     table_col(&t, "config", false);
     table_col(&t, "n", true);
     table_col(&t, "failed", true);
     table_col(&t, "mean", true);
-    table_col(&t, "min", true);
-    table_col(&t, "max", true);
+    table_col(&t, "min\u2013max", true);
+    table_col(&t, "CV", true);
     table_col(&t, "speedup", true);
     table_col(&t, "efficiency", true);
     heads[0] =
@@ -906,14 +1146,13 @@ static struct table fom_table(const struct gpurun_report_job *job, size_t f, cha
         row[k++] = fmt_long(c->ranks);
         row[k++] = fmt_long(job->by_gpus ? c->gpus_per_rank : -1);
         row[k++] = fmt_long(c->threads_per_rank);
-        if (params)
-            row[k++] = gpurun_xstrdup(c->params_text);
+        row[k++] = gpurun_xstrdup(c->params_vary);
         row[k++] = gpurun_xstrdup(c->label);
         row[k++] = gpurun_xasprintf("%zu", st->n);
         row[k++] = gpurun_xasprintf("%zu", c->nfailed);
         row[k++] = gpurun_report_number(st->mean);
-        row[k++] = gpurun_report_number(st->min);
-        row[k++] = gpurun_report_number(st->max);
+        row[k++] = fmt_range(st);
+        row[k++] = fmt_cv(st);
         row[k++] = fmt_ratio(st->speedup);
         row[k++] = fmt_ratio(st->efficiency);
         row[k++] = fmt_cost(st->cost, c->currency);
@@ -928,12 +1167,10 @@ static struct table fom_table(const struct gpurun_report_job *job, size_t f, cha
 static struct table monitor_table(const struct gpurun_report_job *job)
 {
     struct table t = {0};
-    bool params = job->nseries > 1;
     table_col(&t, "GPUs", true);
     table_col(&t, "nodes", true);
     table_col(&t, "ranks", true);
-    if (params)
-        table_col(&t, "params", false);
+    table_col(&t, "params", false);
     table_col(&t, "config", false);
     table_col(&t, "GPU monitoring (last ok run)", false);
     t.nrows = job->nconfigs;
@@ -945,14 +1182,91 @@ static struct table monitor_table(const struct gpurun_report_job *job)
         row[k++] = fmt_long(c->gpus);
         row[k++] = fmt_long(c->nodes);
         row[k++] = fmt_long(c->ranks);
-        if (params)
-            row[k++] = gpurun_xstrdup(c->params_text);
+        row[k++] = gpurun_xstrdup(c->params_vary);
         row[k++] = gpurun_xstrdup(c->label);
         row[k++] = fmt_monitor(c->monitor);
     }
     table_prune(&t);
     return t;
 }
+
+/* Where and with what each configuration ran: hosts, CPU and GPU model,
+ * the program's version (the template's `version`) and gpurun's; two
+ * builds of a program, or two kinds of node, show as two values. */
+static struct table where_table(const struct gpurun_report_job *job)
+{
+    struct table t = {0};
+    table_col(&t, "GPUs", true);
+    table_col(&t, "nodes", true);
+    table_col(&t, "ranks", true);
+    table_col(&t, "params", false);
+    table_col(&t, "config", false);
+    table_col(&t, "hosts", false);
+    table_col(&t, "CPU", false);
+    table_col(&t, "GPU", false);
+    table_col(&t, "program version", false);
+    table_col(&t, "gpurun", false);
+    t.nrows = job->nconfigs;
+    t.cells = gpurun_xcalloc(t.nrows * t.ncols + 1, sizeof *t.cells);
+    for (size_t r = 0; r < job->nconfigs; r++) {
+        const struct gpurun_report_config *c = &job->configs[r];
+        char **row = &t.cells[r * t.ncols];
+        size_t k = 0;
+        row[k++] = fmt_long(job->by_gpus ? c->gpus : -1);
+        row[k++] = fmt_long(c->nodes);
+        row[k++] = fmt_long(c->ranks);
+        row[k++] = gpurun_xstrdup(c->params_vary); /* with the label: two rows never read alike */
+        row[k++] = gpurun_xstrdup(c->label);
+        row[k++] = values_text(&c->hosts);
+        row[k++] = values_text(&c->cpu_models);
+        row[k++] = values_text(&c->gpu_models);
+        row[k++] = values_text(&c->program_versions);
+        row[k++] = values_text(&c->gpurun_versions);
+    }
+    table_prune(&t);
+    return t;
+}
+
+/* The runs not ok: when, which configuration, state, reason, folder. */
+static struct table failed_table(const struct gpurun_report_job *job)
+{
+    struct table t = {0};
+    table_col(&t, "start (UTC)", false);
+    table_col(&t, "configuration", false);
+    table_col(&t, "state", false);
+    table_col(&t, "reason", false);
+    table_col(&t, "folder", false);
+    t.nrows = job->nfailed_kept;
+    t.cells = gpurun_xcalloc(t.nrows * t.ncols + 1, sizeof *t.cells);
+    for (size_t r = 0; r < job->nfailed_kept; r++) {
+        const struct gpurun_report_failed *f = &job->failed[r];
+        char **row = &t.cells[r * t.ncols];
+        row[0] = gpurun_xstrdup(f->start);
+        row[1] = gpurun_xstrdup(f->config);
+        row[2] = gpurun_xstrdup(f->state);
+        row[3] = gpurun_xstrdup(f->reason);
+        row[4] = gpurun_xstrdup(f->folder);
+    }
+    return t;
+}
+
+/* Whether any figure's spread is flagged. */
+static bool any_spread_flag(const struct gpurun_report_job *job)
+{
+    for (size_t c = 0; c < job->nconfigs; c++)
+        for (size_t f = 0; f < job->nfoms; f++)
+            if (job->configs[c].stats[f].spread_flag)
+                return true;
+    return false;
+}
+
+static const char spread_note[] =
+    "! spread between repeats above 5% (CV, the coefficient of variation: sample standard deviation / mean). "
+    "Repeats on the same nodes usually agree within 1-3%; past 5% a difference between configurations of "
+    "that size is noise, not scaling: look for another job on the nodes, clocks or thermal limits, or "
+    "a cold first run, before trusting the mean.";
+
+static const char *const kind_words[] = {"throughput", "time", "other: no scaling"};
 
 /* Display width of UTF-8 text: one column per character. */
 static size_t width(const char *s)
@@ -994,9 +1308,12 @@ static void table_print(const struct table *t, FILE *out)
 }
 
 static const char definitions[] =
-    "speedup = mean / mean of the smallest configuration with the same params (its inverse "
-    "when lower is better); efficiency = speedup / (GPUs / GPUs of that configuration), ranks "
-    "for a CPU-only job; cost = GPUs x price per GPU-hour x hours the configuration takes "
+    "speedup = mean / mean of the smallest configuration with the same params, for throughput "
+    "figures; for time figures (hour/ns, s) the same ratio of the means of their inverse, the "
+    "throughput, so that hour_per_ns and ns_per_day agree; none for other figures (iterations, a "
+    "residual); efficiency = speedup / (GPUs / GPUs of that configuration), ranks "
+    "for a CPU-only job; min\u2013max and CV (standard deviation / mean) are the spread over the "
+    "repeats, flagged ! above 5%; cost = GPUs x price per GPU-hour x hours the configuration takes "
     "for one unit of work at the mean figure (for ns/day: GPUs x price / (ns_per_day / 24) "
     "per ns), on demand and spot, from the prices the records carry (a site profile); - "
     "where there is none.  Only runs of state ok are averaged; the others are counted as "
@@ -1006,17 +1323,7 @@ static const char definitions[] =
  * own); NULL when none. */
 static const char *job_params(const struct gpurun_report_job *job)
 {
-    return job->nseries == 1 && job->nconfigs && strcmp(job->configs[0].params_text, "-") != 0
-               ? job->configs[0].params_text
-               : NULL;
-}
-
-static const char *job_gpu_model(const struct gpurun_report_job *job)
-{
-    for (size_t c = 0; c < job->nconfigs; c++)
-        if (job->configs[c].gpu_model)
-            return job->configs[c].gpu_model;
-    return NULL;
+    return job->params_fixed;
 }
 
 /* ---- history --------------------------------------------------------- */
@@ -1048,7 +1355,8 @@ static char *config_size(const struct gpurun_report_job *job, const struct gpuru
  * does not (a scan's combination names its params); NULL when none. */
 static const char *config_params(const struct gpurun_report_job *job, const struct gpurun_report_config *c)
 {
-    return job->nseries > 1 && strcmp(c->label, "-") == 0 ? c->params_text : NULL;
+    (void)job; /* the configuration knows its varying params */
+    return strcmp(c->params_vary, "-") != 0 && strcmp(c->label, "-") == 0 ? c->params_vary : NULL;
 }
 
 /* The configuration a history is of, in words: "ranks_per_node=2: 2 ranks
@@ -1148,20 +1456,25 @@ static void print_job(const struct gpurun_report_job *job, FILE *out)
             job->nruns == 1 ? "" : "s", job->nfailed, job->by_gpus ? "GPUs" : "ranks (CPU-only)");
     free(name);
     free(tpl);
-    const char *params = job_params(job), *model = job_gpu_model(job);
-    if (params || model) {
-        char *p = gpurun_printable(params), *m = gpurun_printable(model);
-        fprintf(out, "  %s%s%s%s%s\n", params ? "params: " : "", params ? p : "",
-                params && model ? "; " : "", model ? "GPU: " : "", model ? m : "");
+    const char *params = job_params(job);
+    if (params) {
+        char *p = gpurun_printable(params);
+        fprintf(out, "  params of every configuration: %s\n", p);
         free(p);
-        free(m);
     }
+    struct table wt = where_table(job);
+    if (wt.ncols > 3) { /* more than the size: something is known of where it ran */
+        fprintf(out, "\n  Where it ran\n");
+        table_print(&wt, out);
+    }
+    table_free(&wt);
     if (job->nfoms == 0)
         fprintf(out, "  no figures of merit in these runs\n");
     for (size_t f = 0; f < job->nfoms; f++) {
         const struct gpurun_report_fom *fom = &job->foms[f];
         char *fn = gpurun_printable(fom->name), *fu = gpurun_printable(fom->units);
-        fprintf(out, "\n  %s (%s%s%s is better)\n", fn, fu, *fu ? ", " : "", fom->better);
+        fprintf(out, "\n  %s (%s%s%s is better; %s)\n", fn, fu, *fu ? ", " : "", fom->better,
+                kind_words[fom->kind]);
         free(fn);
         free(fu);
         char *heads[2];
@@ -1171,6 +1484,19 @@ static void print_job(const struct gpurun_report_job *job, FILE *out)
         free(heads[0]);
         free(heads[1]);
     }
+    if (any_spread_flag(job))
+        fprintf(out, "\n  %s\n", spread_note);
+    if (job->nfailed) {
+        fprintf(out, "\n  Runs not ok: %zu%s (folders in the results folder)\n", job->nfailed,
+                job->nfailed > job->nfailed_kept ? ", the latest shown" : "");
+        struct table t = failed_table(job);
+        table_print(&t, out);
+        table_free(&t);
+    }
+    if (!gpurun_report_plots(job))
+        fprintf(out, "\n  No plot: %s\n",
+                gpurun_report_main_fom(job) < 0 ? "no run of state ok with a figure of merit"
+                                                : "one configuration (a plot needs two or more)");
     if (any_monitor(job)) {
         fprintf(out, "\n  GPU monitoring\n");
         struct table t = monitor_table(job);
@@ -1303,13 +1629,6 @@ struct scaling_plot {
     /* Per series: its first configuration with a value; NULL: none. */
     const struct gpurun_report_config **base;
 };
-
-/* A panel that has nothing to plot says why, and ends. */
-static void svg_panel_message(struct gpurun_strbuf *b, const char *text)
-{
-    svg_text(b, SVG_W / 2.0, SVG_H / 2.0, "middle", " font-size=\"14\"", text);
-    gpurun_strbuf_puts(b, "</g>\n");
-}
 
 /* The extent of the data and of each series' ideal line; the baselines. */
 static void scaling_extent(struct scaling_plot *p)
@@ -1546,82 +1865,205 @@ static void series_measured(struct gpurun_strbuf *b, const struct scaling_plot *
     }
 }
 
-/* Series s's two legend entries at height ly, right of the plot; returns
- * the height of the next series' entries. */
-static double series_legend(struct gpurun_strbuf *b, const struct scaling_plot *p, size_t s, const char *color,
-                            double ly)
+/* The scaling panel: the figure against GPUs at left, the parallel
+ * efficiency at right (each a plot of the history panel's size, PLOT_L to
+ * PLOT_R inside its half), the legend below both, a row per series, cut
+ * to what the panel's width holds: never cut off at the right. */
+#define HALF_W 600
+#define SCALING_W (2 * HALF_W)
+#define LEGEND_ROW 20
+/* Characters of a legend entry at most: the panel's width at 12 px. */
+#define LEGEND_CHARS 140
+
+static size_t drawn_series(const struct scaling_plot *p, size_t *left_out)
 {
-    const struct gpurun_report_config *base = p->base[s];
-    char *what = p->job->nseries > 1 ? gpurun_xasprintf("measured: %s", base->params_text)
-                                     : gpurun_xstrdup("measured (mean, min-max)");
-    gpurun_strbuf_printf(b,
-            "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" "
-            "stroke-width=\"2\"/><circle cx=\"%d\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>\n",
-            PLOT_R + 16, ly, PLOT_R + 44, ly, color, PLOT_R + 30, ly, color);
-    char cut[40]; /* what fits right of the plot; cut at a character */
-    snprintf(cut, sizeof cut, "%s", what);
-    if (strlen(what) >= sizeof cut)
-        for (size_t k = sizeof cut - 4; k > 0; k--)
-            if (((unsigned char)cut[k] & 0xc0) != 0x80) {
-                snprintf(cut + k, sizeof cut - k, "...");
-                break;
-            }
-    svg_text(b, PLOT_R + 52, ly + 4, "start", " font-size=\"12\"", cut);
-    free(what);
-    ly += 20;
-    char *ideal = gpurun_xasprintf("ideal, from %ld %s", base->resources, resource_word(p, base->resources));
-    gpurun_strbuf_printf(b,
-            "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\" "
-            "stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/>\n",
-            PLOT_R + 16, ly, PLOT_R + 44, ly, color);
-    svg_text(b, PLOT_R + 52, ly + 4, "start", " font-size=\"12\"", ideal);
-    free(ideal);
-    return ly + 28;
+    size_t drawn = 0, out = 0;
+    for (size_t s = 0; s < p->job->nseries; s++)
+        if (p->base[s]) {
+            if (drawn < MAX_SERIES)
+                drawn++;
+            else
+                out++;
+        }
+    if (left_out)
+        *left_out = out;
+    return drawn;
 }
 
-/* Per series: the ideal line, the measured line, min-max bars, points, and
- * the legend, right of the plot, as far as it has room. */
-static void scaling_series(struct gpurun_strbuf *b, const struct scaling_plot *p)
+/* Height of the legend: an entry per row, the ideal line's one more. */
+static double legend_height(size_t drawn)
 {
-    double ly = PLOT_T + 8;
-    size_t drawn = 0, left_out = 0;
+    return (double)(drawn + 1) * LEGEND_ROW + 12;
+}
+
+/* `text` cut to LEGEND_CHARS characters (at a character), "..." added. */
+static char *legend_cut(const char *text)
+{
+    size_t chars = 0, i = 0;
+    for (; text[i]; i++)
+        if (((unsigned char)text[i] & 0xc0) != 0x80 && ++chars > LEGEND_CHARS - 3)
+            break;
+    if (!text[i])
+        return gpurun_xstrdup(text);
+    return gpurun_xasprintf("%.*s...", (int)i, text);
+}
+
+static void legend_entry(struct gpurun_strbuf *b, size_t i, double y0, const char *color, bool dashed,
+                         const char *text)
+{
+    double x = PLOT_L, y = y0 + (double)i * LEGEND_ROW;
+    gpurun_strbuf_printf(b,
+            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"%s\"%s/>\n", x, y,
+            x + 28, y, color, dashed ? "1.5" : "2", dashed ? " stroke-dasharray=\"6 4\"" : "");
+    if (!dashed)
+        gpurun_strbuf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"/>\n", x + 14, y, color);
+    char *cut = legend_cut(text);
+    svg_text(b, x + 36, y + 4, "start", " font-size=\"12\"", cut);
+    free(cut);
+}
+
+/* Per series: the ideal line (throughput and time figures), the measured
+ * line, min-max bars and points; the legend below the plots. */
+static void scaling_series(struct gpurun_strbuf *b, const struct scaling_plot *p, bool ideal, double legend_y)
+{
+    size_t drawn = 0, left_out = 0, entry = 0;
+    drawn_series(p, &left_out);
     for (size_t s = 0; s < p->job->nseries; s++) {
-        if (!p->base[s])
+        if (!p->base[s] || drawn == MAX_SERIES)
             continue;
-        if (drawn == MAX_SERIES) {
-            left_out++;
-            continue;
-        }
         drawn++;
         const char *color = palette[s % (sizeof palette / sizeof *palette)];
-        series_ideal_line(b, p, s, color);
+        if (ideal)
+            series_ideal_line(b, p, s, color);
         series_measured(b, p, s, color);
-        if (ly > SVG_H - 40)
-            continue;
-        ly = series_legend(b, p, s, color, ly);
+        const char *vary = p->base[s]->params_vary;
+        char *what = p->job->nseries > 1 && strcmp(vary, "-") != 0
+                         ? gpurun_xasprintf("measured: %s", vary)
+                         : gpurun_xstrdup("measured: mean, bars from min to max");
+        legend_entry(b, entry++, legend_y, color, false, what);
+        free(what);
+    }
+    if (ideal) {
+        char *t = gpurun_xasprintf("ideal scaling from the smallest configuration%s",
+                                   p->job->nseries > 1 ? " of each series" : "");
+        legend_entry(b, entry++, legend_y, "#555555", true, t);
+        free(t);
     }
     if (left_out) {
         char *t = gpurun_xasprintf("%zu more series of params not drawn (the tables have them)", left_out);
-        svg_text(b, PLOT_R + 16, SVG_H - 16, "start", " font-size=\"11\"", t);
+        svg_text(b, PLOT_L, legend_y + (double)entry * LEGEND_ROW, "start", " font-size=\"11\"", t);
         free(t);
     }
+}
+
+/* The right half: each series' parallel efficiency against GPUs (or
+ * ranks), 1 the ideal. */
+static void efficiency_plot(struct gpurun_strbuf *b, const struct scaling_plot *p)
+{
+    const struct gpurun_report_job *job = p->job;
+    size_t f = p->f;
+    double top = 1;
+    for (size_t c = 0; c < job->nconfigs; c++)
+        if (isfinite(job->configs[c].stats[f].efficiency))
+            top = fmax(top, fmin(job->configs[c].stats[f].efficiency, 100));
+    gpurun_strbuf_printf(b, "<g class=\"efficiency\" transform=\"translate(%d,0)\">\n", HALF_W);
+    svg_text(b, PLOT_L, 28, "start", " font-size=\"15\" font-weight=\"bold\"", "parallel efficiency");
+    struct axis ya = {.px0 = PLOT_B, .px1 = PLOT_T};
+    gpurun_strbuf_puts(b, "<g font-size=\"12\" fill=\"#333333\">\n");
+    y_linear_ticks(b, &ya, top * 1.1);
+    const struct axis *xa = &p->xa;
+    if (xa->log) {
+        for (int e = (int)ceil(xa->lo); e <= (int)floor(xa->hi); e++)
+            x_tick(b, xa, pow(2, e));
+    } else {
+        for (int i = 0; i < MAX_TICKS && xa->lo + i * p->xstep <= xa->hi + p->xstep * 1e-9; i++)
+            x_tick(b, xa, xa->lo + i * p->xstep);
+    }
+    gpurun_strbuf_puts(b, "</g>\n");
+    gpurun_strbuf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333333\"/>\n",
+            PLOT_L, PLOT_T, PLOT_R - PLOT_L, PLOT_B - PLOT_T);
+    char *xlabel = gpurun_xasprintf("%s%s", p->xname, xa->log ? " (log scale)" : "");
+    svg_text(b, (PLOT_L + PLOT_R) / 2.0, PLOT_B + 42, "middle", " font-size=\"13\"", xlabel);
+    free(xlabel);
+    gpurun_strbuf_printf(b,
+            "<text x=\"0\" y=\"0\" text-anchor=\"middle\" font-size=\"13\" "
+            "transform=\"translate(22,%.1f) rotate(-90)\">speedup / (%s / %s of the smallest)</text>\n",
+            (PLOT_T + PLOT_B) / 2.0, p->xname, p->xname);
+    double y1 = ax_px(&ya, 1);
+    gpurun_strbuf_printf(b,
+            "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#555555\" stroke-width=\"1.5\" "
+            "stroke-dasharray=\"6 4\"/>\n",
+            PLOT_L, y1, PLOT_R, y1);
+    size_t drawn = 0;
+    for (size_t s = 0; s < job->nseries && drawn < MAX_SERIES; s++) {
+        if (!p->base[s])
+            continue;
+        drawn++;
+        const char *color = palette[s % (sizeof palette / sizeof *palette)];
+        /* As the measured line: every stride-th configuration, and the last. */
+        size_t npts = 0, last = 0, nth = 0;
+        for (size_t c = 0; c < job->nconfigs; c++)
+            if (job->configs[c].series == s && isfinite(job->configs[c].stats[f].efficiency) &&
+                job->configs[c].resources > 0) {
+                npts++;
+                last = c;
+            }
+        size_t stride = (npts + MAX_POINTS - 1) / MAX_POINTS;
+        gpurun_strbuf_printf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", color);
+        bool first = true;
+        for (size_t c = 0; c < job->nconfigs; c++) {
+            const struct gpurun_report_config *cf = &job->configs[c];
+            double e = cf->stats[f].efficiency;
+            if (cf->series != s || !isfinite(e) || cf->resources <= 0 || (nth++ % stride && c != last))
+                continue;
+            gpurun_strbuf_printf(b, "%s%.1f,%.1f", first ? "" : " ", ax_px(xa, (double)cf->resources),
+                    ax_px(&ya, fmin(e, 100)));
+            first = false;
+        }
+        gpurun_strbuf_puts(b, "\"/>\n");
+        nth = 0;
+        for (size_t c = 0; c < job->nconfigs; c++) {
+            const struct gpurun_report_config *cf = &job->configs[c];
+            double e = cf->stats[f].efficiency;
+            if (cf->series != s || !isfinite(e) || cf->resources <= 0 || (nth++ % stride && c != last))
+                continue;
+            char *eff = fmt_ratio(e);
+            gpurun_strbuf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"%s\"><title>",
+                    ax_px(xa, (double)cf->resources), ax_px(&ya, fmin(e, 100)), color);
+            char *tip = gpurun_xasprintf("%ld %s: efficiency %s", cf->resources, resource_word(p, cf->resources), eff);
+            besc(b, tip);
+            gpurun_strbuf_puts(b, "</title></circle>\n");
+            free(tip);
+            free(eff);
+        }
+    }
+    gpurun_strbuf_puts(b, "</g>\n");
+}
+
+/* The scaling panel's height: the plots and the legend below them. */
+static double scaling_panel_height(const struct gpurun_report_job *job)
+{
+    long f = gpurun_report_main_fom(job);
+    if (f < 0)
+        return SVG_H;
+    struct scaling_plot p = {.job = job, .f = (size_t)f};
+    p.lower = strcmp(job->foms[f].better, "lower") == 0;
+    scaling_extent(&p);
+    double h = SVG_H - 20 + legend_height(drawn_series(&p, NULL));
+    free(p.base);
+    return h;
 }
 
 static void svg_panel(struct gpurun_strbuf *b, const struct gpurun_report_job *job, double y0)
 {
+    double height = scaling_panel_height(job);
     gpurun_strbuf_printf(b, "<g class=\"scaling\" transform=\"translate(0,%.0f)\">\n", y0);
     gpurun_strbuf_printf(b,
-            "<rect x=\"0.5\" y=\"0.5\" width=\"%d\" height=\"%d\" fill=\"#ffffff\" "
+            "<rect x=\"0.5\" y=\"0.5\" width=\"%d\" height=\"%.0f\" fill=\"#ffffff\" "
             "stroke=\"#d0d0d0\"/>\n",
-            SVG_W - 1, SVG_H - 1);
+            SCALING_W - 1, height - 1);
     long f = gpurun_report_main_fom(job);
     struct scaling_plot p = {.job = job, .xname = job->by_gpus ? "GPUs" : "ranks"};
-    if (f < 0) {
-        char *t = gpurun_xasprintf("%s: no run of state ok with a figure of merit to plot", job->name);
-        svg_panel_message(b, t);
-        free(t);
-        return;
-    }
     const struct gpurun_report_fom *fom = &job->foms[f];
     p.f = (size_t)f;
     p.lower = strcmp(fom->better, "lower") == 0;
@@ -1629,17 +2071,17 @@ static void svg_panel(struct gpurun_strbuf *b, const struct gpurun_report_job *j
                                    fom->units, *fom->units ? ")" : "", p.xname);
     svg_text(b, PLOT_L, 28, "start", " font-size=\"15\" font-weight=\"bold\"", title);
     free(title);
-
     scaling_extent(&p);
-    if (!isfinite(p.xmin)) { /* values, but no GPU or rank count to plot them at */
-        svg_panel_message(b, "no GPU or rank count in these records to plot against");
-        free(p.base);
-        return;
-    }
     scaling_axes(&p);
     scaling_ticks(b, &p);
     scaling_labels(b, &p);
-    scaling_series(b, &p);
+    bool scaled = fom->kind != GPURUN_FOM_OTHER;
+    scaling_series(b, &p, scaled, SVG_H - 8);
+    if (scaled)
+        efficiency_plot(b, &p);
+    else
+        svg_text(b, HALF_W + (PLOT_L + PLOT_R) / 2.0, (PLOT_T + PLOT_B) / 2.0, "middle", " font-size=\"13\"",
+                 "no efficiency: the figure is no throughput or time");
     free(p.base);
     gpurun_strbuf_puts(b, "</g>\n");
 }
@@ -1818,28 +2260,47 @@ static void svg_history_panel(struct gpurun_strbuf *b, const struct gpurun_repor
     gpurun_strbuf_puts(b, "</g>\n");
 }
 
-/* The panels, one per job, stacked; `standalone` adds the XML prolog. */
+/* The panels, one per job that has a plot and one per history, stacked;
+ * `standalone` adds the XML prolog. */
 static void svg_document(struct gpurun_strbuf *b, const gpurun_report_t *r, bool standalone)
 {
-    size_t n = r->njobs ? r->njobs : 1;
-    for (size_t j = 0; j < r->njobs; j++)
-        n += r->jobs[j].history_config >= 0;
+    double height = 0;
+    size_t panels = 0;
+    for (size_t j = 0; j < r->njobs; j++) {
+        if (gpurun_report_plots(&r->jobs[j])) {
+            height += scaling_panel_height(&r->jobs[j]) + 10;
+            panels++;
+        }
+        if (r->jobs[j].history_config >= 0) {
+            height += SVG_H + 10;
+            panels++;
+        }
+    }
+    height = panels ? height - 10 : SVG_H;
     if (standalone)
         gpurun_strbuf_puts(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     gpurun_strbuf_printf(b,
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%zu\" "
-            "viewBox=\"0 0 %d %zu\" font-family=\"DejaVu Sans, Helvetica, Arial, "
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%.0f\" "
+            "viewBox=\"0 0 %d %.0f\" font-family=\"DejaVu Sans, Helvetica, Arial, "
             "sans-serif\" role=\"img\">\n",
-            SVG_W, SVG_H * n + 10 * (n - 1), SVG_W, SVG_H * n + 10 * (n - 1));
+            SCALING_W, height, SCALING_W, height);
     gpurun_strbuf_puts(b, "<title>gpurun report: figure of merit against GPUs, with ideal scaling, "
-                          "and over time</title>\n");
-    if (!r->njobs)
-        svg_text(b, SVG_W / 2.0, SVG_H / 2.0, "middle", " font-size=\"14\"", "no runs to plot");
-    size_t panel = 0;
+                          "parallel efficiency, and over time</title>\n");
+    if (!panels)
+        svg_text(b, SCALING_W / 2.0, SVG_H / 2.0, "middle", " font-size=\"14\"",
+                 r->njobs ? "nothing to plot: a plot needs two configurations or more with a figure of merit "
+                            "(runs of state ok)"
+                          : "no runs to plot");
+    double y = 0;
     for (size_t j = 0; j < r->njobs; j++) {
-        svg_panel(b, &r->jobs[j], (double)panel++ * (SVG_H + 10));
-        if (r->jobs[j].history_config >= 0)
-            svg_history_panel(b, &r->jobs[j], (double)panel++ * (SVG_H + 10));
+        if (gpurun_report_plots(&r->jobs[j])) {
+            svg_panel(b, &r->jobs[j], y);
+            y += scaling_panel_height(&r->jobs[j]) + 10;
+        }
+        if (r->jobs[j].history_config >= 0) {
+            svg_history_panel(b, &r->jobs[j], y);
+            y += SVG_H + 10;
+        }
     }
     gpurun_strbuf_puts(b, "</svg>\n");
 }
@@ -1864,6 +2325,9 @@ static const char css[] =
     "th{background:#eef2f7;text-align:left}td.n{text-align:right;"
     "font-variant-numeric:tabular-nums}tr:nth-child(even) td{background:#fafafa}"
     "svg{max-width:100%;height:auto;display:block;margin:8px 0}"
+    "td.flag{background:#fde2e1!important;color:#8a1c13;font-weight:600}"
+    "td.wrap{white-space:normal;max-width:28em;overflow-wrap:anywhere}"
+    ".warn{color:#8a1c13;font-size:13px}"
     "code{font-size:12px}";
 
 static void html_table(struct gpurun_strbuf *b, const struct table *t)
@@ -1878,8 +2342,15 @@ static void html_table(struct gpurun_strbuf *b, const struct table *t)
     for (size_t r = 0; r < t->nrows; r++) {
         gpurun_strbuf_puts(b, "<tr>");
         for (size_t c = 0; c < t->ncols; c++) {
-            gpurun_strbuf_puts(b, t->right[c] ? "<td class=\"n\">" : "<td>");
-            besc(b, t->cells[r * t->ncols + c]);
+            const char *cell = t->cells[r * t->ncols + c];
+            size_t len = strlen(cell);
+            /* A flagged spread ("40.6% !") stands out; long text (params,
+             * reasons, versions) wraps instead of pushing the figures off. */
+            bool flag = len > 2 && strcmp(cell + len - 2, " !") == 0;
+            gpurun_strbuf_puts(b, flag          ? "<td class=\"n flag\">"
+                                  : t->right[c] ? "<td class=\"n\">"
+                                                : "<td class=\"wrap\">");
+            besc(b, cell);
             gpurun_strbuf_puts(b, "</td>");
         }
         gpurun_strbuf_puts(b, "</tr>\n");
@@ -1919,20 +2390,21 @@ char *gpurun_report_html(const gpurun_report_t *r, const char *source)
             besc(&b, job->template_name);
             gpurun_strbuf_puts(&b, "</code>; ");
         }
-        const char *params = job_params(job), *model = job_gpu_model(job);
-        if (params) {
-            gpurun_strbuf_puts(&b, job->template_name ? "params <code>" : "Params <code>");
-            besc(&b, params);
-            gpurun_strbuf_puts(&b, "</code>; ");
-        }
-        if (model) {
-            gpurun_strbuf_puts(&b, "GPU ");
-            besc(&b, model);
-            gpurun_strbuf_puts(&b, "; ");
-        }
         gpurun_strbuf_printf(&b, "%zu run%s, %zu not ok; scaling against %s.</p>\n", job->nruns,
                 job->nruns == 1 ? "" : "s", job->nfailed,
                 job->by_gpus ? "GPUs" : "ranks (CPU-only)");
+        const char *params = job_params(job);
+        if (params) {
+            gpurun_strbuf_puts(&b, "<p class=\"meta\">Params of every configuration: <code>");
+            besc(&b, params);
+            gpurun_strbuf_puts(&b, "</code></p>\n");
+        }
+        struct table wt = where_table(job);
+        if (wt.ncols > 3) {
+            gpurun_strbuf_puts(&b, "<h3>Where it ran</h3>\n");
+            html_table(&b, &wt);
+        }
+        table_free(&wt);
         if (job->nfoms == 0)
             gpurun_strbuf_puts(&b, "<p>No figures of merit in these runs.</p>\n");
         for (size_t f = 0; f < job->nfoms; f++) {
@@ -1941,13 +2413,26 @@ char *gpurun_report_html(const gpurun_report_t *r, const char *source)
             besc(&b, fom->name);
             gpurun_strbuf_puts(&b, " <span class=\"meta\">(");
             besc(&b, fom->units);
-            gpurun_strbuf_printf(&b, "%s%s is better)</span></h3>\n", *fom->units ? ", " : "", fom->better);
+            gpurun_strbuf_printf(&b, "%s%s is better; %s)</span></h3>\n", *fom->units ? ", " : "", fom->better,
+                    kind_words[fom->kind]);
             char *heads[2];
             struct table t = fom_table(job, f, heads);
             html_table(&b, &t);
             table_free(&t);
             free(heads[0]);
             free(heads[1]);
+        }
+        if (any_spread_flag(job)) {
+            gpurun_strbuf_puts(&b, "<p class=\"warn\">");
+            besc(&b, spread_note);
+            gpurun_strbuf_puts(&b, "</p>\n");
+        }
+        if (job->nfailed) {
+            gpurun_strbuf_printf(&b, "<h3>Runs not ok <span class=\"meta\">(%zu%s; folders in the results "
+                    "folder)</span></h3>\n", job->nfailed, job->nfailed > job->nfailed_kept ? ", the latest shown" : "");
+            struct table t = failed_table(job);
+            html_table(&b, &t);
+            table_free(&t);
         }
         if (any_monitor(job)) {
             gpurun_strbuf_puts(&b, "<h3>GPU monitoring <span class=\"meta\">(utilisation and power: mean "
@@ -1956,9 +2441,15 @@ char *gpurun_report_html(const gpurun_report_t *r, const char *source)
             html_table(&b, &t);
             table_free(&t);
         }
-        /* The job's plot: its own one-panel SVG. */
-        gpurun_report_t one = {.jobs = (struct gpurun_report_job *)job, .njobs = 1};
-        svg_document(&b, &one, false);
+        /* The job's plots: its own SVG, where it has one. */
+        if (gpurun_report_plots(job) || job->history_config >= 0) {
+            gpurun_report_t one = {.jobs = (struct gpurun_report_job *)job, .njobs = 1};
+            svg_document(&b, &one, false);
+        }
+        if (!gpurun_report_plots(job))
+            gpurun_strbuf_printf(&b, "<p class=\"meta\">No scaling plot: %s.</p>\n",
+                    gpurun_report_main_fom(job) < 0 ? "no run of state ok with a figure of merit"
+                                                    : "one configuration (a plot needs two or more)");
         gpurun_strbuf_puts(&b, "</section>\n");
     }
     if (!r->njobs)

@@ -51,9 +51,22 @@ struct gpurun_report_point {
  * what 128 do. */
 #define GPURUN_REPORT_HISTORY_MAX 128
 
+/* Spread between repeats that is flagged: a coefficient of variation
+ * (sample standard deviation / mean) above 5 %.  Repeats of one
+ * configuration on the same nodes usually agree within 1-3 %; past 5 % a
+ * step in speedup of that size cannot be told from noise (a busy node,
+ * clocks, another job's traffic), so the figure is not to be trusted
+ * until the cause is known. */
+#define GPURUN_REPORT_CV_FLAG 0.05
+
 struct gpurun_report_stat {
     size_t n;                   /* runs of state ok with this figure */
     double mean, min, max;      /* NAN when n = 0 */
+    double m2;                  /* sum of squared deviations (Welford), for the variance */
+    double cv;                  /* sample standard deviation / mean; NAN under 2 runs or mean 0 */
+    bool spread_flag;           /* cv > GPURUN_REPORT_CV_FLAG */
+    double inv_mean;            /* mean of 1 / value over the values > 0 (a time figure's throughput) */
+    size_t inv_n;
     double speedup, efficiency; /* against the series' smallest configuration; NAN: none */
     double cost, spot_cost;     /* per `work_label` of the figure, in `currency`; NAN: no price */
     /* The figure against the runs' start time (records without a readable
@@ -63,6 +76,14 @@ struct gpurun_report_stat {
     size_t nhistory, history_cap, history_per;
 };
 
+/* The distinct values of a record field over a configuration's runs
+ * (hosts, CPU model, program version): the first few, and how many more. */
+#define GPURUN_REPORT_VALUES_MAX 4
+struct gpurun_report_values {
+    char *v[GPURUN_REPORT_VALUES_MAX];
+    size_t n, more;
+};
+
 /* One configuration of a job: the runs with the same nodes, ranks, GPUs per
  * rank, threads per rank and params. */
 struct gpurun_report_config {
@@ -70,8 +91,12 @@ struct gpurun_report_config {
     long resources;    /* GPUs, or ranks when the job is CPU-only; <= 0: unknown */
     char *params;      /* canonical JSON of the params: the series key */
     char *params_text; /* "key=value ...", "-" when none */
+    char *params_vary; /* only the params that differ between the job's configurations; "-" none */
     char *label;       /* the run's scan combination ("config"), "-" when none */
     char *gpu_model;   /* NULL when unknown */
+    /* Where and with what it ran, over its runs (ok or not): the record's
+     * hosts, cpu_model, gpu_model, program_version, gpurun_version. */
+    struct gpurun_report_values hosts, cpu_models, gpu_models, program_versions, gpurun_versions;
     size_t series;     /* index of its params among the job's */
     size_t nok, nfailed;
     double price, spot_price;         /* per GPU-hour; NAN: none */
@@ -85,14 +110,36 @@ struct gpurun_report_config {
     json_t *monitor;
 };
 
+/* What a figure is (the template's fom `kind`): scaling columns only for
+ * throughput (speedup = ratio of means) and time (speedup from its inverse,
+ * so that hour/ns agrees with ns/day); never for other (iterations, a
+ * residual, a latency). */
+enum gpurun_fom_kind { GPURUN_FOM_THROUGHPUT, GPURUN_FOM_TIME, GPURUN_FOM_OTHER };
+
 struct gpurun_report_fom {
     char *name;   /* ns_per_day */
     char *units;  /* "ns/day"; "" when not known */
     char *better; /* "higher" | "lower" */
+    /* The record's "kind"; a record without one (before templates said it)
+     * by its units: a rate (ns/day, GFLOP/s) throughput, a time per work or
+     * a time (hour/ns, s) time, anything else other. */
+    enum gpurun_fom_kind kind;
+    bool kind_said; /* the records said it */
     struct gpurun_cost_basis basis;
     double work_scale; /* base units of work per unit shown (1e15: PFLOP) */
     char *work_label;  /* "ns", "PFLOP", "1000 tau"; NULL: no cost for these units */
 };
+
+/* A run not of state ok, as the report lists it. */
+struct gpurun_report_failed {
+    char *start;  /* as the record has it; "-" unknown */
+    char *config; /* its configuration in words */
+    char *state;  /* failed, timeout, ... */
+    char *reason; /* the record's failure in one line ("rank 0 on n1: exit status 1"); "-" none */
+    char *folder; /* its run folder, relative to the results folder; "-" unknown */
+};
+/* Failed runs listed per job at most: the latest (the count has them all). */
+#define GPURUN_REPORT_FAILED_MAX 20
 
 struct gpurun_report_job {
     char *name;
@@ -104,6 +151,9 @@ struct gpurun_report_job {
     size_t nconfigs;
     size_t nseries;
     size_t nruns, nfailed;
+    char *params_fixed; /* the params every configuration has alike, "key=value ..."; NULL none */
+    struct gpurun_report_failed *failed; /* the latest GPURUN_REPORT_FAILED_MAX, oldest first */
+    size_t nfailed_kept;
     /* The history shown: the main figure of the configuration with the
      * most runs in its history (ties: the first, the smallest), when it has
      * 2 or more; -1 none. */
@@ -128,18 +178,25 @@ void gpurun_report_add(gpurun_report_t *r, const json_t *run);
 void gpurun_report_finish(gpurun_report_t *r);
 void gpurun_report_destroy(gpurun_report_t *r);
 
-/* The figure the plot shows for a job: the first with a value; -1 none. */
+/* The figure the plot shows for a job: the first throughput figure with a
+ * value, else the first time figure, else the first with a value; -1 none. */
 long gpurun_report_main_fom(const struct gpurun_report_job *job);
+
+/* Whether the report has a plot for the job (two configurations or more
+ * with a value of its main figure and a GPU or rank count). */
+bool gpurun_report_plots(const struct gpurun_report_job *job);
 
 /* Text tables, for a terminal (control characters escaped).  Columns that
  * have nothing to show are left out (costs without a price, GPUs of a
  * CPU-only job, the scan combination of a job without a scan), and so is the
  * GPU monitoring table where no record has a monitoring value. */
 void gpurun_report_print(const gpurun_report_t *r, const char *source, FILE *out);
-/* An SVG document: per job, its main figure against GPUs (or ranks), with
- * min-max bars and the ideal-scaling line, and, where the job has a
- * history, a panel of that figure against the runs' start time.  Every
- * text escaped. */
+/* An SVG document: per job with two configurations or more, its main
+ * figure against GPUs (or ranks), with min-max bars and the ideal-scaling
+ * line, beside its parallel efficiency (throughput and time figures), the
+ * legend below both; and, where the job has a history, a panel of that
+ * figure against the runs' start time.  A job with one configuration, or
+ * none with a value, gets no plot.  Every text escaped. */
 char *gpurun_report_svg(const gpurun_report_t *r);
 /* One HTML page: inline CSS and SVG, no script, no external resource. */
 char *gpurun_report_html(const gpurun_report_t *r, const char *source);

@@ -1002,6 +1002,28 @@ int gpurun_results_sync(gpurun_results_t *r, bool rebuild, struct gpurun_results
     return 0;
 }
 
+int gpurun_results_jobs(gpurun_results_t *r, json_t **jobsp, gpurun_error_t *err)
+{
+    *jobsp = NULL;
+    sqlite3_stmt *st = prepare(r, "SELECT job, count(*) FROM runs GROUP BY job ORDER BY job", err);
+    if (!st)
+        return -1;
+    json_t *jobs = json_object();
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        if (name)
+            json_object_set_new(jobs, name, json_integer(sqlite3_column_int64(st, 1)));
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) {
+        json_decref(jobs);
+        return db_fail(r, GPURUN_EXIT_ENV, "cannot read the index", err);
+    }
+    *jobsp = jobs;
+    return 0;
+}
+
 int gpurun_results_each(gpurun_results_t *r, const char *job, gpurun_results_fn fn, void *ctx,
                         gpurun_error_t *err)
 {

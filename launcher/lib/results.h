@@ -76,6 +76,9 @@ typedef int (*gpurun_results_fn)(json_t *run, void *ctx);
 int gpurun_results_each(gpurun_results_t *r, const char *job, gpurun_results_fn fn, void *ctx,
                         gpurun_error_t *err);
 
+/* The jobs of the index, by name: a JSON object {"job": runs}. */
+int gpurun_results_jobs(gpurun_results_t *r, json_t **jobsp, gpurun_error_t *err);
+
 /* One call each, for run.c and `gpurun results --rebuild`: run.c calls
  * gpurun_results_add() once record.json is on disk; -1 (err filled, its
  * code as for gpurun_results_open and _index) means the run is not in the

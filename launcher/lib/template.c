@@ -35,6 +35,7 @@
 
 static const char *const titled[] = {"fom", NULL};
 static const char *const better_names[] = {"higher", "lower"};
+static const char *const kind_names[] = {"throughput", "time", "other"};
 static const char *const rank_env_names[] = {"torchrun"};
 
 /* ---- the search path -------------------------------------------------- */
@@ -406,7 +407,7 @@ static void check_fom_keys(struct gpurun_conf_ctx *ctx, cfg_t *fom, const char *
 static void check_fom(struct gpurun_conf_ctx *ctx, cfg_t *fom, bool complete)
 {
     char *base = gpurun_xasprintf("fom.%s", cfg_title(fom));
-    static const char *const fields[] = {"file", "regex", "units", "better", "header", "row", "after"};
+    static const char *const fields[] = {"file", "regex", "units", "better", "kind", "header", "row", "after"};
     struct gpurun_conf_shown a, b;
     char name[512];
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++) {
@@ -449,6 +450,18 @@ static void check_fom(struct gpurun_conf_ctx *ctx, cfg_t *fom, bool complete)
             gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK,
                              "key '%s': '%s' is not one of higher, lower",
                              gpurun_conf_shown(&a, name), gpurun_conf_shown(&b, better));
+    }
+
+    snprintf(name, sizeof name, "%s.kind", base);
+    line = gpurun_conf_record_line(ctx, name);
+    const char *kind = cfg_getstr(fom, "kind");
+    if (line && kind && strcmp(kind, "throughput") != 0 && strcmp(kind, "time") != 0 &&
+        strcmp(kind, "other") != 0) {
+        const char *near = gpurun_conf_closest(kind, kind_names, 3);
+        gpurun_conf_note(ctx, line, GPURUN_CONF_CHECK,
+                         "key '%s': '%s' is not one of throughput, time, other%s%s%s",
+                         gpurun_conf_shown(&a, name), gpurun_conf_shown(&b, kind), near ? " (did you mean '" : "",
+                         near ? near : "", near ? "'?)" : "");
     }
     free(base);
 }
@@ -621,6 +634,18 @@ static void check_template(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complet
                          near ? "'?)" : "");
     }
 
+    /* version: a regex with a group; version_file a name to expand. */
+    gpurun_conf_check_string(ctx, "version", cfg_getstr(cfg, "version"), true);
+    gpurun_conf_check_string(ctx, "version_file", cfg_getstr(cfg, "version_file"), true);
+    check_regex_group(ctx, "version", cfg_getstr(cfg, "version"), true);
+    int vline = gpurun_conf_record_line(ctx, "version_file");
+    if (vline && cfg_getstr(cfg, "version_file")) {
+        if (!cfg_getstr(cfg, "version"))
+            gpurun_conf_note(ctx, vline, GPURUN_CONF_CHECK,
+                             "key 'version_file': without 'version' (the regex of the version) it says nothing");
+        check_command(ctx, vline, "key 'version_file'", cfg_getstr(cfg, "version_file"), false);
+    }
+
     unsigned nfoms = cfg_size(cfg, "fom");
     for (unsigned i = 0; i < nfoms; i++)
         check_fom(ctx, cfg_getnsec(cfg, "fom", i), complete);
@@ -663,6 +688,7 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
         fom->optional = cfg_getbool(f, "optional");
         fom->units = gpurun_xstrdup(cfg_getstr(f, "units") ? cfg_getstr(f, "units") : "");
         fom->better = gpurun_xstrdup(cfg_getstr(f, "better") ? cfg_getstr(f, "better") : "higher");
+        fom->kind = gpurun_conf_strdup(cfg_getstr(f, "kind"));
     }
     t->nsanity = cfg_size(cfg, "sanity");
     t->sanity_forms = gpurun_xcalloc(t->nsanity, sizeof *t->sanity_forms);
@@ -695,6 +721,8 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     t->progress = gpurun_conf_strdup(cfg_getstr(cfg, "progress"));
     t->progress_groups = gpurun_conf_strdup(cfg_getstr(cfg, "progress_groups"));
     t->progress_file = gpurun_conf_strdup(cfg_getstr(cfg, "progress_file"));
+    t->version = gpurun_conf_strdup(cfg_getstr(cfg, "version"));
+    t->version_file = gpurun_conf_strdup(cfg_getstr(cfg, "version_file"));
     t->progress_after = gpurun_conf_strdup(cfg_getstr(cfg, "progress_after"));
     t->progress_total = gpurun_conf_strdup(cfg_getstr(cfg, "progress_total"));
     t->progress_total_line = gpurun_conf_record_line(ctx, "progress_total");
@@ -751,6 +779,8 @@ static int used_names(const gpurun_template_t *t, const gpurun_job_t *job,
                                     t->progress_units, t->progress_total_regex, t->progress_name};
     for (size_t i = 0; rc == 0 && i < sizeof progress / sizeof *progress; i++)
         rc = note_names(progress[i], "key 'progress'", names, err);
+    if (rc == 0)
+        rc = note_names(t->version_file, "key 'version_file'", names, err);
     for (size_t i = 0; rc == 0 && i < t->nfoms; i++) {
         const struct gpurun_fom *f = &t->foms[i];
         const char *const fields[] = {f->file, f->regex, f->header, f->row, f->after, f->units};
@@ -822,6 +852,7 @@ int gpurun_template_parse(const char *text, size_t len, const char *label, gpuru
         CFG_STR("regex", NULL, CFGF_NONE),
         CFG_STR("units", NULL, CFGF_NONE),
         CFG_STR("better", NULL, CFGF_NONE),
+        CFG_STR("kind", NULL, CFGF_NONE),
         CFG_STR("header", NULL, CFGF_NONE),
         CFG_STR("row", NULL, CFGF_NONE),
         CFG_STR("after", NULL, CFGF_NONE),
@@ -844,6 +875,8 @@ int gpurun_template_parse(const char *text, size_t len, const char *label, gpuru
         CFG_STR("progress", NULL, CFGF_NONE),
         CFG_STR("progress_groups", NULL, CFGF_NONE),
         CFG_STR("progress_file", NULL, CFGF_NONE),
+        CFG_STR("version", NULL, CFGF_NONE),
+        CFG_STR("version_file", NULL, CFGF_NONE),
         CFG_STR("progress_after", NULL, CFGF_NONE),
         CFG_STR("progress_total", NULL, CFGF_NONE),
         CFG_STR("progress_total_file", NULL, CFGF_NONE),
@@ -904,6 +937,7 @@ void gpurun_template_destroy(gpurun_template_t *t)
         free(t->foms[i].regex);
         free(t->foms[i].units);
         free(t->foms[i].better);
+        free(t->foms[i].kind);
         free(t->foms[i].header);
         free(t->foms[i].row);
         free(t->foms[i].after);
@@ -931,6 +965,8 @@ void gpurun_template_destroy(gpurun_template_t *t)
     free(t->progress);
     free(t->progress_groups);
     free(t->progress_file);
+    free(t->version);
+    free(t->version_file);
     free(t->progress_after);
     free(t->progress_total);
     free(t->progress_total_file);

@@ -20,6 +20,9 @@ struct gpurun_fom {
                      when read, unless it holds a ${name}; NULL with header */
     char *units;  /* "ns/day"; "" when not given */
     char *better; /* "higher" (the default) | "lower" */
+    char *kind;   /* "throughput" (work per time: scaled), "time" (time per work or to
+                     solution: scaled by its inverse), "other" (never scaled); NULL:
+                     not said, the report goes by its units */
     char *header; /* instead of regex: the heading of the value's column in a
                      table ("(ns/day)"); read with `row` (fom.h) */
     char *row;    /* with header: a regex the line of values matches */
@@ -56,6 +59,10 @@ typedef struct gpurun_template {
                           continuation appended to a log): the sanity and failure
                           texts before it no longer count */
     size_t nrestart;
+    char *version;      /* regex whose first group is the program's version ("GROMACS version: *([^ ]+)"),
+                           read once from version_file after the run: the record's "program_version";
+                           NULL when none */
+    char *version_file; /* relative to the run folder, ${name} unexpanded; NULL: rank 0's output */
     char *progress;    /* regex of the progress lines (progress.h); NULL when none */
     char *progress_groups;      /* what its groups hold: "step clock"; NULL: "step" */
     char *progress_file;        /* where the lines are, relative to the run folder; NULL: rank 0's output */

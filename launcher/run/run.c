@@ -1694,6 +1694,26 @@ static void add_site_prices(json_t *record, const gpurun_site_t *site)
     json_object_set_new(record, GPURUN_REC_CURRENCY, site && site->currency ? json_string(site->currency) : json_null());
 }
 
+/* A string for the record, or null: a value read from a file need not be
+ * UTF-8, which json_string refuses. */
+static json_t *string_or_null(const char *s)
+{
+    json_t *j = s ? json_string(s) : NULL;
+    return j ? j : json_null();
+}
+
+/* The CPU model as hwloc names it (the first package's CPUModel, from
+ * /proc/cpuinfo's "model name" on Linux); NULL when it names none (an
+ * exported topology without it). */
+static const char *cpu_model(const gpurun_topo_t *t)
+{
+    hwloc_obj_t pkg = t && t->hw ? hwloc_get_obj_by_type(t->hw, HWLOC_OBJ_PACKAGE, 0) : NULL;
+    const char *m = pkg ? hwloc_obj_get_info_by_name(pkg, "CPUModel") : NULL;
+    if (!m && t && t->hw)
+        m = hwloc_obj_get_info_by_name(hwloc_get_root_obj(t->hw), "CPUModel");
+    return m && *m ? m : NULL;
+}
+
 /* record.json's document for this run, ending with exit status rc. */
 static json_t *run_record(struct run_ctx *c, struct run_attempt *a, int rc, int repeat_index)
 {
@@ -1725,6 +1745,12 @@ static json_t *run_record(struct run_ctx *c, struct run_attempt *a, int rc, int 
     json_object_set_new(record, GPURUN_REC_BINDINGS, json_incref(a->rr.bindings));
     json_object_set_new(record, GPURUN_REC_RANK_STATUS, json_incref(a->rr.statuses));
     json_object_set_new(record, GPURUN_REC_GPURUN_VERSION, json_string(PACKAGE_VERSION));
+    /* The program's own version (the template's `version`) and the CPU: two
+     * builds, or two kinds of node, told apart in the report. */
+    char *pver = gpurun_version_read(c->tpl, a->run_dir, gpurun_kvlist_lookup, &a->names);
+    json_object_set_new(record, GPURUN_REC_PROGRAM_VERSION, string_or_null(pver));
+    free(pver);
+    json_object_set_new(record, GPURUN_REC_CPU_MODEL, string_or_null(cpu_model(c->topo)));
     json_object_set_new(record, GPURUN_REC_GPUDIRECT, c->gdr ? json_incref(c->gdr) : json_null());
     if (a->rdv_json) {
         if (a->rdv_port > 0)
