@@ -380,7 +380,7 @@ static void failed_add(struct gpurun_report_job *job, const struct gpurun_report
     if (!job->failed)
         job->failed = gpurun_xcalloc(GPURUN_REPORT_FAILED_MAX, sizeof *job->failed);
     struct gpurun_report_failed *f = &job->failed[job->nfailed_kept++];
-    const char *start = gpurun_record_str(run, "start"), *state = gpurun_record_str(run, "state"),
+    const char *start = gpurun_record_str(run, GPURUN_REC_START), *state = gpurun_record_str(run, GPURUN_REC_STATE),
                *rec = gpurun_record_str(run, "record");
     f->start = gpurun_xstrdup(start ? start : "-");
     f->state = gpurun_xstrdup(state ? state : "unknown");
@@ -765,9 +765,9 @@ void gpurun_report_add(gpurun_report_t *r, const json_t *run)
     json_t *h;
     json_array_foreach(json_object_get(run, GPURUN_REC_HOSTS), hi, h) values_add(&c->hosts, json_string_value(h));
     values_add(&c->cpu_models, gpurun_record_str(run, GPURUN_REC_CPU_MODEL));
-    values_add(&c->gpu_models, gpurun_record_str(run, "gpu_model"));
+    values_add(&c->gpu_models, gpurun_record_str(run, GPURUN_REC_GPU_MODEL));
     values_add(&c->program_versions, gpurun_record_str(run, GPURUN_REC_PROGRAM_VERSION));
-    values_add(&c->gpurun_versions, gpurun_record_str(run, "gpurun_version"));
+    values_add(&c->gpurun_versions, gpurun_record_str(run, GPURUN_REC_GPURUN_VERSION));
 
     /* Runs not ok are counted apart, never averaged, and listed. */
     job->nruns++;
