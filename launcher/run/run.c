@@ -17,6 +17,7 @@
 #include "monitor.h"
 #include "alloc.h"
 #include "container.h"
+#include "energy.h"
 #include "failure.h"
 #include "fom.h"
 #include "gpudirect.h"
@@ -875,6 +876,7 @@ struct run_attempt {
     struct rank_result rr;
     json_t *gpus_monitor;
     char mon_why[512]; /* why there is no GPU monitor, or "" */
+    struct gpurun_rapl *rapl0, *rapl1; /* this host's RAPL counters around the ranks; NULL: not read */
     int setup_fd;      /* setup.log; -1 until a setup step runs */
     struct gpurun_mps mps;
     json_t *mps_json;
@@ -1125,10 +1127,16 @@ static int supervise_ranks(struct run_ctx *c, struct run_attempt *a, bool tty, g
             mps_signals(false, old_handlers);
         return stop_with(a, err->code);
     }
+    /* Energy: RAPL outside the monitor's NVML counters, both around the
+     * ranks alone; a few file reads, never a reason to stop. */
+    a->rapl0 = gpurun_xcalloc(1, sizeof *a->rapl0);
+    gpurun_rapl_read(a->rapl0);
     gpurun_monitor_session_t *mon = gpurun_monitor_begin(c->job->monitor, pcis, npci, a->mon_why, sizeof a->mon_why);
     free(pcis);
     int lrc = gpurun_launch(&a->cmds, &sv, &a->oc, err);
     a->gpus_monitor = gpurun_monitor_end(mon);
+    a->rapl1 = gpurun_xcalloc(1, sizeof *a->rapl1);
+    gpurun_rapl_read(a->rapl1);
     stop_mps(&a->mps, a->mps_json);
     if (catching)
         mps_signals(false, old_handlers);
@@ -1684,6 +1692,37 @@ static void add_site_prices(json_t *record, const gpurun_site_t *site)
     json_object_set_new(record, "currency", site && site->currency ? json_string(site->currency) : json_null());
 }
 
+/* The record's `energy` (energy.h): this host's RAPL counters and GPUs as
+ * gpurun read them; every other host's as its first rank step there read
+ * them (its status report's "energy", taken out of rank_status).  Then
+ * energy per unit of work beside the record's throughput figures.  Runs
+ * that failed, timed out or were interrupted have theirs too: the counters
+ * were read when the ranks ended, however they ended. */
+static void add_energy(struct run_ctx *c, struct run_attempt *a, json_t *record)
+{
+    json_t *hosts = json_array();
+    if (a->rapl0 && a->rapl1)
+        json_array_append_new(hosts, gpurun_energy_host_json(a->host, a->rapl0, a->rapl1, a->gpus_monitor,
+                                                             a->mon_why));
+    size_t i;
+    json_t *st;
+    json_array_foreach(a->rr.statuses, i, st) {
+        json_t *e = json_object_get(st, "energy");
+        const char *h = json_string_value(json_object_get(e, "host"));
+        if (json_is_object(e) && h && strcmp(h, a->host) && json_array_size(hosts) < 4096)
+            json_array_append(hosts, e);
+        json_object_del(st, "energy");
+    }
+    const char *slurm_note = getenv("SLURM_JOB_ID")
+                                 ? "Slurm's ConsumedEnergy is not read by gpurun yet (sacct gives it once the step "
+                                   "is over, where the site's AcctGatherEnergyType gathers energy)"
+                                 : NULL;
+    json_t *e = gpurun_energy_json(hosts, c->site ? c->site->price_per_kwh : -1,
+                                   c->site ? c->site->grams_co2_per_kwh : -1, -1, slurm_note);
+    gpurun_energy_per_unit(json_object_get(record, "foms"), json_number_value(json_object_get(e, "mean_power_W")));
+    json_object_set_new(record, "energy", e);
+}
+
 /* record.json's document for this run, ending with exit status rc. */
 static json_t *run_record(struct run_ctx *c, struct run_attempt *a, int rc, int repeat_index)
 {
@@ -1731,6 +1770,7 @@ static json_t *run_record(struct run_ctx *c, struct run_attempt *a, int rc, int 
     json_object_set_new(record, "config", json_incref(c->config));
     json_object_set_new(record, "gpus", json_integer((json_int_t)c->plan->nranks * c->plan->req.gpus_per_rank));
     add_site_prices(record, c->site);
+    add_energy(c, a, record);
     free(s0);
     free(s1);
     return record;
@@ -1825,6 +1865,8 @@ out:
     json_decref(a.mps_json);
     json_decref(a.rdv_json);
     json_decref(a.gpus_monitor);
+    free(a.rapl0);
+    free(a.rapl1);
     json_decref(record);
     json_decref(a.rr.bindings);
     json_decref(a.rr.statuses);

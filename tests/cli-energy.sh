@@ -1,0 +1,195 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Measured energy (issue 31): a run's record carries `energy` from a fake
+# NVML whose GPUs draw a known power (FAKE_NVML_POWER_W) and a fake powercap
+# tree (GPURUN_TEST_SYSFS_ROOT) whose counters the job itself moves, across
+# a counter wrap; figures within 2 % of the truth, energy per unit of work,
+# cost and CO2 from the site's prices; a counter root-only (as nobody), a
+# GPU without an energy counter, no powercap at all, and a job stopped by
+# SIGTERM still record what was used.
+. "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
+
+if [ -z "${FAKE_NVML:-}" ] || [ ! -r "$FAKE_NVML" ]; then
+    FAKE_NVML=$TMP/libnvidia-ml.so.1
+    ${CC:-cc} -std=c11 -D_GNU_SOURCE -shared -fPIC -o "$FAKE_NVML" "$top_srcdir/tests/fake_nvml.c" 2>/dev/null ||
+        FAKE_NVML=
+fi
+if [ -z "$FAKE_NVML" ]; then
+    echo "1..0 # SKIP no fake NVML (\$FAKE_NVML unset and no C compiler to build tests/fake_nvml.c)"
+    exit 0
+fi
+command -v jq >/dev/null 2>&1 || { echo "1..0 # SKIP jq not found"; exit 0; }
+chmod 755 "$TMP"
+unset SLURM_JOB_ID
+
+W=200 # watts per fake GPU
+# The fixture's GPUs; the job's 2 GPUs are the first two.
+GPUS=0000:13:00.0,0000:15:00.0,0000:8a:00.0,0000:8c:00.0
+ROOT=$TMP/sysroot
+PC=$ROOT/sys/class/powercap
+
+# zone DIR NAME ENERGY [MAX]: one fake powercap zone.
+zone() {
+    mkdir -p "$PC/$1"
+    echo "$2" >"$PC/$1/name"
+    echo "$3" >"$PC/$1/energy_uj"
+    [ -z "${4:-}" ] || echo "$4" >"$PC/$1/max_energy_range_uj"
+    chmod 644 "$PC/$1/name" "$PC/$1/energy_uj"
+}
+# The package wraps: 999 J of a 1000 J range, then 2 J: 3 J used.  DRAM 1 J.
+# core is inside the package and psys the whole platform: neither counts.
+fresh_tree() {
+    rm -rf "$ROOT"
+    zone intel-rapl:0 package-0 999000000 1000000000
+    zone intel-rapl:0:0 core 5 1000000000
+    zone intel-rapl:0:1 dram 100 65532610987
+    zone intel-rapl:1 psys 7 1000000000
+    chmod -R a+rX "$ROOT"
+}
+
+mkdir -p "$TMP/tpl/sites"
+cat >"$TMP/tpl/sites/green.conf" <<'SITE'
+description = "energy prices"
+price_per_gpu_hour = 2.00
+price_per_kwh = 0.30
+grams_co2_per_kwh = 400
+currency = "EUR"
+SITE
+# The job: moves the counters, says its figure, sleeps (or waits to be
+# stopped, with a marker first).
+cat >"$TMP/job.sh" <<JOB
+#!/bin/sh
+echo 2000000 >"$PC/intel-rapl:0/energy_uj" 2>/dev/null
+echo 1000100 >"$PC/intel-rapl:0:1/energy_uj" 2>/dev/null
+echo "Performance: 50.0 ns/day"
+touch "\$1.started" 2>/dev/null
+sleep "\$2"
+JOB
+chmod 755 "$TMP/job.sh"
+# job NAME SLEEP: a job of the generic template on 2 GPUs, the site above.
+job() {
+    cat >"$TMP/$1.conf" <<JOB
+template = "generic"
+launcher = "local"
+ranks_per_node = 1
+gpus_per_rank = 2
+site = "green"
+params { program = "$TMP/job.sh"  args = "$TMP/$1 $2"  fom_regex = "Performance: ([0-9.]+) ns/day"  fom_units = "ns/day" }
+JOB
+    chmod 644 "$TMP/$1.conf"
+}
+energy_env() {
+    env GPURUN_TEMPLATE_PATH="$TMP/tpl" GPURUN_TEST_SYSFS_ROOT="$ROOT" GPURUN_NVML_LIBRARY="$FAKE_NVML" \
+        FAKE_NVML_DEVICES="$GPUS" FAKE_NVML_POWER_W=$W GPURUN_TOPOLOGY="$FIXTURES/2s-4gpu-2nic.xml" "$@"
+}
+record() { ls "$TMP"/results/"$1"/*Z-*/record.json | tail -1; }
+# near A B: A within 2 % of B (jq expression over the record).
+near() { echo "((($1) - ($2)) | fabs) <= 0.02 * (($2) | fabs)"; }
+
+fresh_tree
+job e 1
+cd "$TMP" || exit 1
+run energy_env "$GPURUN" run "$TMP/e.conf" --quiet
+expect_rc 0 "a run with energy counters"
+R=$(record e)
+jq -e '.energy | type == "object" and (.hosts | length) == 1' "$R" >/dev/null
+ok $? "the record has energy, one host"
+jq -e "$(near '.energy.gpu_J / .energy.measured_s' "2 * $W")" "$R" >/dev/null
+ok $? "GPU energy over the measured time: 2 x ${W} W within 2 % ($(jq -c '[.energy.gpu_J, .energy.measured_s]' "$R"))"
+jq -e "[.energy.hosts[0].devices[] | select(.kind == \"gpu\") | select(.source == \"nvml\" and .mean_power_W == $W and .peak_power_W == $W)] | length == 2" "$R" >/dev/null
+ok $? "each GPU: source nvml, mean and peak power ${W} W from the samples"
+jq -e "$(near .energy.cpu_J 3)" "$R" >/dev/null
+ok $? "package energy across the counter wrap: 3 J ($(jq .energy.cpu_J "$R"))"
+jq -e "$(near .energy.dram_J 1)" "$R" >/dev/null
+ok $? "DRAM energy: 1 J ($(jq .energy.dram_J "$R"))"
+jq -e '[.energy.hosts[0].devices[] | select(.source == "rapl") | .name] == ["package-0 (intel-rapl:0)", "dram (intel-rapl:0:1)"]' "$R" >/dev/null
+ok $? "RAPL: the package and DRAM, not core (inside the package) nor psys"
+jq -e "$(near .energy.total_J '.energy.gpu_J + .energy.cpu_J + .energy.dram_J') and
+    $(near .energy.kwh '.energy.total_J / 3600000') and $(near .energy.mean_power_W '.energy.total_J / .energy.measured_s')" "$R" >/dev/null
+ok $? "total, kWh and mean power add up"
+jq -e "$(near .energy.cost '.energy.kwh * 0.30') and $(near .energy.co2_g '.energy.kwh * 400')" "$R" >/dev/null
+ok $? "cost at the site's price_per_kwh, CO2 at its grams_co2_per_kwh"
+jq -e '.foms.value.energy_per_unit.units == "J/ns"' "$R" >/dev/null
+ok $? "the ns/day figure has energy_per_unit in J/ns"
+jq -e "$(near .foms.value.energy_per_unit.value '.energy.mean_power_W * 86400 / 50')" "$R" >/dev/null
+ok $? "J/ns = mean power x 86400 s / (ns/day) ($(jq .foms.value.energy_per_unit.value "$R"))"
+jq -e '.energy.slurm_consumed_J == null and .energy.missing == null and .energy.hosts[0].missing == []' "$R" >/dev/null
+ok $? "outside Slurm: slurm_consumed_J null; nothing missing"
+
+# Killed mid-run: SIGTERM to gpurun (143) still records the energy used.
+fresh_tree
+job k 60
+rm -f "$TMP/k.started"
+# env execs gpurun: $! is gpurun's pid.
+env GPURUN_TEMPLATE_PATH="$TMP/tpl" GPURUN_TEST_SYSFS_ROOT="$ROOT" GPURUN_NVML_LIBRARY="$FAKE_NVML" \
+    FAKE_NVML_DEVICES="$GPUS" FAKE_NVML_POWER_W=$W GPURUN_TOPOLOGY="$FIXTURES/2s-4gpu-2nic.xml" \
+    "$GPURUN" run "$TMP/k.conf" --quiet >"$TMP/out" 2>"$TMP/err" &
+pid=$!
+n=0
+while [ ! -e "$TMP/k.started" ] && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
+sleep 0.5
+kill -TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
+expect_rc 143 "SIGTERM while the job runs: 143"
+R=$(record k)
+jq -e ".state == \"interrupted\" and $(near '.energy.gpu_J / .energy.measured_s' "2 * $W") and $(near .energy.cpu_J 3)" "$R" >/dev/null
+ok $? "... the interrupted run still records its energy (GPU power 2 x ${W} W within 2 %, package 3 J)"
+
+# A GPU without an energy counter: its power samples times the time, said.
+fresh_tree
+job s 1
+run energy_env FAKE_NVML_NO_ENERGY=1 "$GPURUN" run "$TMP/s.conf" --quiet
+R=$(record s)
+jq -e "[.energy.hosts[0].devices[] | select(.kind == \"gpu\" and .source == \"nvml-power-samples\")] | length == 2" "$R" >/dev/null
+ok $? "no energy counter: the GPUs' energy from their power samples, source nvml-power-samples"
+jq -e '.gpus_monitor[0].energy_J == null and (.gpus_monitor[0].energy_note | test("energy counter"))' "$R" >/dev/null
+ok $? "... gpus_monitor says why energy_J is null"
+
+# No powercap at all (a VM): a note, the run goes on.
+job v 0
+run energy_env GPURUN_TEST_SYSFS_ROOT="$TMP/empty" "$GPURUN" run "$TMP/v.conf" --quiet
+expect_rc 0 "no powercap: the run is ok"
+R=$(record v)
+jq -e '.energy.cpu_J == null and (.energy.hosts[0].missing[0] | .kind == "cpu" and (.why | test("no RAPL")))' "$R" >/dev/null
+ok $? "... cpu_J null, and missing says why"
+
+# Root-only counters (Linux >= 5.10): as nobody, a note saying which file,
+# why, and how a site enables it; the run is ok.
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then
+    fresh_tree
+    chmod 400 "$PC/intel-rapl:0/energy_uj" "$PC/intel-rapl:0:1/energy_uj"
+    job p 0
+    mkdir -p "$TMP/nobody"
+    chown 65534:65534 "$TMP/nobody"
+    cd "$TMP/nobody" || exit 1
+    run energy_env HOME="$TMP/nobody" setpriv --reuid=65534 --regid=65534 --clear-groups "$GPURUN" run "$TMP/p.conf" --quiet \
+        --results "$TMP/nobody/results"
+    expect_rc 0 "energy_uj root-only, run as nobody: the run is ok"
+    R=$(ls "$TMP"/nobody/results/p/*Z-*/record.json | tail -1)
+    jq -e '.energy.cpu_J == null and .energy.dram_J == null and .energy.gpu_J > 0 and
+        ([.energy.hosts[0].missing[] | select(.kind == "cpu" or .kind == "dram") | .why |
+          test("intel-rapl:0(:1)?/energy_uj: Permission denied.*CVE-2020-8694.*udev")] | length == 2)' "$R" >/dev/null
+    ok $? "... missing names each energy_uj, permission denied, CVE-2020-8694 and a udev rule"
+    run energy_env HOME="$TMP/nobody" setpriv --reuid=65534 --regid=65534 --clear-groups "$GPURUN" doctor
+    contains "$TMP/out" "RAPL: 0 of 2 domain(s) readable" "doctor as nobody: RAPL not readable"
+    cd "$TMP" || exit 1
+else
+    skip "needs root and setpriv to read as nobody"
+    skip "needs root and setpriv to read as nobody"
+    skip "needs root and setpriv to read as nobody"
+fi
+fresh_tree
+run energy_env "$GPURUN" doctor
+contains "$TMP/out" "RAPL: 2 domain(s) readable (package-0, dram)" "doctor: RAPL readable"
+contains "$TMP/out" "energy counter" "doctor: a line on the GPUs' energy counters"
+
+# A site's energy keys are numbers.
+printf 'grams_co2_per_kwh = "lots"\n' >"$TMP/tpl/sites/bad.conf"
+job b 0
+sed -i 's/site = "green"/site = "bad"/' "$TMP/b.conf"
+run energy_env "$GPURUN" run "$TMP/b.conf" --dry-run
+expect_rc 2 "a site's grams_co2_per_kwh that is no number: exit 2"
+contains "$TMP/err" "grams of CO2 per kWh" "... saying what it wants"
+
+done_testing
