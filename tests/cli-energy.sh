@@ -184,6 +184,39 @@ run energy_env "$GPURUN" doctor
 contains "$TMP/out" "RAPL: 2 domain(s) readable (package-0, dram)" "doctor: RAPL readable"
 contains "$TMP/out" "energy counter" "doctor: a line on the GPUs' energy counters"
 
+# Several hosts (bench/sim-mpirun plays mpirun for 3 simulated hosts on
+# this node, each with a powercap tree of its own): each host's first rank
+# step reads its own counters; host N's package wraps: 294.967295 J to the
+# top of its range, then N J less one uJ.
+mkdir -p "$TMP/simbin"
+ln -s "$(cd "$top_srcdir" && pwd)/bench/sim-mpirun" "$TMP/simbin/mpirun"
+for h in 1 2 3; do
+    PC=$TMP/simsys/sim000$h/sys/class/powercap
+    zone intel-rapl:0 package-0 4000000000 4294967295
+done
+PC=$ROOT/sys/class/powercap
+cat >"$TMP/sim.sh" <<'JOB'
+#!/bin/sh
+# The host's other rank may start first: one writer per host, after its
+# first rank step read the start.
+[ "$OMPI_COMM_WORLD_LOCAL_RANK" = 0 ] || exit 0
+n=${GPURUN_HOST#sim000}
+echo $((n * 1000000 - 1)) >"$GPURUN_TEST_SYSFS_ROOT/sys/class/powercap/intel-rapl:0/energy_uj"
+JOB
+chmod 755 "$TMP/sim.sh"
+printf 'command = "%s"\nlauncher = "mpirun"\nnodes = 3\nranks_per_node = 2\nthreads_per_rank = 1\nbind = "none"\noversubscribe = true\n' \
+    "$TMP/sim.sh" >"$TMP/sim.conf"
+run env PATH="$TMP/simbin:$PATH" GPURUN_SIM_SYSFS="$TMP/simsys" GPURUN_SIM_TOPOLOGIES="$FIXTURES/cpu-only-2numa.xml" \
+    GPURUN_TEST_SYSFS_ROOT="$TMP/empty" "$GPURUN" run "$TMP/sim.conf" --quiet
+expect_rc 0 "3 simulated hosts x 2 ranks"
+R=$(record sim)
+jq -e '[.energy.hosts[].host] == ["sim0001", "sim0002", "sim0003"]' "$R" >/dev/null
+ok $? "energy of each host that ran ranks, not of gpurun's own ($(jq -c '[.energy.hosts[].host]' "$R"))"
+jq -e "[.energy.hosts[] | .devices[0].J] as \$j | $(near '$j[0]' 295.967294) and $(near '$j[1]' 296.967294) and $(near '$j[2]' 297.967294)" "$R" >/dev/null
+ok $? "each host's package energy from its own counters, across the wrap ($(jq -c '[.energy.hosts[].devices[0].J]' "$R"))"
+jq -e "$(near .energy.cpu_J 890.901882) and ([.rank_status[] | select(has(\"energy\"))] | length == 0)" "$R" >/dev/null
+ok $? "cpu_J sums the hosts; rank_status keeps no copy"
+
 # A site's energy keys are numbers.
 printf 'grams_co2_per_kwh = "lots"\n' >"$TMP/tpl/sites/bad.conf"
 job b 0

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "energy.h"
 #include "rank.h"
 #include "safefile.h"
 #include "util.h"
@@ -971,6 +972,10 @@ struct rank_step {
     char *start;
     bool ended;
     int code, term_signal;
+    /* The first rank step of a host reads its RAPL counters around the
+     * program, for the record's energy of a host gpurun does not run on
+     * (gpurun reads its own host's itself); NULL for the others. */
+    struct gpurun_rapl *rapl0;
 };
 
 
@@ -1111,6 +1116,19 @@ static void report_status(struct rank_step *s)
     if (stop_signal) {
         json_object_set_new(st, "stopped", json_true());
         json_object_set_new(st, "stop_signal", json_integer(stop_signal));
+    }
+    if (s->rapl0) {
+        struct gpurun_rapl *r1 = gpurun_xcalloc(1, sizeof *r1);
+        gpurun_rapl_read(r1);
+        bool gpus = json_array_size(json_object_get(s->entry, "gpu_pci")) > 0;
+        json_object_set_new(st, "energy",
+                            gpurun_energy_host_json(s->host, s->rapl0, r1, NULL,
+                                                    gpus ? "GPU energy is read on gpurun's own host only (NVML "
+                                                           "in the rank steps of other hosts is still to come)"
+                                                         : ""));
+        free(r1);
+        free(s->rapl0);
+        s->rapl0 = NULL;
     }
     report_json('S', s->rank, st);
     json_decref(st);
@@ -1502,7 +1520,12 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, const char *pla
         report_json('B', s.rank, s.report);
 
     s.start = start;
+    if (s.local == 0) {
+        s.rapl0 = gpurun_xcalloc(1, sizeof *s.rapl0);
+        gpurun_rapl_read(s.rapl0);
+    }
     int rc = step_run_program(&s, app_argv, err);
+    free(s.rapl0);
     json_decref(s.report);
     json_decref(s.entry);
     free(start);

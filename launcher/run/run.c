@@ -1701,11 +1701,19 @@ static void add_site_prices(json_t *record, const gpurun_site_t *site)
 static void add_energy(struct run_ctx *c, struct run_attempt *a, json_t *record)
 {
     json_t *hosts = json_array();
-    if (a->rapl0 && a->rapl1)
-        json_array_append_new(hosts, gpurun_energy_host_json(a->host, a->rapl0, a->rapl1, a->gpus_monitor,
-                                                             a->mon_why));
+    /* gpurun's host counts when ranks ran there (or none said where they
+     * ran): a launcher on a login node starting ranks elsewhere is not the
+     * job's energy. */
+    json_t *ran = ran_on_hosts(a->rr.bindings);
+    bool here = json_array_size(ran) == 0;
     size_t i;
     json_t *st;
+    json_array_foreach(ran, i, st)
+        here = here || !strcmp(json_string_value(st) ? json_string_value(st) : "", a->host);
+    json_decref(ran);
+    if (here && a->rapl0 && a->rapl1)
+        json_array_append_new(hosts, gpurun_energy_host_json(a->host, a->rapl0, a->rapl1, a->gpus_monitor,
+                                                             a->mon_why));
     json_array_foreach(a->rr.statuses, i, st) {
         json_t *e = json_object_get(st, "energy");
         const char *h = json_string_value(json_object_get(e, "host"));
