@@ -217,6 +217,27 @@ ok $? "each host's package energy from its own counters, across the wrap ($(jq -
 jq -e "$(near .energy.cpu_J 890.901882) and ([.rank_status[] | select(has(\"energy\"))] | length == 0)" "$R" >/dev/null
 ok $? "cpu_J sums the hosts; rank_status keeps no copy"
 
+# What results, the results database and the report show of it.
+cd "$TMP" || exit 1
+run "$GPURUN" results --job e
+contains "$TMP/out" "    energy: " "gpurun results: an energy line under the run"
+grep -q "energy: [0-9.]* J (GPU [0-9.]*, CPU 3, DRAM 1), mean [0-9.]* W, .* kWh, .* EUR, .* g CO2; value [0-9.e+]* J/ns" "$TMP/out"
+ok $? "... with GPU, CPU, DRAM, mean power, kWh, cost, CO2 and J/ns ($(grep energy: "$TMP/out"))"
+if command -v sqlite3 >/dev/null 2>&1; then
+    R=$(record e)
+    got=$(sqlite3 "$TMP/results/results.db" "SELECT r.energy_J, r.energy_kwh, r.energy_cost, r.co2_g, f.energy_per_unit, f.energy_units FROM runs r JOIN foms f USING (job, run_id) WHERE r.job = 'e'")
+    want=$(jq -r '[.energy.total_J, .energy.kwh, .energy.cost, .energy.co2_g, .foms.value.energy_per_unit.value, .foms.value.energy_per_unit.units] | map(tostring) | join("|")' "$R")
+    awk -v g="$got" -v w="$want" 'BEGIN { n = split(g, a, "|"); split(w, b, "|"); if (n != 6) exit 1
+        for (i = 1; i <= 5; i++) if ((a[i] - b[i]) ^ 2 > (1e-6 * b[i]) ^ 2) exit 1; exit a[6] != b[6] }'
+    ok $? "results.db: energy_J, energy_kwh, energy_cost, co2_g and the figure's energy_per_unit, energy_units ($got)"
+else
+    skip "no sqlite3 program to read results.db"
+fi
+run "$GPURUN" report --job e
+contains "$TMP/out" "Energy (measured" "gpurun report: an energy table"
+grep -q "value J/ns" "$TMP/out" && grep -q "ns/day per kW" "$TMP/out"
+ok $? "... with J per ns and ns/day per kW"
+
 # A site's energy keys are numbers.
 printf 'grams_co2_per_kwh = "lots"\n' >"$TMP/tpl/sites/bad.conf"
 job b 0

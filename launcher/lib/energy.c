@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -419,4 +420,68 @@ void gpurun_energy_doctor(const char *root, char *line, size_t len, bool *ok)
     } else {
         snprintf(line, len, "RAPL: %d of %d domain(s) readable; %s", good, r.n, denied);
     }
+}
+
+/* Appends to a bounded line. */
+static void add(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void add(char *buf, size_t len, const char *fmt, ...)
+{
+    size_t u = strlen(buf);
+    if (u + 1 >= len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + u, len - u, fmt, ap);
+    va_end(ap);
+}
+
+char *gpurun_energy_text(const json_t *run)
+{
+    const json_t *e = json_object_get(run, "energy");
+    json_t *total = json_object_get(e, "total_J");
+    if (!json_is_number(total))
+        return NULL;
+    char line[1024] = "";
+    add(line, sizeof line, "%.4g J", json_number_value(total));
+    static const char *const kinds[][2] = {{"gpu_J", "GPU"}, {"cpu_J", "CPU"}, {"dram_J", "DRAM"}};
+    int parts = 0;
+    for (size_t k = 0; k < 3; k++) {
+        json_t *v = json_object_get(e, kinds[k][0]);
+        if (json_is_number(v))
+            add(line, sizeof line, "%s%s %.4g", parts++ ? ", " : " (", kinds[k][1], json_number_value(v));
+    }
+    if (parts)
+        add(line, sizeof line, ")");
+    json_t *v = json_object_get(e, "mean_power_W");
+    if (json_is_number(v))
+        add(line, sizeof line, ", mean %.4g W", json_number_value(v));
+    add(line, sizeof line, ", %.3g kWh", json_number_value(json_object_get(e, "kwh")));
+    v = json_object_get(e, "cost");
+    const char *cur = json_string_value(json_object_get(run, "currency"));
+    if (json_is_number(v))
+        add(line, sizeof line, ", %.3g %s", json_number_value(v), cur ? cur : "");
+    v = json_object_get(e, "co2_g");
+    if (json_is_number(v))
+        add(line, sizeof line, ", %.3g g CO2", json_number_value(v));
+    const char *name;
+    json_t *f;
+    parts = 0;
+    json_object_foreach((json_t *)json_object_get(run, "foms"), name, f) {
+        json_t *u = json_object_get(f, "energy_per_unit");
+        json_t *uv = json_object_get(u, "value");
+        const char *units = json_string_value(json_object_get(u, "units"));
+        if (json_is_number(uv) && units)
+            add(line, sizeof line, "%s%s %.4g %s", parts++ ? ", " : "; ", name, json_number_value(uv), units);
+    }
+    size_t n = 0;
+    json_t *h;
+    size_t i;
+    json_array_foreach(json_object_get(e, "hosts"), i, h)
+        n += json_array_size(json_object_get(h, "missing"));
+    if (n)
+        add(line, sizeof line, "; %zu counter%s not read (the record says why)", n, n == 1 ? "" : "s");
+    char *out = strdup(line);
+    if (!out)
+        abort();
+    return out;
 }

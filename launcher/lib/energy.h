@@ -83,6 +83,12 @@ bool gpurun_energy_unit_of(const char *units, char *work, size_t worklen, double
  * the run's cost, not the best loop's).  Nothing when mean_power_W <= 0. */
 void gpurun_energy_per_unit(json_t *foms, double mean_power_w);
 
+/* One line on a record's (or its summary's) energy, for `gpurun results`:
+ * "405.6 J (GPU 401.6, CPU 3, DRAM 1), mean 404 W, 0.000113 kWh, 3.4e-05
+ * EUR, 0.045 g CO2; value 6.97e+05 J/ns"; NULL when nothing was measured.
+ * malloc()ed; the caller makes it printable. */
+char *gpurun_energy_text(const json_t *run);
+
 /* A sentence for doctor on RAPL here (under `root`: NULL as gpurun_rapl_read): readable domains, or why not and how
  * a site enables it. */
 void gpurun_energy_doctor(const char *root, char *line, size_t len, bool *ok);

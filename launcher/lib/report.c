@@ -593,6 +593,7 @@ void gpurun_report_add(gpurun_report_t *r, const json_t *run)
         return;
     }
     c->nok++;
+    gpurun_report_energy_add(job, c, run);
     double price = gpurun_record_num(run, "price_per_gpu_hour"),
            spot = gpurun_record_num(run, "spot_price_per_gpu_hour");
     if (price >= 0)
@@ -685,6 +686,7 @@ void gpurun_report_destroy(gpurun_report_t *r)
                 free(cf->stats[f].history);
             free(cf->stats);
             json_decref(cf->monitor);
+            gpurun_report_energy_free(cf);
         }
         free(job->configs);
         free(job->name);
@@ -1176,6 +1178,7 @@ static void print_job(const struct gpurun_report_job *job, FILE *out)
         table_print(&t, out);
         table_free(&t);
     }
+    gpurun_report_energy_print(job, out);
     print_history(job, out);
 }
 
