@@ -136,6 +136,16 @@ R=$(record k)
 jq -e ".state == \"interrupted\" and $(near '.energy.gpu_J / .energy.measured_s' "2 * $W") and $(near .energy.cpu_J 3)" "$R" >/dev/null
 ok $? "... the interrupted run still records its energy (GPU power 2 x ${W} W within 2 %, package 3 J)"
 
+# Past its time limit (124): the energy until gpurun stopped it.
+fresh_tree
+job t 60
+printf 'timeout = "2s"\n' >>"$TMP/t.conf"
+run energy_env "$GPURUN" run "$TMP/t.conf" --quiet
+expect_rc 124 "a job past its time limit: 124"
+R=$(record t)
+jq -e ".state == \"timeout\" and $(near '.energy.gpu_J / .energy.measured_s' "2 * $W") and $(near .energy.cpu_J 3) and .energy.measured_s >= 1.5" "$R" >/dev/null
+ok $? "... the timed-out run records its energy ($(jq -c '[.energy.gpu_J, .energy.measured_s]' "$R"))"
+
 # A GPU without an energy counter: its power samples times the time, said.
 fresh_tree
 job s 1
@@ -199,6 +209,7 @@ cat >"$TMP/sim.sh" <<'JOB'
 #!/bin/sh
 # The host's other rank may start first: one writer per host, after its
 # first rank step read the start.
+[ "$GPURUN_HOST" = "${LOSE:-}" ] && kill -KILL "$PPID"
 [ "$OMPI_COMM_WORLD_LOCAL_RANK" = 0 ] || exit 0
 n=${GPURUN_HOST#sim000}
 echo $((n * 1000000 - 1)) >"$GPURUN_TEST_SYSFS_ROOT/sys/class/powercap/intel-rapl:0/energy_uj"
@@ -216,6 +227,13 @@ jq -e "[.energy.hosts[] | .devices[0].J] as \$j | $(near '$j[0]' 295.967294) and
 ok $? "each host's package energy from its own counters, across the wrap ($(jq -c '[.energy.hosts[].devices[0].J]' "$R"))"
 jq -e "$(near .energy.cpu_J 890.901882) and ([.rank_status[] | select(has(\"energy\"))] | length == 0)" "$R" >/dev/null
 ok $? "cpu_J sums the hosts; rank_status keeps no copy"
+# A host whose rank steps are killed: said in its missing, not left out.
+run env PATH="$TMP/simbin:$PATH" GPURUN_SIM_SYSFS="$TMP/simsys" GPURUN_SIM_TOPOLOGIES="$FIXTURES/cpu-only-2numa.xml" \
+    GPURUN_TEST_SYSFS_ROOT="$TMP/empty" LOSE=sim0002 "$GPURUN" run "$TMP/sim.conf" --quiet
+expect_rc 3 "a simulated host whose rank steps die: exit 3"
+R=$(record sim)
+jq -e '[.energy.hosts[] | select(.host == "sim0002")][0].missing[0] | .kind == "host" and (.why | test("reported no energy"))' "$R" >/dev/null
+ok $? "... its energy says it reported none ($(jq -c '[.energy.hosts[] | {host, n: (.devices | length)}]' "$R"))"
 
 # What results, the results database and the report show of it.
 cd "$TMP" || exit 1

@@ -1710,7 +1710,6 @@ static void add_energy(struct run_ctx *c, struct run_attempt *a, json_t *record)
     json_t *st;
     json_array_foreach(ran, i, st)
         here = here || !strcmp(json_string_value(st) ? json_string_value(st) : "", a->host);
-    json_decref(ran);
     if (here && a->rapl0 && a->rapl1)
         json_array_append_new(hosts, gpurun_energy_host_json(a->host, a->rapl0, a->rapl1, a->gpus_monitor,
                                                              a->mon_why));
@@ -1721,6 +1720,22 @@ static void add_energy(struct run_ctx *c, struct run_attempt *a, json_t *record)
             json_array_append(hosts, e);
         json_object_del(st, "energy");
     }
+    /* A host whose first rank step said nothing of energy (killed, or it
+     * failed before its program started): said, not left out silently. */
+    json_t *h;
+    json_array_foreach(ran, i, h) {
+        const char *name = json_string_value(h);
+        bool have = !name;
+        size_t k;
+        json_t *e;
+        json_array_foreach(hosts, k, e)
+            have = have || !strcmp(json_string_value(json_object_get(e, "host")) ? json_string_value(json_object_get(e, "host")) : "", name);
+        if (!have && json_array_size(hosts) < 4096)
+            json_array_append_new(hosts, json_pack("{s:s, s:[], s:[{s:s, s:s}], s:n}", "host", name, "devices", "missing",
+                                                   "kind", "host", "why", "its first rank step reported no energy (it was "
+                                                   "killed, or failed before its program started)", "measured_s"));
+    }
+    json_decref(ran);
     const char *slurm_note = getenv("SLURM_JOB_ID")
                                  ? "Slurm's ConsumedEnergy is not read by gpurun yet (sacct gives it once the step "
                                    "is over, where the site's AcctGatherEnergyType gathers energy)"
