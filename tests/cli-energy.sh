@@ -24,7 +24,7 @@ unset SLURM_JOB_ID
 
 W=200 # watts per fake GPU
 # The fixture's GPUs; the job's 2 GPUs are the first two.
-GPUS=0000:13:00.0,0000:15:00.0,0000:8a:00.0,0000:8c:00.0
+GPUS=0000:13:00.0,0000:15:00.0,0000:83:00.0,0000:85:00.0
 ROOT=$TMP/sysroot
 PC=$ROOT/sys/class/powercap
 
@@ -227,6 +227,25 @@ jq -e "[.energy.hosts[] | .devices[0].J] as \$j | $(near '$j[0]' 295.967294) and
 ok $? "each host's package energy from its own counters, across the wrap ($(jq -c '[.energy.hosts[].devices[0].J]' "$R"))"
 jq -e "$(near .energy.cpu_J 890.901882) and ([.rank_status[] | select(has(\"energy\"))] | length == 0)" "$R" >/dev/null
 ok $? "cpu_J sums the hosts; rank_status keeps no copy"
+# GPUs on every host: each host's first rank step reads its GPUs through
+# the helper (gpurun rank --energy: the monitor, NVML's energy counter).
+cat >"$TMP/simg.sh" <<'JOB'
+#!/bin/sh
+sleep 2
+JOB
+chmod 755 "$TMP/simg.sh"
+printf 'command = "%s"\nlauncher = "mpirun"\nnodes = 3\nranks_per_node = 2\ngpus_per_rank = 1\nthreads_per_rank = 1\nbind = "none"\noversubscribe = true\n' \
+    "$TMP/simg.sh" >"$TMP/simg.conf"
+run env PATH="$TMP/simbin:$PATH" GPURUN_SIM_SYSFS="$TMP/simsys" GPURUN_SIM_TOPOLOGIES="$FIXTURES/2s-4gpu-2nic.xml" \
+    GPURUN_TOPOLOGY="$FIXTURES/2s-4gpu-2nic.xml" GPURUN_NVML_LIBRARY="$FAKE_NVML" FAKE_NVML_DEVICES="$GPUS" \
+    FAKE_NVML_POWER_W=$W GPURUN_TEST_SYSFS_ROOT="$TMP/empty" "$GPURUN" run "$TMP/simg.conf" --quiet
+expect_rc 0 "3 simulated hosts with 2 GPUs each"
+R=$(record simg)
+jq -e "[.energy.hosts[] | [.devices[] | select(.kind == \"gpu\" and .source == \"nvml\" and .mean_power_W == $W and .peak_power_W == $W)] | length] == [2, 2, 2]" "$R" >/dev/null
+ok $? "each host's 2 GPUs read on that host: source nvml, power samples ${W} W ($(jq -c '[.energy.hosts[] | {host, gpus: [.devices[] | select(.kind == "gpu") | .J]}]' "$R"))"
+jq -e "[.energy.hosts[] | ([.devices[] | select(.kind == \"gpu\") | .J] | add) / .measured_s / (2 * $W)] | all(. > 0.9 and . <= 1.02)" "$R" >/dev/null
+ok $? "... their energy over the host's measured time: 90-102 % of 2 x ${W} W (the helper starts after the program)"
+
 # A host whose rank steps are killed: said in its missing, not left out.
 run env PATH="$TMP/simbin:$PATH" GPURUN_SIM_SYSFS="$TMP/simsys" GPURUN_SIM_TOPOLOGIES="$FIXTURES/cpu-only-2numa.xml" \
     GPURUN_TEST_SYSFS_ROOT="$TMP/empty" LOSE=sim0002 "$GPURUN" run "$TMP/sim.conf" --quiet
