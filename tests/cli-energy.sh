@@ -164,6 +164,18 @@ R=$(record v)
 jq -e '.energy.cpu_J == null and (.energy.hosts[0].missing[0] | .kind == "cpu" and (.why | test("no RAPL")))' "$R" >/dev/null
 ok $? "... cpu_J null, and missing says why"
 
+# AMD GPUs (no reader yet) and a CPU-only job: said per GPU; nothing for no GPU.
+printf 'command = "/bin/true"\nlauncher = "local"\nranks_per_node = 1\ngpus_per_rank = 1\n' >"$TMP/amd.conf"
+run energy_env GPURUN_TOPOLOGY="$FIXTURES/amd-partitioned.xml" "$GPURUN" run "$TMP/amd.conf" --quiet
+R=$(record amd)
+jq -e '[.energy.hosts[0].missing[] | select(.kind == "gpu")] | length == 1 and (.[0].why | test("amd.*ROCm SMI"))' "$R" >/dev/null
+ok $? "an AMD GPU: one missing note naming ROCm SMI's counter"
+printf 'command = "/bin/true"\nlauncher = "local"\nranks_per_node = 1\n' >"$TMP/cpu.conf"
+run energy_env GPURUN_TOPOLOGY="$FIXTURES/cpu-only-2numa.xml" "$GPURUN" run "$TMP/cpu.conf" --quiet
+R=$(record cpu)
+jq -e '.energy.gpu_J == null and .energy.hosts[0].missing == [] and .energy.cpu_J != null' "$R" >/dev/null
+ok $? "a CPU-only job: CPU energy, no GPU note"
+
 # Root-only counters (Linux >= 5.10): as nobody, a note saying which file,
 # why, and how a site enables it; the run is ok.
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then

@@ -1710,9 +1710,31 @@ static void add_energy(struct run_ctx *c, struct run_attempt *a, json_t *record)
     json_t *st;
     json_array_foreach(ran, i, st)
         here = here || !strcmp(json_string_value(st) ? json_string_value(st) : "", a->host);
-    if (here && a->rapl0 && a->rapl1)
-        json_array_append_new(hosts, gpurun_energy_host_json(a->host, a->rapl0, a->rapl1, a->gpus_monitor,
-                                                             a->mon_why));
+    if (here && a->rapl0 && a->rapl1) {
+        /* No NVIDIA GPU planned here: nothing missing (a CPU job). */
+        json_t *own = gpurun_energy_host_json(a->host, a->rapl0, a->rapl1, a->gpus_monitor,
+                                              strcmp(a->mon_why, "no GPUs to monitor") ? a->mon_why : "");
+        /* GPUs of other vendors than NVIDIA: no reader yet, said per GPU. */
+        for (int r = 0; r < c->plan->nranks; r++)
+            for (int g = 0; c->plan->ranks[r].node == 0 && g < c->plan->ranks[r].ngpus && g < 64; g++) {
+                const gpurun_gpu_t *gpu = &c->topo->gpus[c->plan->ranks[r].gpus[g]];
+                if (!strcmp(gpu->vendor, "nvidia") || json_array_size(json_object_get(own, "missing")) > 256)
+                    continue;
+                char why[256];
+                snprintf(why, sizeof why, "GPU %s (%s): %s", gpu->pci, gpu->vendor,
+                         !strcmp(gpu->vendor, "amd") ? "ROCm SMI's energy counter (rsmi_dev_energy_count_get) is "
+                                                       "not read by gpurun yet"
+                                                     : "no energy counter gpurun reads");
+                bool dup = false;
+                size_t k;
+                json_t *m;
+                json_array_foreach(json_object_get(own, "missing"), k, m)
+                    dup = dup || !strcmp(json_string_value(json_object_get(m, "why")) ? json_string_value(json_object_get(m, "why")) : "", why);
+                if (!dup)
+                    json_array_append_new(json_object_get(own, "missing"), json_pack("{s:s, s:s}", "kind", "gpu", "why", why));
+            }
+        json_array_append_new(hosts, own);
+    }
     json_array_foreach(a->rr.statuses, i, st) {
         json_t *e = json_object_get(st, "energy");
         const char *h = json_string_value(json_object_get(e, "host"));
