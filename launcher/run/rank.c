@@ -1545,6 +1545,7 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, const char *pla
     if (step_open_output(&s, run_dir, err) < 0) {
         json_decref(s.report);
         json_decref(s.entry);
+        free(s.gpu_pcis);
         return failed_before_start(s.rank, s.host, err);
     }
     char *start = iso_now();

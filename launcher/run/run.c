@@ -1725,13 +1725,16 @@ static void add_energy(struct run_ctx *c, struct run_attempt *a, json_t *record)
                          !strcmp(gpu->vendor, "amd") ? "ROCm SMI's energy counter (rsmi_dev_energy_count_get) is "
                                                        "not read by gpurun yet"
                                                      : "no energy counter gpurun reads");
-                bool dup = false;
+                bool dup = false; /* a GPU shared by ranks: once */
                 size_t k;
                 json_t *m;
-                json_array_foreach(json_object_get(own, "missing"), k, m)
-                    dup = dup || !strcmp(json_string_value(json_object_get(m, "why")) ? json_string_value(json_object_get(m, "why")) : "", why);
+                json_array_foreach(json_object_get(own, "missing"), k, m) {
+                    const char *w = json_string_value(json_object_get(m, "why"));
+                    dup = dup || (w && !strcmp(w, why));
+                }
                 if (!dup)
-                    json_array_append_new(json_object_get(own, "missing"), json_pack("{s:s, s:s}", "kind", "gpu", "why", why));
+                    json_array_append_new(json_object_get(own, "missing"),
+                                          json_pack("{s:s, s:s}", "kind", "gpu", "why", why));
             }
         json_array_append_new(hosts, own);
     }
@@ -1744,19 +1747,18 @@ static void add_energy(struct run_ctx *c, struct run_attempt *a, json_t *record)
     }
     /* A host whose first rank step said nothing of energy (killed, or it
      * failed before its program started): said, not left out silently. */
-    json_t *h;
+    json_t *h, *have = json_object(); /* a set of the hosts that have a part: linear in hosts */
+    json_array_foreach(hosts, i, h)
+        if (json_string_value(json_object_get(h, "host")))
+            json_object_set_new(have, json_string_value(json_object_get(h, "host")), json_true());
     json_array_foreach(ran, i, h) {
         const char *name = json_string_value(h);
-        bool have = !name;
-        size_t k;
-        json_t *e;
-        json_array_foreach(hosts, k, e)
-            have = have || !strcmp(json_string_value(json_object_get(e, "host")) ? json_string_value(json_object_get(e, "host")) : "", name);
-        if (!have && json_array_size(hosts) < 4096)
+        if (name && !json_object_get(have, name) && json_array_size(hosts) < 4096)
             json_array_append_new(hosts, json_pack("{s:s, s:[], s:[{s:s, s:s}], s:n}", "host", name, "devices", "missing",
                                                    "kind", "host", "why", "its first rank step reported no energy (it was "
                                                    "killed, or failed before its program started)", "measured_s"));
     }
+    json_decref(have);
     json_decref(ran);
     const char *slurm_note = getenv("SLURM_JOB_ID")
                                  ? "Slurm's ConsumedEnergy is not read by gpurun yet (sacct gives it once the step "
