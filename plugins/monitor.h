@@ -16,7 +16,8 @@
 
 #include "error.h"
 
-#define GPURUN_MONITOR_ABI 1
+/* 2: gpurun_gpu_stats gained the energy counter's figures */
+#define GPURUN_MONITOR_ABI 2
 
 /* One GPU over a run.  A metric the GPU does not report has n = 0 (its
  * mean and peak are then meaningless). */
@@ -31,6 +32,11 @@ struct gpurun_gpu_stats {
     long mem_n;
     double power_mean_w, power_peak_w; /* board power, W */
     long power_n;
+    /* The GPU's energy counter from start() to stop() (NVML's total energy,
+     * mJ, Volta and later); energy_known false: energy_why says why. */
+    bool energy_known;
+    double energy_j;
+    char energy_why[160];
 };
 
 struct gpurun_monitor_result {
@@ -53,6 +59,7 @@ struct gpurun_gpu_health {
     double power_w, power_limit_w, power_default_limit_w;
     int sm_clock_mhz, sm_clock_max_mhz;
     int temperature_c;
+    bool energy_counter; /* NVML's total-energy counter can be read (ABI 2) */
 };
 
 /* The reasons NVML gives for clocks below their maximum (nvml.h's values). */
@@ -103,8 +110,9 @@ gpurun_monitor_session_t *gpurun_monitor_begin(const char *name, const char *con
                                                size_t whylen);
 struct json_t *gpurun_monitor_end(gpurun_monitor_session_t *s);
 /* [{"pci", "index", "name", "util_mean", "util_peak", "mem_mean_mib",
- *   "mem_peak_mib", "power_mean_w", "power_peak_w", "samples"}]; a metric
- * the GPU does not report is null. */
+ *   "mem_peak_mib", "power_mean_w", "power_peak_w", "samples", "energy_J"}]
+ * (and "energy_note" when energy_J is null); a metric the GPU does not
+ * report is null. */
 struct json_t *gpurun_monitor_json(const struct gpurun_monitor_result *r);
 
 #endif

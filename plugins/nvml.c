@@ -63,6 +63,7 @@ struct nvml {
     nvmlReturn_t (*clock)(nvmlDevice_t, int, unsigned int *);
     nvmlReturn_t (*clock_max)(nvmlDevice_t, int, unsigned int *);
     nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned int *);
+    nvmlReturn_t (*energy)(nvmlDevice_t, unsigned long long *); /* mJ since the driver loaded; Volta and later */
 };
 
 static pthread_mutex_t nvml_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -133,6 +134,7 @@ static const struct nvml *nvml_load(gpurun_error_t *why)
     LOAD(clock, "nvmlDeviceGetClockInfo");
     LOAD(clock_max, "nvmlDeviceGetMaxClockInfo");
     LOAD(temperature, "nvmlDeviceGetTemperature");
+    LOAD(energy, "nvmlDeviceGetTotalEnergyConsumption");
     if (!n->init || !n->shutdown || !n->count || !n->by_index || !n->by_pci || !n->utilization || !n->memory ||
         !n->power) {
         dlclose(h);
@@ -216,7 +218,26 @@ struct gpu {
     nvmlDevice_t dev;
     struct gpurun_gpu_stats s;
     double util_sum, mem_sum, power_sum;
+    bool energy0_ok;
+    unsigned long long energy0_mj; /* the counter at start() */
 };
+
+/* The GPU's energy counter, mJ; false with why in g->s.energy_why. */
+static bool read_energy(const struct nvml *n, struct gpu *g, unsigned long long *mj)
+{
+    if (!n->energy) {
+        snprintf(g->s.energy_why, sizeof g->s.energy_why,
+                 "this NVML has no nvmlDeviceGetTotalEnergyConsumption (a driver older than 2017)");
+        return false;
+    }
+    nvmlReturn_t rc = n->energy(g->dev, mj);
+    if (rc != NVML_SUCCESS) {
+        snprintf(g->s.energy_why, sizeof g->s.energy_why, "NVML's energy counter: %s (a GPU before Volta?)",
+                 nvml_error(n, rc));
+        return false;
+    }
+    return true;
+}
 
 struct gpurun_monitor {
     const struct nvml *n;
@@ -327,6 +348,9 @@ static int nvml_start(const char *const *ids, int nids, double interval_s, gpuru
             pci_normalise(id, g->s.pci, sizeof g->s.pci);
         describe(n, g->dev, g->s.pci, sizeof g->s.pci, &g->s.index, g->s.name, sizeof g->s.name);
     }
+    /* The energy counters last, just before the first sample. */
+    for (int i = 0; i < ngpus; i++)
+        m->gpus[i].energy0_ok = read_energy(n, &m->gpus[i], &m->gpus[i].energy0_mj);
     pthread_mutex_init(&m->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -360,6 +384,18 @@ static int nvml_stop(gpurun_monitor_t *m, struct gpurun_monitor_result *out)
     pthread_cond_signal(&m->cv);
     pthread_mutex_unlock(&m->mu);
     pthread_join(m->thread, NULL);
+    for (int i = 0; i < m->ngpus; i++) {
+        struct gpu *g = &m->gpus[i];
+        unsigned long long mj;
+        if (g->energy0_ok && read_energy(m->n, g, &mj)) {
+            /* A counter that went back (the driver reloaded) is unknown,
+             * never negative. */
+            g->s.energy_known = mj >= g->energy0_mj;
+            g->s.energy_j = g->s.energy_known ? (double)(mj - g->energy0_mj) / 1000.0 : 0;
+            if (!g->s.energy_known)
+                snprintf(g->s.energy_why, sizeof g->s.energy_why, "the energy counter went back (driver reloaded?)");
+        }
+    }
     struct timespec t1;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     memset(out, 0, sizeof *out);
@@ -437,6 +473,8 @@ static int nvml_health(struct gpurun_gpu_health **healthp, int *np, char *driver
         g->sm_clock_max_mhz = n->clock_max && n->clock_max(d, NVML_CLOCK_SM, &v) == NVML_SUCCESS ? (int)v : -1;
         g->temperature_c =
             n->temperature && n->temperature(d, NVML_TEMPERATURE_GPU, &v) == NVML_SUCCESS ? (int)v : -1;
+        unsigned long long mj;
+        g->energy_counter = n->energy && n->energy(d, &mj) == NVML_SUCCESS;
     }
     n->shutdown();
     *healthp = h;

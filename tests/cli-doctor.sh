@@ -44,6 +44,12 @@ for d in mlx5_0 mlx5_1; do
     mkdir -p "$root/sys/class/infiniband/$d/ports/1"
     echo "4: ACTIVE" >"$root/sys/class/infiniband/$d/ports/1/state"
 done
+# RAPL readable (issue 31): one package and its DRAM.
+for z in intel-rapl:0:package-0 intel-rapl:0:0:dram; do
+    mkdir -p "$root/sys/class/powercap/${z%:*}"
+    echo "${z##*:}" >"$root/sys/class/powercap/${z%:*}/name"
+    echo 1000 >"$root/sys/class/powercap/${z%:*}/energy_uj"
+done
 
 # doctor ARGS...: gpurun doctor on the good node's tools and fake NVML.
 doctor() {

@@ -11,8 +11,15 @@
  * Other knobs: FAKE_NVML_INIT_FAIL=1 (nvmlInit fails), FAKE_NVML_NO_POWER=1
  * (power not supported), FAKE_NVML_DRIVER (default 550.54.15),
  * FAKE_NVML_LINK="gen,maxgen,width,maxwidth" (default 4,4,16,16),
- * FAKE_NVML_THROTTLE (clock event reasons, default 0x1: idle). */
+ * FAKE_NVML_THROTTLE (clock event reasons, default 0x1: idle).
+ * Energy: FAKE_NVML_POWER_W=P makes every GPU draw P watts exactly: its
+ * power samples read P and its total-energy counter advances P mJ per
+ * millisecond of CLOCK_MONOTONIC (shared by every process of the machine),
+ * so a run's GPU energy is P times the time it was measured over (without
+ * it the counter advances at 100 W, whatever the scripted samples say);
+ * FAKE_NVML_NO_ENERGY=1: the counter is not supported (a GPU before Volta). */
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,6 +128,11 @@ API(nvmlDeviceGetPowerUsage, nvmlDevice_t d, unsigned *mw)
 {
     DEV(d);
     if (getenv("FAKE_NVML_NO_POWER")) return NOT_SUPPORTED;
+    if (getenv("FAKE_NVML_POWER_W")) {
+        d->power_k++;
+        *mw = knob("FAKE_NVML_POWER_W", 0, 0) * 1000;
+        return OK;
+    }
     *mw = (100 + 50 * (unsigned)di + 25 * (unsigned)(d->power_k++ % 4)) * 1000;
     return OK;
 }
@@ -141,3 +153,13 @@ API(nvmlDeviceGetPowerManagementDefaultLimit, nvmlDevice_t d, unsigned *mw) { DE
 API(nvmlDeviceGetClockInfo, nvmlDevice_t d, int type, unsigned *mhz) { DEV(d); (void)type; *mhz = 1410; return OK; }
 API(nvmlDeviceGetMaxClockInfo, nvmlDevice_t d, int type, unsigned *mhz) { DEV(d); (void)type; *mhz = 1410; return OK; }
 API(nvmlDeviceGetTemperature, nvmlDevice_t d, int type, unsigned *c) { DEV(d); (void)type; *c = 35; return OK; }
+API(nvmlDeviceGetTotalEnergyConsumption, nvmlDevice_t d, unsigned long long *mj)
+{
+    DEV(d);
+    if (getenv("FAKE_NVML_NO_ENERGY")) return NOT_SUPPORTED;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    unsigned long long ms = (unsigned long long)t.tv_sec * 1000ULL + (unsigned long long)t.tv_nsec / 1000000ULL;
+    *mj = 1000000ULL + knob("FAKE_NVML_POWER_W", 0, 100) * ms; /* P W = P mJ per ms */
+    return OK;
+}

@@ -9,9 +9,12 @@
 
 #include "cmd.h"
 #include "rank.h"
+#include "rank_energy.h"
 
 int cmd_rank(int argc, char **argv, gpurun_error_t *err)
 {
+    if (argc == 3 && !strcmp(argv[1], "--energy")) /* a first rank step's GPU energy helper */
+        return gpurun_rank_energy_helper(argv[2]);
     if (argc == 4 && !strcmp(argv[1], "--plan-only") && !strcmp(argv[2], "--run-dir"))
         return gpurun_rank_plan_only(argv[3], err) < 0 ? err->code : 0;
     if (argc < 5 || strcmp(argv[1], "--run-dir") || strcmp(argv[3], "--")) {

@@ -10,6 +10,7 @@
 
 #include "cmd.h"
 #include "cmd_common.h"
+#include "energy.h"
 #include "report.h"
 #include "record.h"
 #include "results.h"
@@ -68,6 +69,7 @@ enum { C_ID, C_JOB, C_STATE, C_RANKS, C_GPUS, C_CONFIG, C_FOMS, C_WALL, NCOLS };
 struct cells {
     char **v; /* (n + 1) x NCOLS: the head, then the rows */
     char **why; /* n + 1: a failed run's reason, shown on a line of its own under its row; NULL: none */
+    char **energy; /* n + 1: the run's measured energy, a line under its row (energy.h); NULL: none */
     size_t n, cap;
 };
 
@@ -78,8 +80,12 @@ static int add_row(json_t *run, void *ctx)
         t->cap = t->cap ? 2 * t->cap : 64;
         t->v = gpurun_xrealloc(t->v, t->cap * NCOLS * sizeof *t->v);
         t->why = gpurun_xrealloc(t->why, t->cap * sizeof *t->why);
+        t->energy = gpurun_xrealloc(t->energy, t->cap * sizeof *t->energy);
     }
     t->why[t->n + 1] = gpurun_record_failure_text(run);
+    char *energy = gpurun_energy_text(run);
+    t->energy[t->n + 1] = energy ? gpurun_printable(energy) : NULL;
+    free(energy);
     char **row = &t->v[(++t->n) * NCOLS];
     long ranks = gpurun_record_int(run, GPURUN_REC_RANKS, -1), gpus = gpurun_record_gpus(run);
     double wall = gpurun_record_num(run, GPURUN_REC_WALL_S);
@@ -133,13 +139,18 @@ static void print_table(struct cells *t)
         }
         if (r && t->why[r])
             printf("    why: %s\n", t->why[r]);
+        if (r && t->energy[r])
+            printf("    energy: %s\n", t->energy[r]);
     }
     for (size_t i = 0; i < (n + 1) * NCOLS; i++)
         free(cells[i]);
     free(cells);
-    for (size_t r = 1; r <= n; r++)
+    for (size_t r = 1; r <= n; r++) {
         free(t->why[r]);
+        free(t->energy[r]);
+    }
     free(t->why);
+    free(t->energy);
 }
 
 /* ---- CSV (RFC 4180) --------------------------------------------------- */
@@ -329,9 +340,12 @@ int cmd_results(int argc, char **argv, gpurun_error_t *err)
             for (size_t i = NCOLS; i < (t.n + 1) * NCOLS; i++)
                 free(t.v[i]);
             free(t.v);
-            for (size_t i = 1; i <= t.n; i++)
+            for (size_t i = 1; i <= t.n; i++) {
                 free(t.why[i]);
+                free(t.energy[i]);
+            }
             free(t.why);
+            free(t.energy);
         }
     }
     gpurun_results_close(r);

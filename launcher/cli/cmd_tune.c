@@ -169,7 +169,7 @@ static int take_record(struct tune *t, struct cand *c, const json_t *rec, char *
         push(c, OBJ_COST, cost);
     if (isfinite(spot))
         push(c, OBJ_SPOT, spot);
-    json_t *epu = json_object_get(fom, "energy_per_unit");
+    json_t *epu = json_object_get(fom, GPURUN_REC_FOM_ENERGY_PER_UNIT);
     double ev = epu ? gpurun_record_num(epu, "value") : NAN;
     if (isfinite(ev) && ev > 0)
         push(c, OBJ_ENERGY, ev);

@@ -53,6 +53,7 @@
 #define GPURUN_REC_PRICE_PER_GPU_HOUR "price_per_gpu_hour"
 #define GPURUN_REC_SPOT_PRICE_PER_GPU_HOUR "spot_price_per_gpu_hour"
 #define GPURUN_REC_CURRENCY "currency"
+#define GPURUN_REC_ENERGY "energy"                         /* measured energy: energy.h says its keys */
 #define GPURUN_REC_TUNE "tune"                             /* gpurun tune's trial: {session, trial, candidate} */
 /* inside each entry of GPURUN_REC_FOMS */
 #define GPURUN_REC_FOM_VALUE "value"
@@ -60,6 +61,7 @@
 #define GPURUN_REC_FOM_UNITS "units"
 #define GPURUN_REC_FOM_BETTER "better"
 #define GPURUN_REC_FOM_FILE "file"
+#define GPURUN_REC_FOM_ENERGY_PER_UNIT "energy_per_unit"     /* {value, units}: J/ns, J/GFLOP, J/image, ... */
 #define GPURUN_REC_FOM_KIND "kind"                         /* throughput | time | other */
 
 /* ---- its states and failure -------------------------------------------- */

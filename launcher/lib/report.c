@@ -780,6 +780,7 @@ void gpurun_report_add(gpurun_report_t *r, const json_t *run)
         return;
     }
     c->nok++;
+    gpurun_report_energy_add(job, c, run);
     double price = gpurun_record_num(run, GPURUN_REC_PRICE_PER_GPU_HOUR),
            spot = gpurun_record_num(run, GPURUN_REC_SPOT_PRICE_PER_GPU_HOUR);
     if (price >= 0)
@@ -885,6 +886,7 @@ void gpurun_report_destroy(gpurun_report_t *r)
                 free(cf->stats[f].history);
             free(cf->stats);
             json_decref(cf->monitor);
+            gpurun_report_energy_free(cf);
         }
         free(job->configs);
         for (size_t i = 0; i < job->nfailed_kept; i++) {
@@ -1503,6 +1505,7 @@ static void print_job(const struct gpurun_report_job *job, FILE *out)
         table_print(&t, out);
         table_free(&t);
     }
+    gpurun_report_energy_print(job, out);
     print_history(job, out);
 }
 

@@ -108,6 +108,7 @@ struct gpurun_report_config {
      * its own: mean utilisation and power over the GPUs, highest memory
      * peak), NULL otherwise (a CPU job's record has null). */
     json_t *monitor;
+    struct gpurun_report_energy *energy; /* report_energy.c; NULL: no ok run measured energy */
 };
 
 /* What a figure is (the template's fom `kind`): scaling columns only for
@@ -159,6 +160,31 @@ struct gpurun_report_job {
      * 2 or more; -1 none. */
     long history_config, history_fom;
 };
+
+/* Measured energy per configuration (report_energy.c, issue 31): the
+ * records' `energy` and each figure's energy_per_unit, averaged over the
+ * ok runs that carry them. */
+struct gpurun_report_energy {
+    size_t n;                     /* ok runs with a measured total_J */
+    double joules, watts, kwh;    /* sums over those runs */
+    double cost, co2_g;           /* sums over the runs that have them */
+    size_t ncost, nco2, nwatts;
+    char *currency;               /* of the last run with a cost; NULL: none */
+    size_t nfoms;                 /* per_unit[f]: the job's figure f */
+    struct gpurun_report_energy_unit {
+        double sum;
+        size_t n;
+        char units[40]; /* "J/ns" */
+    } *per_unit;
+};
+struct gpurun_report_job;
+void gpurun_report_energy_add(const struct gpurun_report_job *job, struct gpurun_report_config *c,
+                              const json_t *run);
+void gpurun_report_energy_free(struct gpurun_report_config *c);
+/* The job's energy table (nothing when no configuration measured any):
+ * per configuration, energy, mean power, kWh, cost and CO2 per run, and
+ * for each figure with energy per unit, J per unit and throughput per kW. */
+void gpurun_report_energy_print(const struct gpurun_report_job *job, FILE *out);
 
 typedef struct gpurun_report {
     struct gpurun_report_job *jobs; /* by name */

@@ -99,6 +99,7 @@ static const char schema_sql[] =
     " nodes INTEGER, ranks INTEGER, gpus_per_rank INTEGER, threads_per_rank INTEGER,"
     " gpus INTEGER, gpu_model TEXT, site TEXT, price_per_gpu_hour REAL,"
     " spot_price_per_gpu_hour REAL, currency TEXT,"
+    " energy_J REAL, energy_kwh REAL, energy_cost REAL, co2_g REAL, mean_power_W REAL," /* the record's energy */
     " config TEXT, params TEXT," /* JSON objects */
     " summary TEXT NOT NULL,"    /* the record without plan, bindings, rank_status */
     " PRIMARY KEY (job, run_id));"
@@ -106,6 +107,7 @@ static const char schema_sql[] =
     "CREATE TABLE foms("
     " job TEXT NOT NULL, run_id TEXT NOT NULL, name TEXT NOT NULL,"
     " value REAL, units TEXT, better TEXT,"
+    " energy_per_unit REAL, energy_units TEXT," /* J per unit of work: 1.2, "J/ns" */
     " PRIMARY KEY (job, run_id, name));"
     /* Records that could not be read: warned about once, until they change. */
     "CREATE TABLE skipped(record TEXT PRIMARY KEY, mtime INTEGER NOT NULL,"
@@ -153,10 +155,12 @@ static sqlite3_stmt *stmt(gpurun_results_t *r, int id, gpurun_error_t *err)
         [ST_INSERT_RUN] = "INSERT INTO runs (job, run_id, record, template, state, exit_status, "
                           "start, \"end\", wall_s, nodes, ranks, gpus_per_rank, threads_per_rank, "
                           "gpus, gpu_model, site, price_per_gpu_hour, spot_price_per_gpu_hour, "
-                          "currency, config, params, summary) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-                          "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
-        [ST_INSERT_FOM] = "INSERT OR REPLACE INTO foms (job, run_id, name, value, units, better) "
-                          "VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                          "currency, config, params, summary, energy_J, energy_kwh, energy_cost, co2_g, "
+                          "mean_power_W) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+                          "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, "
+                          "?25, ?26, ?27)",
+        [ST_INSERT_FOM] = "INSERT OR REPLACE INTO foms (job, run_id, name, value, units, better, "
+                          "energy_per_unit, energy_units) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         [ST_UNSKIP] = "DELETE FROM skipped WHERE record = ?1",
     };
     _Static_assert(sizeof ((gpurun_results_t *)0)->stmts / sizeof(sqlite3_stmt *) == ST_COUNT, "one per statement");
@@ -512,6 +516,14 @@ static json_t *summary_of(json_t *record, const char *rel)
             json_object_del(s, "gpus_monitor");
         free(d);
     }
+    /* The energy's per-host detail likewise: the totals are always kept. */
+    json_t *eh = json_object_get(json_object_get(s, GPURUN_REC_ENERGY), "hosts");
+    if (eh) {
+        char *d = json_dumps(eh, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (!d || strlen(d) > MONITOR_KEEP_MAX)
+            json_object_del(json_object_get(s, GPURUN_REC_ENERGY), "hosts");
+        free(d);
+    }
     json_object_set_new(s, "record", json_string(rel));
     return s;
 }
@@ -690,6 +702,12 @@ static int index_record(gpurun_results_t *r, const char *rel, bool replace, char
     bind_json(st, 20, json_object_get(rec, GPURUN_REC_CONFIG));
     bind_json(st, 21, json_object_get(rec, GPURUN_REC_PARAMS));
     bind_text(st, 22, sumtext);
+    const json_t *energy = json_object_get(rec, GPURUN_REC_ENERGY); /* absent in records before issue 31: NULL columns */
+    bind_num(st, 23, gpurun_record_num(energy, "total_J"));
+    bind_num(st, 24, gpurun_record_num(energy, "kwh"));
+    bind_num(st, 25, gpurun_record_num(energy, "cost"));
+    bind_num(st, 26, gpurun_record_num(energy, "co2_g"));
+    bind_num(st, 27, gpurun_record_num(energy, "mean_power_W"));
     if (step_done(r, st, err) < 0)
         goto out;
 
@@ -708,6 +726,9 @@ static int index_record(gpurun_results_t *r, const char *rel, bool replace, char
         bind_num(st, 4, v);
         bind_text(st, 5, gpurun_record_str(fom, GPURUN_REC_FOM_UNITS));
         bind_text(st, 6, gpurun_record_str(fom, GPURUN_REC_FOM_BETTER));
+        const json_t *epu = json_object_get(fom, GPURUN_REC_FOM_ENERGY_PER_UNIT);
+        bind_num(st, 7, gpurun_record_num(epu, GPURUN_REC_FOM_VALUE));
+        bind_text(st, 8, gpurun_record_str(epu, GPURUN_REC_FOM_UNITS));
         if (step_done(r, st, err) < 0)
             goto out;
     }

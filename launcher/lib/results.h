@@ -17,7 +17,7 @@
 #include "error.h"
 
 #define GPURUN_RESULTS_DB "results.db"
-#define GPURUN_RESULTS_SCHEMA 1 /* the schema_version table's value */
+#define GPURUN_RESULTS_SCHEMA 2 /* the schema_version table's value; 2: energy columns (issue 31) */
 
 typedef struct gpurun_results gpurun_results_t;
 

@@ -65,9 +65,11 @@ static int cb_price(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
     double v = ok ? strtod(p, &end) : 0;
     if (!ok || *end || errno == ERANGE || !isfinite(v))
         return gpurun_conf_value_error(
-            cfg, opt,
-            "expected a price per GPU-hour such as 4.50 (a number without a currency "
-            "sign: the key 'currency' names it), got '%s'",
+            cfg, opt, "expected %s, got '%s'",
+            !strcmp(opt->name, "grams_co2_per_kwh") ? "grams of CO2 per kWh such as 350 (a plain number)"
+            : !strcmp(opt->name, "price_per_kwh")
+                ? "a price per kWh such as 0.25 (a number without a currency sign: the key 'currency' names it)"
+                : "a price per GPU-hour such as 4.50 (a number without a currency sign: the key 'currency' names it)",
             gpurun_conf_shown(&a, value));
     if (v < 0 || v > PRICE_MAX)
         return gpurun_conf_value_error(cfg, opt, "%s is out of range (0 to %.0f)",
@@ -204,6 +206,8 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     s->price_per_gpu_hour = cfg_getfloat(cfg, "price_per_gpu_hour");
     s->spot_price_per_gpu_hour = cfg_getfloat(cfg, "spot_price_per_gpu_hour");
     s->currency = gpurun_xstrdup(cfg_getstr(cfg, "currency"));
+    s->price_per_kwh = cfg_getfloat(cfg, "price_per_kwh");
+    s->grams_co2_per_kwh = cfg_getfloat(cfg, "grams_co2_per_kwh");
     gpurun_container_take(ctx, cfg, &s->container);
     return s;
 }
@@ -229,6 +233,8 @@ int gpurun_site_parse(const char *text, size_t len, const char *label, gpurun_si
         CFG_FLOAT_CB("price_per_gpu_hour", -1.0, CFGF_NONE, cb_price),
         CFG_FLOAT_CB("spot_price_per_gpu_hour", -1.0, CFGF_NONE, cb_price),
         CFG_STR("currency", "USD", CFGF_NONE),
+        CFG_FLOAT_CB("price_per_kwh", -1.0, CFGF_NONE, cb_price),
+        CFG_FLOAT_CB("grams_co2_per_kwh", -1.0, CFGF_NONE, cb_price),
         CFG_SEC("container", container_opts, CFGF_NONE),
         CFG_END(),
     };

@@ -29,6 +29,8 @@ typedef struct gpurun_site {
     double price_per_gpu_hour;      /* on demand; < 0 unknown */
     double spot_price_per_gpu_hour; /* < 0 unknown */
     char *currency;                 /* "USD" */
+    double price_per_kwh;           /* energy price, in currency; < 0 unknown */
+    double grams_co2_per_kwh;       /* the grid's carbon intensity; < 0 unknown */
     struct gpurun_kvlist from;      /* key -> "FILE:LINE", for messages */
     struct gpurun_container_spec container; /* container { runtime mounts allowed_mounts } */
 } gpurun_site_t;

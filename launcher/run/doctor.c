@@ -17,6 +17,7 @@
 #include "manager.h"
 #include "plugin.h"
 #include "topology.h"
+#include "energy.h"
 #include "util.h"
 
 #define VERSION_OUTPUT_MAX (64u << 10)
@@ -225,6 +226,19 @@ static void check_gpus(struct doctor *d, const gpurun_topo_t *t)
           list, parts);
 }
 
+/* RAPL: whether CPU and DRAM energy can be recorded here, and how a site
+ * enables it when root-only. */
+static void check_energy(struct doctor *d, const char *root)
+{
+    char line[1024];
+    bool ok;
+    gpurun_energy_doctor(root, line, sizeof line, &ok);
+    check(d, "energy_rapl", "CPU energy", ok ? GPURUN_CHECK_PASS : GPURUN_CHECK_WARN,
+          "ask the administrator to let a trusted group read /sys/class/powercap/intel-rapl:*/energy_uj (see "
+          "docs/energy.md); the runs still record GPU energy",
+          "%s", line);
+}
+
 /* Driver and health; NVML only for NVIDIA GPUs. */
 static void check_driver(struct doctor *d, const gpurun_gdr_probe_t *probe, int nnvidia, int namd)
 {
@@ -261,6 +275,16 @@ static void check_driver(struct doctor *d, const gpurun_gdr_probe_t *probe, int 
         check(d, "driver", "NVIDIA driver", GPURUN_CHECK_PASS, NULL, "driver %s; NVML sees all %d GPU%s",
               driver[0] ? driver : "(version unknown)", nh, nh == 1 ? "" : "s");
 
+    int counters = 0;
+    for (int i = 0; i < nh; i++)
+        counters += h[i].energy_counter;
+    if (counters == nh)
+        check(d, "energy_gpu", "GPU energy", GPURUN_CHECK_PASS, NULL,
+              "NVML's energy counter reads on all %d GPU%s: their energy is recorded", nh, nh == 1 ? "" : "s");
+    else
+        check(d, "energy_gpu", "GPU energy", GPURUN_CHECK_WARN,
+              "GPUs before Volta have no energy counter: their energy is estimated from the power samples",
+              "NVML's energy counter reads on %d of %d GPUs", counters, nh);
     for (int i = 0; i < nh; i++) {
         const struct gpurun_gpu_health *g = &h[i];
         char id[32], title[64], detail[512] = "", problem[512] = "";
@@ -492,6 +516,7 @@ int gpurun_doctor_run(const struct gpurun_doctor_opts *opts, json_t **reportp, g
     check_hwloc(&d, t);
     check_gpus(&d, t);
     check_driver(&d, probe, nnvidia, namd);
+    check_energy(&d, opts->root);
     int near = t->ngpus > 0 ? check_affinity(&d, t) : 0;
     check_gpudirect(&d, probe, nnvidia, namd, near, npci);
     check_containers(&d, nnvidia > 0, namd > 0);

@@ -84,6 +84,10 @@ json_t *gpurun_monitor_json(const struct gpurun_monitor_result *r)
         json_object_set_new(o, "power_mean_w", metric(s->power_n, s->power_mean_w));
         json_object_set_new(o, "power_peak_w", metric(s->power_n, s->power_peak_w));
         json_object_set_new(o, "samples", json_integer(s->samples));
+        json_object_set_new(o, "energy_J", s->energy_known ? json_real((double)(long long)(s->energy_j * 1000.0 + 0.5) / 1000.0)
+                                                           : json_null());
+        if (!s->energy_known && s->energy_why[0])
+            json_object_set_new(o, "energy_note", json_string(s->energy_why));
         json_array_append_new(a, o);
     }
     return a;

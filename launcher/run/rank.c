@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "energy.h"
+#include "rank_energy.h"
 #include "rank.h"
 #include "rankenv.h"
 #include "safefile.h"
@@ -949,6 +951,12 @@ struct rank_step {
     char *start;
     bool ended;
     int code, term_signal;
+    /* The first rank step of a host reads its RAPL counters around the
+     * program, for the record's energy of a host gpurun does not run on
+     * (gpurun reads its own host's itself); NULL for the others. */
+    struct gpurun_rapl *rapl0;
+    char *gpu_pcis;                 /* the host plan's GPUs, "PCI,PCI"; NULL: none */
+    struct gpurun_energy_watch gw;  /* their energy, through the helper */
 };
 
 
@@ -1089,6 +1097,17 @@ static void report_status(struct rank_step *s)
     if (stop_signal) {
         json_object_set_new(st, "stopped", json_true());
         json_object_set_new(st, "stop_signal", json_integer(stop_signal));
+    }
+    if (s->rapl0) {
+        struct gpurun_rapl *r1 = gpurun_xcalloc(1, sizeof *r1);
+        char gwhy[320];
+        json_t *gpus = gpurun_energy_watch_end(&s->gw, gwhy, sizeof gwhy);
+        gpurun_rapl_read(r1);
+        json_object_set_new(st, "energy", gpurun_energy_host_json(s->host, s->rapl0, r1, gpus, gwhy));
+        json_decref(gpus);
+        free(r1);
+        free(s->rapl0);
+        s->rapl0 = NULL;
     }
     report_json('S', s->rank, st);
     json_decref(st);
@@ -1271,6 +1290,36 @@ static int step_read_plan(struct rank_step *s, const char *run_dir, json_t **job
     return 0;
 }
 
+/* The GPUs of this host's plan, "PCI,PCI" (at most GPURUN_ENERGY_PCIS_MAX),
+ * for its first rank step's energy; NULL when none. */
+static char *host_gpus(struct rank_step *s, const char *run_dir)
+{
+    struct gpurun_strbuf b = {0};
+    int n = 0;
+    for (int local = 0; local < 4096 && n < GPURUN_ENERGY_PCIS_MAX; local++) {
+        gpurun_error_t e = {0};
+        json_t *entry = local == s->local ? json_incref(s->entry)
+                                          : gpurun_host_plan_entry(s->dfd, run_dir, s->host, local, s->fmode, &e);
+        if (!entry)
+            break;
+        size_t i;
+        json_t *p;
+        json_array_foreach(json_object_get(entry, "gpu_pci"), i, p) {
+            const char *pci = json_string_value(p);
+            if (!pci || !*pci || strlen(pci) > 19 || strchr(pci, ',') || n >= GPURUN_ENERGY_PCIS_MAX ||
+                (b.len && strstr(b.s, pci)))
+                continue;
+            gpurun_strbuf_printf(&b, "%s%s", b.len ? "," : "", pci);
+            n++;
+        }
+        json_decref(entry);
+    }
+    if (n)
+        return b.s;
+    free(b.s);
+    return NULL;
+}
+
 /* Start the rank's report, set its environment (the plan's, the rank's,
  * then the job's) and bind it as planned. */
 static void step_set_up_rank(struct rank_step *s, json_t *jobenv)
@@ -1430,6 +1479,10 @@ static int step_run_program(struct rank_step *s, char *const *app_argv, gpurun_e
     } else {
         child_pid = pid;
         s->pidfd = open_pidfd(pid);
+        /* The host's GPUs' energy from now to the program's end: a helper
+         * (the full gpurun) started once the program runs, never before. */
+        if (s->rapl0)
+            gpurun_energy_watch_start(&s->gw, step_planner ? step_planner : "/proc/self/exe", s->gpu_pcis);
         copy_output(s, pipefd[0]);
         if (!s->ended)
             while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
@@ -1449,7 +1502,7 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, const char *pla
 {
     if (step_begin(run_dir, app_argv, planner, err) < 0)
         return -1;
-    struct rank_step s = {.fmode = 0600, .dfd = -1, .out = -1, .inside_fd = -1};
+    struct rank_step s = {.fmode = 0600, .dfd = -1, .out = -1, .inside_fd = -1, .gw = {.pid = -1, .in = -1, .out = -1}};
     const char *rank_var, *names[RANK_VARS_MAX];
     char store[64], shown[256];
     rank_var_list(rank_vars, 0, names, store, sizeof store, shown, sizeof shown);
@@ -1463,10 +1516,13 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, const char *pla
     if (step_read_plan(&s, run_dir, &jobenv, err) < 0)
         return failed_before_start(s.rank, s.host, err);
     step_set_up_rank(&s, jobenv);
+    if (s.local == 0)
+        s.gpu_pcis = host_gpus(&s, run_dir);
     step_join_mps(&s);
     if (step_open_output(&s, run_dir, err) < 0) {
         json_decref(s.report);
         json_decref(s.entry);
+        free(s.gpu_pcis);
         return failed_before_start(s.rank, s.host, err);
     }
     char *start = iso_now();
@@ -1479,7 +1535,13 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, const char *pla
         report_json('B', s.rank, s.report);
 
     s.start = start;
+    if (s.local == 0) {
+        s.rapl0 = gpurun_xcalloc(1, sizeof *s.rapl0);
+        gpurun_rapl_read(s.rapl0);
+    }
     int rc = step_run_program(&s, app_argv, err);
+    free(s.rapl0);
+    free(s.gpu_pcis);
     json_decref(s.report);
     json_decref(s.entry);
     free(start);

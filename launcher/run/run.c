@@ -17,6 +17,7 @@
 #include "monitor.h"
 #include "alloc.h"
 #include "container.h"
+#include "energy.h"
 #include "failure.h"
 #include "fom.h"
 #include "gpudirect.h"
@@ -885,6 +886,7 @@ struct run_attempt {
     struct rank_result rr;
     json_t *gpus_monitor;
     char mon_why[512]; /* why there is no GPU monitor, or "" */
+    struct gpurun_rapl *rapl0, *rapl1; /* this host's RAPL counters around the ranks; NULL: not read */
     int setup_fd;      /* setup.log; -1 until a setup step runs */
     struct gpurun_mps mps;
     json_t *mps_json;
@@ -1135,10 +1137,16 @@ static int supervise_ranks(struct run_ctx *c, struct run_attempt *a, bool tty, g
             mps_signals(false, old_handlers);
         return stop_with(a, err->code);
     }
+    /* Energy: RAPL outside the monitor's NVML counters, both around the
+     * ranks alone; a few file reads, never a reason to stop. */
+    a->rapl0 = gpurun_xcalloc(1, sizeof *a->rapl0);
+    gpurun_rapl_read(a->rapl0);
     gpurun_monitor_session_t *mon = gpurun_monitor_begin(c->job->monitor, pcis, npci, a->mon_why, sizeof a->mon_why);
     free(pcis);
     int lrc = gpurun_launch(&a->cmds, &sv, &a->oc, err);
     a->gpus_monitor = gpurun_monitor_end(mon);
+    a->rapl1 = gpurun_xcalloc(1, sizeof *a->rapl1);
+    gpurun_rapl_read(a->rapl1);
     stop_mps(&a->mps, a->mps_json);
     if (catching)
         mps_signals(false, old_handlers);
@@ -1714,6 +1722,84 @@ static const char *cpu_model(const gpurun_topo_t *t)
     return m && *m ? m : NULL;
 }
 
+/* The record's `energy` (energy.h): this host's RAPL counters and GPUs as
+ * gpurun read them; every other host's as its first rank step there read
+ * them (its status report's "energy", taken out of rank_status).  Then
+ * energy per unit of work beside the record's throughput figures.  Runs
+ * that failed, timed out or were interrupted have theirs too: the counters
+ * were read when the ranks ended, however they ended. */
+static void add_energy(struct run_ctx *c, struct run_attempt *a, json_t *record)
+{
+    json_t *hosts = json_array();
+    /* gpurun's host counts when ranks ran there (or none said where they
+     * ran): a launcher on a login node starting ranks elsewhere is not the
+     * job's energy. */
+    json_t *ran = ran_on_hosts(a->rr.bindings);
+    bool here = json_array_size(ran) == 0;
+    size_t i;
+    json_t *st;
+    json_array_foreach(ran, i, st)
+        here = here || !strcmp(json_string_value(st) ? json_string_value(st) : "", a->host);
+    if (here && a->rapl0 && a->rapl1) {
+        /* No NVIDIA GPU planned here: nothing missing (a CPU job). */
+        json_t *own = gpurun_energy_host_json(a->host, a->rapl0, a->rapl1, a->gpus_monitor,
+                                              strcmp(a->mon_why, "no GPUs to monitor") ? a->mon_why : "");
+        /* GPUs of other vendors than NVIDIA: no reader yet, said per GPU. */
+        for (int r = 0; r < c->plan->nranks; r++)
+            for (int g = 0; c->plan->ranks[r].node == 0 && g < c->plan->ranks[r].ngpus && g < 64; g++) {
+                const gpurun_gpu_t *gpu = &c->topo->gpus[c->plan->ranks[r].gpus[g]];
+                if (!strcmp(gpu->vendor, "nvidia") || json_array_size(json_object_get(own, "missing")) > 256)
+                    continue;
+                char why[256];
+                snprintf(why, sizeof why, "GPU %s (%s): %s", gpu->pci, gpu->vendor,
+                         !strcmp(gpu->vendor, "amd") ? "ROCm SMI's energy counter (rsmi_dev_energy_count_get) is "
+                                                       "not read by gpurun yet"
+                                                     : "no energy counter gpurun reads");
+                bool dup = false; /* a GPU shared by ranks: once */
+                size_t k;
+                json_t *m;
+                json_array_foreach(json_object_get(own, "missing"), k, m) {
+                    const char *w = json_string_value(json_object_get(m, "why"));
+                    dup = dup || (w && !strcmp(w, why));
+                }
+                if (!dup)
+                    json_array_append_new(json_object_get(own, "missing"),
+                                          json_pack("{s:s, s:s}", "kind", "gpu", "why", why));
+            }
+        json_array_append_new(hosts, own);
+    }
+    json_array_foreach(a->rr.statuses, i, st) {
+        json_t *e = json_object_get(st, "energy");
+        const char *h = json_string_value(json_object_get(e, "host"));
+        if (json_is_object(e) && h && strcmp(h, a->host) && json_array_size(hosts) < 4096)
+            json_array_append(hosts, e);
+        json_object_del(st, "energy");
+    }
+    /* A host whose first rank step said nothing of energy (killed, or it
+     * failed before its program started): said, not left out silently. */
+    json_t *h, *have = json_object(); /* a set of the hosts that have a part: linear in hosts */
+    json_array_foreach(hosts, i, h)
+        if (json_string_value(json_object_get(h, "host")))
+            json_object_set_new(have, json_string_value(json_object_get(h, "host")), json_true());
+    json_array_foreach(ran, i, h) {
+        const char *name = json_string_value(h);
+        if (name && !json_object_get(have, name) && json_array_size(hosts) < 4096)
+            json_array_append_new(hosts, json_pack("{s:s, s:[], s:[{s:s, s:s}], s:n}", "host", name, "devices", "missing",
+                                                   "kind", "host", "why", "its first rank step reported no energy (it was "
+                                                   "killed, or failed before its program started)", "measured_s"));
+    }
+    json_decref(have);
+    json_decref(ran);
+    const char *slurm_note = getenv("SLURM_JOB_ID")
+                                 ? "Slurm's ConsumedEnergy is not read by gpurun yet (sacct gives it once the step "
+                                   "is over, where the site's AcctGatherEnergyType gathers energy)"
+                                 : NULL;
+    json_t *e = gpurun_energy_json(hosts, c->site ? c->site->price_per_kwh : -1,
+                                   c->site ? c->site->grams_co2_per_kwh : -1, -1, slurm_note);
+    gpurun_energy_per_unit(json_object_get(record, "foms"), json_number_value(json_object_get(e, "mean_power_W")));
+    json_object_set_new(record, GPURUN_REC_ENERGY, e);
+}
+
 /* record.json's document for this run, ending with exit status rc. */
 static json_t *run_record(struct run_ctx *c, struct run_attempt *a, int rc, int repeat_index)
 {
@@ -1770,6 +1856,7 @@ static json_t *run_record(struct run_ctx *c, struct run_attempt *a, int rc, int 
     add_site_prices(record, c->site);
     if (c->opts->tune)
         json_object_set(record, GPURUN_REC_TUNE, c->opts->tune);
+    add_energy(c, a, record);
     free(s0);
     free(s1);
     return record;
@@ -1881,6 +1968,8 @@ out:
     json_decref(a.mps_json);
     json_decref(a.rdv_json);
     json_decref(a.gpus_monitor);
+    free(a.rapl0);
+    free(a.rapl1);
     json_decref(record);
     json_decref(a.rr.bindings);
     json_decref(a.rr.statuses);

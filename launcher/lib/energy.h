@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef GPURUN_ENERGY_H
+#define GPURUN_ENERGY_H
+
+/* Measured energy of a run (SPEC §7 `energy`): the CPU packages' and DRAM's
+ * RAPL counters in powercap sysfs, read at the start and the end of a run,
+ * the GPUs' from the monitor (NVML's total-energy counter), and what the
+ * record makes of them: totals, kWh, cost and CO2 at a site's prices, and
+ * energy per unit of work beside each throughput figure.
+ *
+ * Reading energy never fails a run: a counter that cannot be read is a
+ * "missing" note saying which file and why. */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+/* A prefix put before /sys/class/powercap, FOR TESTS ONLY: they build a fake
+ * powercap tree there.  Anything a user could do with it (point gpurun at
+ * counters of their own) only changes that user's own record. */
+#define GPURUN_ENV_TEST_SYSFS_ROOT "GPURUN_TEST_SYSFS_ROOT"
+#define GPURUN_POWERCAP_DIR "/sys/class/powercap"
+
+#define GPURUN_RAPL_MAX 32
+
+/* One RAPL domain: a package (kind "cpu") or its DRAM (kind "dram"). */
+struct gpurun_rapl_domain {
+    char zone[64];   /* "intel-rapl:0", "intel-rapl:0:1" */
+    char name[64];   /* powercap's name: "package-0", "dram" */
+    const char *kind; /* "cpu" | "dram" */
+    uint64_t uj;     /* energy_uj */
+    uint64_t max_uj; /* max_energy_range_uj; 0 unknown */
+    bool ok;         /* uj was read */
+    char why[768];   /* when not ok: which file and why */
+};
+
+struct gpurun_rapl {
+    int n;
+    struct gpurun_rapl_domain d[GPURUN_RAPL_MAX];
+    char why[384]; /* no powercap zone at all: why ("" when some) */
+    double t;      /* CLOCK_MONOTONIC seconds of the reading */
+};
+
+/* Reads every package and DRAM domain; never fails (what cannot be read is
+ * said in the domain's or the snapshot's why). */
+void gpurun_rapl_read(struct gpurun_rapl *r);
+/* The same under the folder `root` (doctor --root; NULL: as above). */
+void gpurun_rapl_read_at(const char *root, struct gpurun_rapl *r);
+
+/* How much a counter advanced from `start` to `end`, counting one wrap at
+ * `max` (max_energy_range_uj: the counter runs 0..max and wraps to 0); an
+ * end below the start without a known max is 0 (unknown, never negative). */
+uint64_t gpurun_energy_counter_delta(uint64_t start, uint64_t end, uint64_t max);
+
+/* One host's part of the record's energy.hosts: {"host", "devices": [...],
+ * "missing": [...], "measured_s"} from two RAPL snapshots (start, end:
+ * NULL end = none) and the monitor's gpus_monitor array (may be NULL; each
+ * GPU's "energy_J", "power_mean_w", "power_peak_w"), with `gpu_why` for
+ * GPUs that were not measured at all ("" when none). */
+json_t *gpurun_energy_host_json(const char *host, const struct gpurun_rapl *start, const struct gpurun_rapl *end,
+                                json_t *gpus_monitor, const char *gpu_why);
+
+/* The record's `energy` from the hosts' parts: totals by kind, mean power
+ * (total over the longest host's measured time), the peak of the GPUs'
+ * power samples, kWh, cost at price_per_kwh and CO2 at grams_co2_per_kwh
+ * (< 0: the site gives none: null), slurm_consumed_J (< 0: null, with
+ * slurm_note saying why; slurm_note may be NULL).  Takes `hosts`. */
+json_t *gpurun_energy_json(json_t *hosts, double price_per_kwh, double grams_co2_per_kwh, double slurm_j,
+                           const char *slurm_note);
+
+/* The unit of work of a throughput figure's units and how many seconds its
+ * time unit has: "ns/day" -> "ns", 86400; "GFLOP/s" or "GFlops" -> "GFLOP",
+ * 1; "images/s" -> "image", 1; "timesteps/s" -> "timestep", 1.  False for
+ * units that are no rate of work (s, %, ...). */
+bool gpurun_energy_unit_of(const char *units, char *work, size_t worklen, double *per_s);
+
+/* Adds "energy_per_unit": {"value": J per unit, "units": "J/ns"} to each
+ * throughput figure of the record's `foms` object (better = higher, a rate
+ * unit above, a positive value), from the run's mean power: J per unit =
+ * mean_power_W / (value / per_s), which is total_J over the work done if
+ * the figure held for the whole measured time (start-up included, so it is
+ * the run's cost, not the best loop's).  Nothing when mean_power_W <= 0. */
+void gpurun_energy_per_unit(json_t *foms, double mean_power_w);
+
+/* One line on a record's (or its summary's) energy, for `gpurun results`:
+ * "405.6 J (GPU 401.6, CPU 3, DRAM 1), mean 404 W, 0.000113 kWh, 3.4e-05
+ * EUR, 0.045 g CO2; value 6.97e+05 J/ns"; NULL when nothing was measured.
+ * malloc()ed; the caller makes it printable. */
+char *gpurun_energy_text(const json_t *run);
+
+/* A sentence for doctor on RAPL here (under `root`: NULL as gpurun_rapl_read): readable domains, or why not and how
+ * a site enables it. */
+void gpurun_energy_doctor(const char *root, char *line, size_t len, bool *ok);
+
+#endif

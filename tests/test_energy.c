@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Measured energy (energy.h): RAPL counter wrap arithmetic, a fake powercap
+ * tree read under a root prefix (zones kept and skipped, a file that is no
+ * counter, a symlink in place of energy_uj), a host's energy JSON and the
+ * record's totals, the units of work of throughput figures and energy per
+ * unit. */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "energy.h"
+#include "tap.h"
+
+static char tmpdir[] = "/tmp/gpurun-test-energy.XXXXXX";
+
+static void put(const char *zone, const char *file, const char *text)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/sys/class/powercap/%s", tmpdir, zone);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", p);
+    if (system(cmd) != 0)
+        abort();
+    snprintf(p + strlen(p), sizeof p - strlen(p), "/%s", file);
+    FILE *f = fopen(p, "w");
+    if (!f)
+        abort();
+    fputs(text, f);
+    fclose(f);
+}
+
+static bool near(double got, double want)
+{
+    return fabs(got - want) <= 1e-9 * (fabs(want) + 1);
+}
+
+static void test_delta(void)
+{
+    const uint64_t max = 262143328850ULL; /* a real package's max_energy_range_uj */
+    is_int(gpurun_energy_counter_delta(100, 250, max), 150, "no wrap: end - start");
+    ok(gpurun_energy_counter_delta(max - 1000, 500, max) == 1500, "one wrap: (max - start) + end");
+    ok(gpurun_energy_counter_delta(max, 0, max) == 0, "at max, then 0: the one-unit step is not counted");
+    is_int(gpurun_energy_counter_delta(500, 100, 0), 0, "an end below the start without a max: 0, not huge");
+    is_int(gpurun_energy_counter_delta(5000, 100, 1000), 0, "a start above max (a wrong max): 0");
+    ok(gpurun_energy_counter_delta(0, UINT64_MAX, 0) == UINT64_MAX, "the whole u64 range without a wrap");
+}
+
+static void test_read(void)
+{
+    put("intel-rapl:0", "name", "package-0\n");
+    put("intel-rapl:0", "energy_uj", "999000000\n");
+    put("intel-rapl:0", "max_energy_range_uj", "1000000000\n");
+    put("intel-rapl:0:0", "name", "core\n");
+    put("intel-rapl:0:0", "energy_uj", "1\n");
+    put("intel-rapl:0:1", "name", "dram\n");
+    put("intel-rapl:0:1", "energy_uj", "5\n");
+    put("intel-rapl:1", "name", "package-1\n");
+    put("intel-rapl:1", "energy_uj", "12abc\n");
+    put("intel-rapl-mmio:0", "name", "package-0\n");
+    put("intel-rapl-mmio:0", "energy_uj", "7\n");
+    put("intel-rapl:2", "name", "package-2\n");
+    char target[600], link[600];
+    snprintf(target, sizeof target, "%s/secret", tmpdir);
+    snprintf(link, sizeof link, "%s/sys/class/powercap/intel-rapl:2/energy_uj", tmpdir);
+    FILE *f = fopen(target, "w");
+    fputs("42\n", f);
+    fclose(f);
+    ok(symlink(target, link) == 0, "(a symlink as intel-rapl:2/energy_uj)");
+
+    struct gpurun_rapl a, b;
+    gpurun_rapl_read_at(tmpdir, &a);
+    is_int(a.n, 4, "package-0, dram, package-1, package-2: core and the MMIO copy are not read");
+    is_str(a.d[0].zone, "intel-rapl:0", "zones in name order");
+    is_str(a.d[1].zone, "intel-rapl:0:1", "... the DRAM of package 0 next");
+    is_str(a.d[1].kind, "dram", "... of kind dram");
+    ok(a.d[0].ok && a.d[0].uj == 999000000 && a.d[0].max_uj == 1000000000, "package-0's counter and range");
+    ok(!a.d[2].ok && strstr(a.d[2].why, "intel-rapl:1/energy_uj: not a counter"), "'12abc' is no counter: %s",
+       a.d[2].why);
+    ok(!a.d[3].ok && strstr(a.d[3].why, "intel-rapl:2/energy_uj"), "a symlink is not followed: %s", a.d[3].why);
+
+    put("intel-rapl:0", "energy_uj", "2000000\n");
+    put("intel-rapl:0:1", "energy_uj", "1000005\n");
+    gpurun_rapl_read_at(tmpdir, &b);
+    b.t = a.t + 2.0; /* two seconds, for the mean power */
+    json_t *gpus = json_loads("[{\"pci\": \"0000:13:00.0\", \"index\": 0, \"name\": \"X\", \"energy_J\": 500.0,"
+                              " \"power_mean_w\": 240, \"power_peak_w\": 300},"
+                              " {\"pci\": \"0000:15:00.0\", \"index\": 1, \"name\": \"Y\", \"energy_J\": null,"
+                              " \"power_mean_w\": 100, \"power_peak_w\": 150},"
+                              " {\"pci\": \"0000:16:00.0\", \"index\": 2, \"name\": \"Z\", \"energy_J\": null,"
+                              " \"power_mean_w\": null, \"energy_note\": \"not supported\"}]",
+                              0, NULL);
+    json_t *h = gpurun_energy_host_json("h1", &a, &b, gpus, "");
+    json_t *dev = json_object_get(h, "devices");
+    is_int(json_array_size(dev), 4, "devices: package-0, dram, 2 GPUs");
+    ok(near(json_number_value(json_object_get(json_array_get(dev, 0), "J")), 3.0), "package-0: 3 J across the wrap");
+    ok(near(json_number_value(json_object_get(json_array_get(dev, 0), "mean_power_W")), 1.5), "... 1.5 W over 2 s");
+    ok(near(json_number_value(json_object_get(json_array_get(dev, 1), "J")), 1.0), "dram: 1 J");
+    is_str(json_string_value(json_object_get(json_array_get(dev, 3), "source")), "nvml-power-samples",
+           "a GPU without a counter: its samples' mean times the time");
+    ok(near(json_number_value(json_object_get(json_array_get(dev, 3), "J")), 200.0), "... 100 W x 2 s");
+    json_t *miss = json_object_get(h, "missing");
+    is_int(json_array_size(miss), 3, "missing: package-1, package-2, GPU 2");
+    ok(strstr(json_string_value(json_object_get(json_array_get(miss, 2), "why")), "not supported") != NULL,
+       "... the GPU's note is kept");
+
+    json_t *hosts = json_array();
+    json_array_append_new(hosts, h);
+    json_t *e = gpurun_energy_json(hosts, 0.5, 300, -1, "why not");
+    ok(near(json_number_value(json_object_get(e, "gpu_J")), 700) && near(json_number_value(json_object_get(e, "cpu_J")), 3) &&
+           near(json_number_value(json_object_get(e, "dram_J")), 1) &&
+           near(json_number_value(json_object_get(e, "total_J")), 704),
+       "totals by kind: GPU 700, CPU 3, DRAM 1, all 704 J");
+    ok(near(json_number_value(json_object_get(e, "mean_power_W")), 352), "mean power: 704 J / 2 s");
+    ok(near(json_number_value(json_object_get(e, "kwh")), 704 / 3.6e6) &&
+           near(json_number_value(json_object_get(e, "cost")), 0.5 * 704 / 3.6e6),
+       "kWh and cost at 0.5 per kWh");
+    ok(fabs(json_number_value(json_object_get(e, "co2_g")) - 300 * 704 / 3.6e6) < 0.001, "CO2 at 300 g per kWh");
+    ok(json_is_null(json_object_get(e, "slurm_consumed_J")) &&
+           !strcmp(json_string_value(json_object_get(e, "slurm_note")), "why not"),
+       "slurm_consumed_J null, with why");
+    json_decref(e);
+    e = gpurun_energy_json(json_array(), -1, -1, -1, NULL);
+    ok(json_is_null(json_object_get(e, "total_J")) && json_is_null(json_object_get(e, "cost")) &&
+           json_is_null(json_object_get(e, "mean_power_W")),
+       "nothing measured: null, never 0");
+    json_decref(e);
+    json_decref(gpus);
+
+    struct gpurun_rapl none;
+    char empty[600];
+    snprintf(empty, sizeof empty, "%s/none", tmpdir);
+    gpurun_rapl_read_at(empty, &none);
+    ok(none.n == 0 && strstr(none.why, "no RAPL"), "no powercap folder: why: %s", none.why);
+}
+
+static void test_units(void)
+{
+    char w[48];
+    double s;
+    ok(gpurun_energy_unit_of("ns/day", w, sizeof w, &s) && !strcmp(w, "ns") && s == 86400, "ns/day: ns, a day");
+    ok(gpurun_energy_unit_of("GFLOP/s", w, sizeof w, &s) && !strcmp(w, "GFLOP") && s == 1, "GFLOP/s: GFLOP");
+    ok(gpurun_energy_unit_of("GFlops", w, sizeof w, &s) && !strcmp(w, "GFLOP") && s == 1, "GFlops: GFLOP");
+    ok(gpurun_energy_unit_of("images/s", w, sizeof w, &s) && !strcmp(w, "image"), "images/s: image");
+    ok(gpurun_energy_unit_of("timesteps/s", w, sizeof w, &s) && !strcmp(w, "timestep"), "timesteps/s: timestep");
+    ok(gpurun_energy_unit_of("katom-step/s", w, sizeof w, &s) && !strcmp(w, "katom-step"), "katom-step/s");
+    ok(gpurun_energy_unit_of("GB/s", w, sizeof w, &s) && !strcmp(w, "GB"), "GB/s: GB");
+    ok(!gpurun_energy_unit_of("s", w, sizeof w, &s) && !gpurun_energy_unit_of("%", w, sizeof w, &s) &&
+           !gpurun_energy_unit_of("hour/ns", w, sizeof w, &s) && !gpurun_energy_unit_of("", w, sizeof w, &s) &&
+           !gpurun_energy_unit_of(NULL, w, sizeof w, &s),
+       "s, %%, hour/ns, empty: no rate of work");
+
+    json_t *foms = json_loads("{\"ns_per_day\": {\"value\": 100, \"units\": \"ns/day\", \"better\": \"higher\"},"
+                              " \"gflops\": {\"value\": 400, \"units\": \"GFLOP/s\", \"better\": \"higher\"},"
+                              " \"hour_per_ns\": {\"value\": 0.24, \"units\": \"hour/ns\", \"better\": \"lower\"},"
+                              " \"time\": {\"value\": 3, \"units\": \"s\", \"better\": \"lower\"},"
+                              " \"none\": {\"value\": null, \"units\": \"ns/day\", \"better\": \"higher\"}}",
+                              0, NULL);
+    gpurun_energy_per_unit(foms, 300);
+    json_t *u = json_object_get(json_object_get(foms, "ns_per_day"), "energy_per_unit");
+    ok(near(json_number_value(json_object_get(u, "value")), 300.0 * 86400 / 100) &&
+           !strcmp(json_string_value(json_object_get(u, "units")), "J/ns"),
+       "100 ns/day at 300 W: 259200 J/ns");
+    u = json_object_get(json_object_get(foms, "gflops"), "energy_per_unit");
+    ok(near(json_number_value(json_object_get(u, "value")), 0.75) &&
+           !strcmp(json_string_value(json_object_get(u, "units")), "J/GFLOP"),
+       "400 GFLOP/s at 300 W: 0.75 J/GFLOP");
+    ok(!json_object_get(json_object_get(foms, "hour_per_ns"), "energy_per_unit") &&
+           !json_object_get(json_object_get(foms, "time"), "energy_per_unit") &&
+           !json_object_get(json_object_get(foms, "none"), "energy_per_unit"),
+       "none for hour/ns, s, or a figure not found");
+    json_decref(foms);
+}
+
+int main(void)
+{
+    if (!mkdtemp(tmpdir)) {
+        skip_all("cannot make a temporary folder");
+        return 0;
+    }
+    test_delta();
+    test_read();
+    test_units();
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0)
+        diag("could not remove %s", tmpdir);
+    return done_testing();
+}
