@@ -145,7 +145,7 @@ int cmd_plan(int argc, char **argv, gpurun_error_t *err)
             break;
         case O_JSON: json = 1; break;
         case 'h': fputs(plan_usage, stdout); return 0;
-        default: return cmd_bad_option("plan", argv[optind - 1], err);
+        default: return cmd_bad_option("plan", argv[optind - 1], opts, err);
         }
         if (rc < 0)
             return GPURUN_EXIT_CONFIG;

@@ -55,7 +55,7 @@ int cmd_run(int argc, char **argv, gpurun_error_t *err)
         case 'h': fputs(run_usage, stdout); free(sets); return 0;
         default:
             free(sets);
-            return cmd_bad_option("run", argv[optind - 1], err);
+            return cmd_bad_option("run", argv[optind - 1], opts, err);
         }
     }
     if (argc - optind != 1) {
