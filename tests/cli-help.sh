@@ -86,6 +86,29 @@ while read -r cmd; do
     else ok 1 "gpurun $cmd --no-such-option: exit 2, points to --help (exit $rc: $(head -c 200 "$TMP/err"))"; fi
 done <"$TMP/commands"
 
+# A mistyped command or long option: the nearest one suggested, exit 2.
+run "$GPURUN" rn
+expect_rc 2 "gpurun rn: exit 2"
+contains "$TMP/err" "gpurun: 'rn' is not a gpurun command (did you mean 'run'?" "... did you mean 'run'"
+run "$GPURUN" reprot
+contains "$TMP/err" "(did you mean 'report'?" "gpurun reprot: did you mean 'report'"
+run "$GPURUN" run --dryrun job.conf
+expect_rc 2 "gpurun run --dryrun: exit 2"
+contains "$TMP/err" "gpurun: run: unknown option '--dryrun' (did you mean '--dry-run'?" "... did you mean '--dry-run'"
+# Every long option of every command, one letter doubled.
+while read -r cmd; do
+    bad=
+    for opt in $(cat "$TMP/opts.$cmd"); do
+        [ "$opt" = --help ] && continue
+        typo=$(printf '%s\n' "$opt" | sed 's/^--\(.\)/--\1\1/')
+        run "$GPURUN" "$cmd" "$typo"
+        [ "$rc" -eq 2 ] && grep -qF -e "unknown option '$typo' (did you mean '$opt'?" "$TMP/err" ||
+            bad="$bad $typo($rc: $(head -c 100 "$TMP/err"))"
+    done
+    [ -z "$bad" ]
+    ok $? "gpurun $cmd: each mistyped long option gets the one meant, exit 2${bad:+ (not:$bad)}"
+done <"$TMP/commands"
+
 # Each section once (a reader looks for SECURITY in one place), and the
 # SECURITY section says what the Slurm plugin refuses and which rendezvous to
 # use on a shared node (issue 26).

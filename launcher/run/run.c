@@ -1787,7 +1787,7 @@ static int keep_record(struct run_ctx *c, struct run_attempt *a, json_t *record,
         for (size_t f = 0; f < foms->n; f++)
             if (foms->f[f].n)
                 printf(", %s = %g%s%s", foms->f[f].name, foms->f[f].values[foms->f[f].n - 1],
-                       foms->f[f].units ? " " : "", foms->f[f].units ? foms->f[f].units : "");
+                       foms->f[f].units && *foms->f[f].units ? " " : "", foms->f[f].units ? foms->f[f].units : "");
         printf(", %s\n", a->run_dir);
     }
     return rc;
