@@ -109,6 +109,26 @@ while read -r cmd; do
     ok $? "gpurun $cmd: each mistyped long option gets the one meant, exit 2${bad:+ (not:$bad)}"
 done <"$TMP/commands"
 
+# Nothing a user reads points at "SPEC §N" (roff: SPEC \(scN), a document
+# users do not have: the shipped texts (README, docs, manual pages, examples,
+# templates, site profiles), every --help and the program's messages.
+refs=$(cd "$top_srcdir" && grep -rnE 'SPEC *(§|\\\(sc)' README.md docs doc examples templates contrib quickstart.sh 2>/dev/null)
+[ -z "$refs" ]
+ok $? "no shipped text refers to SPEC §${refs:+ ($(printf '%s' "$refs" | head -n 3 | tr '\n' ' '))}"
+: >"$TMP/helps"
+for cmd in "" $(cat "$TMP/commands"); do
+    # shellcheck disable=SC2086
+    "$GPURUN" $cmd --help >>"$TMP/helps" 2>&1
+done
+refs=$(grep -nE 'SPEC *§' "$TMP/helps")
+[ -z "$refs" ]
+ok $? "no --help refers to SPEC §${refs:+ ($(printf '%s' "$refs" | head -n 3 | tr '\n' ' '))}"
+# A message is a string literal: one that names SPEC § is on a line that
+# is not a comment's.
+refs=$(cd "$top_srcdir" && grep -rnE '"[^"]*SPEC *§' launcher plugins --include='*.c' | grep -vE ':[0-9]+: *(/?\*|//)')
+[ -z "$refs" ]
+ok $? "no message of the program refers to SPEC §${refs:+ ($(printf '%s' "$refs" | head -n 3 | tr '\n' ' '))}"
+
 # Each section once (a reader looks for SECURITY in one place), and the
 # SECURITY section says what the Slurm plugin refuses and which rendezvous to
 # use on a shared node (issue 26).

@@ -30,7 +30,7 @@ static const char plan_usage[] =
     "  --oversubscribe         share GPUs/cores (with a warning) instead of refusing\n"
     "  --cpu-locality L        package: GPU ranks also share out their package's NUMA nodes\n"
     "                          without GPUs (default); gpu: cores near their GPUs only\n"
-    "  --json                  print the plan document (SPEC §5, version 1)\n"
+    "  --json                  print the plan document (version 1; see gpurun(1), plan)\n"
     "  -h, --help              this help\n"
     "\n"
     "Exit status: 0 planned, 2 bad job file or option, 3 this node cannot meet the request.\n";
