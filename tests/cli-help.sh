@@ -142,6 +142,14 @@ echo "$sec" | grep -q 'spank_gpurun.so' && echo "$sec" | grep -q 'open range' &&
     echo "$sec" | grep -q 'params.rendezvous = \\(dqfile\\(dq'
 ok $? "gpurun.1's SECURITY says what the SPANK plugin refuses and which rendezvous suits a shared node"
 
+# gpurun(1) shows its examples early, right after what gpurun is: NAME,
+# SYNOPSIS, DESCRIPTION, EXAMPLES.
+order=$(grep '^\.SH ' "$MAN1" | head -n 4 | sed 's/^\.SH //' | tr '\n' ' ')
+[ "$order" = "NAME SYNOPSIS DESCRIPTION EXAMPLES " ]
+ok $? "gpurun.1: EXAMPLES right after DESCRIPTION (first sections: $order)"
+[ "$(grep -c '^\.SH SECURITY' "$MAN1")" -eq 1 ]
+ok $? "gpurun.1: one SECURITY section"
+
 # The manual pages render, without a warning.
 if command -v man >/dev/null 2>&1 && man --help 2>&1 | grep -q -e '--warnings'; then
     for page in "$MAN1" "$MAN5"; do
@@ -152,6 +160,16 @@ if command -v man >/dev/null 2>&1 && man --help 2>&1 | grep -q -e '--warnings'; 
     done
 else
     skip "man (man-db, with --warnings) not found: the pages are not rendered"
+fi
+if command -v groff >/dev/null 2>&1; then
+    for page in "$MAN1" "$MAN5" "$top_srcdir/doc/libgpurun.3"; do
+        groff -man -ww -z "$page" >"$TMP/warnings" 2>&1
+        [ ! -s "$TMP/warnings" ]
+        ok $? "groff -man -ww: $(basename "$page") without a warning"
+        sed 's/^/#   /' "$TMP/warnings" | head -5
+    done
+else
+    skip "groff not found: the pages are not checked with -ww"
 fi
 
 done_testing
