@@ -142,6 +142,17 @@ echo "$sec" | grep -q 'spank_gpurun.so' && echo "$sec" | grep -q 'open range' &&
     echo "$sec" | grep -q 'params.rendezvous = \\(dqfile\\(dq'
 ok $? "gpurun.1's SECURITY says what the SPANK plugin refuses and which rendezvous suits a shared node"
 
+# README.md is the newcomer's page: the two commands of a fresh machine, and
+# every page it links to is there.
+grep -q '^    \./quickstart\.sh$' "$top_srcdir/README.md" && grep -q '^    tests/run-all\.sh$' "$top_srcdir/README.md"
+ok $? "README.md gives ./quickstart.sh and tests/run-all.sh"
+missing=
+for link in $(grep -o '](\(docs\|examples\|doc\)/[^)]*)' "$top_srcdir/README.md" | sed 's/^](//; s/)$//'); do
+    [ -e "$top_srcdir/$link" ] || missing="$missing $link"
+done
+[ -z "$missing" ]
+ok $? "every page README.md links to exists${missing:+ (missing:$missing)}"
+
 # gpurun(1) shows its examples early, right after what gpurun is: NAME,
 # SYNOPSIS, DESCRIPTION, EXAMPLES.
 order=$(grep '^\.SH ' "$MAN1" | head -n 4 | sed 's/^\.SH //' | tr '\n' ' ')
