@@ -86,6 +86,49 @@ while read -r cmd; do
     else ok 1 "gpurun $cmd --no-such-option: exit 2, points to --help (exit $rc: $(head -c 200 "$TMP/err"))"; fi
 done <"$TMP/commands"
 
+# A mistyped command or long option: the nearest one suggested, exit 2.
+run "$GPURUN" rn
+expect_rc 2 "gpurun rn: exit 2"
+contains "$TMP/err" "gpurun: 'rn' is not a gpurun command (did you mean 'run'?" "... did you mean 'run'"
+run "$GPURUN" reprot
+contains "$TMP/err" "(did you mean 'report'?" "gpurun reprot: did you mean 'report'"
+run "$GPURUN" run --dryrun job.conf
+expect_rc 2 "gpurun run --dryrun: exit 2"
+contains "$TMP/err" "gpurun: run: unknown option '--dryrun' (did you mean '--dry-run'?" "... did you mean '--dry-run'"
+# Every long option of every command, one letter doubled.
+while read -r cmd; do
+    bad=
+    for opt in $(cat "$TMP/opts.$cmd"); do
+        [ "$opt" = --help ] && continue
+        typo=$(printf '%s\n' "$opt" | sed 's/^--\(.\)/--\1\1/')
+        run "$GPURUN" "$cmd" "$typo"
+        [ "$rc" -eq 2 ] && grep -qF -e "unknown option '$typo' (did you mean '$opt'?" "$TMP/err" ||
+            bad="$bad $typo($rc: $(head -c 100 "$TMP/err"))"
+    done
+    [ -z "$bad" ]
+    ok $? "gpurun $cmd: each mistyped long option gets the one meant, exit 2${bad:+ (not:$bad)}"
+done <"$TMP/commands"
+
+# Nothing a user reads points at "SPEC §N" (roff: SPEC \(scN), a document
+# users do not have: the shipped texts (README, docs, manual pages, examples,
+# templates, site profiles), every --help and the program's messages.
+refs=$(cd "$top_srcdir" && grep -rnE 'SPEC *(§|\\\(sc)' README.md docs doc examples templates contrib quickstart.sh 2>/dev/null)
+[ -z "$refs" ]
+ok $? "no shipped text refers to SPEC §${refs:+ ($(printf '%s' "$refs" | head -n 3 | tr '\n' ' '))}"
+: >"$TMP/helps"
+for cmd in "" $(cat "$TMP/commands"); do
+    # shellcheck disable=SC2086
+    "$GPURUN" $cmd --help >>"$TMP/helps" 2>&1
+done
+refs=$(grep -nE 'SPEC *§' "$TMP/helps")
+[ -z "$refs" ]
+ok $? "no --help refers to SPEC §${refs:+ ($(printf '%s' "$refs" | head -n 3 | tr '\n' ' '))}"
+# A message is a string literal: one that names SPEC § is on a line that
+# is not a comment's.
+refs=$(cd "$top_srcdir" && grep -rnE '"[^"]*SPEC *§' launcher plugins --include='*.c' | grep -vE ':[0-9]+: *(/?\*|//)')
+[ -z "$refs" ]
+ok $? "no message of the program refers to SPEC §${refs:+ ($(printf '%s' "$refs" | head -n 3 | tr '\n' ' '))}"
+
 # Each section once (a reader looks for SECURITY in one place), and the
 # SECURITY section says what the Slurm plugin refuses and which rendezvous to
 # use on a shared node (issue 26).
@@ -99,6 +142,25 @@ echo "$sec" | grep -q 'spank_gpurun.so' && echo "$sec" | grep -q 'open range' &&
     echo "$sec" | grep -q 'params.rendezvous = \\(dqfile\\(dq'
 ok $? "gpurun.1's SECURITY says what the SPANK plugin refuses and which rendezvous suits a shared node"
 
+# README.md is the newcomer's page: the two commands of a fresh machine, and
+# every page it links to is there.
+grep -q '^    \./quickstart\.sh$' "$top_srcdir/README.md" && grep -q '^    tests/run-all\.sh$' "$top_srcdir/README.md"
+ok $? "README.md gives ./quickstart.sh and tests/run-all.sh"
+missing=
+for link in $(grep -o '](\(docs\|examples\|doc\)/[^)]*)' "$top_srcdir/README.md" | sed 's/^](//; s/)$//'); do
+    [ -e "$top_srcdir/$link" ] || missing="$missing $link"
+done
+[ -z "$missing" ]
+ok $? "every page README.md links to exists${missing:+ (missing:$missing)}"
+
+# gpurun(1) shows its examples early, right after what gpurun is: NAME,
+# SYNOPSIS, DESCRIPTION, EXAMPLES.
+order=$(grep '^\.SH ' "$MAN1" | head -n 4 | sed 's/^\.SH //' | tr '\n' ' ')
+[ "$order" = "NAME SYNOPSIS DESCRIPTION EXAMPLES " ]
+ok $? "gpurun.1: EXAMPLES right after DESCRIPTION (first sections: $order)"
+[ "$(grep -c '^\.SH SECURITY' "$MAN1")" -eq 1 ]
+ok $? "gpurun.1: one SECURITY section"
+
 # The manual pages render, without a warning.
 if command -v man >/dev/null 2>&1 && man --help 2>&1 | grep -q -e '--warnings'; then
     for page in "$MAN1" "$MAN5"; do
@@ -109,6 +171,16 @@ if command -v man >/dev/null 2>&1 && man --help 2>&1 | grep -q -e '--warnings'; 
     done
 else
     skip "man (man-db, with --warnings) not found: the pages are not rendered"
+fi
+if command -v groff >/dev/null 2>&1; then
+    for page in "$MAN1" "$MAN5" "$top_srcdir/doc/libgpurun.3"; do
+        groff -man -ww -z "$page" >"$TMP/warnings" 2>&1
+        [ ! -s "$TMP/warnings" ]
+        ok $? "groff -man -ww: $(basename "$page") without a warning"
+        sed 's/^/#   /' "$TMP/warnings" | head -5
+    done
+else
+    skip "groff not found: the pages are not checked with -ww"
 fi
 
 done_testing

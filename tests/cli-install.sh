@@ -321,7 +321,8 @@ cd "$TMP/build" || exit 1
 make distdir distdir="$TMP/dist" >dist.log 2>&1
 ok $? "make distdir"
 for f in contrib/bash-completion/gpurun contrib/spack/package.py contrib/modulefiles/gpurun/0.1.0.lua \
-    contrib/modulefiles/gpurun/0.1.0 docs/getting-started.md docs/sites/local.md docs/sites/example-univ.md \
+    contrib/modulefiles/gpurun/0.1.0 docs/getting-started.md docs/overview.md docs/install.md docs/running.md \
+    docs/binding.md docs/internals.md docs/sites/local.md docs/sites/example-univ.md \
     docs/sites/aws-p5en.md doc/gpurun.conf.5 tests/cli-init.sh tests/cli-help.sh tests/cli-install.sh \
     launcher/cli/cmd_init.c launcher/cli/cmd_templates.c; do
     [ -f "$TMP/dist/$f" ]

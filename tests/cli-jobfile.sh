@@ -322,4 +322,25 @@ expect_rc 2 "a no-break space after a key: exit 2"
 contains "$TMP/err" "nbsp.conf:2: key 'ranks_per_node': a no-break space (U+00A0) in it, outside quotes" \
     "... names the file, line, key and character"
 
+
+# A bare --set name that is a parameter of the job or its template is said
+# with its params. prefix (exit 2); a job key's near miss still gets the key.
+dry "$TMP/fixed.conf" --set nsteps=100
+expect_rc 2 "--set nsteps=100 (the job's parameter, without params.): exit 2"
+contains "$TMP/err" "gpurun: --set nsteps=100: unknown key 'nsteps' (did you mean 'params.nsteps'?)" \
+    "... did you mean 'params.nsteps'"
+dry "$TMP/fixed.conf" --set npme=1
+expect_rc 2 "--set npme=1 (a default of the template only): exit 2"
+contains "$TMP/err" "gpurun: --set npme=1: unknown key 'npme' (did you mean 'params.npme'?)" \
+    "... did you mean 'params.npme', from the template's defaults"
+dry "$TMP/fixed.conf" --set nstep=100
+contains "$TMP/err" "gpurun: --set nstep=100: unknown key 'nstep' (did you mean 'params.nsteps'?)" \
+    "--set nstep=100: the parameter near it"
+dry "$TMP/fixed.conf" --set node=2
+expect_rc 2 "--set node=2: exit 2"
+contains "$TMP/err" "gpurun: --set node=2: unknown key 'node' (did you mean 'nodes'?)" "... did you mean 'nodes'"
+dry "$TMP/fixed.conf" --set zzqx=2
+if grep -q "did you mean" "$TMP/err"; then ok 1 "--set zzqx=2: nothing near, nothing suggested"
+else ok 0 "--set zzqx=2: nothing near, nothing suggested"; fi
+
 done_testing

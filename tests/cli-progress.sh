@@ -112,8 +112,9 @@ ok $? "--quiet: the run reports (status.json) all the same"
 : >"$TMP/q.1"
 : >"$TMP/q.2"
 wait $pid
-! grep -q -e "ranks alive" -e "started; a progress line" "$TMP/e2" && [ ! -s "$TMP/o2" ]
-ok $? "--quiet prints no progress line (and nothing else on success)"
+! grep -q -e "ranks alive" -e "started; a progress line" "$TMP/e2" && [ "$(wc -l <"$TMP/o2")" -eq 1 ] &&
+    grep -q '^gpurun: p: ok, .*/p/[0-9TZ]*-[0-9]*$' "$TMP/o2"
+ok $? "--quiet prints no progress line, and on success only the closing line ($(head -c 200 "$TMP/o2"))"
 
 # ---- on a terminal ------------------------------------------------------
 if ! command -v script >/dev/null 2>&1; then

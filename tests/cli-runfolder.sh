@@ -326,4 +326,20 @@ ok $? "... it ran in the run folder gpurun made (now $P/r.moved/sw/$name)"
 [ "$rc" -ne 0 ] && [ ! -e "$P/r/sw/$name/rank.0.out" ] && ! grep -q hello "$P/r.moved/sw/$name"/*.out 2>/dev/null
 ok $? "... and the ranks did not run in the swapped folder: not a success (exit $rc)"
 
+
+# 11. A results folder that cannot be made (a read-only folder, another
+#     user's): the message says how to choose another.
+mkdir "$TMP/readonly" "$TMP/rojob"
+printf 'job = "rf"\ncommand = "/bin/true"\nlauncher = "local"\nranks_per_node = 1\nthreads_per_rank = 1\n' \
+    >"$TMP/rojob/rf.conf"
+chmod 0555 "$TMP/readonly" "$TMP/rojob"
+run victim "$GPURUN" run "$TMP/rojob/rf.conf" --results "$TMP/readonly/results"
+expect_rc 3 "a results folder that cannot be made: exit 3"
+contains "$TMP/err" "cannot create $TMP/readonly/results: Permission denied; choose a results folder you can write with --results DIR (or the job key \`results\`)" \
+    "... naming it, with the hint to use --results DIR or the job key"
+run victim "$GPURUN" run "$TMP/rojob/rf.conf"
+expect_rc 3 "the default results folder next to a job file in a read-only folder: exit 3"
+contains "$TMP/err" "cannot create $TMP/rojob/results: Permission denied; choose a results folder you can write with --results DIR" \
+    "... with the same hint"
+
 done_testing

@@ -77,6 +77,10 @@ expect_rc 0 "a template's figure of merit on 2 ranks"
 d=$(ls -d "$TMP"/results/t/*Z-*/ | tail -1)
 [ "$(jq -r '.foms.ft.value' "$d/record.json")" = 42 ]
 ok $? "... is rank 0's (42), read from its labelled lines, not rank 1's"
+d=${d%/}
+# --quiet: only the closing line, the figure and the run folder on it.
+[ "$(cat "$TMP/out")" = "gpurun: t: ok, ft = 42, $d" ]
+ok $? "--quiet prints only 'gpurun: t: ok, ft = 42, RUN-FOLDER' ($(head -c 200 "$TMP/out"))"
 
 # Many hosts, simulated (bench/sim-mpirun plays mpirun on this node): hosts
 # that are not alike each plan once, every rank is in the record, 3 files per

@@ -150,6 +150,23 @@ cluster_up() {
     . "$TMP/exports"
 }
 
+# netns_share_build: each host of the netns cluster has a /tmp and a
+# /dev/shm of its own; a build or source tree there (a clone under /tmp) is
+# bound into every host at its own path (GPURUN_NETNS_SHARE, before
+# cluster_up).  The folders of the programs the test runs and both trees.
+netns_share_build() {
+    _ns=
+    for _p in "$top_srcdir" "${top_builddir:-}" "$(dirname "$GPURUN")" ${HELLO:+"$(dirname "$HELLO")"} \
+        ${NETCHECK:+"$(dirname "$NETCHECK")"}; do
+        [ -n "$_p" ] && [ -d "$_p" ] || continue
+        _p=$(realpath "$_p")
+        case $_p in
+            /tmp/* | /dev/shm/*) _ns="$_ns $_p" ;;
+        esac
+    done
+    export GPURUN_NETNS_SHARE="$_ns"
+}
+
 # slurm_cluster_up: the one-node Slurm test cluster
 # (tests/cluster/slurm-single.sh) in $TMP/slurm, on two free ports unless
 # GPURUN_SLURMCTLD_PORT and GPURUN_SLURMD_PORT say which, torn down when

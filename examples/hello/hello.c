@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* What gpurun exports per rank (SPEC §5), in the order printed. */
+/* What gpurun exports per rank (gpurun(1), ENVIRONMENT OF EACH RANK), in the order printed. */
 static const char *const vars[] = {
     "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "ROCR_VISIBLE_DEVICES", "UCX_NET_DEVICES",
     "NCCL_IB_HCA",          "OMP_NUM_THREADS",   "OMP_PLACES",           "OMP_PROC_BIND",

@@ -2,6 +2,8 @@
 #ifndef GPURUN_CMD_H
 #define GPURUN_CMD_H
 
+#include <getopt.h>
+
 #include "error.h"
 
 /* A command returns its exit status; on failure it fills err and main
@@ -23,8 +25,10 @@ int cmd_status(int argc, char **argv, gpurun_error_t *err);
 int cmd_tune(int argc, char **argv, gpurun_error_t *err);
 
 /* "CMD: unknown or incomplete option 'ARG' (see gpurun CMD --help)" in err,
- * for getopt's '?' (ARG: argv[optind - 1]); returns GPURUN_EXIT_CONFIG. */
-int cmd_bad_option(const char *cmd, const char *arg, gpurun_error_t *err);
+ * for getopt's '?' (ARG: argv[optind - 1]), with the nearest of the
+ * command's long options `opts` (ended by a NULL name; may be NULL) when
+ * one is close: "(did you mean '--dry-run'?)"; returns GPURUN_EXIT_CONFIG. */
+int cmd_bad_option(const char *cmd, const char *arg, const struct option *opts, gpurun_error_t *err);
 
 /* Strict integer option parsing shared by the commands. */
 int cmd_parse_int(const char *cmd, const char *opt, const char *s, int min, int max, int *out,

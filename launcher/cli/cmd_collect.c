@@ -134,7 +134,7 @@ int cmd_collect(int argc, char **argv, gpurun_error_t *err)
         case O_JSON: json = true; break;
         case 'h': fputs(collect_usage, stdout); return 0;
         default:
-            return cmd_bad_option("collect", argv[optind - 1], err);
+            return cmd_bad_option("collect", argv[optind - 1], opts, err);
         }
     }
     if (!name) {

@@ -6,6 +6,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cmd.h"
 #include "cmd_common.h"
@@ -13,9 +14,32 @@
 #include "results.h"
 #include "util.h"
 
-int cmd_bad_option(const char *cmd, const char *arg, gpurun_error_t *err)
+int cmd_bad_option(const char *cmd, const char *arg, const struct option *opts, gpurun_error_t *err)
 {
-    gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: unknown or incomplete option '%s' (see gpurun %s --help)", cmd, arg, cmd);
+    /* Only a long option's name ("--dryrun", "--dryrun=x") is compared; an
+     * exact name is one whose value is missing, or an ambiguous abbreviation. */
+    const char *near = NULL;
+    if (opts && !strncmp(arg, "--", 2) && arg[2]) {
+        size_t n = 0, len = strcspn(arg + 2, "=");
+        while (opts[n].name && n < 256)
+            n++;
+        const char **names = gpurun_xcalloc(n + 1, sizeof *names);
+        bool exact = false;
+        for (size_t i = 0; i < n; i++) {
+            names[i] = opts[i].name;
+            exact |= strlen(names[i]) == len && !strncmp(names[i], arg + 2, len);
+        }
+        char *word = gpurun_xstrndup(arg + 2, len);
+        near = exact ? NULL : gpurun_conf_closest(word, names, n);
+        free(word);
+        free(names);
+    }
+    if (near)
+        gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: unknown option '%s' (did you mean '--%s'? see gpurun %s --help)", cmd,
+                   arg, near, cmd);
+    else
+        gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: unknown or incomplete option '%s' (see gpurun %s --help)", cmd, arg,
+                   cmd);
     return GPURUN_EXIT_CONFIG;
 }
 
@@ -52,7 +76,7 @@ int cmd_results_options(const char *cmd, const char *usage, int argc, char **arg
             fputs(usage, stdout);
             rc = 1;
         } else {
-            cmd_bad_option(cmd, argv[optind - 1], err);
+            cmd_bad_option(cmd, argv[optind - 1], opts, err);
             rc = -1;
         }
     }

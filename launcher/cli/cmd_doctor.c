@@ -51,7 +51,7 @@ int cmd_doctor(int argc, char **argv, gpurun_error_t *err)
         case O_ROOT: o.root = optarg; break;
         case 'h': fputs(doctor_usage, stdout); return 0;
         default:
-            return cmd_bad_option("doctor", argv[optind - 1], err);
+            return cmd_bad_option("doctor", argv[optind - 1], opts, err);
         }
     }
     if (optind < argc) {

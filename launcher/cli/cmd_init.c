@@ -768,7 +768,7 @@ int cmd_init(int argc, char **argv, gpurun_error_t *err)
         case 'f': o.force = true; break;
         case 'h': fputs(init_usage, stdout); return 0;
         default:
-            return cmd_bad_option("init", argv[optind - 1], err);
+            return cmd_bad_option("init", argv[optind - 1], opts, err);
         }
     }
     if (optind < argc) {

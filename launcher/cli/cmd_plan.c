@@ -30,7 +30,7 @@ static const char plan_usage[] =
     "  --oversubscribe         share GPUs/cores (with a warning) instead of refusing\n"
     "  --cpu-locality L        package: GPU ranks also share out their package's NUMA nodes\n"
     "                          without GPUs (default); gpu: cores near their GPUs only\n"
-    "  --json                  print the plan document (SPEC §5, version 1)\n"
+    "  --json                  print the plan document (version 1; see gpurun(1), plan)\n"
     "  -h, --help              this help\n"
     "\n"
     "Exit status: 0 planned, 2 bad job file or option, 3 this node cannot meet the request.\n";
@@ -145,7 +145,7 @@ int cmd_plan(int argc, char **argv, gpurun_error_t *err)
             break;
         case O_JSON: json = 1; break;
         case 'h': fputs(plan_usage, stdout); return 0;
-        default: return cmd_bad_option("plan", argv[optind - 1], err);
+        default: return cmd_bad_option("plan", argv[optind - 1], opts, err);
         }
         if (rc < 0)
             return GPURUN_EXIT_CONFIG;

@@ -25,7 +25,8 @@ static const char run_usage[] =
     "  --results DIR      results folder (default: the job's `results`, next to the job file)\n"
     "  --configuration K  run only configuration K (1, 2, ...) of the job's scan, as the batch\n"
     "                     jobs of gpurun submit do\n"
-    "  --quiet            no rank output or status line on the terminal\n"
+    "  --quiet            no rank output or status line on the terminal; on success one closing\n"
+    "                     line: the figures and the run folder\n"
     "  --verbose          also print the plan's warnings\n"
     "  -h, --help         this help\n"
     "\n"
@@ -68,7 +69,7 @@ int cmd_run(int argc, char **argv, gpurun_error_t *err)
         case 'h': fputs(run_usage, stdout); free(sets); return 0;
         default:
             free(sets);
-            return cmd_bad_option("run", argv[optind - 1], err);
+            return cmd_bad_option("run", argv[optind - 1], opts, err);
         }
     }
     if (argc - optind != 1) {

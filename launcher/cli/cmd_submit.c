@@ -378,7 +378,7 @@ int cmd_submit(int argc, char **argv, gpurun_error_t *err)
         case O_SET: sets[nset++] = gpurun_xstrdup(optarg); break;
         case O_RESULTS: results = optarg; break;
         case 'h': fputs(submit_usage, stdout); rc = 0; goto out;
-        default: rc = cmd_bad_option("submit", argv[optind - 1], err); goto out;
+        default: rc = cmd_bad_option("submit", argv[optind - 1], opts, err); goto out;
         }
     }
     if (argc - optind != 1) {

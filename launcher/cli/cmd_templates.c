@@ -282,7 +282,7 @@ int cmd_templates(int argc, char **argv, gpurun_error_t *err)
         case O_SITES: sites = true; break;
         case 'h': fputs(templates_usage, stdout); return 0;
         default:
-            return cmd_bad_option("templates", argv[optind - 1], err);
+            return cmd_bad_option("templates", argv[optind - 1], opts, err);
         }
     }
     if (optind < argc) {

@@ -162,7 +162,7 @@ int cmd_topo(int argc, char **argv, gpurun_error_t *err)
         case 'e': export = optarg; break;
         case 'h': fputs(topo_usage, stdout); return 0;
         default:
-            return cmd_bad_option("topo", argv[optind - 1], err);
+            return cmd_bad_option("topo", argv[optind - 1], opts, err);
         }
     }
     if (optind < argc) {

@@ -881,7 +881,7 @@ int cmd_tune(int argc, char **argv, gpurun_error_t *err)
             break;
         case O_RESULTS: t.results_opt = optarg; break;
         case 'h': fputs(tune_usage, stdout); return 0;
-        default: return cmd_bad_option("tune", argv[optind - 1], err);
+        default: return cmd_bad_option("tune", argv[optind - 1], opts, err);
         }
     }
     if (argc - optind != 1)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "confparse.h"
 #include "plugin.h"
 #include "topocache.h"
 
@@ -132,6 +133,15 @@ int main(int argc, char **argv)
             fprintf(stderr, "gpurun: %s\n", err.text);
         return rc;
     }
-    fprintf(stderr, "gpurun: '%s' is not a gpurun command (see gpurun --help)\n", name);
+    const char *names[sizeof commands / sizeof commands[0]];
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (commands[i].summary) /* not `rank`, which only the launchers start */
+            names[n++] = commands[i].name;
+    const char *near = gpurun_conf_closest(name, names, n);
+    if (near)
+        fprintf(stderr, "gpurun: '%s' is not a gpurun command (did you mean '%s'? see gpurun --help)\n", name, near);
+    else
+        fprintf(stderr, "gpurun: '%s' is not a gpurun command (see gpurun --help)\n", name);
     return GPURUN_EXIT_CONFIG;
 }

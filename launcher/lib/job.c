@@ -1237,6 +1237,32 @@ out:
     return rc;
 }
 
+/* The parameter of the job or of its template that a bare KEY that is no
+ * job key most likely means (--set nsteps=100 for params.nsteps), or NULL;
+ * to be freed. */
+static char *param_meant(const gpurun_job_t *job, const char *key)
+{
+    gpurun_template_t *t = NULL;
+    gpurun_error_t e;
+    char *path;
+    if (job->template_name && gpurun_template_find(job->template_name, job->dir, &path, &e) == 0) {
+        if (gpurun_template_load(path, &t, &e) < 0)
+            t = NULL;
+        free(path);
+    }
+    size_t n = job->params.n + (t ? t->defaults.n : 0), k = 0;
+    const char **names = gpurun_xcalloc(n + 1, sizeof *names);
+    for (size_t i = 0; i < job->params.n; i++)
+        names[k++] = job->params.items[i].key;
+    for (size_t i = 0; t && i < t->defaults.n; i++)
+        names[k++] = t->defaults.items[i].key;
+    const char *near = gpurun_conf_closest(key, names, k);
+    char *meant = near ? gpurun_xstrdup(near) : NULL;
+    free(names);
+    gpurun_template_destroy(t);
+    return meant;
+}
+
 static int set_key(gpurun_job_t *job, const char *prefix, const char *key, const char *value,
                    bool keep_scan, gpurun_error_t *err)
 {
@@ -1262,8 +1288,16 @@ static int set_key(gpurun_job_t *job, const char *prefix, const char *key, const
     }
 
     gpurun_job_t *one = parse_one_key(NULL, key, value, prefix, err);
-    if (!one)
+    if (!one) {
+        /* A parameter's name without "params.": said, before a job key's
+         * near miss unless the parameter's is exact. */
+        char *meant = strstr(err->text, ": unknown key '") ? param_meant(job, key) : NULL;
+        if (meant && (!strcmp(meant, key) || !strstr(err->text, "(did you mean")))
+            gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: unknown key '%s' (did you mean 'params.%s'?)", prefix,
+                       gpurun_conf_shown(&a, key), meant);
+        free(meant);
         return -1;
+    }
 
     /* The job as the assignment would leave it, its strings borrowed. */
     gpurun_job_t next = *job;

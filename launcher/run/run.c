@@ -85,16 +85,32 @@ static mode_t run_file_mode(const gpurun_job_t *job)
  * everything in it is written through the descriptor returned in *fdp, so
  * that nobody can swap it under us.  *inop is its inode: rank steps check
  * that the folder they find by name is this one. */
+/* A results folder this user may not make or write in (read-only, not
+ * theirs): err gains how to choose another. */
+static void results_hint(gpurun_error_t *err)
+{
+    if (strstr(err->text, strerror(EACCES)) || strstr(err->text, strerror(EPERM)) ||
+        strstr(err->text, strerror(EROFS))) {
+        char *text = gpurun_xstrdup(err->text);
+        gpurun_err(err, err->code, "%s; choose a results folder you can write with --results DIR (or the job key "
+                   "`results`)", text);
+        free(text);
+    }
+}
+
 static char *make_run_dir(const char *results, const gpurun_job_t *job, int *fdp, ino_t *inop, gpurun_error_t *err)
 {
     *fdp = -1;
     int rfd = gpurun_open_folder_path(results, "results folder", 0755, true, err);
-    if (rfd < 0)
+    if (rfd < 0) {
+        results_hint(err);
         return NULL;
+    }
     char *parent = gpurun_xasprintf("%s/%s", results, job->name);
     int jfd = gpurun_open_folder_at(rfd, job->name, parent, "job folder", 0755, true, err);
     close(rfd);
     if (jfd < 0) {
+        results_hint(err);
         free(parent);
         return NULL;
     }
@@ -111,6 +127,7 @@ static char *make_run_dir(const char *results, const gpurun_job_t *job, int *fdp
             if (errno == EEXIST)
                 continue;
             gpurun_err(err, GPURUN_EXIT_ENV, "cannot create a run folder in %s: %s", parent, strerror(errno));
+            results_hint(err);
             break;
         }
         int fd = openat(jfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -1890,6 +1907,14 @@ static int keep_record(struct run_ctx *c, struct run_attempt *a, json_t *record,
                        foms->f[f].units ? foms->f[f].units : "");
         if (rc == 0)
             printf("gpurun: %s: ok in %.1f s; record %s/record.json\n", c->job->name, a->oc.wall_s, a->run_dir);
+    } else if (rc == 0) { /* --quiet: the one line a script or a user still needs */
+        const gpurun_foms_t *foms = &a->foms;
+        printf("gpurun: %s: ok", c->job->name);
+        for (size_t f = 0; f < foms->n; f++)
+            if (foms->f[f].n)
+                printf(", %s = %g%s%s", foms->f[f].name, foms->f[f].values[foms->f[f].n - 1],
+                       foms->f[f].units && *foms->f[f].units ? " " : "", foms->f[f].units ? foms->f[f].units : "");
+        printf(", %s\n", a->run_dir);
     }
     return rc;
 }

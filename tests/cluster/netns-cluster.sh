@@ -30,6 +30,9 @@
 #                                 host is marked DOWN            [30]
 #   GPURUN_NETNS_UP_TIMEOUT       seconds to wait for all hosts to be idle [60]
 #   GPURUN_SLURM_PLUGSTACK        a plugstack.conf whose lines the cluster's gets
+#   GPURUN_NETNS_SHARE            folders under /tmp or /dev/shm (blank-separated,
+#                                 absolute) every host sees at their own paths
+#                                 through its private /tmp: a build tree there []
 set -u
 
 DIR=${GPURUN_NETNS_DIR:-/srv/gpurun-netns}
@@ -64,6 +67,15 @@ dir_refused() {
     esac
 }
 check_settings GPURUN_NETNS_DIR "$CTLD_PORT" "$SLURMD_PORT" "$UP_TIMEOUT" "$SLURMD_TIMEOUT" "$NHOSTS"
+SHARE=
+for p in ${GPURUN_NETNS_SHARE:-}; do
+    case $p in
+        *[!A-Za-z0-9/._-]* | *..* | *//*) die "GPURUN_NETNS_SHARE: a folder may hold only letters, digits and / . _ -: $p" ;;
+        /tmp/?* | /dev/shm/?*) [ -d "$p" ] || die "GPURUN_NETNS_SHARE: not a folder: $p"
+            SHARE="$SHARE ${p%/}" ;;
+        *) ;; # outside /tmp and /dev/shm every host sees it anyway
+    esac
+done
 [ "$NHOSTS" -ge 1 ] && [ "$NHOSTS" -le 9 ] || die "GPURUN_NETNS_NHOSTS must be 1..9: $NHOSTS"
 # Interface names are at most 15 bytes: PREFIX + "h9" / "br".
 case $PREFIX in
@@ -322,18 +334,34 @@ write_hosts() {
 # all enter these namespaces, so each host has one consistent view.
 start_holder() {
     pf=$(holder_pidfile "$1")
+    # The shared folders (GPURUN_NETNS_SHARE) are bound to $DIR/share/HOST/N
+    # before the host's own /tmp and /dev/shm hide them, then back at their
+    # own paths inside those.
     # shellcheck disable=SC2016 # the script runs in the new namespaces
     setsid nsenter --net="/run/netns/$(ns_of "$1")" \
         unshare --uts --mount --propagation private sh -c '
             set -e
             echo "$1" >/proc/sys/kernel/hostname
+            i=0
+            for p in $5; do
+                i=$((i + 1))
+                mkdir -p "$4/$i"
+                mount --bind "$p" "$4/$i"
+            done
             mount -t tmpfs -o mode=1777 "tmpfs-$1" /tmp
             [ ! -d /dev/shm ] || mount -t tmpfs -o mode=1777 "shm-$1" /dev/shm
+            i=0
+            for p in $5; do
+                i=$((i + 1))
+                mkdir -p "$p"
+                mount --bind "$4/$i" "$p"
+                umount "$4/$i"
+            done
             mount --bind "$2" /etc/hosts
             umount -l /run/netns 2>/dev/null || :
             echo $$ >"$3.new"
             mv "$3.new" "$3"
-            exec sleep infinity' holder "$1" "$DIR/etc/hosts" "$pf" \
+            exec sleep infinity' holder "$1" "$DIR/etc/hosts" "$pf" "$DIR/share/$1" "$SHARE" \
         </dev/null >>"$DIR/log/holder-$1.out" 2>&1 &
 }
 
