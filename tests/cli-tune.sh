@@ -198,6 +198,22 @@ else
     skip "python3 with torch and torchvision not found: no tuned file"
 fi
 
+# gromacs: -nstlist through its own parameter, after ${args} (kept): a
+# params axis the template uses, so tune plans it (the input is checked
+# only when a trial runs).
+cat >"$TMP/gmx.conf" <<JOB
+template = "gromacs"
+launcher = "local"
+ranks_per_node = 1
+gpus_per_rank = 0
+threads_per_rank = 1
+params { tpr = "water.tpr"  args = "-pin on" }
+tune { params.nstlist_arg = {"-nstlist 100", "-nstlist 200"} }
+JOB
+GPURUN_TOPOLOGY=$FIXTURES/cpu-only-2numa.xml run "$GPURUN" tune "$TMP/gmx.conf" --dry-run
+expect_rc 0 "tune --dry-run of a gromacs job over params.nstlist_arg"
+contains "$TMP/out" "params.nstlist_arg=-nstlist 200          1 rank, 0 GPUs, 1 thread" "... lists -nstlist 200 as a candidate"
+
 # ---- errors ------------------------------------------------------------------
 job bad 'tune { params.arg = {"1", "2"} }'
 run "$GPURUN" tune "$TMP/bad.conf"
