@@ -139,6 +139,81 @@ contains "$TMP/out" "best value                    threads_per_rank=1: 10" "the 
 grep -q '^threads_per_rank = 1$' "$TMP/tie.tuned.conf"
 ok $? "... which the tuned file holds"
 
+# ---- the pytorch-ddp template's own space -------------------------------------
+# Its tune_space (issue 32 §1: precision and batch size) with no tune { }
+# block, planned on recorded nodes: the batch size and precision options it
+# passes after ${args}, the precisions a node without GPUs has, ranks per
+# node where there are no GPUs, and the layouts the node cannot hold pruned
+# with the planner's reason.  The job's command is unchanged when not tuning.
+cp "$top_srcdir/examples/resnet-ddp/train.py" "$TMP/train.py"
+ddp() {
+    cat >"$TMP/$1.conf" <<JOB
+template = "pytorch-ddp"
+launcher = "local"
+ranks_per_node = 1
+gpus_per_rank = $2
+threads_per_rank = $3
+timeout = "2m"
+params { python = "/usr/bin/python3"  script = "train.py"
+         args = "--model resnet18 --image-size 32 --classes 10 --steps 2 --warmup 1 --batch-size 2" }
+$4
+JOB
+}
+ddp ddpcpu 0 4
+GPURUN_TOPOLOGY=$FIXTURES/cpu-only-2numa.xml run "$GPURUN" tune "$TMP/ddpcpu.conf" --dry-run
+expect_rc 0 "tune --dry-run of a pytorch-ddp job with no tune block, on a node without GPUs"
+contains "$TMP/out" "18 candidates from template 'pytorch-ddp'" "the template's space: 3 batch sizes x 2 precisions x 3 rank counts"
+contains "$TMP/out" "params.batch_arg=--batch-size 128 params.precision_arg=--precision bf16 ranks_per_node=2 2 ranks, 0 GPUs, 8 threads" \
+    "... a candidate with its batch size, precision and ranks"
+grep -q "precision tf32\|precision fp16" "$TMP/out"
+ok $((!$?)) "... and no GPU-only precision (tf32, fp16) on a node without GPUs"
+[ "$(grep -c 'ranks_per_node=4 pruned: 2 ranks with 4 threads each need 8 cores in NUMA node 0' "$TMP/out")" = 6 ]
+ok $? "the 6 candidates with 4 ranks of 4 threads pruned, with the planner's reason"
+contains "$TMP/out" "12 can run here, 6 pruned" "12 of 18 can run there"
+ddp ddpgpu 1 1
+GPURUN_TOPOLOGY=$FIXTURES/single-gpu-ws.xml run "$GPURUN" tune "$TMP/ddpgpu.conf" --dry-run
+expect_rc 0 "tune --dry-run of a pytorch-ddp job on a node with a GPU"
+contains "$TMP/out" "12 candidates from template 'pytorch-ddp'" "the space there: 3 batch sizes x 4 precisions"
+contains "$TMP/out" "params.batch_arg=--batch-size 64 params.precision_arg=--precision fp16 1 rank, 1 GPU, 1 thread" \
+    "... fp16 among them, on the GPU"
+GPURUN_TOPOLOGY=$FIXTURES/cpu-only-2numa.xml run "$GPURUN" run "$TMP/ddpcpu.conf" --dry-run
+grep -q '^# program: /usr/bin/python3 .*/train.py --model resnet18 --image-size 32 --classes 10 --steps 2 --warmup 1 --batch-size 2$' "$TMP/out"
+ok $? "not tuning, the job's command is the one it was: no batch or precision option added"
+
+# A real short tune of a CPU job: two batch sizes of the template's
+# batch_arg, each trial a DDP run of examples/resnet-ddp/train.py.
+if /usr/bin/python3 -c 'import torch, torchvision' >/dev/null 2>&1; then
+    [ "$(id -u)" -ne 0 ] || export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    ddp ddprun 0 1 'tune { params.batch_arg = {"--batch-size 2", "--batch-size 4"} }'
+    sed -i 's/^params {/params { rendezvous = "file"/' "$TMP/ddprun.conf"
+    run "$GPURUN" tune "$TMP/ddprun.conf" --results "$TMP/results-ddp"
+    expect_rc 0 "a short tune of a pytorch-ddp CPU job"
+    [ "$(cat "$TMP"/results-ddp/ddprun/*Z-*/*.out | grep -c 'DDP model=resnet18 .* batch=2 ')" -ge 1 ] &&
+        [ "$(cat "$TMP"/results-ddp/ddprun/*Z-*/*.out | grep -c 'DDP model=resnet18 .* batch=4 ')" -ge 1 ]
+    ok $? "the trials trained with batch 2 and batch 4: the option after \${args} is the one the script took"
+    grep -q '^params { .*batch_arg = "--batch-size [24]"' "$TMP/ddprun.tuned.conf"
+    ok $? "ddprun.tuned.conf holds the chosen batch size in the job's params"
+else
+    skip "python3 with torch and torchvision not found: no real pytorch-ddp tune"
+    skip "python3 with torch and torchvision not found: no tuned file"
+fi
+
+# gromacs: -nstlist through its own parameter, after ${args} (kept): a
+# params axis the template uses, so tune plans it (the input is checked
+# only when a trial runs).
+cat >"$TMP/gmx.conf" <<JOB
+template = "gromacs"
+launcher = "local"
+ranks_per_node = 1
+gpus_per_rank = 0
+threads_per_rank = 1
+params { tpr = "water.tpr"  args = "-pin on" }
+tune { params.nstlist_arg = {"-nstlist 100", "-nstlist 200"} }
+JOB
+GPURUN_TOPOLOGY=$FIXTURES/cpu-only-2numa.xml run "$GPURUN" tune "$TMP/gmx.conf" --dry-run
+expect_rc 0 "tune --dry-run of a gromacs job over params.nstlist_arg"
+contains "$TMP/out" "params.nstlist_arg=-nstlist 200          1 rank, 0 GPUs, 1 thread" "... lists -nstlist 200 as a candidate"
+
 # ---- errors ------------------------------------------------------------------
 job bad 'tune { params.arg = {"1", "2"} }'
 run "$GPURUN" tune "$TMP/bad.conf"
