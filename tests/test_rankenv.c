@@ -58,6 +58,7 @@ int main(void)
     json_decref(bad);
     json_decref(plain);
     json_decref(planned);
+    json_decref(jobenv);
 
     /* env.json: the job's env { } after torchrun's values. */
     struct gpurun_kvlist job = {0}, out = {0};
