@@ -175,7 +175,7 @@ rm -rf "$B"
 # configurations' tag is HTML, escaped on the page.
 # energy_record RUN-ID RANKS NS J/NS START
 energy_record() {
-    cpu_record "$TMP/en" "$1" ebox "$2" "$3" "$5" ".config.tag = \"<b>&x\" | .currency = \"EUR\" |
+    cpu_record "$TMP/en" "$1" ebox "$2" "$3" "$5" ".config.tag = \"<b>&x\" | .config.zname = \"aééééééééééééé\" | .currency = \"EUR\" |
         .energy = {total_J: 1000, mean_power_W: 250, kwh: 0.000278, cost: 0.5, co2_g: 111} |
         .foms.ns_per_day.energy_per_unit = {value: $4, units: \"J/ns\"}"
 }
@@ -210,6 +210,8 @@ else
 fi
 grep -q '&lt;b&gt;&amp;x' "$TMP/en.html" && ! grep -q '<b>&x' "$TMP/en.html"
 ok $? "energy: the configurations' names escaped on the page"
+iconv -f UTF-8 -t UTF-8 "$TMP/en.html" >/dev/null 2>&1
+ok $? "energy: the page is UTF-8 where a long configuration name is cut at a character"
 grep -q "energy per unit <span" "$TMP/en.html" && grep -q '<td class="n flag">+100.0% !</td>' "$TMP/en.html"
 ok $? "energy: the page's history of J/ns, the rise flagged"
 

@@ -228,7 +228,7 @@ static void esc(struct gpurun_strbuf *b, const char *s)
 }
 
 /* The trade-off plot's frame, in SVG pixels. */
-enum { TW = 640, TH = 330, TL = 80, TR = 440, TT = 40, TB = 280 };
+enum { TW = 820, TH = 330, TL = 80, TR = 440, TT = 40, TB = 280 };
 
 /* A number for an axis or a tip: 4 significant digits. */
 static void tnum(struct gpurun_strbuf *b, double v)
@@ -324,8 +324,14 @@ static void tradeoff_svg(struct gpurun_strbuf *b, const struct gpurun_report_job
         if (i < 12) {
             gpurun_strbuf_printf(b, "<text x=\"%d\" y=\"%zu\" font-size=\"11\">%zu: ", TR + 12, (size_t)TT + 8 + 18 * i,
                                  i + 1);
-            char cut[40];
-            snprintf(cut, sizeof cut, "%s", name); /* may cut a UTF-8 sequence: escaped as bytes, still XML */
+            char cut[56];
+            snprintf(cut, sizeof cut, "%s", name);
+            if (strlen(name) >= sizeof cut) /* cut at a character, never inside one */
+                for (size_t k = sizeof cut - 4; k > 0; k--)
+                    if (((unsigned char)cut[k] & 0xc0) != 0x80) {
+                        snprintf(cut + k, sizeof cut - k, "...");
+                        break;
+                    }
             esc(b, cut);
             gpurun_strbuf_puts(b, "</text>\n");
         }
