@@ -214,6 +214,14 @@ iconv -f UTF-8 -t UTF-8 "$TMP/en.html" >/dev/null 2>&1
 ok $? "energy: the page is UTF-8 where a long configuration name is cut at a character"
 grep -q "energy per unit <span" "$TMP/en.html" && grep -q '<td class="n flag">+100.0% !</td>' "$TMP/en.html"
 ok $? "energy: the page's history of J/ns, the rise flagged"
+# Without the site's prices: no cost or CO2 column on the page.
+for f in "$TMP"/en/ebox/*/record.json; do
+    jq 'del(.currency) | .energy.cost = null | .energy.co2_g = null' "$f" >"$f.new" && mv "$f.new" "$f"
+done
+rm -f "$TMP"/en/results.db* # an index of the records as they were
+run "$GPURUN" report --results "$TMP/en" --html "$TMP/en.html"
+grep -q '<th>kWh/run</th>' "$TMP/en.html" && ! grep -Eq '<th>(cost|EUR)/run</th>|<th>g CO2/run</th>' "$TMP/en.html"
+ok $? "energy without prices: the page's table has no cost or CO2 column"
 
 # ---- the page in a browser ------------------------------------------------
 

@@ -349,9 +349,17 @@ void gpurun_report_energy_html(const struct gpurun_report_job *job, struct gpuru
         return;
     gpurun_strbuf_puts(b, "<h3>Energy <span class=\"meta\">(measured; mean over the ok runs that have it; "
                           "cost per unit of work in the tables above)</span></h3>\n<div class=\"scroll\"><table>\n");
+    /* A column with nothing to show (cost and CO2 without a site's prices)
+     * is left out, as the page's other tables do. */
+    bool *shown = gpurun_xcalloc(ncols, sizeof *shown);
+    for (size_t c = 0; c < ncols; c++)
+        for (size_t r = 1; r < nrows && !shown[c]; r++)
+            shown[c] = strcmp(cells[r * ncols + c], "-") != 0;
     for (size_t r = 0; r < nrows; r++) {
         gpurun_strbuf_puts(b, "<tr>");
         for (size_t c = 0; c < ncols; c++) {
+            if (!shown[c])
+                continue;
             gpurun_strbuf_puts(b, r == 0 ? "<th>" : c == 0 ? "<td class=\"wrap\">" : "<td class=\"n\">");
             esc(b, cells[r * ncols + c]);
             gpurun_strbuf_puts(b, r == 0 ? "</th>" : "</td>");
@@ -359,6 +367,7 @@ void gpurun_report_energy_html(const struct gpurun_report_job *job, struct gpuru
         gpurun_strbuf_puts(b, "</tr>\n");
     }
     gpurun_strbuf_puts(b, "</table></div>\n");
+    free(shown);
     for (size_t k = 0; k < nf; k++)
         tradeoff_svg(b, job, figs[k]);
     cells_free(cells, nrows * ncols);
