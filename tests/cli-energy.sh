@@ -116,6 +116,56 @@ ok $? "J/ns = mean power x 86400 s / (ns/day) ($(jq .foms.value.energy_per_unit.
 jq -e '.energy.slurm_consumed_J == null and .energy.missing == null and .energy.hosts[0].missing == []' "$R" >/dev/null
 ok $? "outside Slurm: slurm_consumed_J null; nothing missing"
 
+# Inside Slurm (its variables, launcher local): one bounded sacct for its
+# ConsumedEnergy, a fake one on PATH that says what it was asked; the live
+# cluster (cli-slurm.sh) has no energy plugin.
+mkdir -p "$TMP/bin"
+cat >"$TMP/bin/sacct" <<'SACCT'
+#!/bin/sh
+echo "$*" >"$FAKE_SACCT_ARGS"
+case $FAKE_SACCT in
+    hang) exec sleep 60 ;;
+    fail) echo "sacct: error: Slurm accounting storage is disabled"; exit 1 ;;
+    *) [ -z "$FAKE_SACCT" ] || printf '%s\n' "$FAKE_SACCT" 4242.batch ;;
+esac
+SACCT
+chmod 755 "$TMP/bin/sacct"
+printf 'ClusterName=t\nAcctGatherEnergyType=acct_gather_energy/rapl\n' >"$TMP/rapl.conf"
+printf 'ClusterName=t\n' >"$TMP/none.conf"
+# slurm_run CONF STEP SACCT: a run of job s inside "job 4242" (step STEP, "" none).
+job s 1
+slurm_run() {
+    rm -f "$TMP/sacct.args"
+    fresh_tree
+    run energy_env PATH="$TMP/bin:$PATH" SLURM_JOB_ID=4242 SLURM_STEP_ID="$2" SLURM_CONF="$TMP/$1" \
+        FAKE_SACCT="$3" FAKE_SACCT_ARGS="$TMP/sacct.args" "$GPURUN" run "$TMP/s.conf" --quiet
+    R=$(record s)
+}
+slurm_run rapl.conf 3 123456
+expect_rc 0 "inside Slurm: a run"
+jq -e '.energy.slurm_consumed_J == 123456 and (.energy.slurm_note | test("step 4242.3"))' "$R" >/dev/null
+ok $? "... slurm_consumed_J from sacct: 123456 J of step 4242.3 ($(jq -c '.energy | [.slurm_consumed_J, .slurm_note]' "$R"))"
+[ "$(cat "$TMP/sacct.args" 2>/dev/null)" = "-j 4242.3 --format=ConsumedEnergyRaw -n -P" ]
+ok $? "... asked once: sacct -j 4242.3 --format=ConsumedEnergyRaw -n -P"
+slurm_run rapl.conf "" 99
+jq -e '.energy.slurm_consumed_J == 99 and (.energy.slurm_note | test("job 4242 so far"))' "$R" >/dev/null &&
+    [ "$(cat "$TMP/sacct.args" 2>/dev/null)" = "-j 4242 --format=ConsumedEnergyRaw -n -P" ]
+ok $? "in a batch script (no step): the job's so far ($(jq -c .energy.slurm_note "$R"))"
+slurm_run none.conf 3 123456
+jq -e '.energy.slurm_consumed_J == null and (.energy.slurm_note | test("AcctGatherEnergyType is none"))' "$R" >/dev/null &&
+    [ ! -e "$TMP/sacct.args" ]
+ok $? "AcctGatherEnergyType none: null, saying so, sacct not asked ($(jq -c .energy.slurm_note "$R"))"
+slurm_run rapl.conf 3 ""
+jq -e '.energy.slurm_consumed_J == null and (.energy.slurm_note | test("no ConsumedEnergy"))' "$R" >/dev/null
+ok $? "sacct gives nothing: null, saying so"
+slurm_run rapl.conf 3 fail
+jq -e '.energy.slurm_consumed_J == null and (.energy.slurm_note | test("exit status 1.*accounting storage is disabled"))' "$R" >/dev/null
+ok $? "sacct fails: null, with its message ($(jq -c .energy.slurm_note "$R"))"
+slurm_run rapl.conf 3 hang
+expect_rc 0 "sacct that hangs: the run still ok"
+jq -e '.energy.slurm_consumed_J == null and (.energy.slurm_note | test("did not answer within 3 s"))' "$R" >/dev/null
+ok $? "... null, saying sacct was stopped"
+
 # Killed mid-run: SIGTERM to gpurun (143) still records the energy used.
 fresh_tree
 job k 60

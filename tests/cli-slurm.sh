@@ -47,6 +47,10 @@ ok $? "the job completed and its record says ok"
 ok $? "inside the allocation gpurun chose srun"
 [ -f "$d/launcher.out" ] && [ -f "$d/plan.json" ] && [ "$(jq -r '.ranks[1].binding.rank' "$d"/*.ranks.json 2>/dev/null)" = 1 ]
 ok $? "the run folder holds the plan, srun's own output and each rank's binding"
+# This cluster gathers no energy (no AcctGatherEnergyType): the record says
+# so beside gpurun's own figure, without asking sacct.
+jq -e '.energy | has("slurm_consumed_J") and .slurm_consumed_J == null and (.slurm_note | test("AcctGatherEnergyType is none"))' "$d/record.json" >/dev/null
+ok $? "Slurm's ConsumedEnergy: null, saying the cluster gathers none ($(jq -c .energy.slurm_note "$d/record.json" 2>/dev/null))"
 for i in 0 1; do
     line=$(rank_output "$d" "$i" 2>/dev/null | grep '^rank=' | head -1)
     want=$(jq -r ".ranks[$i].cpus" "$d/plan.json" 2>/dev/null)

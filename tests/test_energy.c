@@ -176,6 +176,46 @@ static void test_units(void)
     json_decref(foms);
 }
 
+/* Slurm's ConsumedEnergy: slurm.conf's AcctGatherEnergyType and sacct's
+ * output (cli-energy.sh runs a fake sacct; cli-slurm.sh the real cluster). */
+static void test_slurm(void)
+{
+    ok(gpurun_energy_slurm_conf_gathers("ClusterName=c\nAcctGatherEnergyType=acct_gather_energy/rapl\n") == 1,
+       "slurm.conf: acct_gather_energy/rapl gathers");
+    ok(gpurun_energy_slurm_conf_gathers("  acctgatherenergytype = acct_gather_energy/ipmi   # BMC\r\n") == 1,
+       "... any case, spaces, a comment");
+    ok(gpurun_energy_slurm_conf_gathers("ClusterName=c\nSlurmctldPort=1\n") == 0, "none said: Slurm's default, none");
+    ok(gpurun_energy_slurm_conf_gathers("AcctGatherEnergyType=acct_gather_energy/none\n") == 0 &&
+           gpurun_energy_slurm_conf_gathers("AcctGatherEnergyType=None") == 0,
+       "acct_gather_energy/none, None: none");
+    ok(gpurun_energy_slurm_conf_gathers("#AcctGatherEnergyType=acct_gather_energy/rapl\n") == 0,
+       "a line commented out: none");
+    ok(gpurun_energy_slurm_conf_gathers("AcctGatherEnergyType=acct_gather_energy/rapl\n"
+                                        "AcctGatherEnergyType=acct_gather_energy/none\n") == 0,
+       "the last setting wins");
+    ok(gpurun_energy_slurm_conf_gathers("Include /etc/slurm/energy.conf\n") == -1, "an Include: unknown");
+    ok(gpurun_energy_slurm_conf_gathers("") == 0, "an empty file: none");
+
+    char why[256] = "";
+    ok(gpurun_energy_sacct_parse("123456\n", why, sizeof why) == 123456, "sacct: 123456 J");
+    ok(gpurun_energy_sacct_parse("  98765 \n4|x\n", why, sizeof why) == 98765, "... the first line, trimmed");
+    why[0] = '\0';
+    ok(gpurun_energy_sacct_parse("", why, sizeof why) < 0 && strstr(why, "no ConsumedEnergy"), "empty: none (%s)",
+       why);
+    why[0] = '\0';
+    ok(gpurun_energy_sacct_parse("0\n", why, sizeof why) < 0 && *why, "0: none (%s)", why);
+    why[0] = '\0';
+    ok(gpurun_energy_sacct_parse("18446744073709551614\n", why, sizeof why) < 0 && strstr(why, "unset"),
+       "Slurm's no-value: none (%s)", why);
+    why[0] = '\0';
+    ok(gpurun_energy_sacct_parse("12.5e3\n", why, sizeof why) < 0 && strstr(why, "no number"), "not digits: none (%s)",
+       why);
+    why[0] = '\0';
+    ok(gpurun_energy_sacct_parse("sacct: error: \x1b[31mdown\n", why, sizeof why) < 0 && !strchr(why, '\x1b'),
+       "an error line: none, control characters not kept");
+    ok(gpurun_energy_sacct_parse(NULL, why, sizeof why) < 0, "NULL: none");
+}
+
 int main(void)
 {
     if (!mkdtemp(tmpdir)) {
@@ -185,6 +225,7 @@ int main(void)
     test_delta();
     test_read();
     test_units();
+    test_slurm();
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (system(cmd) != 0)

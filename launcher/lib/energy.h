@@ -69,6 +69,23 @@ json_t *gpurun_energy_host_json(const char *host, const struct gpurun_rapl *star
 json_t *gpurun_energy_json(json_t *hosts, double price_per_kwh, double grams_co2_per_kwh, double slurm_j,
                            const char *slurm_note);
 
+/* Slurm's ConsumedEnergy of the run, inside an allocation (SLURM_JOB_ID):
+ * of the step gpurun runs in (SLURM_STEP_ID), else of the job so far, in
+ * joules; -1 when there is none, `note` saying why (always filled: where
+ * the figure came from when there is one).  Nothing is asked when
+ * slurm.conf (SLURM_CONF, else /etc/slurm/slurm.conf), where readable,
+ * has AcctGatherEnergyType none; else one `sacct -j ID
+ * --format=ConsumedEnergyRaw -n -P` (from PATH), stopped after
+ * GPURUN_SACCT_TIMEOUT_MS: bounded, never a failure. */
+#define GPURUN_SACCT_TIMEOUT_MS 3000
+double gpurun_energy_slurm_consumed(char *note, size_t len);
+/* slurm.conf's text: 1 when AcctGatherEnergyType gathers energy, 0 when
+ * none (absent: Slurm's default), -1 unknown (an Include line). */
+int gpurun_energy_slurm_conf_gathers(const char *text);
+/* sacct's output: the first line's joules, or -1 with why (empty, 0,
+ * Slurm's no-value, not a number). */
+double gpurun_energy_sacct_parse(const char *out, char *why, size_t len);
+
 /* The unit of work of a throughput figure's units and how many seconds its
  * time unit has: "ns/day" -> "ns", 86400; "GFLOP/s" or "GFlops" -> "GFLOP",
  * 1; "images/s" -> "image", 1; "timesteps/s" -> "timestep", 1.  False for

@@ -54,6 +54,9 @@
 #define GPURUN_REC_SPOT_PRICE_PER_GPU_HOUR "spot_price_per_gpu_hour"
 #define GPURUN_REC_CURRENCY "currency"
 #define GPURUN_REC_ENERGY "energy"                         /* measured energy: energy.h says its keys */
+/* inside GPURUN_REC_ENERGY */
+#define GPURUN_REC_ENERGY_SLURM_CONSUMED_J "slurm_consumed_J" /* sacct's ConsumedEnergyRaw; null: none */
+#define GPURUN_REC_ENERGY_SLURM_NOTE "slurm_note"             /* where it came from, or why none */
 #define GPURUN_REC_TUNE "tune"                             /* gpurun tune's trial: {session, trial, candidate} */
 /* inside each entry of GPURUN_REC_FOMS */
 #define GPURUN_REC_FOM_VALUE "value"

@@ -466,7 +466,7 @@ static struct gpurun_report_point point_merge(const struct gpurun_report_point *
 
 /* One run's figure into its configuration's history: bounded, whatever
  * the number of runs (pairs taken together when it is full). */
-static void history_add(struct gpurun_report_stat *st, double start, double v)
+void gpurun_report_history_add(struct gpurun_report_stat *st, double start, double v)
 {
     struct gpurun_report_point p = {.start = start, .end = start, .n = 1, .mean = v, .min = v, .max = v};
     if (st->history_per == 0)
@@ -515,10 +515,15 @@ static void pick_history(struct gpurun_report_job *job)
         }
     }
     for (size_t c = 0; c < job->nconfigs; c++)
-        for (size_t k = 0; k < job->nfoms; k++)
+        for (size_t k = 0; k < job->nfoms; k++) {
             if (job->configs[c].stats[k].nhistory > 1)
                 qsort(job->configs[c].stats[k].history, job->configs[c].stats[k].nhistory,
                       sizeof(struct gpurun_report_point), cmp_point);
+            struct gpurun_report_energy *en = job->configs[c].energy;
+            if (en && k < en->nfoms && en->per_unit[k].hist.nhistory > 1)
+                qsort(en->per_unit[k].hist.history, en->per_unit[k].hist.nhistory, sizeof(struct gpurun_report_point),
+                      cmp_point);
+        }
 }
 
 static bool is_ok(const json_t *run)
@@ -780,7 +785,6 @@ void gpurun_report_add(gpurun_report_t *r, const json_t *run)
         return;
     }
     c->nok++;
-    gpurun_report_energy_add(job, c, run);
     double price = gpurun_record_num(run, GPURUN_REC_PRICE_PER_GPU_HOUR),
            spot = gpurun_record_num(run, GPURUN_REC_SPOT_PRICE_PER_GPU_HOUR);
     if (price >= 0)
@@ -794,6 +798,7 @@ void gpurun_report_add(gpurun_report_t *r, const json_t *run)
     }
     double start = 0;
     bool has_start = parse_utc(gpurun_record_str(run, GPURUN_REC_START), &start);
+    gpurun_report_energy_add(job, c, run, has_start ? start : NAN);
     const char *model = gpurun_record_str(run, GPURUN_REC_GPU_MODEL);
     if (model && !c->gpu_model)
         c->gpu_model = gpurun_xstrdup(model);
@@ -809,7 +814,7 @@ void gpurun_report_add(gpurun_report_t *r, const json_t *run)
             continue;
         struct gpurun_report_stat *st = &c->stats[find_fom(job, fname, fom)];
         if (has_start)
-            history_add(st, start, v);
+            gpurun_report_history_add(st, start, v);
         st->min = st->n == 0 || v < st->min ? v : st->min;
         st->max = st->n == 0 || v > st->max ? v : st->max;
         st->n++;
@@ -1389,8 +1394,11 @@ static size_t history_rows(const struct gpurun_report_stat *st, size_t max, stru
 }
 
 /* The text history: a row per run (or per few runs), its change against
- * the first and a bar, so that a regression shows as a drop. */
-static struct table history_table(const struct gpurun_report_stat *st, char **head)
+ * the first and a bar, so that a regression shows as a drop whichever way
+ * the figure is better (`lower_better`: the bar is longest at the lowest
+ * mean); a change worse than the first by more than the spread flagged
+ * between repeats is flagged " !". */
+static struct table history_table(const struct gpurun_report_stat *st, bool lower_better, char **head)
 {
     struct table t = {0};
     table_col(&t, "start (UTC)", false);
@@ -1409,7 +1417,7 @@ static struct table history_table(const struct gpurun_report_stat *st, char **he
         hi = fmax(hi, rows[r].mean);
     }
     char *l = gpurun_report_number(lo), *h = gpurun_report_number(hi);
-    *head = gpurun_xasprintf("%s to %s", l, h);
+    *head = lower_better ? gpurun_xasprintf("%s to %s", h, l) : gpurun_xasprintf("%s to %s", l, h);
     free(l);
     free(h);
     table_col(&t, *head, false);
@@ -1423,12 +1431,27 @@ static struct table history_table(const struct gpurun_report_stat *st, char **he
         row[3] = gpurun_report_number(rows[r].min);
         row[4] = gpurun_report_number(rows[r].max);
         double change = rows[0].mean != 0 ? (rows[r].mean / rows[0].mean - 1) * 100 : NAN;
-        row[5] = r == 0 || !isfinite(change) ? gpurun_xstrdup("-") : gpurun_xasprintf("%+.1f%%", change);
+        bool worse = (lower_better ? change : -change) > GPURUN_REPORT_CV_FLAG * 100;
+        row[5] = r == 0 || !isfinite(change) ? gpurun_xstrdup("-")
+                                             : gpurun_xasprintf("%+.1f%%%s", change, worse ? " !" : "");
         double share = hi > lo ? (rows[r].mean / 2 - lo / 2) / (hi / 2 - lo / 2) : 1; /* halves: no overflow */
+        if (lower_better && hi > lo)
+            share = 1 - share;
         row[6] = gpurun_xasprintf("%.*s", 1 + (int)lround(23 * (isfinite(share) ? share : 0)),
                                   "########################");
     }
     return t;
+}
+
+/* The energy per unit of the history's configuration and figure, when it
+ * has 2 points or more; NULL otherwise. */
+static const struct gpurun_report_stat *energy_history(const struct gpurun_report_job *job)
+{
+    if (job->history_config < 0)
+        return NULL;
+    const struct gpurun_report_energy *en = job->configs[job->history_config].energy;
+    size_t f = (size_t)job->history_fom;
+    return en && f < en->nfoms && en->per_unit[f].hist.nhistory > 1 ? &en->per_unit[f].hist : NULL;
 }
 
 static void print_history(const struct gpurun_report_job *job, FILE *out)
@@ -1444,10 +1467,24 @@ static void print_history(const struct gpurun_report_job *job, FILE *out)
     free(w);
     free(fn);
     char *head;
-    struct table t = history_table(st, &head);
+    struct table t = history_table(st, !strcmp(fom->better, "lower"), &head);
     table_print(&t, out);
     table_free(&t);
     free(head);
+    /* Its energy per unit over the same runs: a rise is the regression. */
+    const struct gpurun_report_stat *eh = energy_history(job);
+    if (eh) {
+        const struct gpurun_report_energy_unit *u = &c->energy->per_unit[job->history_fom];
+        char *un = gpurun_printable(u->units);
+        fn = gpurun_printable(fom->name);
+        fprintf(out, "\n  History of %s's energy per unit (%s), the same configuration\n", fn, un);
+        free(fn);
+        free(un);
+        t = history_table(eh, true, &head);
+        table_print(&t, out);
+        table_free(&t);
+        free(head);
+    }
 }
 
 static void print_job(const struct gpurun_report_job *job, FILE *out)
@@ -2443,6 +2480,26 @@ char *gpurun_report_html(const gpurun_report_t *r, const char *source)
             struct table t = monitor_table(job);
             html_table(&b, &t);
             table_free(&t);
+        }
+        gpurun_report_energy_html(job, &b);
+        const struct gpurun_report_stat *eh = energy_history(job);
+        if (eh) {
+            const struct gpurun_report_config *c = &job->configs[job->history_config];
+            gpurun_strbuf_puts(&b, "<h3>History of ");
+            besc(&b, job->foms[job->history_fom].name);
+            gpurun_strbuf_puts(&b, "&#39;s energy per unit <span class=\"meta\">(");
+            besc(&b, c->energy->per_unit[job->history_fom].units);
+            gpurun_strbuf_puts(&b, "; ");
+            char *words = config_words(job, c);
+            besc(&b, words);
+            free(words);
+            gpurun_strbuf_printf(&b, "; a rise is a regression, flagged past %g %%)</span></h3>\n",
+                                 GPURUN_REPORT_CV_FLAG * 100);
+            char *head;
+            struct table t = history_table(eh, true, &head);
+            html_table(&b, &t);
+            table_free(&t);
+            free(head);
         }
         /* The job's plots: its own SVG, where it has one. */
         if (gpurun_report_plots(job) || job->history_config >= 0) {

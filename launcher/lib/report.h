@@ -175,16 +175,28 @@ struct gpurun_report_energy {
         double sum;
         size_t n;
         char units[40]; /* "J/ns" */
+        /* Its history over the runs' start times, as a figure's: a rise
+         * is the regression here. */
+        struct gpurun_report_stat hist;
     } *per_unit;
 };
 struct gpurun_report_job;
+struct gpurun_strbuf;
+/* `start`: the run's start (seconds since the epoch), NAN when unknown. */
 void gpurun_report_energy_add(const struct gpurun_report_job *job, struct gpurun_report_config *c,
-                              const json_t *run);
+                              const json_t *run, double start);
 void gpurun_report_energy_free(struct gpurun_report_config *c);
 /* The job's energy table (nothing when no configuration measured any):
  * per configuration, energy, mean power, kWh, cost and CO2 per run, and
  * for each figure with energy per unit, J per unit and throughput per kW. */
 void gpurun_report_energy_print(const struct gpurun_report_job *job, FILE *out);
+/* The same table for the HTML page (escaped), and per throughput figure
+ * with energy per unit the trade-off: a plot of the figure against its
+ * energy per unit, one point per configuration. */
+void gpurun_report_energy_html(const struct gpurun_report_job *job, struct gpurun_strbuf *b);
+/* One run's figure `v` into a history (report.c): bounded whatever the
+ * number of runs. */
+void gpurun_report_history_add(struct gpurun_report_stat *st, double start, double v);
 
 typedef struct gpurun_report {
     struct gpurun_report_job *jobs; /* by name */

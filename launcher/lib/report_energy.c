@@ -21,7 +21,7 @@ static double num(const json_t *o, const char *key)
 }
 
 void gpurun_report_energy_add(const struct gpurun_report_job *job, struct gpurun_report_config *c,
-                              const json_t *run)
+                              const json_t *run, double start)
 {
     const json_t *e = json_object_get(run, GPURUN_REC_ENERGY);
     double total = num(e, "total_J");
@@ -65,6 +65,8 @@ void gpurun_report_energy_add(const struct gpurun_report_job *job, struct gpurun
             continue;
         en->per_unit[f].sum += v;
         en->per_unit[f].n++;
+        if (!isnan(start))
+            gpurun_report_history_add(&en->per_unit[f].hist, start, v);
         snprintf(en->per_unit[f].units, sizeof en->per_unit[f].units, "%s", units);
     }
 }
@@ -74,6 +76,8 @@ void gpurun_report_energy_free(struct gpurun_report_config *c)
     if (!c->energy)
         return;
     free(c->energy->currency);
+    for (size_t f = 0; f < c->energy->nfoms; f++)
+        free(c->energy->per_unit[f].hist.history);
     free(c->energy->per_unit);
     free(c->energy);
     c->energy = NULL;
@@ -84,31 +88,47 @@ static char *g4(double v)
     return isnan(v) ? gpurun_xstrdup("-") : gpurun_xasprintf("%.4g", v);
 }
 
-/* One table of its own (report.c's helpers are private to it): left
- * column labels, numbers right-aligned. */
-void gpurun_report_energy_print(const struct gpurun_report_job *job, FILE *out)
+/* The configuration in a few words: "GPUs/nodes/ranks LABEL". */
+static char *config_cell(const struct gpurun_report_job *job, const struct gpurun_report_config *cf)
+{
+    bool label = strcmp(cf->label, "-") != 0;
+    return job->by_gpus ? gpurun_xasprintf("%ld/%ld/%ld%s%s", cf->gpus, cf->nodes, cf->ranks, label ? " " : "",
+                                           label ? cf->label : "")
+                        : gpurun_xasprintf("%ld/%ld%s%s", cf->nodes, cf->ranks, label ? " " : "", label ? cf->label : "");
+}
+
+/* The figures with energy per unit in some configuration. */
+static bool has_per_unit(const struct gpurun_report_energy *en, size_t f)
+{
+    return en && f < en->nfoms && en->per_unit[f].n;
+}
+
+/* The energy table as cells, raw (the caller makes them printable or
+ * escapes them): a head row and a row per configuration with energy, NULL
+ * when none.  Columns: configuration, runs, J/run, W, kWh/run, cost/run,
+ * g CO2/run, then per figure with energy per unit: J/unit and figure per
+ * kW.  `figs` gets those figures (malloc'ed, *nf of them). */
+enum { FIXED = 7 };
+static char **energy_cells(const struct gpurun_report_job *job, size_t *nrows, size_t *ncols, size_t **figs,
+                           size_t *nf)
 {
     size_t rows = 0;
     for (size_t c = 0; c < job->nconfigs; c++)
         rows += job->configs[c].energy != NULL;
     if (!rows)
-        return;
-    /* Columns: configuration, runs, J/run, W, kWh/run, cost/run, g CO2/run,
-     * then per figure with energy per unit: J/unit and figure per kW. */
-    enum { FIXED = 7 };
-    size_t nf = 0;
-    size_t *figs = gpurun_xcalloc(job->nfoms + 1, sizeof *figs);
+        return NULL;
+    *nf = 0;
+    *figs = gpurun_xcalloc(job->nfoms + 1, sizeof **figs);
     for (size_t f = 0; f < job->nfoms; f++) {
         bool any = false;
-        for (size_t c = 0; c < job->nconfigs && !any; c++) {
-            const struct gpurun_report_energy *en = job->configs[c].energy;
-            any = en && f < en->nfoms && en->per_unit[f].n;
-        }
+        for (size_t c = 0; c < job->nconfigs && !any; c++)
+            any = has_per_unit(job->configs[c].energy, f);
         if (any)
-            figs[nf++] = f;
+            (*figs)[(*nf)++] = f;
     }
-    size_t ncols = FIXED + 2 * nf;
-    char **cells = gpurun_xcalloc((rows + 1) * ncols, sizeof *cells);
+    *ncols = FIXED + 2 * *nf;
+    *nrows = rows + 1;
+    char **cells = gpurun_xcalloc((rows + 1) * *ncols, sizeof *cells);
     const char *cur = NULL;
     for (size_t c = 0; c < job->nconfigs && !cur; c++)
         cur = job->configs[c].energy ? job->configs[c].energy->currency : NULL;
@@ -119,14 +139,13 @@ void gpurun_report_energy_print(const struct gpurun_report_job *job, FILE *out)
     cells[4] = gpurun_xstrdup("kWh/run");
     cells[5] = cur ? gpurun_xasprintf("%s/run", cur) : gpurun_xstrdup("cost/run");
     cells[6] = gpurun_xstrdup("g CO2/run");
-    for (size_t k = 0; k < nf; k++) {
-        const struct gpurun_report_fom *fom = &job->foms[figs[k]];
+    for (size_t k = 0; k < *nf; k++) {
+        size_t f = (*figs)[k];
+        const struct gpurun_report_fom *fom = &job->foms[f];
         const char *units = "J/unit";
-        for (size_t c = 0; c < job->nconfigs; c++) {
-            const struct gpurun_report_energy *en = job->configs[c].energy;
-            if (en && figs[k] < en->nfoms && en->per_unit[figs[k]].n)
-                units = en->per_unit[figs[k]].units;
-        }
+        for (size_t c = 0; c < job->nconfigs; c++)
+            if (has_per_unit(job->configs[c].energy, f))
+                units = job->configs[c].energy->per_unit[f].units;
         cells[FIXED + 2 * k] = gpurun_xasprintf("%s %s", fom->name, units);
         cells[FIXED + 2 * k + 1] = gpurun_xasprintf("%s per kW", fom->units && *fom->units ? fom->units : fom->name);
     }
@@ -136,12 +155,9 @@ void gpurun_report_energy_print(const struct gpurun_report_job *job, FILE *out)
         const struct gpurun_report_energy *en = cf->energy;
         if (!en)
             continue;
-        char **row = &cells[r++ * ncols];
+        char **row = &cells[r++ * *ncols];
         double n = (double)en->n;
-        row[0] = job->by_gpus ? gpurun_xasprintf("%ld/%ld/%ld%s%s", cf->gpus, cf->nodes, cf->ranks,
-                                                 strcmp(cf->label, "-") ? " " : "", strcmp(cf->label, "-") ? cf->label : "")
-                              : gpurun_xasprintf("%ld/%ld%s%s", cf->nodes, cf->ranks, strcmp(cf->label, "-") ? " " : "",
-                                                 strcmp(cf->label, "-") ? cf->label : "");
+        row[0] = config_cell(job, cf);
         row[1] = gpurun_xasprintf("%zu", en->n);
         row[2] = g4(en->joules / n);
         double w = en->nwatts ? en->watts / (double)en->nwatts : NAN;
@@ -149,17 +165,34 @@ void gpurun_report_energy_print(const struct gpurun_report_job *job, FILE *out)
         row[4] = g4(en->kwh / n);
         row[5] = g4(en->ncost ? en->cost / (double)en->ncost : NAN);
         row[6] = g4(en->nco2 ? en->co2_g / (double)en->nco2 : NAN);
-        for (size_t k = 0; k < nf; k++) {
-            size_t f = figs[k];
-            bool have = f < en->nfoms && en->per_unit[f].n;
-            row[FIXED + 2 * k] = g4(have ? en->per_unit[f].sum / (double)en->per_unit[f].n : NAN);
+        for (size_t k = 0; k < *nf; k++) {
+            size_t f = (*figs)[k];
+            row[FIXED + 2 * k] = g4(has_per_unit(en, f) ? en->per_unit[f].sum / (double)en->per_unit[f].n : NAN);
             /* Throughput per kW: the mean figure over the mean power. */
             double mean = f < cf->nstats && cf->stats[f].n ? cf->stats[f].mean : NAN;
             row[FIXED + 2 * k + 1] = g4(!isnan(w) && w > 0 ? mean / (w / 1000.0) : NAN);
         }
     }
+    return cells;
+}
+
+static void cells_free(char **cells, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(cells[i]);
+    free(cells);
+}
+
+/* One table of its own (report.c's helpers are private to it): left
+ * column labels, numbers right-aligned. */
+void gpurun_report_energy_print(const struct gpurun_report_job *job, FILE *out)
+{
+    size_t nrows, ncols, *figs = NULL, nf;
+    char **cells = energy_cells(job, &nrows, &ncols, &figs, &nf);
+    if (!cells)
+        return;
     size_t *wd = gpurun_xcalloc(ncols, sizeof *wd);
-    for (size_t i = 0; i < (rows + 1) * ncols; i++) {
+    for (size_t i = 0; i < nrows * ncols; i++) {
         char *p = gpurun_printable(cells[i]);
         free(cells[i]);
         cells[i] = p;
@@ -168,7 +201,7 @@ void gpurun_report_energy_print(const struct gpurun_report_job *job, FILE *out)
             wd[i % ncols] = l;
     }
     fprintf(out, "\n  Energy (measured; mean over the ok runs that have it)\n");
-    for (size_t i = 0; i <= rows; i++) {
+    for (size_t i = 0; i < nrows; i++) {
         fputs("  ", out);
         for (size_t c = 0; c < ncols; c++) {
             const char *s = cells[i * ncols + c];
@@ -180,9 +213,163 @@ void gpurun_report_energy_print(const struct gpurun_report_job *job, FILE *out)
             fputs(c + 1 < ncols ? "  " : "\n", out);
         }
     }
-    for (size_t i = 0; i < (rows + 1) * ncols; i++)
-        free(cells[i]);
-    free(cells);
+    cells_free(cells, nrows * ncols);
     free(wd);
+    free(figs);
+}
+
+/* ---- the HTML page ------------------------------------------------------ */
+
+static void esc(struct gpurun_strbuf *b, const char *s)
+{
+    char *e = gpurun_xml_escape(s);
+    gpurun_strbuf_puts(b, e);
+    free(e);
+}
+
+/* The trade-off plot's frame, in SVG pixels. */
+enum { TW = 820, TH = 330, TL = 80, TR = 440, TT = 40, TB = 280 };
+
+/* A number for an axis or a tip: 4 significant digits. */
+static void tnum(struct gpurun_strbuf *b, double v)
+{
+    char *s = g4(v);
+    esc(b, s);
+    free(s);
+}
+
+/* Figure f against its energy per unit, one point per configuration that
+ * has both (2 at least, else nothing: the table says it); both axes from 0,
+ * so that ratios read true.  Up and left is better. */
+static void tradeoff_svg(struct gpurun_strbuf *b, const struct gpurun_report_job *job, size_t f)
+{
+    const struct gpurun_report_fom *fom = &job->foms[f];
+    double xmax = 0, ymax = 0;
+    size_t n = 0;
+    const char *units = "J/unit";
+    for (size_t c = 0; c < job->nconfigs; c++) {
+        const struct gpurun_report_config *cf = &job->configs[c];
+        if (!has_per_unit(cf->energy, f) || f >= cf->nstats || !cf->stats[f].n)
+            continue;
+        double x = cf->energy->per_unit[f].sum / (double)cf->energy->per_unit[f].n, y = cf->stats[f].mean;
+        if (!isfinite(x) || !isfinite(y) || x <= 0 || y <= 0)
+            continue;
+        xmax = fmax(xmax, x);
+        ymax = fmax(ymax, y);
+        units = cf->energy->per_unit[f].units;
+        n++;
+    }
+    if (n < 2 || !isfinite(xmax * 1.1) || !isfinite(ymax * 1.1))
+        return;
+    xmax *= 1.1;
+    ymax *= 1.1;
+    gpurun_strbuf_printf(b,
+                         "<svg class=\"tradeoff\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+                         "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" "
+                         "role=\"img\">\n<title>",
+                         TW, TH, TW, TH);
+    esc(b, fom->name);
+    gpurun_strbuf_puts(b, " against its energy per unit, one point per configuration</title>\n");
+    gpurun_strbuf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333333\"/>\n",
+                         TL, TT, TR - TL, TB - TT);
+    gpurun_strbuf_printf(b, "<text x=\"%d\" y=\"24\" font-size=\"14\" font-weight=\"bold\">", TL);
+    esc(b, fom->name);
+    gpurun_strbuf_puts(b, " against energy per unit (up and left is better)</text>\n");
+    /* Ticks at 0, half and the top of each axis. */
+    for (int k = 0; k <= 2; k++) {
+        double fx = TL + (TR - TL) * k / 2.0, fy = TB - (TB - TT) * k / 2.0;
+        gpurun_strbuf_printf(b, "<text x=\"%.1f\" y=\"%d\" font-size=\"11\" text-anchor=\"middle\">", fx, TB + 16);
+        tnum(b, xmax * k / 2);
+        gpurun_strbuf_printf(b, "</text>\n<text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">", TL - 6,
+                             fy + 4);
+        tnum(b, ymax * k / 2);
+        gpurun_strbuf_puts(b, "</text>\n");
+    }
+    gpurun_strbuf_printf(b, "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\">energy per unit (",
+                         (TL + TR) / 2, TB + 38);
+    esc(b, units);
+    gpurun_strbuf_printf(b, ")</text>\n<text x=\"16\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\" "
+                            "transform=\"rotate(-90 16 %d)\">",
+                         (TT + TB) / 2, (TT + TB) / 2);
+    esc(b, fom->name);
+    if (fom->units && *fom->units) {
+        gpurun_strbuf_puts(b, " (");
+        esc(b, fom->units);
+        gpurun_strbuf_puts(b, ")");
+    }
+    gpurun_strbuf_puts(b, "</text>\n");
+    size_t i = 0;
+    for (size_t c = 0; c < job->nconfigs; c++) {
+        const struct gpurun_report_config *cf = &job->configs[c];
+        if (!has_per_unit(cf->energy, f) || f >= cf->nstats || !cf->stats[f].n)
+            continue;
+        double x = cf->energy->per_unit[f].sum / (double)cf->energy->per_unit[f].n, y = cf->stats[f].mean;
+        if (!isfinite(x) || !isfinite(y) || x <= 0 || y <= 0)
+            continue;
+        double px = TL + (TR - TL) * x / xmax, py = TB - (TB - TT) * y / ymax;
+        char *name = config_cell(job, cf);
+        gpurun_strbuf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#1f77b4\"><title>", px, py);
+        esc(b, name);
+        gpurun_strbuf_puts(b, ": ");
+        tnum(b, y);
+        gpurun_strbuf_puts(b, " ");
+        esc(b, fom->units);
+        gpurun_strbuf_puts(b, ", ");
+        tnum(b, x);
+        gpurun_strbuf_puts(b, " ");
+        esc(b, units);
+        gpurun_strbuf_puts(b, "</title></circle>\n");
+        /* The configurations named right of the plot, numbered at their point. */
+        gpurun_strbuf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">%zu</text>\n", px + 6, py - 6, i + 1);
+        if (i < 12) {
+            gpurun_strbuf_printf(b, "<text x=\"%d\" y=\"%zu\" font-size=\"11\">%zu: ", TR + 12, (size_t)TT + 8 + 18 * i,
+                                 i + 1);
+            char cut[56];
+            snprintf(cut, sizeof cut, "%s", name);
+            if (strlen(name) >= sizeof cut) /* cut at a character, never inside one */
+                for (size_t k = sizeof cut - 4; k > 0; k--)
+                    if (((unsigned char)cut[k] & 0xc0) != 0x80) {
+                        snprintf(cut + k, sizeof cut - k, "...");
+                        break;
+                    }
+            esc(b, cut);
+            gpurun_strbuf_puts(b, "</text>\n");
+        }
+        free(name);
+        i++;
+    }
+    gpurun_strbuf_puts(b, "</svg>\n");
+}
+
+void gpurun_report_energy_html(const struct gpurun_report_job *job, struct gpurun_strbuf *b)
+{
+    size_t nrows, ncols, *figs = NULL, nf;
+    char **cells = energy_cells(job, &nrows, &ncols, &figs, &nf);
+    if (!cells)
+        return;
+    gpurun_strbuf_puts(b, "<h3>Energy <span class=\"meta\">(measured; mean over the ok runs that have it; "
+                          "cost per unit of work in the tables above)</span></h3>\n<div class=\"scroll\"><table>\n");
+    /* A column with nothing to show (cost and CO2 without a site's prices)
+     * is left out, as the page's other tables do. */
+    bool *shown = gpurun_xcalloc(ncols, sizeof *shown);
+    for (size_t c = 0; c < ncols; c++)
+        for (size_t r = 1; r < nrows && !shown[c]; r++)
+            shown[c] = strcmp(cells[r * ncols + c], "-") != 0;
+    for (size_t r = 0; r < nrows; r++) {
+        gpurun_strbuf_puts(b, "<tr>");
+        for (size_t c = 0; c < ncols; c++) {
+            if (!shown[c])
+                continue;
+            gpurun_strbuf_puts(b, r == 0 ? "<th>" : c == 0 ? "<td class=\"wrap\">" : "<td class=\"n\">");
+            esc(b, cells[r * ncols + c]);
+            gpurun_strbuf_puts(b, r == 0 ? "</th>" : "</td>");
+        }
+        gpurun_strbuf_puts(b, "</tr>\n");
+    }
+    gpurun_strbuf_puts(b, "</table></div>\n");
+    free(shown);
+    for (size_t k = 0; k < nf; k++)
+        tradeoff_svg(b, job, figs[k]);
+    cells_free(cells, nrows * ncols);
     free(figs);
 }

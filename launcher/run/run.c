@@ -1807,12 +1807,11 @@ static void add_energy(struct run_ctx *c, struct run_attempt *a, json_t *record)
     }
     json_decref(have);
     json_decref(ran);
-    const char *slurm_note = getenv("SLURM_JOB_ID")
-                                 ? "Slurm's ConsumedEnergy is not read by gpurun yet (sacct gives it once the step "
-                                   "is over, where the site's AcctGatherEnergyType gathers energy)"
-                                 : NULL;
+    /* Inside Slurm, its own figure beside gpurun's: one bounded sacct. */
+    char slurm_note[768] = "";
+    double slurm_j = getenv("SLURM_JOB_ID") ? gpurun_energy_slurm_consumed(slurm_note, sizeof slurm_note) : -1;
     json_t *e = gpurun_energy_json(hosts, c->site ? c->site->price_per_kwh : -1,
-                                   c->site ? c->site->grams_co2_per_kwh : -1, -1, slurm_note);
+                                   c->site ? c->site->grams_co2_per_kwh : -1, slurm_j, slurm_note);
     gpurun_energy_per_unit(json_object_get(record, "foms"), json_number_value(json_object_get(e, "mean_power_W")));
     json_object_set_new(record, GPURUN_REC_ENERGY, e);
 }
