@@ -169,7 +169,10 @@ else
     done
     size=$(wc -c <"$TMP/scan.png" 2>/dev/null || echo 0)
     [ -n "$(png_size "$TMP/scan.png")" ] && [ "$size" -gt 40000 ] &&
-        [ "$(grep -c '<table>' "$TMP/scan.dom")" -eq 3 ] && grep -q '<th>efficiency</th>' "$TMP/scan.dom" &&
+        tables=$(grep -o '<table[ >]' "$TMP/scan.dom" | wc -l) &&
+        filled=$(awk 'BEGIN { RS = "</table>" } /<table[ >]/ && /<td/ { n++ } END { print n + 0 }' "$TMP/scan.dom") &&
+        # ns/day, hour/ns, where it ran (and energy where this machine measures it): none empty
+        [ "$tables" -ge 3 ] && [ "$tables" -eq "$filled" ] && grep -q '<th>efficiency</th>' "$TMP/scan.dom" &&
         grep -q '<th>program version</th>' "$TMP/scan.dom" &&
         ! grep -Eq 'GPU monitoring|<th>(cost|spot)/|<th>GPUs' "$TMP/scan.dom"
     ok $? "in Chromium: the scan's page ($size-byte PNG): ns/day and hour/ns tables with efficiency, where it ran (program version), no empty table"
