@@ -198,6 +198,22 @@ static bool same_layout(const gpurun_job_t *a, const gpurun_job_t *b)
  * manager takes job arrays, configurations of one size share an array
  * whose task indexes are their numbers.  All record into the job's one
  * results folder, as a scan run in one allocation does. */
+/* The configurations of size group `g`: their numbers (from 1) and texts,
+ * in order, and the first one's index; returns how many. */
+static size_t group_members(const size_t *group, size_t n, size_t g, char **texts, long *numbers, char **texts_of,
+                            size_t *first)
+{
+    size_t m = 0;
+    *first = n;
+    for (size_t k = 0; k < n; k++)
+        if (group[k] == g) {
+            *first = *first < k ? *first : k;
+            numbers[m] = (long)k + 1;
+            texts_of[m++] = texts[k];
+        }
+    return m;
+}
+
 static int submit_scan(const gpurun_job_t *job, const char *job_path, char *const *sets, size_t nset, bool dry,
                        const char *self, gpurun_error_t *err)
 {
@@ -258,13 +274,7 @@ static int submit_scan(const gpurun_job_t *job, const char *job_path, char *cons
      * (a size the site's nodes cannot hold) leaves nothing behind. */
     scripts = gpurun_xcalloc(ngroups + 1, sizeof *scripts);
     for (size_t g = 0; g < ngroups; g++) {
-        size_t m = 0, first = n;
-        for (size_t k = 0; k < n; k++)
-            if (group[k] == g) {
-                first = first < k ? first : k;
-                numbers[m] = (long)k + 1;
-                texts_of[m++] = texts[k];
-            }
+        size_t first, m = group_members(group, n, g, texts, numbers, texts_of, &first);
         struct gpurun_batch_configs cfgs = {.count = n, .numbers = numbers, .n = m, .texts = texts_of};
         if (gpurun_batch_script_rm(rm, jobs[first], site, job_path, self, sets, nset, &cfgs, &scripts[g], err) < 0) {
             name_config(first, n, texts[first], err);
@@ -272,13 +282,7 @@ static int submit_scan(const gpurun_job_t *job, const char *job_path, char *cons
         }
     }
     for (size_t g = 0; g < ngroups; g++) {
-        size_t m = 0, first = n;
-        for (size_t k = 0; k < n; k++)
-            if (group[k] == g) {
-                first = first < k ? first : k;
-                numbers[m] = (long)k + 1;
-                texts_of[m++] = texts[k];
-            }
+        size_t first, m = group_members(group, n, g, texts, numbers, texts_of, &first);
         char *script = scripts[g], *path = NULL, tag[32];
         scripts[g] = NULL;
         int fd = -1;
