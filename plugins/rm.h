@@ -164,6 +164,10 @@ typedef struct gpurun_rm_plugin {
 void gpurun_rm_put_comment(FILE *f, const char *s);
 /* One bash word: single-quoted, a quote written '\''. */
 void gpurun_rm_put_shell_word(FILE *f, const char *s);
+/* A name fit for a long option of a manager's batch command (sbatch,
+ * flux batch): a letter, then letters, digits, '_' and '-' (job.c also
+ * allows '.' in section keys: refused here). */
+bool gpurun_rm_option_name_ok(const char *name);
 /* Run argv (on PATH, no shell) with standard input `stdin_fd` and standard
  * output captured into *outp (malloc'ed, at most `max` bytes kept; the
  * rest is read and dropped), standard error the caller's.  0 with *statusp

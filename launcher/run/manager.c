@@ -186,6 +186,17 @@ void gpurun_rm_put_shell_word(FILE *f, const char *s)
     fputc('\'', f);
 }
 
+bool gpurun_rm_option_name_ok(const char *k)
+{
+    if (!((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z')))
+        return false;
+    for (; *k; k++)
+        if (!((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') || (*k >= '0' && *k <= '9') || *k == '_' ||
+              *k == '-'))
+            return false;
+    return true;
+}
+
 int gpurun_rm_tool(char *const argv[], int stdin_fd, size_t max, char **outp, int *statusp, int *errnop)
 {
     int out[2], status_pipe[2];

@@ -51,18 +51,6 @@ static void put_word(FILE *f, const char *v)
     fputc('\'', f);
 }
 
-/* flux batch's long options are letters, digits and '-'. */
-static bool option_name_ok(const char *k)
-{
-    if (!((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z')))
-        return false;
-    for (; *k; k++)
-        if (!((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') || (*k >= '0' && *k <= '9') || *k == '_' ||
-              *k == '-'))
-            return false;
-    return true;
-}
-
 /* flux { } keys that would contradict the layout `gpurun run` then plans. */
 static const struct {
     const char *name, *use;
@@ -122,7 +110,7 @@ static int check_options(const struct gpurun_rm_batch *b, const struct gpurun_rm
             if (*p == '_')
                 *p = '-';
         int rc = 0;
-        if (!option_name_ok(o->key))
+        if (!gpurun_rm_option_name_ok(o->key))
             rc = gpurun_err(err, GPURUN_EXIT_CONFIG,
                             "%s: key 'flux.%s': not a flux batch option name (letters, digits, '_', '-')",
                             b->job_file, o->key);

@@ -94,18 +94,6 @@ static void put_sbatch_value(FILE *f, const char *v)
     fputc('"', f);
 }
 
-/* sbatch long options are letters, digits and '-'; job.c also allows '.'. */
-static bool option_name_ok(const char *k)
-{
-    if (!((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z')))
-        return false;
-    for (; *k; k++)
-        if (!((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') || (*k >= '0' && *k <= '9') || *k == '_' ||
-              *k == '-'))
-            return false;
-    return true;
-}
-
 
 /* Slurm's [D-]HH:MM:SS, rounded up to whole minutes (Slurm's own unit). */
 static char *slurm_time(long secs)
@@ -225,7 +213,7 @@ static int site_options(const struct gpurun_rm_site *site, struct site_option **
             size_t l = strcspn(p, "= \t");
             v = p + l + (p[l] != '\0');
             name = gpurun_xstrndup(p, l);
-            if (!option_name_ok(name))
+            if (!gpurun_rm_option_name_ok(name))
                 no = "not an sbatch option (write it as \"--qos=normal\")";
         } else if (!no) {
             for (size_t s = 0; s < sizeof short_options / sizeof *short_options && !name; s++)
@@ -354,7 +342,7 @@ static int take_slurm_keys(struct batch_parts *bp, gpurun_error_t *err)
     for (size_t i = 0; i < job->noptions; i++) {
         const struct gpurun_rm_option *kv = &job->options[i];
         char *what = gpurun_xasprintf("slurm.%s", kv->key);
-        if (!option_name_ok(kv->key)) {
+        if (!gpurun_rm_option_name_ok(kv->key)) {
             gpurun_err(err, GPURUN_EXIT_CONFIG,
                        "%s: key '%s': not an sbatch option name (letters, digits, '_', '-')", job->job_file, what);
             free(what);
