@@ -93,21 +93,26 @@ typedef struct gpurun_monitor_plugin {
 
 /* --- gpurun's side (launcher/run/monitor.c) ----------------------------------- */
 
-/* Find a monitor by name: built-in (nvml) first, else
+/* Find a monitor by name: built-in (nvml, rocm_smi) first, else
  * $GPURUN_PLUGIN_PATH/monitor_NAME.so, else the installed plugin folder;
  * checked for GPURUN_MONITOR_ABI. */
 int gpurun_monitor_find(const char *name, const gpurun_monitor_plugin_t **pp, gpurun_error_t *err);
 void gpurun_monitor_result_free(struct gpurun_monitor_result *r);
 
 /* A run's monitoring in two calls.  begin() starts the monitor `name` (a
- * job's `monitor`: "auto" is NVML's; "none": none) on the given PCI
- * addresses every $GPURUN_MONITOR_INTERVAL seconds (default 1); NULL, with
- * why, when it cannot (never an error: the run goes on).  end() stops it and
- * returns the record's `gpus_monitor` array (NULL for NULL). */
+ * job's `monitor`: "none": none; "auto": nvml for the GPUs whose vendor is
+ * "nvidia", rocm_smi for "amd", and for those of no known vendor (vendors
+ * NULL, or an entry NULL) the first of nvml and rocm_smi that has them all)
+ * on the given PCI addresses every $GPURUN_MONITOR_INTERVAL seconds (default
+ * 1); NULL, with why, when no monitor could start (never an error: the run
+ * goes on).  end() stops it and returns the record's `gpus_monitor` array
+ * (NULL for NULL): each entry names its "monitor"; the GPUs of a part whose
+ * monitor could not start while another's did are listed with null figures
+ * and an "energy_note" saying why. */
 typedef struct gpurun_monitor_session gpurun_monitor_session_t;
 struct json_t; /* jansson's json_t: the plugin interface above needs no jansson */
-gpurun_monitor_session_t *gpurun_monitor_begin(const char *name, const char *const *pcis, int n, char *why,
-                                               size_t whylen);
+gpurun_monitor_session_t *gpurun_monitor_begin(const char *name, const char *const *pcis, const char *const *vendors,
+                                               int n, char *why, size_t whylen);
 struct json_t *gpurun_monitor_end(gpurun_monitor_session_t *s);
 /* [{"pci", "index", "name", "util_mean", "util_peak", "mem_mean_mib",
  *   "mem_peak_mib", "power_mean_w", "power_peak_w", "samples", "energy_J"}]

@@ -7,15 +7,13 @@
 #include "config.h"
 
 #include <dlfcn.h>
-#include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "monitor.h"
+#include "sampler.h"
 
 /* --- the parts of nvml.h gpurun uses --------------------------------------- */
 
@@ -217,7 +215,7 @@ static int nvml_available(gpurun_error_t *why)
 struct gpu {
     nvmlDevice_t dev;
     struct gpurun_gpu_stats s;
-    double util_sum, mem_sum, power_sum;
+    struct gpurun_metric util, mem, power;
     bool energy0_ok;
     unsigned long long energy0_mj; /* the counter at start() */
 };
@@ -243,66 +241,25 @@ struct gpurun_monitor {
     const struct nvml *n;
     int ngpus;
     struct gpu *gpus;
-    double interval_s;
-    struct timespec t0;
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool stopping;
+    struct gpurun_sampler sampler;
 };
 
-static void sample(struct gpurun_monitor *m)
+static void sample(void *arg)
 {
+    struct gpurun_monitor *m = arg;
     for (int i = 0; i < m->ngpus; i++) {
         struct gpu *g = &m->gpus[i];
         nvmlUtilization_t u;
         nvmlMemory_t mem;
         unsigned mw;
         g->s.samples++;
-        if (m->n->utilization(g->dev, &u) == NVML_SUCCESS) {
-            double v = u.gpu;
-            g->util_sum += v;
-            if (g->s.util_n++ == 0 || v > g->s.util_peak)
-                g->s.util_peak = v;
-        }
-        if (m->n->memory(g->dev, &mem) == NVML_SUCCESS) {
-            double v = (double)mem.used / (1024.0 * 1024.0);
-            g->mem_sum += v;
-            if (g->s.mem_n++ == 0 || v > g->s.mem_peak_mib)
-                g->s.mem_peak_mib = v;
-        }
-        if (m->n->power(g->dev, &mw) == NVML_SUCCESS) {
-            double v = mw / 1000.0;
-            g->power_sum += v;
-            if (g->s.power_n++ == 0 || v > g->s.power_peak_w)
-                g->s.power_peak_w = v;
-        }
+        if (m->n->utilization(g->dev, &u) == NVML_SUCCESS)
+            gpurun_metric_add(&g->util, u.gpu);
+        if (m->n->memory(g->dev, &mem) == NVML_SUCCESS)
+            gpurun_metric_add(&g->mem, (double)mem.used / (1024.0 * 1024.0));
+        if (m->n->power(g->dev, &mw) == NVML_SUCCESS)
+            gpurun_metric_add(&g->power, mw / 1000.0);
     }
-}
-
-static void *sampler(void *arg)
-{
-    struct gpurun_monitor *m = arg;
-    struct timespec next;
-    clock_gettime(CLOCK_MONOTONIC, &next);
-    pthread_mutex_lock(&m->mu);
-    while (!m->stopping) {
-        pthread_mutex_unlock(&m->mu);
-        sample(m);
-        pthread_mutex_lock(&m->mu);
-        /* The next tick on a fixed grid, so sampling does not drift. */
-        long ns = (long)(m->interval_s * 1e9);
-        next.tv_sec += ns / 1000000000L;
-        next.tv_nsec += ns % 1000000000L;
-        if (next.tv_nsec >= 1000000000L) {
-            next.tv_sec++;
-            next.tv_nsec -= 1000000000L;
-        }
-        while (!m->stopping && pthread_cond_timedwait(&m->cv, &m->mu, &next) != ETIMEDOUT)
-            ;
-    }
-    pthread_mutex_unlock(&m->mu);
-    return NULL;
 }
 
 static void monitor_free(struct gpurun_monitor *m)
@@ -329,7 +286,6 @@ static int nvml_start(const char *const *ids, int nids, double interval_s, gpuru
         abort();
     m->n = n;
     m->ngpus = ngpus;
-    m->interval_s = interval_s > 0.001 ? interval_s : 0.001;
     for (int i = 0; i < ngpus; i++) {
         struct gpu *g = &m->gpus[i];
         const char *id = nids > 0 ? ids[i] : NULL;
@@ -351,24 +307,8 @@ static int nvml_start(const char *const *ids, int nids, double interval_s, gpuru
     /* The energy counters last, just before the first sample. */
     for (int i = 0; i < ngpus; i++)
         m->gpus[i].energy0_ok = read_energy(n, &m->gpus[i], &m->gpus[i].energy0_mj);
-    pthread_mutex_init(&m->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&m->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    clock_gettime(CLOCK_MONOTONIC, &m->t0);
-    /* The sampler blocks every signal: gpurun's supervisor waits for
-     * SIGCHLD, SIGINT and SIGTERM with sigwaitinfo(), and a thread that let
-     * them through would take them instead (SIGINT would end gpurun). */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int e = pthread_create(&m->thread, NULL, sampler, m);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int e = gpurun_sampler_start(&m->sampler, sample, m, interval_s);
     if (e) {
-        pthread_cond_destroy(&m->cv);
-        pthread_mutex_destroy(&m->mu);
         monitor_free(m);
         n->shutdown();
         return gpurun_err(err, GPURUN_EXIT_ENV, "cannot start the NVML sampling thread: %s", strerror(e));
@@ -379,11 +319,7 @@ static int nvml_start(const char *const *ids, int nids, double interval_s, gpuru
 
 static int nvml_stop(gpurun_monitor_t *m, struct gpurun_monitor_result *out)
 {
-    pthread_mutex_lock(&m->mu);
-    m->stopping = true;
-    pthread_cond_signal(&m->cv);
-    pthread_mutex_unlock(&m->mu);
-    pthread_join(m->thread, NULL);
+    double seconds = gpurun_sampler_stop(&m->sampler);
     for (int i = 0; i < m->ngpus; i++) {
         struct gpu *g = &m->gpus[i];
         unsigned long long mj;
@@ -396,12 +332,10 @@ static int nvml_stop(gpurun_monitor_t *m, struct gpurun_monitor_result *out)
                 snprintf(g->s.energy_why, sizeof g->s.energy_why, "the energy counter went back (driver reloaded?)");
         }
     }
-    struct timespec t1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
     memset(out, 0, sizeof *out);
     out->ngpus = m->ngpus;
-    out->interval_s = m->interval_s;
-    out->seconds = (double)(t1.tv_sec - m->t0.tv_sec) + (double)(t1.tv_nsec - m->t0.tv_nsec) / 1e9;
+    out->interval_s = m->sampler.interval_s;
+    out->seconds = seconds;
     out->gpus = calloc((size_t)(m->ngpus > 0 ? m->ngpus : 1), sizeof *out->gpus);
     if (!out->gpus)
         abort();
@@ -409,13 +343,9 @@ static int nvml_stop(gpurun_monitor_t *m, struct gpurun_monitor_result *out)
         struct gpu *g = &m->gpus[i];
         struct gpurun_gpu_stats *s = &out->gpus[i];
         *s = g->s;
-        s->util_mean = s->util_n ? g->util_sum / (double)s->util_n : 0;
-        s->mem_mean_mib = s->mem_n ? g->mem_sum / (double)s->mem_n : 0;
-        s->power_mean_w = s->power_n ? g->power_sum / (double)s->power_n : 0;
+        gpurun_stats_from_metrics(s, &g->util, &g->mem, &g->power);
     }
     m->n->shutdown();
-    pthread_cond_destroy(&m->cv);
-    pthread_mutex_destroy(&m->mu);
     monitor_free(m);
     return 0;
 }

@@ -214,12 +214,49 @@ R=$(record v)
 jq -e '.energy.cpu_J == null and (.energy.hosts[0].missing[0] | .kind == "cpu" and (.why | test("no RAPL")))' "$R" >/dev/null
 ok $? "... cpu_J null, and missing says why"
 
-# AMD GPUs (no reader yet) and a CPU-only job: said per GPU; nothing for no GPU.
-printf 'command = "/bin/true"\nlauncher = "local"\nranks_per_node = 1\ngpus_per_rank = 1\n' >"$TMP/amd.conf"
-run energy_env GPURUN_TOPOLOGY="$FIXTURES/amd-partitioned.xml" "$GPURUN" run "$TMP/amd.conf" --quiet
-R=$(record amd)
-jq -e '[.energy.hosts[0].missing[] | select(.kind == "gpu")] | length == 1 and (.[0].why | test("amd.*ROCm SMI"))' "$R" >/dev/null
-ok $? "an AMD GPU: one missing note naming ROCm SMI's counter"
+# AMD GPUs: ROCm SMI's energy counter (a fake librocm_smi64 whose GPUs
+# draw $AW watts: two MI300X in CPX mode, 4 devices each, as the fixture).
+AW=300
+amd_env() {
+    energy_env GPURUN_TOPOLOGY="$FIXTURES/amd-partitioned.xml" GPURUN_ROCM_SMI_LIBRARY="$FAKE_ROCM_SMI" \
+        FAKE_RSMI_DEVICES=0000:03:00.0,0000:43:00.0 FAKE_RSMI_PARTITIONS=4 FAKE_RSMI_POWER_W=$AW "$@"
+}
+printf 'command = "/bin/sleep 1.2"\nlauncher = "local"\nranks_per_node = 1\ngpus_per_rank = 1\n' >"$TMP/amd.conf"
+if [ -n "${FAKE_ROCM_SMI:-}" ] && [ -r "$FAKE_ROCM_SMI" ]; then
+    fresh_tree
+    run amd_env FAKE_RSMI_INIT_LOG="$TMP/rsmi-init.log" "$GPURUN" run "$TMP/amd.conf" --quiet
+    expect_rc 0 "an AMD GPU: a run"
+    R=$(record amd)
+    jq -e "[.energy.hosts[0].devices[] | select(.kind == \"gpu\")] | length == 1 and
+        (.[0] | .source == \"rocm_smi\" and .mean_power_W == $AW and (.name | test(\"MI250X\")))" "$R" >/dev/null
+    ok $? "... its GPU read by ROCm SMI: source rocm_smi, mean power ${AW} W ($(jq -c '[.energy.hosts[0].devices[] | select(.kind == "gpu")]' "$R"))"
+    jq -e "$(near '.energy.gpu_J / .energy.measured_s' "$AW")" "$R" >/dev/null
+    ok $? "... its energy from the counter: ${AW} W over the measured time within 2 % ($(jq -c '[.energy.gpu_J, .energy.measured_s]' "$R"))"
+    jq -e '.gpus_monitor | length == 1 and .[0].monitor == "rocm_smi" and .[0].pci == "0000:03:00.0" and .[0].index == 0' "$R" >/dev/null
+    ok $? "... gpus_monitor: one entry (the partitions share the GPU's counter), monitor rocm_smi"
+    jq -e '[.energy.hosts[0].missing[] | select(.kind == "gpu")] | length == 0' "$R" >/dev/null
+    ok $? "... nothing missing"
+    grep -qx '0x400000000000000' "$TMP/rsmi-init.log" && ! grep -qvx '0x400000000000000' "$TMP/rsmi-init.log"
+    ok $? "... ROCm SMI started with a mutex of its own (RSMI_INIT_FLAG_THRAD_ONLY_MUTEX), not a named one in /dev/shm"
+    # An MI250X's second GCD: its counter stands still and it reads 0 W.
+    fresh_tree
+    run amd_env FAKE_RSMI_DEVICES=0000:43:00.0,0000:03:00.0 FAKE_RSMI_PARTITIONS=1 FAKE_RSMI_IDLE_ODD=1 \
+        "$GPURUN" run "$TMP/amd.conf" --quiet
+    R=$(record amd)
+    jq -e '.energy.gpu_J == null and ([.energy.hosts[0].missing[] | select(.kind == "gpu")] | length == 1 and
+        (.[0].why | test("did not move.*second GCD")))' "$R" >/dev/null
+    ok $? "a counter that stands still (an MI250X's second GCD): no energy, and why, never 0 J"
+    # No ROCm SMI on the node: a note naming it.
+    run amd_env GPURUN_ROCM_SMI_LIBRARY=/nonexistent/librocm_smi64.so "$GPURUN" run "$TMP/amd.conf" --quiet
+    R=$(record amd)
+    jq -e '[.energy.hosts[0].missing[] | select(.kind == "gpu")] | length == 1 and (.[0].why | test("ROCm SMI is not available"))' "$R" >/dev/null
+    ok $? "no ROCm SMI: one missing note naming it ($(jq -c '[.energy.hosts[0].missing[] | select(.kind == "gpu") | .why]' "$R"))"
+    run amd_env "$GPURUN" doctor
+    contains "$TMP/out" "ROCm SMI's energy counter reads on all 8 ROCm SMI devices (driver 6.8.5)" "doctor: the AMD GPUs' energy counters"
+else
+    for i in 1 2 3 4 5 6 7 8 9; do skip "no fake ROCm SMI (\$FAKE_ROCM_SMI: make check builds it)"; done
+fi
+# A CPU-only job: no GPU note.
 printf 'command = "/bin/true"\nlauncher = "local"\nranks_per_node = 1\n' >"$TMP/cpu.conf"
 run energy_env GPURUN_TOPOLOGY="$FIXTURES/cpu-only-2numa.xml" "$GPURUN" run "$TMP/cpu.conf" --quiet
 R=$(record cpu)
@@ -307,6 +344,23 @@ jq -e "[.energy.hosts[] | [.devices[] | select(.kind == \"gpu\" and .source == \
 ok $? "each host's 2 GPUs read on that host: source nvml, power samples ${W} W ($(jq -c '[.energy.hosts[] | {host, gpus: [.devices[] | select(.kind == "gpu") | .J]}]' "$R"))"
 jq -e "[.energy.hosts[] | ([.devices[] | select(.kind == \"gpu\") | .J] | add) / .measured_s / (2 * $W)] | all(. > 0.9 and . <= 1.02)" "$R" >/dev/null
 ok $? "... their energy over the host's measured time: 90-102 % of 2 x ${W} W (the helper starts after the program)"
+
+# AMD GPUs on every host: the helper is given PCI addresses alone and finds
+# the monitor that has them (NVML has none of them: ROCm SMI).
+if [ -n "${FAKE_ROCM_SMI:-}" ] && [ -r "$FAKE_ROCM_SMI" ]; then
+    run env PATH="$TMP/simbin:$PATH" GPURUN_SIM_SYSFS="$TMP/simsys" GPURUN_SIM_TOPOLOGIES="$FIXTURES/amd-partitioned.xml" \
+        GPURUN_TOPOLOGY="$FIXTURES/amd-partitioned.xml" GPURUN_NVML_LIBRARY="$FAKE_NVML" FAKE_NVML_DEVICES="$GPUS" \
+        GPURUN_ROCM_SMI_LIBRARY="$FAKE_ROCM_SMI" FAKE_RSMI_DEVICES=0000:03:00.0,0000:43:00.0 FAKE_RSMI_PARTITIONS=4 \
+        FAKE_RSMI_POWER_W=$AW GPURUN_TEST_SYSFS_ROOT="$TMP/empty" "$GPURUN" run "$TMP/simg.conf" --quiet
+    expect_rc 0 "3 simulated hosts with AMD GPUs"
+    R=$(record simg)
+    jq -e "[.energy.hosts[] | [.devices[] | select(.kind == \"gpu\" and .source == \"rocm_smi\" and .mean_power_W == $AW)] | length > 0] == [true, true, true] and
+        ([.energy.hosts[].missing[] | select(.kind == \"gpu\")] | length == 0)" "$R" >/dev/null
+    ok $? "... each host's GPUs read there by ROCm SMI, ${AW} W ($(jq -c '[.energy.hosts[] | {host, gpus: [.devices[] | select(.kind == "gpu") | [.source, .J]]}]' "$R"))"
+else
+    skip "no fake ROCm SMI (\$FAKE_ROCM_SMI: make check builds it)"
+    skip "no fake ROCm SMI (\$FAKE_ROCM_SMI: make check builds it)"
+fi
 
 # A host whose rank steps are killed: said in its missing, not left out.
 run env PATH="$TMP/simbin:$PATH" GPURUN_SIM_SYSFS="$TMP/simsys" GPURUN_SIM_TOPOLOGIES="$FIXTURES/cpu-only-2numa.xml" \

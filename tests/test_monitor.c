@@ -92,7 +92,7 @@ static void test_shared_objects(void)
     is_str(err.text, "'' is not a launcher name", "the launcher name message");
     ok(gpurun_monitor_find("nosuch", &m, &err) < 0 && err.code == GPURUN_EXIT_ENV, "no such monitor");
     is_str(err.text,
-           "no monitor 'nosuch': built in is nvml; plugins are looked for as monitor_nosuch.so in "
+           "no monitor 'nosuch': built in are nvml and rocm_smi; plugins are looked for as monitor_nosuch.so in "
            "$GPURUN_PLUGIN_PATH and " GPURUN_PKGLIBDIR,
            "the missing monitor message");
     ok(gpurun_launcher_find("nosuch", &l, &err) < 0 && err.code == GPURUN_EXIT_ENV, "no such launcher");
@@ -156,7 +156,7 @@ static void test_missing(const gpurun_monitor_plugin_t *p)
        "missing library: unavailable, with why (%s)", why.text);
     const char *pcis[] = {"0000:13:00.0"};
     char note[512];
-    gpurun_monitor_session_t *s = gpurun_monitor_begin("auto", pcis, 1, note, sizeof note);
+    gpurun_monitor_session_t *s = gpurun_monitor_begin("auto", pcis, NULL, 1, note, sizeof note);
     ok(s == NULL && strstr(note, "libnvidia-ml.so.1"), "missing library: begin() gives no session and a note");
     ok(gpurun_monitor_end(NULL) == NULL, "missing library: end(NULL) is NULL, the run goes on");
 }
@@ -261,7 +261,7 @@ static void test_sampling(const gpurun_monitor_plugin_t *p, const char *lib)
     setenv("GPURUN_MONITOR_INTERVAL", "0.02", 1);
     const char *pcis[] = {"0000:13:00.0"};
     char note[256] = "x";
-    gpurun_monitor_session_t *s = gpurun_monitor_begin("auto", pcis, 1, note, sizeof note);
+    gpurun_monitor_session_t *s = gpurun_monitor_begin("auto", pcis, NULL, 1, note, sizeof note);
     ok(s != NULL && note[0] == '\0', "begin(): a session");
     sleep_s(0.1);
     json_t *j = gpurun_monitor_end(s);
@@ -304,6 +304,121 @@ static void test_health(const gpurun_monitor_plugin_t *p)
     unsetenv("FAKE_NVML_DRIVER");
 }
 
+/* The rocm_smi monitor against tests/fake_rocm_smi.c ($FAKE_ROCM_SMI). */
+static void test_rocm_smi(const char *nvml_lib)
+{
+    const char *lib = getenv("FAKE_ROCM_SMI");
+    if (!lib || access(lib, R_OK) != 0) {
+        skip("no fake ROCm SMI ($FAKE_ROCM_SMI: make check builds it)");
+        return;
+    }
+    const gpurun_monitor_plugin_t *p = NULL;
+    gpurun_error_t err = {0};
+    ok(gpurun_monitor_find("rocm_smi", &p, &err) == 0 && p && !strcmp(p->name, "rocm_smi"),
+       "the rocm_smi monitor is built in");
+    setenv("GPURUN_ROCM_SMI_LIBRARY", "/nonexistent/librocm_smi64.so", 1);
+    ok(p->available(&err) < 0 && strstr(err.text, "ROCm SMI is not available"), "no ROCm SMI: unavailable (%s)",
+       err.text);
+    setenv("GPURUN_ROCM_SMI_LIBRARY", lib, 1);
+    setenv("FAKE_RSMI_DEVICES", "0000:03:00.0,0000:43:00.0", 1);
+    setenv("FAKE_RSMI_PARTITIONS", "4", 1);
+    setenv("FAKE_RSMI_POWER_W", "250", 1);
+    gpurun_error_clear(&err);
+    ok(p->available(&err) == 0, "fake ROCm SMI: available (%s)", err.text);
+
+    /* By PCI address: the first partition of a partitioned GPU (the BDF id
+     * has the partition in bits 31-28), and by index. */
+    const char *ids[] = {"0000:43:00.0", "0000:03:00.0", "6"};
+    gpurun_monitor_t *m = NULL;
+    if (!ok(p->start(ids, 3, 0.02, &m, &err) == 0, "start on 3 GPUs (%s)", err.text))
+        return;
+    sleep_s(0.3);
+    struct gpurun_monitor_result r = {0};
+    p->stop(m, &r);
+    ok(r.ngpus == 3 && r.gpus[0].index == 4 && r.gpus[1].index == 0 && r.gpus[2].index == 6,
+       "PCI 43:00.0 is device 4, 03:00.0 device 0 (their first partitions), \"6\" device 6 (%d %d %d)",
+       r.ngpus > 2 ? r.gpus[0].index : -1, r.ngpus > 2 ? r.gpus[1].index : -1, r.ngpus > 2 ? r.gpus[2].index : -1);
+    ok(r.ngpus == 3 && !strcmp(r.gpus[0].pci, "0000:43:00.0") && !strcmp(r.gpus[2].pci, "0000:43:00.0"),
+       "PCI addresses without the partition bits");
+    ok(r.ngpus == 3 && r.gpus[0].energy_known && fabs(r.gpus[0].energy_j / r.seconds - 250) < 0.02 * 250,
+       "energy from the counter (ticks of 15.3 uJ): 250 W within 2 %% (%.3f J in %.3f s)",
+       r.ngpus ? r.gpus[0].energy_j : -1, r.seconds);
+    ok(r.ngpus == 3 && r.gpus[1].power_n > 0 && near(r.gpus[1].power_mean_w, 250) &&
+           near(r.gpus[1].util_mean, 40) && near(r.gpus[1].mem_mean_mib, 2048) && !strcmp(r.gpus[1].name, "AMD Instinct MI250X"),
+       "power, busy, VRAM and name of device 0");
+    gpurun_monitor_result_free(&r);
+
+    /* Partitions numbered in the function bits: found as function 0. */
+    setenv("FAKE_RSMI_DEVICES", "0000:03:00.2,0000:03:00.1", 1);
+    setenv("FAKE_RSMI_PARTITIONS", "1", 1);
+    const char *fn0[] = {"0000:03:00.0"}, *bad[] = {"0000:99:00.0"};
+    m = NULL;
+    ok(p->start(fn0, 1, 1, &m, &err) == 0 && p->stop(m, &r) == 0 && r.ngpus == 1 && r.gpus[0].index == 0,
+       "partitions in the function bits: function 0 asked, the lowest device of that slot");
+    gpurun_monitor_result_free(&r);
+    ok(p->start(bad, 1, 1, &m, &err) < 0 && strstr(err.text, "ROCm SMI has no GPU 0000:99:00.0"),
+       "an unknown PCI address is refused (%s)", err.text);
+
+    /* No energy counter: a note; power still sampled. */
+    setenv("FAKE_RSMI_NO_ENERGY", "1", 1);
+    m = NULL;
+    ok(p->start(fn0, 1, 0.02, &m, &err) == 0 && (sleep_s(0.05), p->stop(m, &r) == 0) && r.ngpus == 1 &&
+           !r.gpus[0].energy_known && strstr(r.gpus[0].energy_why, "NOT_SUPPORTED") && r.gpus[0].power_n > 0,
+       "no energy counter: energy unknown, with why (%s)", r.ngpus ? r.gpus[0].energy_why : "");
+    gpurun_monitor_result_free(&r);
+    unsetenv("FAKE_RSMI_NO_ENERGY");
+
+    /* health for doctor */
+    setenv("FAKE_RSMI_DEVICES", "0000:03:00.0,0000:43:00.0", 1);
+    struct gpurun_gpu_health *h = NULL;
+    int n = 0;
+    char driver[64];
+    ok(p->health(&h, &n, driver, sizeof driver, &err) == 0 && n == 2 && !strcmp(driver, "6.8.5") &&
+           !strcmp(h[1].pci, "0000:43:00.0") && near(h[1].power_w, 250) && near(h[1].power_limit_w, 560) &&
+           h[1].temperature_c == 55 && h[1].energy_counter && h[1].pcie_gen == -1,
+       "health: PCI, driver, power and cap, junction temperature, energy counter");
+    free(h);
+
+    /* A run with GPUs of both vendors: each to its monitor; one vendor's
+     * monitor missing leaves its GPUs in the array with why. */
+    setenv("GPURUN_NVML_LIBRARY", nvml_lib, 1);
+    setenv("FAKE_NVML_DEVICES", "0000:13:00.0", 1);
+    const char *pcis[] = {"0000:13:00.0", "0000:43:00.0"};
+    const char *vendors[] = {"nvidia", "amd"};
+    char note[512] = "x";
+    gpurun_monitor_session_t *s = gpurun_monitor_begin("auto", pcis, vendors, 2, note, sizeof note);
+    json_t *j = gpurun_monitor_end(s);
+    ok(s && note[0] == '\0' && json_array_size(j) == 2 &&
+           !strcmp(json_string_value(json_object_get(json_array_get(j, 0), "monitor")), "nvml") &&
+           !strcmp(json_string_value(json_object_get(json_array_get(j, 1), "monitor")), "rocm_smi") &&
+           json_is_number(json_object_get(json_array_get(j, 1), "energy_J")),
+       "NVIDIA and AMD GPUs: nvml and rocm_smi, each entry naming its monitor");
+    json_decref(j);
+    /* Vendor unknown (a rank step's helper): NVML does not have it, ROCm SMI does. */
+    const char *amd_only[] = {"0000:43:00.0"};
+    s = gpurun_monitor_begin("auto", amd_only, NULL, 1, note, sizeof note);
+    j = gpurun_monitor_end(s);
+    ok(json_array_size(j) == 1 && !strcmp(json_string_value(json_object_get(json_array_get(j, 0), "monitor")), "rocm_smi"),
+       "vendor unknown: the monitor that has the GPU (rocm_smi after nvml)");
+    json_decref(j);
+    setenv("GPURUN_ROCM_SMI_LIBRARY", "/nonexistent/librocm_smi64.so", 1);
+    s = gpurun_monitor_begin("auto", pcis, vendors, 2, note, sizeof note);
+    j = gpurun_monitor_end(s);
+    json_t *amd = json_array_get(j, 1);
+    ok(s && json_array_size(j) == 2 && json_is_number(json_object_get(json_array_get(j, 0), "energy_J")) &&
+           json_is_null(json_object_get(amd, "energy_J")) && json_is_null(json_object_get(amd, "power_mean_w")) &&
+           strstr(json_string_value(json_object_get(amd, "energy_note")), "ROCm SMI is not available"),
+       "no ROCm SMI beside NVML: the AMD GPU listed with null figures and why");
+    json_decref(j);
+    s = gpurun_monitor_begin("auto", amd_only, NULL, 1, note, sizeof note);
+    ok(s == NULL && strstr(note, "NVML has no GPU 0000:43:00.0") && strstr(note, "ROCm SMI is not available"),
+       "vendor unknown, neither has it: no session, both reasons (%s)", note);
+    unsetenv("GPURUN_ROCM_SMI_LIBRARY");
+    unsetenv("FAKE_RSMI_DEVICES");
+    unsetenv("FAKE_RSMI_PARTITIONS");
+    unsetenv("FAKE_RSMI_POWER_W");
+}
+
 int main(void)
 {
     snprintf(tmp, sizeof tmp, "%s/gpurun-mon.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -323,6 +438,7 @@ int main(void)
     if (lib) {
         test_sampling(p, lib);
         test_health(p);
+        test_rocm_smi(lib);
     } else {
         skip("no fake NVML: no C compiler to build tests/fake_nvml.c");
     }

@@ -228,15 +228,19 @@ static void add_gpus(json_t *devices, json_t *miss, json_t *gpus_monitor, const 
         else
             snprintf(name, sizeof name, "GPU %s (%s)", model ? model : "", pci ? pci : "?");
         double j;
-        const char *source;
+        /* The monitor that read it (records before rocm_smi name none: NVML's). */
+        const char *mon = json_string_value(json_object_get(g, "monitor"));
+        char source[48];
+        if (!mon || !*mon || strlen(mon) > 32)
+            mon = "nvml";
         if (json_is_number(ej)) {
             j = json_number_value(ej);
-            source = "nvml";
+            snprintf(source, sizeof source, "%s", mon);
         } else if (json_is_number(pm) && secs > 0) {
-            /* No energy counter (before Volta): the power samples' mean over
-             * the measured time, said as such. */
+            /* No energy counter (before Volta, before MI100): the power
+             * samples' mean over the measured time, said as such. */
             j = json_number_value(pm) * secs;
-            source = "nvml-power-samples";
+            snprintf(source, sizeof source, "%s-power-samples", mon);
         } else {
             const char *note = json_string_value(json_object_get(g, "energy_note"));
             char why[400];

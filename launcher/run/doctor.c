@@ -239,6 +239,36 @@ static void check_energy(struct doctor *d, const char *root)
           "%s", line);
 }
 
+/* AMD GPUs' energy and power: whether ROCm SMI is there and its energy
+ * counter reads (MI100 and later). */
+static void check_amd_energy(struct doctor *d)
+{
+    const gpurun_monitor_plugin_t *rsmi;
+    gpurun_error_t err = {0};
+    struct gpurun_gpu_health *h = NULL;
+    int nh = 0;
+    char driver[96] = "";
+    if (gpurun_monitor_find("rocm_smi", &rsmi, &err) < 0 || !rsmi->health ||
+        rsmi->health(&h, &nh, driver, sizeof driver, &err) < 0) {
+        check(d, "energy_gpu_amd", "AMD GPU energy", GPURUN_CHECK_WARN,
+              "install ROCm's rocm-smi-lib (librocm_smi64.so): gpurun reads the AMD GPUs' energy and power through it",
+              "the runs record no energy or power of the AMD GPUs: %s", err.text);
+        return;
+    }
+    int counters = 0;
+    for (int i = 0; i < nh; i++)
+        counters += h[i].energy_counter;
+    free(h);
+    if (nh > 0 && counters == nh)
+        check(d, "energy_gpu_amd", "AMD GPU energy", GPURUN_CHECK_PASS, NULL,
+              "ROCm SMI's energy counter reads on all %d ROCm SMI device%s (driver %s): their energy is recorded", nh,
+              nh == 1 ? "" : "s", driver[0] ? driver : "?");
+    else
+        check(d, "energy_gpu_amd", "AMD GPU energy", GPURUN_CHECK_WARN,
+              "GPUs before MI100 have no energy counter: their energy is estimated from the power samples",
+              "ROCm SMI's energy counter reads on %d of %d devices", counters, nh);
+}
+
 /* Driver and health; NVML only for NVIDIA GPUs. */
 static void check_driver(struct doctor *d, const gpurun_gdr_probe_t *probe, int nnvidia, int namd)
 {
@@ -250,6 +280,7 @@ static void check_driver(struct doctor *d, const gpurun_gdr_probe_t *probe, int 
             check(d, "driver_amd", "AMD driver", GPURUN_CHECK_FAIL,
                   "install ROCm's amdgpu-dkms and reboot (rocm-smi should then list the GPUs)",
                   "AMD GPUs are on the PCI bus, but the amdgpu kernel driver is not loaded");
+        check_amd_energy(d);
     }
     if (nnvidia == 0)
         return;

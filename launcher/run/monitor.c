@@ -15,9 +15,11 @@
 #include "util.h"
 
 extern const gpurun_monitor_plugin_t gpurun_monitor_nvml;
+extern const gpurun_monitor_plugin_t gpurun_monitor_rocm_smi;
 
 static const void *const builtin[] = {
     &gpurun_monitor_nvml,
+    &gpurun_monitor_rocm_smi,
     NULL,
 };
 
@@ -39,7 +41,7 @@ static int check_abi(const void *plugin, const char *where, gpurun_error_t *err)
 
 static const struct gpurun_plugin_kind monitors = {
     .kind = "monitor",
-    .builtin_names = "built in is nvml",
+    .builtin_names = "built in are nvml and rocm_smi",
     .builtin = builtin,
     .name = monitor_name,
     .check_abi = check_abi,
@@ -93,9 +95,21 @@ json_t *gpurun_monitor_json(const struct gpurun_monitor_result *r)
     return a;
 }
 
-struct gpurun_monitor_session {
-    const gpurun_monitor_plugin_t *plugin;
+/* A run's monitoring: one part per monitor, each with its GPUs.  `auto`
+ * gives NVIDIA GPUs to nvml and AMD GPUs to rocm_smi; GPUs whose vendor the
+ * caller does not know (a rank step's helper) go to the first of nvml and
+ * rocm_smi that has them all. */
+#define PARTS_MAX 3
+struct part {
+    const gpurun_monitor_plugin_t *plugin; /* NULL: none could start */
     gpurun_monitor_t *mon;
+    const char **pcis;
+    int n;
+    char why[512]; /* when plugin is NULL */
+};
+struct gpurun_monitor_session {
+    struct part parts[PARTS_MAX];
+    int nparts;
 };
 
 static double interval(void)
@@ -106,11 +120,45 @@ static double interval(void)
     return s && *s && !*end && v >= 0.01 && v <= 3600 ? v : DEFAULT_INTERVAL_S;
 }
 
-gpurun_monitor_session_t *gpurun_monitor_begin(const char *name, const char *const *pcis, int n, char *why,
-                                               size_t whylen)
+/* Start `name` on the part's GPUs; false with why in the part. */
+static bool part_start(struct part *pt, const char *name)
 {
     gpurun_error_t err = {0};
     const gpurun_monitor_plugin_t *p;
+    if (gpurun_monitor_find(name, &p, &err) < 0 || p->start(pt->pcis, pt->n, interval(), &pt->mon, &err) < 0) {
+        snprintf(pt->why, sizeof pt->why, "%.511s", err.text);
+        return false;
+    }
+    pt->plugin = p;
+    return true;
+}
+
+static void part_probe(struct part *pt)
+{
+    if (part_start(pt, "nvml"))
+        return;
+    char nvml_why[sizeof pt->why];
+    snprintf(nvml_why, sizeof nvml_why, "%s", pt->why);
+    if (!part_start(pt, "rocm_smi")) {
+        char rocm_why[sizeof pt->why];
+        snprintf(rocm_why, sizeof rocm_why, "%s", pt->why);
+        snprintf(pt->why, sizeof pt->why, "%.250s; %.250s", nvml_why, rocm_why);
+    }
+}
+
+static void session_free(gpurun_monitor_session_t *s)
+{
+    for (int k = 0; k < s->nparts; k++) {
+        for (int i = 0; i < s->parts[k].n; i++)
+            free((char *)s->parts[k].pcis[i]);
+        free(s->parts[k].pcis);
+    }
+    free(s);
+}
+
+gpurun_monitor_session_t *gpurun_monitor_begin(const char *name, const char *const *pcis, const char *const *vendors,
+                                               int n, char *why, size_t whylen)
+{
     if (why && whylen)
         why[0] = '\0';
     if (name && !strcmp(name, "none")) {
@@ -123,27 +171,74 @@ gpurun_monitor_session_t *gpurun_monitor_begin(const char *name, const char *con
             snprintf(why, whylen, "no GPUs to monitor");
         return NULL;
     }
-    gpurun_monitor_t *mon = NULL;
-    if (gpurun_monitor_find(!name || !strcmp(name, "auto") ? "nvml" : name, &p, &err) < 0 || p->start(pcis, n, interval(), &mon, &err) < 0) {
+    gpurun_monitor_session_t *s = gpurun_xcalloc(1, sizeof *s);
+    bool automatic = !name || !strcmp(name, "auto");
+    /* Parts: 0 NVIDIA (or the named monitor's), 1 AMD, 2 vendor unknown. */
+    static const char *const part_monitor[PARTS_MAX] = {"nvml", "rocm_smi", NULL};
+    for (int k = 0; k < PARTS_MAX; k++)
+        s->parts[k].pcis = gpurun_xcalloc((size_t)n, sizeof *s->parts[k].pcis);
+    for (int i = 0; i < n; i++) {
+        const char *v = vendors ? vendors[i] : NULL;
+        int k = !automatic || (v && !strcmp(v, "nvidia")) ? 0 : v && !strcmp(v, "amd") ? 1 : 2;
+        s->parts[k].pcis[s->parts[k].n++] = gpurun_xstrdup(pcis[i] ? pcis[i] : "");
+    }
+    s->nparts = PARTS_MAX;
+    int started = 0;
+    char first_why[512] = "";
+    for (int k = 0; k < PARTS_MAX; k++) {
+        struct part *pt = &s->parts[k];
+        if (pt->n == 0)
+            continue;
+        if (!automatic)
+            started += part_start(pt, name);
+        else if (part_monitor[k])
+            started += part_start(pt, part_monitor[k]);
+        else
+            part_probe(pt), started += pt->plugin != NULL;
+        if (!pt->plugin && !first_why[0])
+            snprintf(first_why, sizeof first_why, "%s", pt->why);
+    }
+    if (started == 0) {
+        /* Nothing to sample: the caller says why (as one part's failure). */
         if (why)
-            snprintf(why, whylen, "%s", err.text);
+            snprintf(why, whylen, "%s", first_why);
+        session_free(s);
         return NULL;
     }
-    gpurun_monitor_session_t *s = gpurun_xcalloc(1, sizeof *s);
-    s->plugin = p;
-    s->mon = mon;
     return s;
+}
+
+/* A GPU no monitor could read: its entry says why. */
+static json_t *unread_gpu(const char *pci, const char *why)
+{
+    return json_pack("{s:s, s:n, s:n, s:n, s:n, s:n, s:n, s:n, s:n, s:i, s:n, s:s}", "pci", pci, "index", "name",
+                     "util_mean", "util_peak", "mem_mean_mib", "mem_peak_mib", "power_mean_w", "power_peak_w",
+                     "samples", 0, "energy_J", "energy_note", why);
 }
 
 json_t *gpurun_monitor_end(gpurun_monitor_session_t *s)
 {
     if (!s)
         return NULL;
-    struct gpurun_monitor_result r = {0};
-    json_t *j = NULL;
-    if (s->plugin->stop(s->mon, &r) == 0)
-        j = gpurun_monitor_json(&r);
-    gpurun_monitor_result_free(&r);
-    free(s);
-    return j;
+    json_t *all = json_array();
+    for (int k = 0; k < s->nparts; k++) {
+        struct part *pt = &s->parts[k];
+        if (pt->plugin) {
+            struct gpurun_monitor_result r = {0};
+            json_t *j = pt->plugin->stop(pt->mon, &r) == 0 ? gpurun_monitor_json(&r) : NULL;
+            size_t i;
+            json_t *g;
+            json_array_foreach(j, i, g) {
+                json_object_set_new(g, "monitor", json_string(pt->plugin->name));
+                json_array_append(all, g);
+            }
+            json_decref(j);
+            gpurun_monitor_result_free(&r);
+        } else {
+            for (int i = 0; i < pt->n; i++)
+                json_array_append_new(all, unread_gpu(pt->pcis[i], pt->why));
+        }
+    }
+    session_free(s);
+    return all;
 }

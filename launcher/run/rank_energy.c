@@ -41,7 +41,7 @@ int gpurun_rank_energy_helper(const char *list)
     for (char *sv = NULL, *t = strtok_r(buf, ",", &sv); t && n < GPURUN_ENERGY_PCIS_MAX; t = strtok_r(NULL, ",", &sv))
         pcis[n++] = t;
     char why[512] = "";
-    gpurun_monitor_session_t *m = gpurun_monitor_begin("auto", pcis, n, why, sizeof why);
+    gpurun_monitor_session_t *m = gpurun_monitor_begin("auto", pcis, NULL, n, why, sizeof why);
     char in[256];
     while (read(STDIN_FILENO, in, sizeof in) > 0 || errno == EINTR)
         errno = 0;

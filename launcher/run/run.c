@@ -1100,21 +1100,26 @@ static int run_setup_steps(struct run_ctx *c, struct run_attempt *a, gpurun_erro
 
 /* The PCI addresses of this node's NVIDIA GPUs that its ranks use, each
  * once: what the monitor watches. */
-static const char **monitored_gpus(const struct run_ctx *c, int *npcip)
+static const char **monitored_gpus(const struct run_ctx *c, const char ***vendorsp, int *npcip)
 {
-    const char **pcis = gpurun_xcalloc((size_t)c->plan->nranks * (size_t)(c->plan->req.gpus_per_rank + 1),
-                                       sizeof *pcis);
+    size_t cap = (size_t)c->plan->nranks * (size_t)(c->plan->req.gpus_per_rank + 1);
+    const char **pcis = gpurun_xcalloc(cap, sizeof *pcis), **vendors = gpurun_xcalloc(cap, sizeof *vendors);
     int npci = 0;
     for (int r = 0; r < c->plan->nranks; r++)
         for (int g = 0; c->plan->ranks[r].node == 0 && g < c->plan->ranks[r].ngpus; g++) {
             const gpurun_gpu_t *gpu = &c->topo->gpus[c->plan->ranks[r].gpus[g]];
-            bool seen = strcmp(gpu->vendor, "nvidia") != 0;
+            /* The vendors a built-in monitor reads; a partitioned GPU's
+             * partitions share its PCI address: once. */
+            bool seen = strcmp(gpu->vendor, "nvidia") != 0 && strcmp(gpu->vendor, "amd") != 0;
             for (int k = 0; k < npci && !seen; k++)
                 seen = !strcmp(pcis[k], gpu->pci);
-            if (!seen)
+            if (!seen) {
+                vendors[npci] = gpu->vendor;
                 pcis[npci++] = gpu->pci;
+            }
         }
     *npcip = npci;
+    *vendorsp = vendors;
     return pcis;
 }
 
@@ -1134,10 +1139,12 @@ static int supervise_ranks(struct run_ctx *c, struct run_attempt *a, bool tty, g
         .status_line = tty,
         .watch = a->watch,
     };
-    /* Utilisation, memory and power of this node's NVIDIA GPUs while the
-     * ranks run; a node without NVML only says so in the record. */
+    /* Utilisation, memory, power and energy of this node's NVIDIA and AMD
+     * GPUs while the ranks run; a node without NVML or ROCm SMI only says so
+     * in the record. */
     int npci = 0;
-    const char **pcis = monitored_gpus(c, &npci);
+    const char **vendors = NULL;
+    const char **pcis = monitored_gpus(c, &vendors, &npci);
     /* Ranks sharing a GPU: one MPS daemon on this host, started last so
      * that nothing between it and the ranks can fail, stopped first. */
     struct sigaction old_handlers[3];
@@ -1147,6 +1154,7 @@ static int supervise_ranks(struct run_ctx *c, struct run_attempt *a, bool tty, g
         mps_signals(true, old_handlers);
     if (start_mps(c, &a->mps, a->dfd, a->run_dir, a->host, &a->mps_json, err) < 0 || mps_signal) {
         free(pcis);
+        free(vendors);
         if (mps_signal)
             gpurun_err(err, 128 + mps_signal, "interrupted by %s while the CUDA MPS daemon started: no rank was "
                        "started; run folder %s", strsignal(mps_signal), a->run_dir);
@@ -1158,8 +1166,10 @@ static int supervise_ranks(struct run_ctx *c, struct run_attempt *a, bool tty, g
      * ranks alone; a few file reads, never a reason to stop. */
     a->rapl0 = gpurun_xcalloc(1, sizeof *a->rapl0);
     gpurun_rapl_read(a->rapl0);
-    gpurun_monitor_session_t *mon = gpurun_monitor_begin(c->job->monitor, pcis, npci, a->mon_why, sizeof a->mon_why);
+    gpurun_monitor_session_t *mon =
+        gpurun_monitor_begin(c->job->monitor, pcis, vendors, npci, a->mon_why, sizeof a->mon_why);
     free(pcis);
+    free(vendors);
     int lrc = gpurun_launch(&a->cmds, &sv, &a->oc, err);
     a->gpus_monitor = gpurun_monitor_end(mon);
     a->rapl1 = gpurun_xcalloc(1, sizeof *a->rapl1);
@@ -1761,17 +1771,15 @@ static void add_energy(struct run_ctx *c, struct run_attempt *a, json_t *record)
         /* No NVIDIA GPU planned here: nothing missing (a CPU job). */
         json_t *own = gpurun_energy_host_json(a->host, a->rapl0, a->rapl1, a->gpus_monitor,
                                               strcmp(a->mon_why, "no GPUs to monitor") ? a->mon_why : "");
-        /* GPUs of other vendors than NVIDIA: no reader yet, said per GPU. */
+        /* GPUs of other vendors than NVIDIA and AMD: no reader, said per GPU. */
         for (int r = 0; r < c->plan->nranks; r++)
             for (int g = 0; c->plan->ranks[r].node == 0 && g < c->plan->ranks[r].ngpus && g < 64; g++) {
                 const gpurun_gpu_t *gpu = &c->topo->gpus[c->plan->ranks[r].gpus[g]];
-                if (!strcmp(gpu->vendor, "nvidia") || json_array_size(json_object_get(own, "missing")) > 256)
+                if (!strcmp(gpu->vendor, "nvidia") || !strcmp(gpu->vendor, "amd") ||
+                    json_array_size(json_object_get(own, "missing")) > 256)
                     continue;
                 char why[256];
-                snprintf(why, sizeof why, "GPU %s (%s): %s", gpu->pci, gpu->vendor,
-                         !strcmp(gpu->vendor, "amd") ? "ROCm SMI's energy counter (rsmi_dev_energy_count_get) is "
-                                                       "not read by gpurun yet"
-                                                     : "no energy counter gpurun reads");
+                snprintf(why, sizeof why, "GPU %s (%s): no energy counter gpurun reads", gpu->pci, gpu->vendor);
                 bool dup = false; /* a GPU shared by ranks: once */
                 size_t k;
                 json_t *m;
