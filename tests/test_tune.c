@@ -92,6 +92,23 @@ static void test_block(void)
         gpurun_job_destroy(j);
     }
 
+    /* params.NAME keys are learnt from the file's records (as scan's), in
+     * both blocks at once, and tune's are bounded. */
+    job = job_of("command = \"x ${a} ${b}\"\nparams { a = \"1\"  b = \"2\" }\n"
+                 "scan { params.a = {\"1\", \"2\"} }\ntune { params.b = {\"3\", \"4\"} }\n", &err);
+    ok(job && job->nscan == 1 && !strcmp(job->scan[0].key, "params.a") && job->ntune == 1 &&
+           !strcmp(job->tune[0].key, "params.b") && job->tune[0].n == 2,
+       "scan { params.a } and tune { params.b } in one file (%s)", job ? "" : err.text);
+    gpurun_job_destroy(job);
+    char many[4096] = "command = \"x\"\ntune {\n";
+    for (int i = 0; i < 33; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), " params.p%d = {\"1\", \"2\"}\n", i);
+    snprintf(many + strlen(many), sizeof many - strlen(many), "}\n");
+    job = job_of(many, &err);
+    ok(!job && err.code == GPURUN_EXIT_CONFIG && strstr(err.text, "t.conf:35: key 'tune.params.p32': more than 32 params.NAME keys"),
+       "33 params.NAME keys in tune: refused at the 33rd (%s)", job ? "(read!)" : err.text);
+    gpurun_job_destroy(job);
+
     job = job_of("command = \"x\"\n", &err);
     ok(job && gpurun_tune_space_make(job, NULL, false, &sp, &err) < 0 && err.code == GPURUN_EXIT_CONFIG &&
            strstr(err.text, "nothing to tune"),

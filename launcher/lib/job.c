@@ -19,7 +19,6 @@
 #include "config.h"
 
 #include <confuse.h>
-#include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -622,14 +621,19 @@ static void take_tune(const struct gpurun_conf_ctx *ctx, cfg_t *cfg, gpurun_job_
     }
 }
 
-/* Each key of tune { }: a list, not empty, not too long, no value twice. */
+/* Each key of tune { }: a list, not empty, not too long, no value twice;
+ * at most TUNE_PARAMS_MAX params.NAME keys. */
 static void check_tune(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
 {
     cfg_t *tune = cfg_getsec(cfg, "tune");
+    size_t nparams = 0;
     for (size_t i = 0; tune && i < ctx->nrecs; i++) {
         const struct gpurun_conf_record *r = &ctx->recs[i];
         if (strcmp(r->section, "tune") != 0 || r->is_section)
             continue;
+        if (is_scan_param(r->key) && ++nparams == TUNE_PARAMS_MAX + 1)
+            gpurun_conf_note(ctx, r->line, GPURUN_CONF_CHECK, "key '%s': more than %d params.NAME keys in tune",
+                             r->name, TUNE_PARAMS_MAX);
         cfg_opt_t *opt = cfg_getopt(tune, r->key);
         unsigned n = opt ? cfg_opt_size(opt) : 0;
         if (n == 0)
@@ -654,36 +658,6 @@ static void check_tune(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
             }
         }
     }
-}
-
-/* The `params.NAME` words of the text: the keys a tune block may give,
- * which libconfuse must know before it reads the file (extra ones cost
- * nothing: an option the file does not set).  At most TUNE_PARAMS_MAX;
- * NULL-terminated, malloc'ed. */
-static char **tune_param_names(const char *text, size_t len)
-{
-    char **names = gpurun_xcalloc(TUNE_PARAMS_MAX + 1, sizeof *names);
-    size_t n = 0;
-    for (size_t i = 0; i + 7 < len && n < TUNE_PARAMS_MAX; i++) {
-        if (strncmp(text + i, "params.", 7) != 0 ||
-            (i > 0 && (isalnum((unsigned char)text[i - 1]) || text[i - 1] == '_' || text[i - 1] == '.')))
-            continue;
-        size_t e = i + 7;
-        while (e < len && (isalnum((unsigned char)text[e]) || text[e] == '_' || text[e] == '-' || text[e] == '.'))
-            e++;
-        if (e == i + 7 || e - i > 96)
-            continue;
-        char *name = gpurun_xstrndup(text + i, e - i);
-        bool seen = false;
-        for (size_t k = 0; k < n && !seen; k++)
-            seen = strcmp(names[k], name) == 0;
-        if (seen)
-            free(name);
-        else
-            names[n++] = name;
-        i = e - 1;
-    }
-    return names;
 }
 
 static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
@@ -772,47 +746,70 @@ static void check_job(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complete)
 
 /* ---- entry points ----------------------------------------------------- */
 
-/* The scan's params.NAME keys, which only the file names: a string list
- * each, added to the schema's scan section (after pass 1, from its
- * records).  Holds the arrays until the read is done. */
-struct scan_schema {
-    cfg_opt_t *top, *scan;
+/* The params.NAME keys of scan { } and tune { }, which only the file
+ * names: a string list each, added to that section's schema (after pass 1,
+ * from its records).  Holds the arrays until the read is done. */
+static const char *const param_sections[] = {"scan", "tune"};
+#define NPARAM_SECTIONS (sizeof param_sections / sizeof *param_sections)
+struct params_schema {
+    cfg_opt_t *top, *sub[NPARAM_SECTIONS];
 };
 
-static cfg_opt_t *scan_params_schema(const struct gpurun_conf_ctx *ctx, cfg_opt_t *schema, void *data)
+/* `section`'s options (`sec`) with its params.NAME keys added; NULL when
+ * the file gives none.  Bounded by the file's records (check_tune bounds
+ * tune's). */
+static cfg_opt_t *section_with_params(const struct gpurun_conf_ctx *ctx, const cfg_opt_t *sec, const char *section)
 {
-    struct scan_schema *ss = data;
-    size_t nparams = 0, ntop = 0, nsub = 0, at = 0;
+    size_t nparams = 0, nsub = 0;
     for (size_t i = 0; i < ctx->nrecs; i++)
-        nparams += !strcmp(ctx->recs[i].section, "scan") && !ctx->recs[i].is_section &&
+        nparams += !strcmp(ctx->recs[i].section, section) && !ctx->recs[i].is_section &&
                    is_scan_param(ctx->recs[i].key);
-    while (schema[ntop].name)
-        ntop++;
-    while (at < ntop && strcmp(schema[at].name, "scan") != 0)
-        at++;
-    if (!nparams || at == ntop)
+    if (!nparams)
         return NULL;
-    while (schema[at].subopts[nsub].name)
+    while (sec->subopts[nsub].name)
         nsub++;
-    ss->scan = gpurun_xcalloc(nsub + nparams + 1, sizeof *ss->scan);
-    memcpy(ss->scan, schema[at].subopts, nsub * sizeof *ss->scan);
+    cfg_opt_t *sub = gpurun_xcalloc(nsub + nparams + 1, sizeof *sub);
+    memcpy(sub, sec->subopts, nsub * sizeof *sub);
     size_t n = nsub;
     for (size_t i = 0; i < ctx->nrecs; i++) {
         const struct gpurun_conf_record *r = &ctx->recs[i];
-        if (strcmp(r->section, "scan") != 0 || r->is_section || !is_scan_param(r->key) ||
+        if (strcmp(r->section, section) != 0 || r->is_section || !is_scan_param(r->key) ||
             !gpurun_conf_key_name_ok(r->key + 7))
             continue;
         bool seen = false; /* twice: the duplicates check says so */
         for (size_t j = nsub; j < n && !seen; j++)
-            seen = !strcmp(ss->scan[j].name, r->key);
+            seen = !strcmp(sub[j].name, r->key);
         if (!seen)
-            ss->scan[n++] = (cfg_opt_t)CFG_STR_LIST((char *)r->key, NULL, CFGF_NONE);
+            sub[n++] = (cfg_opt_t)CFG_STR_LIST((char *)r->key, NULL, CFGF_NONE);
     }
-    ss->scan[n] = (cfg_opt_t)CFG_END();
-    ss->top = gpurun_xcalloc(ntop + 1, sizeof *ss->top);
-    memcpy(ss->top, schema, (ntop + 1) * sizeof *ss->top);
-    ss->top[at].subopts = ss->scan;
-    return ss->top;
+    sub[n] = (cfg_opt_t)CFG_END();
+    return sub;
+}
+
+static cfg_opt_t *params_schema(const struct gpurun_conf_ctx *ctx, cfg_opt_t *schema, void *data)
+{
+    struct params_schema *ps = data;
+    size_t ntop = 0;
+    while (schema[ntop].name)
+        ntop++;
+    bool any = false;
+    for (size_t k = 0; k < NPARAM_SECTIONS; k++) {
+        size_t at = 0;
+        while (at < ntop && strcmp(schema[at].name, param_sections[k]) != 0)
+            at++;
+        if (at == ntop)
+            continue;
+        ps->sub[k] = section_with_params(ctx, &schema[at], param_sections[k]);
+        if (!ps->sub[k])
+            continue;
+        if (!any) {
+            ps->top = gpurun_xcalloc(ntop + 1, sizeof *ps->top);
+            memcpy(ps->top, schema, (ntop + 1) * sizeof *ps->top);
+            any = true;
+        }
+        ps->top[at].subopts = ps->sub[k];
+    }
+    return any ? ps->top : NULL;
 }
 
 /* `set_prefix`: the text is a --set assignment written as a file; its
@@ -829,25 +826,16 @@ static int parse_job(const char *text, size_t len, const char *label, const char
         CFG_INT_LIST_CB("threads_per_rank", NULL, CFGF_NONE, cb_int),
         CFG_END(),
     };
-    /* tune { }: the layout keys scan takes, ranks_per_gpu, and a string
-     * list for each params.NAME the text holds. */
-    char **tune_params = tune_param_names(text, len);
-    size_t ntp = 0;
-    while (tune_params[ntp])
-        ntp++;
-    cfg_opt_t tune_fixed[] = {
+    /* tune { }: the layout keys scan takes and ranks_per_gpu (the
+     * params.NAME keys of both come from params_schema()). */
+    cfg_opt_t tune_opts[] = {
         CFG_INT_LIST_CB("nodes", NULL, CFGF_NONE, cb_int),
         CFG_INT_LIST_CB("ranks_per_node", NULL, CFGF_NONE, cb_int),
         CFG_INT_LIST_CB("gpus_per_rank", NULL, CFGF_NONE, cb_int),
         CFG_INT_LIST_CB("threads_per_rank", NULL, CFGF_NONE, cb_int),
         CFG_INT_LIST_CB("ranks_per_gpu", NULL, CFGF_NONE, cb_int),
+        CFG_END(),
     };
-    size_t ntf = sizeof tune_fixed / sizeof *tune_fixed;
-    cfg_opt_t *tune_opts = gpurun_xcalloc(ntf + ntp + 1, sizeof *tune_opts);
-    memcpy(tune_opts, tune_fixed, sizeof tune_fixed);
-    for (size_t i = 0; i < ntp; i++)
-        tune_opts[ntf + i] = (cfg_opt_t)CFG_STR_LIST(tune_params[i], NULL, CFGF_NONE);
-    tune_opts[ntf + ntp] = (cfg_opt_t)CFG_END();
     cfg_opt_t container_opts[] = GPURUN_CONTAINER_JOB_OPTS;
     cfg_opt_t opts[] = {
         CFG_STR("job", NULL, CFGF_NONE),
@@ -893,24 +881,21 @@ static int parse_job(const char *text, size_t len, const char *label, const char
         schema[nfixed + i] = (cfg_opt_t)CFG_SEC((char *)managers[i], NULL, CFGF_KEYSTRVAL);
     schema[nfixed + nm] = (cfg_opt_t)CFG_END();
 
-    struct scan_schema ss = {0};
+    struct params_schema ps = {0};
     struct gpurun_conf_file f = {.label = label,
                                  .prefix = set_prefix,
                                  .what = "the job file",
                                  .schema = schema,
                                  .check = check_job,
                                  .convert = convert,
-                                 .extend = scan_params_schema,
-                                 .data = &ss};
+                                 .extend = params_schema,
+                                 .data = &ps};
     void *job;
     int rc = gpurun_conf_read(&f, text, len, &job, err);
     free(schema);
-    free(ss.top);
-    free(ss.scan);
-    free(tune_opts);
-    for (size_t i = 0; i < ntp; i++)
-        free(tune_params[i]);
-    free(tune_params);
+    free(ps.top);
+    for (size_t k = 0; k < NPARAM_SECTIONS; k++)
+        free(ps.sub[k]);
     *jobp = job;
     return rc;
 }
