@@ -98,6 +98,7 @@ contains "$TMP/err" "square.conf:9: key 'params.grid': '2x2': P x Q = 4 but the 
 ok $? "... nothing started"
 run "$GPURUN" submit "$TMP/hpl/square.conf" --dry-run
 expect_rc 2 "gpurun submit of it: exit 2 before anything is queued"
+contains "$TMP/err" "square.conf:9: key 'params.grid': '2x2': P x Q = 4" "... saying why"
 # HPL 1.0's input has no PMAP line: its line 10 is not the grids' count.
 grep -v '^0            PMAP' "$TMP/hpl/hpccinf.txt" >"$TMP/hpl/old.txt"
 sed -e 's/^job = "plain"/job = "oldin"/' -e 's/input = "hpccinf.txt"/input = "old.txt"  grid = "auto"/' \

@@ -191,7 +191,7 @@ static int check_commands(const gpurun_job_t *job, const gpurun_template_t *tpl,
     /* HPL's NB and P x Q (hpldat.h): their form, the input they go into,
      * and the grid against the ranks where the job fixes them. */
     struct gpurun_hpl_edit hpl;
-    long nranks = !job->nscan && job->nodes > 0 && job->ranks_per_node > 0 ? job->nodes * job->ranks_per_node : 0;
+    long nranks = !job->nscan && job->nodes > 0 && job->ranks_per_node > 0 ? (long)job->nodes * job->ranks_per_node : 0;
     if (rc == 0)
         rc = gpurun_hpl_edit_for_job(tpl, job, nranks, &hpl, err);
     if (rc == 0)
