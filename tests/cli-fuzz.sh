@@ -28,7 +28,7 @@ verdict() { # TARGET DESCRIPTION: after run
 }
 
 # spank: only where the SPANK plugin is built (Slurm's spank.h); make sets FUZZ_TARGETS
-for t in ${FUZZ_TARGETS:-job set template site batch topo fom record $([ -x "$FUZZ_BIN/fuzz-spank" ] && echo spank)}; do
+for t in ${FUZZ_TARGETS:-job set template site batch topo fom record hpldat $([ -x "$FUZZ_BIN/fuzz-spank" ] && echo spank)}; do
     prog=$FUZZ_BIN/fuzz-$t
     if [ ! -x "$prog" ]; then
         ok 1 "$t: $prog was not built"

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "hpldat.h"
 #include "cmd.h"
 #include "cmd_common.h"
 #include "job.h"
@@ -80,7 +81,8 @@ struct cand {
     char *label;
     char **sets; /* the candidate's --set assignments (its axes) */
     size_t nsets;
-    char *pruned; /* why it cannot run here; NULL: it can */
+    char *pruned; /* why it cannot run here (or need not: the same run as another); NULL: it can */
+    char *same;   /* what it runs, HPL's grid resolved ("params.grid=1x2 ..."): two alike run once */
     char *failed; /* why a trial failed; it is out of the search */
     long gpus, ranks, threads;
     /* per objective, the trials' values */
@@ -252,14 +254,70 @@ static gpurun_job_t *trial_job(const struct tune *t, const struct cand *c, bool 
     return job;
 }
 
+/* The template's HPL input (hpldat.h) for candidate c, planned with
+ * `nranks` ranks: a grid whose P x Q is not the ranks prunes it; else
+ * c->same says what it runs, with auto and flat resolved, so that two
+ * candidates with the same grid run once.  The input the edit goes into
+ * is checked once (`checked`), before anything starts: -1 (exit 2) when
+ * HPL could not read it so. */
+static int hpl_candidate(struct tune *t, struct cand *c, const gpurun_job_t *job, long nranks, bool *checked,
+                         gpurun_error_t *err)
+{
+    struct gpurun_hpl_edit hpl;
+    gpurun_error_t e = {0};
+    if (gpurun_hpl_edit_for_job(t->tpl, job, nranks, &hpl, &e) < 0) {
+        /* "--set params.grid=2x2: key ...": the candidate's own value, named by its label */
+        const char *why = e.text, *colon = strstr(e.text, ": key '");
+        if (!strncmp(e.text, "--set ", 6) && colon)
+            why = colon + 2;
+        c->pruned = gpurun_xstrdup(why);
+        return 0;
+    }
+    if (!hpl.active)
+        return 0;
+    static const char grid_set[] = "params." GPURUN_HPL_GRID_PARAM "=", nb_set[] = "params." GPURUN_HPL_NB_PARAM "=";
+    struct gpurun_strbuf sb = {0};
+    for (size_t i = 0; i < c->nsets; i++) {
+        if (!strncmp(c->sets[i], grid_set, sizeof grid_set - 1) && hpl.p > 0)
+            gpurun_strbuf_printf(&sb, "%sparams.%s=%ldx%ld", i ? " " : "", GPURUN_HPL_GRID_PARAM, hpl.p, hpl.q);
+        else if (!strncmp(c->sets[i], nb_set, sizeof nb_set - 1) && hpl.nb > 0)
+            gpurun_strbuf_printf(&sb, "%sparams.%s=%ld", i ? " " : "", GPURUN_HPL_NB_PARAM, hpl.nb);
+        else
+            gpurun_strbuf_printf(&sb, "%s%s", i ? " " : "", c->sets[i]);
+    }
+    c->same = sb.s ? sb.s : gpurun_xstrdup("");
+    for (struct cand *o = t->c; o < c; o++)
+        if (!o->pruned && o->same && !strcmp(o->same, c->same)) {
+            c->pruned = gpurun_xasprintf("the same run as %s here (grid %s: %ld x %ld on %ld rank%s)", o->label,
+                                         hpl.grid, hpl.p, hpl.q, nranks, nranks == 1 ? "" : "s");
+            return 0;
+        }
+    if (*checked)
+        return 0;
+    *checked = true;
+    struct gpurun_kvlist names = {0};
+    char *jd = realpath(job->dir, NULL);
+    struct gpurun_job_values vals = {.job = job->name, .template_name = job->template_name,
+                                     .job_dir = jd ? jd : job->dir, .run_dir = "RUN_DIR", .nodes = 1,
+                                     .ranks_per_node = nranks, .ranks = nranks, .gpus_per_rank = 0,
+                                     .threads_per_rank = 1, .repeat = 1};
+    gpurun_job_names(&names, &vals, t->tpl, &job->params);
+    int rc = gpurun_hpl_check_from(t->tpl, &hpl, gpurun_kvlist_lookup, &names, vals.job_dir, err);
+    gpurun_kvlist_clear(&names);
+    free(jd);
+    return rc;
+}
+
 /* Plan each candidate as `gpurun run` would; those this node cannot run
  * keep the planner's reason. */
 static int plan_all(struct tune *t, gpurun_error_t *err)
 {
     gpurun_topo_t *topo = NULL;
+    bool hpl_checked = false;
+    int rc = 0;
     if (gpurun_topo_load(NULL, &topo, err) < 0)
         return -1;
-    for (size_t k = 0; k < t->n; k++) {
+    for (size_t k = 0; k < t->n && rc == 0; k++) {
         struct cand *c = &t->c[k];
         gpurun_error_t e = {0};
         gpurun_job_t *job = trial_job(t, c, true, &e);
@@ -278,12 +336,13 @@ static int plan_all(struct tune *t, gpurun_error_t *err)
             c->ranks = plan->nranks;
             c->gpus = (long)plan->nranks * plan->req.gpus_per_rank;
             c->threads = (long)plan->nranks * (plan->nranks ? plan->ranks[0].threads : 0);
+            rc = hpl_candidate(t, c, job, plan->nranks, &hpl_checked, err);
         }
         gpurun_plan_destroy(plan);
         gpurun_job_destroy(job);
     }
     gpurun_topo_destroy(topo);
-    return 0;
+    return rc;
 }
 
 /* A params axis the template does not use is the job's mistake, not a
@@ -844,6 +903,7 @@ static void tune_free(struct tune *t)
             free(c->sets[i]);
         free(c->sets);
         free(c->pruned);
+        free(c->same);
         free(c->failed);
         for (int o = 0; o < OBJ_N; o++)
             free(c->v[o]);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "confparse.h"
+#include "hpldat.h"
 #include "progress.h"
 #include "safefile.h"
 #include "template.h"
@@ -559,7 +560,8 @@ static void check_progress(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     }
 }
 
-static const char *const string_keys[] = {"description", "command", "gpu_args", "progress", "rank_env"};
+static const char *const string_keys[] = {"description", "command", "gpu_args", "progress", "rank_env",
+                                          "hpl_dat", "hpl_dat_from"};
 /* Lists of plain text (failure: of regexes); a single string is a list of one. */
 static const char *const text_lists[] = {"sanity", "failure", "restart", "inputs", "tune_space", "tune_short"};
 static const char *const free_sections[] = {"env", "defaults"};
@@ -632,6 +634,23 @@ static void check_template(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complet
         gpurun_conf_note(ctx, rline, GPURUN_CONF_CHECK, "key 'rank_env': '%s' is not one of torchrun%s%s%s",
                          gpurun_conf_shown(&a, rank_env), near ? " (did you mean '" : "", near ? near : "",
                          near ? "'?)" : "");
+    }
+
+    /* hpl_dat: a file of the run folder, named plainly; hpl_dat_from with it. */
+    struct gpurun_conf_shown hs;
+    int hline = gpurun_conf_record_line(ctx, "hpl_dat");
+    const char *hpl = cfg_getstr(cfg, "hpl_dat");
+    if (hline && hpl && *hpl && (strchr(hpl, '/') || strstr(hpl, "${") || !strcmp(hpl, ".") || !strcmp(hpl, "..")))
+        gpurun_conf_note(ctx, hline, GPURUN_CONF_CHECK,
+                         "key 'hpl_dat': '%s' is not a plain file name (the run folder's copy of HPL's input, as "
+                         "\"hpccinf.txt\")",
+                         gpurun_conf_shown(&hs, hpl));
+    int fromline = gpurun_conf_record_line(ctx, "hpl_dat_from");
+    if (fromline && cfg_getstr(cfg, "hpl_dat_from")) {
+        if (!hpl)
+            gpurun_conf_note(ctx, fromline, GPURUN_CONF_CHECK,
+                             "key 'hpl_dat_from': without 'hpl_dat' (the copy to edit) it says nothing");
+        check_command(ctx, fromline, "key 'hpl_dat_from'", cfg_getstr(cfg, "hpl_dat_from"), false);
     }
 
     /* version: a regex with a group; version_file a name to expand. */
@@ -732,6 +751,8 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     t->progress_name = gpurun_conf_strdup(cfg_getstr(cfg, "progress_name"));
     t->progress_scale = gpurun_conf_strdup(cfg_getstr(cfg, "progress_scale"));
     t->rank_env = gpurun_conf_strdup(cfg_getstr(cfg, "rank_env"));
+    t->hpl_dat = gpurun_conf_strdup(cfg_getstr(cfg, "hpl_dat"));
+    t->hpl_dat_from = gpurun_conf_strdup(cfg_getstr(cfg, "hpl_dat_from"));
     gpurun_conf_take_kvlist(cfg, "env", &t->env);
     gpurun_conf_take_kvlist(cfg, "defaults", &t->defaults);
     gpurun_container_take(ctx, cfg, &t->container);
@@ -781,6 +802,11 @@ static int used_names(const gpurun_template_t *t, const gpurun_job_t *job,
         rc = note_names(progress[i], "key 'progress'", names, err);
     if (rc == 0)
         rc = note_names(t->version_file, "key 'version_file'", names, err);
+    if (rc == 0 && t->hpl_dat) { /* the params that set NB and P x Q in it (hpldat.h) */
+        gpurun_kvlist_set(names, GPURUN_HPL_NB_PARAM, "");
+        gpurun_kvlist_set(names, GPURUN_HPL_GRID_PARAM, "");
+        rc = note_names(t->hpl_dat_from, "key 'hpl_dat_from'", names, err);
+    }
     for (size_t i = 0; rc == 0 && i < t->nfoms; i++) {
         const struct gpurun_fom *f = &t->foms[i];
         const char *const fields[] = {f->file, f->regex, f->header, f->row, f->after, f->units};
@@ -885,6 +911,8 @@ int gpurun_template_parse(const char *text, size_t len, const char *label, gpuru
         CFG_STR("progress_name", NULL, CFGF_NONE),
         CFG_STR("progress_scale", NULL, CFGF_NONE),
         CFG_STR("rank_env", NULL, CFGF_NONE),
+        CFG_STR("hpl_dat", NULL, CFGF_NONE),
+        CFG_STR("hpl_dat_from", NULL, CFGF_NONE),
         CFG_SEC("env", NULL, CFGF_KEYSTRVAL),
         CFG_SEC("defaults", NULL, CFGF_KEYSTRVAL),
         CFG_SEC("container", container_opts, CFGF_NONE),
@@ -975,6 +1003,8 @@ void gpurun_template_destroy(gpurun_template_t *t)
     free(t->progress_name);
     free(t->progress_scale);
     free(t->rank_env);
+    free(t->hpl_dat);
+    free(t->hpl_dat_from);
     gpurun_kvlist_clear(&t->env);
     gpurun_kvlist_clear(&t->defaults);
     free(t);

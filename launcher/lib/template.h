@@ -84,6 +84,11 @@ typedef struct gpurun_template {
      * measures ("params.nsteps=4000"); NULL-ended, empty when none. */
     char **tune_space, **tune_short;
     size_t ntune_space, ntune_short;
+    /* HPL's input (hpldat.h): the run folder's file in HPL.dat's format whose
+     * NB and P x Q the params nb and grid set after the setup steps (a plain
+     * name); the file it is copied from (${name} unexpanded), checked before
+     * anything starts.  NULL when none. */
+    char *hpl_dat, *hpl_dat_from;
 } gpurun_template_t;
 
 /* Find NAME.conf on the search path: the job file's folder, each folder of

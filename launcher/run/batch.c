@@ -26,6 +26,7 @@
 #include "inputs.h"
 #include "confparse.h"
 #include "container.h"
+#include "hpldat.h"
 #include "manager.h"
 #include "rank.h" /* gpurun_rank_program */
 #include "template.h"
@@ -187,6 +188,14 @@ static int check_commands(const gpurun_job_t *job, const gpurun_template_t *tpl,
     /* The inputs, before the job waits in the queue for them. */
     if (rc == 0)
         rc = gpurun_inputs_check(tpl, job, dir, &names, warnings, err);
+    /* HPL's NB and P x Q (hpldat.h): their form, the input they go into,
+     * and the grid against the ranks where the job fixes them. */
+    struct gpurun_hpl_edit hpl;
+    long nranks = !job->nscan && job->nodes > 0 && job->ranks_per_node > 0 ? (long)job->nodes * job->ranks_per_node : 0;
+    if (rc == 0)
+        rc = gpurun_hpl_edit_for_job(tpl, job, nranks, &hpl, err);
+    if (rc == 0)
+        rc = gpurun_hpl_check_from(tpl, &hpl, gpurun_kvlist_lookup, &names, dir, err);
 out:
     gpurun_kvlist_clear(&names);
     free(dir);

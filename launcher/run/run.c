@@ -21,6 +21,7 @@
 #include "failure.h"
 #include "fom.h"
 #include "gpudirect.h"
+#include "hpldat.h"
 #include "launch.h"
 #include "manager.h"
 #include "plan.h"
@@ -595,6 +596,7 @@ struct run_ctx {
                            * limit), or "": a scan or repeat goes no further */
     struct gpurun_container_run *ctr; /* the container the ranks run in; NULL: none */
     struct scan_row *row; /* where run_once says how the run went, for a scan's summary; NULL: nowhere */
+    struct gpurun_hpl_edit hpl; /* this configuration's NB and P x Q for the template's hpl_dat; inactive: none */
 };
 
 /* One run of a scan or repeat, for the summary table at its end. */
@@ -1058,6 +1060,28 @@ static int write_rank_inputs(struct run_ctx *c, struct run_attempt *a, gpurun_er
     return wrc;
 }
 
+/* The template's copy of HPL's input, in the run folder (the setup steps
+ * put it there), with the NB and P x Q the params ask for (hpldat.h): read
+ * only as a file of ours, replaced atomically.  0, or -1 (stop_with). */
+static int edit_hpl_dat(struct run_ctx *c, struct run_attempt *a, gpurun_error_t *err)
+{
+    char *shown = gpurun_xasprintf("%s/%s", a->run_dir, c->tpl->hpl_dat);
+    char *text = NULL, *out = NULL;
+    size_t len = 0, outlen = 0;
+    int fd = gpurun_open_own_at(a->dfd, c->tpl->hpl_dat, shown, err);
+    int rc = fd < 0 ? -1 : gpurun_read_fd(fd, shown, "HPL input", GPURUN_HPLDAT_MAX, &text, &len, err);
+    if (fd >= 0)
+        close(fd);
+    if (rc == 0)
+        rc = gpurun_hpl_rewrite(text, len, &c->hpl, shown, &out, &outlen, err);
+    if (rc == 0)
+        rc = gpurun_write_atomic_at(a->dfd, c->tpl->hpl_dat, shown, out, outlen, a->fmode, 0, err);
+    free(text);
+    free(out);
+    free(shown);
+    return rc < 0 ? stop_with(a, err->code) : 0;
+}
+
 /* Setup steps run once, in the run folder, before any rank: 0, or -1
  * (stop_with). */
 static int run_setup_steps(struct run_ctx *c, struct run_attempt *a, gpurun_error_t *err)
@@ -1095,7 +1119,7 @@ static int run_setup_steps(struct run_ctx *c, struct run_attempt *a, gpurun_erro
         }
         free(log);
     }
-    return 0;
+    return c->hpl.active ? edit_hpl_dat(c, a, err) : 0;
 }
 
 /* The PCI addresses of this node's NVIDIA GPUs that its ranks use, each
@@ -2061,6 +2085,11 @@ static void dry_run(struct run_ctx *c, char *const *app, const struct gpurun_lau
     }
     for (size_t i = 0; c->tpl && i < c->tpl->nsetup; i++)
         printf("# setup %zu: %s\n", i + 1, c->tpl->setup[i]);
+    if (c->hpl.active) {
+        char what[160];
+        gpurun_hpl_edit_text(&c->hpl, what, sizeof what);
+        printf("# then in %s (HPL's input): %s\n", c->tpl->hpl_dat, what);
+    }
     if (c->tpl && c->tpl->rank_env) {
         const char *mode = gpurun_kvlist_get(env, GPURUN_ENV_RENDEZVOUS);
         if (mode && !strcmp(mode, "file"))
@@ -2264,6 +2293,9 @@ static int check_scan_configs(struct run_ctx *c, gpurun_job_t *job, size_t first
             gpurun_alloc_apply(c->topo, &req, note, sizeof note);
             rc = gpurun_plan_create(c->topo, &req, &plan, err);
         }
+        struct gpurun_hpl_edit hpl;
+        if (rc == 0) /* HPL's grid must fit this configuration's ranks */
+            rc = gpurun_hpl_edit_for_job(c->tpl, job, plan->nranks, &hpl, err);
         if (rc == 0) /* its inputs may name what it varies: ${tpr}, ${ranks} */
             rc = check_inputs(c, err);
         gpurun_plan_destroy(plan);
@@ -2284,7 +2316,7 @@ static int check_scan_configs(struct run_ctx *c, gpurun_job_t *job, size_t first
  * name params, not it). */
 static int check_inputs(const struct run_ctx *c, gpurun_error_t *err)
 {
-    if (!c->tpl || (!c->tpl->ninputs && !c->tpl->progress))
+    if (!c->tpl || (!c->tpl->ninputs && !c->tpl->progress && !c->tpl->hpl_dat))
         return 0;
     const gpurun_job_t *job = c->job;
 #define JOB_NUMBER(v) ((v) > 0 ? (long)(v) : 1L)
@@ -2309,6 +2341,12 @@ static int check_inputs(const struct run_ctx *c, gpurun_error_t *err)
         rc = -1;
     else if (rc == 0)
         gpurun_progress_conf_free(&pc);
+    /* NB and P x Q (their form; the grid against the ranks once planned),
+     * and the input they are set in, as HPL reads it. */
+    struct gpurun_hpl_edit hpl;
+    if (rc == 0 && (gpurun_hpl_edit_for_job(c->tpl, job, 0, &hpl, err) < 0 ||
+                    gpurun_hpl_check_from(c->tpl, &hpl, gpurun_kvlist_lookup, &names, c->job_dir, err) < 0))
+        rc = -1;
     gpurun_kvlist_clear(&names);
     return rc;
 }
@@ -2426,6 +2464,7 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
         gpurun_alloc_apply(c.topo, &req, c.alloc_note, sizeof c.alloc_note);
         int crc = 0;
         if (gpurun_plan_create(c.topo, &req, &c.plan, err) < 0 ||
+            gpurun_hpl_edit_for_job(c.tpl, job, c.plan->nranks, &c.hpl, err) < 0 || /* P x Q = the ranks: exit 2 */
             gpurun_gdr_setup(c.plan, job->gpudirect, c.tpl ? &c.tpl->env : NULL, &c.gdr_probe, &c.gdr, err) < 0) {
             crc = err->code; /* gpudirect = on that this node cannot do: exit 3, nothing started */
         } else {

@@ -44,6 +44,7 @@ batch)
 topo) seed "$s"/tests/fixtures/*.xml ;;
 fom) seed "$s"/tests/logs/*.log "$s"/tests/logs/*.txt "$s"/tests/logs/*.out ;;
 record) ;;
+hpldat) seed "$s"/examples/hpl/hpccinf.txt ;; # and corpus/hpldat: NBs and grids of several, CRLF, HPL 1.0's
 spank) ;; # corpus/spank: job environments, hostile ones among them
 *) echo "corpus.sh: unknown target '$t'" >&2; exit 2 ;;
 esac
