@@ -1618,7 +1618,7 @@ static double nice_step(double range, int n)
 /* A plot stays a plot (and a file of some kilobytes) with 10,000 runs: so
  * many series drawn, so many points of each; the tables have them all. */
 #define MAX_SERIES 12
-#define MAX_POINTS 200
+#define MAX_POINTS GPURUN_REPORT_PLOT_POINTS
 
 static void svg_text(struct gpurun_strbuf *b, double x, double y, const char *anchor, const char *extra,
                      const char *text)
