@@ -2227,7 +2227,8 @@ static void history_marks(struct gpurun_strbuf *b, const struct gpurun_report_st
         char *tip = p->n == 1 ? gpurun_xasprintf("%s: %s", when, m)
                               : gpurun_xasprintf("%zu runs from %s: mean %s", p->n, when, m);
         double change;
-        if (flags != FLAGS_NONE && i > 0 && history_worse(st->history[0].mean, p->mean, flags == FLAGS_LOWER_BETTER, &change)) {
+        if (flags != FLAGS_NONE && i > 0 &&
+            history_worse(st->history[0].mean, p->mean, flags == FLAGS_LOWER_BETTER, &change)) {
             gpurun_strbuf_printf(b,
                                  "<circle class=\"flagged\" cx=\"%.1f\" cy=\"%.1f\" r=\"7.5\" fill=\"none\" "
                                  "stroke=\"#d62728\" stroke-width=\"2\"/>\n",
