@@ -223,6 +223,175 @@ run "$GPURUN" report --results "$TMP/en" --html "$TMP/en.html"
 grep -q '<th>kWh/run</th>' "$TMP/en.html" && ! grep -Eq '<th>(cost|EUR)/run</th>|<th>g CO2/run</th>' "$TMP/en.html"
 ok $? "energy without prices: the page's table has no cost or CO2 column"
 
+# ---- energy in the SVG file: the trade-off and the history (issue 31) ---
+# The same runs as above, in a folder of their own: 1 rank at 50 ns/day and
+# 100 J/ns, 2 ranks at 90, 92, 91 ns/day and 60, 61, 120 J/ns.  A name
+# with <&"' in the configurations' tag.
+# en_record DIR ID RANKS NS J/NS START [JQ-EDIT]
+en_record() {
+    cpu_record "$1" "$2" ebox "$3" "$4" "$6" ".config.tag = \"<b>&\\\"x'\" |
+        .energy = {total_J: 1000, mean_power_W: 250, kwh: 0.000278} |
+        .foms.ns_per_day.energy_per_unit = {value: $5, units: \"J/ns\"} | ${7:-.}"
+}
+# en_records DIR [JQ-EDIT]: those four runs.
+en_records() {
+    en_record "$1" 20250201T000000Z-1 1 50 100 2025-02-01T00:00:00Z "${2:-.}"
+    en_record "$1" 20250201T000000Z-2 2 90 60 2025-02-01T00:00:00Z "${2:-.}"
+    en_record "$1" 20250202T000000Z-1 2 92 61 2025-02-02T00:00:00Z "${2:-.}"
+    en_record "$1" 20250203T000000Z-1 2 91 120 2025-02-03T00:00:00Z "${2:-.}"
+}
+# svg_panels FILE: parsed by python3's XML parser (exit 1 when it is not
+# one well-formed document, or an attribute holds a number that is not
+# finite); prints each top-level panel's class and points (circles with a
+# tip) as CLASS=N, then flagged=N (ringed points), elements=N.
+svg_panels() {
+    python3 - "$1" <<'PY'
+import math, re, sys
+import xml.etree.ElementTree as ET
+NS = "{http://www.w3.org/2000/svg}"
+root = ET.parse(sys.argv[1]).getroot()
+num = re.compile(r"^-?[0-9.]+(e[-+]?[0-9]+)?$", re.I)
+for e in root.iter():
+    for k, v in e.attrib.items():
+        for tok in re.split(r"[ ,()]+", v):
+            if re.search(r"inf|nan", tok, re.I) and tok.lower() not in ("middle", "none", "end", "start"):
+                sys.exit("not finite: %s=%r" % (k, v))
+            if num.match(tok) and not math.isfinite(float(tok)):
+                sys.exit("not finite: %s=%r" % (k, v))
+out = []
+for g in root.findall(NS + "g"):
+    pts = sum(1 for c in g.iter(NS + "circle") if c.find(NS + "title") is not None)
+    out.append("%s=%d" % (g.get("class"), pts))
+out.append("flagged=%d" % sum(1 for c in root.iter(NS + "circle") if c.get("class") == "flagged"))
+out.append("elements=%d" % sum(1 for _ in root.iter()))
+print(" ".join(out))
+PY
+}
+# svg_height FILE: the document's height.
+svg_height() { sed -n 's/^<svg xmlns=.* height="\([0-9]*\)".*/\1/p' "$1"; }
+# without_energy FILE: the SVG without its energy panels (top-level groups
+# of class tradeoff and energy-history), nor its <svg> and title lines.
+without_energy() {
+    awk '/^<svg xmlns=|^<title>gpurun report:/ { next }
+        !skip && /^<g class="(tradeoff|energy-history)"/ { skip = 1; depth = 0 }
+        skip { if (/^<g[ >]/) depth++; if (/^<\/g>$/ && --depth == 0) skip = 0; next }
+        { print }' "$1"
+}
+
+V=$TMP/esvg
+en_records "$V"
+run "$GPURUN" report --results "$V" --svg "$TMP/esvg.svg"
+if ! command -v python3 >/dev/null 2>&1; then
+    for i in 1 2 3 4 5 6 7 8 9 10 11; do
+        skip "python3 not found: the SVG's energy panels are not parsed"
+    done
+else
+    panels=$(svg_panels "$TMP/esvg.svg")
+    good=$?
+    case " $panels " in *" tradeoff=2 energy-history=3 "*) ;; *) good=1 ;; esac
+    ok $good "energy in the SVG: one well-formed document, finite, with a trade-off panel of 2 points, then a history of 3 ($panels)"
+    grep -q '>ebox: ns_per_day against energy per unit (up and left is better)<' "$TMP/esvg.svg" &&
+        grep -q '>energy per unit (J/ns)<' "$TMP/esvg.svg" && grep -q '>ns_per_day (ns/day)<' "$TMP/esvg.svg" &&
+        grep -q 'ranks_per_node=1 tag=&lt;b&gt;&amp;&quot;x&#39;: 50 ns/day, 100 J/ns</title>' "$TMP/esvg.svg" &&
+        grep -q 'ranks_per_node=2 tag=&lt;b&gt;&amp;&quot;x&#39;: 91 ns/day, 80.33 J/ns</title>' "$TMP/esvg.svg"
+    ok $? "energy in the SVG: the trade-off's title, axes and a point per configuration, its name escaped"
+    grep -q '>ebox: ns_per_day&#39;s energy per unit (J/ns) over time<' "$TMP/esvg.svg" &&
+        grep -q '<title>2025-02-03T00:00:00Z: 120.0, +100.0% against the first !</title>' "$TMP/esvg.svg" &&
+        grep -q '<title>2025-02-02T00:00:00Z: 61.00</title>' "$TMP/esvg.svg"
+    ok $? "energy in the SVG: the history of J/ns, the rise of 100% flagged in its tip, +1.7% not"
+    case " $panels " in *" flagged=1 "*) good=0 ;; *) good=1 ;; esac
+    ok $good "energy in the SVG: the one flagged point ringed ($panels)"
+    awk '/<g class="energy-history"/ { on = 1 } on && /<circle class="flagged" cx="538.2" cy="114.0"/ { f = 1 }
+        END { exit !f }' "$TMP/esvg.svg"
+    ok $? "energy in the SVG: the ring on the last point, at 120 J/ns"
+    grep -q '<g class="tradeoff" transform="translate(0,932)">' "$TMP/esvg.svg" &&
+        grep -q '<g class="energy-history" transform="translate(0,1272)">' "$TMP/esvg.svg"
+    ok $? "energy in the SVG: below the scaling and history panels"
+
+    # The same runs without energy: no energy panel, and the rest of the
+    # file byte for byte as with it (only the document's height and title
+    # differ, by the two panels: 330 + 10 + 440 + 10 pixels).
+    W=$TMP/esvg-none
+    en_records "$W" 'del(.energy) | del(.foms.ns_per_day.energy_per_unit)'
+    run "$GPURUN" report --results "$W" --svg "$TMP/none.svg"
+    panels=$(svg_panels "$TMP/none.svg")
+    good=$?
+    case " $panels " in *tradeoff*|*energy-history*|*" flagged="[1-9]*) good=1 ;; esac
+    without_energy "$TMP/esvg.svg" >"$TMP/esvg.rest"
+    without_energy "$TMP/none.svg" >"$TMP/none.rest"
+    cmp -s "$TMP/esvg.rest" "$TMP/none.rest" && [ "$(($(svg_height "$TMP/esvg.svg") - $(svg_height "$TMP/none.svg")))" -eq 790 ] &&
+        grep -q '^<title>gpurun report: figure of merit against GPUs, with ideal scaling, parallel efficiency, and over time</title>$' "$TMP/none.svg" ||
+        good=1
+    ok $good "no energy measured: no energy panel, the SVG as before; with energy, the same and two panels more (790 px; $panels)"
+
+    # Hostile records: energy per unit and power at the edges of a double,
+    # units of UTF-8 past the 39 bytes kept and with <&", a negative one.
+    for v in 1.7976931348623157e308 5e-324; do
+        H=$TMP/esvg-edge
+        rm -rf "$H"
+        en_records "$H" ".foms.ns_per_day.energy_per_unit.value = $v | .energy.mean_power_W = $v |
+            .energy.total_J = 1.7976931348623157e308 | .foms.ns_per_day.value *= 1e306"
+        run timeout 20 "$GPURUN" report --results "$H" --svg "$H/r.svg" --html "$H/r.html"
+        panels=$(svg_panels "$H/r.svg") && ! grep -Eqi '>-?(inf|nan)<' "$H/r.svg" "$H/r.html" &&
+            grep -q '<svg class="tradeoff"' "$H/r.html"
+        good=$?
+        case " $panels " in *" tradeoff=2 energy-history=3 "*) ;; *) good=1 ;; esac
+        ok $good "energy per unit and power of $v: both panels, finite, and the page's trade-off and table too ($panels)"
+    done
+    H=$TMP/esvg-units
+    en_records "$H" '.foms.ns_per_day.energy_per_unit.units = ("J/<&\"x" + ("é" * 30))'
+    run "$GPURUN" report --results "$H" --svg "$H/r.svg" --html "$H/r.html"
+    panels=$(svg_panels "$H/r.svg") && iconv -f UTF-8 -t UTF-8 "$H/r.svg" >/dev/null 2>&1 &&
+        iconv -f UTF-8 -t UTF-8 "$H/r.html" >/dev/null 2>&1 && grep -q '(J/&lt;&amp;&quot;xé' "$H/r.svg"
+    ok $? "units of 66 bytes of UTF-8 with <&\": cut at a character, escaped, the SVG and the page UTF-8 ($panels)"
+    H=$TMP/esvg-neg
+    en_records "$H" '.foms.ns_per_day.energy_per_unit.value = -5'
+    run "$GPURUN" report --results "$H" --svg "$H/r.svg" --html "$H/r.html"
+    panels=$(svg_panels "$H/r.svg")
+    case " $panels " in *tradeoff*|*energy-history*) good=1 ;; *) good=0 ;; esac
+    grep -q '>-5<\|>-5.000<' "$H/r.html" && good=1
+    ok $good "a negative energy per unit is no measure: no panel, not in the page's table ($panels)"
+fi
+
+# Bounds: 300 configurations (a point each at most 200), 300 runs of one
+# (a history of at most 128 points).  One jq for all the records.
+# many_records DIR N JQ-EXPR: N records, run i from the expression (i = $i).
+many_records() {
+    seq 1 "$2" | sed "s|^|$1/many/r|" | xargs mkdir -p
+    jq -nc --argjson n "$2" 'range(1; $n + 1) as $i | '"$3" |
+        awk -v d="$1/many" '{ f = d "/r" NR "/record.json"; print > f; close(f) }'
+}
+many_expr='{run_id: ("r" + ($i | tostring)), job: "many", state: "ok", nodes: 1, gpus_per_rank: 0,
+    threads_per_rank: 1, gpus: 0, params: {}, start: ("2025-03-01T00:00:00Z" | fromdate + $i * 60 | todate),
+    energy: {total_J: 1000, mean_power_W: 250},'
+M=$TMP/manyconf
+many_records "$M" 300 "$many_expr"' ranks: $i, config: {ranks_per_node: $i},
+    foms: {ns_per_day: {value: (10 * $i), units: "ns/day", better: "higher",
+                        energy_per_unit: {value: (100 + $i), units: "J/ns"}}}}'
+run "$GPURUN" report --results "$M" --svg "$TMP/manyconf.svg" --html "$TMP/manyconf.html"
+# panel_points FILE CLASS: the points (circles with a tip) of the SVG's panel CLASS.
+panel_points() {
+    awk -v cls="$2" 'index($0, "<g class=\"") == 1 { on = index($0, "<g class=\"" cls "\"") == 1 }
+        /^<\/svg>/ { on = 0 } on && /<circle cx=.*<title>/ { n++ } END { print n + 0 }' "$1"
+}
+n=$(panel_points "$TMP/manyconf.svg" tradeoff)
+size=$(wc -c <"$TMP/manyconf.svg")
+[ "$n" -ge 100 ] && [ "$n" -le 200 ] && grep -q '>151 of 300 configurations drawn (one in 2, and the last)<' "$TMP/manyconf.svg" &&
+    grep -q '>13 to 151: named in their tips<' "$TMP/manyconf.svg" && [ "$size" -lt 200000 ]
+ok $? "300 configurations: the SVG's trade-off draws $n of them (at most 200) and says so, in $size bytes"
+n=$(awk '/<svg class="tradeoff"/ { on = 1 } on && /<circle/ { n++ } /<\/svg>/ { on = 0 } END { print n + 0 }' \
+    "$TMP/manyconf.html")
+[ "$n" -ge 100 ] && [ "$n" -le 200 ]
+ok $? "300 configurations: the page's trade-off too ($n points)"
+H=$TMP/manyruns
+many_records "$H" 300 "$many_expr"' ranks: 2, config: {ranks_per_node: 2},
+    foms: {ns_per_day: {value: 100, units: "ns/day", better: "higher",
+                        energy_per_unit: {value: (100 + ($i % 7)), units: "J/ns"}}}}'
+run "$GPURUN" report --results "$H" --svg "$TMP/manyruns.svg"
+n=$(panel_points "$TMP/manyruns.svg" energy-history)
+[ "$n" -ge 64 ] && [ "$n" -le 128 ] && grep -q '>of up to 4 runs a point<' "$TMP/manyruns.svg"
+ok $? "300 runs of one configuration: the energy history has 64 to 128 points ($n)"
+
 # ---- the page in a browser ------------------------------------------------
 
 if ! find_chromium; then

@@ -1393,6 +1393,17 @@ static size_t history_rows(const struct gpurun_report_stat *st, size_t max, stru
     return n;
 }
 
+/* The change of a point's `mean` against the `first` one's, in percent
+ * (NAN: none, as from a first of 0), and whether it is flagged: worse than
+ * the first by more than the spread flagged between repeats (a drop where
+ * higher is better, a rise where lower is).  The text, the page and the
+ * SVG flag by this one rule. */
+static bool history_worse(double first, double mean, bool lower_better, double *change)
+{
+    *change = first != 0 ? (mean / first - 1) * 100 : NAN;
+    return isfinite(*change) && (lower_better ? *change : -*change) > GPURUN_REPORT_CV_FLAG * 100;
+}
+
 /* The text history: a row per run (or per few runs), its change against
  * the first and a bar, so that a regression shows as a drop whichever way
  * the figure is better (`lower_better`: the bar is longest at the lowest
@@ -1430,8 +1441,8 @@ static struct table history_table(const struct gpurun_report_stat *st, bool lowe
         row[2] = gpurun_report_number(rows[r].mean);
         row[3] = gpurun_report_number(rows[r].min);
         row[4] = gpurun_report_number(rows[r].max);
-        double change = rows[0].mean != 0 ? (rows[r].mean / rows[0].mean - 1) * 100 : NAN;
-        bool worse = (lower_better ? change : -change) > GPURUN_REPORT_CV_FLAG * 100;
+        double change;
+        bool worse = history_worse(rows[0].mean, rows[r].mean, lower_better, &change);
         row[5] = r == 0 || !isfinite(change) ? gpurun_xstrdup("-")
                                              : gpurun_xasprintf("%+.1f%%%s", change, worse ? " !" : "");
         double share = hi > lo ? (rows[r].mean / 2 - lo / 2) / (hi / 2 - lo / 2) : 1; /* halves: no overflow */
@@ -1618,7 +1629,7 @@ static double nice_step(double range, int n)
 /* A plot stays a plot (and a file of some kilobytes) with 10,000 runs: so
  * many series drawn, so many points of each; the tables have them all. */
 #define MAX_SERIES 12
-#define MAX_POINTS 200
+#define MAX_POINTS GPURUN_REPORT_PLOT_POINTS
 
 static void svg_text(struct gpurun_strbuf *b, double x, double y, const char *anchor, const char *extra,
                      const char *text)
@@ -2189,10 +2200,16 @@ static double point_time(const struct gpurun_report_point *p)
     return p->start / 2 + p->end / 2;
 }
 
+/* How a history panel marks its points: not at all (the figure's, as it
+ * has always been drawn), or each point flagged against the first (the
+ * energy per unit's: a rise is the regression) with a red ring and its
+ * change in its tip, as the tables flag it " !". */
+enum history_flags { FLAGS_NONE, FLAGS_LOWER_BETTER };
+
 /* The points of a history: the line of the means, min-max bars, and a
  * circle per point that says what it is. */
 static void history_marks(struct gpurun_strbuf *b, const struct gpurun_report_stat *st, const struct axis *xa,
-                          const struct axis *ya, const char *color)
+                          const struct axis *ya, const char *color, enum history_flags flags)
 {
     gpurun_strbuf_printf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", color);
     for (size_t i = 0; i < st->nhistory; i++)
@@ -2209,6 +2226,17 @@ static void history_marks(struct gpurun_strbuf *b, const struct gpurun_report_st
         fmt_utc(p->start, when, sizeof when);
         char *tip = p->n == 1 ? gpurun_xasprintf("%s: %s", when, m)
                               : gpurun_xasprintf("%zu runs from %s: mean %s", p->n, when, m);
+        double change;
+        if (flags != FLAGS_NONE && i > 0 &&
+            history_worse(st->history[0].mean, p->mean, flags == FLAGS_LOWER_BETTER, &change)) {
+            gpurun_strbuf_printf(b,
+                                 "<circle class=\"flagged\" cx=\"%.1f\" cy=\"%.1f\" r=\"7.5\" fill=\"none\" "
+                                 "stroke=\"#d62728\" stroke-width=\"2\"/>\n",
+                                 px, ax_px(ya, p->mean));
+            char *t = gpurun_xasprintf("%s, %+.1f%% against the first !", tip, change);
+            free(tip);
+            tip = t;
+        }
         gpurun_strbuf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"><title>", px,
                              ax_px(ya, p->mean), color);
         besc(b, tip);
@@ -2232,8 +2260,9 @@ static void svg_side_text(struct gpurun_strbuf *b, double y, const char *text)
     svg_text(b, PLOT_R + 16, y, "start", " font-size=\"12\"", cut);
 }
 
-/* What the history is of and spans, right of the plot. */
-static void history_legend(struct gpurun_strbuf *b, const struct gpurun_report_job *job,
+/* What the history is of and spans, right of the plot; the y of a line
+ * below. */
+static double history_legend(struct gpurun_strbuf *b, const struct gpurun_report_job *job,
                            const struct gpurun_report_stat *st)
 {
     const struct gpurun_report_config *c = &job->configs[job->history_config];
@@ -2262,23 +2291,22 @@ static void history_legend(struct gpurun_strbuf *b, const struct gpurun_report_j
         }
         free(lines[i]);
     }
+    return y;
 }
 
-/* A job's main figure against the start time of the runs of one
- * configuration: a regression shows as a drop. */
-static void svg_history_panel(struct gpurun_strbuf *b, const struct gpurun_report_job *job, double y0)
+/* A history of the job's history configuration, `st`, against the runs'
+ * start time, as the panel `cls` headed `title`; `flags`: how its points
+ * are marked. */
+static void history_panel(struct gpurun_strbuf *b, const struct gpurun_report_job *job,
+                          const struct gpurun_report_stat *st, const char *cls, const char *title,
+                          enum history_flags flags, double y0)
 {
-    const struct gpurun_report_fom *fom = &job->foms[job->history_fom];
-    const struct gpurun_report_stat *st = &job->configs[job->history_config].stats[job->history_fom];
-    gpurun_strbuf_printf(b, "<g class=\"history\" transform=\"translate(0,%.0f)\">\n", y0);
+    gpurun_strbuf_printf(b, "<g class=\"%s\" transform=\"translate(0,%.0f)\">\n", cls, y0);
     gpurun_strbuf_printf(b,
                          "<rect x=\"0.5\" y=\"0.5\" width=\"%d\" height=\"%d\" fill=\"#ffffff\" "
                          "stroke=\"#d0d0d0\"/>\n",
                          SVG_W - 1, SVG_H - 1);
-    char *title = gpurun_xasprintf("%s: %s%s%s%s over time", job->name, fom->name, *fom->units ? " (" : "",
-                                   fom->units, *fom->units ? ")" : "");
     svg_text(b, PLOT_L, 28, "start", " font-size=\"15\" font-weight=\"bold\"", title);
-    free(title);
 
     double t0 = st->history[0].start, t1 = st->history[st->nhistory - 1].end, lo = INFINITY, hi = -INFINITY;
     for (size_t i = 0; i < st->nhistory; i++) {
@@ -2295,17 +2323,69 @@ static void svg_history_panel(struct gpurun_strbuf *b, const struct gpurun_repor
     gpurun_strbuf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333333\"/>\n",
                          PLOT_L, PLOT_T, PLOT_R - PLOT_L, PLOT_B - PLOT_T);
     svg_text(b, (PLOT_L + PLOT_R) / 2.0, PLOT_B + 42, "middle", " font-size=\"13\"", "start of the run (UTC)");
-    history_marks(b, st, &xa, &ya, palette[0]);
-    history_legend(b, job, st);
+    history_marks(b, st, &xa, &ya, palette[0], flags);
+    double y = history_legend(b, job, st);
+    if (flags != FLAGS_NONE) {
+        svg_side_text(b, y, "a rise is the regression: ringed");
+        char *t = gpurun_xasprintf("red, more than %g%% above the first", GPURUN_REPORT_CV_FLAG * 100);
+        svg_side_text(b, y + 18, t);
+        free(t);
+    }
+    gpurun_strbuf_puts(b, "</g>\n");
+}
+
+/* A job's main figure against the start time of the runs of one
+ * configuration: a regression shows as a drop. */
+static void svg_history_panel(struct gpurun_strbuf *b, const struct gpurun_report_job *job, double y0)
+{
+    const struct gpurun_report_fom *fom = &job->foms[job->history_fom];
+    char *title = gpurun_xasprintf("%s: %s%s%s%s over time", job->name, fom->name, *fom->units ? " (" : "",
+                                   fom->units, *fom->units ? ")" : "");
+    history_panel(b, job, &job->configs[job->history_config].stats[job->history_fom], "history", title, FLAGS_NONE,
+                  y0);
+    free(title);
+}
+
+/* The same configuration's energy per unit of that figure over the same
+ * runs: a regression shows as a rise, flagged points ringed. */
+static void svg_energy_history_panel(struct gpurun_strbuf *b, const struct gpurun_report_job *job, double y0)
+{
+    const struct gpurun_report_fom *fom = &job->foms[job->history_fom];
+    const struct gpurun_report_energy_unit *u = &job->configs[job->history_config].energy->per_unit[job->history_fom];
+    char *title = gpurun_xasprintf("%s: %s's energy per unit (%s) over time", job->name, fom->name, u->units);
+    history_panel(b, job, &u->hist, "energy-history", title, FLAGS_LOWER_BETTER, y0);
+    free(title);
+}
+
+/* The job's main figure against its energy per unit, one point per
+ * configuration (report_energy.c draws it, for the page too). */
+static bool tradeoff_shows(const struct gpurun_report_job *job)
+{
+    long f = gpurun_report_main_fom(job);
+    return f >= 0 && gpurun_report_energy_tradeoff_shows(job, (size_t)f);
+}
+
+static void svg_tradeoff_panel(struct gpurun_strbuf *b, const struct gpurun_report_job *job, double y0)
+{
+    gpurun_strbuf_printf(b, "<g class=\"tradeoff\" transform=\"translate(0,%.0f)\">\n", y0);
+    gpurun_strbuf_printf(b,
+                         "<rect x=\"0.5\" y=\"0.5\" width=\"%d\" height=\"%d\" fill=\"#ffffff\" "
+                         "stroke=\"#d0d0d0\"/>\n",
+                         SVG_W - 1, GPURUN_REPORT_TRADEOFF_H - 1);
+    gpurun_report_energy_tradeoff(job, (size_t)gpurun_report_main_fom(job), job->name, b);
     gpurun_strbuf_puts(b, "</g>\n");
 }
 
 /* The panels, one per job that has a plot and one per history, stacked;
- * `standalone` adds the XML prolog. */
+ * `standalone` (the --svg file) adds the XML prolog and, below each job's
+ * panels, its energy ones where its records measured energy: the
+ * trade-off and the history of the energy per unit (the page has the
+ * trade-off beside its energy table, and that history as a table). */
 static void svg_document(struct gpurun_strbuf *b, const gpurun_report_t *r, bool standalone)
 {
     double height = 0;
     size_t panels = 0;
+    bool energy = false;
     for (size_t j = 0; j < r->njobs; j++) {
         if (gpurun_report_plots(&r->jobs[j])) {
             height += scaling_panel_height(&r->jobs[j]) + 10;
@@ -2314,6 +2394,16 @@ static void svg_document(struct gpurun_strbuf *b, const gpurun_report_t *r, bool
         if (r->jobs[j].history_config >= 0) {
             height += SVG_H + 10;
             panels++;
+        }
+        if (standalone && tradeoff_shows(&r->jobs[j])) {
+            height += GPURUN_REPORT_TRADEOFF_H + 10;
+            panels++;
+            energy = true;
+        }
+        if (standalone && energy_history(&r->jobs[j])) {
+            height += SVG_H + 10;
+            panels++;
+            energy = true;
         }
     }
     height = panels ? height - 10 : SVG_H;
@@ -2324,8 +2414,9 @@ static void svg_document(struct gpurun_strbuf *b, const gpurun_report_t *r, bool
             "viewBox=\"0 0 %d %.0f\" font-family=\"DejaVu Sans, Helvetica, Arial, "
             "sans-serif\" role=\"img\">\n",
             SCALING_W, height, SCALING_W, height);
-    gpurun_strbuf_puts(b, "<title>gpurun report: figure of merit against GPUs, with ideal scaling, "
-                          "parallel efficiency, and over time</title>\n");
+    gpurun_strbuf_printf(b, "<title>gpurun report: figure of merit against GPUs, with ideal scaling, "
+                            "parallel efficiency, and over time%s</title>\n",
+                         energy ? "; its energy per unit against it and over time" : "");
     if (!panels)
         svg_text(b, SCALING_W / 2.0, SVG_H / 2.0, "middle", " font-size=\"14\"",
                  r->njobs ? "nothing to plot: a plot needs two configurations or more with a figure of merit "
@@ -2333,12 +2424,21 @@ static void svg_document(struct gpurun_strbuf *b, const gpurun_report_t *r, bool
                           : "no runs to plot");
     double y = 0;
     for (size_t j = 0; j < r->njobs; j++) {
-        if (gpurun_report_plots(&r->jobs[j])) {
-            svg_panel(b, &r->jobs[j], y);
-            y += scaling_panel_height(&r->jobs[j]) + 10;
+        const struct gpurun_report_job *job = &r->jobs[j];
+        if (gpurun_report_plots(job)) {
+            svg_panel(b, job, y);
+            y += scaling_panel_height(job) + 10;
         }
-        if (r->jobs[j].history_config >= 0) {
-            svg_history_panel(b, &r->jobs[j], y);
+        if (job->history_config >= 0) {
+            svg_history_panel(b, job, y);
+            y += SVG_H + 10;
+        }
+        if (standalone && tradeoff_shows(job)) {
+            svg_tradeoff_panel(b, job, y);
+            y += GPURUN_REPORT_TRADEOFF_H + 10;
+        }
+        if (standalone && energy_history(job)) {
+            svg_energy_history_panel(b, job, y);
             y += SVG_H + 10;
         }
     }

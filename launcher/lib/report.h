@@ -165,14 +165,14 @@ struct gpurun_report_job {
  * records' `energy` and each figure's energy_per_unit, averaged over the
  * ok runs that carry them. */
 struct gpurun_report_energy {
-    size_t n;                     /* ok runs with a measured total_J */
-    double joules, watts, kwh;    /* sums over those runs */
-    double cost, co2_g;           /* sums over the runs that have them */
+    size_t n;                     /* ok runs with a measured total_J (>= 0) */
+    double joules, kwh;           /* means over those runs (running: no overflow) */
+    double watts, cost, co2_g;    /* means over the runs that have them */
     size_t ncost, nco2, nwatts;
     char *currency;               /* of the last run with a cost; NULL: none */
     size_t nfoms;                 /* per_unit[f]: the job's figure f */
     struct gpurun_report_energy_unit {
-        double sum;
+        double mean; /* over the n runs with a value >= 0 */
         size_t n;
         char units[40]; /* "J/ns" */
         /* Its history over the runs' start times, as a figure's: a rise
@@ -194,6 +194,21 @@ void gpurun_report_energy_print(const struct gpurun_report_job *job, FILE *out);
  * with energy per unit the trade-off: a plot of the figure against its
  * energy per unit, one point per configuration. */
 void gpurun_report_energy_html(const struct gpurun_report_job *job, struct gpurun_strbuf *b);
+/* Points a plot draws of a series at most (the tables have them all). */
+#define GPURUN_REPORT_PLOT_POINTS 200
+/* The trade-off plot of figure f (report_energy.c, its one owner, for the
+ * page and the --svg file): the figure against its energy per unit, one
+ * point per configuration that has both, finite and > 0, at most
+ * GPURUN_REPORT_PLOT_POINTS; both axes from 0, up and left is better.
+ * shows: whether there is one (2 such configurations or more).  The plot
+ * writes its elements, its <title> first, into the caller's <svg> or <g>
+ * of GPURUN_REPORT_TRADEOFF_W x _H pixels; `job_name` (NULL: none) heads
+ * its heading. */
+#define GPURUN_REPORT_TRADEOFF_W 820
+#define GPURUN_REPORT_TRADEOFF_H 330
+bool gpurun_report_energy_tradeoff_shows(const struct gpurun_report_job *job, size_t f);
+void gpurun_report_energy_tradeoff(const struct gpurun_report_job *job, size_t f, const char *job_name,
+                                   struct gpurun_strbuf *b);
 /* One run's figure `v` into a history (report.c): bounded whatever the
  * number of runs. */
 void gpurun_report_history_add(struct gpurun_report_stat *st, double start, double v);

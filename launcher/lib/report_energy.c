@@ -6,6 +6,7 @@
 #include "config.h"
 #include "record.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,37 +21,49 @@ static double num(const json_t *o, const char *key)
     return gpurun_record_num(o, key);
 }
 
+/* A running mean over *n values: a sum of figures near DBL_MAX overflows
+ * (the values are >= 0, so that v - mean does not). */
+static void mean_add(double *mean, size_t *n, double v)
+{
+    (*n)++;
+    *mean += (v - *mean) / (double)*n;
+}
+
+/* A measured quantity: finite and >= 0; anything else (a record not of
+ * gpurun's writing) is not measured. */
+static double measured(const json_t *o, const char *key)
+{
+    double v = num(o, key);
+    return v >= 0 ? v : NAN;
+}
+
 void gpurun_report_energy_add(const struct gpurun_report_job *job, struct gpurun_report_config *c,
                               const json_t *run, double start)
 {
     const json_t *e = json_object_get(run, GPURUN_REC_ENERGY);
-    double total = num(e, "total_J");
-    if (isnan(total) || total < 0)
+    double total = measured(e, "total_J");
+    if (isnan(total))
         return; /* a record before issue 31, or nothing measured */
     struct gpurun_report_energy *en = c->energy;
     if (!en)
         en = c->energy = gpurun_xcalloc(1, sizeof *en);
-    en->n++;
-    en->joules += total;
-    double w = num(e, "mean_power_W"), kwh = num(e, "kwh"), cost = num(e, "cost"), co2 = num(e, "co2_g");
-    if (!isnan(w)) {
-        en->watts += w;
-        en->nwatts++;
-    }
-    en->kwh += isnan(kwh) ? total / 3.6e6 : kwh;
+    double w = measured(e, "mean_power_W"), kwh = measured(e, "kwh"), cost = measured(e, "cost"),
+           co2 = measured(e, "co2_g");
+    size_t n = en->n;
+    mean_add(&en->joules, &n, total);
+    mean_add(&en->kwh, &en->n, isnan(kwh) ? total / 3.6e6 : kwh);
+    if (!isnan(w))
+        mean_add(&en->watts, &en->nwatts, w);
     if (!isnan(cost)) {
-        en->cost += cost;
-        en->ncost++;
+        mean_add(&en->cost, &en->ncost, cost);
         const char *cur = gpurun_record_str(run, "currency");
         if (cur) {
             free(en->currency);
             en->currency = gpurun_xstrdup(cur);
         }
     }
-    if (!isnan(co2)) {
-        en->co2_g += co2;
-        en->nco2++;
-    }
+    if (!isnan(co2))
+        mean_add(&en->co2_g, &en->nco2, co2);
     if (en->nfoms < job->nfoms) {
         en->per_unit = gpurun_xrealloc(en->per_unit, job->nfoms * sizeof *en->per_unit);
         memset(en->per_unit + en->nfoms, 0, (job->nfoms - en->nfoms) * sizeof *en->per_unit);
@@ -59,15 +72,23 @@ void gpurun_report_energy_add(const struct gpurun_report_job *job, struct gpurun
     for (size_t f = 0; f < job->nfoms; f++) {
         const json_t *u = json_object_get(json_object_get(json_object_get(run, "foms"), job->foms[f].name),
                                           GPURUN_REC_FOM_ENERGY_PER_UNIT);
-        double v = num(u, "value");
+        double v = measured(u, "value");
         const char *units = gpurun_record_str(u, "units");
         if (isnan(v) || !units)
             continue;
-        en->per_unit[f].sum += v;
-        en->per_unit[f].n++;
+        struct gpurun_report_energy_unit *pu = &en->per_unit[f];
+        mean_add(&pu->mean, &pu->n, v);
         if (!isnan(start))
-            gpurun_report_history_add(&en->per_unit[f].hist, start, v);
-        snprintf(en->per_unit[f].units, sizeof en->per_unit[f].units, "%s", units);
+            gpurun_report_history_add(&pu->hist, start, v);
+        /* Cut at a character, never inside one: the SVG and the page are UTF-8. */
+        size_t len = strlen(units);
+        if (len >= sizeof pu->units) {
+            len = sizeof pu->units - 1;
+            while (len > 0 && ((unsigned char)units[len] & 0xc0) == 0x80)
+                len--;
+        }
+        memcpy(pu->units, units, len);
+        pu->units[len] = '\0';
     }
 }
 
@@ -85,7 +106,7 @@ void gpurun_report_energy_free(struct gpurun_report_config *c)
 
 static char *g4(double v)
 {
-    return isnan(v) ? gpurun_xstrdup("-") : gpurun_xasprintf("%.4g", v);
+    return isfinite(v) ? gpurun_xasprintf("%.4g", v) : gpurun_xstrdup("-");
 }
 
 /* The configuration in a few words: "GPUs/nodes/ranks LABEL". */
@@ -156,18 +177,17 @@ static char **energy_cells(const struct gpurun_report_job *job, size_t *nrows, s
         if (!en)
             continue;
         char **row = &cells[r++ * *ncols];
-        double n = (double)en->n;
         row[0] = config_cell(job, cf);
         row[1] = gpurun_xasprintf("%zu", en->n);
-        row[2] = g4(en->joules / n);
-        double w = en->nwatts ? en->watts / (double)en->nwatts : NAN;
+        row[2] = g4(en->joules);
+        double w = en->nwatts ? en->watts : NAN;
         row[3] = g4(w);
-        row[4] = g4(en->kwh / n);
-        row[5] = g4(en->ncost ? en->cost / (double)en->ncost : NAN);
-        row[6] = g4(en->nco2 ? en->co2_g / (double)en->nco2 : NAN);
+        row[4] = g4(en->kwh);
+        row[5] = g4(en->ncost ? en->cost : NAN);
+        row[6] = g4(en->nco2 ? en->co2_g : NAN);
         for (size_t k = 0; k < *nf; k++) {
             size_t f = (*figs)[k];
-            row[FIXED + 2 * k] = g4(has_per_unit(en, f) ? en->per_unit[f].sum / (double)en->per_unit[f].n : NAN);
+            row[FIXED + 2 * k] = g4(has_per_unit(en, f) ? en->per_unit[f].mean : NAN);
             /* Throughput per kW: the mean figure over the mean power. */
             double mean = f < cf->nstats && cf->stats[f].n ? cf->stats[f].mean : NAN;
             row[FIXED + 2 * k + 1] = g4(!isnan(w) && w > 0 ? mean / (w / 1000.0) : NAN);
@@ -228,7 +248,9 @@ static void esc(struct gpurun_strbuf *b, const char *s)
 }
 
 /* The trade-off plot's frame, in SVG pixels. */
-enum { TW = 820, TH = 330, TL = 80, TR = 440, TT = 40, TB = 280 };
+enum { TW = GPURUN_REPORT_TRADEOFF_W, TH = GPURUN_REPORT_TRADEOFF_H, TL = 80, TR = 440, TT = 40, TB = 280 };
+/* Configurations named right of the plot at most (as series in a legend). */
+enum { TNAMED = 12 };
 
 /* A number for an axis or a tip: 4 significant digits. */
 static void tnum(struct gpurun_strbuf *b, double v)
@@ -238,51 +260,106 @@ static void tnum(struct gpurun_strbuf *b, double v)
     free(s);
 }
 
-/* Figure f against its energy per unit, one point per configuration that
- * has both (2 at least, else nothing: the table says it); both axes from 0,
- * so that ratios read true.  Up and left is better. */
-static void tradeoff_svg(struct gpurun_strbuf *b, const struct gpurun_report_job *job, size_t f)
+/* Configuration c's point of figure f, (energy per unit, figure): both
+ * finite and > 0, else none (a ratio of 0 or of a negative is no point). */
+static bool tradeoff_point(const struct gpurun_report_job *job, size_t c, size_t f, double *x, double *y)
 {
-    const struct gpurun_report_fom *fom = &job->foms[f];
-    double xmax = 0, ymax = 0;
+    const struct gpurun_report_config *cf = &job->configs[c];
+    if (!has_per_unit(cf->energy, f) || f >= cf->nstats || !cf->stats[f].n)
+        return false;
+    *x = cf->energy->per_unit[f].mean;
+    *y = cf->stats[f].mean;
+    return isfinite(*x) && isfinite(*y) && *x > 0 && *y > 0;
+}
+
+/* The points, their extent and energy units; how many. */
+static size_t tradeoff_extent(const struct gpurun_report_job *job, size_t f, double *xmax, double *ymax,
+                              const char **units, size_t *last)
+{
     size_t n = 0;
-    const char *units = "J/unit";
+    double x, y;
+    *xmax = *ymax = 0;
+    *units = "J/unit";
     for (size_t c = 0; c < job->nconfigs; c++) {
-        const struct gpurun_report_config *cf = &job->configs[c];
-        if (!has_per_unit(cf->energy, f) || f >= cf->nstats || !cf->stats[f].n)
+        if (!tradeoff_point(job, c, f, &x, &y))
             continue;
-        double x = cf->energy->per_unit[f].sum / (double)cf->energy->per_unit[f].n, y = cf->stats[f].mean;
-        if (!isfinite(x) || !isfinite(y) || x <= 0 || y <= 0)
-            continue;
-        xmax = fmax(xmax, x);
-        ymax = fmax(ymax, y);
-        units = cf->energy->per_unit[f].units;
+        *xmax = fmax(*xmax, x);
+        *ymax = fmax(*ymax, y);
+        *units = job->configs[c].energy->per_unit[f].units;
+        *last = c;
         n++;
     }
-    if (n < 2 || !isfinite(xmax * 1.1) || !isfinite(ymax * 1.1))
+    return n;
+}
+
+bool gpurun_report_energy_tradeoff_shows(const struct gpurun_report_job *job, size_t f)
+{
+    double xmax, ymax;
+    const char *units;
+    size_t last;
+    return f < job->nfoms && tradeoff_extent(job, f, &xmax, &ymax, &units, &last) >= 2;
+}
+
+/* An axis' top: 10% above the largest value, short of infinity. */
+static double tradeoff_top(double max)
+{
+    return fmin(max, DBL_MAX / 1.1) * 1.1;
+}
+
+/* A name right of the plot, cut at a character to what fits. */
+static void tradeoff_name(struct gpurun_strbuf *b, size_t i, const char *name)
+{
+    gpurun_strbuf_printf(b, "<text x=\"%d\" y=\"%zu\" font-size=\"11\">%zu: ", TR + 12, (size_t)TT + 8 + 18 * i,
+                         i + 1);
+    char cut[56];
+    snprintf(cut, sizeof cut, "%s", name);
+    if (strlen(name) >= sizeof cut) /* cut at a character, never inside one */
+        for (size_t k = sizeof cut - 4; k > 0; k--)
+            if (((unsigned char)cut[k] & 0xc0) != 0x80) {
+                snprintf(cut + k, sizeof cut - k, "...");
+                break;
+            }
+    esc(b, cut);
+    gpurun_strbuf_puts(b, "</text>\n");
+}
+
+/* Figure f against its energy per unit, one point per configuration that
+ * has both (the caller has seen to 2 at least: the table says the rest);
+ * both axes from 0, so that ratios read true.  Up and left is better.  At
+ * most GPURUN_REPORT_PLOT_POINTS points: every k-th configuration and the
+ * last, as the scaling plot draws them. */
+void gpurun_report_energy_tradeoff(const struct gpurun_report_job *job, size_t f, const char *job_name,
+                                   struct gpurun_strbuf *b)
+{
+    const struct gpurun_report_fom *fom = &job->foms[f];
+    double xmax, ymax, x, y;
+    const char *units;
+    size_t last = 0, n = tradeoff_extent(job, f, &xmax, &ymax, &units, &last);
+    if (n < 2)
         return;
-    xmax *= 1.1;
-    ymax *= 1.1;
-    gpurun_strbuf_printf(b,
-                         "<svg class=\"tradeoff\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-                         "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" "
-                         "role=\"img\">\n<title>",
-                         TW, TH, TW, TH);
+    xmax = tradeoff_top(xmax);
+    ymax = tradeoff_top(ymax);
+    size_t stride = (n + GPURUN_REPORT_PLOT_POINTS - 1) / GPURUN_REPORT_PLOT_POINTS;
+    gpurun_strbuf_puts(b, "<title>");
     esc(b, fom->name);
     gpurun_strbuf_puts(b, " against its energy per unit, one point per configuration</title>\n");
     gpurun_strbuf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#333333\"/>\n",
                          TL, TT, TR - TL, TB - TT);
     gpurun_strbuf_printf(b, "<text x=\"%d\" y=\"24\" font-size=\"14\" font-weight=\"bold\">", TL);
+    if (job_name) {
+        esc(b, job_name);
+        gpurun_strbuf_puts(b, ": ");
+    }
     esc(b, fom->name);
     gpurun_strbuf_puts(b, " against energy per unit (up and left is better)</text>\n");
-    /* Ticks at 0, half and the top of each axis. */
+    /* Ticks at 0, half and the top of each axis (halves: no overflow). */
     for (int k = 0; k <= 2; k++) {
         double fx = TL + (TR - TL) * k / 2.0, fy = TB - (TB - TT) * k / 2.0;
         gpurun_strbuf_printf(b, "<text x=\"%.1f\" y=\"%d\" font-size=\"11\" text-anchor=\"middle\">", fx, TB + 16);
-        tnum(b, xmax * k / 2);
+        tnum(b, xmax * (k / 2.0));
         gpurun_strbuf_printf(b, "</text>\n<text x=\"%d\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\">", TL - 6,
                              fy + 4);
-        tnum(b, ymax * k / 2);
+        tnum(b, ymax * (k / 2.0));
         gpurun_strbuf_puts(b, "</text>\n");
     }
     gpurun_strbuf_printf(b, "<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\">energy per unit (",
@@ -298,15 +375,13 @@ static void tradeoff_svg(struct gpurun_strbuf *b, const struct gpurun_report_job
         gpurun_strbuf_puts(b, ")");
     }
     gpurun_strbuf_puts(b, "</text>\n");
-    size_t i = 0;
+    size_t i = 0, nth = 0;
     for (size_t c = 0; c < job->nconfigs; c++) {
+        if (!tradeoff_point(job, c, f, &x, &y) || (nth++ % stride && c != last))
+            continue;
         const struct gpurun_report_config *cf = &job->configs[c];
-        if (!has_per_unit(cf->energy, f) || f >= cf->nstats || !cf->stats[f].n)
-            continue;
-        double x = cf->energy->per_unit[f].sum / (double)cf->energy->per_unit[f].n, y = cf->stats[f].mean;
-        if (!isfinite(x) || !isfinite(y) || x <= 0 || y <= 0)
-            continue;
-        double px = TL + (TR - TL) * x / xmax, py = TB - (TB - TT) * y / ymax;
+        /* x <= xmax and y <= ymax: within the frame, finite. */
+        double px = TL + (TR - TL) * (x / xmax), py = TB - (TB - TT) * (y / ymax);
         char *name = config_cell(job, cf);
         gpurun_strbuf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"#1f77b4\"><title>", px, py);
         esc(b, name);
@@ -321,24 +396,21 @@ static void tradeoff_svg(struct gpurun_strbuf *b, const struct gpurun_report_job
         gpurun_strbuf_puts(b, "</title></circle>\n");
         /* The configurations named right of the plot, numbered at their point. */
         gpurun_strbuf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">%zu</text>\n", px + 6, py - 6, i + 1);
-        if (i < 12) {
-            gpurun_strbuf_printf(b, "<text x=\"%d\" y=\"%zu\" font-size=\"11\">%zu: ", TR + 12, (size_t)TT + 8 + 18 * i,
-                                 i + 1);
-            char cut[56];
-            snprintf(cut, sizeof cut, "%s", name);
-            if (strlen(name) >= sizeof cut) /* cut at a character, never inside one */
-                for (size_t k = sizeof cut - 4; k > 0; k--)
-                    if (((unsigned char)cut[k] & 0xc0) != 0x80) {
-                        snprintf(cut + k, sizeof cut - k, "...");
-                        break;
-                    }
-            esc(b, cut);
-            gpurun_strbuf_puts(b, "</text>\n");
-        }
+        if (i < TNAMED)
+            tradeoff_name(b, i, name);
         free(name);
         i++;
     }
-    gpurun_strbuf_puts(b, "</svg>\n");
+    /* What is not named or not drawn: the table and the tips have it. */
+    size_t line = TNAMED;
+    if (i > TNAMED)
+        gpurun_strbuf_printf(b, "<text x=\"%d\" y=\"%zu\" font-size=\"11\">%d to %zu: named in their tips</text>\n",
+                             TR + 12, (size_t)TT + 8 + 18 * line++, TNAMED + 1, i);
+    if (stride > 1)
+        gpurun_strbuf_printf(b,
+                             "<text x=\"%d\" y=\"%zu\" font-size=\"11\">%zu of %zu configurations drawn (one in "
+                             "%zu, and the last)</text>\n",
+                             TR + 12, (size_t)TT + 8 + 18 * line, i, n, stride);
 }
 
 void gpurun_report_energy_html(const struct gpurun_report_job *job, struct gpurun_strbuf *b)
@@ -368,8 +440,17 @@ void gpurun_report_energy_html(const struct gpurun_report_job *job, struct gpuru
     }
     gpurun_strbuf_puts(b, "</table></div>\n");
     free(shown);
-    for (size_t k = 0; k < nf; k++)
-        tradeoff_svg(b, job, figs[k]);
+    for (size_t k = 0; k < nf; k++) {
+        if (!gpurun_report_energy_tradeoff_shows(job, figs[k]))
+            continue;
+        gpurun_strbuf_printf(b,
+                             "<svg class=\"tradeoff\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
+                             "height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Helvetica, Arial, "
+                             "sans-serif\" role=\"img\">\n",
+                             TW, TH, TW, TH);
+        gpurun_report_energy_tradeoff(job, figs[k], NULL, b);
+        gpurun_strbuf_puts(b, "</svg>\n");
+    }
     cells_free(cells, nrows * ncols);
     free(figs);
 }
