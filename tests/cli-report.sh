@@ -129,10 +129,15 @@ if command -v xmllint >/dev/null 2>&1; then
 else
     skip "xmllint not found (Debian: libxml2-utils): SVG well-formedness not checked"
 fi
-# history_points FILE: the points of its history panels.
+# history_points FILE: the points of its history panels; history_rings
+# FILE: the red rings on the flagged ones.
 history_points() {
-    awk '/<g class="history"/ { on = 1 } /<g class="scaling"|<\/svg>/ { on = 0 } on && /<circle/ { n++ }
-        END { print n + 0 }' "$1"
+    awk '/<g class="history"/ { on = 1 } /<g class="(scaling|energy)/ || /<\/svg>/ { on = 0 }
+        on && /<circle/ && !/class="flagged"/ { n++ } END { print n + 0 }' "$1"
+}
+history_rings() {
+    awk '/<g class="history"/ { on = 1 } /<g class="(scaling|energy)/ || /<\/svg>/ { on = 0 }
+        on && /<circle class="flagged"/ { n++ } END { print n + 0 }' "$1"
 }
 for f in "$TMP/cpu.svg" "$TMP/cpu.html"; do
     n=$(history_points "$f")
@@ -141,6 +146,9 @@ for f in "$TMP/cpu.svg" "$TMP/cpu.html"; do
 done
 contains "$TMP/cpu.svg" "wbox: ns_per_day (ns/day) over time" "history: the panel's title"
 contains "$TMP/cpu.svg" "2025-01-04T00:00:00Z: 30.50" "history: each point says when and what"
+[ "$(history_rings "$TMP/cpu.svg")" -eq 1 ] && grep -q '2025-01-04T00:00:00Z: 30.50, -50.0% against the first !' "$TMP/cpu.svg" &&
+    grep -q 'a drop is the regression: ringed' "$TMP/cpu.svg"
+ok $? "history: the drop the table flags is ringed, and only it ($(history_rings "$TMP/cpu.svg") ring)"
 
 # Figures at the edges of a double, over time: the plot stays finite.
 for v in 1.7976931348623157e308 -1.7976931348623157e308 5e-324 0 -5; do

@@ -2200,11 +2200,11 @@ static double point_time(const struct gpurun_report_point *p)
     return p->start / 2 + p->end / 2;
 }
 
-/* How a history panel marks its points: not at all (the figure's, as it
- * has always been drawn), or each point flagged against the first (the
- * energy per unit's: a rise is the regression) with a red ring and its
- * change in its tip, as the tables flag it " !". */
-enum history_flags { FLAGS_NONE, FLAGS_LOWER_BETTER };
+/* How a history panel marks its points: each point flagged against the
+ * first with a red ring and its change in its tip, as the tables flag it
+ * " !": a rise is the regression where lower is better (energy per unit,
+ * a time), a drop where higher is (a throughput). */
+enum history_flags { FLAGS_LOWER_BETTER, FLAGS_HIGHER_BETTER };
 
 /* The points of a history: the line of the means, min-max bars, and a
  * circle per point that says what it is. */
@@ -2227,8 +2227,7 @@ static void history_marks(struct gpurun_strbuf *b, const struct gpurun_report_st
         char *tip = p->n == 1 ? gpurun_xasprintf("%s: %s", when, m)
                               : gpurun_xasprintf("%zu runs from %s: mean %s", p->n, when, m);
         double change;
-        if (flags != FLAGS_NONE && i > 0 &&
-            history_worse(st->history[0].mean, p->mean, flags == FLAGS_LOWER_BETTER, &change)) {
+        if (i > 0 && history_worse(st->history[0].mean, p->mean, flags == FLAGS_LOWER_BETTER, &change)) {
             gpurun_strbuf_printf(b,
                                  "<circle class=\"flagged\" cx=\"%.1f\" cy=\"%.1f\" r=\"7.5\" fill=\"none\" "
                                  "stroke=\"#d62728\" stroke-width=\"2\"/>\n",
@@ -2325,24 +2324,23 @@ static void history_panel(struct gpurun_strbuf *b, const struct gpurun_report_jo
     svg_text(b, (PLOT_L + PLOT_R) / 2.0, PLOT_B + 42, "middle", " font-size=\"13\"", "start of the run (UTC)");
     history_marks(b, st, &xa, &ya, palette[0], flags);
     double y = history_legend(b, job, st);
-    if (flags != FLAGS_NONE) {
-        svg_side_text(b, y, "a rise is the regression: ringed");
-        char *t = gpurun_xasprintf("red, more than %g%% above the first", GPURUN_REPORT_CV_FLAG * 100);
-        svg_side_text(b, y + 18, t);
-        free(t);
-    }
+    bool rise = flags == FLAGS_LOWER_BETTER;
+    svg_side_text(b, y, rise ? "a rise is the regression: ringed" : "a drop is the regression: ringed");
+    char *t = gpurun_xasprintf("red, more than %g%% %s the first", GPURUN_REPORT_CV_FLAG * 100, rise ? "above" : "below");
+    svg_side_text(b, y + 18, t);
+    free(t);
     gpurun_strbuf_puts(b, "</g>\n");
 }
 
 /* A job's main figure against the start time of the runs of one
- * configuration: a regression shows as a drop. */
+ * configuration: a regression (a drop in a throughput) ringed. */
 static void svg_history_panel(struct gpurun_strbuf *b, const struct gpurun_report_job *job, double y0)
 {
     const struct gpurun_report_fom *fom = &job->foms[job->history_fom];
     char *title = gpurun_xasprintf("%s: %s%s%s%s over time", job->name, fom->name, *fom->units ? " (" : "",
                                    fom->units, *fom->units ? ")" : "");
-    history_panel(b, job, &job->configs[job->history_config].stats[job->history_fom], "history", title, FLAGS_NONE,
-                  y0);
+    history_panel(b, job, &job->configs[job->history_config].stats[job->history_fom], "history", title,
+                  fom->better && !strcmp(fom->better, "lower") ? FLAGS_LOWER_BETTER : FLAGS_HIGHER_BETTER, y0);
     free(title);
 }
 
