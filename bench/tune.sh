@@ -124,10 +124,12 @@ cands=$(grep -v 'pruned:' "$tmp/wb-dry.out" |
     sed -n 's/^  \(ranks_per_node=[0-9]* threads_per_rank=[0-9]* params.nstlist=[0-9]*\) .*[0-9] rank.*/\1/p')
 echo "    $(grep -c 'pruned:' "$tmp/wb-dry.out") pruned (more cores than the node has): not run by either search"
 echo "    $(echo "$cands" | grep -c .) candidates can run on $ncores cores:"
+# Round robin (every candidate once, three times over): a spell of load on
+# this shared machine then falls on several candidates, not on one's three runs.
 t0=$(now)
-echo "$cands" | while read -r c; do
-    sets=$(echo "$c" | sed 's/\([^ ]*\)/--set \1/g')
-    for i in 1 2 3; do
+for _ in 1 2 3; do
+    echo "$cands" | while read -r c; do
+        sets=$(echo "$c" | sed 's/\([^ ]*\)/--set \1/g')
         # shellcheck disable=SC2086
         "$GPURUN" run "$tmp/wb-job.conf" --results "$tmp/wbx" --quiet $sets >/dev/null 2>&1 || echo "    run failed: $c"
     done

@@ -130,6 +130,18 @@ ok $rc "... the candidate done before the interruption ran once"
 grep -q 'args = "40"' "$TMP/resume.tuned.conf"
 ok $? "the best of the resumed tune: 40"
 
+# ---- the last two, apart beyond the noise ----------------------------------
+# 6 candidates of exact figures: 6 trials, the better 3 again, then the last
+# two (60 and 50, twice each, no spread) are apart: no third round.
+rm -f "$TMP/starts"
+job apart 'tune { params.args = {"10", "20", "30", "40", "50", "60"} }'
+run "$GPURUN" tune "$TMP/apart.conf"
+expect_rc 0 "tune of 6 candidates apart"
+[ "$(starts)" = 9 ]
+ok $? "6 + 3 trials: the last two, measured twice and apart, are not measured again ($(starts) starts; 11 before)"
+grep -q 'args = "60"' "$TMP/apart.tuned.conf"
+ok $? "... and the best is 60"
+
 # ---- a tie goes to fewer resources -----------------------------------------
 rm -f "$TMP/starts"
 job tie 'tune { threads_per_rank = {2, 1} }'
