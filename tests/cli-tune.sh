@@ -49,7 +49,7 @@ contains "$TMP/out" "threads_per_rank=4096 params.args=10" "the dry run lists th
 grep -F "threads_per_rank=4096 params.args=20" "$TMP/out" | grep -q "pruned: .*4096 threads"
 ok $? "... as pruned, with the planner's reason"
 contains "$TMP/out" "2 can run here, 2 pruned" "2 of 4 candidates can run here"
-contains "$TMP/out" "would take about 3 trials" "the trials the search would take"
+contains "$TMP/out" "would take about 2 trials" "the trials the search would take"
 contains "$TMP/out" "nothing was started" "... and nothing was started"
 [ "$(starts)" = 0 ] && [ ! -e "$TMP/results" ]
 ok $? "the dry run started no program and made no results folder"

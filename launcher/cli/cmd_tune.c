@@ -377,14 +377,19 @@ static int check_params_axes(struct tune *t, gpurun_error_t *err)
 }
 
 /* Trials successive halving makes of n candidates with no ties: round r
- * gives each survivor its (r+1)th run. */
+ * gives each survivor its (r+1)th run; it ends when one is left, or two
+ * each run twice or more (and apart). */
 static size_t planned_trials(size_t n)
 {
+    if (n <= 1)
+        return n;
     size_t total = 0;
-    for (size_t s = n; s > 0; s = s > 1 ? (s + 1) / 2 : 0) {
+    for (size_t s = n, round = 0;; round++) {
         total += s;
-        if (s == 1)
+        size_t next = (s + 1) / 2;
+        if (next == 1 || (next == 2 && round >= 1))
             break;
+        s = next;
     }
     return total;
 }
