@@ -104,7 +104,8 @@ fi
 ncores=$(hwloc-calc --number-of core all 2>/dev/null || nproc)
 cp "$top/examples/water-box/water-box.conf" "$top/examples/water-box/topol.top" "$top/examples/water-box/md.mdp" "$tmp/"
 # Ranks 1 and 2, threads 1 and 2 (what fits is planned; the rest pruned), and
-# two neighbour-list intervals; 1000 steps, the counters reset halfway.
+# two neighbour-list intervals; the template's 2000 steps, the counters reset
+# halfway (tune's trials: its tune_short, 1000 steps).
 sed 's/-resethway -noconfout"/-resethway -noconfout -nstlist ${nstlist}"/; s/^defaults    { tpr/defaults    { nstlist = "10"  tpr/' \
     "$tmp/water-box.conf" >"$tmp/wb.conf"
 rm "$tmp/water-box.conf"
@@ -115,7 +116,6 @@ launcher = "mpirun"
 nodes = 1
 gpus_per_rank = 0
 timeout = "10m"
-params { nsteps = 1000 }
 env { GMX_MAXBACKUP = "-1" }
 tune { ranks_per_node = {1, 2}  threads_per_rank = {1, 2}  params.nstlist = {10, 40} }
 JOB
@@ -124,10 +124,12 @@ cands=$(grep -v 'pruned:' "$tmp/wb-dry.out" |
     sed -n 's/^  \(ranks_per_node=[0-9]* threads_per_rank=[0-9]* params.nstlist=[0-9]*\) .*[0-9] rank.*/\1/p')
 echo "    $(grep -c 'pruned:' "$tmp/wb-dry.out") pruned (more cores than the node has): not run by either search"
 echo "    $(echo "$cands" | grep -c .) candidates can run on $ncores cores:"
+# Round robin (every candidate once, three times over): a spell of load on
+# this shared machine then falls on several candidates, not on one's three runs.
 t0=$(now)
-echo "$cands" | while read -r c; do
-    sets=$(echo "$c" | sed 's/\([^ ]*\)/--set \1/g')
-    for i in 1 2 3; do
+for _ in 1 2 3; do
+    echo "$cands" | while read -r c; do
+        sets=$(echo "$c" | sed 's/\([^ ]*\)/--set \1/g')
         # shellcheck disable=SC2086
         "$GPURUN" run "$tmp/wb-job.conf" --results "$tmp/wbx" --quiet $sets >/dev/null 2>&1 || echo "    run failed: $c"
     done

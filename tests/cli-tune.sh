@@ -49,7 +49,7 @@ contains "$TMP/out" "threads_per_rank=4096 params.args=10" "the dry run lists th
 grep -F "threads_per_rank=4096 params.args=20" "$TMP/out" | grep -q "pruned: .*4096 threads"
 ok $? "... as pruned, with the planner's reason"
 contains "$TMP/out" "2 can run here, 2 pruned" "2 of 4 candidates can run here"
-contains "$TMP/out" "would take about 3 trials" "the trials the search would take"
+contains "$TMP/out" "would take about 2 trials" "the trials the search would take"
 contains "$TMP/out" "nothing was started" "... and nothing was started"
 [ "$(starts)" = 0 ] && [ ! -e "$TMP/results" ]
 ok $? "the dry run started no program and made no results folder"
@@ -129,6 +129,18 @@ jqf "$TMP/resume.json" '[.[] | select(.state == "ok" and .tune.candidate == "par
 ok $rc "... the candidate done before the interruption ran once"
 grep -q 'args = "40"' "$TMP/resume.tuned.conf"
 ok $? "the best of the resumed tune: 40"
+
+# ---- the last two, apart beyond the noise ----------------------------------
+# 6 candidates of exact figures: 6 trials, the better 3 again, then the last
+# two (60 and 50, twice each, no spread) are apart: no third round.
+rm -f "$TMP/starts"
+job apart 'tune { params.args = {"10", "20", "30", "40", "50", "60"} }'
+run "$GPURUN" tune "$TMP/apart.conf"
+expect_rc 0 "tune of 6 candidates apart"
+[ "$(starts)" = 9 ]
+ok $? "6 + 3 trials: the last two, measured twice and apart, are not measured again ($(starts) starts; 11 before)"
+grep -q 'args = "60"' "$TMP/apart.tuned.conf"
+ok $? "... and the best is 60"
 
 # ---- a tie goes to fewer resources -----------------------------------------
 rm -f "$TMP/starts"

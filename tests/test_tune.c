@@ -256,14 +256,21 @@ static void test_halve(void)
     alive = gpurun_tune_halve(c, 8, true, gpurun_tune_pooled_cv(c, 8));
     ok(alive == 4 && c[0].alive && c[3].alive && !c[4].alive, "lower is better: 10..40 stay");
 
-    /* A tie with the worst kept one stays: 4 kept, the 5th within noise. */
+    /* A tie with the best stays; one tied only with the worst kept one
+     * goes (it cannot be the best). */
     double w[6][2] = {{100, 101}, {90, 91}, {80, 81}, {79.9, 81.1}, {50, 51}, {40, 41}};
     struct gpurun_tune_cand t[6];
     for (int i = 0; i < 6; i++)
         t[i] = cand(w[i], 2, 1, 1, 1);
     alive = gpurun_tune_halve(t, 6, false, gpurun_tune_pooled_cv(t, 6));
+    ok(alive == 3 && !t[3].alive && !t[4].alive && !t[5].alive,
+       "6: the better 3 stay; 79.9-81.1, tied with the third but not with the best, goes (%zu alive)", alive);
+    double w2[6][2] = {{100, 101}, {99, 100}, {98.5, 99.5}, {98, 99.6}, {50, 51}, {40, 41}};
+    for (int i = 0; i < 6; i++)
+        t[i] = cand(w2[i], 2, 1, 1, 1);
+    alive = gpurun_tune_halve(t, 6, false, gpurun_tune_pooled_cv(t, 6));
     ok(alive == 4 && t[3].alive && !t[4].alive && !t[5].alive,
-       "6: the better 3 and one tied with the third stay (%zu alive)", alive);
+       "6: the 4th (98-99.6), within the noise of the best (100-101), stays with the better 3 (%zu alive)", alive);
 
     /* All tied: one at least goes each round, never the pick (fewest GPUs). */
     double u[3][2] = {{100, 101}, {100.2, 100.8}, {100.1, 100.9}};

@@ -377,14 +377,19 @@ static int check_params_axes(struct tune *t, gpurun_error_t *err)
 }
 
 /* Trials successive halving makes of n candidates with no ties: round r
- * gives each survivor its (r+1)th run. */
+ * gives each survivor its (r+1)th run; it ends when one is left, or two
+ * each run twice or more (and apart). */
 static size_t planned_trials(size_t n)
 {
+    if (n <= 1)
+        return n;
     size_t total = 0;
-    for (size_t s = n; s > 0; s = s > 1 ? (s + 1) / 2 : 0) {
+    for (size_t s = n, round = 0;; round++) {
         total += s;
-        if (s == 1)
+        size_t next = (s + 1) / 2;
+        if (next == 1 || (next == 2 && round >= 1))
             break;
+        s = next;
     }
     return total;
 }
@@ -646,6 +651,27 @@ static int axis_search(struct tune *t, gpurun_error_t *err)
     return rc;
 }
 
+/* The last two candidates alive, each measured twice or more (their
+ * repeats say what the noise is): when one is better beyond the noise, the
+ * other is dropped now (true), with no further trial of either; tied, or
+ * with one run, they are measured again (false). */
+static bool last_two_apart(struct gpurun_tune_cand *tc, size_t n, bool lower_better, double cv)
+{
+    struct gpurun_tune_cand *two[2];
+    size_t m = 0;
+    for (size_t k = 0; k < n && m < 2; k++)
+        if (tc[k].alive && tc[k].n)
+            two[m++] = &tc[k];
+    if (m != 2 || two[0]->n < 2 || two[1]->n < 2 || gpurun_tune_tied(two[0], two[1], cv))
+        return false;
+    struct gpurun_tune_stats a, b;
+    gpurun_tune_stats(two[0]->values, two[0]->n, &a);
+    gpurun_tune_stats(two[1]->values, two[1]->n, &b);
+    bool first_better = lower_better ? a.mean < b.mean : a.mean > b.mean;
+    two[first_better ? 1 : 0]->alive = false;
+    return true;
+}
+
 /* The search: every candidate once (or, in a large space, those an axis
  * search measured), then halving: the better half, and those within the
  * noise, measured again, until one is left.  Trials found in the store
@@ -676,6 +702,8 @@ static int search(struct tune *t, gpurun_error_t *err)
             tc[k] = t->c[k].tc;
         double cv = gpurun_tune_pooled_cv(tc, t->n);
         size_t alive = gpurun_tune_halve(tc, t->n, obj_lower(t, t->obj), cv);
+        if (alive == 2 && last_two_apart(tc, t->n, obj_lower(t, t->obj), cv))
+            alive = 1;
         for (size_t k = 0; k < t->n; k++) {
             if (t->c[k].tc.alive && !tc[k].alive)
                 t->c[k].dropped_round = round;

@@ -417,8 +417,11 @@ size_t gpurun_tune_halve(struct gpurun_tune_cand *c, size_t n, bool lower_better
     qsort(order, m, sizeof *order, by_mean);
     size_t keep = (m + 1) / 2, kept = keep;
     for (size_t i = keep; i < m; i++) {
-        if (gpurun_tune_tied(order[i], order[keep - 1], cv) || gpurun_tune_tied(order[i], order[0], cv))
-            kept++; /* inside the noise of the kept ones: measured again */
+        /* Inside the noise of the best: it may be the best, measured
+         * again.  One only as good as the worst kept one is not: keeping
+         * it would cost a trial for a layout no better than those kept. */
+        if (gpurun_tune_tied(order[i], order[0], cv))
+            kept++;
         else
             order[i]->alive = false;
     }
