@@ -332,13 +332,7 @@ static int nvml_stop(gpurun_monitor_t *m, struct gpurun_monitor_result *out)
                 snprintf(g->s.energy_why, sizeof g->s.energy_why, "the energy counter went back (driver reloaded?)");
         }
     }
-    memset(out, 0, sizeof *out);
-    out->ngpus = m->ngpus;
-    out->interval_s = m->sampler.interval_s;
-    out->seconds = seconds;
-    out->gpus = calloc((size_t)(m->ngpus > 0 ? m->ngpus : 1), sizeof *out->gpus);
-    if (!out->gpus)
-        abort();
+    gpurun_sampler_result(out, &m->sampler, seconds, m->ngpus);
     for (int i = 0; i < m->ngpus; i++) {
         struct gpu *g = &m->gpus[i];
         struct gpurun_gpu_stats *s = &out->gpus[i];

@@ -204,17 +204,42 @@ static int find_device(const struct rsmi *r, uint32_t count, const char *id, cha
     return same_slot;
 }
 
+/* ROCm SMI started (the caller shuts it down) and its devices counted, at
+ * most 4096; NULL with why in err (then not started). */
+static const struct rsmi *rsmi_open_counted(uint32_t *count, gpurun_error_t *err)
+{
+    const struct rsmi *r = rsmi_open(err);
+    if (!r)
+        return NULL;
+    *count = 0;
+    rsmi_status_t rc = r->count(count);
+    if (rc != RSMI_STATUS_SUCCESS) {
+        char e[160];
+        r->shut_down();
+        gpurun_err(err, GPURUN_EXIT_ENV, "ROCm SMI cannot count GPUs: %s", rsmi_error(r, rc, e, sizeof e));
+        return NULL;
+    }
+    if (*count > 4096)
+        *count = 4096;
+    return r;
+}
+
+/* Device dev's model into name (len bytes); "" when ROCm SMI does not say. */
+static void read_name(const struct rsmi *r, uint32_t dev, char *name, size_t len)
+{
+    if (r->name && r->name(dev, name, len) == RSMI_STATUS_SUCCESS)
+        name[len - 1] = '\0';
+    else
+        name[0] = '\0';
+}
+
 static int rocm_available(gpurun_error_t *why)
 {
-    const struct rsmi *r = rsmi_open(why);
+    uint32_t count;
+    const struct rsmi *r = rsmi_open_counted(&count, why);
     if (!r)
         return -1;
-    uint32_t count = 0;
-    rsmi_status_t rc = r->count(&count);
     r->shut_down();
-    char e[160];
-    if (rc != RSMI_STATUS_SUCCESS)
-        return gpurun_err(why, GPURUN_EXIT_ENV, "ROCm SMI cannot count GPUs: %s", rsmi_error(r, rc, e, sizeof e));
     if (count == 0)
         return gpurun_err(why, GPURUN_EXIT_ENV, "ROCm SMI sees no GPU");
     return 0;
@@ -301,18 +326,10 @@ static void monitor_free(struct gpurun_monitor *m)
 static int rocm_start(const char *const *ids, int nids, double interval_s, gpurun_monitor_t **monp,
                       gpurun_error_t *err)
 {
-    const struct rsmi *r = rsmi_open(err);
+    uint32_t count;
+    const struct rsmi *r = rsmi_open_counted(&count, err);
     if (!r)
         return -1;
-    uint32_t count = 0;
-    char e[160];
-    rsmi_status_t rc = r->count(&count);
-    if (rc != RSMI_STATUS_SUCCESS) {
-        r->shut_down();
-        return gpurun_err(err, GPURUN_EXIT_ENV, "ROCm SMI cannot count GPUs: %s", rsmi_error(r, rc, e, sizeof e));
-    }
-    if (count > 4096)
-        count = 4096;
     struct gpurun_monitor *m = calloc(1, sizeof *m);
     int ngpus = nids > 0 ? nids : (int)count;
     if (!m || !(m->gpus = calloc((size_t)(ngpus > 0 ? ngpus : 1), sizeof *m->gpus)))
@@ -333,10 +350,7 @@ static int rocm_start(const char *const *ids, int nids, double interval_s, gpuru
         }
         g->dev = (uint32_t)dev;
         g->s.index = dev;
-        if (r->name && r->name(g->dev, g->s.name, sizeof g->s.name) == RSMI_STATUS_SUCCESS)
-            g->s.name[sizeof g->s.name - 1] = '\0';
-        else
-            g->s.name[0] = '\0';
+        read_name(r, g->dev, g->s.name, sizeof g->s.name);
     }
     /* The energy counters last, just before the first sample. */
     for (int i = 0; i < ngpus; i++)
@@ -376,13 +390,7 @@ static int rocm_stop(gpurun_monitor_t *m, struct gpurun_monitor_result *out)
             g->s.energy_j = (double)(ticks - g->energy0) * (double)g->resolution / 1e6;
         }
     }
-    memset(out, 0, sizeof *out);
-    out->ngpus = m->ngpus;
-    out->interval_s = m->sampler.interval_s;
-    out->seconds = seconds;
-    out->gpus = calloc((size_t)(m->ngpus > 0 ? m->ngpus : 1), sizeof *out->gpus);
-    if (!out->gpus)
-        abort();
+    gpurun_sampler_result(out, &m->sampler, seconds, m->ngpus);
     for (int i = 0; i < m->ngpus; i++) {
         out->gpus[i] = m->gpus[i].s;
         gpurun_stats_from_metrics(&out->gpus[i], &m->gpus[i].util, &m->gpus[i].mem, &m->gpus[i].power);
@@ -397,24 +405,15 @@ static int rocm_stop(gpurun_monitor_t *m, struct gpurun_monitor_result *out)
 static int rocm_health(struct gpurun_gpu_health **healthp, int *np, char *driver, size_t driver_len,
                        gpurun_error_t *err)
 {
-    const struct rsmi *r = rsmi_open(err);
+    uint32_t count;
+    const struct rsmi *r = rsmi_open_counted(&count, err);
     if (!r)
         return -1;
     if (driver && driver_len) {
-        driver[0] = '\0';
         if (!r->version_str || r->version_str(RSMI_SW_COMP_DRIVER, driver, (uint32_t)driver_len) != RSMI_STATUS_SUCCESS)
             driver[0] = '\0';
         driver[driver_len - 1] = '\0';
     }
-    uint32_t count = 0;
-    char e[160];
-    rsmi_status_t rc = r->count(&count);
-    if (rc != RSMI_STATUS_SUCCESS) {
-        r->shut_down();
-        return gpurun_err(err, GPURUN_EXIT_ENV, "ROCm SMI cannot count GPUs: %s", rsmi_error(r, rc, e, sizeof e));
-    }
-    if (count > 4096)
-        count = 4096;
     struct gpurun_gpu_health *h = calloc(count ? count : 1, sizeof *h);
     if (!h)
         abort();
@@ -425,10 +424,7 @@ static int rocm_health(struct gpurun_gpu_health **healthp, int *np, char *driver
         g->index = (int)i;
         if (r->pci_id(i, &bdf) == RSMI_STATUS_SUCCESS)
             bdf_string(bdf, (unsigned)(bdf & 0x7), g->pci, sizeof g->pci);
-        if (r->name && r->name(i, g->name, sizeof g->name) == RSMI_STATUS_SUCCESS)
-            g->name[sizeof g->name - 1] = '\0';
-        else
-            g->name[0] = '\0';
+        read_name(r, i, g->name, sizeof g->name);
         g->pcie_gen = g->pcie_gen_max = g->pcie_width = g->pcie_width_max = -1;
         g->sm_clock_mhz = g->sm_clock_max_mhz = -1;
         double w;

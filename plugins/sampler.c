@@ -4,6 +4,8 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "sampler.h"
 
@@ -80,6 +82,18 @@ void gpurun_metric_add(struct gpurun_metric *m, double v)
 double gpurun_metric_mean(const struct gpurun_metric *m)
 {
     return m->n ? m->sum / (double)m->n : 0;
+}
+
+void gpurun_sampler_result(struct gpurun_monitor_result *out, const struct gpurun_sampler *s, double seconds,
+                           int ngpus)
+{
+    memset(out, 0, sizeof *out);
+    out->ngpus = ngpus;
+    out->interval_s = s->interval_s;
+    out->seconds = seconds;
+    out->gpus = calloc((size_t)(ngpus > 0 ? ngpus : 1), sizeof *out->gpus);
+    if (!out->gpus)
+        abort();
 }
 
 void gpurun_stats_from_metrics(struct gpurun_gpu_stats *s, const struct gpurun_metric *util,

@@ -38,6 +38,10 @@ struct gpurun_metric {
 };
 void gpurun_metric_add(struct gpurun_metric *m, double v);
 double gpurun_metric_mean(const struct gpurun_metric *m);
+/* `out` for a session of `ngpus` GPUs: zeroed, the sampler's interval, the
+ * session's seconds, and room for the GPUs' figures (calloc()ed). */
+void gpurun_sampler_result(struct gpurun_monitor_result *out, const struct gpurun_sampler *s, double seconds,
+                           int ngpus);
 /* A GPU's utilisation, memory and power figures from its metrics. */
 void gpurun_stats_from_metrics(struct gpurun_gpu_stats *s, const struct gpurun_metric *util,
                                const struct gpurun_metric *mem, const struct gpurun_metric *power);

@@ -239,25 +239,43 @@ static void check_energy(struct doctor *d, const char *root)
           "%s", line);
 }
 
+/* The health of every GPU the monitor `name` sees, and the driver's
+ * version; -1 with err when the monitor cannot tell. */
+static int monitor_health(const char *name, struct gpurun_gpu_health **h, int *nh, char *driver, size_t driver_len,
+                          gpurun_error_t *err)
+{
+    const gpurun_monitor_plugin_t *p;
+    if (gpurun_monitor_find(name, &p, err) < 0)
+        return -1;
+    if (!p->health)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "the %s monitor reports no health", name);
+    return p->health(h, nh, driver, driver_len, err);
+}
+
+/* How many of the GPUs' energy counters read. */
+static int energy_counters(const struct gpurun_gpu_health *h, int nh)
+{
+    int n = 0;
+    for (int i = 0; i < nh; i++)
+        n += h[i].energy_counter;
+    return n;
+}
+
 /* AMD GPUs' energy and power: whether ROCm SMI is there and its energy
  * counter reads (MI100 and later). */
 static void check_amd_energy(struct doctor *d)
 {
-    const gpurun_monitor_plugin_t *rsmi;
     gpurun_error_t err = {0};
     struct gpurun_gpu_health *h = NULL;
     int nh = 0;
     char driver[96] = "";
-    if (gpurun_monitor_find("rocm_smi", &rsmi, &err) < 0 || !rsmi->health ||
-        rsmi->health(&h, &nh, driver, sizeof driver, &err) < 0) {
+    if (monitor_health("rocm_smi", &h, &nh, driver, sizeof driver, &err) < 0) {
         check(d, "energy_gpu_amd", "AMD GPU energy", GPURUN_CHECK_WARN,
               "install ROCm's rocm-smi-lib (librocm_smi64.so): gpurun reads the AMD GPUs' energy and power through it",
               "the runs record no energy or power of the AMD GPUs: %s", err.text);
         return;
     }
-    int counters = 0;
-    for (int i = 0; i < nh; i++)
-        counters += h[i].energy_counter;
+    int counters = energy_counters(h, nh);
     free(h);
     if (nh > 0 && counters == nh)
         check(d, "energy_gpu_amd", "AMD GPU energy", GPURUN_CHECK_PASS, NULL,
@@ -284,13 +302,11 @@ static void check_driver(struct doctor *d, const gpurun_gdr_probe_t *probe, int 
     }
     if (nnvidia == 0)
         return;
-    const gpurun_monitor_plugin_t *nvml;
     gpurun_error_t err = {0};
     struct gpurun_gpu_health *h = NULL;
     int nh = 0;
     char driver[96] = "";
-    if (gpurun_monitor_find("nvml", &nvml, &err) < 0 || !nvml->health ||
-        nvml->health(&h, &nh, driver, sizeof driver, &err) < 0) {
+    if (monitor_health("nvml", &h, &nh, driver, sizeof driver, &err) < 0) {
         check(d, "driver", "NVIDIA driver", GPURUN_CHECK_FAIL,
               "install the NVIDIA driver (nvidia-smi must work) and reboot if its kernel module is new",
               "%d NVIDIA GPU%s on the PCI bus, but %s", nnvidia, nnvidia == 1 ? "" : "s", err.text);
@@ -306,9 +322,7 @@ static void check_driver(struct doctor *d, const gpurun_gdr_probe_t *probe, int 
         check(d, "driver", "NVIDIA driver", GPURUN_CHECK_PASS, NULL, "driver %s; NVML sees all %d GPU%s",
               driver[0] ? driver : "(version unknown)", nh, nh == 1 ? "" : "s");
 
-    int counters = 0;
-    for (int i = 0; i < nh; i++)
-        counters += h[i].energy_counter;
+    int counters = energy_counters(h, nh);
     if (counters == nh)
         check(d, "energy_gpu", "GPU energy", GPURUN_CHECK_PASS, NULL,
               "NVML's energy counter reads on all %d GPU%s: their energy is recorded", nh, nh == 1 ? "" : "s");

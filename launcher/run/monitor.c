@@ -109,7 +109,6 @@ struct part {
 };
 struct gpurun_monitor_session {
     struct part parts[PARTS_MAX];
-    int nparts;
 };
 
 static double interval(void)
@@ -148,7 +147,7 @@ static void part_probe(struct part *pt)
 
 static void session_free(gpurun_monitor_session_t *s)
 {
-    for (int k = 0; k < s->nparts; k++) {
+    for (int k = 0; k < PARTS_MAX; k++) {
         for (int i = 0; i < s->parts[k].n; i++)
             free((char *)s->parts[k].pcis[i]);
         free(s->parts[k].pcis);
@@ -182,7 +181,6 @@ gpurun_monitor_session_t *gpurun_monitor_begin(const char *name, const char *con
         int k = !automatic || (v && !strcmp(v, "nvidia")) ? 0 : v && !strcmp(v, "amd") ? 1 : 2;
         s->parts[k].pcis[s->parts[k].n++] = gpurun_xstrdup(pcis[i] ? pcis[i] : "");
     }
-    s->nparts = PARTS_MAX;
     int started = 0;
     char first_why[512] = "";
     for (int k = 0; k < PARTS_MAX; k++) {
@@ -221,7 +219,7 @@ json_t *gpurun_monitor_end(gpurun_monitor_session_t *s)
     if (!s)
         return NULL;
     json_t *all = json_array();
-    for (int k = 0; k < s->nparts; k++) {
+    for (int k = 0; k < PARTS_MAX; k++) {
         struct part *pt = &s->parts[k];
         if (pt->plugin) {
             struct gpurun_monitor_result r = {0};
