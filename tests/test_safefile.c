@@ -36,6 +36,78 @@ static mode_t mode_of(const char *path)
     return lstat(path, &st) == 0 ? st.st_mode & 07777 : 0;
 }
 
+/* gpurun_open_trusted_folder on `path`: the descriptor closed, or -1 with why. */
+static int trusted(const char *path, char *why, size_t len)
+{
+    why[0] = '\0';
+    int fd = gpurun_open_trusted_folder(path, why, len);
+    if (fd >= 0)
+        close(fd);
+    return fd >= 0 ? 0 : -1;
+}
+
+/* Folders that plugins are loaded from (issue 37): walked from /, nothing
+ * on the way that another user could change. */
+static void trusted_folders(const char *dir)
+{
+    char p[600], q[600], why[1200];
+    ok(trusted(dir, why, sizeof why) == 0, "a folder of ours (0700 under /tmp, sticky) is trusted: %s", why);
+    ok(trusted("tests", why, sizeof why) < 0 && strstr(why, "relative"), "a relative path is refused: %s", why);
+    ok(trusted("", why, sizeof why) < 0 && strstr(why, "empty"), "an empty one is refused: %s", why);
+    snprintf(p, sizeof p, "%s/missing/deeper", dir);
+    ok(trusted(p, why, sizeof why) < 0 && errno == ENOENT, "a missing folder: ENOENT (%s)", why);
+    snprintf(p, sizeof p, "%s/w", dir);
+    mkdir(p, 0777); /* umask 022 is in force */
+    chmod(p, 0777);
+    ok(trusted(p, why, sizeof why) < 0 && strstr(why, "writable by others"), "a folder others can write: %s", why);
+    snprintf(q, sizeof q, "%s/w/sub", dir);
+    mkdir(q, 0755);
+    ok(trusted(q, why, sizeof why) < 0 && strstr(why, "without the sticky bit"),
+       "... and one below it (a writable ancestor): %s", why);
+    chmod(p, 01777);
+    ok(trusted(q, why, sizeof why) == 0, "below a sticky one, a folder of ours is trusted: %s", why);
+    ok(trusted(p, why, sizeof why) < 0, "the sticky one itself is not (others add files there)");
+    if (geteuid() == 0 && chown(q, 4513, 4513) == 0)
+        ok(trusted(q, why, sizeof why) < 0 && strstr(why, "another user's"), "another user's folder: %s", why);
+    else
+        skip("not root: no folder of another user to make");
+    snprintf(p, sizeof p, "%s/link", dir);
+    ok(symlink(dir, p) == 0 && trusted(p, why, sizeof why) == 0, "our symlink to our folder is followed: %s", why);
+    snprintf(p, sizeof p, "%s/relink", dir);
+    ok(symlink("./link/./", p) == 0 && trusted(p, why, sizeof why) == 0, "a relative one too: %s", why);
+    snprintf(p, sizeof p, "%s/wlink", dir);
+    snprintf(q, sizeof q, "%s/w", dir);
+    ok(symlink(q, p) == 0 && trusted(p, why, sizeof why) < 0, "a symlink to a writable folder is refused: %s", why);
+    snprintf(p, sizeof p, "%s/loop", dir);
+    ok(symlink("loop", p) == 0 && trusted(p, why, sizeof why) < 0 && strstr(why, "too many"),
+       "a symlink loop ends: %s", why);
+    snprintf(p, sizeof p, "%s/plain", dir);
+    close(open(p, O_WRONLY | O_CREAT, 0644));
+    ok(trusted(p, why, sizeof why) < 0 && strstr(why, "not a folder"), "a file is not a folder: %s", why);
+    snprintf(p, sizeof p, "%s//./", dir);
+    ok(trusted(p, why, sizeof why) == 0, "'//' and '/./' are walked over: %s", why);
+
+    int dfd = gpurun_open_trusted_folder(dir, why, sizeof why);
+    struct stat st;
+    ok(gpurun_open_trusted_file_at(dfd, "absent.so", &st, why, sizeof why) < 0 && !why[0],
+       "an absent file: -1, nothing to say");
+    int fd = gpurun_open_trusted_file_at(dfd, "plain", &st, why, sizeof why);
+    ok(fd >= 0 && S_ISREG(st.st_mode), "a file of ours opens: %s", why);
+    if (fd >= 0)
+        close(fd);
+    ok(gpurun_open_trusted_file_at(dfd, "link", &st, why, sizeof why) < 0 && strstr(why, "symlink"),
+       "a symlink is refused: %s", why);
+    snprintf(p, sizeof p, "%s/fifo", dir);
+    ok(mkfifo(p, 0600) == 0 && gpurun_open_trusted_file_at(dfd, "fifo", &st, why, sizeof why) < 0 &&
+           strstr(why, "not a regular file"),
+       "a FIFO is refused without a hang: %s", why);
+    snprintf(p, sizeof p, "%s/plain", dir);
+    chmod(p, 0666);
+    ok(gpurun_open_trusted_file_at(dfd, "plain", &st, why, sizeof why) < 0 && strstr(why, "writable by others"),
+       "a file others can write is refused: %s", why);
+    close(dfd);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/gpurun-safefile.XXXXXX";
@@ -184,6 +256,7 @@ int main(void)
 
     close(dfd);
     json_decref(doc);
+    trusted_folders(dir);
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)

@@ -91,7 +91,7 @@ int cmd_parse_int(const char *cmd, const char *opt, const char *s, int min, int 
     return 0;
 }
 
-static void topocache_warning(const char *text)
+static void say_warning(const char *text)
 {
     fprintf(stderr, "gpurun: warning: %s\n", text);
 }
@@ -102,8 +102,10 @@ int main(int argc, char **argv)
     gpurun_topocache_enable(true); /* the program's runs share this node's discovery; libgpurun's callers do not */
     gpurun_plugins_register();     /* job files and site profiles name the plugins present */
     /* Said once by the command a user typed, not again by each rank step. */
-    if (argc >= 2 && strcmp(argv[1], "rank"))
-        gpurun_topocache_on_warning(topocache_warning);
+    if (argc >= 2 && strcmp(argv[1], "rank")) {
+        gpurun_topocache_on_warning(say_warning);
+        gpurun_plugins_on_warning(say_warning);
+    }
     if (argc < 2) {
         usage(stderr);
         return GPURUN_EXIT_CONFIG;

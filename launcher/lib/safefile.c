@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,6 +279,164 @@ int gpurun_open_folder_path(const char *path, const char *what, mode_t mode, boo
         return gpurun_err(err, GPURUN_EXIT_ENV, "%s: cannot set its mode: %s", path, strerror(e));
     }
     if (gpurun_check_folder(fd, path, what, err) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* --- folders and files that code is loaded from ------------------------------- */
+
+#define TRUSTED_LINKS_MAX 32  /* symlinks followed on one path, as the kernel's own limit (40) or fewer */
+#define TRUSTED_STEPS_MAX 512 /* components walked on one path, links' included */
+
+/* Why a folder on the way to code is not to be trusted, or NULL.  Nobody
+ * but this user and root may change what lies below it: it is one of
+ * theirs, and others may write in it only with the sticky bit (the kernel
+ * then lets nobody else rename or remove what this user or root owns in it,
+ * and every entry walked through is checked to be theirs); never in the
+ * last folder, where others could add files of their own. */
+static const char *trusted_folder_problem(const struct stat *st, bool last)
+{
+    if (!S_ISDIR(st->st_mode))
+        return "is not a folder";
+    if (st->st_uid != geteuid() && st->st_uid != 0)
+        return "is another user's";
+    if ((st->st_mode & 022) && last)
+        return "is writable by others (chmod go-w)";
+    if ((st->st_mode & 022) && !(st->st_mode & S_ISVTX))
+        return "is writable by others without the sticky bit: they could swap what lies below it";
+    return NULL;
+}
+
+struct trusted_walk {
+    int fd;                      /* the folder reached so far (O_PATH) */
+    char rest[2 * PATH_MAX + 2]; /* what is left to walk */
+    char walked[PATH_MAX];       /* where fd is, for messages */
+    unsigned links, steps;
+};
+
+static int walk_refuse(struct trusted_walk *w, const char *path, char *why, size_t len, const char *what)
+{
+    snprintf(why, len, "%s: %s %s", path, w->walked[0] ? w->walked : "/", what);
+    if (w->fd >= 0)
+        close(w->fd);
+    w->fd = -1;
+    errno = EACCES;
+    return -1;
+}
+
+/* A symlink at w->walked (open as lfd, a link of this user or root in a
+ * folder checked already): what it points to is walked next, with the same
+ * checks, from / or from the folder it lies in. */
+static int walk_link(struct trusted_walk *w, int lfd, const char *path, char *why, size_t len)
+{
+    char target[PATH_MAX];
+    ssize_t n = readlinkat(lfd, "", target, sizeof target - 1);
+    close(lfd);
+    if (n <= 0 || ++w->links > TRUSTED_LINKS_MAX)
+        return walk_refuse(w, path, why, len, n <= 0 ? "is a symlink that cannot be read" : "is one symlink too many");
+    target[n] = '\0';
+    char rest[sizeof w->rest];
+    if ((size_t)snprintf(rest, sizeof rest, "%s/%s", target, w->rest) >= sizeof rest)
+        return walk_refuse(w, path, why, len, "leads to a path too long");
+    memcpy(w->rest, rest, sizeof rest);
+    if (target[0] == '/') {
+        close(w->fd);
+        w->fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        w->walked[0] = '\0';
+    } else {
+        char *slash = strrchr(w->walked, '/'); /* the link's own folder */
+        if (slash)
+            *slash = '\0';
+    }
+    return w->fd < 0 ? walk_refuse(w, path, why, len, "cannot be opened") : 0;
+}
+
+/* One component `c` from w->fd: into the folder it is, or through the link. */
+static int walk_step(struct trusted_walk *w, const char *c, const char *path, char *why, size_t len)
+{
+    size_t wl = strlen(w->walked);
+    snprintf(w->walked + wl, sizeof w->walked - wl, "/%s", c);
+    if (++w->steps > TRUSTED_STEPS_MAX)
+        return walk_refuse(w, path, why, len, "is too deep");
+    int nfd = openat(w->fd, c, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (nfd < 0 || fstat(nfd, &st) < 0) {
+        int e = errno;
+        if (nfd >= 0)
+            close(nfd);
+        walk_refuse(w, path, why, len, e == ENOENT ? "does not exist" : strerror(e));
+        errno = e; /* ENOENT: a folder that is not there, not one refused */
+        return -1;
+    }
+    if (S_ISLNK(st.st_mode) && st.st_uid != geteuid() && st.st_uid != 0) {
+        close(nfd);
+        return walk_refuse(w, path, why, len, "is a symlink of another user");
+    }
+    if (S_ISLNK(st.st_mode))
+        return walk_link(w, nfd, path, why, len);
+    const char *problem = trusted_folder_problem(&st, false);
+    close(w->fd);
+    w->fd = nfd;
+    return problem ? walk_refuse(w, path, why, len, problem) : 0;
+}
+
+int gpurun_open_trusted_folder(const char *path, char *why, size_t len)
+{
+    struct trusted_walk w = {.fd = -1};
+    if (!path[0])
+        return snprintf(why, len, "an empty element is not a folder"), -1;
+    if (path[0] != '/')
+        return snprintf(why, len, "%s: a relative folder depends on where gpurun is started", path), -1;
+    if (strlen(path) >= PATH_MAX)
+        return snprintf(why, len, "%.64s...: too long", path), -1;
+    snprintf(w.rest, sizeof w.rest, "%s", path);
+    w.fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    struct stat st;
+    if (w.fd < 0 || fstat(w.fd, &st) < 0 || trusted_folder_problem(&st, false))
+        return walk_refuse(&w, path, why, len, "cannot be trusted");
+    for (;;) {
+        char *p = w.rest;
+        while (*p == '/')
+            p++;
+        if (!*p)
+            break;
+        size_t cl = strcspn(p, "/");
+        char c[NAME_MAX + 1];
+        if (cl > NAME_MAX)
+            return walk_refuse(&w, path, why, len, "holds a name too long");
+        memcpy(c, p, cl);
+        c[cl] = '\0';
+        memmove(w.rest, p + cl, strlen(p + cl) + 1);
+        if (strcmp(c, ".") && walk_step(&w, c, path, why, len) < 0)
+            return -1;
+    }
+    const char *problem = fstat(w.fd, &st) < 0 ? strerror(errno) : trusted_folder_problem(&st, true);
+    return problem ? walk_refuse(&w, path, why, len, problem) : w.fd;
+}
+
+int gpurun_open_trusted_file_at(int dirfd, const char *name, struct stat *st, char *why, size_t len)
+{
+    why[0] = '\0';
+    /* O_NONBLOCK: a FIFO under the name must not hang the open */
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        if (errno != ENOENT)
+            snprintf(why, len, "%s", errno == ELOOP ? "a symlink" : strerror(errno));
+        return -1;
+    }
+    const char *problem = NULL;
+    if (fstat(fd, st) < 0)
+        problem = strerror(errno);
+    else if (!S_ISREG(st->st_mode))
+        problem = "not a regular file";
+    else if (st->st_uid != geteuid() && st->st_uid != 0)
+        problem = "another user's";
+    else if (st->st_mode & 022)
+        problem = "writable by others";
+    if (problem) {
+        snprintf(why, len, "%s", problem);
         close(fd);
         return -1;
     }

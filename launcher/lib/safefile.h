@@ -69,4 +69,20 @@ int gpurun_open_folder_at(int dirfd, const char *name, const char *shown, const 
  * the last one as gpurun_check_folder does. */
 int gpurun_open_folder_path(const char *path, const char *what, mode_t mode, bool create, gpurun_error_t *err);
 
+/* A folder that code is loaded from (plugins): walked from / one component
+ * at a time (openat, O_PATH, O_NOFOLLOW), symlinks of this user or root
+ * followed by reading them and walking on with the same checks.  Every
+ * folder on the way is this user's or root's, and none is writable by
+ * others unless it has the sticky bit; the last one not at all.  Returns an
+ * O_PATH descriptor of the folder reached, or -1 with `why` filled (which
+ * folder, why; errno ENOENT when a folder on the way is missing).
+ * Relative and empty paths are refused. */
+int gpurun_open_trusted_folder(const char *path, char *why, size_t len);
+
+/* Open `name` in the trusted folder `dirfd` for reading (O_NOFOLLOW): a
+ * regular file of this user or root that nobody else can write.  Returns a
+ * descriptor with its status in *st; -1 with `why` empty when there is no
+ * such file, filled when one is there but refused. */
+int gpurun_open_trusted_file_at(int dirfd, const char *name, struct stat *st, char *why, size_t len);
+
 #endif

@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -20,6 +21,7 @@
 #include "manager.h"
 #include "plugin.h"
 #include "rank.h"
+#include "safefile.h"
 #include "util.h"
 
 extern const gpurun_launcher_plugin_t gpurun_launcher_local;
@@ -70,55 +72,165 @@ static const struct gpurun_plugin_kind launchers = {
     .check_abi = check_abi,
 };
 
-/* KIND_NAME.so in DIR: its gpurun_KIND_plugin, or NULL.  A plugin is code
- * that runs as the user: one that another user could have put there or
- * changed (not ours nor root's, writable by others, in a folder that is
- * another's or others may write without the sticky bit) is refused, with
- * why in `refused`.  Then nobody else can put another file under its name
- * before dlopen() opens it again (by name: glibc takes two loads of one
- * /proc/self/fd/N for the same library). */
-static const void *load_so(const char *dir, const char *kind, const char *name, char *refused, size_t len)
+/* --- the loader -------------------------------------------------------------------- */
+
+/* A plugin is code that runs as the user.  Its folders are walked from / and
+ * checked once (gpurun_open_trusted_folder: nothing another user could
+ * change on the way), then held open; a library is opened in its folder
+ * without following a symlink, checked through that descriptor, and loaded
+ * through the same descriptor (/proc/self/fd/N), so what is loaded is what
+ * was checked whatever is renamed meanwhile.  The descriptor stays open for
+ * the life of the process: its number names that library alone, and the
+ * code is in use. */
+#define FOLDERS_MAX 32
+#define LOADED_MAX 64
+#define SAID_MAX 64
+
+static struct plugin_folder {
+    char *path;
+    int fd; /* O_PATH; -1: missing or refused */
+} folders[FOLDERS_MAX + 1];
+static size_t nfolders;
+static bool folders_read;
+
+static struct loaded {
+    dev_t dev;
+    ino_t ino;
+    void *handle;
+} loaded[LOADED_MAX];
+static size_t nloaded;
+
+static void (*warn_fn)(const char *text);
+static char *said[SAID_MAX];
+static size_t nsaid;
+
+void gpurun_plugins_on_warning(void (*fn)(const char *text))
 {
-    char *path = gpurun_xasprintf("%s/%s_%s.so", dir, kind, name);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        free(path);
-        return NULL;
+    warn_fn = fn;
+}
+
+/* A refusal, said once through the warning hook (never a silent skip). */
+static void say_refused(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say_refused(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *text = gpurun_xvasprintf(fmt, ap);
+    va_end(ap);
+    for (size_t i = 0; i < nsaid; i++)
+        if (!strcmp(said[i], text)) {
+            free(text);
+            return;
+        }
+    if (warn_fn)
+        warn_fn(text);
+    if (nsaid < SAID_MAX)
+        said[nsaid++] = text;
+    else
+        free(text);
+}
+
+static void add_folder(const char *path, bool from_env)
+{
+    if (nfolders >= FOLDERS_MAX) {
+        say_refused("GPURUN_PLUGIN_PATH: more than %d folders; %s and those after it are not searched", FOLDERS_MAX,
+                    path);
+        return;
     }
-    struct stat st, dst;
-    const char *why = NULL;
-    uid_t me = geteuid();
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-        why = "not a regular file";
-    else if (st.st_uid != me && st.st_uid != 0)
-        why = "owned by another user";
-    else if (st.st_mode & 022)
-        why = "others can write it";
-    else if (stat(dir, &dst) < 0 || (dst.st_uid != me && dst.st_uid != 0))
-        why = "its folder is another user's";
-    else if ((dst.st_mode & 022) && !(dst.st_mode & S_ISVTX))
-        why = "others can write in its folder (no sticky bit)";
-    void *h = NULL;
-    if (why) {
-        if (!refused[0])
-            snprintf(refused, len, "%s: %s", path, why);
-    } else {
-        h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        if (!h && !refused[0]) {
-            const char *e = dlerror();
-            snprintf(refused, len, "%s: %s", path, e ? e : "cannot be loaded");
+    char why[PATH_MAX + 160];
+    int fd = gpurun_open_trusted_folder(path, why, sizeof why);
+    if (fd < 0 && !*path)
+        say_refused("GPURUN_PLUGIN_PATH: an empty element (a leading, trailing or double ':') is not searched: it "
+                    "would mean the current folder");
+    else if (fd < 0 && errno != ENOENT)
+        say_refused("%splugin folder refused: %s; nothing in it is loaded", from_env ? "GPURUN_PLUGIN_PATH: " : "",
+                    why);
+    folders[nfolders].path = gpurun_xstrdup(path);
+    folders[nfolders++].fd = fd;
+}
+
+/* $GPURUN_PLUGIN_PATH's folders in order (an empty element too, to be
+ * refused: it would mean the current folder), then the installed one. */
+static void read_folders(void)
+{
+    if (folders_read)
+        return;
+    folders_read = true;
+    const char *env = getenv("GPURUN_PLUGIN_PATH");
+    if (env && *env) {
+        for (const char *p = env;; p++) {
+            size_t l = strcspn(p, ":");
+            char *d = gpurun_xstrndup(p, l);
+            add_folder(d, true);
+            free(d);
+            p += l;
+            if (!*p || nfolders >= FOLDERS_MAX)
+                break;
         }
     }
-    close(fd);
-    free(path);
-    if (!h)
+    add_folder(GPURUN_PKGLIBDIR, false);
+}
+
+static void *loaded_handle(const struct stat *st)
+{
+    for (size_t i = 0; i < nloaded; i++)
+        if (loaded[i].dev == st->st_dev && loaded[i].ino == st->st_ino)
+            return loaded[i].handle;
+    return NULL;
+}
+
+/* dlopen() the library open as fd (checked); kept open on success. */
+static void *load_fd(int fd, const struct stat *st, const char *shown, char *refused, size_t len)
+{
+    void *h = loaded_handle(st);
+    if (h) { /* the same file under another name or folder: loaded once */
+        close(fd);
+        return h;
+    }
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    if (nloaded < LOADED_MAX)
+        h = dlopen(proc, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = nloaded < LOADED_MAX ? dlerror() : "too many plugins";
+        snprintf(refused, len, "%s: %s", shown, e ? e : "cannot be loaded");
+        say_refused("plugin refused: %s", refused);
+        close(fd);
         return NULL;
-    /* Kept open for the life of the process: the plugin's code is in use. */
-    char *symbol = gpurun_xasprintf("gpurun_%s_plugin", kind);
-    const void *p = dlsym(h, symbol);
-    free(symbol);
-    if (!p && !refused[0])
-        snprintf(refused, len, "%s/%s_%s.so exports no gpurun_%s_plugin", dir, kind, name, kind);
+    }
+    loaded[nloaded++] = (struct loaded){st->st_dev, st->st_ino, h};
+    return h;
+}
+
+/* KIND_NAME.so in the folder f: its gpurun_KIND_plugin, or NULL (with
+ * why in `refused` when one is there but is not loaded). */
+static const void *load_so(const struct plugin_folder *f, const char *kind, const char *name, char *refused,
+                           size_t len)
+{
+    if (f->fd < 0)
+        return NULL;
+    char *file = gpurun_xasprintf("%s_%s.so", kind, name);
+    char *shown = gpurun_xasprintf("%s/%s", f->path, file);
+    char why[256];
+    struct stat st;
+    int fd = gpurun_open_trusted_file_at(f->fd, file, &st, why, sizeof why);
+    void *h = NULL;
+    if (fd < 0 && why[0]) {
+        snprintf(refused, len, "%s: %s", shown, why);
+        say_refused("plugin refused: %s; not loaded", refused);
+    } else if (fd >= 0) {
+        h = load_fd(fd, &st, shown, refused, len);
+    }
+    const void *p = NULL;
+    if (h) {
+        char *symbol = gpurun_xasprintf("gpurun_%s_plugin", kind);
+        p = dlsym(h, symbol);
+        if (!p)
+            snprintf(refused, len, "%s exports no %s", shown, symbol);
+        free(symbol);
+    }
+    free(file);
+    free(shown);
     return p;
 }
 
@@ -131,15 +243,14 @@ int gpurun_plugin_find(const struct gpurun_plugin_kind *k, const char *name, con
         }
     if (strchr(name, '/') || !*name)
         return gpurun_err(err, GPURUN_EXIT_CONFIG, "'%s' is not a %s name", name, k->kind);
-    const char *path = getenv("GPURUN_PLUGIN_PATH");
-    char *dirs = gpurun_xstrdup(path ? path : "");
+    read_folders();
     const void *p = NULL;
-    char refused[PATH_MAX + 128] = "";
-    for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d && !p; d = strtok_r(NULL, ":", &save))
-        p = load_so(d, k->kind, name, refused, sizeof refused);
-    free(dirs);
-    if (!p)
-        p = load_so(GPURUN_PKGLIBDIR, k->kind, name, refused, sizeof refused);
+    char refused[PATH_MAX + 256] = "", last[PATH_MAX + 256] = "";
+    for (size_t i = 0; i < nfolders && !p; i++) {
+        p = load_so(&folders[i], k->kind, name, last, sizeof last);
+        if (last[0] && !refused[0]) /* the first refusal is the one to fix */
+            memcpy(refused, last, sizeof refused);
+    }
     if (!p && refused[0])
         return gpurun_err(err, GPURUN_EXIT_ENV, "%s plugin refused: %s; nothing of it is loaded", k->kind, refused);
     if (!p)
@@ -198,10 +309,13 @@ size_t gpurun_plugin_files(const char *kind, char **names, size_t max)
 {
     char *found[PLUGINS_MAX];
     size_t n = 0;
-    const char *path = getenv("GPURUN_PLUGIN_PATH");
-    char *dirs = gpurun_xasprintf("%s:%s", path ? path : "", GPURUN_PKGLIBDIR);
-    for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-        DIR *dh = opendir(d);
+    read_folders();
+    for (size_t i = 0; i < nfolders; i++) {
+        /* the folder checked, read through its own descriptor */
+        int rfd = folders[i].fd < 0 ? -1 : openat(folders[i].fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *dh = rfd < 0 ? NULL : fdopendir(rfd);
+        if (!dh && rfd >= 0)
+            close(rfd);
         struct dirent *e;
         char name[80];
         /* bounded: a folder of thousands of files is read, not kept */
@@ -211,7 +325,6 @@ size_t gpurun_plugin_files(const char *kind, char **names, size_t max)
         if (dh)
             closedir(dh);
     }
-    free(dirs);
     size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
         if (kept < max)

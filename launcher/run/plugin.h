@@ -43,4 +43,10 @@ size_t gpurun_plugin_files(const char *kind, char **names, size_t max);
  * (confparse.h); gpurun's main calls it first. */
 void gpurun_plugins_register(void);
 
+/* Plugin folders and files refused (another user's, writable by others, a
+ * symlink, ...) are said once each through `fn` (gpurun's main prints them
+ * as warnings); without it they are said only when a refused plugin is
+ * named. */
+void gpurun_plugins_on_warning(void (*fn)(const char *text));
+
 #endif
