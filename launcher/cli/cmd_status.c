@@ -70,8 +70,9 @@ static char *cell_step(json_t *doc)
         return gpurun_xstrdup("-");
     double pct = json_number_value(json_object_get(doc, "percent"));
     if (json_is_integer(total) && json_is_number(json_object_get(doc, "percent")))
-        return gpurun_xasprintf("%lld/%lld (%.0f%%)", (long long)json_integer_value(step),
-                                (long long)json_integer_value(total), pct);
+        /* as the progress lines round it (progress.c): a tenth under 10 % */
+        return gpurun_xasprintf(pct < 10 && pct > 0 ? "%lld/%lld (%.1f%%)" : "%lld/%lld (%.0f%%)",
+                                (long long)json_integer_value(step), (long long)json_integer_value(total), pct);
     return gpurun_xasprintf("%lld", (long long)json_integer_value(step));
 }
 

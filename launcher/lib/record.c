@@ -110,14 +110,21 @@ json_t *gpurun_record_failure(int rank, const char *host, int status, const char
     return f;
 }
 
+void gpurun_record_failure_step(json_t *failure, int step, const char *command)
+{
+    json_object_set_new(failure, "step", json_integer(step));
+    json_object_set_new(failure, "command", text_json(command));
+}
+
 char *gpurun_record_failure_text(const json_t *run)
 {
     const json_t *f = json_object_get(run, GPURUN_RECORD_FAILURE);
     if (!json_is_object(f))
         return NULL;
     const char *reason = gpurun_record_str(f, "reason"), *host = gpurun_record_str(f, "host");
-    long rank = gpurun_record_int(f, "rank", -1);
-    char *text = rank >= 0 ? gpurun_xasprintf("rank %ld on %s: %s", rank, host ? host : "?", reason ? reason : "?")
+    long rank = gpurun_record_int(f, "rank", -1), step = gpurun_record_int(f, "step", -1);
+    char *text = step > 0 ? gpurun_xasprintf("setup step %ld: %s", step, reason ? reason : "?")
+                 : rank >= 0 ? gpurun_xasprintf("rank %ld on %s: %s", rank, host ? host : "?", reason ? reason : "?")
                            : gpurun_xstrdup(reason ? reason : "?");
     char *shown = gpurun_terminal_text(text);
     free(text);

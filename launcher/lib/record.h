@@ -57,6 +57,7 @@
 /* inside GPURUN_REC_ENERGY */
 #define GPURUN_REC_ENERGY_SLURM_CONSUMED_J "slurm_consumed_J" /* sacct's ConsumedEnergyRaw; null: none */
 #define GPURUN_REC_ENERGY_SLURM_NOTE "slurm_note"             /* where it came from, or why none */
+#define GPURUN_REC_PROGRESS "progress" /* the last known: {step, total, figure, units, at_s}; null: none seen */
 #define GPURUN_REC_TUNE "tune"                             /* gpurun tune's trial: {session, trial, candidate} */
 /* inside each entry of GPURUN_REC_FOMS */
 #define GPURUN_REC_FOM_VALUE "value"
@@ -85,6 +86,9 @@
 #define GPURUN_RECORD_FAILURE "failure"
 json_t *gpurun_record_failure(int rank, const char *host, int status, const char *reason, char *const *tail,
                               size_t ntail);
+/* A failure in a setup step (1-based) rather than a rank: "step": N and
+ * "command": the step's line as the template has it. */
+void gpurun_record_failure_step(json_t *failure, int step, const char *command);
 /* A run's failure in one line, fit for a terminal: "rank 0 on vm: REASON"
  * (or REASON alone); NULL when the run has none.  Malloc'ed. */
 char *gpurun_record_failure_text(const json_t *run);

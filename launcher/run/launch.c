@@ -38,6 +38,44 @@ static void sigset_supervised(sigset_t *set)
     sigaddset(set, SIGHUP);
 }
 
+/* A stop asked for (SIGINT, SIGTERM, SIGHUP) while gpurun was between the
+ * windows that wait for signals (making the run folder, writing inputs,
+ * collecting, writing the record): the first one, 0 for none. */
+static volatile sig_atomic_t stop_sig;
+
+static void note_stop(int sig)
+{
+    if (!stop_sig)
+        stop_sig = sig;
+}
+
+void gpurun_stop_signals(bool catch, struct sigaction old[3])
+{
+    static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = note_stop;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 3; i++)
+        sigaction(sigs[i], catch ? &sa : &old[i], catch ? &old[i] : NULL);
+    if (catch)
+        stop_sig = 0;
+}
+
+int gpurun_stop_signal(void)
+{
+    return stop_sig;
+}
+
+/* In a window that waits for signals (blocked, read with sigwaitinfo or a
+ * signalfd): a stop noted before it is raised again, to be read there. */
+static void replay_stop(void)
+{
+    if (stop_sig)
+        raise(stop_sig);
+}
+
 /* In the child, between fork and exec: its own process group (so that one
  * kill reaches all it starts), death with gpurun, and a clean signal state. */
 static void child_setup(pid_t parent, int cwd_fd, const char *cwd, const sigset_t *oldmask, int out_fd)
@@ -73,6 +111,7 @@ int gpurun_run_step(char *const *argv, int cwd_fd, const char *cwd, int fd, gpur
     sigset_t set, old;
     sigset_supervised(&set);
     sigprocmask(SIG_BLOCK, &set, &old);
+    replay_stop();
     pid_t parent = getpid(), pid = fork();
     if (pid == 0) {
         child_setup(parent, cwd_fd, cwd, &old, fd);
@@ -90,8 +129,10 @@ int gpurun_run_step(char *const *argv, int cwd_fd, const char *cwd, int fd, gpur
             int sig = sigwaitinfo(&set, &info);
             if (sig == SIGCHLD && waitpid(pid, &status, WNOHANG) == pid)
                 break;
-            if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP)
+            if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+                note_stop(sig);
                 kill(-pid, sig);
+            }
         }
         rc = exit_status(status);
     }
@@ -422,6 +463,7 @@ static void forward_signals(struct launch *L, double t)
     while (L->sfd >= 0 && read(L->sfd, &si, sizeof si) == (ssize_t)sizeof si) {
         int sig = (int)si.ssi_signo;
         if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+            note_stop(sig);
             if (!L->out->interrupted)
                 L->out->interrupted = sig;
             stop_launchers(L, t, sig == SIGHUP ? SIGTERM : sig);
@@ -540,6 +582,7 @@ int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_sup
     sigset_supervised(&L.set);
     sigprocmask(SIG_BLOCK, &L.set, &L.old);
     L.sfd = signalfd(-1, &L.set, SFD_CLOEXEC | SFD_NONBLOCK);
+    replay_stop();
     L.t0 = now_s();
     int started = start_launchers(&L);
     close(L.pfd[1]);

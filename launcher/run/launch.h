@@ -7,6 +7,7 @@
  * failure stopping the rest, rank output relayed to a terminal, and nothing
  * left running afterwards. */
 
+#include <signal.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -50,6 +51,14 @@ int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_sup
  * Returns its exit status (128+N for signals), or -1 with err when it
  * could not be started. */
 int gpurun_run_step(char *const *argv, int cwd_fd, const char *cwd, int log_fd, gpurun_error_t *err);
+
+/* SIGINT, SIGTERM and SIGHUP while a run is under way: caught (true, the
+ * old actions kept in old[]) or given back (false).  Caught, one is noted
+ * wherever gpurun is: a setup step or the ranks get it at once, anything
+ * else finishes its step and the run ends as interrupted with its record.
+ * gpurun_stop_signal(): the first noted since, 0 for none. */
+void gpurun_stop_signals(bool catch, struct sigaction old[3]);
+int gpurun_stop_signal(void);
 
 /* A helper process that serves the ranks while they run (the rendezvous
  * store): started like a setup step (its own process group, in the folder

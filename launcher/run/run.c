@@ -1084,6 +1084,46 @@ static int edit_hpl_dat(struct run_ctx *c, struct run_attempt *a, gpurun_error_t
 
 /* Setup steps run once, in the run folder, before any rank: 0, or -1
  * (stop_with). */
+static const char *sig_abbrev(int sig, char *buf, size_t len);
+static void status_text(int code, char *buf, size_t len);
+static bool stop_noted(struct run_attempt *a, const char *when, int *rcp);
+
+/* Setup step i failed with `code` (128+N: killed by signal N; -1: not
+ * started): a failed run like a rank's, its cause found in setup.log with
+ * the template's failure patterns, said on stderr and kept in the record. */
+static void setup_failed(struct run_ctx *c, struct run_attempt *a, size_t i, int code, const char *log,
+                         gpurun_error_t *err)
+{
+    gpurun_error_t e;
+    int fd = gpurun_open_own_at(a->dfd, "setup.log", log, &e);
+    if (fd >= 0 && gpurun_rank_tail_read(fd, NULL, gpurun_failure_lines(), c->tpl, &a->tail, &e) == 0)
+        a->tail_read = true;
+    if (fd >= 0)
+        close(fd);
+    char *cause = gpurun_rank_tail_reason(&a->tail);
+    char status[64];
+    if (code < 0)
+        snprintf(status, sizeof status, "could not be started");
+    else
+        status_text(code, status, sizeof status);
+    a->state = GPURUN_STATE_FAILED;
+    a->why_rank = -1;
+    snprintf(a->why, sizeof a->why, "%s", cause ? cause : status);
+    a->failure = gpurun_record_failure(-1, NULL, code < 0 ? GPURUN_EXIT_ENV : code, a->why, a->tail.lines, a->tail.n);
+    gpurun_record_failure_step(a->failure, (int)i + 1, c->tpl->setup[i]);
+    if (code >= 0)
+        gpurun_err(err, code > 0 ? code : GPURUN_EXIT_ENV, "setup step %zu (%s) failed: %s%s%s%s; see %s", i + 1,
+                   c->tpl->setup[i], status, cause ? "; cause: \"" : "", cause ? cause : "", cause ? "\"" : "", log);
+    free(cause);
+    if (c->opts->quiet || !a->tail.n)
+        return;
+    fflush(stdout);
+    fprintf(stderr, "gpurun: setup step %zu: its last %zu line%s (%s%s):\n", i + 1, a->tail.n,
+            a->tail.n == 1 ? "" : "s", log, a->tail.whole ? "" : ", its end");
+    for (size_t k = 0; k < a->tail.n; k++)
+        fprintf(stderr, "[setup %zu] %s\n", i + 1, a->tail.lines[k]);
+}
+
 static int run_setup_steps(struct run_ctx *c, struct run_attempt *a, gpurun_error_t *err)
 {
     for (size_t i = 0; c->tpl && i < c->tpl->nsetup; i++) {
@@ -1110,12 +1150,17 @@ static int run_setup_steps(struct run_ctx *c, struct run_attempt *a, gpurun_erro
         }
         int code = gpurun_run_step(step, a->dfd, a->run_dir, a->setup_fd, err);
         gpurun_free_words(step);
-        if (code != 0) {
-            if (code > 0)
-                gpurun_err(err, GPURUN_EXIT_ENV, "setup step %zu (%s) failed with exit status %d; see %s", i + 1,
-                           c->tpl->setup[i], code, log);
+        char when[160];
+        snprintf(when, sizeof when, "during setup step %zu", i + 1);
+        int rc;
+        if (stop_noted(a, when, &rc)) {
             free(log);
-            return stop_with(a, GPURUN_EXIT_ENV);
+            return stop_with(a, rc);
+        }
+        if (code != 0) {
+            setup_failed(c, a, i, code, log, err);
+            free(log);
+            return stop_with(a, code > 0 ? code : GPURUN_EXIT_ENV);
         }
         free(log);
     }
@@ -1534,7 +1579,7 @@ static int decide_outcome(struct run_ctx *c, struct run_attempt *a, gpurun_error
         char sb[32];
         rc = 128 + oc->interrupted;
         a->state = GPURUN_STATE_INTERRUPTED;
-        a->why_rank = own ? rr->failed_rank : 0;
+        a->why_rank = own ? rr->failed_rank : -1; /* a Ctrl-C is nobody's failure */
         snprintf(a->why, sizeof a->why, "interrupted by %s", sig_abbrev(oc->interrupted, sb, sizeof sb));
         a->stops_job = true;
         stopped_notes(c, a, also, sizeof also);
@@ -1898,6 +1943,9 @@ static json_t *run_record(struct run_ctx *c, struct run_attempt *a, int rc, int 
     if (!a->gpus_monitor && a->mon_why[0])
         json_object_set_new(record, GPURUN_REC_GPUS_MONITOR_NOTE, json_string(a->mon_why));
     json_object_set_new(record, GPURUN_REC_FOMS, gpurun_foms_json(&a->foms));
+    /* Kept on every end: what an interrupted or failed run had reached. */
+    json_t *progress = gpurun_watch_progress_json(a->watch);
+    json_object_set_new(record, GPURUN_REC_PROGRESS, progress ? progress : json_null());
     json_object_set_new(record, GPURUN_REC_REFERENCES, json_incref(a->refs));
     json_object_set_new(record, GPURUN_REC_CONFIG, json_incref(c->config));
     json_object_set_new(record, GPURUN_REC_GPUS, json_integer((json_int_t)c->plan->nranks * c->plan->req.gpus_per_rank));
@@ -1965,11 +2013,78 @@ static void fill_row(struct scan_row *row, const struct run_attempt *a, int rc)
                      a->foms.f[f].units ? a->foms.f[f].units : "");
 }
 
+/* The programs of the command and of each setup step, found before a run
+ * folder is made or "started" said: a refusal leaves nothing behind.  A
+ * word that names the run folder (made later) is left to the run. */
+static int check_programs(struct run_ctx *c, gpurun_error_t *err)
+{
+    struct gpurun_kvlist names = {0};
+    run_names(c, "\x01RUN_DIR", &names);
+    int rc = 0;
+    size_t nsetup = c->tpl ? c->tpl->nsetup : 0;
+    for (size_t i = 0; i <= nsetup && rc == 0; i++) {
+        const char *line = i < nsetup ? c->tpl->setup[i] : c->command;
+        char **argv;
+        if (command_argv(i < nsetup ? "setup" : "command", line, &names, &argv, err) < 0) {
+            rc = -1;
+            break;
+        }
+        if (!strchr(argv[0], '\x01'))
+            rc = c->ctr ? container_program(c, argv, err) : resolve_program(argv, c->job->dir, err);
+        if (rc < 0 && i < nsetup) {
+            char *msg = gpurun_xstrdup(err->text);
+            gpurun_err(err, err->code, "setup step %zu (%s): %s", i + 1, line, msg);
+            free(msg);
+        }
+        gpurun_free_words(argv);
+    }
+    gpurun_kvlist_clear(&names);
+    return rc;
+}
+
+/* A stop (SIGINT, SIGTERM, SIGHUP) noted outside the windows that pass it
+ * on at once: the run ends here as interrupted, with its record.  `when`
+ * says where it was ("during setup").  True when it stops the run. */
+static bool stop_noted(struct run_attempt *a, const char *when, int *rcp)
+{
+    int sig = gpurun_stop_signal();
+    if (!sig)
+        return false;
+    char sb[32];
+    a->state = GPURUN_STATE_INTERRUPTED;
+    a->why_rank = -1;
+    snprintf(a->why, sizeof a->why, "interrupted by %s %s", sig_abbrev(sig, sb, sizeof sb), when);
+    a->stops_job = true;
+    *rcp = 128 + sig;
+    return true;
+}
+
+/* The record of a run that ended before its ranks started (a setup step
+ * failed, or it was interrupted): what was known, and the exit status. */
+static int record_unlaunched(struct run_ctx *c, struct run_attempt *a, int rc, int repeat_index, gpurun_error_t *err)
+{
+    a->oc.wall_s = difftime(time(NULL), a->start);
+    if (!a->rr.bindings)
+        a->rr.bindings = json_array();
+    if (!a->rr.statuses)
+        a->rr.statuses = json_array();
+    if (!a->failure)
+        a->failure = gpurun_record_failure(-1, NULL, rc, a->why, a->tail.lines, a->tail.n);
+    if (!strcmp(a->state, GPURUN_STATE_INTERRUPTED))
+        gpurun_err(err, rc, "%s; nothing else was started; run folder %s", a->why, a->run_dir);
+    json_t *record = run_record(c, a, rc, repeat_index);
+    rc = keep_record(c, a, record, rc, err);
+    json_decref(record);
+    return rc;
+}
+
 /* One run of the job: its folder, the rank steps' inputs, the setup steps,
  * the ranks, the outcome and the record. */
 static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
 {
-    struct run_attempt a = {.setup_fd = -1};
+    struct run_attempt a = {.setup_fd = -1, .why_rank = -1};
+    if (check_programs(c, err) < 0)
+        return err->code; /* before the run folder and "started": nothing to clean */
     a.run_dir = make_run_dir(c->results, c->job, &a.dfd, &a.dir_ino, err);
     if (!a.run_dir)
         return err->code;
@@ -1999,20 +2114,28 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
         rc = err->code;
         goto out;
     }
-    if (run_setup_steps(c, &a, err) < 0 || launch_ranks(c, &a, err) < 0) {
+    a.refs = json_object();
+    if (stop_noted(&a, "before the setup", &rc) || run_setup_steps(c, &a, err) < 0 ||
+        stop_noted(&a, "before the ranks started", &rc)) {
+        rc = a.state ? record_unlaunched(c, &a, a.rc ? a.rc : rc, repeat_index, err) : a.rc;
+        goto stopped;
+    }
+    if (launch_ranks(c, &a, err) < 0) {
         rc = a.rc;
         goto out;
     }
     collect_ranks(&a.oc, c->plan->nranks, a.host, &a.rr);
     write_host_files(a.dfd, a.run_dir, a.fmode, &a.rr);
-    a.refs = json_object();
     rc = decide_outcome(c, &a, err);
+    if (strcmp(a.state, GPURUN_STATE_INTERRUPTED) && stop_noted(&a, "after the ranks ended", &rc))
+        gpurun_err(err, rc, "%s; the record keeps what was measured; run folder %s", a.why, a.run_dir);
     failure_report(c, &a, rc);
-    if (a.stops_job)
-        snprintf(c->stopped, sizeof c->stopped, "%.*s", (int)sizeof c->stopped - 1, a.why);
     say_warnings(c, &a.rr);
     record = run_record(c, &a, rc, repeat_index);
     rc = keep_record(c, &a, record, rc, err);
+stopped:
+    if (a.stops_job)
+        snprintf(c->stopped, sizeof c->stopped, "%.*s", (int)sizeof c->stopped - 1, a.why);
 out:
     if (c->row)
         fill_row(c->row, &a, rc);
@@ -2447,6 +2570,9 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
         gpurun_scan_config_free(&one);
     }
     int stopped_rc = 0;
+    struct sigaction old_stop[3];
+    if (!opts->dry_run) /* a stop at any moment ends the run with its record */
+        gpurun_stop_signals(true, old_stop);
     for (size_t k = first; k < last; k++) {
         struct gpurun_scan_config sc;
         gpurun_scan_config(job, k, &sc);
@@ -2518,6 +2644,8 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
         }
         gpurun_scan_config_free(&sc);
     }
+    if (!opts->dry_run)
+        gpurun_stop_signals(false, old_stop);
     if (rows) {
         fflush(stderr);
         scan_summary(job, rows, nrows, last - first, c.results);

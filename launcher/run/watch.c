@@ -26,6 +26,7 @@
 
 #define TTY_LOOK_S 2.0           /* a file's progress on a terminal's status line: this fresh */
 #define STATUS_DEFAULT_S 600.0   /* status.json's rewrites with progress_interval = "off" */
+#define STATUS_FRESH_S 5.0       /* status.json follows the progress: rewritten when it moved, this often at most */
 #define HOSTS_SHOWN_MAX 64
 #define NEVER 1e300
 
@@ -49,6 +50,9 @@ struct gpurun_watch {
     struct tail file;              /* what is read when they do not */
     bool total_tried;
     double t0, period, next_report, next_look;
+    double status_at;          /* when status.json was last written */
+    long long status_step;     /* the step it said; -1 none */
+    size_t status_nhosts;      /* the hosts it named */
     time_t start;
     int alive;
     json_t *hosts;
@@ -246,6 +250,9 @@ static void write_status(gpurun_watch_t *w, double t, const char *state, int rc)
     json_object_set_new(doc, "progress", json_string(text));
     if (rc >= 0)
         json_object_set_new(doc, "exit_status", json_integer(rc));
+    w->status_at = t;
+    w->status_step = v.known ? v.step : -1;
+    w->status_nhosts = json_array_size(w->hosts);
     char *shown = gpurun_xasprintf("%s/%s", w->run_dir, GPURUN_RUN_STATUS);
     gpurun_error_t e;
     if (gpurun_write_json_at(w->o.dir_fd, GPURUN_RUN_STATUS, shown, doc, w->o.file_mode, 0, &e) < 0 &&
@@ -277,6 +284,38 @@ static void print_line(gpurun_watch_t *w, double t)
         fprintf(stderr, "gpurun: %s: %s: ranks alive %d/%d%s\n", w->job, el, w->alive, w->o.nranks,
                 w->prog ? " (no progress line from the program yet)" : "");
     fflush(stderr);
+}
+
+/* status.json again when the progress or the hosts moved since it was
+ * written, STATUS_FRESH_S apart at most: gpurun status within seconds. */
+static void status_if_moved(gpurun_watch_t *w, double t)
+{
+    if (t - w->status_at < STATUS_FRESH_S)
+        return;
+    struct gpurun_progress_view v = {.known = false};
+    if (w->prog)
+        progress_view(w, t, &v);
+    long long step = v.known ? v.step : -1;
+    if (step == w->status_step && json_array_size(w->hosts) == w->status_nhosts)
+        return;
+    write_status(w, t, "running", -1);
+}
+
+json_t *gpurun_watch_progress_json(gpurun_watch_t *w)
+{
+    if (!w || !w->prog)
+        return NULL;
+    double t = mono_now();
+    if (!w->relayed)
+        tail_look(w, &w->file, t); /* the last lines the program wrote */
+    struct gpurun_progress_view v;
+    progress_view(w, t, &v);
+    if (!v.known)
+        return NULL;
+    return json_pack("{s:I, s:o, s:o, s:o, s:f}", "step", (json_int_t)v.step, "total",
+                     v.total >= 0 ? json_integer(v.total) : json_null(), "figure", num_or_null(v.has_figure, v.figure),
+                     "units", v.units ? json_string(v.units) : json_null(), "at_s",
+                     round((v.seen_t - w->t0) * 10) / 10);
 }
 
 /* ---- the interface ---------------------------------------------------- */
@@ -316,7 +355,10 @@ gpurun_watch_t *gpurun_watch_begin(const struct gpurun_watch_opts *o)
             w->file.name = gpurun_xstrdup(w->conf.file);
         if (o->tty && !w->relayed)
             w->next_look = w->t0 + (o->interval_s > 0 && o->interval_s < TTY_LOOK_S ? o->interval_s : TTY_LOOK_S);
+        else if (!w->relayed) /* off a terminal: fresh enough for gpurun status */
+            w->next_look = w->t0 + STATUS_FRESH_S;
     }
+    w->status_step = -1;
     write_status(w, w->t0, "running", -1);
     if (lines_wanted(w)) {
         char every[32];
@@ -354,12 +396,15 @@ void gpurun_watch_tick(gpurun_watch_t *w, double t, json_t *bindings, int alive)
         find_rank0_output(w, bindings);
     if (t >= w->next_look) {
         tail_look(w, &w->file, t);
-        double every = w->o.interval_s > 0 && w->o.interval_s < TTY_LOOK_S ? w->o.interval_s : TTY_LOOK_S;
+        double every = !w->o.tty ? STATUS_FRESH_S
+                       : w->o.interval_s > 0 && w->o.interval_s < TTY_LOOK_S ? w->o.interval_s : TTY_LOOK_S;
         while (w->next_look <= t)
             w->next_look += every;
     }
-    if (t < w->next_report)
+    if (t < w->next_report) {
+        status_if_moved(w, t);
         return;
+    }
     if (w->prog && !w->relayed && !w->o.tty)
         tail_look(w, &w->file, t); /* off a terminal: once per report */
     if (lines_wanted(w))

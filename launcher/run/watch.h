@@ -57,6 +57,11 @@ void gpurun_watch_tick(gpurun_watch_t *w, double t, json_t *bindings, int alive)
  * ETA 3m10s  45.2 ns/day"); "" when none is known.  Its length. */
 size_t gpurun_watch_status(gpurun_watch_t *w, double t, char *buf, size_t size);
 
+/* The last progress known, for the record of any end: {step, total,
+ * figure, units, at_s (seconds after the start when it was seen)}; NULL
+ * when none was seen.  The caller owns it. */
+json_t *gpurun_watch_progress_json(gpurun_watch_t *w);
+
 /* The run ended with `state` (the record's; NULL: "failed") and exit status
  * `rc`: status.json says so.  Frees the watch (NULL: nothing). */
 void gpurun_watch_end(gpurun_watch_t *w, const char *state, int rc);
