@@ -32,6 +32,10 @@ struct gpurun_launch_request {
      * --container-image, --container-mounts, --container-workdir); NULL:
      * none.  Added last: plugins built before it never read it. */
     char *const *launcher_args;
+    /* Seconds the ranks have between the stop signal and SIGKILL (the
+     * template's stop_grace): a launcher that kills ranks itself on a stop
+     * (mpirun) is told to wait as long.  Added last, as above. */
+    double stop_grace_s;
 };
 
 /* What a plugin starts: argv[i] run with extra environment env[i]

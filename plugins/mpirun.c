@@ -110,6 +110,13 @@ static int mpirun_commands(const struct gpurun_launch_request *req, struct gpuru
     }
     gpurun_argv_add_rank_step(&a, req);
     gpurun_launch_cmds_one(out, a);
+    /* On a stop, Open MPI's daemons give the ranks 1 s between SIGTERM and
+     * SIGKILL: as long as the template's stop grace instead (mdrun's
+     * checkpoint).  Open MPI 4 reads the first, PRRTE (Open MPI 5) the second. */
+    if (req->stop_grace_s >= 1) {
+        gpurun_argv_addf(&out->env[0], "OMPI_MCA_odls_base_sigkill_timeout=%.0f", req->stop_grace_s);
+        gpurun_argv_addf(&out->env[0], "PRTE_MCA_odls_base_sigkill_timeout=%.0f", req->stop_grace_s);
+    }
     return 0;
 }
 

@@ -138,93 +138,11 @@ static int cb_enum(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
                                 result);
 }
 
-/* Up to 9 digits: no overflow in the sums below. */
-static int read_digits(const char **pp, long *v)
-{
-    const char *p = *pp;
-    int n = 0;
-    *v = 0;
-    while (*p >= '0' && *p <= '9') {
-        if (++n > 9)
-            return -1;
-        *v = *v * 10 + (*p++ - '0');
-    }
-    *pp = p;
-    return n;
-}
-
-/* "[D-]H:MM:SS" or "M:SS", as Slurm writes them. */
-static int parse_clock(const char *s, long *out)
-{
-    const char *p = s;
-    long days = 0, f[3];
-    int nf = 0;
-    bool has_days = strchr(s, '-') != NULL;
-    if (has_days && (read_digits(&p, &days) <= 0 || *p++ != '-'))
-        return -1;
-    for (;;) {
-        long v;
-        int n = read_digits(&p, &v);
-        if (n <= 0 || nf == 3 || (nf > 0 && (n != 2 || v > 59)))
-            return -1;
-        f[nf++] = v;
-        if (*p != ':')
-            break;
-        p++;
-    }
-    if (*p || nf < 2 || (has_days && nf != 3))
-        return -1;
-    *out = days * 86400 + (nf == 3 ? f[0] * 3600 + f[1] * 60 + f[2] : f[0] * 60 + f[1]);
-    return 0;
-}
-
-/* Seconds in "90", "90s", "30m", "1h30m", "2d12h", "01:00:00", "45:00",
- * "1-00:00:00"; 0 and "none" mean no limit.  -1: not a duration. */
-static int parse_duration(const char *s, long *out)
-{
-    static const struct {
-        char unit;
-        long secs;
-    } units[] = {{'d', 86400}, {'h', 3600}, {'m', 60}, {'s', 1}};
-    if (strcmp(s, "none") == 0) {
-        *out = 0;
-        return 0;
-    }
-    if (strchr(s, ':'))
-        return parse_clock(s, out);
-    const char *p = s;
-    long total = 0;
-    size_t next = 0; /* units in order, each once */
-    while (*p) {
-        long v;
-        if (read_digits(&p, &v) <= 0)
-            return -1;
-        if (!*p) {
-            if (next) /* "1h30": 30 what? */
-                return -1;
-            total = v;
-            break;
-        }
-        size_t u = next;
-        while (u < sizeof units / sizeof *units && units[u].unit != *p)
-            u++;
-        if (u == sizeof units / sizeof *units)
-            return -1;
-        total += v * units[u].secs;
-        next = u + 1;
-        p++;
-    }
-    if (p == s)
-        return -1;
-    *out = total;
-    return 0;
-}
-
 static int cb_timeout(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
 {
     struct gpurun_conf_shown a;
     long secs;
-    if (!value || parse_duration(value, &secs) < 0)
+    if (!value || gpurun_parse_duration(value, &secs) < 0)
         return gpurun_conf_value_error(
             cfg, opt,
             "expected a duration such as \"30m\", \"1h30m\", \"90s\", \"01:00:00\" or "
@@ -247,7 +165,7 @@ static int cb_progress_interval(cfg_t *cfg, cfg_opt_t *opt, const char *value, v
         *(long *)result = 0;
         return 0;
     }
-    if (!value || parse_duration(value, &secs) < 0)
+    if (!value || gpurun_parse_duration(value, &secs) < 0)
         return gpurun_conf_value_error(cfg, opt,
                                        "expected a duration such as \"10m\", \"30s\", \"1h\" or \"off\", got '%s'",
                                        gpurun_conf_shown(&a, value));

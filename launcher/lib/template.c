@@ -13,6 +13,7 @@
 #include <math.h>
 #include <fcntl.h>
 #include <regex.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -753,6 +754,8 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     t->rank_env = gpurun_conf_strdup(cfg_getstr(cfg, "rank_env"));
     t->hpl_dat = gpurun_conf_strdup(cfg_getstr(cfg, "hpl_dat"));
     t->hpl_dat_from = gpurun_conf_strdup(cfg_getstr(cfg, "hpl_dat_from"));
+    t->stop_signal = (int)cfg_getint(cfg, "stop_signal");
+    t->stop_grace_s = cfg_getint(cfg, "stop_grace");
     gpurun_conf_take_kvlist(cfg, "env", &t->env);
     gpurun_conf_take_kvlist(cfg, "defaults", &t->defaults);
     gpurun_container_take(ctx, cfg, &t->container);
@@ -869,6 +872,42 @@ int gpurun_template_check_params(const gpurun_template_t *t, const gpurun_job_t 
 
 /* ---- entry points ----------------------------------------------------- */
 
+int gpurun_stop_signal_number(const char *name)
+{
+    static const struct {
+        const char *name;
+        int sig;
+    } sigs[] = {{"TERM", SIGTERM}, {"INT", SIGINT}, {"HUP", SIGHUP}, {"QUIT", SIGQUIT},
+                {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"XCPU", SIGXCPU}};
+    if (!strncmp(name, "SIG", 3))
+        name += 3;
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+        if (!strcmp(name, sigs[i].name))
+            return sigs[i].sig;
+    return 0;
+}
+
+static int cb_stop_signal(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
+{
+    struct gpurun_conf_shown a;
+    if (!value || !gpurun_stop_signal_number(value))
+        return gpurun_conf_value_error(cfg, opt, "'%s' is not a stop signal: TERM, INT, HUP, QUIT, USR1, USR2 or XCPU",
+                                       gpurun_conf_shown(&a, value));
+    *(long *)result = gpurun_stop_signal_number(value);
+    return 0;
+}
+
+static int cb_stop_grace(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
+{
+    struct gpurun_conf_shown a;
+    long secs;
+    if (!value || gpurun_parse_duration(value, &secs) < 0 || secs > 3600)
+        return gpurun_conf_value_error(cfg, opt, "expected a duration of at most an hour such as \"30s\" or \"2m\", "
+                                       "got '%s'", gpurun_conf_shown(&a, value));
+    *(long *)result = secs;
+    return 0;
+}
+
 int gpurun_template_parse(const char *text, size_t len, const char *label, gpurun_template_t **tp,
                           gpurun_error_t *err)
 {
@@ -913,6 +952,8 @@ int gpurun_template_parse(const char *text, size_t len, const char *label, gpuru
         CFG_STR("rank_env", NULL, CFGF_NONE),
         CFG_STR("hpl_dat", NULL, CFGF_NONE),
         CFG_STR("hpl_dat_from", NULL, CFGF_NONE),
+        CFG_INT_CB("stop_signal", 0, CFGF_NONE, cb_stop_signal),
+        CFG_INT_CB("stop_grace", -1, CFGF_NONE, cb_stop_grace),
         CFG_SEC("env", NULL, CFGF_KEYSTRVAL),
         CFG_SEC("defaults", NULL, CFGF_KEYSTRVAL),
         CFG_SEC("container", container_opts, CFGF_NONE),

@@ -89,7 +89,20 @@ typedef struct gpurun_template {
      * name); the file it is copied from (${name} unexpanded), checked before
      * anything starts.  NULL when none. */
     char *hpl_dat, *hpl_dat_from;
+    /* A clean stop (Ctrl-C, SIGTERM, the timeout, the allocation's end):
+     * the signal the ranks get (`stop_signal`, SIGTERM by default) and the
+     * seconds they have before SIGKILL (`stop_grace`, GPURUN_STOP_GRACE_S by
+     * default): GROMACS finishes its step and writes its checkpoint. */
+    int stop_signal;
+    long stop_grace_s;
 } gpurun_template_t;
+
+#define GPURUN_STOP_GRACE_S 30
+
+/* The signal named "TERM", "SIGTERM", "INT", "USR1", ...: its number, 0
+ * for a name that is not a stop signal gpurun sends (SIGKILL, SIGSTOP are
+ * not: nothing could stop cleanly). */
+int gpurun_stop_signal_number(const char *name);
 
 /* Find NAME.conf on the search path: the job file's folder, each folder of
  * $GPURUN_TEMPLATE_PATH (colon-separated), ~/.config/gpurun/templates, then

@@ -639,3 +639,85 @@ char *gpurun_which(const char *prog)
     free(dirs);
     return found;
 }
+
+/* --- durations ---------------------------------------------------------------- */
+
+/* Up to 9 digits: no overflow in the sums below. */
+static int read_digits(const char **pp, long *v)
+{
+    const char *p = *pp;
+    int n = 0;
+    *v = 0;
+    while (*p >= '0' && *p <= '9') {
+        if (++n > 9)
+            return -1;
+        *v = *v * 10 + (*p++ - '0');
+    }
+    *pp = p;
+    return n;
+}
+
+/* "[D-]H:MM:SS" or "M:SS", as Slurm writes them. */
+static int parse_clock(const char *s, long *out)
+{
+    const char *p = s;
+    long days = 0, f[3];
+    int nf = 0;
+    bool has_days = strchr(s, '-') != NULL;
+    if (has_days && (read_digits(&p, &days) <= 0 || *p++ != '-'))
+        return -1;
+    for (;;) {
+        long v;
+        int n = read_digits(&p, &v);
+        if (n <= 0 || nf == 3 || (nf > 0 && (n != 2 || v > 59)))
+            return -1;
+        f[nf++] = v;
+        if (*p != ':')
+            break;
+        p++;
+    }
+    if (*p || nf < 2 || (has_days && nf != 3))
+        return -1;
+    *out = days * 86400 + (nf == 3 ? f[0] * 3600 + f[1] * 60 + f[2] : f[0] * 60 + f[1]);
+    return 0;
+}
+
+int gpurun_parse_duration(const char *s, long *out)
+{
+    static const struct {
+        char unit;
+        long secs;
+    } units[] = {{'d', 86400}, {'h', 3600}, {'m', 60}, {'s', 1}};
+    if (strcmp(s, "none") == 0) {
+        *out = 0;
+        return 0;
+    }
+    if (strchr(s, ':'))
+        return parse_clock(s, out);
+    const char *p = s;
+    long total = 0;
+    size_t next = 0; /* units in order, each once */
+    while (*p) {
+        long v;
+        if (read_digits(&p, &v) <= 0)
+            return -1;
+        if (!*p) {
+            if (next) /* "1h30": 30 what? */
+                return -1;
+            total = v;
+            break;
+        }
+        size_t u = next;
+        while (u < sizeof units / sizeof *units && units[u].unit != *p)
+            u++;
+        if (u == sizeof units / sizeof *units)
+            return -1;
+        total += v * units[u].secs;
+        next = u + 1;
+        p++;
+    }
+    if (p == s)
+        return -1;
+    *out = total;
+    return 0;
+}

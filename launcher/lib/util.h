@@ -110,4 +110,9 @@ int gpurun_shared_fs(const char *path, char *fs, size_t size);
  * against the current folder now), or of a path with a '/'; NULL: none. */
 char *gpurun_which(const char *prog);
 
+/* Seconds in "90", "90s", "30m", "1h30m", "2d12h", "01:00:00", "45:00",
+ * "1-00:00:00"; 0 and "none" mean no limit (job keys timeout,
+ * progress_interval; template key stop_grace).  -1: not a duration. */
+int gpurun_parse_duration(const char *s, long *out);
+
 #endif

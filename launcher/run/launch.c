@@ -466,7 +466,8 @@ static void forward_signals(struct launch *L, double t)
             note_stop(sig);
             if (!L->out->interrupted)
                 L->out->interrupted = sig;
-            stop_launchers(L, t, sig == SIGHUP ? SIGTERM : sig);
+            /* the template's stop signal: what lets its program stop cleanly */
+            stop_launchers(L, t, L->sv->stop_signal > 0 ? L->sv->stop_signal : sig == SIGHUP ? SIGTERM : sig);
         }
     }
 }
@@ -528,7 +529,7 @@ static void supervise_launchers(struct launch *L)
         reap_launchers(L, t);
         if (!L->stopping && sv->timeout_s > 0 && t - L->t0 > sv->timeout_s) {
             L->out->timed_out = true;
-            stop_launchers(L, t, SIGTERM);
+            stop_launchers(L, t, L->sv->stop_signal > 0 ? L->sv->stop_signal : SIGTERM);
         }
         if (L->stopping && t > L->kill_at && L->nalive > 0) {
             L->out->killed = true;

@@ -23,7 +23,9 @@ struct gpurun_supervise {
     mode_t file_mode;      /* of the files made in it */
     int nranks;
     double timeout_s;      /* 0: none */
-    double grace_s;        /* after SIGTERM, before SIGKILL */
+    double grace_s;        /* after the stop signal, before SIGKILL */
+    int stop_signal;       /* what the ranks get on a stop (Ctrl-C, SIGTERM, the timeout): the template's;
+                            * 0: the signal gpurun got (SIGHUP as SIGTERM), SIGTERM on the timeout */
     bool relay_output;     /* copy rank output to stdout with [rank] labels */
     bool status_line;      /* one line: elapsed, ranks alive, progress */
     struct gpurun_watch *watch; /* progress, its lines and status.json (watch.h); NULL: none */

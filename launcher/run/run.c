@@ -45,15 +45,17 @@
 #include "torchrun.h"
 #include "util.h"
 
-#define GRACE_S 5.0
-
-/* Seconds between SIGTERM and SIGKILL: $GPURUN_KILL_GRACE, else GRACE_S. */
-static double kill_grace(void)
+/* Seconds between the stop signal and SIGKILL: $GPURUN_KILL_GRACE, else
+ * the template's stop_grace, else GPURUN_STOP_GRACE_S: a program that stops
+ * cleanly (GROMACS: its step, then its checkpoint) needs them. */
+static double kill_grace(const gpurun_template_t *tpl)
 {
     const char *g = getenv("GPURUN_KILL_GRACE");
     char *end;
     double v = g ? strtod(g, &end) : -1;
-    return g && *g && !*end && v >= 0 && v <= 3600 ? v : GRACE_S;
+    if (g && *g && !*end && v >= 0 && v <= 3600)
+        return v;
+    return tpl && tpl->stop_grace_s >= 0 ? (double)tpl->stop_grace_s : GPURUN_STOP_GRACE_S;
 }
 
 static char *abs_path(const char *dir, const char *p)
@@ -1203,7 +1205,8 @@ static int supervise_ranks(struct run_ctx *c, struct run_attempt *a, bool tty, g
         .file_mode = a->fmode,
         .nranks = c->plan->nranks,
         .timeout_s = (double)c->job->timeout_s,
-        .grace_s = kill_grace(),
+        .grace_s = kill_grace(c->tpl),
+        .stop_signal = c->tpl ? c->tpl->stop_signal : 0, /* 0: the signal gpurun got; SIGTERM on the timeout */
         .relay_output = tty,
         .status_line = tty,
         .watch = a->watch,
@@ -1352,6 +1355,7 @@ static int launch_ranks(struct run_ctx *c, struct run_attempt *a, gpurun_error_t
         .app_argv = a->launched ? a->launched : a->app,
         .export_env = export_env,
         .launcher_args = pyxis,
+        .stop_grace_s = kill_grace(c->tpl),
     };
     int crc = c->launcher->commands(&lr, &a->cmds, err);
     if (pyxis)
@@ -2317,7 +2321,8 @@ static int dry_run_config(struct run_ctx *c, gpurun_error_t *err)
                                        .run_dir = rd,
                                        .app_argv = app,
                                        .export_env = export_env,
-                                       .launcher_args = pyxis};
+                                       .launcher_args = pyxis,
+                                       .stop_grace_s = kill_grace(c->tpl)};
     /* Each rank's runtime command line is the launcher's, after `--`. */
     char **launched = c->ctr ? container_argv(c, app, rd) : NULL;
     if (launched)
