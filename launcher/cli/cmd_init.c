@@ -777,6 +777,14 @@ static void next_steps(FILE *f, const struct init_ctx *c)
     }
 }
 
+/* The command to run next, the job file's path as one shell word. */
+static void say_next(const struct init_ctx *c)
+{
+    char *word = gpurun_shell_word(c->o->output);
+    printf("next: gpurun %s %s --dry-run\n", c->lay.for_site ? "submit" : "run", word);
+    free(word);
+}
+
 int cmd_init(int argc, char **argv, gpurun_error_t *err)
 {
     enum { O_TOPO = 1000 };
@@ -869,9 +877,7 @@ int cmd_init(int argc, char **argv, gpurun_error_t *err)
         printf("\n");
         fflush(stdout);
         next_steps(stderr, &c);
-        char *word = gpurun_shell_word(o.output);
-        printf("next: gpurun %s %s --dry-run\n", c.lay.for_site ? "submit" : "run", word);
-        free(word);
+        say_next(&c);
     }
     goto out;
 fail:

@@ -939,6 +939,17 @@ static int write_tuned(struct tune *t, const struct cand *c, char **pathp, gpuru
     return 0;
 }
 
+/* The end: the tuned file's path as one shell word, so that a line break
+ * in it cannot split the command the user copies. */
+static void say_written(const struct tune *t, const char *tuned)
+{
+    char *word = gpurun_shell_word(tuned);
+    printf("\ngpurun tune: %zu trial%s run now, %zu found from before; %s written\n", t->ran, t->ran == 1 ? "" : "s",
+           t->reused, word);
+    printf("gpurun submit %s\n", word);
+    free(word);
+}
+
 static void tune_free(struct tune *t)
 {
     for (size_t k = 0; k < t->n; k++) {
@@ -1095,13 +1106,7 @@ int cmd_tune(int argc, char **argv, gpurun_error_t *err)
         rc = err->code;
         goto out;
     }
-    /* The path as one shell word: a line break in it cannot split the
-     * command the user copies. */
-    char *word = gpurun_shell_word(tuned);
-    printf("\ngpurun tune: %zu trial%s run now, %zu found from before; %s written\n", t.ran, t.ran == 1 ? "" : "s",
-           t.reused, word);
-    printf("gpurun submit %s\n", word);
-    free(word);
+    say_written(&t, tuned);
     free(tuned);
 out:
     tune_free(&t);
