@@ -160,7 +160,8 @@ typedef struct gpurun_rm_plugin {
 
 /* Helpers for manager plugins (launcher/run/manager.c). */
 
-/* Text for a comment line of a script: control characters written '?'. */
+/* Text for a comment line of a script: control characters (C0, DEL, C1)
+ * and bytes that are not UTF-8 written '?' (gpurun_comment_text()). */
 void gpurun_rm_put_comment(FILE *f, const char *s);
 /* One bash word: single-quoted, a quote written '\''. */
 void gpurun_rm_put_shell_word(FILE *f, const char *s);

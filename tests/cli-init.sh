@@ -240,6 +240,24 @@ expect_rc 0 "... what it prints is a job file"
 run "$GPURUN" init
 expect_rc 0 "init (job.conf)"
 contains "$TMP/out" "next: gpurun run job.conf --dry-run" "... says what to do next"
+# Issue 37: the path in the file's first comment line: a line break in a
+# folder's name started a line of its own, read as a key of the job.
+nl="$TMP/files/nl
+run_folder_mode = \"group\" #"
+mkdir "$nl"
+run "$GPURUN" init -o "$nl/job.conf"
+expect_rc 0 "init in a folder whose name holds a line break"
+grep -q '^run_folder_mode' "$nl/job.conf"
+ok $((!$?)) "... the job file sets no run_folder_mode: the line break did not start a line"
+contains "$nl/job.conf" "# $TMP/files/nl?run_folder_mode = \"group\" #/job.conf: a gpurun job file" \
+    "... its first comment shows it as '?'"
+contains "$TMP/out" "next: gpurun run '$TMP/files/nl'\$'\\012''run_folder_mode = \"group\" #/job.conf' --dry-run" \
+    "... and the command it suggests quotes the path: one line"
+cp "$CPUNODE" "$nl/node.xml"
+run "$GPURUN" init --topology "$nl/node.xml" -o nl-topo.conf
+[ "$rc" -eq 0 ] && ! grep -q '^run_folder_mode' nl-topo.conf && grep -q "^#   gpurun init .* --topology $TMP/files/nl?run" nl-topo.conf
+ok $? "init --topology from that folder: its path (said once) adds no key either"
+rm -rf "$nl" nl-topo.conf
 cksum job.conf >sum
 printf 'ranks_per_node = 1\n' >other.conf
 run "$GPURUN" init -t gromacs

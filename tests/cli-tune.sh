@@ -226,6 +226,53 @@ GPURUN_TOPOLOGY=$FIXTURES/cpu-only-2numa.xml run "$GPURUN" tune "$TMP/gmx.conf" 
 expect_rc 0 "tune --dry-run of a gromacs job over params.nstlist_arg"
 contains "$TMP/out" "params.nstlist_arg=-nstlist 200          1 rank, 0 GPUs, 1 thread" "... lists -nstlist 200 as a candidate"
 
+# ---- nothing a path holds adds a key; tune writes only where run would --------
+# Issue 37: a job in a folder named "nl<newline>repeat = 7 #": its path in
+# the tuned file's header comment had the newline write "repeat = 7" as a
+# key of its own, which ran the tuned job 7 times.
+nl="$TMP/nl
+repeat = 7 #"
+mkdir "$nl"
+cat >"$nl/job.conf" <<JOB
+template = "generic"
+launcher = "local"
+ranks_per_node = 1
+threads_per_rank = 1
+params { program = "$TMP/prog.sh"  args = "10" }
+tune { params.args = {"10", "20"} }
+JOB
+rm -f "$TMP/starts"
+run "$GPURUN" tune "$nl/job.conf" --results "$TMP/results-nl"
+expect_rc 0 "tune of a job in a folder whose name holds a line break"
+grep -q '^repeat' "$nl/job.tuned.conf"
+ok $((!$?)) "the tuned file sets no repeat: the line break did not start a line of its own"
+contains "$nl/job.tuned.conf" "# Tune again: gpurun tune $TMP/nl?repeat = 7 #/job.conf" "... its header shows it as '?'"
+contains "$TMP/out" "gpurun submit '$TMP/nl'\$'\\012''repeat = 7 #/job.tuned.conf'" \
+    "the submit line quotes the path: one line, pasted back as the same bytes"
+rm -f "$TMP/starts"
+run "$GPURUN" run "$nl/job.tuned.conf" --results "$TMP/results-nl2" --quiet
+[ "$rc" -eq 0 ] && [ "$(starts)" = 1 ]
+ok $? "the tuned job runs once, not 7 times (exit $rc, $(starts) starts)"
+
+# A shared results folder (sticky, 1777) where another user put the job's
+# folder as a symlink to a folder of theirs: gpurun run refuses it, so tune
+# starts no trial, and writes no tune-SESSION.json through the symlink.
+if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null 2>&1; then
+    skip "not root or no setpriv: cannot make a folder as another user (uid 65534)"
+    skip "not root or no setpriv: no symlinked job folder"
+else
+    chmod 711 "$TMP"
+    mkdir -m 1777 "$TMP/shared" "$TMP/open"
+    setpriv --reuid=65534 --regid=65534 --clear-groups sh -c \
+        'mkdir -m 777 "$1/open/theirs" && ln -s "$1/open/theirs" "$1/shared/tie"' sh "$TMP"
+    rm -f "$TMP/starts"
+    run "$GPURUN" tune "$TMP/tie.conf" --results "$TMP/shared"
+    expect_rc 2 "tune with RESULTS/JOB another user's symlink: exit 2, as gpurun run"
+    contains "$TMP/err" "it is a symlink" "... saying the job folder is a symlink"
+    [ "$(starts)" = 0 ] && [ -L "$TMP/shared/tie" ] && [ -d "$TMP/open/theirs" ] && [ -z "$(ls -A "$TMP/open/theirs")" ]
+    ok $? "no trial started, and nothing (no tune-*.json) written in the symlink's target"
+fi
+
 # ---- errors ------------------------------------------------------------------
 job bad 'tune { params.arg = {"1", "2"} }'
 run "$GPURUN" tune "$TMP/bad.conf"

@@ -335,6 +335,59 @@ static void test_rewrite(void)
     free(out);
 }
 
+/* Issue 37: nothing written into the tuned file's comments adds a key.
+ * The read-back refuses a key that neither the job nor the layout sets;
+ * free text in comments has its control characters as '?', and a path in
+ * a printed command is one shell word. */
+static void test_tuned_keys(void)
+{
+    gpurun_error_t err = {0};
+    const char *text = "template = \"generic\"\nparams { program = \"./p\"  args = \"1\" }\n"
+                       "scan { nodes = {1, 2} }\n";
+    char *sets[] = {"params.args=2", "threads_per_rank=2"};
+    char *out = gpurun_tune_rewrite(text, strlen(text), sets, 2, "# tuned\n", &err);
+    ok(out && gpurun_tune_check_tuned(text, strlen(text), out, sets, 2, "j.conf", &err) == 0,
+       "the rewritten job reads back: its keys and the layout's (%s)", out ? err.text : "not rewritten");
+    free(out);
+    /* A header that let a line break through: "repeat = 7" is nobody's key. */
+    out = gpurun_tune_rewrite(text, strlen(text), sets, 2, "# Tune again: gpurun tune p\nrepeat = 7 #/j.conf\n",
+                              &err);
+    memset(&err, 0, sizeof err);
+    ok(out && gpurun_tune_check_tuned(text, strlen(text), out, sets, 2, "j.conf", &err) < 0 &&
+           err.code == GPURUN_EXIT_CONFIG && strstr(err.text, "'repeat' (line 2)") && strstr(err.text, "not written"),
+       "a key the job does not set is refused: %s", err.text);
+    free(out);
+    /* One the job sets itself is no one else's. */
+    const char *t2 = "template = \"generic\"\nrepeat = 2\nparams { program = \"./p\" }\n";
+    const char *o2 = "template = \"generic\"\nrepeat = 2\nparams { program = \"./p\" }\nthreads_per_rank = 2\n";
+    ok(gpurun_tune_check_tuned(t2, strlen(t2), o2, sets, 2, "j.conf", &err) == 0, "the job's own repeat passes");
+    const char *o3 = "template = \"generic\"\nrepeat = 2\nparams { program = \"./p\" }\nthreads_per_rank = 2\n"
+                     "nodes = 1\n";
+    ok(gpurun_tune_check_tuned(t2, strlen(t2), o3, sets, 2, "j.conf", &err) < 0 && strstr(err.text, "'nodes'"),
+       "a layout key the layout does not set is refused");
+    ok(gpurun_tune_check_tuned(t2, strlen(t2), "repeat = x\n", sets, 2, "j.conf", &err) < 0 &&
+           strstr(err.text, "would not read back"),
+       "a text that is no job file is refused");
+
+    char *c = gpurun_comment_text("p\nrepeat = 7 #\r\x1b[2J\x7f\xc2\x85 \xff\xc3\xa9");
+    ok(!strcmp(c, "p?repeat = 7 #??[2J?? ?\xc3\xa9"), "comment text: control characters and bad UTF-8 as '?' (%s)", c);
+    free(c);
+    static const char *const words[][2] = {
+        {"/a/b-1.conf", "/a/b-1.conf"},
+        {"a b", "'a b'"},
+        {"it's", "'it'\\''s'"},
+        {"p\nrepeat = 7 #/j.conf", "'p'$'\\012''repeat = 7 #/j.conf'"},
+        {"\n", "$'\\012'"},
+        {"", "''"},
+        {"$(x)", "'$(x)'"},
+    };
+    for (size_t i = 0; i < sizeof words / sizeof *words; i++) {
+        char *w = gpurun_shell_word(words[i][0]);
+        ok(!strcmp(w, words[i][1]), "shell word of %zu: %s", i, w);
+        free(w);
+    }
+}
+
 int main(void)
 {
     test_block();
@@ -343,5 +396,6 @@ int main(void)
     test_ties();
     test_halve();
     test_rewrite();
+    test_tuned_keys();
     return done_testing();
 }

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -304,9 +305,27 @@ static void put_quoted(FILE *f, const char *s)
 static void put_line(FILE *f, const char *indent, int keyw, const char *key, const char *value, const char *comment)
 {
     int n = fprintf(f, "%s%-*s = %s", indent, keyw, key, value);
-    if (comment && *comment)
-        fprintf(f, "%*s# %s", n < 40 ? 40 - n : 1, "", comment);
+    if (comment && *comment) {
+        char *c = gpurun_comment_text(comment);
+        fprintf(f, "%*s# %s", n < 40 ? 40 - n : 1, "", c);
+        free(c);
+    }
     fputc('\n', f);
+}
+
+/* A comment line, "# TEXT": the text (paths, the template's and site's
+ * words, host and GPU names) with every control character written '?',
+ * so that nothing in it starts a line of its own, read as a key. */
+__attribute__((format(printf, 2, 3))) static void put_comment(FILE *f, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *text = gpurun_xvasprintf(fmt, ap);
+    va_end(ap);
+    char *safe = gpurun_comment_text(text);
+    fprintf(f, "#%s%s\n", *safe ? " " : "", safe);
+    free(safe);
+    free(text);
 }
 
 static char *quote(const char *s)
@@ -357,32 +376,37 @@ static void put_header(FILE *f, const struct init_ctx *c)
 {
     const gpurun_template_t *t = c->tpl;
     const gpurun_site_t *s = c->site;
-    fprintf(f, "# %s: a gpurun job file (man 5 gpurun.conf), written by gpurun %s:\n", c->file_shown,
-            PACKAGE_VERSION);
-    fprintf(f, "#   gpurun init --template %s --site %s%s%s\n", t->name, s->name, c->o->xml ? " --topology " : "",
-            c->o->xml ? c->o->xml : "");
-    fprintf(f, "# laid out for %s.\n#\n", c->lay.from);
-    fprintf(f, "# Template %s: %s\n#   %s\n", t->name, t->description, t->path);
-    fprintf(f, "# Site %s: %s\n#   %s\n", s->name, s->description ? s->description : "", s->path);
+    put_comment(f, "%s: a gpurun job file (man 5 gpurun.conf), written by gpurun %s:", c->file_shown,
+                PACKAGE_VERSION);
+    put_comment(f, "  gpurun init --template %s --site %s%s%s", t->name, s->name, c->o->xml ? " --topology " : "",
+                c->o->xml ? c->o->xml : "");
+    put_comment(f, "laid out for %s.", c->lay.from);
+    put_comment(f, "%s", "");
+    put_comment(f, "Template %s: %s", t->name, t->description);
+    put_comment(f, "  %s", t->path);
+    put_comment(f, "Site %s: %s", s->name, s->description ? s->description : "");
+    put_comment(f, "  %s", s->path);
     if (s->nmodules) {
-        fputs("#   modules: module load", f);
+        struct gpurun_strbuf mods = {0};
         for (size_t i = 0; i < s->nmodules; i++)
-            fprintf(f, " %s", s->modules[i]);
-        fputs(!strcmp(s->scheduler, "slurm") ? "   (submit's batch script loads them; for gpurun run, load them)\n"
-                                             : "   (before gpurun run)\n",
-              f);
+            gpurun_strbuf_printf(&mods, " %s", s->modules[i]);
+        put_comment(f, "  modules: module load%s%s", mods.s,
+                    !strcmp(s->scheduler, "slurm") ? "   (submit's batch script loads them; for gpurun run, load them)"
+                                                   : "   (before gpurun run)");
+        free(mods.s);
     }
     if (s->scratch)
-        fprintf(f, "#   scratch: %s   (large inputs and results folders belong there)\n", s->scratch);
-    fputs("#\n# Check it, then run it:\n", f);
-    fprintf(f, "#   gpurun run %s --dry-run     what would run: launcher command, binding, environment\n",
-            c->file_shown);
+        put_comment(f, "  scratch: %s   (large inputs and results folders belong there)", s->scratch);
+    put_comment(f, "%s", "");
+    put_comment(f, "Check it, then run it:");
+    put_comment(f, "  gpurun run %s --dry-run     what would run: launcher command, binding, environment",
+                c->file_shown);
     if (!strcmp(s->scheduler, "slurm")) {
-        fprintf(f, "#   gpurun submit %s --dry-run  the Slurm batch script, not submitted\n", c->file_shown);
-        fprintf(f, "#   gpurun submit %s            submit it with sbatch\n", c->file_shown);
+        put_comment(f, "  gpurun submit %s --dry-run  the Slurm batch script, not submitted", c->file_shown);
+        put_comment(f, "  gpurun submit %s            submit it with sbatch", c->file_shown);
     }
-    fprintf(f, "#   gpurun run %s               run it%s\n", c->file_shown,
-            !strcmp(s->scheduler, "slurm") ? " (inside an allocation: salloc, or the batch script)" : " here");
+    put_comment(f, "  gpurun run %s               run it%s", c->file_shown,
+                !strcmp(s->scheduler, "slurm") ? " (inside an allocation: salloc, or the batch script)" : " here");
     fputs("#   gpurun results; gpurun report    its runs and figures of merit\n\n", f);
 }
 
@@ -517,11 +541,13 @@ static void put_slurm(FILE *f, const struct init_ctx *c)
     put_line(f, "    # ", w - 2 > 0 ? w - 2 : 1, "time", "\"01:00:00\"", "default: from timeout (x repeat, scan)");
     fputs("}\n", f);
     if (nrest) {
-        fprintf(f, "# %s's profile also lists #SBATCH", s->name);
+        struct gpurun_strbuf r = {0};
         for (size_t i = 0; i < nrest; i++)
-            fprintf(f, " %s", rest[i]);
-        fprintf(f, ":\n# no key = value line carries %s; gpurun submit adds %s from the profile.\n",
-                nrest == 1 ? "it" : "them", nrest == 1 ? "it" : "them");
+            gpurun_strbuf_printf(&r, " %s", rest[i]);
+        put_comment(f, "%s's profile also lists #SBATCH%s:", s->name, r.s);
+        put_comment(f, "no key = value line carries %s; gpurun submit adds %s from the profile.",
+                    nrest == 1 ? "it" : "them", nrest == 1 ? "it" : "them");
+        free(r.s);
     }
     free(rest);
     free(from);
@@ -550,8 +576,8 @@ static char *job_text(const struct init_ctx *c)
     put_slurm(f, c);
     fputs("\n# scan { ranks_per_node = {1, 2, 4} }    # a sweep: one configuration per value\n", f);
     const char *fom = c->tpl->nfoms ? c->tpl->foms[0].name : "value";
-    fprintf(f, "# references { %s = \">= 1\" }%*s# exit 1 when the last value is outside\n", fom,
-            (int)(strlen(fom) < 15 ? 15 - strlen(fom) : 1), "");
+    put_comment(f, "references { %s = \">= 1\" }%*s# exit 1 when the last value is outside", fom,
+                (int)(strlen(fom) < 15 ? 15 - strlen(fom) : 1), "");
     fclose(f);
     return buf;
 }
@@ -741,11 +767,22 @@ static void next_steps(FILE *f, const struct init_ctx *c)
         free(p);
     }
     free(first);
-    if (c->lay.for_site)
+    if (c->lay.for_site) {
+        char *word = gpurun_shell_word(c->file_shown); /* the commands to copy: one word, whatever its name */
         fprintf(f,
                 "gpurun: note: laid out for %s's GPU nodes: `gpurun run --dry-run` here (no GPUs) refuses it; "
                 "check it with `gpurun submit %s --dry-run`, or plan it with `gpurun plan %s --topology NODE.xml`\n",
-                c->site->name, c->file_shown, c->file_shown);
+                c->site->name, word, word);
+        free(word);
+    }
+}
+
+/* The command to run next, the job file's path as one shell word. */
+static void say_next(const struct init_ctx *c)
+{
+    char *word = gpurun_shell_word(c->o->output);
+    printf("next: gpurun %s %s --dry-run\n", c->lay.for_site ? "submit" : "run", word);
+    free(word);
 }
 
 int cmd_init(int argc, char **argv, gpurun_error_t *err)
@@ -840,7 +877,7 @@ int cmd_init(int argc, char **argv, gpurun_error_t *err)
         printf("\n");
         fflush(stdout);
         next_steps(stderr, &c);
-        printf("next: gpurun %s %s --dry-run\n", c.lay.for_site ? "submit" : "run", o.output);
+        say_next(&c);
     }
     goto out;
 fail:

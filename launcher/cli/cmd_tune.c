@@ -111,6 +111,7 @@ struct tune {
     long budget_s;
     double spent;
     size_t ran, reused;
+    int jfd; /* RESULTS/JOB, opened as gpurun run opens it: the session file goes there */
 };
 
 static const char *obj_name(const struct tune *t, enum objective o)
@@ -519,14 +520,29 @@ static int run_trial(struct tune *t, struct cand *c, gpurun_error_t *err)
     return 0;
 }
 
+/* RESULTS and RESULTS/JOB, made when missing and checked as `gpurun run`
+ * checks them (run.c's make_run_dir: ours or root's, not writable by others
+ * without the sticky bit, the job folder opened through the results one and
+ * never through a symlink), before the first trial: a folder run refuses
+ * gets no trial, and no session file written through someone's symlink. */
+static int open_job_folder(struct tune *t, gpurun_error_t *err)
+{
+    int rfd = gpurun_open_folder_path(t->results, "results folder", 0755, true, err);
+    if (rfd < 0)
+        return -1;
+    char *shown = gpurun_xasprintf("%s/%s", t->results, t->job->name);
+    t->jfd = gpurun_open_folder_at(rfd, t->job->name, shown, "job folder", 0755, true, err);
+    free(shown);
+    close(rfd);
+    return t->jfd < 0 ? -1 : 0;
+}
+
+/* RESULTS/JOB/tune-SESSION.json, through the job folder's descriptor: a
+ * temporary file of ours renamed over it, never through a symlink. */
 static void write_session(struct tune *t, const char *state, const struct cand *best)
 {
-    char *dir = gpurun_xasprintf("%s/%s", t->results, t->job->name);
-    struct stat st;
-    if (stat(dir, &st) < 0) {
-        free(dir);
+    if (t->jfd < 0)
         return;
-    }
     json_t *axes = json_array();
     for (size_t a = 0; a < t->sp.naxes; a++) {
         json_t *vals = json_array();
@@ -538,12 +554,13 @@ static void write_session(struct tune *t, const char *state, const struct cand *
                             "job_file", t->job_path, "space_from", t->sp.from, "space", axes, "objective",
                             obj_name(t, t->obj), "trials", t->next_trial - 1, "best", best ? best->label : NULL);
     json_object_set_new(doc, "state", json_string(state));
-    char *p = gpurun_xasprintf("%s/tune-%s.json", dir, t->session);
+    char *name = gpurun_xasprintf("tune-%s.json", t->session);
+    char *shown = gpurun_xasprintf("%s/%s/%s", t->results, t->job->name, name);
     gpurun_error_t e = {0};
-    if (gpurun_write_json_file(p, doc, 0644, 0, &e) < 0)
+    if (gpurun_write_json_at(t->jfd, name, shown, doc, 0644, 0, &e) < 0)
         fprintf(stderr, "gpurun tune: warning: %s\n", e.text);
-    free(p);
-    free(dir);
+    free(shown);
+    free(name);
     json_decref(doc);
 }
 
@@ -870,11 +887,23 @@ static int write_tuned(struct tune *t, const struct cand *c, char **pathp, gpuru
     size_t len = 0;
     if (gpurun_read_file(t->job_path, "the job file", 1024 * 1024, &text, &len, err) < 0)
         return -1;
+    /* Free text in the comments: a line break in it would start a line of
+     * its own, read as a key (a folder named "p\nrepeat = 7 #"). */
+    char *obj = gpurun_comment_text(obj_name(t, t->obj)), *label = gpurun_comment_text(c->label),
+         *job = gpurun_comment_text(t->job_path);
     char *header = gpurun_xasprintf("# Written by gpurun tune (session %s, objective %s): the best layout found,\n"
                                     "#   %s\n# Tune again: gpurun tune %s\n",
-                                    t->session, obj_name(t, t->obj), c->label, t->job_path);
+                                    t->session, obj, label, job);
+    free(obj);
+    free(label);
+    free(job);
     char *out = gpurun_tune_rewrite(text, len, c->sets, c->nsets, header, err);
     free(header);
+    /* It must read as a job file, with no key but the job's and the layout's. */
+    if (out && gpurun_tune_check_tuned(text, len, out, c->sets, c->nsets, t->job_path, err) < 0) {
+        free(out);
+        out = NULL;
+    }
     free(text);
     if (!out)
         return -1;
@@ -886,18 +915,6 @@ static int write_tuned(struct tune *t, const struct cand *c, char **pathp, gpuru
         free(path);
         path = i ? gpurun_xasprintf("%.*s.tuned.%d.conf", (int)stem, t->job_path, i)
                  : gpurun_xasprintf("%.*s.tuned.conf", (int)stem, t->job_path);
-        /* It must read as a job file before it is written. */
-        gpurun_job_t *check;
-        if (i == 0 && gpurun_job_parse(out, strlen(out), path, &check, err) < 0) {
-            char *why = gpurun_xstrdup(err->text);
-            gpurun_err(err, GPURUN_EXIT_CONFIG, "the tuned job file would not read back: %s", why);
-            free(why);
-            free(out);
-            free(path);
-            return -1;
-        }
-        if (i == 0)
-            gpurun_job_destroy(check);
         fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
         if (fd < 0 && errno != EEXIST) {
             gpurun_err(err, GPURUN_EXIT_ENV, "%s: %s", path, strerror(errno));
@@ -922,6 +939,17 @@ static int write_tuned(struct tune *t, const struct cand *c, char **pathp, gpuru
     return 0;
 }
 
+/* The end: the tuned file's path as one shell word, so that a line break
+ * in it cannot split the command the user copies. */
+static void say_written(const struct tune *t, const char *tuned)
+{
+    char *word = gpurun_shell_word(tuned);
+    printf("\ngpurun tune: %zu trial%s run now, %zu found from before; %s written\n", t->ran, t->ran == 1 ? "" : "s",
+           t->reused, word);
+    printf("gpurun submit %s\n", word);
+    free(word);
+}
+
 static void tune_free(struct tune *t)
 {
     for (size_t k = 0; k < t->n; k++) {
@@ -942,6 +970,8 @@ static void tune_free(struct tune *t)
     gpurun_tune_space_free(&t->sp);
     gpurun_template_destroy(t->tpl);
     gpurun_job_destroy(t->job);
+    if (t->jfd >= 0)
+        close(t->jfd);
 }
 
 int cmd_tune(int argc, char **argv, gpurun_error_t *err)
@@ -952,7 +982,7 @@ int cmd_tune(int argc, char **argv, gpurun_error_t *err)
         {"budget", required_argument, NULL, O_BUDGET}, {"results", required_argument, NULL, O_RESULTS},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0},
     };
-    struct tune t = {.next_trial = 1};
+    struct tune t = {.next_trial = 1, .jfd = -1};
     bool dry = false;
     int c;
     optind = 1;
@@ -1045,7 +1075,7 @@ int cmd_tune(int argc, char **argv, gpurun_error_t *err)
         rc = TUNE_ERR(err, GPURUN_EXIT_ENV, "tune: no candidate can run on this node (see the reasons above)");
         goto out;
     }
-    if (read_store(&t, err) < 0) {
+    if (open_job_folder(&t, err) < 0 || read_store(&t, err) < 0) {
         rc = err->code;
         goto out;
     }
@@ -1076,9 +1106,7 @@ int cmd_tune(int argc, char **argv, gpurun_error_t *err)
         rc = err->code;
         goto out;
     }
-    printf("\ngpurun tune: %zu trial%s run now, %zu found from before; %s written\n", t.ran, t.ran == 1 ? "" : "s",
-           t.reused, tuned);
-    printf("gpurun submit %s\n", tuned);
+    say_written(&t, tuned);
     free(tuned);
 out:
     tune_free(&t);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "job.h"
 #include "tune.h"
 #include "util.h"
 
@@ -721,4 +722,46 @@ out:
     free(spans);
     free(edits);
     return out;
+}
+
+/* `key` is one of the keys ("KEY=VALUE") of sets. */
+static bool key_of_sets(const char *key, char *const *sets, size_t nsets)
+{
+    size_t kl = strlen(key);
+    for (size_t i = 0; i < nsets; i++)
+        if (!strncmp(sets[i], key, kl) && sets[i][kl] == '=')
+            return true;
+    return false;
+}
+
+int gpurun_tune_check_tuned(const char *text, size_t len, const char *out, char *const *sets, size_t nsets,
+                            const char *label, gpurun_error_t *err)
+{
+    gpurun_job_t *orig = NULL, *tuned = NULL;
+    int rc = -1;
+    if (gpurun_job_parse(text, len, label, &orig, err) < 0 ||
+        gpurun_job_parse(out, strlen(out), label, &tuned, err) < 0) {
+        char *why = gpurun_xstrdup(err->text);
+        gpurun_err(err, GPURUN_EXIT_CONFIG, "the tuned job file would not read back: %s", why);
+        free(why);
+        goto out;
+    }
+    for (size_t i = 0; i < tuned->from.n; i++) {
+        const char *key = tuned->from.items[i].key;
+        if (!gpurun_kvlist_get(&orig->from, key) && !key_of_sets(key, sets, nsets)) {
+            const char *line = strrchr(tuned->from.items[i].value, ':'); /* "LABEL:LINE" */
+            char *k = gpurun_comment_text(key);
+            gpurun_err(err, GPURUN_EXIT_CONFIG,
+                       "the tuned job file would set the key '%.64s' (line %s), which neither the job file nor "
+                       "the tuned layout sets: not written",
+                       k, line ? line + 1 : "?");
+            free(k);
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    gpurun_job_destroy(orig);
+    gpurun_job_destroy(tuned);
+    return rc;
 }

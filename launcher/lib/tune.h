@@ -129,4 +129,13 @@ double gpurun_tune_cost(double price_per_gpu_hour, long gpus, double fom, const 
 char *gpurun_tune_rewrite(const char *text, size_t len, char *const *sets, size_t nsets, const char *header,
                           gpurun_error_t *err);
 
+/* The tuned text `out` (gpurun_tune_rewrite() of the job file `text`),
+ * read back as the job file `label` before it is written: 0 when it reads
+ * as a job file and every key it sets is a key of `text` or of `sets`;
+ * else -1 (err: exit 2, naming the first other key).  What the rewrite
+ * writes from elsewhere (a path in the header) can then never add a key,
+ * even if its escaping failed. */
+int gpurun_tune_check_tuned(const char *text, size_t len, const char *out, char *const *sets, size_t nsets,
+                            const char *label, gpurun_error_t *err);
+
 #endif

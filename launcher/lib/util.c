@@ -297,6 +297,13 @@ size_t gpurun_utf8_char(const char *s, unsigned long *cpp)
     return n;
 }
 
+/* A C0 or C1 control character, DEL, or a byte that starts no well-formed
+ * UTF-8 character (n == 0). */
+static bool control_char(size_t n, unsigned long cp)
+{
+    return !n || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0);
+}
+
 char *gpurun_terminal_text(const char *in)
 {
     struct gpurun_strbuf b = {0};
@@ -307,7 +314,7 @@ char *gpurun_terminal_text(const char *in)
         if (*p == '\t') {
             gpurun_strbuf_addc(&b, ' ');
             p++;
-        } else if (!n || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0)) {
+        } else if (control_char(n, cp)) {
             /* an escape sequence would reach the terminal: shown, not sent */
             for (size_t k = 0; k < (n ? n : 1); k++)
                 gpurun_strbuf_printf(&b, "\\x%02x", (unsigned char)p[k]);
@@ -317,6 +324,50 @@ char *gpurun_terminal_text(const char *in)
             p += n;
         }
     }
+    return b.s;
+}
+
+char *gpurun_comment_text(const char *in)
+{
+    struct gpurun_strbuf b = {0};
+    gpurun_strbuf_add(&b, "", 0);
+    for (const char *p = in ? in : ""; *p;) {
+        unsigned long cp = 0;
+        size_t n = gpurun_utf8_char(p, &cp);
+        if (control_char(n, cp))
+            gpurun_strbuf_addc(&b, '?'); /* a line break would start a line of its own */
+        else
+            gpurun_strbuf_add(&b, p, n);
+        p += n ? n : 1;
+    }
+    return b.s;
+}
+
+char *gpurun_shell_word(const char *in)
+{
+    static const char plain[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+.,/:=@%";
+    if (*in && strspn(in, plain) == strlen(in))
+        return gpurun_xstrdup(in);
+    struct gpurun_strbuf b = {0};
+    bool quoted = false;
+    for (const char *p = in; *p;) {
+        unsigned long cp = 0;
+        size_t n = gpurun_utf8_char(p, &cp);
+        bool ctl = control_char(n, cp), quote = *p == '\'';
+        if ((ctl || quote) == quoted) { /* close the quotes before \' and $'\NNN', open them after */
+            gpurun_strbuf_addc(&b, '\'');
+            quoted = !quoted;
+        }
+        if (quote)
+            gpurun_strbuf_puts(&b, "\\'");
+        for (size_t k = 0; ctl && k < (n ? n : 1); k++)
+            gpurun_strbuf_printf(&b, "$'\\%03o'", (unsigned char)p[k]);
+        if (!ctl && !quote)
+            gpurun_strbuf_add(&b, p, n);
+        p += n ? n : 1;
+    }
+    if (quoted || !b.s)
+        gpurun_strbuf_puts(&b, quoted ? "'" : "''");
     return b.s;
 }
 

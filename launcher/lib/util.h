@@ -48,6 +48,20 @@ size_t gpurun_utf8_char(const char *s, unsigned long *cpp);
  * Malloc'ed. */
 char *gpurun_terminal_text(const char *in);
 
+/* `in` fit for a comment line of a file gpurun writes (a job file, a
+ * batch script): every control character (C0, DEL, C1) and every byte that
+ * is not well-formed UTF-8 written '?', so that nothing in it can end the
+ * comment and start a line of its own.  NULL reads as "".  Malloc'ed.  The
+ * one helper for free text (paths, names, descriptions) in comments. */
+char *gpurun_comment_text(const char *in);
+
+/* `in` as one shell word for a command line printed for the user to copy:
+ * as it is when it holds only letters, digits and _-+.,/:=@%; else
+ * single-quoted ('\'' for a quote), each control character or byte that
+ * is not well-formed UTF-8 as $'\NNN' (bash, zsh, ksh), so that the line
+ * never breaks and pastes back as the same bytes.  Malloc'ed. */
+char *gpurun_shell_word(const char *in);
+
 /* At most len-1 bytes of `in` for a one-line message: every byte that is
  * not printable ASCII written as \xNN, and "..." where it was cut.  For
  * values someone else chose (a job's environment in slurmstepd's log). */

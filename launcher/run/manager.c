@@ -170,8 +170,9 @@ void gpurun_alloc_apply(const gpurun_topo_t *t, gpurun_request_t *req, char *not
 
 void gpurun_rm_put_comment(FILE *f, const char *s)
 {
-    for (; *s; s++)
-        fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+    char *t = gpurun_comment_text(s); /* the one escaping of gpurun's comments (util.h) */
+    fputs(t, f);
+    free(t);
 }
 
 void gpurun_rm_put_shell_word(FILE *f, const char *s)
