@@ -31,7 +31,8 @@ static const char run_usage[] =
     "  -h, --help         this help\n"
     "\n"
     "Exit status: 0 ok; a failed rank's own status (128+N for signal N); 2 bad job file or option;\n"
-    "3 cannot run here (program, launcher or resources missing); 124 time limit; 130/143 interrupted.\n";
+    "3 cannot run here (program, launcher or resources missing); 124 time limit; 130/143 interrupted.\n"
+    "A reader of gpurun's output that goes away (| head, a full disk) changes none of these, nor ends the run.\n";
 
 int cmd_run(int argc, char **argv, gpurun_error_t *err)
 {

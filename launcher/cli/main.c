@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "cmd.h"
 #include "confparse.h"
 #include "plugin.h"
+#include "say.h"
 #include "topocache.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -93,12 +95,22 @@ int cmd_parse_int(const char *cmd, const char *opt, const char *s, int min, int 
 
 static void say_warning(const char *text)
 {
-    fprintf(stderr, "gpurun: warning: %s\n", text);
+    gpurun_say(stderr, "gpurun: warning: %s\n", text);
+}
+
+/* The commands that run jobs: a reader of their output that goes away
+ * (`| head`, a full disk) must not end a run before its record (say.h). */
+static bool runs_jobs(const char *name)
+{
+    return !strcmp(name, "run") || !strcmp(name, "tune") || strchr(name, '.') || strchr(name, '/');
 }
 
 int main(int argc, char **argv)
 {
     gpurun_error_t err = {0};
+    gpurun_say_std_fds();
+    if (argc >= 2 && runs_jobs(argv[1]))
+        gpurun_say_begin();
     gpurun_topocache_enable(true); /* the program's runs share this node's discovery; libgpurun's callers do not */
     gpurun_plugins_register();     /* job files and site profiles name the plugins present */
     /* Said once by the command a user typed, not again by each rank step. */
@@ -124,7 +136,7 @@ int main(int argc, char **argv)
             continue;
         int rc = commands[i].fn(argc - 1, argv + 1, &err);
         if (rc != 0 && err.text[0])
-            fprintf(stderr, "gpurun: %s\n", err.text);
+            gpurun_say(stderr, "gpurun: %s\n", err.text);
         return rc;
     }
     /* `gpurun JOB.conf`: anything that is not a command and looks like a file. */
@@ -132,7 +144,7 @@ int main(int argc, char **argv)
         argv[0] = "run";
         int rc = cmd_run(argc, argv, &err);
         if (rc != 0 && err.text[0])
-            fprintf(stderr, "gpurun: %s\n", err.text);
+            gpurun_say(stderr, "gpurun: %s\n", err.text);
         return rc;
     }
     const char *names[sizeof commands / sizeof commands[0]];

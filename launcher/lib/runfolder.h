@@ -19,7 +19,8 @@
  *   HOST.ranks.json              gpurun, once, when the ranks have ended: each local rank's
  *                                binding and exit status (as the rank steps reported them)
  *   rendezvous.log               gpurun: what its rendezvous store said (torchrun templates)
- *   rendezvous.store             the ranks' file:// rendezvous (params.rendezvous = "file") */
+ *   rendezvous.store             the ranks' file:// rendezvous (params.rendezvous = "file")
+ *   output-lost.txt              gpurun, only when its own stdout or stderr went away (say.h) */
 #define GPURUN_RUN_PLAN "plan.json"
 #define GPURUN_RUN_TOPOLOGY "topology.xml"
 #define GPURUN_RUN_ENV "env.json"
@@ -27,6 +28,7 @@
 #define GPURUN_RUN_GPUDIRECT "gpudirect.json" /* {"mode": "auto", "env": {the template's env}} */
 #define GPURUN_RUN_LAUNCHER_OUT "launcher.out"
 #define GPURUN_RUN_RENDEZVOUS_LOG "rendezvous.log"
+#define GPURUN_RUN_OUTPUT_LOST "output-lost.txt"
 
 /* A rank in a container: its entry there is `gpurun-rank --inside FD --
  * PROGRAM ARGS`, which reports the binding it finds inside (one JSON line)

@@ -19,6 +19,7 @@
 #include "launch.h"
 #include "rank.h"
 #include "safefile.h"
+#include "say.h"
 #include "util.h"
 #include "watch.h"
 
@@ -210,7 +211,7 @@ struct reader {
 static void clear_status(struct reader *r)
 {
     if (*r->status_shown) {
-        fputs("\r\033[K", stdout);
+        gpurun_say(stdout, "\r\033[K");
         *r->status_shown = false;
     }
 }
@@ -243,7 +244,7 @@ static void take_line(struct reader *r, char *line, size_t len)
                 }
             } else if (kind == 'O' && r->sv->relay_output) {
                 clear_status(r);
-                printf("[%ld] %.*s\n", rank, (int)plen, payload);
+                gpurun_say(stdout, "[%ld] %.*s\n", rank, (int)plen, payload);
             }
             if (kind == 'O' && rank == 0)
                 gpurun_watch_line(r->sv->watch, payload, plen, now_s());
@@ -282,7 +283,6 @@ static bool read_pipe(struct reader *r, int fd, bool flush)
     }
     memmove(r->buf, r->buf + start, r->len - start);
     r->len -= start;
-    fflush(stdout);
     return !eof;
 }
 
@@ -504,8 +504,7 @@ static void show_status(struct launch *L, double t)
         snprintf(line + n, sizeof line - (size_t)n, "  stopping");
     struct winsize ws;
     int width = ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 ? ws.ws_col - 1 : (int)sizeof line - 1;
-    printf("\r\033[K%.*s", width, line);
-    fflush(stdout);
+    gpurun_say(stdout, "\r\033[K%.*s", width, line);
     L->status_shown = true;
     L->last_status = t;
 }
@@ -559,10 +558,8 @@ static void drain_pipe(struct launch *L)
     if (rd->len)
         read_pipe(rd, L->pfd[0], true);
     close(L->pfd[0]);
-    if (L->status_shown) {
-        fputs("\r\033[K", stdout);
-        fflush(stdout);
-    }
+    if (L->status_shown)
+        gpurun_say(stdout, "\r\033[K");
 }
 
 int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_supervise *sv,

@@ -41,6 +41,7 @@
 #include "rendezvous.h"
 #include "progress.h"
 #include "runstatus.h"
+#include "say.h"
 #include "watch.h"
 #include "torchrun.h"
 #include "util.h"
@@ -155,7 +156,7 @@ static char *make_run_dir(const char *results, const gpurun_job_t *job, int *fdp
          * there is left alone, and said. */
         char why[1024];
         if (gpurun_latest_update(jfd, parent, name, why, sizeof why) != 0)
-            fprintf(stderr, "gpurun: warning: %s\n", why);
+            gpurun_say(stderr, "gpurun: warning: %s\n", why);
     }
     close(jfd);
     free(parent);
@@ -208,28 +209,30 @@ static int command_argv(const char *what, const char *line, struct gpurun_kvlist
     return rc;
 }
 
-/* Words as a user could paste them into a shell. */
-static void print_quoted(FILE *f, char *const *argv)
+/* Words as a user could paste them into a shell, one line on stdout. */
+static void print_quoted(char *const *argv)
 {
+    struct gpurun_strbuf b = {0};
     for (char *const *a = argv; *a; a++) {
         const char *s = *a;
         bool plain = *s != '\0';
         for (const char *c = s; *c && plain; c++)
             plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%", *c) != NULL;
-        fputs(a == argv ? "" : " ", f);
+        gpurun_strbuf_puts(&b, a == argv ? "" : " ");
         if (plain) {
-            fputs(s, f);
+            gpurun_strbuf_puts(&b, s);
             continue;
         }
-        fputc('\'', f);
+        gpurun_strbuf_addc(&b, '\'');
         for (const char *c = s; *c; c++)
             if (*c == '\'')
-                fputs("'\\''", f);
+                gpurun_strbuf_puts(&b, "'\\''");
             else
-                fputc(*c, f);
-        fputc('\'', f);
+                gpurun_strbuf_addc(&b, *c);
+        gpurun_strbuf_addc(&b, '\'');
     }
-    fputc('\n', f);
+    gpurun_say(stdout, "%s\n", b.s ? b.s : "");
+    free(b.s);
 }
 
 /* A value that is not UTF-8 is kept as it is, not dropped: writing the
@@ -762,7 +765,7 @@ static int check_results(struct run_ctx *c, struct gpurun_kvlist *names, const c
 {
     if (!c->tpl) {
         if (c->job->references.n)
-            fprintf(stderr, "gpurun: warning: references need a template's figures of merit; not checked\n");
+            gpurun_say(stderr, "gpurun: warning: references need a template's figures of merit; not checked\n");
         return 0;
     }
     if (gpurun_fom_read(c->tpl, run_dir, gpurun_kvlist_lookup, names, NULL, foms, err) < 0) {
@@ -866,11 +869,11 @@ static int start_mps(struct run_ctx *c, struct gpurun_mps *m, int dfd, const cha
     if (m->active && mps_into_host_plan(c, m, dfd, run_dir, host, err) < 0)
         return -1; /* run_once's stop_mps quits the daemon */
     if (m->warning[0])
-        fprintf(stderr, "gpurun: warning: %s\n", m->warning);
+        gpurun_say(stderr, "gpurun: warning: %s\n", m->warning);
     if (mode != GPURUN_MPS_OFF && !m->active)
-        fprintf(stderr, "gpurun: note: %s\n", m->note);
+        gpurun_say(stderr, "gpurun: note: %s\n", m->note);
     else if (c->opts->verbose && m->note[0])
-        fprintf(stderr, "gpurun: %s\n", m->note);
+        gpurun_say(stderr, "gpurun: %s\n", m->note);
     *jp = gpurun_mps_json(m, mode);
     return 0;
 }
@@ -881,7 +884,7 @@ static void stop_mps(struct gpurun_mps *m, json_t *j)
     gpurun_error_t e = {0};
     bool was_ours = m->ours;
     if (gpurun_mps_stop(m, &e) < 0) {
-        fprintf(stderr, "gpurun: warning: %s\n", e.text);
+        gpurun_say(stderr, "gpurun: warning: %s\n", e.text);
         if (j)
             json_object_set_new(j, "stop_error", json_string(e.text));
     } else if (was_ours && j) {
@@ -1363,10 +1366,9 @@ static int launch_ranks(struct run_ctx *c, struct run_attempt *a, gpurun_error_t
     if (crc < 0)
         return stop_with(a, err->code);
     if (!c->opts->quiet) {
-        printf("gpurun: %s: %d rank%s (%d node%s x %d) via %s; run folder %s\n", c->job->name, c->plan->nranks,
-               c->plan->nranks == 1 ? "" : "s", lr.nodes, lr.nodes == 1 ? "" : "s", lr.ranks_per_node,
-               c->launcher->name, a->run_dir);
-        fflush(stdout);
+        gpurun_say(stdout, "gpurun: %s: %d rank%s (%d node%s x %d) via %s; run folder %s\n", c->job->name,
+                   c->plan->nranks, c->plan->nranks == 1 ? "" : "s", lr.nodes, lr.nodes == 1 ? "" : "s",
+                   lr.ranks_per_node, c->launcher->name, a->run_dir);
     }
     return supervise_ranks(c, a, tty, err);
 }
@@ -1685,20 +1687,19 @@ static void failure_report(struct run_ctx *c, struct run_attempt *a, int rc)
     bool ranks_failed = strcmp(a->state, GPURUN_STATE_SANITY_FAILED) && strcmp(a->state, GPURUN_STATE_REFERENCE_FAILED);
     if (c->opts->quiet || !ranks_failed || r < 0 || (!a->tail.n && !a->tail.ncause))
         return;
-    fflush(stdout);
     /* A rank's own failure has a cause in its output; an interruption or a
      * time limit is its own cause (what mdrun says of the signal is in the
      * last lines). */
     if (a->tail.ncause && !strcmp(a->state, GPURUN_STATE_FAILED)) {
-        fprintf(stderr, "gpurun: rank %d on %s: the cause, as its output says:\n", r, host ? host : "?");
+        gpurun_say(stderr, "gpurun: rank %d on %s: the cause, as its output says:\n", r, host ? host : "?");
         for (size_t i = 0; i < a->tail.ncause; i++)
-            fprintf(stderr, "[%d] %s\n", r, a->tail.cause[i]);
+            gpurun_say(stderr, "[%d] %s\n", r, a->tail.cause[i]);
     }
     if (a->tail.n) {
-        fprintf(stderr, "gpurun: rank %d on %s: its last %zu line%s (%s%s):\n", r, host ? host : "?", a->tail.n,
-                a->tail.n == 1 ? "" : "s", a->tail_file, a->tail.whole ? "" : ", its end");
+        gpurun_say(stderr, "gpurun: rank %d on %s: its last %zu line%s (%s%s):\n", r, host ? host : "?", a->tail.n,
+                   a->tail.n == 1 ? "" : "s", a->tail_file, a->tail.whole ? "" : ", its end");
         for (size_t i = 0; i < a->tail.n; i++)
-            fprintf(stderr, "[%d] %s\n", r, a->tail.lines[i]);
+            gpurun_say(stderr, "[%d] %s\n", r, a->tail.lines[i]);
     }
 }
 
@@ -1712,11 +1713,11 @@ static void say_warnings(const struct run_ctx *c, const struct rank_result *rr)
         size_t k;
         json_t *w;
         json_array_foreach(json_object_get(b, "warnings"), k, w)
-            fprintf(stderr, "gpurun: warning: rank %zu: %s\n", i, json_string_value(w));
+            gpurun_say(stderr, "gpurun: warning: rank %zu: %s\n", i, json_string_value(w));
     }
     for (size_t w = 0; w < c->plan->nwarnings; w++)
         if (c->opts->verbose)
-            fprintf(stderr, "gpurun: plan warning: %s\n", c->plan->warnings[w]);
+            gpurun_say(stderr, "gpurun: plan warning: %s\n", c->plan->warnings[w]);
 }
 
 /* The hosts the ranks really ran on, in rank order. */
@@ -1975,29 +1976,30 @@ static int keep_record(struct run_ctx *c, struct run_attempt *a, json_t *record,
             gpurun_err(err, GPURUN_EXIT_ENV, "the ranks ended well, but the record could not be written: %s; "
                        "the run is not in the results", werr.text);
         else
-            fprintf(stderr, "gpurun: the record could not be written either: %s\n", werr.text);
+            gpurun_say(stderr, "gpurun: the record could not be written either: %s\n", werr.text);
         rc = rc ? rc : GPURUN_EXIT_ENV;
     } else if (gpurun_results_add(c->results, p, &werr) < 0) {
-        fprintf(stderr, "gpurun: warning: the record is kept, but the results database was not updated: %s\n",
-                werr.text);
+        gpurun_say(stderr, "gpurun: warning: the record is kept, but the results database was not updated: %s\n",
+                   werr.text);
     }
     free(p);
     if (!c->opts->quiet) {
         const gpurun_foms_t *foms = &a->foms;
         for (size_t f = 0; f < foms->n; f++)
             if (foms->f[f].n)
-                printf("gpurun: %s: %s = %g %s\n", c->job->name, foms->f[f].name, foms->f[f].values[foms->f[f].n - 1],
-                       foms->f[f].units ? foms->f[f].units : "");
+                gpurun_say(stdout, "gpurun: %s: %s = %g %s\n", c->job->name, foms->f[f].name,
+                           foms->f[f].values[foms->f[f].n - 1], foms->f[f].units ? foms->f[f].units : "");
         if (rc == 0)
-            printf("gpurun: %s: ok in %.1f s; record %s/record.json\n", c->job->name, a->oc.wall_s, a->run_dir);
+            gpurun_say(stdout, "gpurun: %s: ok in %.1f s; record %s/record.json\n", c->job->name, a->oc.wall_s,
+                       a->run_dir);
     } else if (rc == 0) { /* --quiet: the one line a script or a user still needs */
         const gpurun_foms_t *foms = &a->foms;
-        printf("gpurun: %s: ok", c->job->name);
+        gpurun_say(stdout, "gpurun: %s: ok", c->job->name);
         for (size_t f = 0; f < foms->n; f++)
             if (foms->f[f].n)
-                printf(", %s = %g%s%s", foms->f[f].name, foms->f[f].values[foms->f[f].n - 1],
-                       foms->f[f].units && *foms->f[f].units ? " " : "", foms->f[f].units ? foms->f[f].units : "");
-        printf(", %s\n", a->run_dir);
+                gpurun_say(stdout, ", %s = %g%s%s", foms->f[f].name, foms->f[f].values[foms->f[f].n - 1],
+                           foms->f[f].units && *foms->f[f].units ? " " : "", foms->f[f].units ? foms->f[f].units : "");
+        gpurun_say(stdout, ", %s\n", a->run_dir);
     }
     return rc;
 }
@@ -2093,6 +2095,7 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     if (!a.run_dir)
         return err->code;
     a.fmode = run_file_mode(c->job);
+    gpurun_say_run_folder(a.dfd, a.fmode); /* where a reader's going away is noted */
     run_names(c, a.run_dir, &a.names);
     int rc = 0;
     json_t *record = NULL;
@@ -2178,13 +2181,14 @@ out:
 static void dry_run(struct run_ctx *c, char *const *app, const struct gpurun_launch_cmds *cmds,
                     char *const *plan_step, const struct gpurun_kvlist *env)
 {
-    printf("# gpurun dry run of job %s: nothing is started\n", c->job->name);
-    printf("# launcher: %s\n", c->launcher_why);
+    gpurun_say(stdout, "# gpurun dry run of job %s: nothing is started\n", c->job->name);
+    gpurun_say(stdout, "# launcher: %s\n", c->launcher_why);
     if (c->gdr)
-        printf("# gpudirect = %s: on for %lld of %d ranks\n", json_string_value(json_object_get(c->gdr, "mode")),
-               json_integer_value(json_object_get(c->gdr, "on_ranks")), c->plan->nranks);
+        gpurun_say(stdout, "# gpudirect = %s: on for %lld of %d ranks\n",
+                   json_string_value(json_object_get(c->gdr, "mode")),
+                   json_integer_value(json_object_get(c->gdr, "on_ranks")), c->plan->nranks);
     if (c->alloc_note[0])
-        printf("# allocation: %s\n", c->alloc_note);
+        gpurun_say(stdout, "# allocation: %s\n", c->alloc_note);
     if (c->plan->req.ranks_per_gpu > 1 || gpurun_mps_wanted(c->plan)) {
         char control[PATH_MAX], groups[256] = "";
         size_t gl = 0;
@@ -2203,92 +2207,96 @@ static void dry_run(struct run_ctx *c, char *const *app, const struct gpurun_lau
         bool local = !strcmp(c->launcher->name, "local"), found = gpurun_mps_find_control(control, sizeof control);
         const char *other_hosts = local ? "" : "; the first rank step of each other host starts its own";
         bool none = !gpurun_mps_wanted(c->plan) || c->job->mps == GPURUN_MPS_OFF;
-        printf("# ranks_per_gpu = %d: ranks %s share a GPU each; mps = %s: %s%s\n", c->plan->req.ranks_per_gpu,
-               groups[0] ? groups : "(none)", gpurun_mps_mode_name(c->job->mps),
-               none    ? "no CUDA MPS daemon"
-               : found ? "one CUDA MPS daemon would start on this host (" GPURUN_MPS_CONTROL " -d)"
-                       : GPURUN_MPS_CONTROL " is not on PATH here: no daemon",
-               none ? "" : other_hosts);
+        gpurun_say(stdout, "# ranks_per_gpu = %d: ranks %s share a GPU each; mps = %s: %s%s\n",
+                   c->plan->req.ranks_per_gpu, groups[0] ? groups : "(none)", gpurun_mps_mode_name(c->job->mps),
+                   none    ? "no CUDA MPS daemon"
+                   : found ? "one CUDA MPS daemon would start on this host (" GPURUN_MPS_CONTROL " -d)"
+                           : GPURUN_MPS_CONTROL " is not on PATH here: no daemon",
+                   none ? "" : other_hosts);
     }
     for (size_t i = 0; c->tpl && i < c->tpl->nsetup; i++)
-        printf("# setup %zu: %s\n", i + 1, c->tpl->setup[i]);
+        gpurun_say(stdout, "# setup %zu: %s\n", i + 1, c->tpl->setup[i]);
     if (c->hpl.active) {
         char what[160];
         gpurun_hpl_edit_text(&c->hpl, what, sizeof what);
-        printf("# then in %s (HPL's input): %s\n", c->tpl->hpl_dat, what);
+        gpurun_say(stdout, "# then in %s (HPL's input): %s\n", c->tpl->hpl_dat, what);
     }
     if (c->tpl && c->tpl->rank_env) {
         const char *mode = gpurun_kvlist_get(env, GPURUN_ENV_RENDEZVOUS);
         if (mode && !strcmp(mode, "file"))
-            printf("# rank environment: %s; rendezvous = file: %s (no network port; the script passes $%s to "
-                   "init_process_group), bound %s s\n",
-                   c->tpl->rank_env, gpurun_kvlist_get(env, GPURUN_ENV_INIT_METHOD), GPURUN_ENV_INIT_METHOD,
-                   gpurun_kvlist_get(env, GPURUN_ENV_RENDEZVOUS_TIMEOUT));
+            gpurun_say(stdout,
+                       "# rank environment: %s; rendezvous = file: %s (no network port; the script passes $%s to "
+                       "init_process_group), bound %s s\n",
+                       c->tpl->rank_env, gpurun_kvlist_get(env, GPURUN_ENV_INIT_METHOD), GPURUN_ENV_INIT_METHOD,
+                       gpurun_kvlist_get(env, GPURUN_ENV_RENDEZVOUS_TIMEOUT));
         else
-            printf("# rank environment: %s; rendezvous = %s at %s:%s (%s), bound %s s\n", c->tpl->rank_env,
-                   mode ? mode : "?", gpurun_kvlist_get(env, "MASTER_ADDR"), gpurun_kvlist_get(env, "MASTER_PORT"),
-                   mode && !strcmp(mode, "store")
-                       ? "gpurun hosts torch's TCPStore on this host, holding its port until the ranks end; every "
-                         "rank is its client"
-                       : "rank 0 hosts the store on a port chosen at start: free until rank 0 binds it",
-                   gpurun_kvlist_get(env, GPURUN_ENV_RENDEZVOUS_TIMEOUT));
+            gpurun_say(stdout, "# rank environment: %s; rendezvous = %s at %s:%s (%s), bound %s s\n", c->tpl->rank_env,
+                       mode ? mode : "?", gpurun_kvlist_get(env, "MASTER_ADDR"), gpurun_kvlist_get(env, "MASTER_PORT"),
+                       mode && !strcmp(mode, "store")
+                           ? "gpurun hosts torch's TCPStore on this host, holding its port until the ranks end; every "
+                             "rank is its client"
+                           : "rank 0 hosts the store on a port chosen at start: free until rank 0 binds it",
+                       gpurun_kvlist_get(env, GPURUN_ENV_RENDEZVOUS_TIMEOUT));
     }
     if (c->ctr) {
-        printf("# container: %s; image %s%s%s\n", c->ctr->why, c->ctr->image, c->ctr->digest ? ", digest " : "",
-               c->ctr->digest ? c->ctr->digest : "");
+        gpurun_say(stdout, "# container: %s; image %s%s%s\n", c->ctr->why, c->ctr->image,
+                   c->ctr->digest ? ", digest " : "", c->ctr->digest ? c->ctr->digest : "");
         if (!strcmp(c->ctr->runtime, "pyxis"))
-            printf("# pyxis: srun enters the image before each task, so the rank step itself runs inside it "
-                   "and reports the binding from there\n");
+            gpurun_say(stdout,
+                       "# pyxis: srun enters the image before each task, so the rank step itself runs inside it "
+                       "and reports the binding from there\n");
         else if (c->ctr->inside)
-            printf("# binding reported from inside the container: its entry is %s " GPURUN_INSIDE_ARG " %d\n",
-                   c->ctr->inside, GPURUN_INSIDE_FD);
+            gpurun_say(stdout,
+                       "# binding reported from inside the container: its entry is %s " GPURUN_INSIDE_ARG " %d\n",
+                       c->ctr->inside, GPURUN_INSIDE_FD);
         else
-            printf("# binding reported by the rank step, outside the container: %s\n", c->ctr->inside_note);
-        printf("# program in the container: ");
+            gpurun_say(stdout, "# binding reported by the rank step, outside the container: %s\n", c->ctr->inside_note);
+        gpurun_say(stdout, "# program in the container: ");
     } else {
-        printf("# program: ");
+        gpurun_say(stdout, "# program: ");
     }
-    print_quoted(stdout, app);
+    print_quoted(app);
     if (plan_step) {
-        printf("# pyxis on %d nodes: first a step outside the image plans each host gpurun does not (one task per "
-               "node; no CUDA MPS daemon there), then the container step:\n",
-               c->plan->req.nodes);
-        print_quoted(stdout, plan_step);
+        gpurun_say(stdout,
+                   "# pyxis on %d nodes: first a step outside the image plans each host gpurun does not (one task per "
+                   "node; no CUDA MPS daemon there), then the container step:\n",
+                   c->plan->req.nodes);
+        print_quoted(plan_step);
     }
     for (int i = 0; i < cmds->count; i++) {
         for (char **e = cmds->env[i]; e && *e; e++)
-            printf("%s ", *e);
-        print_quoted(stdout, cmds->argv[i]);
+            gpurun_say(stdout, "%s ", *e);
+        print_quoted(cmds->argv[i]);
     }
-    printf("\n%-5s %-4s %-5s %-6s %-20s %-4s %-6s %-20s %s\n", "rank", "node", "local", "GPU", "NIC", "aff", "NUMA",
-           "cpus", "threads");
+    gpurun_say(stdout, "\n%-5s %-4s %-5s %-6s %-20s %-4s %-6s %-20s %s\n", "rank", "node", "local", "GPU", "NIC", "aff",
+               "NUMA", "cpus", "threads");
     for (int r = 0; r < c->plan->nranks; r++) {
         const gpurun_rank_plan_t *rk = &c->plan->ranks[r];
         char *cpus = hwloc_bitmap_iszero(rk->cpuset) ? gpurun_xstrdup("(unbound)") : gpurun_cpuset_list(rk->cpuset);
         char *numa = hwloc_bitmap_iszero(rk->nodeset) ? gpurun_xstrdup("-") : gpurun_cpuset_list(rk->nodeset);
         json_t *gp = json_object_get(rk->env, "GPURUN_GPUS"), *np = json_object_get(rk->env, "GPURUN_NICS");
-        printf("%-5d %-4d %-5d %-6s %-20s %-4s %-6s %-20s %d\n", rk->rank, rk->node, rk->local_rank,
-               gp ? json_string_value(gp) : "-", np ? json_string_value(np) : "-",
-               rk->nnics ? gpurun_affinity_name(rk->nic_affinity) : "-", numa, cpus, rk->threads);
+        gpurun_say(stdout, "%-5d %-4d %-5d %-6s %-20s %-4s %-6s %-20s %d\n", rk->rank, rk->node, rk->local_rank,
+                   gp ? json_string_value(gp) : "-", np ? json_string_value(np) : "-",
+                   rk->nnics ? gpurun_affinity_name(rk->nic_affinity) : "-", numa, cpus, rk->threads);
         free(cpus);
         free(numa);
     }
-    printf("\n# environment of each rank\n");
+    gpurun_say(stdout, "\n# environment of each rank\n");
     for (int r = 0; r < c->plan->nranks; r++) {
         const char *k;
         json_t *val;
-        printf("rank %d:", r);
-        json_object_foreach(c->plan->ranks[r].env, k, val) printf(" %s=%s", k, json_string_value(val));
+        gpurun_say(stdout, "rank %d:", r);
+        json_object_foreach(c->plan->ranks[r].env, k, val) gpurun_say(stdout, " %s=%s", k, json_string_value(val));
         for (size_t i = 0; i < env->n; i++) {
             /* A job-wide value the rank's own plan holds already, said once. */
             const char *own = json_string_value(json_object_get(c->plan->ranks[r].env, env->items[i].key));
             if (!own || strcmp(own, env->items[i].value))
-                printf(" %s=%s", env->items[i].key, env->items[i].value);
+                gpurun_say(stdout, " %s=%s", env->items[i].key, env->items[i].value);
         }
-        printf("\n");
+        gpurun_say(stdout, "\n");
     }
     for (size_t w = 0; w < c->plan->nwarnings; w++)
-        printf("warning: %s\n", c->plan->warnings[w]);
+        gpurun_say(stdout, "warning: %s\n", c->plan->warnings[w]);
 }
 
 /* Print what one configuration would run, starting nothing. */
@@ -2379,10 +2387,10 @@ static void scan_summary(const gpurun_job_t *job, const struct scan_row *rows, s
         wf = strlen(rows[i].fom) > wf ? strlen(rows[i].fom) : wf;
     }
     wc = wc > 74 ? 74 : wc;
-    printf("gpurun: %s: summary: %zu of %zu run%s ok (%zu configuration%s x %d repeat%s)\n", job->name, ok, nrows,
-           nrows == 1 ? "" : "s", ncombo, ncombo == 1 ? "" : "s", job->repeat, job->repeat == 1 ? "" : "s");
-    printf("  %-4s %-*s %-*s %-*s %s\n", "run", (int)wc, "configuration", (int)ws, "state", (int)wf,
-           "figure of merit", "run folder");
+    gpurun_say(stdout, "gpurun: %s: summary: %zu of %zu run%s ok (%zu configuration%s x %d repeat%s)\n", job->name, ok,
+               nrows, nrows == 1 ? "" : "s", ncombo, ncombo == 1 ? "" : "s", job->repeat, job->repeat == 1 ? "" : "s");
+    gpurun_say(stdout, "  %-4s %-*s %-*s %-*s %s\n", "run", (int)wc, "configuration", (int)ws, "state", (int)wf,
+               "figure of merit", "run folder");
     size_t rl = strlen(results);
     for (size_t i = 0; i < nrows; i++) {
         char cfg[96];
@@ -2396,10 +2404,11 @@ static void scan_summary(const gpurun_job_t *job, const struct scan_row *rows, s
         /* relative to the results folder the user named: shorter, and the same on every line */
         if (rows[i].folder && !strncmp(folder, results, rl) && folder[rl] == '/')
             folder += rl + 1;
-        printf("  %-4zu %-*.*s %-*s %-*s %s\n", i + 1, (int)wc, (int)wc, conf, (int)ws,
-               rows[i].state ? rows[i].state : "not run", (int)wf, rows[i].fom[0] ? rows[i].fom : "-", folder);
+        gpurun_say(stdout, "  %-4zu %-*.*s %-*s %-*s %s\n", i + 1, (int)wc, (int)wc, conf, (int)ws,
+                   rows[i].state ? rows[i].state : "not run", (int)wf, rows[i].fom[0] ? rows[i].fom : "-", folder);
     }
-    printf("  run folders under %s%s\n", results, ran < nrows ? "; \"not run\": the scan stopped before it" : "");
+    gpurun_say(stdout, "  run folders under %s%s\n", results,
+               ran < nrows ? "; \"not run\": the scan stopped before it" : "");
 }
 
 /* Every configuration of a scan, planned against this node (or allocation)
@@ -2582,7 +2591,7 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
         struct gpurun_scan_config sc;
         gpurun_scan_config(job, k, &sc);
         if (opts->configuration && job->nscan && !opts->quiet && !opts->dry_run)
-            fprintf(stderr, "gpurun: configuration %zu of %zu: %s\n", k + 1, ncombo, sc.text);
+            gpurun_say(stderr, "gpurun: configuration %zu of %zu: %s\n", k + 1, ncombo, sc.text);
         if (gpurun_scan_apply(job, &sc, err) < 0) { /* checked above: not expected */
             gpurun_scan_config_free(&sc);
             rc = err->code;
@@ -2610,24 +2619,25 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
                               : gpurun_xstrdup(job->command);
             if (opts->dry_run) {
                 if (job->nscan)
-                    printf("%s# configuration %zu of %zu: %s\n", k > first ? "\n" : "", k + 1, ncombo, sc.text);
+                    gpurun_say(stdout, "%s# configuration %zu of %zu: %s\n", k > first ? "\n" : "", k + 1, ncombo,
+                               sc.text);
                 crc = dry_run_config(&c, err);
             }
             for (int i = 0; !opts->dry_run && i < job->repeat && !c.stopped[0]; i++) {
                 struct scan_row *row = rows ? &rows[(k - first) * (size_t)job->repeat + (size_t)i] : NULL;
                 if (nrows > 1 && !opts->quiet) {
                     if (job->repeat > 1)
-                        fprintf(stderr, "gpurun: run %zu of %zu: %s%srepeat %d of %d\n", runs + 1, nrows, sc.text,
-                                sc.text[0] ? ", " : "", i + 1, job->repeat);
+                        gpurun_say(stderr, "gpurun: run %zu of %zu: %s%srepeat %d of %d\n", runs + 1, nrows, sc.text,
+                                   sc.text[0] ? ", " : "", i + 1, job->repeat);
                     else
-                        fprintf(stderr, "gpurun: run %zu of %zu: %s\n", runs + 1, nrows, sc.text);
+                        gpurun_say(stderr, "gpurun: run %zu of %zu: %s\n", runs + 1, nrows, sc.text);
                 }
                 c.row = row;
                 int one = run_once(&c, i, err);
                 c.row = NULL;
                 runs++;
                 if (one != 0 && nrows > 1)
-                    fprintf(stderr, "gpurun: %s\n", err->text);
+                    gpurun_say(stderr, "gpurun: %s\n", err->text);
                 if (one != 0 && crc == 0)
                     crc = one;
                 if (c.stopped[0])
@@ -2652,7 +2662,6 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
     if (!opts->dry_run)
         gpurun_stop_signals(false, old_stop);
     if (rows) {
-        fflush(stderr);
         scan_summary(job, rows, nrows, last - first, c.results);
         for (size_t j = 0; j < nrows; j++) {
             free(rows[j].config);

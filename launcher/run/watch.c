@@ -21,6 +21,7 @@
 #include "results.h"
 #include "runstatus.h"
 #include "safefile.h"
+#include "say.h"
 #include "util.h"
 #include "watch.h"
 
@@ -99,8 +100,8 @@ static void tail_look(gpurun_watch_t *w, struct tail *f, double t)
         return;
     if (!S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
         char *shown = gpurun_printable(f->name);
-        fprintf(stderr, "gpurun: warning: %s/%s: not read for progress: %s\n", w->run_dir, shown,
-                S_ISLNK(st.st_mode) ? "a symlink" : !S_ISREG(st.st_mode) ? "not a regular file" : "another user's");
+        gpurun_say(stderr, "gpurun: warning: %s/%s: not read for progress: %s\n", w->run_dir, shown,
+                   S_ISLNK(st.st_mode) ? "a symlink" : !S_ISREG(st.st_mode) ? "not a regular file" : "another user's");
         free(shown);
         f->refused = true;
         tail_close(f);
@@ -257,7 +258,7 @@ static void write_status(gpurun_watch_t *w, double t, const char *state, int rc)
     gpurun_error_t e;
     if (gpurun_write_json_at(w->o.dir_fd, GPURUN_RUN_STATUS, shown, doc, w->o.file_mode, 0, &e) < 0 &&
         !w->status_warned) {
-        fprintf(stderr, "gpurun: warning: %s (gpurun status will not show this run as it goes)\n", e.text);
+        gpurun_say(stderr, "gpurun: warning: %s (gpurun status will not show this run as it goes)\n", e.text);
         w->status_warned = true;
     }
     free(shown);
@@ -279,11 +280,10 @@ static void print_line(gpurun_watch_t *w, double t)
     progress_view(w, t, &v);
     gpurun_progress_format(&v, ", ", text, sizeof text);
     if (text[0])
-        fprintf(stderr, "gpurun: %s: %s: %s; ranks alive %d/%d\n", w->job, el, text, w->alive, w->o.nranks);
+        gpurun_say(stderr, "gpurun: %s: %s: %s; ranks alive %d/%d\n", w->job, el, text, w->alive, w->o.nranks);
     else
-        fprintf(stderr, "gpurun: %s: %s: ranks alive %d/%d%s\n", w->job, el, w->alive, w->o.nranks,
-                w->prog ? " (no progress line from the program yet)" : "");
-    fflush(stderr);
+        gpurun_say(stderr, "gpurun: %s: %s: ranks alive %d/%d%s\n", w->job, el, w->alive, w->o.nranks,
+                   w->prog ? " (no progress line from the program yet)" : "");
 }
 
 /* status.json again when the progress or the hosts moved since it was
@@ -347,7 +347,7 @@ gpurun_watch_t *gpurun_watch_begin(const struct gpurun_watch_opts *o)
             w->prog = NULL;
     }
     if (has < 0 || (has > 0 && !w->prog))
-        fprintf(stderr, "gpurun: warning: no progress for this run: %s\n", e.text);
+        gpurun_say(stderr, "gpurun: warning: no progress for this run: %s\n", e.text);
     if (w->prog) {
         w->from_output = !w->conf.file;
         w->relayed = w->from_output && o->tty;
@@ -363,10 +363,10 @@ gpurun_watch_t *gpurun_watch_begin(const struct gpurun_watch_opts *o)
     if (lines_wanted(w)) {
         char every[32];
         gpurun_progress_duration(o->interval_s, every, sizeof every);
-        fprintf(stderr, "gpurun: %s: 0s: started; a progress line every %s here, and at any time: gpurun status "
-                        "(run folder %s)\n",
-                w->job, every, w->run_dir);
-        fflush(stderr);
+        gpurun_say(stderr,
+                   "gpurun: %s: 0s: started; a progress line every %s here, and at any time: gpurun status "
+                   "(run folder %s)\n",
+                   w->job, every, w->run_dir);
     }
     return w;
 }
