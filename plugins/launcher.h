@@ -36,6 +36,7 @@ struct gpurun_launch_request {
      * template's stop_grace): a launcher that kills ranks itself on a stop
      * (mpirun) is told to wait as long.  Added last, as above. */
     double stop_grace_s;
+    int stop_signal; /* what the program gets on a stop (SIGTERM by default) */
 };
 
 /* What a plugin starts: argv[i] run with extra environment env[i]
@@ -44,6 +45,14 @@ struct gpurun_launch_cmds {
     int count;
     char ***argv;
     char ***env;
+    /* A signal the launcher passes on to every rank as it is, for a launcher
+     * whose own stop gives the ranks too little time (Open MPI's mpirun:
+     * SIGCONT, SIGTERM, SIGKILL a second apart): gpurun sends it for a stop
+     * instead, the rank steps give the program the stop signal for it
+     * ($GPURUN_STOP_RELAY, "FROM:TO"), and the launcher gets SIGTERM only
+     * when the grace is over.  0: none (the launcher gets the stop signal).
+     * Added last: gpurun zeroes the struct for plugins built before it. */
+    int stop_relay;
 };
 
 typedef struct gpurun_launcher_plugin {

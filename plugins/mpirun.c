@@ -8,6 +8,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,15 +109,15 @@ static int mpirun_commands(const struct gpurun_launch_request *req, struct gpuru
         gpurun_argv_add(&a, "-x");
         gpurun_argv_add(&a, *e);
     }
+    /* mpirun's own stop (SIGINT, SIGTERM) sends the ranks SIGCONT, then
+     * SIGTERM and SIGKILL a second apart: too little for a program that
+     * stops cleanly (mdrun's checkpoint).  It passes SIGUSR2 on as it is:
+     * the rank steps give the program the stop signal for it. */
+    gpurun_argv_add(&a, "-x");
+    gpurun_argv_addf(&a, "GPURUN_STOP_RELAY=%d:%d", SIGUSR2, req->stop_signal > 0 ? req->stop_signal : SIGTERM);
     gpurun_argv_add_rank_step(&a, req);
     gpurun_launch_cmds_one(out, a);
-    /* On a stop, Open MPI's daemons give the ranks 1 s between SIGTERM and
-     * SIGKILL: as long as the template's stop grace instead (mdrun's
-     * checkpoint).  Open MPI 4 reads the first, PRRTE (Open MPI 5) the second. */
-    if (req->stop_grace_s >= 1) {
-        gpurun_argv_addf(&out->env[0], "OMPI_MCA_odls_base_sigkill_timeout=%.0f", req->stop_grace_s);
-        gpurun_argv_addf(&out->env[0], "PRTE_MCA_odls_base_sigkill_timeout=%.0f", req->stop_grace_s);
-    }
+    out->stop_relay = SIGUSR2;
     return 0;
 }
 

@@ -133,8 +133,8 @@ ok $? "the template's setup step ran exactly once, in the run folder"
 ok $? "the record names the template and the command its defaults expanded"
 sed -i 's/echo prepared/false/' "$TMP/tpl/hellot.conf"
 run env GPURUN_TEMPLATE_PATH="$TMP/tpl" "$GPURUN" run "$TMP/t.conf" --quiet
-expect_rc 3 "a failing setup step is exit 3, before any rank starts"
-contains "$TMP/err" "setup step 1 (/bin/sh -c 'false >> setup-marker.txt') failed with exit status 1" "... naming the step"
+expect_rc 1 "a failing setup step passes its own exit status through (1), before any rank starts"
+contains "$TMP/err" "setup step 1 (/bin/sh -c 'false >> setup-marker.txt') failed: exit status 1" "... naming the step"
 d=$(last_run t)
 [ -z "$(rank_output "$d" 0)" ] && [ ! -e "$d/rank.0.out" ] && [ -z "$(ls "$d" | grep -v -e '^launcher.out$' -e '^setup.log$' | grep '\.out$')" ]
 ok $? "... and no rank was started"

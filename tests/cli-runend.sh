@@ -164,6 +164,59 @@ ok $? "status.json shows the step while the run goes (step $step), progress_inte
 "$GPURUN" status --results "$R" >/dev/null 2>&1
 ok $? "gpurun status reads it"
 
+# ---- a clean stop: the template's stop signal and stop_grace -----------------------
+# A program that takes 7 s after SIGTERM to write its checkpoint (as mdrun
+# finishes its step first): more than gpurun's old 5 s and mpirun's own 1 s.
+cat >"$J/ckpt.sh" <<'EOF2'
+#!/bin/sh
+r=${OMPI_COMM_WORLD_RANK:-${GPURUN_TEST_RANK:-0}}
+trap "sleep $1; echo saved >ckpt.\$r; exit 0" TERM
+echo ready >ready.$r
+while :; do sleep 0.1; done
+EOF2
+chmod +x "$J/ckpt.sh"
+cat >"$J/ckpt.conf" <<'EOF2'
+description = "a program that needs seconds to write its checkpoint once told to stop"
+command     = "${job_dir}/ckpt.sh ${ckpt_s}"
+defaults    { ckpt_s = "7" }
+stop_signal = "TERM"
+stop_grace  = "40s"
+EOF2
+printf 'template = "ckpt"\nranks_per_node = 1\ngpus_per_rank = 0\njob = "ckpt"\n' >"$J/ck.conf"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+for launcher in local mpirun; do
+    if [ $launcher = mpirun ] && ! command -v mpirun >/dev/null 2>&1; then
+        for i in 1 2 3 4; do skip "mpirun not installed"; done
+        continue
+    fi
+    rm -rf "$R/ckpt"
+    "$GPURUN" run "$J/ck.conf" --results "$R" --set launcher=$launcher >"$TMP/out" 2>"$TMP/err" &
+    pid=$!
+    wait_for "$R/ckpt/latest/ready.0"
+    kill -TERM $pid
+    rc=0
+    wait $pid || rc=$?
+    [ $rc -eq 143 ] && [ -f "$R/ckpt/latest/ckpt.0" ]
+    ok $? "$launcher: SIGTERM: the program had its stop_grace and wrote its checkpoint (exit $rc)"
+    [ "$(jq -r .state "$R/ckpt/latest/record.json")" = interrupted ]
+    ok $? "$launcher: ... the record says interrupted"
+    rm -rf "$R/ckpt"
+    run "$GPURUN" run "$J/ck.conf" --results "$R" --set launcher=$launcher --set timeout=2s
+    [ $rc -eq 124 ] && [ -f "$R/ckpt/latest/ckpt.0" ]
+    ok $? "$launcher: the timeout: 124 and the checkpoint written (exit $rc)"
+    [ "$(jq -r .state "$R/ckpt/latest/record.json")" = timeout ]
+    ok $? "$launcher: ... the record says timeout"
+done
+cat >"$J/badstop.conf" <<'EOF2'
+description = "a stop signal gpurun does not send"
+command     = "true"
+stop_signal = "KILL"
+EOF2
+printf 'template = "badstop"\nranks_per_node = 1\ngpus_per_rank = 0\n' >"$J/bs.conf"
+run "$GPURUN" run "$J/bs.conf" --results "$R" --dry-run
+expect_rc 2 "stop_signal = KILL: exit 2"
+contains "$TMP/err" "badstop.conf:3: key 'stop_signal'" "naming the file, line and key"
+
 # ---- the water box's grompp with a typo --------------------------------------------
 if command -v gmx >/dev/null 2>&1; then
     cp -r "$top_srcdir/examples/water-box" "$TMP/wb"

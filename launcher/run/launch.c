@@ -39,6 +39,8 @@ static void sigset_supervised(sigset_t *set)
     sigaddset(set, SIGHUP);
 }
 
+#define RELAY_KILL_S 5.0 /* after a relayed stop's grace: the launcher's own stop, then SIGKILL */
+
 /* A stop asked for (SIGINT, SIGTERM, SIGHUP) while gpurun was between the
  * windows that wait for signals (making the run folder, writing inputs,
  * collecting, writing the record): the first one, 0 for none. */
@@ -367,6 +369,7 @@ struct launch {
     sigset_t set, old;
     double t0;
     bool stopping;  /* the launchers were told to stop... */
+    bool relaying;  /* ...through their relayed signal, their own stop still to come */
     double kill_at; /* ...and get SIGKILL after this */
     double last_status;
     bool status_shown;
@@ -427,14 +430,37 @@ static void signal_alive(struct launch *L, int sig)
 }
 
 /* Sends `sig` to the launchers still alive; the first time, SIGKILL is
- * due after the grace period. */
-static void stop_launchers(struct launch *L, double t, int sig)
+ * due after the grace period.  A clean stop (Ctrl-C, SIGTERM, the timeout)
+ * through a launcher that relays a signal (plugins/launcher.h): that one
+ * first, the launcher's own stop (SIGTERM) when the grace is over, then
+ * SIGKILL RELAY_KILL_S later. */
+static void stop_launchers(struct launch *L, double t, int sig, bool clean)
 {
     if (!L->stopping) {
         L->stopping = true;
         L->kill_at = t + L->sv->grace_s;
+        if (clean && L->cmds->stop_relay > 0) {
+            L->relaying = true;
+            sig = L->cmds->stop_relay;
+        }
+    } else if (L->relaying) {
+        sig = L->cmds->stop_relay; /* a second Ctrl-C: again, through the launcher */
     }
     signal_alive(L, sig);
+}
+
+/* The grace is over: SIGKILL, or first the launcher's own stop when the
+ * stop went through a relayed signal. */
+static void grace_over(struct launch *L, double t)
+{
+    if (L->relaying) {
+        L->relaying = false;
+        L->kill_at = t + RELAY_KILL_S;
+        signal_alive(L, SIGTERM);
+        return;
+    }
+    L->out->killed = true;
+    signal_alive(L, SIGKILL);
 }
 
 /* How long poll() may wait: until the timeout, the SIGKILL or the next
@@ -467,7 +493,7 @@ static void forward_signals(struct launch *L, double t)
             if (!L->out->interrupted)
                 L->out->interrupted = sig;
             /* the template's stop signal: what lets its program stop cleanly */
-            stop_launchers(L, t, L->sv->stop_signal > 0 ? L->sv->stop_signal : sig == SIGHUP ? SIGTERM : sig);
+            stop_launchers(L, t, L->sv->stop_signal > 0 ? L->sv->stop_signal : sig == SIGHUP ? SIGTERM : sig, true);
         }
     }
 }
@@ -485,7 +511,7 @@ static void reap_launchers(struct launch *L, double t)
             L->out->launcher_status = code;
         /* One failure ends the job, as mpirun and srun do. */
         if (code != 0 && L->nalive > 0 && !L->stopping)
-            stop_launchers(L, t, SIGTERM);
+            stop_launchers(L, t, SIGTERM, false);
     }
 }
 
@@ -528,12 +554,10 @@ static void supervise_launchers(struct launch *L)
         reap_launchers(L, t);
         if (!L->stopping && sv->timeout_s > 0 && t - L->t0 > sv->timeout_s) {
             L->out->timed_out = true;
-            stop_launchers(L, t, L->sv->stop_signal > 0 ? L->sv->stop_signal : SIGTERM);
+            stop_launchers(L, t, L->sv->stop_signal > 0 ? L->sv->stop_signal : SIGTERM, true);
         }
-        if (L->stopping && t > L->kill_at && L->nalive > 0) {
-            L->out->killed = true;
-            signal_alive(L, SIGKILL);
-        }
+        if (L->stopping && t > L->kill_at && L->nalive > 0)
+            grace_over(L, t);
         gpurun_watch_tick(sv->watch, t, L->out->bindings, L->out->nbound - L->out->nended);
         if (sv->status_line && t - L->last_status >= 0.5 && L->nalive > 0)
             show_status(L, t);

@@ -848,9 +848,28 @@ static void report_stop(int sig)
     (void)w;
 }
 
+/* $GPURUN_STOP_RELAY "FROM:TO": a launcher's relayed signal FROM (mpirun's
+ * SIGUSR2, plugins/launcher.h) is gpurun's stop, given to the program as TO
+ * (the template's stop signal).  0: none. */
+static volatile sig_atomic_t relay_from, relay_to;
+
+static void read_stop_relay(void)
+{
+    const char *v = getenv("GPURUN_STOP_RELAY");
+    int from, to;
+    char end;
+    if (v && sscanf(v, "%d:%d%c", &from, &to, &end) == 2 && from > 0 && from < 65 && to > 0 && to < 65 &&
+        to != SIGKILL && to != SIGSTOP) {
+        relay_from = from;
+        relay_to = to;
+    }
+}
+
 static void forward(int sig)
 {
     int e = errno;
+    if (relay_from && sig == relay_from)
+        sig = relay_to;
     pid_t pid = (pid_t)child_pid;
     /* A signal that comes once the program has ended (the launcher
      * stopping the job because of this very rank) stops nothing. */
@@ -1409,6 +1428,11 @@ static void exec_program(int pipe_out, int inside_w, pid_t parent, int rank, cha
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)
         _exit(137);
+    /* A launcher that relays a stop (mpirun) signals the rank step's whole
+     * process group: the program in one of its own gets the stop signal
+     * once, from the rank step, never the relayed one. */
+    if (relay_from)
+        setpgid(0, 0);
     struct sigaction dfl = {.sa_handler = SIG_DFL};
     for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
         sigaction(forwarded[i], &dfl, NULL);
@@ -1455,6 +1479,7 @@ static int step_run_program(struct rank_step *s, char *const *app_argv, gpurun_e
     s->inside_fd = inside_pipe[0];
     fflush(NULL);
     stop_head_len = (size_t)snprintf(stop_head, sizeof stop_head, "%sT %d {\"signal\":", GPURUN_MARK, s->rank);
+    read_stop_relay();
     struct sigaction sa = {.sa_handler = forward};
     sigemptyset(&sa.sa_mask);
     for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)

@@ -1122,11 +1122,10 @@ static void setup_failed(struct run_ctx *c, struct run_attempt *a, size_t i, int
     free(cause);
     if (c->opts->quiet || !a->tail.n)
         return;
-    fflush(stdout);
-    fprintf(stderr, "gpurun: setup step %zu: its last %zu line%s (%s%s):\n", i + 1, a->tail.n,
+    gpurun_say(stderr, "gpurun: setup step %zu: its last %zu line%s (%s%s):\n", i + 1, a->tail.n,
             a->tail.n == 1 ? "" : "s", log, a->tail.whole ? "" : ", its end");
     for (size_t k = 0; k < a->tail.n; k++)
-        fprintf(stderr, "[setup %zu] %s\n", i + 1, a->tail.lines[k]);
+        gpurun_say(stderr, "[setup %zu] %s\n", i + 1, a->tail.lines[k]);
 }
 
 static int run_setup_steps(struct run_ctx *c, struct run_attempt *a, gpurun_error_t *err)
@@ -1359,6 +1358,7 @@ static int launch_ranks(struct run_ctx *c, struct run_attempt *a, gpurun_error_t
         .export_env = export_env,
         .launcher_args = pyxis,
         .stop_grace_s = kill_grace(c->tpl),
+        .stop_signal = c->tpl ? c->tpl->stop_signal : 0,
     };
     int crc = c->launcher->commands(&lr, &a->cmds, err);
     if (pyxis)
@@ -2330,7 +2330,8 @@ static int dry_run_config(struct run_ctx *c, gpurun_error_t *err)
                                        .app_argv = app,
                                        .export_env = export_env,
                                        .launcher_args = pyxis,
-                                       .stop_grace_s = kill_grace(c->tpl)};
+                                       .stop_grace_s = kill_grace(c->tpl),
+                                       .stop_signal = c->tpl ? c->tpl->stop_signal : 0};
     /* Each rank's runtime command line is the launcher's, after `--`. */
     char **launched = c->ctr ? container_argv(c, app, rd) : NULL;
     if (launched)
