@@ -164,6 +164,17 @@ ok $? "status.json shows the step while the run goes (step $step), progress_inte
 "$GPURUN" status --results "$R" >/dev/null 2>&1
 ok $? "gpurun status reads it"
 
+# ---- a timeout foretold -------------------------------------------------------------
+run "$GPURUN" run "$J/job.conf" --results "$R" --set params.steps=100000 --set params.pause=0.05 --set timeout=15s
+expect_rc 124 "a run whose ETA is past its timeout ends as timeout"
+grep -q "warning: at step [0-9]* of 100000 the ETA is .*, but the timeout of 15s stops the run in .*--set params.steps=[0-9]* fits" "$TMP/err"
+ok $? "... and was foretold once the ETA was known, with what to change"
+[ "$(grep -c 'the ETA is' "$TMP/err")" = 1 ]
+ok $? "... once"
+run "$GPURUN" run "$J/job.conf" --results "$R" --set params.steps=20 --set params.pause=0.05 --set timeout=10m
+! grep -q 'the ETA is' "$TMP/err"
+ok $? "a run that ends well within its timeout gets no such warning"
+
 # ---- a clean stop: the template's stop signal and stop_grace -----------------------
 # A program that takes 7 s after SIGTERM to write its checkpoint (as mdrun
 # finishes its step first): more than gpurun's old 5 s and mpirun's own 1 s.

@@ -2104,7 +2104,7 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
         .dir_fd = a.dfd, .run_dir = a.run_dir, .file_mode = a.fmode, .job = c->job->name,
         .nranks = c->plan->nranks, .interval_s = (double)c->job->progress_interval_s,
         .tty = isatty(STDOUT_FILENO) && !c->opts->quiet, .quiet = c->opts->quiet, .tpl = c->tpl,
-        .lookup = gpurun_kvlist_lookup, .ctx = &a.names});
+        .lookup = gpurun_kvlist_lookup, .ctx = &a.names, .timeout_s = (double)c->job->timeout_s});
 
     if (command_argv("command", c->command, &a.names, &a.app, err) < 0 ||
         (c->ctr ? container_program(c, a.app, err) : resolve_program(a.app, c->job->dir, err)) < 0) {

@@ -53,6 +53,7 @@ struct gpurun_watch {
     double t0, period, next_report, next_look;
     double status_at;          /* when status.json was last written */
     long long status_step;     /* the step it said; -1 none */
+    bool timeout_foretold;     /* the warning that the run will not end by its timeout, said */
     size_t status_nhosts;      /* the hosts it named */
     time_t start;
     int alive;
@@ -286,6 +287,38 @@ static void print_line(gpurun_watch_t *w, double t)
                    w->prog ? " (no progress line from the program yet)" : "");
 }
 
+/* The run will not end by its timeout, as its ETA stands: said once, with
+ * when it will stop and what to change.  Not before a tenth of the
+ * timeout or a minute has passed (an ETA from the first steps says little). */
+static void foretell_timeout(gpurun_watch_t *w, double t)
+{
+    double el = t - w->t0, limit = w->o.timeout_s;
+    if (w->timeout_foretold || !w->prog || limit <= 0 || el < (limit / 10 < 60 ? limit / 10 : 60))
+        return;
+    struct gpurun_progress_view v;
+    progress_view(w, t, &v);
+    if (!v.known || v.eta_s < 0 || el + v.eta_s <= limit * 1.02 || v.total <= 0)
+        return;
+    w->timeout_foretold = true;
+    char at[32], eta[32], lim[32];
+    gpurun_progress_duration(limit, at, sizeof at);
+    gpurun_progress_duration(v.eta_s, eta, sizeof eta);
+    gpurun_progress_duration(limit - el > 0 ? limit - el : 0, lim, sizeof lim);
+    /* The steps that fit, at the rate so far, with a tenth to spare. */
+    double rate = el > 0 && v.step > 0 ? (double)v.step / el : 0;
+    long long fit = (long long)(rate * limit * 0.9);
+    const char *total = w->o.tpl ? w->o.tpl->progress_total : NULL;
+    char knob[160] = "";
+    if (total && total[0] == '$' && total[1] == '{' && strchr(total, '}') && !strchr(total, '}')[1] && fit > 0)
+        snprintf(knob, sizeof knob, ", fewer steps (--set params.%.*s=%lld fits)", (int)(strlen(total) - 3),
+                 total + 2, fit);
+    gpurun_say(stderr,
+               "gpurun: %s: warning: at step %lld of %lld the ETA is %s, but the timeout of %s stops the run in %s: "
+               "it will end as timeout; give it a longer timeout (job key 'timeout', --set timeout=...)%s, or have "
+               "the program stop itself in time (gromacs: --set params.args='-maxh %.3g', hours)\n",
+               w->job, v.step, v.total, eta, at, lim, knob, limit * 0.9 / 3600);
+}
+
 /* status.json again when the progress or the hosts moved since it was
  * written, STATUS_FRESH_S apart at most: gpurun status within seconds. */
 static void status_if_moved(gpurun_watch_t *w, double t)
@@ -401,6 +434,7 @@ void gpurun_watch_tick(gpurun_watch_t *w, double t, json_t *bindings, int alive)
         while (w->next_look <= t)
             w->next_look += every;
     }
+    foretell_timeout(w, t);
     if (t < w->next_report) {
         status_if_moved(w, t);
         return;

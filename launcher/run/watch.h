@@ -34,6 +34,8 @@ struct gpurun_watch_opts {
     const gpurun_template_t *tpl; /* NULL: a job's own command, no progress */
     gpurun_lookup_fn lookup;      /* the run's ${name}s */
     void *ctx;
+    double timeout_s;       /* the job's timeout; 0: none.  Once the ETA says the run will not end by
+                             * then, one warning says so and what to change */
 };
 
 /* Starts watching: status.json written, the first progress line printed
