@@ -288,7 +288,9 @@ static void test_layout(void)
     is_int(count_line(s, "#SBATCH --mem=64G"), 1, "slurm.mem");
     is_int(count_line(s, "#SBATCH --reservation=maint_1"), 1, "slurm.reservation: the value keeps its '_'");
     is_int(count_line(s, "#SBATCH --mail-type=END,FAIL"), 1, "slurm.mail_type becomes --mail-type");
-    is_int(count_prefix(s, "#SBATCH"), 14, "no other #SBATCH line");
+    is_int(count_line(s, "#SBATCH --signal=B:TERM@60"), 1,
+           "--signal: gpurun (the batch shell) gets SIGTERM a minute before the limit, to stop the ranks cleanly");
+    is_int(count_prefix(s, "#SBATCH"), 15, "no other #SBATCH line");
     ok(sbatch_lines_first(s), "every #SBATCH line comes before the first command");
     is_int(count_line(s, "set -euo pipefail"), 1, "the body sets -euo pipefail");
     char *q = quoted(tmp, "/job.conf");

@@ -633,10 +633,14 @@ int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_sup
     if (L.sfd >= 0)
         close(L.sfd);
     free(L.rd);
-    /* Signals that came in the meantime are the caller's to see; drop them. */
+    /* A stop that came in the meantime is the caller's to see (noted);
+     * SIGCHLD is dropped.  One the outcome holds already was handled here. */
     struct timespec zero = {0, 0};
-    while (sigtimedwait(&L.set, NULL, &zero) > 0)
-        ;
+    for (int sig; (sig = sigtimedwait(&L.set, NULL, &zero)) > 0;)
+        if (sig != SIGCHLD)
+            note_stop(sig);
+    if (out->interrupted)
+        stop_sig = 0;
     sigprocmask(SIG_SETMASK, &L.old, NULL);
     out->wall_s = now_s() - L.t0;
     free(L.pids);

@@ -319,7 +319,7 @@ static int check_site_room(const struct gpurun_rm_batch *job, const struct gpuru
 }
 
 /* The generated lines, in the order written; slurm{} may replace some. */
-enum { L_NAME, L_NODES, L_TASKS, L_GPUS, L_CPUS, L_TIME, L_OUTPUT, L_N };
+enum { L_NAME, L_NODES, L_TASKS, L_GPUS, L_CPUS, L_TIME, L_SIGNAL, L_OUTPUT, L_N };
 
 /* What the parts of a batch script share, as slurm_batch_script() works
  * them out before it writes a line. */
@@ -430,6 +430,11 @@ static int layout_lines(struct batch_parts *bp, bool site_gpus, gpurun_error_t *
         lines[L_CPUS].value = gpurun_xasprintf("%ld", site->cores_per_node / rpn); /* each rank's share */
     if (job->timeout_s > 0)
         lines[L_TIME].value = slurm_time(job->runs * (job->timeout_s + job->stop_grace_s));
+    /* The allocation's end, as the job's own timeout: gpurun (the batch
+     * shell, exec'ed) gets SIGTERM that long before it, to stop the ranks
+     * with their stop grace and write the record. */
+    if (job->stop_grace_s > 0)
+        lines[L_SIGNAL].value = gpurun_xasprintf("B:TERM@%ld", job->stop_grace_s);
     if (!lines[L_OUTPUT].user && output_line(bp, err) < 0)
         return -1;
     return 0;
@@ -509,7 +514,7 @@ int slurm_batch_script(const struct gpurun_rm_batch *job, char **scriptp, gpurun
                 [L_NAME] = {"job-name", NULL, NULL}, [L_NODES] = {"nodes", NULL, NULL},
                 [L_TASKS] = {"ntasks-per-node", NULL, NULL}, [L_GPUS] = {"gpus-per-node", NULL, NULL},
                 [L_CPUS] = {"cpus-per-task", NULL, NULL}, [L_TIME] = {"time", NULL, NULL},
-                [L_OUTPUT] = {"output", NULL, NULL},
+                [L_SIGNAL] = {"signal", NULL, NULL}, [L_OUTPUT] = {"output", NULL, NULL},
             },
     };
     bp.names = gpurun_xcalloc(job->noptions + 1, sizeof *bp.names);
