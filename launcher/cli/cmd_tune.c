@@ -250,6 +250,7 @@ static gpurun_job_t *trial_job(const struct tune *t, const struct cand *c, bool 
     for (size_t i = 0; i < job->nscan; i++) { /* one layout per trial */
         free(job->scan[i].key);
         free(job->scan[i].values);
+        gpurun_free_words(job->scan[i].texts);
     }
     job->nscan = 0;
     job->repeat = 1; /* the search decides the repeats */
