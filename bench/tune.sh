@@ -105,10 +105,14 @@ ncores=$(hwloc-calc --number-of core all 2>/dev/null || nproc)
 cp "$top/examples/water-box/water-box.conf" "$top/examples/water-box/topol.top" "$top/examples/water-box/md.mdp" "$tmp/"
 # Ranks 1 and 2, threads 1 and 2 (what fits is planned; the rest pruned), and
 # two neighbour-list intervals; the template's 2000 steps, the counters reset
-# halfway (tune's trials: its tune_short, 1000 steps).
-sed 's/-resethway -noconfout"/-resethway -noconfout -nstlist ${nstlist}"/; s/^defaults    { tpr/defaults    { nstlist = "10"  tpr/' \
-    "$tmp/water-box.conf" >"$tmp/wb.conf"
-rm "$tmp/water-box.conf"
+# halfway (tune's trials: its tune_short, 1000 steps).  wb: the water box
+# (base, beside it) with -nstlist ${nstlist} (gromacs's ${nstlist_arg} takes
+# the option whole: a plain number here keeps the labels below short).
+cat >"$tmp/wb.conf" <<'TPL'
+base     = "water-box"
+command  = "gmx_mpi mdrun -s ${tpr} -deffnm ${job} -ntomp ${threads_per_rank} -nsteps ${nsteps} -resethway -noconfout -nstlist ${nstlist}"
+defaults { nstlist = "10" }
+TPL
 cat >"$tmp/wb-job.conf" <<'JOB'
 job = "wb"
 template = "wb"

@@ -155,6 +155,47 @@ contains "$TMP/out" "WARN  Locked memory     limited to 64 KiB" "limited locked 
 contains "$TMP/out" "WARN  GPUDirect RDMA    not possible here: no peer-memory kernel module" "GPUDirect not possible, and why"
 contains "$TMP/out" "1 FAIL: fix the FAIL lines before running GPU jobs here" "summary names the FAIL"
 contains "$TMP/out" "WARN  CUDA MPS          nvidia-cuda-mps-control not on PATH" "no MPS control: WARN"
+# CPU energy (issue 38 §10): a node with no powercap at all (a VM, a CPU
+# without RAPL) has no counters an administrator could open, and doctor
+# says so; one whose counters are root-only is told to ask for them.
+contains "$TMP/out" "WARN  CPU energy        RAPL: this machine exposes no RAPL counters (a VM or a CPU without RAPL)" \
+    "no powercap folder: this machine exposes no RAPL counters"
+contains "$TMP/out" "fix: nothing for an administrator to open: there are no counters" "... nothing to ask an administrator for"
+grep -q "ask the administrator" "$TMP/out"
+[ $? -ne 0 ]
+ok $? "... and no advice to ask the administrator"
+mkdir -p "$TMP/bare-root/sys/class/powercap/intel-rapl-mmio:0"
+run env PATH="$bare" GPURUN_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 \
+    "$GPURUN" doctor --topology "$fixture" --root "$TMP/bare-root"
+contains "$TMP/out" "RAPL: this machine exposes no RAPL counters (a VM or a CPU without RAPL)" \
+    "a powercap folder with no package or DRAM zone: the same"
+grep -q "ask the administrator" "$TMP/out"
+[ $? -ne 0 ]
+ok $? "... no advice to ask the administrator"
+# Root-only counters: read as nobody (root reads any file), else made unreadable.
+cp -R "$root" "$TMP/denied-root"
+as_other=
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then
+    chmod 755 "$TMP"
+    chmod -R a+rX "$TMP/denied-root" "$good"
+    chmod 400 "$TMP"/denied-root/sys/class/powercap/*/energy_uj
+    as_other="$(command -v setpriv) --reuid=65534 --regid=65534 --clear-groups" # env runs it on PATH=$good
+elif [ "$(id -u)" -ne 0 ]; then
+    chmod 000 "$TMP"/denied-root/sys/class/powercap/*/energy_uj
+fi
+if [ "$(id -u)" -ne 0 ] || [ -n "$as_other" ]; then
+    run env PATH="$good" HOME="$TMP" GPURUN_NVML_LIBRARY="$FAKE_NVML" FAKE_NVML_DEVICES="$gpus" $as_other \
+        "$GPURUN" doctor --topology "$fixture" --root "$TMP/denied-root"
+    contains "$TMP/out" "WARN  CPU energy        RAPL: 0 of 2 domain(s) readable; " "root-only counters: none readable"
+    contains "$TMP/out" "fix: ask the administrator to let a trusted group read /sys/class/powercap/intel-rapl:*/energy_uj (a chmod or a udev rule" \
+        "... ask the administrator: a chmod or a udev rule"
+    grep -q "exposes no RAPL counters" "$TMP/out"
+    [ $? -ne 0 ]
+    ok $? "... not told that the machine has none"
+else
+    for i in 1 2 3; do skip "root without setpriv: cannot read as another user"; done
+fi
+
 # Without a fake limits file the real limit counts: lowered here, it shows.
 mkdir -p "$TMP/empty-root"
 run sh -c 'ulimit -l 64 && exec env PATH="$1" "$2" doctor --topology "$3" --root "$4" --json' sh "$bare" "$GPURUN" \

@@ -391,6 +391,35 @@ contains "$TMP/out" "Energy (measured" "gpurun report: an energy table"
 grep -q "value J/ns" "$TMP/out" && grep -q "ns/day per kW" "$TMP/out"
 ok $? "... with J per ns and ns/day per kW"
 
+# Nothing measured (issue 38 §10): a CPU job on a machine with no powercap
+# at all: results, the report, its page and its plot say "not measured
+# here" and why (the record's missing notes), not nothing.
+printf 'template = "generic"\nlauncher = "local"\nranks_per_node = 1\nsite = "green"\nparams { program = "/bin/echo"  args = "FOM: 5"  fom_units = "GFLOP/s" }\n' >"$TMP/u.conf"
+run energy_env GPURUN_TOPOLOGY="$FIXTURES/cpu-only-2numa.xml" GPURUN_TEST_SYSFS_ROOT="$TMP/empty" \
+    "$GPURUN" run "$TMP/u.conf" --quiet
+expect_rc 0 "a CPU job where nothing measures energy"
+run "$GPURUN" results --job u
+contains "$TMP/out" "    energy: not measured here: cpu: $TMP/empty/sys/class/powercap: " \
+    "gpurun results: energy not measured here, and why ($(grep energy: "$TMP/out"))"
+grep -q "energy: not measured here: cpu: .*no RAPL" "$TMP/out"
+ok $? "... the record's reason: no RAPL"
+run "$GPURUN" results --job e
+grep -q "not measured" "$TMP/out"
+[ $? -ne 0 ]
+ok $? "... a run that measured energy: no such line"
+run "$GPURUN" report --job u
+contains "$TMP/out" "  Energy: not measured here: cpu: $TMP/empty/sys/class/powercap: " "gpurun report: energy not measured here, and why"
+run "$GPURUN" report --job u --html "$TMP/u.html" --svg "$TMP/u.svg"
+expect_rc 0 "report --html --svg of the run"
+grep -q '<h3>Energy</h3>' "$TMP/u.html" && grep -q '<p class="meta">not measured here: cpu: .*no RAPL' "$TMP/u.html"
+ok $? "... the page: an Energy heading, not measured here and why"
+grep -q '<title>gpurun report: .*; energy not measured here: cpu: .*no RAPL' "$TMP/u.svg"
+ok $? "... the plot's title: energy not measured here and why"
+run "$GPURUN" report --job e
+grep -q "not measured" "$TMP/out"
+[ $? -ne 0 ]
+ok $? "... the report of a run that measured energy: no such line"
+
 # A site's energy keys are numbers.
 printf 'grams_co2_per_kwh = "lots"\n' >"$TMP/tpl/sites/bad.conf"
 job b 0

@@ -285,10 +285,83 @@ contains "$TMP/err" "nothing to tune" "... saying so"
 job all 'tune { threads_per_rank = {4096} }'
 run "$GPURUN" tune "$TMP/all.conf"
 expect_rc 3 "every candidate pruned: exit 3"
-run "$GPURUN" tune "$TMP/tie.conf" --objective energy --results "$TMP/results-energy"
-expect_rc 2 "--objective energy where energy is not measured: exit 2"
-contains "$TMP/err" "energy is not measured here" "... saying so"
 run "$GPURUN" tune "$TMP/tie.conf" --budget soon
 expect_rc 2 "--budget soon: exit 2"
+
+# ---- objectives that cannot be had here (issue 38 §10) ---------------------
+# Energy with no RAPL counter (an empty fake sysfs) and no GPU, cost or spot
+# without a price, a job with no figure at all: refused before any trial,
+# its dry run too (exit 2, saying why); no program started, no run folder.
+# rjob NAME EXTRA-KEYS: a job whose figure is a rate (GFLOP/s).
+rjob() {
+    cat >"$TMP/$1.conf" <<JOB
+template = "generic"
+launcher = "local"
+ranks_per_node = 1
+threads_per_rank = 1
+params { program = "./prog.sh"  args = "10"  fom_units = "GFLOP/s" }
+tune { params.args = {"10", "20"} }
+$2
+JOB
+}
+untouched() { [ "$(starts)" = 0 ] && [ ! -e "$TMP/results-obj" ]; }
+rm -f "$TMP/starts"
+rjob en ''
+for dry in --dry-run ""; do
+    run env GPURUN_TOPOLOGY="$FIXTURES/cpu-only-2numa.xml" GPURUN_TEST_SYSFS_ROOT="$TMP/empty" \
+        "$GPURUN" tune "$TMP/en.conf" --objective energy --results "$TMP/results-obj" $dry
+    expect_rc 2 "--objective energy ${dry:-(a tune)}, no RAPL counter and no GPU: exit 2"
+    contains "$TMP/err" "energy is not measured here: no candidate that can run here uses a GPU, and this machine exposes no RAPL counters (a VM or a CPU without RAPL)" \
+        "... saying why"
+    untouched
+    ok $? "... before any trial: nothing started, no run folder"
+done
+mkdir -p "$TMP/rapl/sys/class/powercap/intel-rapl:0"
+echo package-0 >"$TMP/rapl/sys/class/powercap/intel-rapl:0/name"
+echo 5 >"$TMP/rapl/sys/class/powercap/intel-rapl:0/energy_uj"
+run env GPURUN_TOPOLOGY="$FIXTURES/cpu-only-2numa.xml" GPURUN_TEST_SYSFS_ROOT="$TMP/rapl" \
+    "$GPURUN" tune "$TMP/en.conf" --objective energy --results "$TMP/results-obj" --dry-run
+expect_rc 0 "a RAPL counter that reads: --objective energy --dry-run lists the candidates"
+run env GPURUN_TOPOLOGY="$FIXTURES/cpu-only-2numa.xml" GPURUN_TEST_SYSFS_ROOT="$TMP/rapl" \
+    "$GPURUN" tune "$TMP/tie.conf" --objective energy --results "$TMP/results-obj" --dry-run
+expect_rc 2 "... a figure that is no rate of work (no units): exit 2"
+contains "$TMP/err" "energy per unit of work needs a figure that is a rate of work" "... saying so"
+run "$GPURUN" tune "$TMP/en.conf" --objective cost --results "$TMP/results-obj"
+expect_rc 2 "--objective cost without a site: exit 2"
+contains "$TMP/err" "tune: --objective cost: no price here: the job names no site" "... saying so"
+mkdir -p "$TMP/sites"
+printf 'description = "on demand only"\nprice_per_gpu_hour = 2.0\ncurrency = "EUR"\n' >"$TMP/sites/od.conf"
+rjob od 'site = "od"
+gpus_per_rank = 1'
+run env GPURUN_TOPOLOGY="$FIXTURES/single-gpu-ws.xml" "$GPURUN" tune "$TMP/od.conf" --objective spot --results "$TMP/results-obj"
+expect_rc 2 "--objective spot, a site with no spot price: exit 2"
+contains "$TMP/err" "tune: --objective spot: no price here: site 'od' has no spot_price_per_gpu_hour" "... saying so"
+run env GPURUN_TOPOLOGY="$FIXTURES/single-gpu-ws.xml" "$GPURUN" tune "$TMP/od.conf" --objective cost --results "$TMP/results-obj" --dry-run
+expect_rc 0 "--objective cost with the site's price and a GPU: the dry run lists the candidates"
+sed -i 's/^gpus_per_rank = 1$/gpus_per_rank = 0/' "$TMP/od.conf"
+run env GPURUN_TOPOLOGY="$FIXTURES/cpu-only-2numa.xml" "$GPURUN" tune "$TMP/od.conf" --objective cost --results "$TMP/results-obj"
+expect_rc 2 "--objective cost with no GPU in any candidate: exit 2"
+contains "$TMP/err" "the cost is per GPU-hour, and no candidate that can run here uses a GPU" "... saying so"
+printf 'command = "./prog.sh 10"\nlauncher = "local"\nranks_per_node = 1\ntune { threads_per_rank = {1, 2} }\n' >"$TMP/cmd.conf"
+run "$GPURUN" tune "$TMP/cmd.conf" --results "$TMP/results-obj" --dry-run
+expect_rc 0 "a job with a command (no figure): the dry run lists the layouts"
+contains "$TMP/out" "reads no figure of merit" "... saying a tune would have nothing to compare"
+run "$GPURUN" tune "$TMP/cmd.conf" --results "$TMP/results-obj"
+expect_rc 2 "... and the tune refuses: exit 2"
+contains "$TMP/err" "nothing to compare the layouts by" "... saying why"
+untouched
+ok $? "every refusal came before any trial: nothing started, no run folder"
+
+# ---- every shipped example can be tuned as shipped (issue 38 §11) -----------
+# Its dry run, on this node and on a node of 4 GPUs: exit 0.
+for j in "$top_srcdir"/examples/*/job.conf; do
+    name=$(basename "$(dirname "$j")")
+    for topo in "" "$FIXTURES/2s-4gpu-2nic.xml"; do
+        run env ${topo:+GPURUN_TOPOLOGY="$topo"} "$GPURUN" tune "$j" --dry-run --results "$TMP/results-examples"
+        expect_rc 0 "gpurun tune examples/$name/job.conf --dry-run${topo:+ (4 GPUs)}$(grep -h 'gpurun: ' "$TMP/err" | head -1 | sed 's/^/: /')"
+    done
+done
+[ ! -e "$TMP/results-examples" ]
+ok $? "... and they made no results folder"
 
 done_testing

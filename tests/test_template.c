@@ -1039,6 +1039,139 @@ static void test_shipped(void)
            "a directory as template: message");
 }
 
+/* ---- a template's base ------------------------------------------------ */
+
+static const char *kv(const struct gpurun_kvlist *l, const char *key)
+{
+    const char *v = gpurun_kvlist_get(l, key);
+    return v ? v : "(none)";
+}
+
+/* load DIR/NAME.conf; its error into err (NULL template on failure). */
+static gpurun_template_t *load_in(const char *dir, const char *name, gpurun_error_t *err)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.conf", dir, name);
+    gpurun_template_t *t = NULL;
+    memset(err, 0, sizeof *err);
+    if (gpurun_template_load(path, &t, err) < 0)
+        return NULL;
+    return t;
+}
+
+/* `base`: a template takes its base's keys unless it sets them; defaults
+ * and env name by name, figures by title; `inputs = { }` sets none. */
+static void test_base(void)
+{
+    char dir[] = "/tmp/gpurun-test-base.XXXXXX";
+    if (!mkdtemp(dir)) {
+        ok(0, "mkdtemp: %s", strerror(errno));
+        return;
+    }
+    char *saved = getenv("GPURUN_TEMPLATE_PATH") ? strdup(getenv("GPURUN_TEMPLATE_PATH")) : NULL;
+    setenv("GPURUN_TEMPLATE_PATH", dir, 1);
+    put(dir, "b.conf",
+        "description = \"the base\"\ncommand = \"./app ${n} ${m}\"\ngpu_args = \"--gpu\"\n"
+        "inputs = { \"${in}\" }\nsanity = \"done\"\nfailure = \"^fatal\"\n"
+        "tune_space = { \"params.n=1,2\" }\ntune_short = { \"params.m=1\" }\n"
+        "defaults { n = \"1\"  m = \"2\"  in = \"x.dat\" }\nenv { A = \"1\"  B = \"2\" }\n"
+        "fom speed { regex = \"speed ([0-9.]+)\"  units = \"x/s\" }\n"
+        "fom time { regex = \"time ([0-9.]+)\"  units = \"s\"  better = \"lower\" }\n");
+    put(dir, "d.conf",
+        "base = \"b\"\ndescription = \"derived\"\nsetup = { \"./prep\" }\ninputs = { }\n"
+        "defaults { m = \"9\"  k = \"3\" }\nenv { B = \"7\" }\n"
+        "fom time { regex = \"took ([0-9.]+)\"  units = \"s\"  better = \"lower\" }\n"
+        "fom extra { regex = \"extra ([0-9.]+)\" }\n");
+    gpurun_error_t err;
+    gpurun_template_t *t = load_in(dir, "d", &err);
+    if (!ok(t != NULL, "a template with a base loads"))
+        diag("error: %s", err.text);
+    if (t) {
+        is_str(t->description, "derived", "its own description");
+        is_str(t->command, "./app ${n} ${m}", "the base's command");
+        is_str(t->gpu_args, "--gpu", "the base's gpu_args");
+        ok(t->nsetup == 1 && !strcmp(t->setup[0], "./prep"), "its own setup");
+        ok(t->ninputs == 0, "inputs = { }: none, not the base's");
+        ok(t->nsanity == 1 && !strcmp(t->sanity, "done") && t->nfailure == 1 &&
+               regexec(&t->failure_re[0], "fatal: x", 0, NULL, 0) == 0,
+           "the base's sanity and failure (compiled)");
+        ok(t->ntune_space == 1 && !strcmp(t->tune_space[0], "params.n=1,2") && t->ntune_short == 1,
+           "the base's tune_space and tune_short");
+        ok(!strcmp(kv(&t->defaults, "n"), "1") && !strcmp(kv(&t->defaults, "m"), "9") &&
+               !strcmp(kv(&t->defaults, "k"), "3") && !strcmp(kv(&t->defaults, "in"), "x.dat"),
+           "defaults name by name: n=%s m=%s k=%s", kv(&t->defaults, "n"), kv(&t->defaults, "m"),
+           kv(&t->defaults, "k"));
+        ok(!strcmp(kv(&t->env, "A"), "1") && !strcmp(kv(&t->env, "B"), "7"), "env name by name");
+        ok(t->nfoms == 3 && !strcmp(t->foms[0].name, "speed") && !strcmp(t->foms[1].name, "time") &&
+               !strcmp(t->foms[1].regex, "took ([0-9.]+)") && !strcmp(t->foms[2].name, "extra"),
+           "figures by title: the base's order, its own 'time', then its own others");
+        is_str(t->base, "b", "t->base names it");
+    }
+    gpurun_template_destroy(t);
+
+    /* The base of a base; the template's own `base` on the path first. */
+    put(dir, "e.conf", "base = \"d\"\ncommand = \"./other\"\n");
+    t = load_in(dir, "e", &err);
+    ok(t && !strcmp(t->command, "./other") && !strcmp(t->description, "derived") && t->ntune_space == 1 &&
+           t->ninputs == 0,
+       "a base's base: its keys too (%s)", t ? "" : err.text);
+    gpurun_template_destroy(t);
+
+    /* Errors: no such base, itself, a loop, a base that is no name, nothing gives a command. */
+    put(dir, "nob.conf", "base = \"nosuch\"\ndescription = \"x\"\n");
+    ok(!load_in(dir, "nob", &err) && err.code == GPURUN_EXIT_CONFIG && strstr(err.text, "nob.conf: key 'base': ") &&
+           strstr(err.text, "'nosuch' not found"),
+       "a base not found: exit 2, naming key 'base' (%s)", err.text);
+    put(dir, "self.conf", "base = \"self\"\ndescription = \"x\"\n");
+    ok(!load_in(dir, "self", &err) && strstr(err.text, "'self' is this template itself"), "itself as base: %s",
+       err.text);
+    put(dir, "l1.conf", "base = \"l2\"\n");
+    put(dir, "l2.conf", "base = \"l1\"\n");
+    ok(!load_in(dir, "l1", &err) && strstr(err.text, "(a loop?)"), "a loop: refused (%s)", err.text);
+    put(dir, "path.conf", "base = \"../b\"\ndescription = \"x\"\n");
+    ok(!load_in(dir, "path", &err) && strstr(err.text, "key 'base': '../b' is not a template's name"),
+       "a base that is a path: refused (%s)", err.text);
+    put(dir, "nodesc.conf", "base = \"b0\"\ncommand = \"./x\"\n");
+    put(dir, "b0.conf", "command = \"./y\"\n");
+    ok(!load_in(dir, "b0", &err), "without a base, command and description are still required");
+    put(dir, "b0.conf", "description = \"no command\"\n");
+    put(dir, "nodesc.conf", "base = \"b0\"\ndescription = \"x\"\n");
+    ok(!load_in(dir, "nodesc", &err) && strstr(err.text, "b0.conf: key 'command' missing"),
+       "a base (one with no base) without a command: its own error: %s", err.text);
+
+    const char *names[] = {"b", "d", "e", "nob", "self", "l1", "l2", "path", "nodesc", "b0"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char f[64];
+        snprintf(f, sizeof f, "%s.conf", names[i]);
+        drop(dir, f);
+    }
+    rmdir(dir);
+    if (saved)
+        setenv("GPURUN_TEMPLATE_PATH", saved, 1);
+    else
+        unsetenv("GPURUN_TEMPLATE_PATH");
+    free(saved);
+
+    /* The water-box example: templates/gromacs.conf's keys, its own setup. */
+    const char *top = getenv("top_srcdir");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/examples/water-box/water-box.conf", top && *top ? top : ".");
+    t = NULL;
+    memset(&err, 0, sizeof err);
+    if (!ok(gpurun_template_load(path, &t, &err) == 0, "examples/water-box/water-box.conf loads"))
+        diag("error: %s", err.text);
+    if (t) {
+        ok(t->ntune_space > 0 && t->nfoms == 2 && !strcmp(t->foms[0].name, "ns_per_day") && t->nsetup == 3 &&
+               t->ninputs == 0 && strstr(t->command, "gmx_mpi mdrun") && t->ntune_short == 1 &&
+               !strcmp(t->tune_short[0], "params.nsteps=1000"),
+           "... with gromacs's tune_space (%zu items), command and figures, its own setup and tune_short",
+           t->ntune_space);
+        ok(!strcmp(kv(&t->defaults, "nsteps"), "2000") && !strcmp(kv(&t->defaults, "npme"), "-1"),
+           "... gromacs's defaults, its own nsteps (%s)", kv(&t->defaults, "nsteps"));
+    }
+    gpurun_template_destroy(t);
+}
+
 /* ---- input files (`inputs`) and GROMACS run inputs ---------------------- */
 
 /* A .tpr header as GROMACS 2022 writes it (XDR): version string, precision,
@@ -1255,6 +1388,7 @@ int main(void)
     test_bad();
     test_search();
     test_shipped();
+    test_base();
     test_expand();
     test_words();
     test_expand_words();

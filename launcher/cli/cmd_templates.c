@@ -97,14 +97,18 @@ static json_t *read_entry(const char *path, bool sites, char **why)
             gpurun_site_destroy(s);
         }
     } else {
-        gpurun_template_t *t;
-        if (gpurun_template_parse(text, len, path, &t, &err) == 0) {
+        gpurun_template_t *t = NULL;
+        /* A base's figures and description are the template's too. */
+        int rc = gpurun_template_parse(text, len, path, &t, &err);
+        if (rc == 0)
+            rc = gpurun_template_inherit(t, &err);
+        if (rc == 0) {
             json_t *foms = json_array();
             for (size_t i = 0; i < t->nfoms; i++)
                 json_array_append_new(foms, json_string(t->foms[i].name));
             info = json_pack("{s:o, s:o}", "description", str_or_null(t->description), "foms", foms);
-            gpurun_template_destroy(t);
         }
+        gpurun_template_destroy(t);
     }
     free(text);
     if (!info)

@@ -28,6 +28,7 @@
 #include "hpldat.h"
 #include "cmd.h"
 #include "cmd_common.h"
+#include "energy.h"
 #include "job.h"
 #include "manager.h"
 #include "plan.h"
@@ -35,6 +36,7 @@
 #include "results.h"
 #include "run.h"
 #include "safefile.h"
+#include "site.h"
 #include "template.h"
 #include "topology.h"
 #include "tune.h"
@@ -249,6 +251,7 @@ static gpurun_job_t *trial_job(const struct tune *t, const struct cand *c, bool 
     for (size_t i = 0; i < job->nscan; i++) { /* one layout per trial */
         free(job->scan[i].key);
         free(job->scan[i].values);
+        gpurun_free_words(job->scan[i].texts);
     }
     job->nscan = 0;
     job->repeat = 1; /* the search decides the repeats */
@@ -950,6 +953,123 @@ static void say_written(const struct tune *t, const char *tuned)
     free(word);
 }
 
+/* The figure's units as the trials' records will have them: the
+ * template's, its ${name}s from its defaults and the job's params; NULL
+ * when there is no figure or they do not expand (a trial would say why). */
+static char *fom_units(const struct tune *t)
+{
+    const struct gpurun_fom *f = NULL;
+    for (size_t i = 0; t->tpl && t->fom && i < t->tpl->nfoms; i++)
+        if (!strcmp(t->tpl->foms[i].name, t->fom))
+            f = &t->tpl->foms[i];
+    if (!f)
+        return NULL;
+    struct gpurun_kvlist names = {0};
+    for (size_t i = 0; i < t->tpl->defaults.n; i++)
+        gpurun_kvlist_set(&names, t->tpl->defaults.items[i].key, t->tpl->defaults.items[i].value);
+    for (size_t i = 0; i < t->job->params.n; i++)
+        gpurun_kvlist_set(&names, t->job->params.items[i].key, t->job->params.items[i].value);
+    char *out = NULL;
+    gpurun_error_t e = {0};
+    if (gpurun_expand(f->units, gpurun_kvlist_lookup, &names, "units", &out, &e) < 0)
+        out = NULL;
+    gpurun_error_clear(&e);
+    gpurun_kvlist_clear(&names);
+    return out;
+}
+
+/* Whether a candidate that can run here uses GPUs (their monitor measures
+ * their energy; cost is per GPU-hour). */
+static bool any_gpus(const struct tune *t)
+{
+    for (size_t k = 0; k < t->n; k++)
+        if (!t->c[k].pruned && t->c[k].gpus > 0)
+            return true;
+    return false;
+}
+
+/* Energy per unit of work: measured energy (a RAPL counter that reads
+ * here, or GPUs) and a figure that is a rate of work. */
+static int energy_measurable(const struct tune *t, const char *units, gpurun_error_t *err)
+{
+    char why[1024], work[48];
+    double per_s;
+    const char *fig = t->fom ? t->fom : "FIGURE";
+    if (!any_gpus(t) && !gpurun_rapl_any_readable(NULL, why, sizeof why))
+        return TUNE_ERR(err, GPURUN_EXIT_CONFIG,
+                        "tune: energy is not measured here: no candidate that can run here uses a GPU, and %s; "
+                        "use --objective %s or cost",
+                        why, fig);
+    if (units && (t->fom_lower || !gpurun_energy_unit_of(units, work, sizeof work, &per_s)))
+        return TUNE_ERR(err, GPURUN_EXIT_CONFIG,
+                        "tune: energy per unit of work needs a figure that is a rate of work, higher better "
+                        "(units like ns/day, GFLOP/s, images/s); %s is %s (units '%.64s')",
+                        fig, t->fom_lower ? "lower better" : "no rate", units);
+    return 0;
+}
+
+/* Cost per unit of work: the site's price per GPU-hour (spot: its spot
+ * price), GPUs in a layout, and a figure that is a rate of work. */
+static int cost_measurable(const struct tune *t, const char *units, gpurun_error_t *err)
+{
+    bool spot = t->obj == OBJ_SPOT;
+    const char *key = spot ? "spot_price_per_gpu_hour" : "price_per_gpu_hour";
+    gpurun_site_t *site = NULL;
+    if (gpurun_site_for_job(t->job, &site, err) < 0)
+        return err->code;
+    double price = !site ? -1 : spot ? site->spot_price_per_gpu_hour : site->price_per_gpu_hour;
+    gpurun_site_destroy(site);
+    if (price < 0 && !t->job->site)
+        return TUNE_ERR(err, GPURUN_EXIT_CONFIG,
+                        "tune: --objective %s: no price here: the job names no site (site = \"NAME\", a site "
+                        "profile with %s)",
+                        obj_name(t, t->obj), key);
+    if (price < 0)
+        return TUNE_ERR(err, GPURUN_EXIT_CONFIG, "tune: --objective %s: no price here: site '%.64s' has no %s",
+                        obj_name(t, t->obj), t->job->site, key);
+    if (!any_gpus(t))
+        return TUNE_ERR(err, GPURUN_EXIT_CONFIG,
+                        "tune: --objective %s: the cost is per GPU-hour, and no candidate that can run here uses "
+                        "a GPU",
+                        obj_name(t, t->obj));
+    if (units && (t->fom_lower || !isfinite(gpurun_tune_cost(1, 1, 1, units))))
+        return TUNE_ERR(err, GPURUN_EXIT_CONFIG,
+                        "tune: --objective %s needs a figure that is a rate of work, higher better (units like "
+                        "ns/day, /s); %s is %s (units '%.64s')",
+                        obj_name(t, t->obj), t->fom ? t->fom : "FIGURE", t->fom_lower ? "lower better" : "no rate",
+                        units);
+    return 0;
+}
+
+/* --objective energy, cost or spot where no trial could give it: refused
+ * before any trial (and by --dry-run), exit 2 with why, rather than a
+ * trial spent to learn it.  A job with no figure at all (a command, no
+ * template's fom) likewise; its dry run still lists the layouts this node
+ * can run, saying so. */
+static int objective_measurable(const struct tune *t, bool dry, gpurun_error_t *err)
+{
+    size_t runnable = 0;
+    for (size_t k = 0; k < t->n; k++)
+        runnable += !t->c[k].pruned;
+    if (!runnable) /* none can run: exit 3 says more */
+        return 0;
+    if (!t->tpl || !t->tpl->nfoms) {
+        const char *why = t->tpl ? "its template reads no figure of merit" : "a job with a command reads no figure "
+                                                                              "of merit (a template's fom does)";
+        if (!dry)
+            return TUNE_ERR(err, GPURUN_EXIT_CONFIG, "tune: nothing to compare the layouts by: %s; gpurun tune "
+                            "--dry-run lists the layouts this node can run", why);
+        printf("gpurun tune: note: %s: this lists the layouts, a tune would refuse (nothing to compare)\n", why);
+        return 0;
+    }
+    if (t->obj == OBJ_FIGURE)
+        return 0;
+    char *units = fom_units(t);
+    int rc = t->obj == OBJ_ENERGY ? energy_measurable(t, units, err) : cost_measurable(t, units, err);
+    free(units);
+    return rc;
+}
+
 static void tune_free(struct tune *t)
 {
     for (size_t k = 0; k < t->n; k++) {
@@ -1059,7 +1179,7 @@ int cmd_tune(int argc, char **argv, gpurun_error_t *err)
             cd->sets[cd->nsets++] = gpurun_xasprintf("%s=%s", t.sp.axes[a].key, gpurun_tune_value(&t.sp, k, a));
         cd->dropped_round = -1;
     }
-    if (plan_all(&t, err) < 0) {
+    if (plan_all(&t, err) < 0 || objective_measurable(&t, dry, err) != 0) {
         rc = err->code;
         goto out;
     }

@@ -169,7 +169,8 @@ void gpurun_rapl_read_at(const char *root, struct gpurun_rapl *r)
             continue;
         }
         int err = dfd >= 0 ? errno : EBADF;
-        if (err == EACCES || err == EPERM)
+        z->denied = err == EACCES || err == EPERM;
+        if (z->denied)
             snprintf(z->why, sizeof z->why, "%.200s/%s/energy_uj: %s: %s", dir, z->zone, strerror(err), RAPL_ENABLE_HINT);
         else
             snprintf(z->why, sizeof z->why, "%.200s/%s/energy_uj: %s", dir, z->zone,
@@ -404,33 +405,52 @@ void gpurun_energy_per_unit(json_t *foms, double mean_power_w)
     }
 }
 
-void gpurun_energy_doctor(const char *root, char *line, size_t len, bool *ok)
+void gpurun_energy_doctor(const char *root, char *line, size_t len, enum gpurun_rapl_state *state)
 {
     struct gpurun_rapl r;
     gpurun_rapl_read_at(root, &r);
-    *ok = false;
     if (r.n == 0) {
-        snprintf(line, len, "RAPL: %s: CPU and DRAM energy are not recorded", r.why);
+        /* Nothing an administrator can open: no counters exist here. */
+        *state = GPURUN_RAPL_ABSENT;
+        snprintf(line, len, "RAPL: this machine exposes no RAPL counters (a VM or a CPU without RAPL): %s; CPU and "
+                 "DRAM energy are not recorded", r.why);
         return;
     }
     char names[256] = "";
     int good = 0;
-    const char *denied = NULL;
+    const char *denied = NULL, *other = NULL;
     for (int i = 0; i < r.n; i++) {
         if (r.d[i].ok) {
             size_t u = strlen(names);
             snprintf(names + u, sizeof names - u, "%s%s", good ? ", " : "", r.d[i].name);
             good++;
-        } else if (!denied) {
+        } else if (r.d[i].denied && !denied) {
             denied = r.d[i].why;
+        } else if (!r.d[i].denied && !other) {
+            other = r.d[i].why;
         }
     }
     if (good == r.n) {
-        *ok = true;
+        *state = GPURUN_RAPL_READABLE;
         snprintf(line, len, "RAPL: %d domain(s) readable (%s): CPU and DRAM energy are recorded", good, names);
-    } else {
-        snprintf(line, len, "RAPL: %d of %d domain(s) readable; %s", good, r.n, denied);
+        return;
     }
+    *state = denied ? GPURUN_RAPL_DENIED : GPURUN_RAPL_BROKEN;
+    snprintf(line, len, "RAPL: %d of %d domain(s) readable; %s", good, r.n, denied ? denied : other);
+}
+
+bool gpurun_rapl_any_readable(const char *root, char *why, size_t len)
+{
+    struct gpurun_rapl r;
+    gpurun_rapl_read_at(root, &r);
+    for (int i = 0; i < r.n; i++)
+        if (r.d[i].ok)
+            return true;
+    if (r.n == 0)
+        snprintf(why, len, "this machine exposes no RAPL counters (a VM or a CPU without RAPL): %s", r.why);
+    else
+        snprintf(why, len, "none of its %d RAPL counter(s) reads: %s", r.n, r.d[0].why);
+    return false;
 }
 
 /* Appends to a bounded line. */
@@ -446,13 +466,55 @@ static void add(char *buf, size_t len, const char *fmt, ...)
     va_end(ap);
 }
 
+bool gpurun_energy_unmeasured(const json_t *energy, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    if (!json_is_object(energy) || json_is_number(json_object_get(energy, "total_J")))
+        return false;
+    add(buf, len, "not measured here");
+    /* Each reason once: the hosts of a cluster mostly say the same. */
+    json_t *seen = json_object();
+    size_t i, k, shown = 0, more = 0;
+    json_t *h, *m;
+    json_array_foreach(json_object_get(energy, "hosts"), i, h) {
+        json_array_foreach(json_object_get(h, "missing"), k, m) {
+            const char *kind = json_string_value(json_object_get(m, "kind"));
+            const char *why = json_string_value(json_object_get(m, "why"));
+            if (!why || !*why)
+                continue;
+            char key[1024];
+            snprintf(key, sizeof key, "%s: %s", kind ? kind : "?", why);
+            if (json_object_get(seen, key) || json_object_size(seen) >= 4096)
+                continue;
+            json_object_set_new(seen, key, json_true());
+            if (shown < GPURUN_ENERGY_REASONS_SHOWN)
+                add(buf, len, "%s%s", shown++ ? "; " : ": ", key);
+            else
+                more++;
+        }
+    }
+    json_decref(seen);
+    if (!shown) /* the index drops an outsized hosts list: the record has it */
+        add(buf, len, json_object_get(energy, "hosts") ? " (no host reported its counters)"
+                                                        : " (record.json says why)");
+    if (more)
+        add(buf, len, "; and %zu more reason%s in the record", more, more == 1 ? "" : "s");
+    return true;
+}
+
 char *gpurun_energy_text(const json_t *run)
 {
     const json_t *e = json_object_get(run, GPURUN_REC_ENERGY);
     json_t *total = json_object_get(e, "total_J");
-    if (!json_is_number(total))
-        return NULL;
     char line[1024] = "";
+    if (!json_is_number(total)) {
+        if (!gpurun_energy_unmeasured(e, line, sizeof line))
+            return NULL;
+        char *out = strdup(line);
+        if (!out)
+            abort();
+        return out;
+    }
     add(line, sizeof line, "%.4g J", json_number_value(total));
     static const char *const kinds[][2] = {{"gpu_J", "GPU"}, {"cpu_J", "CPU"}, {"dram_J", "DRAM"}};
     int parts = 0;

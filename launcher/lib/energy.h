@@ -32,6 +32,7 @@ struct gpurun_rapl_domain {
     uint64_t uj;     /* energy_uj */
     uint64_t max_uj; /* max_energy_range_uj; 0 unknown */
     bool ok;         /* uj was read */
+    bool denied;     /* not ok because energy_uj is not ours to read (EACCES, EPERM) */
     char why[768];   /* when not ok: which file and why */
 };
 
@@ -102,12 +103,32 @@ void gpurun_energy_per_unit(json_t *foms, double mean_power_w);
 
 /* One line on a record's (or its summary's) energy, for `gpurun results`:
  * "405.6 J (GPU 401.6, CPU 3, DRAM 1), mean 404 W, 0.000113 kWh, 3.4e-05
- * EUR, 0.045 g CO2; value 6.97e+05 J/ns"; NULL when nothing was measured.
- * malloc()ed; the caller makes it printable. */
+ * EUR, 0.045 g CO2; value 6.97e+05 J/ns"; when it has an energy section
+ * that measured nothing, gpurun_energy_unmeasured's sentence; NULL when it
+ * has none (a record before issue 31).  malloc()ed; the caller makes it
+ * printable. */
 char *gpurun_energy_text(const json_t *run);
 
-/* A sentence for doctor on RAPL here (under `root`: NULL as gpurun_rapl_read): readable domains, or why not and how
- * a site enables it. */
-void gpurun_energy_doctor(const char *root, char *line, size_t len, bool *ok);
+/* For a record's `energy` that measured nothing (total_J null): "not
+ * measured here: cpu: WHY; gpu: WHY" from its hosts' missing notes, each
+ * reason once, at most GPURUN_ENERGY_REASONS_SHOWN of them (then how many
+ * more the record has); true.  False (buf "") when `energy` is no object
+ * or measured something. */
+#define GPURUN_ENERGY_REASONS_SHOWN 3
+bool gpurun_energy_unmeasured(const json_t *energy, char *buf, size_t len);
+
+/* What doctor says of RAPL here (under `root`: NULL as gpurun_rapl_read). */
+enum gpurun_rapl_state {
+    GPURUN_RAPL_READABLE, /* every package and DRAM domain reads */
+    GPURUN_RAPL_ABSENT,   /* no powercap folder, or no package or DRAM zone in it: a VM, a CPU without RAPL */
+    GPURUN_RAPL_DENIED,   /* some counter is root-only (EACCES/EPERM): an administrator can open it */
+    GPURUN_RAPL_BROKEN,   /* some counter cannot be read for another reason */
+};
+/* A sentence for doctor: readable domains, or why not; the state says
+ * which fix applies. */
+void gpurun_energy_doctor(const char *root, char *line, size_t len, enum gpurun_rapl_state *state);
+/* Whether any RAPL package or DRAM counter reads here (under `root`: NULL
+ * as gpurun_rapl_read); when none, why in `why`. */
+bool gpurun_rapl_any_readable(const char *root, char *why, size_t len);
 
 #endif

@@ -2413,8 +2413,17 @@ static void svg_document(struct gpurun_strbuf *b, const gpurun_report_t *r, bool
             "sans-serif\" role=\"img\">\n",
             SCALING_W, height, SCALING_W, height);
     gpurun_strbuf_printf(b, "<title>gpurun report: figure of merit against GPUs, with ideal scaling, "
-                            "parallel efficiency, and over time%s</title>\n",
+                            "parallel efficiency, and over time%s",
                          energy ? "; its energy per unit against it and over time" : "");
+    /* The file's energy place, its panels, left out: said why, once. */
+    const char *unmeasured = NULL;
+    for (size_t j = 0; standalone && !energy && !unmeasured && j < r->njobs; j++)
+        unmeasured = gpurun_report_energy_unmeasured(&r->jobs[j]);
+    if (unmeasured) {
+        gpurun_strbuf_puts(b, "; energy ");
+        besc(b, unmeasured);
+    }
+    gpurun_strbuf_puts(b, "</title>\n");
     if (!panels)
         svg_text(b, SCALING_W / 2.0, SVG_H / 2.0, "middle", " font-size=\"14\"",
                  r->njobs ? "nothing to plot: a plot needs two configurations or more with a figure of merit "

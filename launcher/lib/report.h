@@ -109,6 +109,8 @@ struct gpurun_report_config {
      * peak), NULL otherwise (a CPU job's record has null). */
     json_t *monitor;
     struct gpurun_report_energy *energy; /* report_energy.c; NULL: no ok run measured energy */
+    char *energy_unmeasured; /* an ok run's energy that measured nothing: "not measured here: WHY"
+                                (energy.h); NULL: none */
 };
 
 /* What a figure is (the template's fom `kind`): scaling columns only for
@@ -186,10 +188,14 @@ struct gpurun_strbuf;
 void gpurun_report_energy_add(const struct gpurun_report_job *job, struct gpurun_report_config *c,
                               const json_t *run, double start);
 void gpurun_report_energy_free(struct gpurun_report_config *c);
-/* The job's energy table (nothing when no configuration measured any):
- * per configuration, energy, mean power, kWh, cost and CO2 per run, and
- * for each figure with energy per unit, J per unit and throughput per kW. */
+/* The job's energy table: per configuration, energy, mean power, kWh,
+ * cost and CO2 per run, and for each figure with energy per unit, J per
+ * unit and throughput per kW; where no configuration measured any, "not
+ * measured here" and why (nothing for records before issue 31). */
 void gpurun_report_energy_print(const struct gpurun_report_job *job, FILE *out);
+/* Why the job's runs measured no energy ("not measured here: WHY"), when
+ * no configuration measured any and some ok run said why; NULL otherwise. */
+const char *gpurun_report_energy_unmeasured(const struct gpurun_report_job *job);
 /* The same table for the HTML page (escaped), and per throughput figure
  * with energy per unit the trade-off: a plot of the figure against its
  * energy per unit, one point per configuration. */

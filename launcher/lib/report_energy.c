@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "energy.h"
 #include "report.h"
 #include "results.h"
 #include "util.h"
@@ -42,8 +43,12 @@ void gpurun_report_energy_add(const struct gpurun_report_job *job, struct gpurun
 {
     const json_t *e = json_object_get(run, GPURUN_REC_ENERGY);
     double total = measured(e, "total_J");
-    if (isnan(total))
-        return; /* a record before issue 31, or nothing measured */
+    if (isnan(total)) { /* nothing measured: why, once (a record before issue 31 says nothing) */
+        char why[1024];
+        if (!c->energy_unmeasured && gpurun_energy_unmeasured(e, why, sizeof why))
+            c->energy_unmeasured = gpurun_xstrdup(why);
+        return;
+    }
     struct gpurun_report_energy *en = c->energy;
     if (!en)
         en = c->energy = gpurun_xcalloc(1, sizeof *en);
@@ -94,6 +99,8 @@ void gpurun_report_energy_add(const struct gpurun_report_job *job, struct gpurun
 
 void gpurun_report_energy_free(struct gpurun_report_config *c)
 {
+    free(c->energy_unmeasured);
+    c->energy_unmeasured = NULL;
     if (!c->energy)
         return;
     free(c->energy->currency);
@@ -203,12 +210,30 @@ static void cells_free(char **cells, size_t n)
     free(cells);
 }
 
+const char *gpurun_report_energy_unmeasured(const struct gpurun_report_job *job)
+{
+    const char *why = NULL;
+    for (size_t c = 0; c < job->nconfigs; c++) {
+        if (job->configs[c].energy)
+            return NULL;
+        if (!why)
+            why = job->configs[c].energy_unmeasured;
+    }
+    return why;
+}
+
 /* One table of its own (report.c's helpers are private to it): left
  * column labels, numbers right-aligned. */
 void gpurun_report_energy_print(const struct gpurun_report_job *job, FILE *out)
 {
     size_t nrows, ncols, *figs = NULL, nf;
     char **cells = energy_cells(job, &nrows, &ncols, &figs, &nf);
+    const char *why = gpurun_report_energy_unmeasured(job);
+    if (why) {
+        char *p = gpurun_printable(why);
+        fprintf(out, "\n  Energy: %s\n", p);
+        free(p);
+    }
     if (!cells)
         return;
     size_t *wd = gpurun_xcalloc(ncols, sizeof *wd);
@@ -417,6 +442,12 @@ void gpurun_report_energy_html(const struct gpurun_report_job *job, struct gpuru
 {
     size_t nrows, ncols, *figs = NULL, nf;
     char **cells = energy_cells(job, &nrows, &ncols, &figs, &nf);
+    const char *why = gpurun_report_energy_unmeasured(job);
+    if (why) {
+        gpurun_strbuf_puts(b, "<h3>Energy</h3>\n<p class=\"meta\">");
+        esc(b, why);
+        gpurun_strbuf_puts(b, "</p>\n");
+    }
     if (!cells)
         return;
     gpurun_strbuf_puts(b, "<h3>Energy <span class=\"meta\">(measured; mean over the ok runs that have it; "

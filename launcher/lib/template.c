@@ -562,7 +562,7 @@ static void check_progress(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
 }
 
 static const char *const string_keys[] = {"description", "command", "gpu_args", "progress", "rank_env",
-                                          "hpl_dat", "hpl_dat_from"};
+                                          "hpl_dat", "hpl_dat_from", "base"};
 /* Lists of plain text (failure: of regexes); a single string is a list of one. */
 static const char *const text_lists[] = {"sanity", "failure", "restart", "inputs", "tune_space", "tune_short"};
 static const char *const free_sections[] = {"env", "defaults"};
@@ -575,12 +575,23 @@ static void check_template(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complet
     for (size_t i = 0; i < sizeof string_keys / sizeof *string_keys; i++)
         gpurun_conf_check_string(ctx, string_keys[i], cfg_getstr(cfg, string_keys[i]), true);
 
+    /* A template's base: another template's plain name (found on the
+     * search path); what it lacks may be the base's. */
+    const char *base = cfg_getstr(cfg, "base");
+    int bline = gpurun_conf_record_line(ctx, "base");
+    if (bline && base && !gpurun_conf_plain_name_ok(base)) {
+        struct gpurun_conf_shown a;
+        gpurun_conf_note(ctx, bline, GPURUN_CONF_CHECK,
+                         "key 'base': '%s' is not a template's name (a plain name, as \"gromacs\")",
+                         gpurun_conf_shown(&a, base));
+    }
+    bool whole = complete && !base;
     /* Without a line to name: reported after every error that has one. */
-    if (complete && !cfg_getstr(cfg, "description"))
+    if (whole && !cfg_getstr(cfg, "description"))
         gpurun_conf_note(ctx, GPURUN_CONF_NO_LINE, GPURUN_CONF_CHECK,
                          "key 'description' missing: one line saying what the template runs "
                          "and measures");
-    if (complete && !cfg_getstr(cfg, "command"))
+    if (whole && !cfg_getstr(cfg, "command"))
         gpurun_conf_note(ctx, GPURUN_CONF_NO_LINE, GPURUN_CONF_CHECK,
                          "key 'command' missing: the program to run and its arguments");
 
@@ -681,8 +692,9 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     gpurun_template_t *t = gpurun_xcalloc(1, sizeof *t);
     t->path = gpurun_xstrdup(ctx->label);
     t->name = gpurun_conf_label_name(ctx->label);
-    t->description = gpurun_xstrdup(cfg_getstr(cfg, "description"));
-    t->command = gpurun_xstrdup(cfg_getstr(cfg, "command"));
+    /* NULL only with a base, which gives them (template_base.c). */
+    t->description = gpurun_conf_strdup(cfg_getstr(cfg, "description"));
+    t->command = gpurun_conf_strdup(cfg_getstr(cfg, "command"));
     t->gpu_args = gpurun_conf_strdup(cfg_getstr(cfg, "gpu_args"));
     t->nsetup = cfg_size(cfg, "setup");
     t->setup = gpurun_xcalloc(t->nsetup, sizeof *t->setup);
@@ -756,6 +768,8 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     t->hpl_dat_from = gpurun_conf_strdup(cfg_getstr(cfg, "hpl_dat_from"));
     t->stop_signal = (int)cfg_getint(cfg, "stop_signal");
     t->stop_grace_s = cfg_getint(cfg, "stop_grace");
+    t->base = gpurun_conf_strdup(cfg_getstr(cfg, "base"));
+    t->own = gpurun_template_own_keys(ctx);
     gpurun_conf_take_kvlist(cfg, "env", &t->env);
     gpurun_conf_take_kvlist(cfg, "defaults", &t->defaults);
     gpurun_container_take(ctx, cfg, &t->container);
@@ -954,6 +968,7 @@ int gpurun_template_parse(const char *text, size_t len, const char *label, gpuru
         CFG_STR("hpl_dat_from", NULL, CFGF_NONE),
         CFG_INT_CB("stop_signal", 0, CFGF_NONE, cb_stop_signal),
         CFG_INT_CB("stop_grace", -1, CFGF_NONE, cb_stop_grace),
+        CFG_STR("base", NULL, CFGF_NONE),
         CFG_SEC("env", NULL, CFGF_KEYSTRVAL),
         CFG_SEC("defaults", NULL, CFGF_KEYSTRVAL),
         CFG_SEC("container", container_opts, CFGF_NONE),
@@ -972,7 +987,7 @@ int gpurun_template_parse(const char *text, size_t len, const char *label, gpuru
     return rc;
 }
 
-int gpurun_template_load(const char *path, gpurun_template_t **tp, gpurun_error_t *err)
+int gpurun_template_parse_file(const char *path, gpurun_template_t **tp, gpurun_error_t *err)
 {
     char *text;
     size_t len;
@@ -982,6 +997,18 @@ int gpurun_template_load(const char *path, gpurun_template_t **tp, gpurun_error_
     int rc = gpurun_template_parse(text, len, path, tp, err);
     free(text);
     return rc;
+}
+
+int gpurun_template_load(const char *path, gpurun_template_t **tp, gpurun_error_t *err)
+{
+    if (gpurun_template_parse_file(path, tp, err) < 0)
+        return -1;
+    if (gpurun_template_inherit(*tp, err) < 0) {
+        gpurun_template_destroy(*tp);
+        *tp = NULL;
+        return -1;
+    }
+    return 0;
 }
 
 void gpurun_template_destroy(gpurun_template_t *t)
@@ -1046,6 +1073,7 @@ void gpurun_template_destroy(gpurun_template_t *t)
     free(t->rank_env);
     free(t->hpl_dat);
     free(t->hpl_dat_from);
+    free(t->base);
     gpurun_kvlist_clear(&t->env);
     gpurun_kvlist_clear(&t->defaults);
     free(t);

@@ -95,6 +95,11 @@ typedef struct gpurun_template {
      * default): GROMACS finishes its step and writes its checkpoint. */
     int stop_signal;
     long stop_grace_s;
+    /* `base`: the template whose keys this one takes unless it sets them
+     * (template_base.c); NULL: none.  `own`: which of those keys the file
+     * itself sets, a bit each (template_base.c's order). */
+    char *base;
+    unsigned long long own;
 } gpurun_template_t;
 
 #define GPURUN_STOP_GRACE_S 30
@@ -121,10 +126,25 @@ bool gpurun_search_installed(const char *sub, const char *name, const char *foun
 char **gpurun_search_path(const char *job_dir, size_t *np);
 void gpurun_search_path_free(char **dirs, size_t n);
 
-/* Read a template file; errors name the file, line and key (exit 2). */
+/* Read a template file, and its base's keys that it does not set (as
+ * gpurun_template_inherit); errors name the file, line and key (exit 2). */
 int gpurun_template_load(const char *path, gpurun_template_t **tp, gpurun_error_t *err);
+/* The text of a template alone: a `base` it names is not read (t->base
+ * says it; t->command and t->description may then be NULL). */
 int gpurun_template_parse(const char *text, size_t len, const char *label, gpurun_template_t **tp,
                           gpurun_error_t *err);
+/* The file alone, as gpurun_template_parse. */
+int gpurun_template_parse_file(const char *path, gpurun_template_t **tp, gpurun_error_t *err);
+/* The keys of t's base (and its base's, at most 7 deep) that t does not
+ * set, the base found on the search path from t's folder (t->path's):
+ * strings and lists whole, defaults and env name by name, figures by
+ * title, a container block whole.  Nothing when t has no base.  Exit 2:
+ * the base not found or not readable, a loop, or no command or
+ * description in either. */
+int gpurun_template_inherit(gpurun_template_t *t, gpurun_error_t *err);
+/* Internal (template.c, template_base.c): the `own` bits of a file read. */
+struct gpurun_conf_ctx;
+unsigned long long gpurun_template_own_keys(const struct gpurun_conf_ctx *ctx);
 void gpurun_template_destroy(gpurun_template_t *t);
 
 /* The job's template, found on the search path and read (NULL for a job

@@ -226,16 +226,23 @@ static void check_gpus(struct doctor *d, const gpurun_topo_t *t)
           list, parts);
 }
 
-/* RAPL: whether CPU and DRAM energy can be recorded here, and how a site
- * enables it when root-only. */
+/* RAPL: whether CPU and DRAM energy can be recorded here, and the fix
+ * that applies: none to ask for where the machine has no counters at all
+ * (a VM, a CPU without RAPL), an administrator's where they are root-only. */
 static void check_energy(struct doctor *d, const char *root)
 {
     char line[1024];
-    bool ok;
-    gpurun_energy_doctor(root, line, sizeof line, &ok);
-    check(d, "energy_rapl", "CPU energy", ok ? GPURUN_CHECK_PASS : GPURUN_CHECK_WARN,
-          "ask the administrator to let a trusted group read /sys/class/powercap/intel-rapl:*/energy_uj (see "
-          "docs/energy.md); the runs still record GPU energy",
+    enum gpurun_rapl_state st;
+    gpurun_energy_doctor(root, line, sizeof line, &st);
+    const char *fix =
+        st == GPURUN_RAPL_ABSENT
+            ? "nothing for an administrator to open: there are no counters; on bare metal with an Intel or AMD "
+              "CPU, load the kernel module intel_rapl_msr; the runs still record GPU energy"
+        : st == GPURUN_RAPL_DENIED
+            ? "ask the administrator to let a trusted group read /sys/class/powercap/intel-rapl:*/energy_uj (a "
+              "chmod or a udev rule, see docs/energy.md); the runs still record GPU energy"
+            : "check the counters named above (docs/energy.md); the runs still record GPU energy";
+    check(d, "energy_rapl", "CPU energy", st == GPURUN_RAPL_READABLE ? GPURUN_CHECK_PASS : GPURUN_CHECK_WARN, fix,
           "%s", line);
 }
 
