@@ -564,7 +564,7 @@ JOB
     rec=$(ls -d "$TMP"/vres/v/*/ 2>/dev/null | tail -1)record.json
     [ "$(jq -r .program_version "$rec" 2>/dev/null)" = 7.1-beta ]
     ok $? "the record's program_version, read from the log by the template's version"
-    want=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+    want=$(sed -n 's/^model name[[:space:]]*: *//p' /proc/cpuinfo | head -1 | sed 's/[[:space:]]*$//')
     got=$(jq -r .cpu_model "$rec" 2>/dev/null)
     if [ -n "$want" ]; then
         [ "$got" = "$want" ]

@@ -95,6 +95,13 @@ signal_at() {
     "$GPURUN" run "$J/job.conf" --results "$R" "$@" >"$TMP/out" 2>"$TMP/err" &
     pid=$!
     wait_for "$R/job/latest/here"
+    # with steps to run: once status.json shows one (a bound, not a timing)
+    n=0
+    while [ "$STEPS_FIRST" = 1 ] && [ $n -lt 600 ]; do
+        case $(jq -r .step "$R/job/latest/status.json" 2>/dev/null) in '' | null) ;; *) break ;; esac
+        sleep 0.1
+        n=$((n + 1))
+    done
     kill -"$sig" $pid
     rc=0
     wait $pid || rc=$?
@@ -107,7 +114,7 @@ ok $? "... an interrupted record that blames no rank"
 contains "$TMP/err" "interrupted by SIGINT during setup step 1" "... saying when"
 ! grep -q "rank 0" "$TMP/err"
 ok $? "... never 'rank 0'"
-signal_at TERM --set params.steps=600 --set params.pause=0.1 --set "params.setup=touch here"
+STEPS_FIRST=1 signal_at TERM --set params.steps=600 --set params.pause=0.1 --set "params.setup=touch here"
 [ $rc -eq 143 ]
 ok $? "SIGTERM while the ranks run: 143 (got $rc)"
 [ "$(rec .state)" = interrupted ] && [ "$(rec .failure.rank)" = null ]

@@ -367,7 +367,9 @@ static void test_sanity_forms(void)
     if (!t)
         return;
     {
-        ok(t->nfailure == 7 && !strcmp(t->failure[0], "^Fatal error:"), "gromacs: seven failure patterns, the first mdrun's fatal error");
+        ok(t->nfailure == 8 && !strcmp(t->failure[0], "^(ERROR|WARNING) [0-9]+ \\[file ") &&
+               !strcmp(t->failure[1], "^Fatal error:"),
+           "gromacs: eight failure patterns, grompp's errors and warnings first, then mdrun's fatal error");
         char *p = src_path("tests/logs/gromacs-water-2ranks.log");
         char *a = src_path("tests/logs/gromacs-append-fatal.txt");
         size_t len, alen;
@@ -393,7 +395,7 @@ static void test_sanity_forms(void)
      * mdrun -cpi (appending after the TERM line) passes, with the
      * continuation's figures; a run stopped by -maxh (exit 0) passes. */
     {
-        ok(t->nfailure == 7 && !strcmp(t->failure[1], "^Received the ") && t->nrestart == 1,
+        ok(t->nfailure == 8 && !strcmp(t->failure[2], "^Received the ") && t->nrestart == 1,
            "gromacs: a signal is a failure; the appending banner restarts the log");
         const struct {
             const char *log;

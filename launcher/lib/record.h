@@ -57,6 +57,7 @@
 /* inside GPURUN_REC_ENERGY */
 #define GPURUN_REC_ENERGY_SLURM_CONSUMED_J "slurm_consumed_J" /* sacct's ConsumedEnergyRaw; null: none */
 #define GPURUN_REC_ENERGY_SLURM_NOTE "slurm_note"             /* where it came from, or why none */
+#define GPURUN_REC_FOMS_NOTE "foms_note"   /* why figures are missing from a run that did not end ok */
 #define GPURUN_REC_PROGRESS "progress" /* the last known: {step, total, figure, units, at_s}; null: none seen */
 #define GPURUN_REC_TUNE "tune"                             /* gpurun tune's trial: {session, trial, candidate} */
 /* inside each entry of GPURUN_REC_FOMS */

@@ -88,10 +88,12 @@ static const struct gpurun_plugin_kind launchers = {
 
 static struct plugin_folder {
     char *path;
-    int fd; /* O_PATH; -1: missing or refused */
+    int fd;    /* O_PATH; -1: missing or refused */
+    char *why; /* refused: which folder and why; NULL: not refused */
 } folders[FOLDERS_MAX + 1];
 static size_t nfolders;
 static bool folders_read;
+static char *folders_env; /* the $GPURUN_PLUGIN_PATH they were read for */
 
 static struct loaded {
     dev_t dev;
@@ -139,24 +141,45 @@ static void add_folder(const char *path, bool from_env)
     }
     char why[PATH_MAX + 160];
     int fd = gpurun_open_trusted_folder(path, why, sizeof why);
-    if (fd < 0 && !*path)
+    folders[nfolders].why = NULL;
+    if (fd < 0 && !*path) {
         say_refused("GPURUN_PLUGIN_PATH: an empty element (a leading, trailing or double ':') is not searched: it "
                     "would mean the current folder");
-    else if (fd < 0 && errno != ENOENT)
+    } else if (fd < 0 && errno != ENOENT) {
         say_refused("%splugin folder refused: %s; nothing in it is loaded", from_env ? "GPURUN_PLUGIN_PATH: " : "",
                     why);
+        folders[nfolders].why = gpurun_xasprintf("plugin folder %s", why);
+    }
     folders[nfolders].path = gpurun_xstrdup(path);
     folders[nfolders++].fd = fd;
+}
+
+/* Read again when $GPURUN_PLUGIN_PATH changed (a library's caller may set
+ * it between finds); libraries loaded stay loaded. */
+static bool folders_current(const char *env)
+{
+    if (folders_read && (env ? folders_env && !strcmp(env, folders_env) : !folders_env))
+        return true;
+    for (size_t i = 0; i < nfolders; i++) {
+        if (folders[i].fd >= 0)
+            close(folders[i].fd);
+        free(folders[i].path);
+        free(folders[i].why);
+    }
+    nfolders = 0;
+    free(folders_env);
+    folders_env = env ? gpurun_xstrdup(env) : NULL;
+    return false;
 }
 
 /* $GPURUN_PLUGIN_PATH's folders in order (an empty element too, to be
  * refused: it would mean the current folder), then the installed one. */
 static void read_folders(void)
 {
-    if (folders_read)
+    const char *env = getenv("GPURUN_PLUGIN_PATH");
+    if (folders_current(env))
         return;
     folders_read = true;
-    const char *env = getenv("GPURUN_PLUGIN_PATH");
     if (env && *env) {
         for (const char *p = env;; p++) {
             size_t l = strcspn(p, ":");
@@ -207,8 +230,11 @@ static void *load_fd(int fd, const struct stat *st, const char *shown, char *ref
 static const void *load_so(const struct plugin_folder *f, const char *kind, const char *name, char *refused,
                            size_t len)
 {
-    if (f->fd < 0)
+    if (f->fd < 0) {
+        if (f->why && !refused[0])
+            snprintf(refused, len, "%s", f->why);
         return NULL;
+    }
     char *file = gpurun_xasprintf("%s_%s.so", kind, name);
     char *shown = gpurun_xasprintf("%s/%s", f->path, file);
     char why[256];

@@ -1660,6 +1660,31 @@ static int decide_outcome(struct run_ctx *c, struct run_attempt *a, gpurun_error
     return rc;
 }
 
+/* A run that did not end ok keeps what its program printed: a stopped
+ * mdrun still writes its Performance table (state and exit status stay as
+ * decided; no check is made of them). */
+static void read_partial_foms(struct run_ctx *c, struct run_attempt *a)
+{
+    if (!c->tpl || a->foms.n || !a->state || !strcmp(a->state, GPURUN_STATE_OK) ||
+        !strcmp(a->state, GPURUN_STATE_SANITY_FAILED) || !strcmp(a->state, GPURUN_STATE_REFERENCE_FAILED))
+        return;
+    gpurun_error_t e;
+    if (gpurun_fom_read(c->tpl, a->run_dir, gpurun_kvlist_lookup, &a->names, NULL, &a->foms, &e) < 0)
+        gpurun_foms_free(&a->foms);
+}
+
+/* Why a run that did not end ok has no figure: said in the record. */
+static json_t *foms_note(const struct run_ctx *c, const struct run_attempt *a)
+{
+    if (!c->tpl || !c->tpl->nfoms || !a->state || !strcmp(a->state, GPURUN_STATE_OK))
+        return NULL;
+    for (size_t i = 0; i < a->foms.n; i++)
+        if (a->foms.f[i].n)
+            return NULL;
+    return json_sprintf("not printed: the run ended as %s (%s) before the program printed its figures%s", a->state,
+                        a->why[0] ? a->why : "?", a->watch ? "; its last progress is in 'progress'" : "");
+}
+
 /* The record's failure, and on stderr the failing rank's cause and last
  * lines (terminal or not; --quiet: the closing message only). */
 static void failure_report(struct run_ctx *c, struct run_attempt *a, int rc)
@@ -1814,13 +1839,36 @@ static json_t *string_or_null(const char *s)
 /* The CPU model as hwloc names it (the first package's CPUModel, from
  * /proc/cpuinfo's "model name" on Linux); NULL when it names none (an
  * exported topology without it). */
+/* The CPU the run ran on, as the kernel names it (/proc/cpuinfo's first
+ * "model name", what lscpu shows: a virtual machine's CPUID brand string
+ * can say another), else hwloc's CPUModel; blanks at the end dropped. */
 static const char *cpu_model(const gpurun_topo_t *t)
 {
-    hwloc_obj_t pkg = t && t->hw ? hwloc_get_obj_by_type(t->hw, HWLOC_OBJ_PACKAGE, 0) : NULL;
-    const char *m = pkg ? hwloc_obj_get_info_by_name(pkg, "CPUModel") : NULL;
-    if (!m && t && t->hw)
-        m = hwloc_obj_get_info_by_name(hwloc_get_root_obj(t->hw), "CPUModel");
-    return m && *m ? m : NULL;
+    static char model[256];
+    char *buf = NULL;
+    size_t len = 0;
+    gpurun_error_t e;
+    model[0] = '\0';
+    if (gpurun_read_file("/proc/cpuinfo", "cpuinfo", 1 << 20, &buf, &len, &e) == 0) {
+        const char *l = !strncmp(buf, "model name", 10) ? buf : strstr(buf, "\nmodel name");
+        size_t ll = l ? strcspn(l + (*l == '\n'), "\n") : 0;
+        const char *colon = l ? memchr(l + (*l == '\n'), ':', ll) : NULL;
+        if (colon)
+            snprintf(model, sizeof model, "%.*s", (int)strcspn(colon + 1, "\n"), colon + 1);
+        free(buf);
+    }
+    if (!model[0]) {
+        hwloc_obj_t pkg = t && t->hw ? hwloc_get_obj_by_type(t->hw, HWLOC_OBJ_PACKAGE, 0) : NULL;
+        const char *m = pkg ? hwloc_obj_get_info_by_name(pkg, "CPUModel") : NULL;
+        if (!m && t && t->hw)
+            m = hwloc_obj_get_info_by_name(hwloc_get_root_obj(t->hw), "CPUModel");
+        snprintf(model, sizeof model, "%s", m ? m : "");
+    }
+    char *p = model + strspn(model, " \t");
+    size_t n = strlen(p);
+    while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+        p[--n] = '\0';
+    return *p ? p : NULL;
 }
 
 /* The record's `energy` (energy.h): this host's RAPL counters and GPUs as
@@ -1948,6 +1996,9 @@ static json_t *run_record(struct run_ctx *c, struct run_attempt *a, int rc, int 
     if (!a->gpus_monitor && a->mon_why[0])
         json_object_set_new(record, GPURUN_REC_GPUS_MONITOR_NOTE, json_string(a->mon_why));
     json_object_set_new(record, GPURUN_REC_FOMS, gpurun_foms_json(&a->foms));
+    json_t *note = foms_note(c, a);
+    if (note)
+        json_object_set_new(record, GPURUN_REC_FOMS_NOTE, note);
     /* Kept on every end: what an interrupted or failed run had reached. */
     json_t *progress = gpurun_watch_progress_json(a->watch);
     json_object_set_new(record, GPURUN_REC_PROGRESS, progress ? progress : json_null());
@@ -2136,6 +2187,7 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     rc = decide_outcome(c, &a, err);
     if (strcmp(a.state, GPURUN_STATE_INTERRUPTED) && stop_noted(&a, "after the ranks ended", &rc))
         gpurun_err(err, rc, "%s; the record keeps what was measured; run folder %s", a.why, a.run_dir);
+    read_partial_foms(c, &a);
     failure_report(c, &a, rc);
     say_warnings(c, &a.rr);
     record = run_record(c, &a, rc, repeat_index);
