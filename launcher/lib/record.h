@@ -58,6 +58,8 @@
 #define GPURUN_REC_ENERGY_SLURM_CONSUMED_J "slurm_consumed_J" /* sacct's ConsumedEnergyRaw; null: none */
 #define GPURUN_REC_ENERGY_SLURM_NOTE "slurm_note"             /* where it came from, or why none */
 #define GPURUN_REC_TUNE "tune"                             /* gpurun tune's trial: {session, trial, candidate} */
+#define GPURUN_REC_NOTES "notes"                           /* [sentences]: what the record lacks and why (a
+                                                            * template regex dropped past its time budget) */
 /* inside each entry of GPURUN_REC_FOMS */
 #define GPURUN_REC_FOM_VALUE "value"
 #define GPURUN_REC_FOM_VALUES "values"
