@@ -46,6 +46,8 @@
 #define GPURUN_REC_MPS "mps"
 #define GPURUN_REC_GPUS_MONITOR "gpus_monitor"             /* {util_mean, mem_peak_mib, power_mean_w, ...} */
 #define GPURUN_REC_GPUS_MONITOR_NOTE "gpus_monitor_note"   /* why none */
+/* inside each entry of GPURUN_REC_GPUS_MONITOR */
+#define GPURUN_REC_TEST_HOOK "test_hook" /* "GPURUN_NVML_LIBRARY=/x.so": read through a library a test chose */
 #define GPURUN_REC_FOMS "foms"                             /* {NAME: {value, values, units, better, file}} */
 #define GPURUN_REC_REFERENCES "references"
 #define GPURUN_REC_CONFIG "config"                         /* what varies in a scan */
