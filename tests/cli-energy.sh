@@ -83,6 +83,10 @@ energy_env() {
         FAKE_NVML_DEVICES="$GPUS" FAKE_NVML_POWER_W=$W GPURUN_TOPOLOGY="$FIXTURES/2s-4gpu-2nic.xml" "$@"
 }
 record() { ls "$TMP"/results/"$1"/*Z-*/record.json | tail -1; }
+# jq: measured(SOURCE; VARIABLE): a device that a test hook gave (issue 37,
+# item 5): its source "test", its note naming the variable and what it
+# stands in for ("test hook GPURUN_NVML_LIBRARY=...: measured as nvml, ...").
+M='def measured(s; v): .source == "test" and (.note | startswith("test hook " + v + "=") and contains(": measured as " + s + ","));'
 # near A B: A within 2 % of B (jq expression over the record).
 near() { echo "((($1) - ($2)) | fabs) <= 0.02 * (($2) | fabs)"; }
 
@@ -96,14 +100,17 @@ jq -e '.energy | type == "object" and (.hosts | length) == 1' "$R" >/dev/null
 ok $? "the record has energy, one host"
 jq -e "$(near '.energy.gpu_J / .energy.measured_s' "2 * $W")" "$R" >/dev/null
 ok $? "GPU energy over the measured time: 2 x ${W} W within 2 % ($(jq -c '[.energy.gpu_J, .energy.measured_s]' "$R"))"
-jq -e "[.energy.hosts[0].devices[] | select(.kind == \"gpu\") | select(.source == \"nvml\" and .mean_power_W == $W and .peak_power_W == $W)] | length == 2" "$R" >/dev/null
-ok $? "each GPU: source nvml, mean and peak power ${W} W from the samples"
+jq -e "$M [.energy.hosts[0].devices[] | select(.kind == \"gpu\") | select(measured(\"nvml\"; \"GPURUN_NVML_LIBRARY\") and .mean_power_W == $W and .peak_power_W == $W)] | length == 2" "$R" >/dev/null
+ok $? "each GPU: source test (measured as nvml, through GPURUN_NVML_LIBRARY), mean and peak power ${W} W from the samples"
+jq -e '[.gpus_monitor[] | .test_hook | startswith("GPURUN_NVML_LIBRARY=")] == [true, true]' "$R" >/dev/null
+ok $? "... gpus_monitor names the test hook too"
 jq -e "$(near .energy.cpu_J 3)" "$R" >/dev/null
 ok $? "package energy across the counter wrap: 3 J ($(jq .energy.cpu_J "$R"))"
 jq -e "$(near .energy.dram_J 1)" "$R" >/dev/null
 ok $? "DRAM energy: 1 J ($(jq .energy.dram_J "$R"))"
-jq -e '[.energy.hosts[0].devices[] | select(.source == "rapl") | .name] == ["package-0 (intel-rapl:0)", "dram (intel-rapl:0:1)"]' "$R" >/dev/null
-ok $? "RAPL: the package and DRAM, not core (inside the package) nor psys"
+jq -e "$M"' [.energy.hosts[0].devices[] | select(measured("rapl"; "GPURUN_TEST_SYSFS_ROOT")) | .name] == ["package-0 (intel-rapl:0)", "dram (intel-rapl:0:1)"] and
+    ([.energy.hosts[0].devices[] | select(.source == "rapl")] | length == 0)' "$R" >/dev/null
+ok $? "RAPL: the package and DRAM, not core (inside the package) nor psys; source test under GPURUN_TEST_SYSFS_ROOT, never rapl"
 jq -e "$(near .energy.total_J '.energy.gpu_J + .energy.cpu_J + .energy.dram_J') and
     $(near .energy.kwh '.energy.total_J / 3600000') and $(near .energy.mean_power_W '.energy.total_J / .energy.measured_s')" "$R" >/dev/null
 ok $? "total, kWh and mean power add up"
@@ -201,8 +208,8 @@ fresh_tree
 job s 1
 run energy_env FAKE_NVML_NO_ENERGY=1 "$GPURUN" run "$TMP/s.conf" --quiet
 R=$(record s)
-jq -e "[.energy.hosts[0].devices[] | select(.kind == \"gpu\" and .source == \"nvml-power-samples\")] | length == 2" "$R" >/dev/null
-ok $? "no energy counter: the GPUs' energy from their power samples, source nvml-power-samples"
+jq -e "$M [.energy.hosts[0].devices[] | select(.kind == \"gpu\" and measured(\"nvml-power-samples\"; \"GPURUN_NVML_LIBRARY\"))] | length == 2" "$R" >/dev/null
+ok $? "no energy counter: the GPUs' energy from their power samples, measured as nvml-power-samples"
 jq -e '.gpus_monitor[0].energy_J == null and (.gpus_monitor[0].energy_note | test("energy counter"))' "$R" >/dev/null
 ok $? "... gpus_monitor says why energy_J is null"
 
@@ -227,9 +234,9 @@ if [ -n "${FAKE_ROCM_SMI:-}" ] && [ -r "$FAKE_ROCM_SMI" ]; then
     run amd_env FAKE_RSMI_INIT_LOG="$TMP/rsmi-init.log" "$GPURUN" run "$TMP/amd.conf" --quiet
     expect_rc 0 "an AMD GPU: a run"
     R=$(record amd)
-    jq -e "[.energy.hosts[0].devices[] | select(.kind == \"gpu\")] | length == 1 and
-        (.[0] | .source == \"rocm_smi\" and .mean_power_W == $AW and (.name | test(\"MI250X\")))" "$R" >/dev/null
-    ok $? "... its GPU read by ROCm SMI: source rocm_smi, mean power ${AW} W ($(jq -c '[.energy.hosts[0].devices[] | select(.kind == "gpu")]' "$R"))"
+    jq -e "$M [.energy.hosts[0].devices[] | select(.kind == \"gpu\")] | length == 1 and
+        (.[0] | measured(\"rocm_smi\"; \"GPURUN_ROCM_SMI_LIBRARY\") and .mean_power_W == $AW and (.name | test(\"MI250X\")))" "$R" >/dev/null
+    ok $? "... its GPU read by ROCm SMI: measured as rocm_smi (through GPURUN_ROCM_SMI_LIBRARY), mean power ${AW} W ($(jq -c '[.energy.hosts[0].devices[] | select(.kind == "gpu")]' "$R"))"
     jq -e "$(near '.energy.gpu_J / .energy.measured_s' "$AW")" "$R" >/dev/null
     ok $? "... its energy from the counter: ${AW} W over the measured time within 2 % ($(jq -c '[.energy.gpu_J, .energy.measured_s]' "$R"))"
     jq -e '.gpus_monitor | length == 1 and .[0].monitor == "rocm_smi" and .[0].pci == "0000:03:00.0" and .[0].index == 0' "$R" >/dev/null
@@ -340,8 +347,8 @@ run env PATH="$TMP/simbin:$PATH" GPURUN_SIM_SYSFS="$TMP/simsys" GPURUN_SIM_TOPOL
     FAKE_NVML_POWER_W=$W GPURUN_TEST_SYSFS_ROOT="$TMP/empty" "$GPURUN" run "$TMP/simg.conf" --quiet
 expect_rc 0 "3 simulated hosts with 2 GPUs each"
 R=$(record simg)
-jq -e "[.energy.hosts[] | [.devices[] | select(.kind == \"gpu\" and .source == \"nvml\" and .mean_power_W == $W and .peak_power_W == $W)] | length] == [2, 2, 2]" "$R" >/dev/null
-ok $? "each host's 2 GPUs read on that host: source nvml, power samples ${W} W ($(jq -c '[.energy.hosts[] | {host, gpus: [.devices[] | select(.kind == "gpu") | .J]}]' "$R"))"
+jq -e "$M [.energy.hosts[] | [.devices[] | select(.kind == \"gpu\" and measured(\"nvml\"; \"GPURUN_NVML_LIBRARY\") and .mean_power_W == $W and .peak_power_W == $W)] | length] == [2, 2, 2]" "$R" >/dev/null
+ok $? "each host's 2 GPUs read on that host: measured as nvml, power samples ${W} W ($(jq -c '[.energy.hosts[] | {host, gpus: [.devices[] | select(.kind == "gpu") | .J]}]' "$R"))"
 jq -e "[.energy.hosts[] | ([.devices[] | select(.kind == \"gpu\") | .J] | add) / .measured_s / (2 * $W)] | all(. > 0.9 and . <= 1.02)" "$R" >/dev/null
 ok $? "... their energy over the host's measured time: 90-102 % of 2 x ${W} W (the helper starts after the program)"
 
@@ -354,7 +361,7 @@ if [ -n "${FAKE_ROCM_SMI:-}" ] && [ -r "$FAKE_ROCM_SMI" ]; then
         FAKE_RSMI_POWER_W=$AW GPURUN_TEST_SYSFS_ROOT="$TMP/empty" "$GPURUN" run "$TMP/simg.conf" --quiet
     expect_rc 0 "3 simulated hosts with AMD GPUs"
     R=$(record simg)
-    jq -e "[.energy.hosts[] | [.devices[] | select(.kind == \"gpu\" and .source == \"rocm_smi\" and .mean_power_W == $AW)] | length > 0] == [true, true, true] and
+    jq -e "$M [.energy.hosts[] | [.devices[] | select(.kind == \"gpu\" and measured(\"rocm_smi\"; \"GPURUN_ROCM_SMI_LIBRARY\") and .mean_power_W == $AW)] | length > 0] == [true, true, true] and
         ([.energy.hosts[].missing[] | select(.kind == \"gpu\")] | length == 0)" "$R" >/dev/null
     ok $? "... each host's GPUs read there by ROCm SMI, ${AW} W ($(jq -c '[.energy.hosts[] | {host, gpus: [.devices[] | select(.kind == "gpu") | [.source, .J]]}]' "$R"))"
 else

@@ -250,6 +250,36 @@ expect_rc 3 "a missing program is exit 3"
 ok $? "... at once: no rank or launcher was started"
 contains "$TMP/err" "program 'no-such-program-$$' not found on PATH; nothing was started" "... saying which program"
 
+# A template's failure pattern that is slow on long lines (issue 37, item 4):
+# "((a|b|ab|ba)*){40}x" compiles small, but glibc takes about a quarter of a
+# second on each line of 8 KiB, and gpurun reads up to 1 MiB of a failed
+# rank's output.  The run's budget for matching drops it, with a note in the
+# record and a warning; gpurun's own patterns still find the cause.
+mkdir -p "$TMP/slowre"
+cat >"$TMP/slowre/slowfail.conf" <<'EOF'
+description = "a failure pattern slow on long lines"
+command     = "sh ${job_dir}/slowfail.sh"
+failure     = { "((a|b|ab|ba)*){40}x" }
+EOF
+cat >"$TMP/slowre/slowfail.sh" <<'EOF'
+s=ab
+while [ ${#s} -lt 8192 ]; do s=$s$s; done
+i=0
+while [ $i -lt 64 ]; do echo "$s"; i=$((i + 1)); done
+echo "CUDA error: boom"
+exit 3
+EOF
+printf 'job = "slowre"\ntemplate = "slowfail"\nlauncher = "local"\nranks_per_node = 1\nthreads_per_rank = 1\n' \
+    >"$TMP/slowre/job.conf"
+run timeout 120 env GPURUN_TEMPLATE_PATH="$TMP/slowre" "$GPURUN" run "$TMP/slowre/job.conf" --quiet \
+    --results "$TMP/results"
+expect_rc 3 "a slow failure pattern: the rank's status"
+jq -e '(.notes | length) == 1 and
+    (.notes[0] | startswith("key '"'"'failure'"'"', item 1: '"'"'((a|b|ab|ba)*){40}x'"'"': dropped: it took ")) and
+    .failure.reason == "CUDA error: boom"' "$(record slowre)" >/dev/null
+ok $? "... the record notes the pattern dropped past the run's budget; gpurun's own patterns find the cause"
+contains "$TMP/err" "gpurun: warning: template 'slowfail': key 'failure', item 1:" "... and a warning says so"
+
 # A launcher that cannot run here fails before anything starts, saying why:
 # srun outside an allocation or not on PATH, mpirun not on PATH.  On a saved
 # topology, so that this node's hardware plays no part.

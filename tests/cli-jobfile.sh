@@ -187,6 +187,33 @@ printf 'template = "rundir"\nlauncher = "local"\nranks_per_node = 1\ngpus_per_ra
 run "$GPURUN" run "$TMP/tpl/j.conf" --dry-run
 expect_rc 0 "a template's \${run_dir}: the dry run works"
 
+# A back-reference in any of a template's regexes (issue 37, item 4): glibc
+# matches "(.*)(.*)(.*)\1\2\3x" on one line of 400 characters for minutes,
+# past any timeout; it is exit 2 when the template is read, naming file,
+# line and key.
+br='(.*)(.*)(.*)\\1\\2\\3x'
+for key in failure progress version fom; do
+    {
+        printf 'description = "a back-reference in %s"\ncommand = "true"\n' "$key"
+        case $key in
+        failure) printf 'failure = { "^Fatal", "%s" }\n' "$br" ;;
+        fom) printf 'fom f {\n    regex = "%s"\n}\n' "$br" ;;
+        *) printf '%s = "%s"\n' "$key" "$br" ;;
+        esac
+    } >"$TMP/tpl/br-$key.conf"
+    printf 'template = "br-%s"\nlauncher = "local"\nranks_per_node = 1\ngpus_per_rank = 0\n' "$key" \
+        >"$TMP/tpl/br-$key.job.conf"
+    run $limit "$GPURUN" run "$TMP/tpl/br-$key.job.conf" --dry-run
+    expect_rc 2 "a back-reference in a template's $key regex: exit 2"
+    case $key in
+    failure) where="3: key 'failure', item 2" ;;
+    fom) where="4: key 'fom.f.regex'" ;;
+    *) where="3: key '$key'" ;;
+    esac
+    contains "$TMP/err" "br-$key.conf:$where: '(.*)(.*)(.*)\1\2\3x' is too costly to match: a back-reference" \
+        "... naming the file, line and key"
+done
+
 # env values (issue 11, item 7; fuzz finding c): UTF-8 only, and ${VAR} is
 # the launching environment's, an unset one an error.
 printf 'command = "true"\nlauncher = "local"\nenv {\n  A = "x\377y"\n}\n' >"$TMP/latin1.conf"

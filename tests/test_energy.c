@@ -100,6 +100,15 @@ static void test_read(void)
     ok(near(json_number_value(json_object_get(json_array_get(dev, 0), "J")), 3.0), "package-0: 3 J across the wrap");
     ok(near(json_number_value(json_object_get(json_array_get(dev, 0), "mean_power_W")), 1.5), "... 1.5 W over 2 s");
     ok(near(json_number_value(json_object_get(json_array_get(dev, 1), "J")), 1.0), "dram: 1 J");
+    /* Counters read under another root are a test's, never RAPL's (issue 37, item 5). */
+    for (int i = 0; i < 2; i++) {
+        json_t *d = json_array_get(dev, (size_t)i);
+        const char *note = json_string_value(json_object_get(d, "note"));
+        ok(!strcmp(json_string_value(json_object_get(d, "source")), "test") && note &&
+               !strncmp(note, "test hook root=", 15) && strstr(note, ": measured as rapl, "),
+           "%s under another root: source test, the note says so: %s",
+           json_string_value(json_object_get(d, "name")), note ? note : "(none)");
+    }
     is_str(json_string_value(json_object_get(json_array_get(dev, 3), "source")), "nvml-power-samples",
            "a GPU without a counter: its samples' mean times the time");
     ok(near(json_number_value(json_object_get(json_array_get(dev, 3), "J")), 200.0), "... 100 W x 2 s");
@@ -130,6 +139,34 @@ static void test_read(void)
        "nothing measured: null, never 0");
     json_decref(e);
     json_decref(gpus);
+
+    /* GPURUN_TEST_SYSFS_ROOT: the snapshot names it; a GPU a test library
+     * read (the monitor's test_hook) is marked the same way. */
+    setenv(GPURUN_ENV_TEST_SYSFS_ROOT, tmpdir, 1);
+    struct gpurun_rapl c;
+    gpurun_rapl_read(&c);
+    char want[600];
+    snprintf(want, sizeof want, "GPURUN_TEST_SYSFS_ROOT=%s", tmpdir);
+    ok(c.n == 4 && !strcmp(c.hook, want), "read under $GPURUN_TEST_SYSFS_ROOT: the snapshot's hook: %s", c.hook);
+    unsetenv(GPURUN_ENV_TEST_SYSFS_ROOT);
+    gpurun_rapl_read(&c);
+    is_str(c.hook, "", "... without it: none (this host's /sys)");
+    json_t *tg = json_loads("[{\"pci\": \"0000:13:00.0\", \"index\": 0, \"name\": \"X\", \"energy_J\": 5.0,"
+                            " \"monitor\": \"nvml\", \"test_hook\": \"GPURUN_NVML_LIBRARY=/t/fake.so\"}]",
+                            0, NULL);
+    h = gpurun_energy_host_json("h1", NULL, NULL, tg, "");
+    json_t *g0 = json_array_get(json_object_get(h, "devices"), 0);
+    ok(!strcmp(json_string_value(json_object_get(g0, "source")), "test") &&
+           !strcmp(json_string_value(json_object_get(g0, "note")),
+                   "test hook GPURUN_NVML_LIBRARY=/t/fake.so: measured as nvml, from what the user chose, not this "
+                   "host's own"),
+       "a GPU read through GPURUN_NVML_LIBRARY: source test, the note names it");
+    json_decref(h);
+    json_decref(tg);
+    ok(!strcmp(gpurun_energy_monitor_hook_var("nvml"), "GPURUN_NVML_LIBRARY") &&
+           !strcmp(gpurun_energy_monitor_hook_var("rocm_smi"), "GPURUN_ROCM_SMI_LIBRARY") &&
+           !gpurun_energy_monitor_hook_var("mine"),
+       "the monitors' library variables");
 
     struct gpurun_rapl none;
     char empty[600];

@@ -852,6 +852,135 @@ static void test_regex_cost(void)
     gpurun_template_destroy(t);
 }
 
+/* A back-reference makes glibc try every split of the groups before it
+ * ("(.*)(.*)(.*)\1\2\3x": minutes on 400 characters): refused in every
+ * template regex, the template's file, line and key named. */
+static void test_regex_backref(void)
+{
+    const char *refused[] = {"(.*)(.*)(.*)\\1\\2\\3x", "(a)\\1", "^(x+)+\\9$"};
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        const char *why = gpurun_regex_cost_problem(refused[i]);
+        ok(why && strstr(why, "a back-reference"), "regex '%s' is refused: %s", refused[i], why ? why : "(fine)");
+    }
+    const char *fine[] = {"[\\1]x", "a\\\\1", "\\.1", "(a)\\.[0-9]"};
+    for (size_t i = 0; i < sizeof fine / sizeof *fine; i++)
+        ok(!gpurun_regex_cost_problem(fine[i]), "regex '%s' (no back-reference) is fine", fine[i]);
+    static const struct {
+        const char *keys, *where;
+    } cases[] = {
+        {"failure = { \"^Fatal\", \"(.*)(.*)(.*)\\\\1\\\\2\\\\3x\" }\n", "tpl.conf:3: key 'failure', item 2: "},
+        {"progress = \"(.*)(.*)(.*)\\\\1\\\\2\\\\3x\"\n", "tpl.conf:3: key 'progress': "},
+        {"progress = \"([0-9]+)\"\nprogress_after = \"(a)\\\\1\"\n", "tpl.conf:4: key 'progress_after': "},
+        {"version = \"(.*)(.*)(.*)\\\\1\\\\2\\\\3x\"\n", "tpl.conf:3: key 'version': "},
+        {"fom f {\n    regex = \"(.*)(.*)(.*)\\\\1\\\\2\\\\3x\"\n}\n", "tpl.conf:4: key 'fom.f.regex': "},
+        {"fom f {\n    header = \"(x)\"\n    row = \"^(a)\\\\1\"\n}\n", "tpl.conf:5: key 'fom.f.row': "},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "description = \"d\"\ncommand = \"x\"\n%s", cases[i].keys);
+        gpurun_error_t err = {0};
+        gpurun_template_t *t = parse_tpl(text, &err);
+        ok(!t && err.code == GPURUN_EXIT_CONFIG && strstr(err.text, cases[i].where) &&
+               strstr(err.text, "is too costly to match: a back-reference"),
+           "a back-reference: exit 2 naming file, line and key: %s", err.text);
+        gpurun_template_destroy(t);
+    }
+}
+
+/* The run's budget for matching (util.h): a regex slower than 1 ms a line
+ * and 1 s a MB is dropped once the budget is spent, with a note, and
+ * matches nothing more; gpurun's own failure patterns go on.  A test budget
+ * of 0 s drops it at its first slow line, so nothing waits on a clock: the
+ * regex takes about 0.3 s on a line of 8 KiB, its allowance 9 ms. */
+static void test_regex_budget(void)
+{
+    const char slow_re[] = "((a|b|ab|ba)*){40}x";
+    ok(!gpurun_regex_cost_problem(slow_re), "'%s' compiles small", slow_re);
+    char *line = gpurun_xmalloc(GPURUN_REGEX_LINE_MAX + 2);
+    for (size_t i = 0; i < GPURUN_REGEX_LINE_MAX; i++)
+        line[i] = "ab"[i % 2];
+    line[GPURUN_REGEX_LINE_MAX] = '\0';
+    regex_t slow, sound;
+    if (regcomp(&slow, slow_re, REG_EXTENDED | REG_NOSUB) || regcomp(&sound, "^(ab)+$", REG_EXTENDED | REG_NOSUB))
+        abort();
+    struct gpurun_regex_budget b;
+    struct gpurun_regex_spend s;
+    gpurun_regex_budget_init(&b);
+    ok(b.limit_s == GPURUN_REGEX_BUDGET_S && b.ndropped == 0, "a budget of %g s, nothing dropped", b.limit_s);
+    b.limit_s = 0;
+    gpurun_regex_spend_init(&s, "key 'x': '%s'", slow_re);
+    is_int(gpurun_regexec_bounded(&b, &s, &slow, line, 0, NULL, 0), REG_NOMATCH, "a slow regex on 8 KiB: no match");
+    ok(s.dropped && b.ndropped == 1 && b.nnotes == 1 &&
+           !strncmp(b.notes[0], "key 'x': '((a|b|ab|ba)*){40}x': dropped: it took ", 49) &&
+           strstr(b.notes[0], "the lines after those were not matched with it"),
+       "... dropped past the budget, the note naming it: %s", b.notes[0]);
+    is_int(gpurun_regexec_bounded(&b, &s, &slow, "x", 0, NULL, 0), REG_NOMATCH, "... then it matches nothing");
+    is_int(gpurun_regexec_bounded(NULL, &s, &slow, "x", 0, NULL, 0), 0, "without a budget it is plain regexec");
+    /* A sound regex on the same lines is well within its allowance. */
+    struct gpurun_regex_spend s2;
+    gpurun_regex_budget_init(&b);
+    gpurun_regex_spend_init(&s2, "sound");
+    int matched = 0;
+    for (int i = 0; i < 200; i++)
+        matched += gpurun_regexec_bounded(&b, &s2, &sound, line, 0, NULL, 0) == 0;
+    ok(matched == 200 && !s2.dropped && b.ndropped == 0 && s2.calls == 200,
+       "a sound regex on 200 lines of 8 KiB: never dropped");
+    regfree(&slow);
+    regfree(&sound);
+
+    /* Through a template: a failed rank's tail, then its fom. */
+    char text[256];
+    snprintf(text, sizeof text,
+             "description = \"d\"\ncommand = \"x\"\nfailure = \"%s\"\nfom f {\n    regex = \"(%s)\"\n}\n", slow_re,
+             slow_re);
+    gpurun_error_t err = {0};
+    gpurun_template_t *t = parse_tpl(text, &err);
+    if (!ok(t != NULL, "a template with slow failure and fom regexes loads: %s", err.text)) {
+        free(line);
+        return;
+    }
+    t->regex_budget->limit_s = 0;
+    size_t len = strlen(line);
+    char *out = gpurun_xmalloc(4 * (len + 1) + 64);
+    size_t o = 0;
+    for (int i = 0; i < 4; i++) {
+        memcpy(out + o, line, len);
+        o += len;
+        out[o++] = '\n';
+    }
+    o += (size_t)sprintf(out + o, "Segmentation fault\n");
+    char *q = put_file("slow.out", out, o);
+    FILE *f = fopen(q, "r");
+    struct gpurun_rank_tail tl;
+    if (ok(f && gpurun_rank_tail_read(fileno(f), NULL, 2, t, &tl, &err) == 0, "a rank's tail with long lines")) {
+        ok(tl.ncause == 1 && !strcmp(tl.cause[0], "Segmentation fault"),
+           "... the slow failure pattern dropped, gpurun's own find the cause");
+        gpurun_rank_tail_free(&tl);
+    }
+    if (f)
+        fclose(f);
+    ok(t->failure_spend[0].dropped && t->regex_budget->ndropped == 1 &&
+           !strncmp(t->regex_budget->notes[0], "key 'failure', item 1: '((a|b|ab|ba)*){40}x': dropped: ", 55),
+       "... the note names it: %s", t->regex_budget->notes[0]);
+    gpurun_template_regex_reset(t);
+    ok(!t->failure_spend[0].dropped && t->regex_budget->ndropped == 0 && t->regex_budget->nnotes == 0,
+       "a new run: nothing spent, nothing dropped");
+    t->regex_budget->limit_s = 0;
+    gpurun_foms_t foms;
+    char *files[] = {q, NULL};
+    if (ok(gpurun_fom_read(t, tmpdir, NULL, NULL, files, &foms, &err) == 0, "the fom read from it")) {
+        ok(foms.n == 1 && foms.f[0].n == 0 && t->regex_budget->ndropped == 1 &&
+               !strncmp(t->regex_budget->notes[0], "key 'fom.f.regex': '(((a|b|ab|ba)*){40}x)': dropped: ", 53),
+           "... its slow regex dropped at the first long line too, the note naming it: %s",
+           t->regex_budget->notes[0]);
+        gpurun_foms_free(&foms);
+    }
+    free(q);
+    free(out);
+    free(line);
+    gpurun_template_destroy(t);
+}
+
 /* ---- hostile GROMACS logs --------------------------------------------- */
 
 #define ACCOUNTING "     R E A L   C Y C L E   A N D   T I M E   A C C O U N T I N G\n\n"
@@ -1384,6 +1513,8 @@ int main(void)
     test_sanity_forms();
     test_benchmarks();
     test_regex_cost();
+    test_regex_backref();
+    test_regex_budget();
     test_hostile_gromacs();
     test_unreadable();
     test_regex();

@@ -201,6 +201,9 @@ int cmd_collect(int argc, char **argv, gpurun_error_t *err)
     }
     fflush(stdout);
 
+    /* A regex that took too long, dropped (util.h): the files after it were not read with it. */
+    for (size_t i = 0; i < t->regex_budget->nnotes; i++)
+        fprintf(stderr, "gpurun: collect: warning: template '%s': %s\n", t->name, t->regex_budget->notes[i]);
     for (size_t k = 0; k < nfiles; k++) {
         if (!res[k].found)
             fprintf(stderr, "gpurun: collect: %s: no figure of merit of template '%s' found\n", files[k], t->name);

@@ -43,14 +43,22 @@ static double mono_s(void)
 }
 
 /* The powercap folder: $GPURUN_TEST_SYSFS_ROOT/sys/class/powercap in tests,
- * else /sys/class/powercap. */
-static void powercap_dir(const char *root, char *out, size_t len)
+ * else /sys/class/powercap; `hook` says which root was put before it ("":
+ * none). */
+static void powercap_dir(const char *root, char *out, size_t len, char *hook, size_t hooklen)
 {
+    const char *var = root ? "root" : GPURUN_ENV_TEST_SYSFS_ROOT;
     if (!root)
         root = getenv(GPURUN_ENV_TEST_SYSFS_ROOT);
     if (root && !strcmp(root, "/"))
         root = "";
     snprintf(out, len, "%s%s", root && *root ? root : "", GPURUN_POWERCAP_DIR);
+    hook[0] = '\0';
+    if (root && *root) {
+        char text[sizeof ((struct gpurun_rapl *)0)->hook];
+        snprintf(text, sizeof text, "%s=%s", var, root);
+        gpurun_short_text(hook, hooklen, text); /* printable ASCII: the record's JSON takes it */
+    }
 }
 
 /* Up to len-1 bytes of the file `zone`/`file` under the folder dfd, never
@@ -126,7 +134,7 @@ void gpurun_rapl_read_at(const char *root, struct gpurun_rapl *r)
 {
     char dir[4096];
     memset(r, 0, sizeof *r);
-    powercap_dir(root, dir, sizeof dir);
+    powercap_dir(root, dir, sizeof dir, r->hook, sizeof r->hook);
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
     if (!d) {
@@ -207,6 +215,24 @@ static json_t *missing(const char *kind, const char *why)
     return json_pack("{s:s, s:s}", "kind", kind, "why", why);
 }
 
+/* A device a test hook gave: never said to be what it stands in for. */
+static void mark_test(json_t *dev, const char *hook)
+{
+    const char *as = json_string_value(json_object_get(dev, "source"));
+    json_object_set_new(dev, "note", json_sprintf("test hook %s: measured as %s, from what the user chose, not this "
+                                                  "host's own", hook, as ? as : "?"));
+    json_object_set_new(dev, "source", json_string(GPURUN_ENERGY_SOURCE_TEST));
+}
+
+const char *gpurun_energy_monitor_hook_var(const char *monitor)
+{
+    if (monitor && !strcmp(monitor, "nvml"))
+        return "GPURUN_NVML_LIBRARY";
+    if (monitor && !strcmp(monitor, "rocm_smi"))
+        return "GPURUN_ROCM_SMI_LIBRARY";
+    return NULL;
+}
+
 static void add_gpus(json_t *devices, json_t *miss, json_t *gpus_monitor, const char *gpu_why, double secs)
 {
     if (!json_is_array(gpus_monitor)) {
@@ -253,6 +279,9 @@ static void add_gpus(json_t *devices, json_t *miss, json_t *gpus_monitor, const 
                                 "mean_power_W", json_is_number(pm) ? num(json_number_value(pm)) : json_null(),
                                 "peak_power_W", json_is_number(pp) ? num(json_number_value(pp)) : json_null(),
                                 "source", source);
+        const char *hook = json_string_value(json_object_get(g, GPURUN_REC_TEST_HOOK));
+        if (hook && *hook)
+            mark_test(dev, hook);
         json_array_append_new(devices, dev);
     }
 }
@@ -279,10 +308,13 @@ json_t *gpurun_energy_host_json(const char *host, const struct gpurun_rapl *star
             double j = (double)gpurun_energy_counter_delta(a->uj, b->uj, a->max_uj ? a->max_uj : b->max_uj) / 1e6;
             char name[160];
             snprintf(name, sizeof name, "%s (%s)", a->name, a->zone);
-            json_array_append_new(devices, json_pack("{s:s, s:s, s:o, s:o, s:n, s:s}", "kind", a->kind, "name", name,
-                                                     "J", num(j), "mean_power_W",
-                                                     secs > 0 ? num(j / secs) : json_null(), "peak_power_W",
-                                                     "source", "rapl"));
+            json_t *dev = json_pack("{s:s, s:s, s:o, s:o, s:n, s:s}", "kind", a->kind, "name", name, "J", num(j),
+                                    "mean_power_W", secs > 0 ? num(j / secs) : json_null(), "peak_power_W",
+                                    "source", "rapl");
+            const char *hook = start->hook[0] ? start->hook : end->hook;
+            if (hook[0])
+                mark_test(dev, hook);
+            json_array_append_new(devices, dev);
         }
     } else {
         json_array_append_new(miss, missing("cpu", "RAPL was not read on this host"));

@@ -17,9 +17,12 @@
 #include <jansson.h>
 
 /* A prefix put before /sys/class/powercap, FOR TESTS ONLY: they build a fake
- * powercap tree there.  Anything a user could do with it (point gpurun at
- * counters of their own) only changes that user's own record. */
+ * powercap tree there.  Any user can set it and put any energy in their own
+ * records, so what is read under it is never said to be RAPL's: its devices'
+ * source is "test" and their note names the variable (as for a GPU read
+ * through GPURUN_NVML_LIBRARY or GPURUN_ROCM_SMI_LIBRARY). */
 #define GPURUN_ENV_TEST_SYSFS_ROOT "GPURUN_TEST_SYSFS_ROOT"
+#define GPURUN_ENERGY_SOURCE_TEST "test"
 #define GPURUN_POWERCAP_DIR "/sys/class/powercap"
 
 #define GPURUN_RAPL_MAX 32
@@ -41,10 +44,12 @@ struct gpurun_rapl {
     struct gpurun_rapl_domain d[GPURUN_RAPL_MAX];
     char why[384]; /* no powercap zone at all: why ("" when some) */
     double t;      /* CLOCK_MONOTONIC seconds of the reading */
+    char hook[320]; /* read elsewhere than /sys: "GPURUN_TEST_SYSFS_ROOT=/tmp/x" (printable ASCII); "" when not */
 };
 
 /* Reads every package and DRAM domain; never fails (what cannot be read is
- * said in the domain's or the snapshot's why). */
+ * said in the domain's or the snapshot's why).  Under $GPURUN_TEST_SYSFS_ROOT
+ * (or a `root` below) the snapshot's hook says so. */
 void gpurun_rapl_read(struct gpurun_rapl *r);
 /* The same under the folder `root` (doctor --root; NULL: as above). */
 void gpurun_rapl_read_at(const char *root, struct gpurun_rapl *r);
@@ -58,7 +63,10 @@ uint64_t gpurun_energy_counter_delta(uint64_t start, uint64_t end, uint64_t max)
  * "missing": [...], "measured_s"} from two RAPL snapshots (start, end:
  * NULL end = none) and the monitor's gpus_monitor array (may be NULL; each
  * GPU's "energy_J", "power_mean_w", "power_peak_w"), with `gpu_why` for
- * GPUs that were not measured at all ("" when none). */
+ * GPUs that were not measured at all ("" when none).  A device a test hook
+ * gave (the snapshot's hook, a GPU's GPURUN_REC_TEST_HOOK) has source
+ * "test" and a "note": "test hook GPURUN_TEST_SYSFS_ROOT=/tmp/x: measured as
+ * rapl, from what the user chose, not this host's own". */
 json_t *gpurun_energy_host_json(const char *host, const struct gpurun_rapl *start, const struct gpurun_rapl *end,
                                 json_t *gpus_monitor, const char *gpu_why);
 
@@ -130,5 +138,10 @@ void gpurun_energy_doctor(const char *root, char *line, size_t len, enum gpurun_
 /* Whether any RAPL package or DRAM counter reads here (under `root`: NULL
  * as gpurun_rapl_read); when none, why in `why`. */
 bool gpurun_rapl_any_readable(const char *root, char *why, size_t len);
+
+/* The variable that makes the built-in monitor `monitor` ("nvml",
+ * "rocm_smi") load a library of the user's choice, or NULL. */
+const char *gpurun_energy_monitor_hook_var(const char *monitor);
+
 
 #endif

@@ -70,23 +70,23 @@ static char *shown(struct span l)
     return t;
 }
 
-/* The first line (of `n`) that one of `re` matches, or n. */
-static size_t first_match(const struct span *lines, size_t n, const regex_t *re, size_t nre)
+/* The first line (of `n`) that one of `re` matches, or n: each matched on
+ * its first GPURUN_REGEX_LINE_MAX bytes, the template's charged to their
+ * budget (`spend` NULL: gpurun's own, not charged). */
+static size_t first_match(const struct span *lines, size_t n, const regex_t *re, size_t nre,
+                          struct gpurun_regex_spend *spend, struct gpurun_regex_budget *budget)
 {
     if (!nre)
         return n;
-    char *buf = NULL;
-    size_t cap = 0;
+    char *buf = gpurun_xmalloc(GPURUN_REGEX_LINE_MAX + 1);
     size_t found = n;
     for (size_t i = 0; i < n && found == n; i++) {
-        if (lines[i].len + 1 > cap) {
-            cap = lines[i].len + 1;
-            buf = gpurun_xrealloc(buf, cap);
-        }
-        memcpy(buf, lines[i].s, lines[i].len);
-        buf[lines[i].len] = '\0';
+        size_t len = lines[i].len < GPURUN_REGEX_LINE_MAX ? lines[i].len : GPURUN_REGEX_LINE_MAX;
+        memcpy(buf, lines[i].s, len);
+        buf[len] = '\0';
         for (size_t k = 0; k < nre && found == n; k++)
-            if (regexec(&re[k], buf, 0, NULL, 0) == 0)
+            if ((spend ? gpurun_regexec_bounded(budget, &spend[k], &re[k], buf, 0, NULL, 0)
+                       : regexec(&re[k], buf, 0, NULL, 0)) == 0)
                 found = i;
     }
     free(buf);
@@ -103,7 +103,7 @@ static size_t builtin_match(const struct span *lines, size_t n)
     for (size_t i = 0; i < nb; i++)
         if (regcomp(&re[ok], gpurun_failure_builtin[i], REG_EXTENDED | REG_NOSUB) == 0)
             ok++;
-    size_t found = first_match(lines, n, re, ok);
+    size_t found = first_match(lines, n, re, ok, NULL, NULL);
     for (size_t i = 0; i < ok; i++)
         regfree(&re[i]);
     free(re);
@@ -177,7 +177,7 @@ int gpurun_rank_tail_read(int fd, const char *label, size_t keep, const gpurun_t
     for (size_t i = first; i < n; i++)
         out->lines[i - first] = shown(lines[i]);
     /* The template's patterns first: they know the program; then gpurun's. */
-    size_t at = first_match(lines, n, t ? t->failure_re : NULL, t ? t->nfailure : 0);
+    size_t at = t ? first_match(lines, n, t->failure_re, t->nfailure, t->failure_spend, t->regex_budget) : n;
     if (at == n)
         at = builtin_match(lines, n);
     if (at < n) {

@@ -21,7 +21,7 @@
 #include "runfolder.h"
 #include "util.h"
 
-#define LINE_KEEP (64 * 1024) /* bytes of a line looked at; the rest is skipped */
+#define LINE_KEEP GPURUN_REGEX_LINE_MAX /* bytes of a line looked at; the rest is skipped */
 #define NUMBER_MAX 64         /* characters of a number */
 #define NOTE_MAX 480
 
@@ -167,12 +167,14 @@ static const char *parse_number(const char *s, size_t n, double *out)
 struct pattern {
     const regex_t *re; /* NULL: none */
     regex_t *own;
+    struct gpurun_regex_spend spend; /* its time matching in this reading */
 };
 
 struct scan {
     const struct gpurun_fom *fom;
     struct gpurun_fom_values *out;
     struct pattern re, row, after;
+    struct gpurun_regex_budget *budget; /* the template's */
     char *header; /* expanded */
     bool armed;   /* an `after` line came since the last value (always, without after) */
     bool pending; /* the last non-blank line was a header line */
@@ -318,12 +320,17 @@ static void read_row(struct scan *s, const struct lines *l, size_t from)
     }
 }
 
+static int match(struct scan *s, struct pattern *p, const char *text, size_t nm, regmatch_t *m, int flags)
+{
+    return gpurun_regexec_bounded(s->budget, &p->spend, p->re, text, nm, m, flags);
+}
+
 static void scan_line(struct scan *s, const struct lines *l)
 {
     const char *line = l->buf;
     regmatch_t m[2];
     if (s->after.re && !s->armed) {
-        if (regexec(s->after.re, line, 0, NULL, 0) == 0)
+        if (match(s, &s->after, line, 0, NULL, 0) == 0)
             s->armed = true;
         s->pending = false;
         return;
@@ -332,7 +339,7 @@ static void scan_line(struct scan *s, const struct lines *l)
         if (s->pending) {
             /* Every row of the table, not only the first: HPL run without
              * its residual check prints one header over all its tests. */
-            if (regexec(s->row.re, line, 1, m, 0) == 0) {
+            if (match(s, &s->row, line, 1, m, 0) == 0) {
                 read_row(s, l, (size_t)m[0].rm_eo);
                 return;
             }
@@ -352,7 +359,7 @@ static void scan_line(struct scan *s, const struct lines *l)
     /* Every match on the line, left to right. */
     int flags = 0;
     for (const char *p = line; *p || p == line;) {
-        if (regexec(s->re.re, p, 2, m, flags) != 0)
+        if (match(s, &s->re, p, 2, m, flags) != 0)
             break;
         if (m[1].rm_so >= 0)
             take(s, l, p + m[1].rm_so, (size_t)(m[1].rm_eo - m[1].rm_so));
@@ -423,6 +430,7 @@ static int compile(struct pattern *p, const char *value, const char *fom, const 
             kept[nkept++].text = gpurun_xstrdup(value);
         p->re = re;
     }
+    gpurun_regex_spend_init(&p->spend, "key 'fom.%s.%s': '%s'", fom, key, value);
     if (group && p->re->re_nsub < 1) {
         pattern_release(p);
         return gpurun_err(err, GPURUN_EXIT_CONFIG, "fom %s: %s '%s' has no group for the value", fom, key,
@@ -442,11 +450,12 @@ static void scan_release(struct scan *s)
 
 /* Ready fom `f` to read into `out` (whose file is set). */
 static int scan_init(struct scan *s, const struct gpurun_fom *f, struct gpurun_fom_values *out,
-                     gpurun_lookup_fn lookup, void *ctx, gpurun_error_t *err)
+                     struct gpurun_regex_budget *budget, gpurun_lookup_fn lookup, void *ctx, gpurun_error_t *err)
 {
     memset(s, 0, sizeof *s);
     s->fom = f;
     s->out = out;
+    s->budget = budget;
     char what[300];
     int rc = 0;
     char *v;
@@ -561,7 +570,7 @@ int gpurun_fom_read(const gpurun_template_t *t, const char *dir, gpurun_lookup_f
         v->kind = f->kind ? gpurun_xstrdup(f->kind) : NULL;
         v->optional = f->optional;
         v->file = files ? gpurun_xstrdup(files[i / nf]) : fom_path(f, dir, lookup, ctx, err);
-        if (!v->file || scan_init(&scans[i], f, v, lookup, ctx, err) < 0)
+        if (!v->file || scan_init(&scans[i], f, v, t->regex_budget, lookup, ctx, err) < 0)
             rc = -1;
     }
     /* Each file once, with every fom that reads it. */
@@ -612,12 +621,14 @@ char *gpurun_version_read(const gpurun_template_t *t, const char *dir, gpurun_lo
     }
     regex_t re;
     bool compiled = !gpurun_regex_cost_problem(re_text) && regcomp(&re, re_text, REG_EXTENDED) == 0;
+    struct gpurun_regex_spend spend;
+    gpurun_regex_spend_init(&spend, "key 'version': '%s'", re_text);
     char *found = NULL;
     struct lines l;
     if (compiled && re.re_nsub >= 1 && path && lines_open(&l, path, &err) == 0) {
         while (!found && l.no < GPURUN_VERSION_LINES && lines_next(&l)) {
             regmatch_t m[2];
-            if (regexec(&re, l.buf, 2, m, 0) != 0 || m[1].rm_so < 0)
+            if (gpurun_regexec_bounded(t->regex_budget, &spend, &re, l.buf, 2, m, 0) != 0 || m[1].rm_so < 0)
                 continue;
             size_t n = (size_t)(m[1].rm_eo - m[1].rm_so), k = 0;
             found = gpurun_xcalloc(GPURUN_VERSION_MAX + 1, 1);
@@ -723,7 +734,8 @@ static int file_scan(const gpurun_template_t *t, const char *path, bool *found, 
         for (size_t i = 0; i < t->nsanity && !seen; i++)
             seen = text_on_line(l.buf, t->sanity_forms[i]);
         for (size_t i = 0; i < t->nfailure && !failed; i++)
-            if (regexec(&t->failure_re[i], l.buf, 0, NULL, 0) == 0) {
+            if (gpurun_regexec_bounded(t->regex_budget, &t->failure_spend[i], &t->failure_re[i], l.buf, 0, NULL, 0) ==
+                0) {
                 failed = l.no;
                 which = t->failure[i];
             }

@@ -71,6 +71,8 @@ struct sample {
 
 struct gpurun_progress {
     regex_t re, after;
+    struct gpurun_regex_budget *budget; /* the template's; NULL: none */
+    struct gpurun_regex_spend re_spend, after_spend;
     bool has_after, armed;
     int group[GPURUN_PROGRESS_CLOCK + 1]; /* the regex's group of each role; 0: none */
     long long def_total;
@@ -127,6 +129,9 @@ int gpurun_progress_new(const struct gpurun_progress_def *d, gpurun_progress_t *
         }
         p->has_after = true;
     }
+    p->budget = d->budget;
+    gpurun_regex_spend_init(&p->re_spend, "key 'progress': '%s'", d->regex);
+    gpurun_regex_spend_init(&p->after_spend, "key 'progress_after': '%s'", d->after ? d->after : "");
     for (int i = 0; i < nroles; i++)
         if (roles[i])
             p->group[roles[i]] = i + 1;
@@ -234,7 +239,7 @@ bool gpurun_progress_line(gpurun_progress_t *p, const char *line, size_t len, do
     buf[len] = '\0';
     if (len && buf[len - 1] == '\r')
         buf[len - 1] = '\0';
-    if (p->has_after && regexec(&p->after, buf, 0, NULL, 0) == 0) {
+    if (p->has_after && gpurun_regexec_bounded(p->budget, &p->after_spend, &p->after, buf, 0, NULL, 0) == 0) {
         p->armed = true;
         return false;
     }
@@ -242,7 +247,7 @@ bool gpurun_progress_line(gpurun_progress_t *p, const char *line, size_t len, do
         return false;
     regmatch_t m[GPURUN_PROGRESS_GROUPS_MAX + 1];
     size_t nm = p->re.re_nsub + 1 < GPURUN_PROGRESS_GROUPS_MAX + 1 ? p->re.re_nsub + 1 : GPURUN_PROGRESS_GROUPS_MAX + 1;
-    if (regexec(&p->re, buf, nm, m, 0) != 0)
+    if (gpurun_regexec_bounded(p->budget, &p->re_spend, &p->re, buf, nm, m, 0) != 0)
         return false;
     long long step = p->step + 1, total = -1;
     double figure = 0, clock = 0;
@@ -522,6 +527,7 @@ int gpurun_progress_from_template(const gpurun_template_t *t, gpurun_lookup_fn l
     d->units = units && *units ? units : NULL;
     d->name = name && *name ? name : NULL;
     d->scale = t->progress_scale ? strtod(t->progress_scale, NULL) : 0;
+    d->budget = t->regex_budget;
     if (total && *total) {
         /* A number once expanded; a negative one (mdrun -nsteps -1) has no end. */
         char *end;

@@ -59,6 +59,7 @@ struct gpurun_progress_def {
     const char *name;    /* what a step is, in the text ("HPL test"); NULL: "step" */
     double scale;        /* > 0: the figure is a rate, above */
     double window_s;     /* rates over about this much wall time (0: 30 s) */
+    struct gpurun_regex_budget *budget; /* the run's for matching (util.h); NULL: not bounded */
 };
 
 typedef struct gpurun_progress gpurun_progress_t;

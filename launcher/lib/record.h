@@ -46,6 +46,8 @@
 #define GPURUN_REC_MPS "mps"
 #define GPURUN_REC_GPUS_MONITOR "gpus_monitor"             /* {util_mean, mem_peak_mib, power_mean_w, ...} */
 #define GPURUN_REC_GPUS_MONITOR_NOTE "gpus_monitor_note"   /* why none */
+/* inside each entry of GPURUN_REC_GPUS_MONITOR */
+#define GPURUN_REC_TEST_HOOK "test_hook" /* "GPURUN_NVML_LIBRARY=/x.so": read through a library a test chose */
 #define GPURUN_REC_FOMS "foms"                             /* {NAME: {value, values, units, better, file}} */
 #define GPURUN_REC_REFERENCES "references"
 #define GPURUN_REC_CONFIG "config"                         /* what varies in a scan */
@@ -60,6 +62,8 @@
 #define GPURUN_REC_FOMS_NOTE "foms_note"   /* why figures are missing from a run that did not end ok */
 #define GPURUN_REC_PROGRESS "progress" /* the last known: {step, total, figure, units, at_s}; null: none seen */
 #define GPURUN_REC_TUNE "tune"                             /* gpurun tune's trial: {session, trial, candidate} */
+#define GPURUN_REC_NOTES "notes"                           /* [sentences]: what the record lacks and why (a
+                                                            * template regex dropped past its time budget) */
 /* inside each entry of GPURUN_REC_FOMS */
 #define GPURUN_REC_FOM_VALUE "value"
 #define GPURUN_REC_FOM_VALUES "values"

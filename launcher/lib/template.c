@@ -730,6 +730,8 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     t->nfailure = cfg_size(cfg, "failure");
     t->failure = gpurun_xcalloc(t->nfailure, sizeof *t->failure);
     t->failure_re = gpurun_xcalloc(t->nfailure, sizeof *t->failure_re);
+    t->failure_spend = gpurun_xcalloc(t->nfailure, sizeof *t->failure_spend);
+    t->regex_budget = gpurun_xcalloc(1, sizeof *t->regex_budget);
     for (size_t i = 0; i < t->nfailure; i++) {
         t->failure[i] = gpurun_xstrdup(cfg_getnstr(cfg, "failure", (unsigned)i));
         /* check_failure_regex passed it; should it still not compile, a
@@ -737,6 +739,7 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
         if (regcomp(&t->failure_re[i], t->failure[i], REG_EXTENDED | REG_NOSUB) != 0)
             regcomp(&t->failure_re[i], "\n", REG_EXTENDED | REG_NOSUB);
     }
+    gpurun_template_regex_reset(t);
     for (int w = 0; w < 2; w++) { /* gpurun tune's space and short run (tune.h) */
         const char *key = w ? "tune_short" : "tune_space";
         size_t n = cfg_size(cfg, key);
@@ -922,6 +925,13 @@ static int cb_stop_grace(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *re
     return 0;
 }
 
+void gpurun_template_regex_reset(gpurun_template_t *t)
+{
+    gpurun_regex_budget_init(t->regex_budget);
+    for (size_t i = 0; i < t->nfailure; i++)
+        gpurun_regex_spend_init(&t->failure_spend[i], "key 'failure', item %zu: '%s'", i + 1, t->failure[i]);
+}
+
 int gpurun_template_parse(const char *text, size_t len, const char *label, gpurun_template_t **tp,
                           gpurun_error_t *err)
 {
@@ -1049,6 +1059,8 @@ void gpurun_template_destroy(gpurun_template_t *t)
     }
     free(t->failure);
     free(t->failure_re);
+    free(t->failure_spend);
+    free(t->regex_budget);
     for (size_t i = 0; i < t->ntune_space; i++)
         free(t->tune_space[i]);
     free(t->tune_space);

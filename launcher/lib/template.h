@@ -12,6 +12,7 @@
 #include "container.h"
 #include "error.h"
 #include "job.h"
+#include "util.h"
 
 struct gpurun_fom {
     char *name;   /* the section title: ns_per_day */
@@ -54,7 +55,12 @@ typedef struct gpurun_template {
                           first such line of a failed rank's output is shown first (failure.h), and one
                           in the output of a run that exited well fails it */
     regex_t *failure_re; /* the same, compiled (REG_EXTENDED | REG_NOSUB) */
+    struct gpurun_regex_spend *failure_spend; /* the time each took matching in this run */
     size_t nfailure;
+    /* The run's budget for matching the template's regexes (util.h: failure,
+     * fom, progress, version); gpurun_template_regex_reset() at each run's
+     * start.  What it dropped is said in the record's notes. */
+    struct gpurun_regex_budget *regex_budget;
     char **restart;    /* `restart`: a line with one of them starts its file over (a
                           continuation appended to a log): the sanity and failure
                           texts before it no longer count */
@@ -146,6 +152,8 @@ int gpurun_template_inherit(gpurun_template_t *t, gpurun_error_t *err);
 struct gpurun_conf_ctx;
 unsigned long long gpurun_template_own_keys(const struct gpurun_conf_ctx *ctx);
 void gpurun_template_destroy(gpurun_template_t *t);
+/* A new run: its regexes' budget and the failure patterns' time, nothing spent. */
+void gpurun_template_regex_reset(gpurun_template_t *t);
 
 /* The job's template, found on the search path and read (NULL for a job
  * that gives a command instead), its params checked as below.  A template

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -475,6 +476,7 @@ int gpurun_id_list_parse(const char *list, unsigned limit, void (*add)(unsigned 
 
 struct re_cost {
     size_t worst_run; /* nodes in the longest run of parts that can match nothing */
+    bool backref;     /* a back-reference, \1 to \9, outside brackets */
 };
 
 static size_t re_add(size_t a, size_t b)
@@ -521,6 +523,8 @@ static size_t re_atom(const char **p, int depth, bool *nullable, struct re_cost 
         *p = *s ? s + 1 : s;
         return 1;
     }
+    if (*s == '\\' && s[1] >= '1' && s[1] <= '9')
+        c->backref = true;
     /* anchors match an empty string */
     *nullable = *s == '^' || *s == '$' || (*s == '\\' && s[1] && strchr("bB<>`'", s[1]));
     *p = s + (*s == '\\' && s[1] ? 2 : 1);
@@ -610,6 +614,12 @@ const char *gpurun_regex_cost_problem(const char *re)
         if (*p == ')')
             p++;
     }
+    /* glibc matches a back-reference by trying every way the groups
+     * before it can split the line: "(.*)(.*)(.*)\1\2\3x" takes minutes
+     * on a line of 100 characters, and no compiled size shows it. */
+    if (c.backref)
+        return "too costly to match: a back-reference (\\1 to \\9) makes matching a line take time exponential in "
+               "its length; write out the text it repeats";
     if (total > REGEX_NODES_MAX)
         return "too costly to compile: its repetitions (a + or an interval {m,n} on a repeated or nested part) "
                "multiply its size past 100000 copies";
@@ -617,6 +627,68 @@ const char *gpurun_regex_cost_problem(const char *re)
         return "too costly to compile: a run of parts that can each match nothing (a?, a*, a{0,n} and their "
                "repeats) more than 3000 copies long";
     return NULL;
+}
+
+/* ---- matching in bounded time ------------------------------------------ */
+
+static double mono_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+void gpurun_regex_budget_init(struct gpurun_regex_budget *b)
+{
+    memset(b, 0, sizeof *b);
+    b->limit_s = GPURUN_REGEX_BUDGET_S;
+}
+
+/* What `s` took beyond its allowance; 0 when within it. */
+static double regex_over(const struct gpurun_regex_spend *s)
+{
+    return s->spent_s > s->allowed_s ? s->spent_s - s->allowed_s : 0;
+}
+
+void gpurun_regex_spend_init(struct gpurun_regex_spend *s, const char *fmt, ...)
+{
+    memset(s, 0, sizeof *s);
+    char text[sizeof s->what * 2];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    gpurun_short_text(s->what, sizeof s->what, text); /* printable ASCII: the record's JSON takes it */
+}
+
+static void regex_drop(struct gpurun_regex_budget *b, struct gpurun_regex_spend *s)
+{
+    s->dropped = true;
+    b->ndropped++;
+    if (b->nnotes < GPURUN_REGEX_NOTES_MAX)
+        snprintf(b->notes[b->nnotes++], sizeof b->notes[0],
+                 "%s: dropped: it took %.1f s on %zu line%s, more than a run allows its regexes (1 ms a line "
+                 "and 1 s a MB, and %g s beyond that); the lines after those were not matched with it",
+                 s->what, s->spent_s, s->calls, s->calls == 1 ? "" : "s", b->limit_s);
+}
+
+int gpurun_regexec_bounded(struct gpurun_regex_budget *b, struct gpurun_regex_spend *s, const regex_t *re,
+                           const char *text, size_t nmatch, regmatch_t *m, int flags)
+{
+    if (!b)
+        return regexec(re, text, nmatch, m, flags);
+    if (s->dropped)
+        return REG_NOMATCH;
+    double before = regex_over(s), t0 = mono_now();
+    int rc = regexec(re, text, nmatch, m, flags);
+    s->spent_s += mono_now() - t0;
+    s->allowed_s += 1e-3 + (double)strnlen(text, GPURUN_REGEX_LINE_MAX + 1) / 1e6;
+    s->calls++;
+    double after = regex_over(s);
+    b->over_s += after - before;
+    if (after > 0 && b->over_s > b->limit_s)
+        regex_drop(b, s);
+    return rc;
 }
 
 /* Types of file system that several hosts mount (statfs f_type; Linux's

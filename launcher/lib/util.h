@@ -4,6 +4,7 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <regex.h>
 #include <stddef.h>
 
 #include "error.h"
@@ -114,6 +115,45 @@ void gpurun_strbuf_printf(struct gpurun_strbuf *b, const char *fmt, ...) __attri
  * interval, so nested or stacked repetitions ("a++++++++++++++++++++",
  * "(a{1,255}){1,255}") take gigabytes, and deep nesting its stack. */
 const char *gpurun_regex_cost_problem(const char *re);
+
+/* Matching a template's regexes in bounded time.  Some patterns that
+ * compile small still take time that grows with the square of a line's
+ * length ("(a|ab)*(b|bb)*x": 6 s on a line of 64 KiB), so a template's
+ * regex sees at most the first GPURUN_REGEX_LINE_MAX bytes of a line (a
+ * tenth of a second at worst), and a run's regexes share a budget: each may
+ * take 1 ms a line and 1 s a MB of text, and those that take more may
+ * together take GPURUN_REGEX_BUDGET_S beyond that; the one that goes past it
+ * is dropped (it matches nothing more), with a note for the record.  Time is
+ * CLOCK_MONOTONIC's.  A sound regex runs at 10 MB/s or more. */
+#define GPURUN_REGEX_LINE_MAX 8192
+#define GPURUN_REGEX_BUDGET_S 2.0
+#define GPURUN_REGEX_NOTES_MAX 8
+
+struct gpurun_regex_budget {
+    double over_s;  /* what the regexes slower than their allowance took beyond it, together */
+    double limit_s; /* GPURUN_REGEX_BUDGET_S (a test may set less) */
+    char notes[GPURUN_REGEX_NOTES_MAX][400]; /* one for each regex dropped */
+    size_t nnotes;  /* notes kept; ndropped may be more */
+    size_t ndropped;
+};
+
+/* One regex's account in a run (zeroed: nothing spent). */
+struct gpurun_regex_spend {
+    double spent_s, allowed_s;
+    size_t calls;
+    bool dropped;
+    char what[200]; /* names it in the note: "key 'failure', item 2: '(a|ab)*x'" */
+};
+
+/* A budget with nothing spent. */
+void gpurun_regex_budget_init(struct gpurun_regex_budget *b);
+/* `s` with nothing spent, named by printf(fmt, ...), cut short and in
+ * printable ASCII as gpurun_short_text() writes it. */
+void gpurun_regex_spend_init(struct gpurun_regex_spend *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* regexec(re, text, nmatch, m, flags) charged to `s` and `b` (b NULL: not
+ * bounded); REG_NOMATCH once the regex is dropped. */
+int gpurun_regexec_bounded(struct gpurun_regex_budget *b, struct gpurun_regex_spend *s, const regex_t *re,
+                           const char *text, size_t nmatch, regmatch_t *m, int flags);
 
 /* Whether `path` lies on a file system other hosts share (NFS, Lustre,
  * GPFS, BeeGFS, CephFS, ...): 1, 0 (its type's name in `fs`), -1 when it

@@ -10,7 +10,9 @@
 
 #include <jansson.h>
 
+#include "energy.h"
 #include "monitor.h"
+#include "record.h"
 #include "plugin.h"
 #include "util.h"
 
@@ -214,6 +216,23 @@ static json_t *unread_gpu(const char *pci, const char *why)
                      "samples", 0, "energy_J", "energy_note", why);
 }
 
+/* "GPURUN_NVML_LIBRARY=/x.so" when a test made the built-in monitor
+ * `plugin` load a library of its choice (energy.h); NULL when not. */
+static json_t *test_hook(const gpurun_monitor_plugin_t *plugin)
+{
+    bool builtin_one = false;
+    for (const void *const *b = builtin; *b; b++)
+        builtin_one = builtin_one || *b == (const void *)plugin;
+    const char *var = builtin_one ? gpurun_energy_monitor_hook_var(plugin->name) : NULL;
+    const char *v = var ? getenv(var) : NULL;
+    if (!v || !*v)
+        return NULL;
+    char text[600], shown[320];
+    snprintf(text, sizeof text, "%s=%s", var, v);
+    gpurun_short_text(shown, sizeof shown, text); /* printable ASCII: the record's JSON takes it */
+    return json_string(shown);
+}
+
 json_t *gpurun_monitor_end(gpurun_monitor_session_t *s)
 {
     if (!s)
@@ -224,12 +243,16 @@ json_t *gpurun_monitor_end(gpurun_monitor_session_t *s)
         if (pt->plugin) {
             struct gpurun_monitor_result r = {0};
             json_t *j = pt->plugin->stop(pt->mon, &r) == 0 ? gpurun_monitor_json(&r) : NULL;
+            json_t *hook = test_hook(pt->plugin);
             size_t i;
             json_t *g;
             json_array_foreach(j, i, g) {
                 json_object_set_new(g, "monitor", json_string(pt->plugin->name));
+                if (hook)
+                    json_object_set(g, GPURUN_REC_TEST_HOOK, hook);
                 json_array_append(all, g);
             }
+            json_decref(hook);
             json_decref(j);
             gpurun_monitor_result_free(&r);
         } else {

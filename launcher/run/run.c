@@ -1946,6 +1946,23 @@ static void add_energy(struct run_ctx *c, struct run_attempt *a, json_t *record)
     json_object_set_new(record, GPURUN_REC_ENERGY, e);
 }
 
+/* The template's regexes that took too long and were dropped (util.h):
+ * the record's notes, and a warning. */
+static void add_regex_notes(const struct run_ctx *c, json_t *record)
+{
+    const struct gpurun_regex_budget *b = c->tpl ? c->tpl->regex_budget : NULL;
+    if (!b || !b->ndropped)
+        return;
+    json_t *notes = json_array();
+    for (size_t i = 0; i < b->nnotes; i++) {
+        json_array_append_new(notes, json_string(b->notes[i]));
+        fprintf(stderr, "gpurun: warning: template '%s': %s\n", c->tpl->name, b->notes[i]);
+    }
+    if (b->ndropped > b->nnotes)
+        json_array_append_new(notes, json_sprintf("and %zu more regexes dropped", b->ndropped - b->nnotes));
+    json_object_set_new(record, GPURUN_REC_NOTES, notes);
+}
+
 /* record.json's document for this run, ending with exit status rc. */
 static json_t *run_record(struct run_ctx *c, struct run_attempt *a, int rc, int repeat_index)
 {
@@ -2009,6 +2026,7 @@ static json_t *run_record(struct run_ctx *c, struct run_attempt *a, int rc, int 
     if (c->opts->tune)
         json_object_set(record, GPURUN_REC_TUNE, c->opts->tune);
     add_energy(c, a, record);
+    add_regex_notes(c, record);
     free(s0);
     free(s1);
     return record;
@@ -2151,6 +2169,8 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     int rc = 0;
     json_t *record = NULL;
     a.start = time(NULL);
+    if (c->tpl)
+        gpurun_template_regex_reset(c->tpl);
     a.watch = gpurun_watch_begin(&(struct gpurun_watch_opts){
         .dir_fd = a.dfd, .run_dir = a.run_dir, .file_mode = a.fmode, .job = c->job->name,
         .nranks = c->plan->nranks, .interval_s = (double)c->job->progress_interval_s,
