@@ -107,10 +107,15 @@ static void test_shared_objects(void)
        "a plugin file others can write: refused (%s)", err.text);
     chmod(mon, 0755);
     chmod(tmp, 0777);
+    /* the folders are walked once for a $GPURUN_PLUGIN_PATH: another value */
+    snprintf(path, sizeof path, "/nonexistent:%s/", tmp);
+    setenv("GPURUN_PLUGIN_PATH", path, 1);
     ok(gpurun_launcher_find("fake", &l, &err) < 0 &&
            strstr(err.text, " is writable by others") && strstr(err.text, "plugin folder "),
        "a plugin in a folder others can write: refused, naming the folder (%s)", err.text);
     chmod(tmp, 01777);
+    snprintf(path, sizeof path, "/nonexistent:%s//", tmp);
+    setenv("GPURUN_PLUGIN_PATH", path, 1);
     /* others could add plugin files of their own there (issue 37) */
     ok(gpurun_launcher_find("fake", &l, &err) < 0 && strstr(err.text, " is writable by others"),
        "... with the sticky bit too: the plugin folder itself (%s)", err.text);

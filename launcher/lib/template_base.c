@@ -95,8 +95,10 @@ static void take_keys(gpurun_template_t *t, gpurun_template_t *b)
         /* What goes with a list: the first sanity form, the compiled failures. */
         if (!strcmp(keys[i].name, "sanity"))
             swap_ptr(&t->sanity, &b->sanity);
-        if (!strcmp(keys[i].name, "failure"))
+        if (!strcmp(keys[i].name, "failure")) {
             swap_ptr(&t->failure_re, &b->failure_re);
+            swap_ptr(&t->failure_spend, &b->failure_spend); /* one budget entry a pattern */
+        }
         /* Their lines are the base file's, not t->path's: not known here. */
         if (!strcmp(keys[i].name, "inputs"))
             t->inputs_line = 0;

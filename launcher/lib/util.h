@@ -135,6 +135,7 @@ struct gpurun_regex_budget {
     char notes[GPURUN_REGEX_NOTES_MAX][400]; /* one for each regex dropped */
     size_t nnotes;  /* notes kept; ndropped may be more */
     size_t ndropped;
+    bool test_hook; /* limit_s from $GPURUN_TEST_REGEX_BUDGET_S */
 };
 
 /* One regex's account in a run (zeroed: nothing spent). */

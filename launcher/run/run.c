@@ -1956,10 +1956,13 @@ static void add_regex_notes(const struct run_ctx *c, json_t *record)
     json_t *notes = json_array();
     for (size_t i = 0; i < b->nnotes; i++) {
         json_array_append_new(notes, json_string(b->notes[i]));
-        fprintf(stderr, "gpurun: warning: template '%s': %s\n", c->tpl->name, b->notes[i]);
+        gpurun_say(stderr, "gpurun: warning: template '%s': %s\n", c->tpl->name, b->notes[i]);
     }
     if (b->ndropped > b->nnotes)
         json_array_append_new(notes, json_sprintf("and %zu more regexes dropped", b->ndropped - b->nnotes));
+    if (b->test_hook)
+        json_array_append_new(notes, json_sprintf("test hook GPURUN_TEST_REGEX_BUDGET_S: the budget was %g s, not %g s",
+                                                  b->limit_s, (double)GPURUN_REGEX_BUDGET_S));
     json_object_set_new(record, GPURUN_REC_NOTES, notes);
 }
 
