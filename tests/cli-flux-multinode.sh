@@ -80,7 +80,15 @@ in_flux "$GPURUN" run "$W/fail.conf" --quiet
 expect_rc 9 "rank 1 exits 9 on h2: gpurun exits 9"
 contains "$TMP/err" "rank 1 on h2" "... naming the rank and its host"
 
-if command -v gmx_mpi >/dev/null 2>&1 && command -v gmx >/dev/null 2>&1; then
+# Debian's GROMACS uses rdtscp: on a CPU without it (some virtual machines)
+# mdrun refuses to start, as tests/cli-gromacs.sh says.
+no_rdtscp=0
+if gmx_mpi --version 2>/dev/null | grep -q 'RDTSCP usage: *enabled' && ! grep -qw rdtscp /proc/cpuinfo; then
+    no_rdtscp=1
+fi
+if [ $no_rdtscp = 1 ]; then
+    for i in $(seq 1 2); do skip "this CPU lacks rdtscp, which Debian's GROMACS build needs: no water box"; done
+elif command -v gmx_mpi >/dev/null 2>&1 && command -v gmx >/dev/null 2>&1; then
     cp -r "$top_srcdir/examples/water-box" "$W/wb"
     in_flux "$GPURUN" run "$W/wb/job.conf" --set nodes=2 --set ranks_per_node=1 --set threads_per_rank=1 \
         --set params.nsteps=200 --set results="$W/results" --quiet
