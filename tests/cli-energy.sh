@@ -349,8 +349,11 @@ expect_rc 0 "3 simulated hosts with 2 GPUs each"
 R=$(record simg)
 jq -e "$M [.energy.hosts[] | [.devices[] | select(.kind == \"gpu\" and measured(\"nvml\"; \"GPURUN_NVML_LIBRARY\") and .mean_power_W == $W and .peak_power_W == $W)] | length] == [2, 2, 2]" "$R" >/dev/null
 ok $? "each host's 2 GPUs read on that host: measured as nvml, power samples ${W} W ($(jq -c '[.energy.hosts[] | {host, gpus: [.devices[] | select(.kind == "gpu") | .J]}]' "$R"))"
-jq -e "[.energy.hosts[] | ([.devices[] | select(.kind == \"gpu\") | .J] | add) / .measured_s / (2 * $W)] | all(. > 0.9 and . <= 1.02)" "$R" >/dev/null
-ok $? "... their energy over the host's measured time: 90-102 % of 2 x ${W} W (the helper starts after the program)"
+# Never more than the host's time at that power; less by the helper's start
+# (after the program), which a loaded machine (a sanitizer build beside
+# other tests) can make a good part of a 2-second run: a bound, not a timing.
+jq -e "[.energy.hosts[] | ([.devices[] | select(.kind == \"gpu\") | .J] | add) / .measured_s / (2 * $W)] | all(. > 0.5 and . <= 1.02)" "$R" >/dev/null
+ok $? "... their energy over the host's measured time: 50-102 % of 2 x ${W} W (the helper starts after the program)"
 
 # AMD GPUs on every host: the helper is given PCI addresses alone and finds
 # the monitor that has them (NVML has none of them: ROCm SMI).
