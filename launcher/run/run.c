@@ -1089,6 +1089,25 @@ static int edit_hpl_dat(struct run_ctx *c, struct run_attempt *a, gpurun_error_t
 
 /* Setup steps run once, in the run folder, before any rank: 0, or -1
  * (stop_with). */
+/* The end of the run folder's `file` into a->tail, read once: its lines
+ * that start with `label` only (NULL: all), the cause found with `tpl`'s
+ * failure patterns then gpurun's own (NULL: gpurun's own only);
+ * a->tail_file names it once read. */
+static void read_tail(struct run_attempt *a, const char *file, const char *label, const gpurun_template_t *tpl)
+{
+    a->tail_read = true;
+    char *shown = gpurun_xasprintf("%s/%s", a->run_dir, file);
+    gpurun_error_t e;
+    int fd = gpurun_open_own_at(a->dfd, file, shown, &e);
+    if (fd >= 0 && gpurun_rank_tail_read(fd, label, gpurun_failure_lines(), tpl, &a->tail, &e) == 0) {
+        a->tail_file = shown;
+        shown = NULL;
+    }
+    if (fd >= 0)
+        close(fd);
+    free(shown);
+}
+
 static const char *sig_abbrev(int sig, char *buf, size_t len);
 static void status_text(int code, char *buf, size_t len);
 static bool stop_noted(struct run_attempt *a, const char *when, int *rcp);
@@ -1099,12 +1118,7 @@ static bool stop_noted(struct run_attempt *a, const char *when, int *rcp);
 static void setup_failed(struct run_ctx *c, struct run_attempt *a, size_t i, int code, const char *log,
                          gpurun_error_t *err)
 {
-    gpurun_error_t e;
-    int fd = gpurun_open_own_at(a->dfd, "setup.log", log, &e);
-    if (fd >= 0 && gpurun_rank_tail_read(fd, NULL, gpurun_failure_lines(), c->tpl, &a->tail, &e) == 0)
-        a->tail_read = true;
-    if (fd >= 0)
-        close(fd);
+    read_tail(a, "setup.log", NULL, c->tpl);
     char *cause = gpurun_rank_tail_reason(&a->tail);
     char status[64];
     if (code < 0)
@@ -1421,18 +1435,8 @@ static void read_rank_tail(struct run_ctx *c, struct run_attempt *a, int rank)
     a->tail_read = true;
     const char *label;
     const char *file = rank_output_file(&a->rr, rank, &label);
-    if (!file)
-        return;
-    char *shown = gpurun_xasprintf("%s/%s", a->run_dir, file);
-    gpurun_error_t e;
-    int fd = gpurun_open_own_at(a->dfd, file, shown, &e);
-    if (fd >= 0 && gpurun_rank_tail_read(fd, label, gpurun_failure_lines(), c->tpl, &a->tail, &e) == 0) {
-        a->tail_file = shown;
-        shown = NULL;
-    }
-    if (fd >= 0)
-        close(fd);
-    free(shown);
+    if (file)
+        read_tail(a, file, label, c->tpl);
 }
 
 /* Whether the resource manager ended the step, as its launch command said
@@ -1693,15 +1697,8 @@ static void failure_report(struct run_ctx *c, struct run_attempt *a, int rc)
         return;
     int r = a->why_rank;
     read_rank_tail(c, a, r);
-    if (r < 0 && !a->tail_read) { /* no rank to show: what the launcher said */
-        a->tail_read = true;
-        gpurun_error_t e;
-        int fd = gpurun_open_own_at(a->dfd, GPURUN_RUN_LAUNCHER_OUT, GPURUN_RUN_LAUNCHER_OUT, &e);
-        if (fd >= 0 && gpurun_rank_tail_read(fd, NULL, gpurun_failure_lines(), NULL, &a->tail, &e) == 0)
-            a->tail_file = gpurun_xasprintf("%s/%s", a->run_dir, GPURUN_RUN_LAUNCHER_OUT);
-        if (fd >= 0)
-            close(fd);
-    }
+    if (r < 0 && !a->tail_read) /* no rank to show: what the launcher said */
+        read_tail(a, GPURUN_RUN_LAUNCHER_OUT, NULL, NULL);
     const char *host = NULL;
     if (r >= 0) {
         host = json_string_value(json_object_get(json_array_get(a->rr.bindings, (size_t)r), "host"));
