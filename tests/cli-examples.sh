@@ -274,8 +274,7 @@ if command -v jq >/dev/null 2>&1; then
     unset GPURUN_TEMPLATE_PATH
     example_runs installed "$bin" "$TMP/my-examples"
     # GROMACS and LAMMPS, where installed (quickstart.sh runs them).
-    if command -v gmx_mpi >/dev/null 2>&1 && ! { gmx_mpi --version 2>/dev/null | grep -q 'RDTSCP usage: *enabled' &&
-        ! grep -qw rdtscp /proc/cpuinfo; }; then
+    if command -v gmx_mpi >/dev/null 2>&1 && ! gmx_needs_rdtscp; then
         run "$bin" run "$TMP/my-examples/water-box/job.conf" --quiet \
             --results "$TMP/r-gmx" --set params.nsteps=200
         expect_rc 0 "installed: gpurun run water-box/job.conf (GROMACS)"

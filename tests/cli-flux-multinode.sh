@@ -80,13 +80,7 @@ in_flux "$GPURUN" run "$W/fail.conf" --quiet
 expect_rc 9 "rank 1 exits 9 on h2: gpurun exits 9"
 contains "$TMP/err" "rank 1 on h2" "... naming the rank and its host"
 
-# Debian's GROMACS uses rdtscp: on a CPU without it (some virtual machines)
-# mdrun refuses to start, as tests/cli-gromacs.sh says.
-no_rdtscp=0
-if gmx_mpi --version 2>/dev/null | grep -q 'RDTSCP usage: *enabled' && ! grep -qw rdtscp /proc/cpuinfo; then
-    no_rdtscp=1
-fi
-if [ $no_rdtscp = 1 ]; then
+if gmx_needs_rdtscp; then
     for i in $(seq 1 2); do skip "this CPU lacks rdtscp, which Debian's GROMACS build needs: no water box"; done
 elif command -v gmx_mpi >/dev/null 2>&1 && command -v gmx >/dev/null 2>&1; then
     cp -r "$top_srcdir/examples/water-box" "$W/wb"

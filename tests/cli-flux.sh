@@ -170,13 +170,7 @@ contains "$TMP/out" "PASS  Flux              flux-core 0.88.0; inside instance $
     "... and the instance it is in"
 
 # ---- the water box: GROMACS with Open MPI through Flux's PMI ------------------------------------
-# Debian's GROMACS uses rdtscp: on a CPU without it (some virtual machines)
-# mdrun refuses to start, as tests/cli-gromacs.sh says.
-no_rdtscp=0
-if gmx_mpi --version 2>/dev/null | grep -q 'RDTSCP usage: *enabled' && ! grep -qw rdtscp /proc/cpuinfo; then
-    no_rdtscp=1
-fi
-if [ $no_rdtscp = 1 ]; then
+if gmx_needs_rdtscp; then
     for i in $(seq 1 5); do skip "this CPU lacks rdtscp, which Debian's GROMACS build needs: no water box"; done
 elif command -v gmx_mpi >/dev/null 2>&1 && command -v gmx >/dev/null 2>&1; then
     cp -r "$top_srcdir/examples/water-box" "$TMP/wb"

@@ -192,7 +192,7 @@ fi
 # at two times: a rate (ns/day) and an ETA.
 if ! command -v gmx_mpi >/dev/null 2>&1 || ! command -v gmx >/dev/null 2>&1; then
     for i in 1 2 3 4; do skip "GROMACS not installed (Debian: gromacs)"; done
-elif gmx_mpi --version 2>/dev/null | grep -q 'RDTSCP usage: *enabled' && ! grep -qw rdtscp /proc/cpuinfo; then
+elif gmx_needs_rdtscp; then
     for i in 1 2 3 4; do skip "this CPU lacks rdtscp, which Debian's GROMACS build needs"; done
 else
     W=$TMP/wres

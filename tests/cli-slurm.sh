@@ -126,7 +126,7 @@ ok $? "... the record: rank 0 failed (SIGSEGV), rank 1 was stopped"
 # mdrun's SETTLE line on stderr (the batch output) and in the record.
 gmx_ok=1
 command -v gmx_mpi >/dev/null 2>&1 && command -v gmx >/dev/null 2>&1 || gmx_ok=0
-if [ "$gmx_ok" = 1 ] && gmx_mpi --version 2>/dev/null | grep -q 'RDTSCP usage: *enabled' && ! grep -qw rdtscp /proc/cpuinfo; then
+if [ "$gmx_ok" = 1 ] && gmx_needs_rdtscp; then
     gmx_ok=0
 fi
 if [ "$gmx_ok" = 1 ]; then

@@ -22,6 +22,13 @@ fake_tpr() {
     printf '\000\000\000\017\000\000\000\016VERSION 2022.5\000\000\000\000\000\004\000\000\000\177\000\000\000\034\000\000\000\010\000\000\000\007release\000\000\000\000\003\000\000\000\001\000\000\000\000\000\000\000\000\000\000\000\001\000\000\000\001\000\000\000\001\000\000\000\000\000\000\000\000\000\000\000\001\000\000\000\000\000\000\000\020\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000\000' >"$1"
 }
 
+# gmx_needs_rdtscp: true when GROMACS's mdrun cannot start on this CPU:
+# Debian's build uses the rdtscp instruction, which some (often virtual)
+# CPUs do not offer.
+gmx_needs_rdtscp() {
+    gmx_mpi --version 2>/dev/null | grep -q 'RDTSCP usage: *enabled' && ! grep -qw rdtscp /proc/cpuinfo
+}
+
 ok() { # ok STATUS DESCRIPTION: passes when STATUS is 0
     tap_n=$((tap_n + 1))
     if [ "$1" -eq 0 ]; then
