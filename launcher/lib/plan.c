@@ -666,181 +666,203 @@ static void warn_slow_cores(const gpurun_topo_t *t, gpurun_plan_t *p, const stru
     hwloc_bitmap_free(mixed);
 }
 
-/* Give every part of one domain its own whole cores, shared out by weight
- * (its rank's GPUs there).  Where the domain is short and its package has
- * free cores on NUMA nodes without GPUs (cpu_locality = package), each part
- * gets a fair share of the domain and the rest is left to place_pools(). */
-static int place_group(struct plan_cores *pc, struct group *g, gpurun_error_t *err)
+/* place_group()'s working state: one domain's parts and its cores. */
+struct group_place {
+    struct plan_cores *pc;
+    const struct group *g;
+    bool tpr;        /* threads_per_rank was given */
+    int k, W;        /* parts, their total weight */
+    int *need;       /* cores each part gets */
+    int *ranks;      /* each part's local rank */
+    int *avail;      /* the domain's cores to give, as indices of pc->cp */
+    int navail, nall, nbest, room;
+    bool shared;     /* cores are shared between ranks */
+    bool hybrid;     /* the cores given out are of several kinds */
+};
+
+/* The domain's free cores (all of them when others took every one and
+ * sharing is allowed), fastest first. */
+static void group_collect(struct group_place *gp)
 {
-    const gpurun_topo_t *t = pc->t;
-    gpurun_plan_t *p = pc->p;
+    struct plan_cores *pc = gp->pc;
     struct core_pool *cp = &pc->cp;
-    const gpurun_request_t *req = &p->req;
-    bool tpr = req->threads_per_rank != GPURUN_UNSET;
-    int *avail = gpurun_xcalloc((size_t)(cp->n ? cp->n : 1), sizeof *avail);
-    int k = g->n, W = 0, navail = 0, nall = 0, rc = 0;
-    int *need = gpurun_xcalloc((size_t)k, sizeof *need), *ranks = gpurun_xcalloc((size_t)k, sizeof *ranks);
-    for (int j = 0; j < k; j++) {
-        W += pc->parts[g->members[j]].w;
-        ranks[j] = pc->parts[g->members[j]].rank;
+    for (int j = 0; j < gp->k; j++) {
+        gp->W += pc->parts[gp->g->members[j]].w;
+        gp->ranks[j] = pc->parts[gp->g->members[j]].rank;
     }
     for (int c = 0; c < cp->n; c++) {
-        if (!hwloc_bitmap_isincluded(cp->cores[c]->cpuset, g->dom))
+        if (!hwloc_bitmap_isincluded(cp->cores[c]->cpuset, gp->g->dom))
             continue;
-        nall++;
+        gp->nall++;
         if (!cp->taken[c])
-            avail[navail++] = c;
+            gp->avail[gp->navail++] = c;
     }
-    const struct part *p0 = &pc->parts[g->members[0]];
-    int room = pc->spill && p0->pkg >= 0 ? pc->pool_free[p0->pkg] : 0;
-    bool shared = false;
-    if (navail == 0 && nall > 0 && req->oversubscribe && room == 0) {
+    const struct part *p0 = &pc->parts[gp->g->members[0]];
+    gp->room = pc->spill && p0->pkg >= 0 ? pc->pool_free[p0->pkg] : 0;
+    if (gp->navail == 0 && gp->nall > 0 && pc->p->req.oversubscribe && gp->room == 0) {
         /* Everything here went to ranks with narrower domains: share them. */
         for (int c = 0; c < cp->n; c++)
-            if (hwloc_bitmap_isincluded(cp->cores[c]->cpuset, g->dom))
-                avail[navail++] = c;
-        shared = true;
+            if (hwloc_bitmap_isincluded(cp->cores[c]->cpuset, gp->g->dom))
+                gp->avail[gp->navail++] = c;
+        gp->shared = true;
     }
     /* On a hybrid CPU the ranks' threads run in lockstep at the pace of the
      * slowest core: use the fastest kind alone when it is enough. */
-    int nbest = fastest_first(cp, avail, navail);
-    if (navail == 0 && room == 0) {
-        char *lbl = domain_label(t, g->dom);
-        rc = gpurun_err(err, GPURUN_EXIT_ENV,
-                        "no free cores left in %s for local rank%s %d%s: other ranks took them; "
-                        "use fewer ranks per node or set oversubscribe = true to share cores",
-                        lbl, plural(k), ranks[0], k > 1 ? " and others" : "");
-        free(lbl);
-        goto out;
+    gp->nbest = fastest_first(cp, gp->avail, gp->navail);
+}
+
+/* Each part's cores: its threads, or its weight's share of the domain. */
+static void group_needs(struct group_place *gp, int *sum, int *least)
+{
+    struct plan_cores *pc = gp->pc;
+    *sum = 0;
+    *least = INT_MAX;
+    if (gp->tpr) {
+        for (int j = 0; j < gp->k; j++)
+            *sum += gp->need[j] = pc->parts[gp->g->members[j]].need;
+        if (*sum <= gp->nbest)
+            gp->navail = gp->nbest;
+    } else if (gp->nbest >= gp->k) {
+        gp->navail = gp->nbest;
     }
-    int sum = 0, least = INT_MAX;
-    if (tpr) {
-        for (int j = 0; j < k; j++)
-            sum += need[j] = pc->parts[g->members[j]].need;
-        if (sum <= nbest)
-            navail = nbest;
-    } else if (nbest >= k) {
-        navail = nbest;
+    gp->hybrid = gp->nbest < gp->navail;
+    *sum = 0;
+    for (int j = 0; j < gp->k; j++) {
+        if (!gp->tpr)
+            gp->need[j] = (int)((long)gp->navail * pc->parts[gp->g->members[j]].w / gp->W);
+        *sum += gp->need[j];
+        if (gp->need[j] < *least)
+            *least = gp->need[j];
     }
-    bool hybrid = nbest < navail; /* the cores given out are of several kinds */
-    sum = 0;
+}
+
+/* Each part a fair share of what is here, as many as can a core at least;
+ * the package's NUMA nodes without GPUs give the rest (its deficit). */
+static void group_fair_share(struct group_place *gp)
+{
+    struct plan_cores *pc = gp->pc;
+    int k = gp->k, *need = gp->need;
+    int *due = gpurun_xcalloc((size_t)k, sizeof *due), left = gp->navail;
     for (int j = 0; j < k; j++) {
-        if (!tpr)
-            need[j] = (int)((long)navail * pc->parts[g->members[j]].w / W);
-        sum += need[j];
-        if (need[j] < least)
-            least = need[j];
+        int fair = (int)((long)gp->navail * pc->parts[gp->g->members[j]].w / gp->W);
+        due[j] = need[j] > 0 ? need[j] : 1;
+        if (need[j] > fair)
+            need[j] = fair;
+        left -= need[j];
     }
-    if (least < 1 || sum > navail) {
-        if (room > 0) {
-            /* Each part a fair share of what is here, as many as can a core
-             * at least; the package's NUMA nodes without GPUs give the rest. */
-            int *due = gpurun_xcalloc((size_t)k, sizeof *due), left = navail;
-            for (int j = 0; j < k; j++) {
-                int fair = (int)((long)navail * pc->parts[g->members[j]].w / W);
-                due[j] = need[j] > 0 ? need[j] : 1;
-                if (need[j] > fair)
-                    need[j] = fair;
-                left -= need[j];
+    for (bool more = true; more && left > 0;) {
+        more = false;
+        for (int j = 0; j < k && left > 0; j++)
+            if (need[j] < due[j]) {
+                need[j]++;
+                left--;
+                more = true;
             }
-            for (bool more = true; more && left > 0;) {
-                more = false;
-                for (int j = 0; j < k && left > 0; j++)
-                    if (need[j] < due[j]) {
-                        need[j]++;
-                        left--;
-                        more = true;
-                    }
+    }
+    for (int j = 0; j < k; j++)
+        pc->parts[gp->g->members[j]].deficit = due[j] - need[j];
+    free(due);
+    gp->hybrid = false;
+}
+
+/* Too few cores here and no sharing allowed: say what would fit. */
+static int group_refuse(const struct group_place *gp, int sum, gpurun_error_t *err)
+{
+    const struct plan_cores *pc = gp->pc;
+    const gpurun_plan_t *p = pc->p;
+    const gpurun_request_t *req = &p->req;
+    int k = gp->k, navail = gp->navail, rc;
+    char *lbl = domain_label(pc->t, gp->g->dom);
+    bool split = false; /* ranks with GPUs elsewhere too: their share of cores here */
+    for (int j = 0; j < k; j++)
+        split |= pc->parts[gp->g->members[j]].w < p->ranks[gp->ranks[j]].ngpus;
+    if (gp->tpr && split && (long)req->threads_per_rank * navail / sum >= 1)
+        rc = gpurun_err(err, GPURUN_EXIT_ENV,
+                        "%d rank%s with %d thread%s each need %d cores in %s, for their GPUs there (a "
+                        "rank's cores are shared out over its GPUs' localities), which has %d free; use "
+                        "threads_per_rank = %ld, fewer ranks per node, or oversubscribe = true to share cores",
+                        k, plural(k), req->threads_per_rank, plural(req->threads_per_rank), sum, lbl, navail,
+                        (long)req->threads_per_rank * navail / sum);
+    else if (gp->tpr && navail / k >= 1)
+        rc = gpurun_err(err, GPURUN_EXIT_ENV,
+                        "%d rank%s with %d thread%s each need %d cores in %s, which has %d free; "
+                        "use threads_per_rank = %d, fewer ranks per node, or oversubscribe = true "
+                        "to share cores",
+                        k, plural(k), req->threads_per_rank, plural(req->threads_per_rank), sum, lbl,
+                        navail, req->smt ? navail / k * hwloc_bitmap_weight(pc->cp.cores[gp->avail[0]]->cpuset)
+                                         : navail / k);
+    else
+        rc = gpurun_err(err, GPURUN_EXIT_ENV,
+                        "%d rank%s share %s, which has only %d free core%s: use at most %d rank%s there "
+                        "(fewer ranks per node), or oversubscribe = true to share cores",
+                        k, plural(k), lbl, navail, plural(navail), navail, plural(navail));
+    free(lbl);
+    return rc;
+}
+
+/* Shared, no SMT: one PU each, SMT siblings before two ranks on one PU. */
+static void group_share_pus(struct group_place *gp)
+{
+    struct plan_cores *pc = gp->pc;
+    struct core_pool *cp = &pc->cp;
+    int freepus = 0;
+    for (int c = 0; c < cp->n; c++)
+        if (hwloc_bitmap_isincluded(cp->cores[c]->cpuset, gp->g->dom)) {
+            int pu;
+            hwloc_bitmap_foreach_begin(pu, cp->cores[c]->cpuset)
+            {
+                freepus += pu < cp->nload && cp->load[pu] == 0;
             }
-            for (int j = 0; j < k; j++)
-                pc->parts[g->members[j]].deficit = due[j] - need[j];
-            free(due);
-            hybrid = false;
-        } else if (!req->oversubscribe) {
-            char *lbl = domain_label(t, g->dom);
-            bool split = false; /* ranks with GPUs elsewhere too: their share of cores here */
-            for (int j = 0; j < k; j++)
-                split |= pc->parts[g->members[j]].w < p->ranks[ranks[j]].ngpus;
-            if (tpr && split && (long)req->threads_per_rank * navail / sum >= 1)
-                rc = gpurun_err(err, GPURUN_EXIT_ENV,
-                                "%d rank%s with %d thread%s each need %d cores in %s, for their GPUs there (a "
-                                "rank's cores are shared out over its GPUs' localities), which has %d free; use "
-                                "threads_per_rank = %ld, fewer ranks per node, or oversubscribe = true to share cores",
-                                k, plural(k), req->threads_per_rank, plural(req->threads_per_rank), sum, lbl, navail,
-                                (long)req->threads_per_rank * navail / sum);
-            else if (tpr && navail / k >= 1)
-                rc = gpurun_err(err, GPURUN_EXIT_ENV,
-                                "%d rank%s with %d thread%s each need %d cores in %s, which has %d free; "
-                                "use threads_per_rank = %d, fewer ranks per node, or oversubscribe = true "
-                                "to share cores",
-                                k, plural(k), req->threads_per_rank, plural(req->threads_per_rank), sum, lbl,
-                                navail, req->smt ? navail / k * hwloc_bitmap_weight(cp->cores[avail[0]]->cpuset)
-                                                 : navail / k);
-            else
-                rc = gpurun_err(err, GPURUN_EXIT_ENV,
-                                "%d rank%s share %s, which has only %d free core%s: use at most %d rank%s there "
-                                "(fewer ranks per node), or oversubscribe = true to share cores",
-                                k, plural(k), lbl, navail, plural(navail), navail, plural(navail));
-            free(lbl);
-            goto out;
-        } else {
-            shared = true;
+            hwloc_bitmap_foreach_end();
         }
-    }
-    if (shared && !req->smt) {
-        /* One PU each, SMT siblings before two ranks on one PU. */
-        int freepus = 0;
-        for (int c = 0; c < cp->n; c++)
-            if (hwloc_bitmap_isincluded(cp->cores[c]->cpuset, g->dom)) {
-                int pu;
-                hwloc_bitmap_foreach_begin(pu, cp->cores[c]->cpuset)
-                {
-                    freepus += pu < cp->nload && cp->load[pu] == 0;
-                }
-                hwloc_bitmap_foreach_end();
-            }
-        for (int j = 0; j < k; j++)
-            if (!tpr) {
-                int w = pc->parts[g->members[j]].w;
-                need[j] = freepus >= k && (long)freepus * w / W > 1 ? (int)((long)freepus * w / W) : 1;
-            }
-        share_pus(pc, g->dom, g->members, need, k);
-        warn_sharing(pc, g->dom, k);
-        goto out;
-    }
-    if (shared) {
-        /* smt: whole cores, stacked, each rank a fair share apart. */
-        int most = 1;
-        for (int j = 0; j < k; j++) {
-            if (need[j] < 1)
-                need[j] = 1;
-            if (need[j] > navail)
-                need[j] = navail;
-            if (need[j] > most)
-                most = need[j];
+    for (int j = 0; j < gp->k; j++)
+        if (!gp->tpr) {
+            int w = pc->parts[gp->g->members[j]].w;
+            gp->need[j] = freepus >= gp->k && (long)freepus * w / gp->W > 1 ? (int)((long)freepus * w / gp->W) : 1;
         }
-        int stride = navail / k >= most ? navail / k : most;
-        for (int j = 0; j < k; j++)
-            for (int x = 0; x < need[j]; x++)
-                take_core(pc, &pc->parts[g->members[j]], avail[(j * stride + x) % navail]);
-        warn_sharing(pc, g->dom, k);
-        goto out;
+    share_pus(pc, gp->g->dom, gp->g->members, gp->need, gp->k);
+    warn_sharing(pc, gp->g->dom, gp->k);
+}
+
+/* Shared with SMT: whole cores, stacked, each rank a fair share apart. */
+static void group_stack_cores(struct group_place *gp)
+{
+    int most = 1, k = gp->k, navail = gp->navail, *need = gp->need;
+    for (int j = 0; j < k; j++) {
+        if (need[j] < 1)
+            need[j] = 1;
+        if (need[j] > navail)
+            need[j] = navail;
+        if (need[j] > most)
+            most = need[j];
     }
-    /* Spread the parts over the domain: each starts a fair share apart.  Of
-     * several kinds, pack them fastest first instead, each part inside one
-     * kind when the parts after it still fit. */
+    int stride = navail / k >= most ? navail / k : most;
+    for (int j = 0; j < k; j++)
+        for (int x = 0; x < need[j]; x++)
+            take_core(gp->pc, &gp->pc->parts[gp->g->members[j]], gp->avail[(j * stride + x) % navail]);
+    warn_sharing(gp->pc, gp->g->dom, k);
+}
+
+/* Spread the parts over the domain: each starts a fair share apart.  Of
+ * several kinds, pack them fastest first instead, each part inside one
+ * kind when the parts after it still fit. */
+static void group_spread(struct group_place *gp)
+{
+    struct plan_cores *pc = gp->pc;
+    struct core_pool *cp = &pc->cp;
+    int k = gp->k, navail = gp->navail, *need = gp->need, *avail = gp->avail;
     int spread = 0;
     for (int j = 0; j < k; j++) {
-        int fair = (int)((long)navail * pc->parts[g->members[j]].w / W);
+        int fair = (int)((long)navail * pc->parts[gp->g->members[j]].w / gp->W);
         spread += fair > need[j] ? fair : need[j];
     }
     int start = 0, pos = 0, rest = 0;
     for (int j = 0; j < k; j++)
         rest += need[j];
     for (int j = 0; j < k; j++) {
-        struct part *pt = &pc->parts[g->members[j]];
-        int fair = (int)((long)navail * pt->w / W), s = start;
-        if (hybrid) {
+        struct part *pt = &pc->parts[gp->g->members[j]];
+        int fair = (int)((long)navail * pt->w / gp->W), s = start;
+        if (gp->hybrid) {
             int b = pos;
             while (b < navail && cp->perf[avail[b]] == cp->perf[avail[pos % navail]])
                 b++;
@@ -854,12 +876,55 @@ static int place_group(struct plan_cores *pc, struct group *g, gpurun_error_t *e
         start += spread > navail || fair < need[j] ? need[j] : fair;
         rest -= need[j];
     }
-    if (hybrid)
-        warn_slow_cores(t, p, cp, ranks, k, g->dom, cp->perf[avail[0]]);
+    if (gp->hybrid)
+        warn_slow_cores(pc->t, pc->p, cp, gp->ranks, k, gp->g->dom, cp->perf[avail[0]]);
+}
+
+/* Give every part of one domain its own whole cores, shared out by weight
+ * (its rank's GPUs there).  Where the domain is short and its package has
+ * free cores on NUMA nodes without GPUs (cpu_locality = package), each part
+ * gets a fair share of the domain and the rest is left to place_pools(). */
+static int place_group(struct plan_cores *pc, struct group *g, gpurun_error_t *err)
+{
+    struct core_pool *cp = &pc->cp;
+    const gpurun_request_t *req = &pc->p->req;
+    struct group_place gp = {
+        .pc = pc, .g = g, .k = g->n, .tpr = req->threads_per_rank != GPURUN_UNSET,
+        .avail = gpurun_xcalloc((size_t)(cp->n ? cp->n : 1), sizeof(int)),
+        .need = gpurun_xcalloc((size_t)g->n, sizeof(int)),
+        .ranks = gpurun_xcalloc((size_t)g->n, sizeof(int)),
+    };
+    int rc = 0, sum, least;
+    group_collect(&gp);
+    if (gp.navail == 0 && gp.room == 0) {
+        char *lbl = domain_label(pc->t, g->dom);
+        rc = gpurun_err(err, GPURUN_EXIT_ENV,
+                        "no free cores left in %s for local rank%s %d%s: other ranks took them; "
+                        "use fewer ranks per node or set oversubscribe = true to share cores",
+                        lbl, plural(gp.k), gp.ranks[0], gp.k > 1 ? " and others" : "");
+        free(lbl);
+        goto out;
+    }
+    group_needs(&gp, &sum, &least);
+    if (least < 1 || sum > gp.navail) {
+        if (gp.room > 0)
+            group_fair_share(&gp);
+        else if (!req->oversubscribe) {
+            rc = group_refuse(&gp, sum, err);
+            goto out;
+        } else
+            gp.shared = true;
+    }
+    if (gp.shared && !req->smt)
+        group_share_pus(&gp);
+    else if (gp.shared)
+        group_stack_cores(&gp);
+    else
+        group_spread(&gp);
 out:
-    free(avail);
-    free(need);
-    free(ranks);
+    free(gp.avail);
+    free(gp.need);
+    free(gp.ranks);
     return rc;
 }
 
