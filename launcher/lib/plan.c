@@ -937,125 +937,165 @@ static int part_pos_cmp(const struct plan_cores *pc, int a, int b)
     return a - b;
 }
 
+/* One package's pool: its GPU parts in domain order and the free cores of
+ * its NUMA nodes near no GPU. */
+struct pkg_pool {
+    int k;       /* the package */
+    int *order;  /* its parts, in the order of their domains */
+    int n;
+    int *pool;   /* the free cores of its NUMA nodes without GPUs */
+    int np;
+    int D;       /* the cores its parts' own domains had no room for */
+    int Wp;      /* their total weight */
+    int given;   /* the cores their domains gave them */
+};
+
+static void pool_collect(struct plan_cores *pc, struct pkg_pool *pp, bool tpr)
+{
+    struct core_pool *cp = &pc->cp;
+    pp->n = pp->D = pp->Wp = pp->np = pp->given = 0;
+    for (int i = 0; i < pc->nparts; i++) {
+        struct part *pt = &pc->parts[i];
+        if (pt->pkg != pp->k || !pt->gpus || (tpr && pt->need == 0))
+            continue;
+        int j = pp->n++;
+        while (j > 0 && part_pos_cmp(pc, pp->order[j - 1], i) > 0) {
+            pp->order[j] = pp->order[j - 1];
+            j--;
+        }
+        pp->order[j] = i;
+        pp->D += pt->deficit;
+        pp->Wp += pt->w;
+        pp->given += pt->nunits;
+    }
+    for (int c = 0; c < cp->n; c++)
+        if (!cp->taken[c] && hwloc_bitmap_isincluded(cp->cores[c]->cpuset, pc->pool[pp->k]))
+            pp->pool[pp->np++] = c;
+}
+
+/* Too few cores in the package and no sharing allowed: say what fits. */
+static int pool_refuse(struct plan_cores *pc, const struct pkg_pool *pp, bool tpr, gpurun_error_t *err)
+{
+    const gpurun_request_t *req = &pc->p->req;
+    hwloc_bitmap_t all = hwloc_bitmap_dup(pc->pool[pp->k]);
+    hwloc_bitmap_t rk = hwloc_bitmap_alloc();
+    for (int j = 0; j < pp->n; j++) {
+        hwloc_bitmap_or(all, all, pc->parts[pp->order[j]].dom);
+        hwloc_bitmap_set(rk, (unsigned)pc->parts[pp->order[j]].rank);
+    }
+    int nr = hwloc_bitmap_weight(rk), freec = pp->given + pp->np, rc;
+    char *cl = gpurun_cpuset_list(all);
+    char *where = pc->pkgobj[pp->k]->type == HWLOC_OBJ_PACKAGE
+                      ? gpurun_xasprintf("package %u (cpus %s)", pc->pkgobj[pp->k]->os_index, cl)
+                      : gpurun_xasprintf("the node (cpus %s)", cl);
+    if (tpr && freec / nr >= 1)
+        rc = gpurun_err(err, GPURUN_EXIT_ENV,
+                        "%d rank%s with %d thread%s each need %d cores in %s, near their GPUs or on its "
+                        "NUMA nodes without GPUs, which has %d free; use threads_per_rank = %d, fewer "
+                        "ranks per node, or oversubscribe = true to share cores",
+                        nr, plural(nr), req->threads_per_rank, plural(req->threads_per_rank), pp->given + pp->D,
+                        where, freec,
+                        req->smt && pp->np ? freec / nr * hwloc_bitmap_weight(pc->cp.cores[pp->pool[0]]->cpuset)
+                                           : freec / nr);
+    else
+        rc = gpurun_err(err, GPURUN_EXIT_ENV,
+                        "%d rank%s share %s, which has only %d free core%s near their GPUs or on its NUMA "
+                        "nodes without GPUs: use at most %d rank%s there (fewer ranks per node), or "
+                        "oversubscribe = true to share cores",
+                        nr, plural(nr), where, freec, plural(freec), freec, plural(freec));
+    free(where);
+    free(cl);
+    hwloc_bitmap_free(all);
+    hwloc_bitmap_free(rk);
+    return rc;
+}
+
+/* Each part its due in one piece, the pieces spread over the pool as the
+ * parts are over the package (so a part's piece tends to be the NUMA node
+ * beside its own); short of cores, each part gets the pool in proportion
+ * to what it is due. */
+static void pool_give(struct plan_cores *pc, const struct pkg_pool *pp, bool tpr)
+{
+    int n = pp->n, np = pp->np, D = pp->D;
+    int per = !tpr && np > D ? (np - D) / pp->Wp : 0, next = 0, rest = 0, wsum = 0;
+    int *want = gpurun_xcalloc((size_t)n, sizeof *want);
+    for (int j = 0, given_out = 0; j < n; j++) {
+        struct part *pt = &pc->parts[pp->order[j]];
+        want[j] = D > np ? (int)((long)np * pt->deficit / D) : pt->deficit + per * pt->w;
+        given_out += want[j];
+        if (D > np && j == n - 1)
+            for (int x = 0; x < n && given_out < np; x++)
+                if (want[x] < pc->parts[pp->order[x]].deficit) {
+                    want[x]++;
+                    given_out++;
+                }
+    }
+    for (int j = 0; j < n; j++)
+        rest += want[j];
+    for (int j = 0; j < n; j++) {
+        struct part *pt = &pc->parts[pp->order[j]];
+        int spread = (int)((long)wsum * np / pp->Wp);
+        if (next < spread)
+            next = spread;
+        if (next > np - rest)
+            next = np - rest;
+        for (int x = 0; x < want[j]; x++)
+            take_core(pc, pt, pp->pool[next++]);
+        pt->deficit -= pt->deficit < want[j] ? pt->deficit : want[j]; /* left only when sharing */
+        rest -= want[j];
+        wsum += pt->w;
+    }
+    free(want);
+}
+
+/* oversubscribe: what the pool could not give shares PUs near the parts'
+ * GPUs and in the pool. */
+static void pool_share_rest(struct plan_cores *pc, const struct pkg_pool *pp, bool tpr)
+{
+    hwloc_bitmap_t dom = hwloc_bitmap_dup(pc->pool[pp->k]);
+    for (int j = 0; j < pp->n; j++)
+        hwloc_bitmap_or(dom, dom, pc->parts[pp->order[j]].dom);
+    for (int j = 0; j < pp->n; j++) {
+        struct part *pt = &pc->parts[pp->order[j]];
+        if (pt->deficit > 0) {
+            hwloc_bitmap_t d = hwloc_bitmap_dup(pt->dom);
+            hwloc_bitmap_or(d, d, pc->pool[pp->k]);
+            int one = pp->order[j], due = tpr ? pt->deficit : 1;
+            share_pus(pc, d, &one, &due, 1);
+            hwloc_bitmap_free(d);
+        }
+    }
+    warn_sharing(pc, dom, pp->n);
+    hwloc_bitmap_free(dom);
+}
+
 /* cpu_locality = package: the free cores of a package's NUMA nodes near no
  * GPU of the plan go to its GPU ranks.  First what their own domains had no
  * room for; then, without threads_per_rank, the rest in equal shares (per
  * GPU), each part its share in one piece, in the order of the domains. */
 static int place_pools(struct plan_cores *pc, gpurun_error_t *err)
 {
-    struct core_pool *cp = &pc->cp;
     const gpurun_request_t *req = &pc->p->req;
     bool tpr = req->threads_per_rank != GPURUN_UNSET;
-    int *order = gpurun_xcalloc((size_t)pc->nparts, sizeof *order);
-    int *pool = gpurun_xcalloc((size_t)(cp->n ? cp->n : 1), sizeof *pool), rc = 0;
-    for (int k = 0; k < pc->npkg && rc == 0; k++) {
-        int n = 0, D = 0, Wp = 0, np = 0, given = 0;
-        for (int i = 0; i < pc->nparts; i++) {
-            struct part *pt = &pc->parts[i];
-            if (pt->pkg != k || !pt->gpus || (tpr && pt->need == 0))
-                continue;
-            int j = n++;
-            while (j > 0 && part_pos_cmp(pc, order[j - 1], i) > 0) {
-                order[j] = order[j - 1];
-                j--;
-            }
-            order[j] = i;
-            D += pt->deficit;
-            Wp += pt->w;
-            given += pt->nunits;
-        }
-        if (n == 0)
+    struct pkg_pool pp = {
+        .order = gpurun_xcalloc((size_t)pc->nparts, sizeof(int)),
+        .pool = gpurun_xcalloc((size_t)(pc->cp.n ? pc->cp.n : 1), sizeof(int)),
+    };
+    int rc = 0;
+    for (pp.k = 0; pp.k < pc->npkg && rc == 0; pp.k++) {
+        pool_collect(pc, &pp, tpr);
+        if (pp.n == 0)
             continue;
-        for (int c = 0; c < cp->n; c++)
-            if (!cp->taken[c] && hwloc_bitmap_isincluded(cp->cores[c]->cpuset, pc->pool[k]))
-                pool[np++] = c;
-        if (D > np && !req->oversubscribe) {
-            hwloc_bitmap_t all = hwloc_bitmap_dup(pc->pool[k]);
-            hwloc_bitmap_t rk = hwloc_bitmap_alloc();
-            for (int j = 0; j < n; j++) {
-                hwloc_bitmap_or(all, all, pc->parts[order[j]].dom);
-                hwloc_bitmap_set(rk, (unsigned)pc->parts[order[j]].rank);
-            }
-            int nr = hwloc_bitmap_weight(rk), freec = given + np;
-            char *cl = gpurun_cpuset_list(all);
-            char *where = pc->pkgobj[k]->type == HWLOC_OBJ_PACKAGE
-                              ? gpurun_xasprintf("package %u (cpus %s)", pc->pkgobj[k]->os_index, cl)
-                              : gpurun_xasprintf("the node (cpus %s)", cl);
-            if (tpr && freec / nr >= 1)
-                rc = gpurun_err(err, GPURUN_EXIT_ENV,
-                                "%d rank%s with %d thread%s each need %d cores in %s, near their GPUs or on its "
-                                "NUMA nodes without GPUs, which has %d free; use threads_per_rank = %d, fewer "
-                                "ranks per node, or oversubscribe = true to share cores",
-                                nr, plural(nr), req->threads_per_rank, plural(req->threads_per_rank), given + D, where,
-                                freec,
-                                req->smt && np ? freec / nr * hwloc_bitmap_weight(cp->cores[pool[0]]->cpuset)
-                                               : freec / nr);
-            else
-                rc = gpurun_err(err, GPURUN_EXIT_ENV,
-                                "%d rank%s share %s, which has only %d free core%s near their GPUs or on its NUMA "
-                                "nodes without GPUs: use at most %d rank%s there (fewer ranks per node), or "
-                                "oversubscribe = true to share cores",
-                                nr, plural(nr), where, freec, plural(freec), freec, plural(freec));
-            free(where);
-            free(cl);
-            hwloc_bitmap_free(all);
-            hwloc_bitmap_free(rk);
+        if (pp.D > pp.np && !req->oversubscribe) {
+            rc = pool_refuse(pc, &pp, tpr, err);
             break;
         }
-        /* Each part its due in one piece, the pieces spread over the pool
-         * as the parts are over the package (so a part's piece tends to be
-         * the NUMA node beside its own); short of cores, each part gets the
-         * pool in proportion to what it is due. */
-        int per = !tpr && np > D ? (np - D) / Wp : 0, next = 0, rest = 0, wsum = 0;
-        int *want = gpurun_xcalloc((size_t)n, sizeof *want);
-        for (int j = 0, given_out = 0; j < n; j++) {
-            struct part *pt = &pc->parts[order[j]];
-            want[j] = D > np ? (int)((long)np * pt->deficit / D) : pt->deficit + per * pt->w;
-            given_out += want[j];
-            if (D > np && j == n - 1)
-                for (int x = 0; x < n && given_out < np; x++)
-                    if (want[x] < pc->parts[order[x]].deficit) {
-                        want[x]++;
-                        given_out++;
-                    }
-        }
-        for (int j = 0; j < n; j++)
-            rest += want[j];
-        for (int j = 0; j < n; j++) {
-            struct part *pt = &pc->parts[order[j]];
-            int spread = (int)((long)wsum * np / Wp);
-            if (next < spread)
-                next = spread;
-            if (next > np - rest)
-                next = np - rest;
-            for (int x = 0; x < want[j]; x++)
-                take_core(pc, pt, pool[next++]);
-            pt->deficit -= pt->deficit < want[j] ? pt->deficit : want[j]; /* left only when sharing: below */
-            rest -= want[j];
-            wsum += pt->w;
-        }
-        free(want);
-        if (D > np) {
-            /* oversubscribe: the rest share PUs near their GPUs and in the pool. */
-            hwloc_bitmap_t dom = hwloc_bitmap_dup(pc->pool[k]);
-            for (int j = 0; j < n; j++)
-                hwloc_bitmap_or(dom, dom, pc->parts[order[j]].dom);
-            for (int j = 0; j < n; j++) {
-                struct part *pt = &pc->parts[order[j]];
-                if (pt->deficit > 0) {
-                    hwloc_bitmap_t d = hwloc_bitmap_dup(pt->dom);
-                    hwloc_bitmap_or(d, d, pc->pool[k]);
-                    int one = order[j], due = tpr ? pt->deficit : 1;
-                    share_pus(pc, d, &one, &due, 1);
-                    hwloc_bitmap_free(d);
-                }
-            }
-            warn_sharing(pc, dom, n);
-            hwloc_bitmap_free(dom);
-        }
+        pool_give(pc, &pp, tpr);
+        if (pp.D > pp.np)
+            pool_share_rest(pc, &pp, tpr);
     }
-    free(order);
-    free(pool);
+    free(pp.order);
+    free(pp.pool);
     return rc;
 }
 
