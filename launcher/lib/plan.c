@@ -1297,91 +1297,94 @@ static void make_parts(struct plan_cores *pc, hwloc_bitmap_t *numa, int nd, int 
     }
 }
 
-static int place_cores(const gpurun_topo_t *t, gpurun_plan_t *p, hwloc_bitmap_t *numa, int nd, int rpn, int gpr,
-                       gpurun_error_t *err)
+/* cpu_locality = package: each package's NUMA domains near no GPU of the
+ * plan are its GPU ranks' to share (never another package's). */
+static void find_pools(struct plan_cores *pc, hwloc_bitmap_t *numa, int nd, int gpr)
 {
-    struct plan_cores pc = {.t = t, .p = p};
-    int rc = 0;
-    core_pool_init(t, p->req.allowed_cpus, &pc.cp);
-    make_parts(&pc, numa, nd, rpn, gpr);
-
-    /* cpu_locality = package: each package's NUMA domains near no GPU of
-     * the plan are its GPU ranks' to share (never another package's). */
+    const gpurun_topo_t *t = pc->t;
     int npkg = hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_PACKAGE);
-    pc.npkg = npkg > 0 ? npkg : 1;
-    pc.pkgobj = gpurun_xcalloc((size_t)pc.npkg, sizeof *pc.pkgobj);
-    pc.pool = gpurun_xcalloc((size_t)pc.npkg, sizeof *pc.pool);
-    pc.pool_free = gpurun_xcalloc((size_t)pc.npkg, sizeof *pc.pool_free);
-    for (int k = 0; k < pc.npkg; k++) {
-        pc.pkgobj[k] = npkg > 0 ? hwloc_get_obj_by_type(t->hw, HWLOC_OBJ_PACKAGE, (unsigned)k) : hwloc_get_root_obj(t->hw);
-        pc.pool[k] = hwloc_bitmap_alloc();
+    pc->npkg = npkg > 0 ? npkg : 1;
+    pc->pkgobj = gpurun_xcalloc((size_t)pc->npkg, sizeof *pc->pkgobj);
+    pc->pool = gpurun_xcalloc((size_t)pc->npkg, sizeof *pc->pool);
+    pc->pool_free = gpurun_xcalloc((size_t)pc->npkg, sizeof *pc->pool_free);
+    for (int k = 0; k < pc->npkg; k++) {
+        pc->pkgobj[k] = npkg > 0 ? hwloc_get_obj_by_type(t->hw, HWLOC_OBJ_PACKAGE, (unsigned)k) : hwloc_get_root_obj(t->hw);
+        pc->pool[k] = hwloc_bitmap_alloc();
     }
-    for (int i = 0; i < pc.nparts; i++) {
-        pc.parts[i].pkg = -1;
-        for (int k = 0; k < pc.npkg && pc.parts[i].gpus; k++)
-            if (!hwloc_bitmap_iszero(pc.parts[i].dom) && hwloc_bitmap_isincluded(pc.parts[i].dom, pc.pkgobj[k]->cpuset))
-                pc.parts[i].pkg = k;
+    for (int i = 0; i < pc->nparts; i++) {
+        pc->parts[i].pkg = -1;
+        for (int k = 0; k < pc->npkg && pc->parts[i].gpus; k++)
+            if (!hwloc_bitmap_iszero(pc->parts[i].dom) && hwloc_bitmap_isincluded(pc->parts[i].dom, pc->pkgobj[k]->cpuset))
+                pc->parts[i].pkg = k;
     }
-    if (p->req.cpu_locality == GPURUN_CPULOC_PACKAGE && gpr > 0) {
-        hwloc_bitmap_t near = hwloc_bitmap_alloc();
-        for (int i = 0; i < pc.nparts; i++)
-            hwloc_bitmap_or(near, near, pc.parts[i].dom);
-        for (int d = 0; d < nd; d++)
-            for (int k = 0; k < pc.npkg; k++)
-                if (!hwloc_bitmap_intersects(numa[d], near) && hwloc_bitmap_isincluded(numa[d], pc.pkgobj[k]->cpuset))
-                    hwloc_bitmap_or(pc.pool[k], pc.pool[k], numa[d]);
-        hwloc_bitmap_free(near);
-        for (int k = 0; k < pc.npkg; k++) {
-            for (int c = 0; c < pc.cp.n; c++)
-                pc.pool_free[k] += hwloc_bitmap_isincluded(pc.cp.cores[c]->cpuset, pc.pool[k]);
-            pc.spill |= pc.pool_free[k] > 0;
-        }
+    if (pc->p->req.cpu_locality != GPURUN_CPULOC_PACKAGE || gpr <= 0)
+        return;
+    hwloc_bitmap_t near = hwloc_bitmap_alloc();
+    for (int i = 0; i < pc->nparts; i++)
+        hwloc_bitmap_or(near, near, pc->parts[i].dom);
+    for (int d = 0; d < nd; d++)
+        for (int k = 0; k < pc->npkg; k++)
+            if (!hwloc_bitmap_intersects(numa[d], near) && hwloc_bitmap_isincluded(numa[d], pc->pkgobj[k]->cpuset))
+                hwloc_bitmap_or(pc->pool[k], pc->pool[k], numa[d]);
+    hwloc_bitmap_free(near);
+    for (int k = 0; k < pc->npkg; k++) {
+        for (int c = 0; c < pc->cp.n; c++)
+            pc->pool_free[k] += hwloc_bitmap_isincluded(pc->cp.cores[c]->cpuset, pc->pool[k]);
+        pc->spill |= pc->pool_free[k] > 0;
     }
+}
 
-    struct group *groups = gpurun_xcalloc((size_t)(pc.nparts ? pc.nparts : 1), sizeof *groups);
-    int ng = 0;
-    for (int i = 0; i < pc.nparts; i++) {
-        if (p->req.threads_per_rank != GPURUN_UNSET && pc.parts[i].need == 0)
+/* The parts grouped by their domain, narrowest first, and each group
+ * given its cores. */
+static int place_groups(struct plan_cores *pc, gpurun_error_t *err)
+{
+    struct group *groups = gpurun_xcalloc((size_t)(pc->nparts ? pc->nparts : 1), sizeof *groups);
+    int ng = 0, rc = 0;
+    for (int i = 0; i < pc->nparts; i++) {
+        if (pc->p->req.threads_per_rank != GPURUN_UNSET && pc->parts[i].need == 0)
             continue; /* fewer threads than the rank has GPU localities */
         int g = 0;
-        while (g < ng && !hwloc_bitmap_isequal(groups[g].dom, pc.parts[i].dom))
+        while (g < ng && !hwloc_bitmap_isequal(groups[g].dom, pc->parts[i].dom))
             g++;
         if (g == ng) {
-            groups[ng].dom = pc.parts[i].dom;
-            groups[ng].members = gpurun_xcalloc((size_t)pc.nparts, sizeof(int));
+            groups[ng].dom = pc->parts[i].dom;
+            groups[ng].members = gpurun_xcalloc((size_t)pc->nparts, sizeof(int));
             ng++;
         }
         groups[g].members[groups[g].n++] = i;
     }
     qsort(groups, (size_t)ng, sizeof *groups, group_cmp);
     for (int g = 0; g < ng && rc == 0; g++)
-        rc = place_group(&pc, &groups[g], err);
-    for (int i = 0; i < pc.nparts; i++)
-        pc.parts[i].nlocal = pc.parts[i].nunits;
-    if (rc == 0 && pc.spill)
-        rc = place_pools(&pc, err);
-    if (rc == 0)
-        finish_ranks(&pc, rpn);
+        rc = place_group(pc, &groups[g], err);
     for (int g = 0; g < ng; g++)
         free(groups[g].members);
     free(groups);
-    for (int i = 0; i < pc.nparts; i++) {
-        hwloc_bitmap_free(pc.parts[i].dom);
-        free(pc.parts[i].gpus);
-        free(pc.parts[i].units);
+    return rc;
+}
+
+static void plan_cores_free(struct plan_cores *pc)
+{
+    for (int i = 0; i < pc->nparts; i++) {
+        hwloc_bitmap_free(pc->parts[i].dom);
+        free(pc->parts[i].gpus);
+        free(pc->parts[i].units);
     }
-    free(pc.parts);
-    for (int k = 0; k < pc.npkg; k++)
-        hwloc_bitmap_free(pc.pool[k]);
-    free(pc.pool);
-    free(pc.pool_free);
-    free(pc.pkgobj);
-    core_pool_free(&pc.cp);
-    /* Ranks moved off memoryless NUMA nodes, and ranks whose cores have no
-     * NUMA node at all (see cpu_numa_domains), each with what they lack. */
+    free(pc->parts);
+    for (int k = 0; k < pc->npkg; k++)
+        hwloc_bitmap_free(pc->pool[k]);
+    free(pc->pool);
+    free(pc->pool_free);
+    free(pc->pkgobj);
+    core_pool_free(&pc->cp);
+}
+
+/* Ranks moved off memoryless NUMA nodes, and ranks whose cores have no
+ * NUMA node at all (see cpu_numa_domains), each with what they lack. */
+static void place_memory(const gpurun_topo_t *t, gpurun_plan_t *p, int rpn)
+{
     hwloc_bitmap_t moved = hwloc_bitmap_alloc(), empty = hwloc_bitmap_alloc();
     hwloc_bitmap_t homeless = hwloc_bitmap_alloc(), homeless_cpus = hwloc_bitmap_alloc();
-    for (int r = 0; r < rpn && rc == 0; r++) {
+    for (int r = 0; r < rpn; r++) {
         memory_nodes(t, &p->ranks[r]);
         hwloc_bitmap_t own = hwloc_bitmap_dup(p->ranks[r].nodeset);
         if (memory_elsewhere(t, &p->ranks[r])) {
@@ -1412,6 +1415,25 @@ static int place_cores(const gpurun_topo_t *t, gpurun_plan_t *p, hwloc_bitmap_t 
     hwloc_bitmap_free(empty);
     hwloc_bitmap_free(homeless);
     hwloc_bitmap_free(homeless_cpus);
+}
+
+static int place_cores(const gpurun_topo_t *t, gpurun_plan_t *p, hwloc_bitmap_t *numa, int nd, int rpn, int gpr,
+                       gpurun_error_t *err)
+{
+    struct plan_cores pc = {.t = t, .p = p};
+    core_pool_init(t, p->req.allowed_cpus, &pc.cp);
+    make_parts(&pc, numa, nd, rpn, gpr);
+    find_pools(&pc, numa, nd, gpr);
+    int rc = place_groups(&pc, err);
+    for (int i = 0; i < pc.nparts; i++)
+        pc.parts[i].nlocal = pc.parts[i].nunits;
+    if (rc == 0 && pc.spill)
+        rc = place_pools(&pc, err);
+    if (rc == 0)
+        finish_ranks(&pc, rpn);
+    plan_cores_free(&pc);
+    if (rc == 0)
+        place_memory(t, p, rpn);
     return rc;
 }
 
