@@ -1994,23 +1994,18 @@ static void replicate(gpurun_plan_t *p, int rpn)
         }
 }
 
-int gpurun_plan_create(const gpurun_topo_t *t, const gpurun_request_t *req_in, gpurun_plan_t **planp,
-                       gpurun_error_t *err)
+/* The GPUs a rank may get: the plan's vendor's; what is left out is said,
+ * and a GPU count that cannot be met refused.  Fills *nvendor. */
+static int check_gpus(gpurun_plan_t *p, int gpr, int *nvendor, gpurun_error_t *err)
 {
-    if (check_request(req_in, err) < 0)
-        return -1;
-    gpurun_plan_t *p = gpurun_xcalloc(1, sizeof *p);
-    p->topo = t;
-    p->req = *req_in;
-    gpurun_request_t *req = &p->req;
-
-    if (req->gpus_per_rank == GPURUN_UNSET) /* none where the allocation hides them all (CUDA_VISIBLE_DEVICES=-1) */
-        req->gpus_per_rank = t->ngpus > 0 && req->nallowed_gpus != 0 ? 1 : 0;
-    int gpr = req->gpus_per_rank, nvendor = 0;
+    const gpurun_topo_t *t = p->topo;
+    const gpurun_request_t *req = &p->req;
+    int nv = 0;
     p->gpu_vendor = plan_vendor(t, req);
     for (int i = 0; i < t->ngpus; i++)
-        nvendor += !strcmp(t->gpus[i].vendor, p->gpu_vendor);
-    if (gpr > 0 && nvendor < t->ngpus) {
+        nv += !strcmp(t->gpus[i].vendor, p->gpu_vendor);
+    *nvendor = nv;
+    if (gpr > 0 && nv < t->ngpus) {
         char *others = NULL;
         for (int i = 0; i < t->ngpus; i++)
             if (strcmp(t->gpus[i].vendor, p->gpu_vendor)) {
@@ -2030,30 +2025,30 @@ int gpurun_plan_create(const gpurun_topo_t *t, const gpurun_request_t *req_in, g
                   "an export made without PCI discovery): gpurun plans PCI GPUs only, so %s not planned",
                   one ? "" : "s", t->gpus_without_pci, one ? "is" : "are", one ? "it is" : "they are");
     }
-    if (gpr == 0 && req->ranks_per_gpu > 1) {
-        gpurun_err(err, GPURUN_EXIT_ENV,
-                   "ranks_per_gpu = %d, but %s has no GPUs to share; set ranks_per_gpu = 1 to run on CPUs only, "
-                   "or run on (or gpurun submit to) a node with GPUs", req->ranks_per_gpu, t->hostname);
-        goto fail;
-    }
-    if (gpr > 0 && t->ngpus == 0) {
-        gpurun_err(err, GPURUN_EXIT_ENV,
-                   "gpus_per_rank = %d, but %s has no GPUs; set gpus_per_rank = 0 to run on CPUs only, or run "
-                   "on (or gpurun submit to) a node with GPUs", gpr,
-                   t->hostname);
-        goto fail;
-    }
-    if (gpr > nvendor && nvendor < t->ngpus) {
-        gpurun_err(err, GPURUN_EXIT_ENV,
-                   "a rank cannot have %d GPUs: %s has %d %s GPU%s (GPUs of two vendors are never mixed); use "
-                   "gpus_per_rank = %d or fewer", gpr, t->hostname, nvendor, p->gpu_vendor, plural(nvendor), nvendor);
-        goto fail;
-    }
-    if (gpr > nvendor) {
-        gpurun_err(err, GPURUN_EXIT_ENV, "a rank cannot have %d GPUs: %s has %d; use gpus_per_rank = %d or fewer",
-                   gpr, t->hostname, nvendor, nvendor);
-        goto fail;
-    }
+    if (gpr == 0 && req->ranks_per_gpu > 1)
+        return gpurun_err(err, GPURUN_EXIT_ENV,
+                          "ranks_per_gpu = %d, but %s has no GPUs to share; set ranks_per_gpu = 1 to run on CPUs "
+                          "only, or run on (or gpurun submit to) a node with GPUs", req->ranks_per_gpu, t->hostname);
+    if (gpr > 0 && t->ngpus == 0)
+        return gpurun_err(err, GPURUN_EXIT_ENV,
+                          "gpus_per_rank = %d, but %s has no GPUs; set gpus_per_rank = 0 to run on CPUs only, or run "
+                          "on (or gpurun submit to) a node with GPUs", gpr,
+                          t->hostname);
+    if (gpr > nv && nv < t->ngpus)
+        return gpurun_err(err, GPURUN_EXIT_ENV,
+                          "a rank cannot have %d GPUs: %s has %d %s GPU%s (GPUs of two vendors are never mixed); use "
+                          "gpus_per_rank = %d or fewer", gpr, t->hostname, nv, p->gpu_vendor, plural(nv), nv);
+    if (gpr > nv)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "a rank cannot have %d GPUs: %s has %d; use gpus_per_rank = %d or fewer",
+                          gpr, t->hostname, nv, nv);
+    return 0;
+}
+
+/* The first node's ranks: GPUs, then cores (or, with bind = none, a
+ * thread count that fits the node). */
+static int place_node(const gpurun_topo_t *t, gpurun_plan_t *p, int gpr, int nvendor, gpurun_error_t *err)
+{
+    gpurun_request_t *req = &p->req;
     int nd;
     hwloc_bitmap_t *numa = cpu_numa_domains(t, &nd);
     if (req->ranks_per_node == GPURUN_UNSET) {
@@ -2063,7 +2058,6 @@ int gpurun_plan_create(const gpurun_topo_t *t, const gpurun_request_t *req_in, g
         req->ranks_per_node = gpr > 0 ? (usable / gpr > 0 ? usable / gpr : 1) * req->ranks_per_gpu : nd;
     }
     int rpn = req->ranks_per_node;
-
     p->nranks = req->nodes * rpn;
     p->ranks = gpurun_xcalloc((size_t)p->nranks, sizeof *p->ranks);
     for (int r = 0; r < rpn; r++) {
@@ -2073,13 +2067,11 @@ int gpurun_plan_create(const gpurun_topo_t *t, const gpurun_request_t *req_in, g
         p->ranks[r].nodeset = hwloc_bitmap_alloc();
     }
     int rc = gpr > 0 ? place_gpus(t, p, rpn, gpr, nvendor, err) : 0;
-
     if (rc == 0 && req->bind == GPURUN_BIND_CLOSEST) {
         rc = place_cores(t, p, numa, nd, rpn, gpr, err);
         if (rc == 0)
             warn_unused_cores(t, p, rpn);
     } else if (rc == 0) {
-        /* bind = none: no affinity, but a thread count that fits the node. */
         int share = t->cores / rpn;
         for (int r = 0; r < rpn; r++)
             p->ranks[r].threads = req->threads_per_rank != GPURUN_UNSET ? req->threads_per_rank
@@ -2088,18 +2080,33 @@ int gpurun_plan_create(const gpurun_topo_t *t, const gpurun_request_t *req_in, g
     for (int d = 0; d < nd; d++)
         hwloc_bitmap_free(numa[d]);
     free(numa);
-    if (rc < 0)
-        goto fail;
+    return rc;
+}
 
+int gpurun_plan_create(const gpurun_topo_t *t, const gpurun_request_t *req_in, gpurun_plan_t **planp,
+                       gpurun_error_t *err)
+{
+    if (check_request(req_in, err) < 0)
+        return -1;
+    gpurun_plan_t *p = gpurun_xcalloc(1, sizeof *p);
+    p->topo = t;
+    p->req = *req_in;
+    gpurun_request_t *req = &p->req;
+
+    if (req->gpus_per_rank == GPURUN_UNSET) /* none where the allocation hides them all (CUDA_VISIBLE_DEVICES=-1) */
+        req->gpus_per_rank = t->ngpus > 0 && req->nallowed_gpus != 0 ? 1 : 0;
+    int gpr = req->gpus_per_rank, nvendor;
+    if (check_gpus(p, gpr, &nvendor, err) < 0 || place_node(t, p, gpr, nvendor, err) < 0) {
+        gpurun_plan_destroy(p);
+        return -1;
+    }
+    int rpn = req->ranks_per_node;
     place_nics(t, p, rpn);
     replicate(p, rpn);
     for (int r = 0; r < p->nranks; r++)
         rank_env(t, req, &p->ranks[r]);
     *planp = p;
     return 0;
-fail:
-    gpurun_plan_destroy(p);
-    return -1;
 }
 
 json_t *gpurun_plan_json(const gpurun_plan_t *p)
