@@ -403,72 +403,56 @@ static void split_partitions(gpurun_topo_t *t)
     gpurun_gpu_units_destroy(u);
 }
 
-/* Past the limits, refused before anything quadratic in the devices runs
- * (the affinity matrices, the NIC choice). */
-static int find_devices(gpurun_topo_t *t, const char *xml, gpurun_error_t *err)
+static void add_gpu(gpurun_topo_t *t, hwloc_obj_t d)
 {
-    int ngpu = 0, nnic = 0;
-    for (hwloc_obj_t d = NULL; (d = hwloc_get_next_pcidev(t->hw, d));) {
-        bool hs;
-        if (pcidev_is_gpu(d))
-            ngpu++;
-        else if (nic_kind(d, osdev_child(d, HWLOC_OBJ_OSDEV_OPENFABRICS),
-                          nic_netdev(d, osdev_child(d, HWLOC_OBJ_OSDEV_OPENFABRICS)), &hs))
-            nnic++;
-    }
-    if (ngpu > GPURUN_TOPO_MAX_GPUS || nnic > GPURUN_TOPO_MAX_NICS)
-        return gpurun_err(err, xml ? GPURUN_EXIT_CONFIG : GPURUN_EXIT_ENV,
-                          "%s: %d %s, more than gpurun plans for (at most %d GPUs and %d NICs per node)",
-                          xml ? xml : "this node", ngpu > GPURUN_TOPO_MAX_GPUS ? ngpu : nnic,
-                          ngpu > GPURUN_TOPO_MAX_GPUS ? "GPUs" : "NICs", GPURUN_TOPO_MAX_GPUS, GPURUN_TOPO_MAX_NICS);
-    t->gpus = gpurun_xcalloc((size_t)ngpu, sizeof *t->gpus);
-    t->nics = gpurun_xcalloc((size_t)nnic, sizeof *t->nics);
+    gpurun_gpu_t *g = &t->gpus[t->ngpus++];
+    g->pcidev = d;
+    g->vendor = gpu_vendor_name(d->attr->pcidev.vendor_id);
+    g->name = gpu_model(d);
+    for (hwloc_obj_t c = d->io_first_child; c; c = c->next_sibling)
+        g->runtime |= c->type == HWLOC_OBJ_OS_DEVICE && is_compute_osdev(c);
+    pci_address(d, g->pci, sizeof g->pci);
+    set_locality(t, d, &g->locality, &g->cpuset, &g->nodeset);
+}
 
-    for (hwloc_obj_t d = NULL; (d = hwloc_get_next_pcidev(t->hw, d));) {
-        if (pcidev_is_gpu(d)) {
-            gpurun_gpu_t *g = &t->gpus[t->ngpus++];
-            g->pcidev = d;
-            g->vendor = gpu_vendor_name(d->attr->pcidev.vendor_id);
-            g->name = gpu_model(d);
-            for (hwloc_obj_t c = d->io_first_child; c; c = c->next_sibling)
-                g->runtime |= c->type == HWLOC_OBJ_OS_DEVICE && is_compute_osdev(c);
-            pci_address(d, g->pci, sizeof g->pci);
-            set_locality(t, d, &g->locality, &g->cpuset, &g->nodeset);
-            continue;
-        }
-        hwloc_obj_t fabric = osdev_child(d, HWLOC_OBJ_OSDEV_OPENFABRICS);
-        hwloc_obj_t net = nic_netdev(d, fabric);
-        bool hs;
-        const char *kind = nic_kind(d, fabric, net, &hs);
-        if (!kind)
-            continue;
-        gpurun_nic_t *n = &t->nics[t->nnics++];
-        n->pcidev = d;
-        n->kind = kind;
-        n->high_speed = hs;
-        pci_address(d, n->pci, sizeof n->pci);
-        n->name = gpurun_xstrdup(fabric ? fabric->name : net ? net->name : n->pci);
-        n->netdev = net ? gpurun_xstrdup(net->name) : NULL;
-        /* The port of the IPoIB device chosen, else the first active one. */
-        const char *net_port = net && fabric && is_ipoib(net) ? hwloc_obj_get_info_by_name(net, "Port") : NULL;
-        n->port = net_port && atoi(net_port) > 0 ? atoi(net_port) : fabric_port(fabric);
-        set_locality(t, d, &n->locality, &n->cpuset, &n->nodeset);
-        /* No runtime can name a function without a verbs or network device
-         * (no driver, or a VF handed to a VM through vfio), and a VF beside
-         * its PF is a slice of the PF's port, not one more NIC. */
-        if (hs && !fabric && !net) {
-            n->high_speed = false;
-            n->note = "no driver: no verbs or network device";
-        } else if (hs && is_virtual_function(d) && physical_function(d)) {
-            n->high_speed = false;
-            n->note = "SR-IOV virtual function of a NIC listed here";
-        } else if (hs && ports_all_down(fabric)) {
-            n->high_speed = false;
-            n->note = "no port active (not cabled, or no subnet manager)";
-        }
-        if (n->high_speed)
-            t->nhsnics++;
+static void add_nic(gpurun_topo_t *t, hwloc_obj_t d)
+{
+    hwloc_obj_t fabric = osdev_child(d, HWLOC_OBJ_OSDEV_OPENFABRICS);
+    hwloc_obj_t net = nic_netdev(d, fabric);
+    bool hs;
+    const char *kind = nic_kind(d, fabric, net, &hs);
+    if (!kind)
+        return;
+    gpurun_nic_t *n = &t->nics[t->nnics++];
+    n->pcidev = d;
+    n->kind = kind;
+    n->high_speed = hs;
+    pci_address(d, n->pci, sizeof n->pci);
+    n->name = gpurun_xstrdup(fabric ? fabric->name : net ? net->name : n->pci);
+    n->netdev = net ? gpurun_xstrdup(net->name) : NULL;
+    /* The port of the IPoIB device chosen, else the first active one. */
+    const char *net_port = net && fabric && is_ipoib(net) ? hwloc_obj_get_info_by_name(net, "Port") : NULL;
+    n->port = net_port && atoi(net_port) > 0 ? atoi(net_port) : fabric_port(fabric);
+    set_locality(t, d, &n->locality, &n->cpuset, &n->nodeset);
+    /* No runtime can name a function without a verbs or network device
+     * (no driver, or a VF handed to a VM through vfio), and a VF beside
+     * its PF is a slice of the PF's port, not one more NIC. */
+    if (hs && !fabric && !net) {
+        n->high_speed = false;
+        n->note = "no driver: no verbs or network device";
+    } else if (hs && is_virtual_function(d) && physical_function(d)) {
+        n->high_speed = false;
+        n->note = "SR-IOV virtual function of a NIC listed here";
+    } else if (hs && ports_all_down(fabric)) {
+        n->high_speed = false;
+        n->note = "no port active (not cabled, or no subnet manager)";
     }
+    if (n->high_speed)
+        t->nhsnics++;
+}
+
+static void note_gpus_without_pci(gpurun_topo_t *t)
+{
     /* A runtime's GPU that hwloc could not tie to any PCI bus hangs from a
      * CPU object instead: gpurun cannot place or number it, but says so
      * rather than plan as if the node had no GPU.  One below a bridge (AWS
@@ -495,6 +479,36 @@ static int find_devices(gpurun_topo_t *t, const char *xml, gpurun_error_t *err)
         free(t->gpus_without_pci);
         t->gpus_without_pci = s;
     }
+}
+
+/* Past the limits, refused before anything quadratic in the devices runs
+ * (the affinity matrices, the NIC choice). */
+static int find_devices(gpurun_topo_t *t, const char *xml, gpurun_error_t *err)
+{
+    int ngpu = 0, nnic = 0;
+    for (hwloc_obj_t d = NULL; (d = hwloc_get_next_pcidev(t->hw, d));) {
+        bool hs;
+        if (pcidev_is_gpu(d))
+            ngpu++;
+        else if (nic_kind(d, osdev_child(d, HWLOC_OBJ_OSDEV_OPENFABRICS),
+                          nic_netdev(d, osdev_child(d, HWLOC_OBJ_OSDEV_OPENFABRICS)), &hs))
+            nnic++;
+    }
+    if (ngpu > GPURUN_TOPO_MAX_GPUS || nnic > GPURUN_TOPO_MAX_NICS)
+        return gpurun_err(err, xml ? GPURUN_EXIT_CONFIG : GPURUN_EXIT_ENV,
+                          "%s: %d %s, more than gpurun plans for (at most %d GPUs and %d NICs per node)",
+                          xml ? xml : "this node", ngpu > GPURUN_TOPO_MAX_GPUS ? ngpu : nnic,
+                          ngpu > GPURUN_TOPO_MAX_GPUS ? "GPUs" : "NICs", GPURUN_TOPO_MAX_GPUS, GPURUN_TOPO_MAX_NICS);
+    t->gpus = gpurun_xcalloc((size_t)ngpu, sizeof *t->gpus);
+    t->nics = gpurun_xcalloc((size_t)nnic, sizeof *t->nics);
+
+    for (hwloc_obj_t d = NULL; (d = hwloc_get_next_pcidev(t->hw, d));) {
+        if (pcidev_is_gpu(d))
+            add_gpu(t, d);
+        else
+            add_nic(t, d);
+    }
+    note_gpus_without_pci(t);
     qsort(t->gpus, (size_t)t->ngpus, sizeof *t->gpus, gpu_cmp);
     qsort(t->nics, (size_t)t->nnics, sizeof *t->nics, nic_cmp);
     /* Runtimes number GPUs in PCI bus order when CUDA_DEVICE_ORDER=PCI_BUS_ID
@@ -1521,42 +1535,61 @@ static int topo_load(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err
     return rc;
 }
 
-static int topo_load_one(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err)
-{
-    gpurun_topo_t *t = gpurun_xcalloc(1, sizeof *t);
-    char *buf = NULL;
-    size_t len = 0;
-    /* The live node: its export from an earlier run of this boot, when one
-     * of ours fits what this process would discover (topocache.h). */
-    char *cache_name = xml ? NULL : gpurun_topocache_name();
-    bool cached = cache_name && gpurun_topocache_read(cache_name, &buf, &len) == 0;
+/* One load under way: where the export comes from (a file, this boot's
+ * cache, or a live discovery) and the topology being filled. */
+struct topo_loading {
+    const char *xml;  /* a file's path; NULL for this node */
+    char *cache_name; /* this node's cached export, if caching is on */
+    bool cached;      /* buf holds the cache's export */
+    char *buf;
+    size_t len;
+    gpurun_topo_t *t;
+};
 
-    if (xml && gpurun_read_file(xml, "topology file", GPURUN_TOPO_MAX_FILE_BYTES, &buf, &len, err) < 0) {
+static void topo_loading_fail(struct topo_loading *l)
+{
+    if (l->t && l->t->hw)
+        hwloc_topology_destroy(l->t->hw);
+    free(l->t);
+    free(l->buf);
+    free(l->cache_name);
+    l->t = NULL;
+    l->buf = NULL;
+    l->cache_name = NULL;
+}
+
+/* The export's text: the file named, or this boot's cached one. */
+static int topo_read_export(struct topo_loading *l, gpurun_error_t *err)
+{
+    l->cache_name = l->xml ? NULL : gpurun_topocache_name();
+    l->cached = l->cache_name && gpurun_topocache_read(l->cache_name, &l->buf, &l->len) == 0;
+    if (l->xml && gpurun_read_file(l->xml, "topology file", GPURUN_TOPO_MAX_FILE_BYTES, &l->buf, &l->len, err) < 0) {
         err->code = GPURUN_EXIT_CONFIG;
-        free(t);
         return -1;
     }
-    if (xml && xml_v3_to_v2(xml, &buf, &len, err) < 0) {
-        free(buf);
-        free(t);
+    if (l->xml && xml_v3_to_v2(l->xml, &l->buf, &l->len, err) < 0)
         return -1;
-    }
-    if (hwloc_topology_init(&t->hw) < 0) {
-        free(buf);
-        free(t);
+    if (hwloc_topology_init(&l->t->hw) < 0) {
+        l->t->hw = NULL;
         return gpurun_err(err, GPURUN_EXIT_ENV, "hwloc could not be initialised");
     }
+    return 0;
+}
+
+static void topo_configure(struct topo_loading *l)
+{
+    hwloc_topology_t hw = l->t->hw;
     /* An export keeps what its writer kept; the live node needs only the
      * bridges that lead somewhere, as lstopo shows them. */
-    hwloc_topology_set_io_types_filter(t->hw, xml || cached ? HWLOC_TYPE_FILTER_KEEP_ALL
-                                                            : HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    hwloc_topology_set_io_types_filter(hw, l->xml || l->cached ? HWLOC_TYPE_FILTER_KEEP_ALL
+                                                               : HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
     /* It is this node: binding and allowed sets are the OS's, and what the
      * discovery supported is the export's (an export without it is read as
      * a discovery of nothing: no binding support). */
-    if (cached)
-        hwloc_topology_set_flags(t->hw, HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM
+    if (l->cached)
+        hwloc_topology_set_flags(hw, HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM
 #if HWLOC_API_VERSION >= 0x00020300
-                                            | HWLOC_TOPOLOGY_FLAG_IMPORT_SUPPORT
+                                         | HWLOC_TOPOLOGY_FLAG_IMPORT_SUPPORT
 #endif
         );
 #if HWLOC_API_VERSION >= 0x00020100
@@ -1564,63 +1597,58 @@ static int topo_load_one(const char *xml, gpurun_topo_t **topop, gpurun_error_t 
      * nothing here plans with, and to find them it tries ten X displays:
      * about 1 ms of a 16 ms discovery, on every host of every job.  A
      * site that sets HWLOC_COMPONENTS chooses for itself. */
-    if (!xml && !getenv("HWLOC_COMPONENTS"))
-        hwloc_topology_set_components(t->hw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "gl");
+    if (!l->xml && !getenv("HWLOC_COMPONENTS"))
+        hwloc_topology_set_components(hw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "gl");
 #endif
-    if (cached && hwloc_topology_set_xmlbuffer(t->hw, buf, (int)len + 1) < 0) {
-        hwloc_topology_destroy(t->hw);
-        free(buf);
-        free(t);
-        free(cache_name);
-        return topo_load_live(topop, err);
-    }
-    if (xml && hwloc_topology_set_xmlbuffer(t->hw, buf, (int)len + 1) < 0) {
-        hwloc_topology_destroy(t->hw);
-        free(buf);
-        free(t);
-        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: not an hwloc XML topology", xml);
+}
+
+enum topo_import_result { TOPO_IMPORTED, TOPO_GO_LIVE, TOPO_FAILED };
+
+/* hwloc's import of the export (or the live discovery).  A cached export
+ * that will not load, or is another host's, sends the caller to a live
+ * discovery instead. */
+static enum topo_import_result topo_import(struct topo_loading *l, gpurun_error_t *err)
+{
+    const char *xml = l->xml;
+    if ((l->cached || xml) && hwloc_topology_set_xmlbuffer(l->t->hw, l->buf, (int)l->len + 1) < 0) {
+        if (l->cached)
+            return TOPO_GO_LIVE;
+        gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: not an hwloc XML topology", xml);
+        return TOPO_FAILED;
     }
     /* The trial import and the checks run side by side; a file the checks
      * refuse never reaches the real import. */
     struct trial_import ti;
-    if (xml && (without_trial_import ? topo_xml_check(xml, buf, len, err) < 0
-                                     : trial_import_start(xml, t->hw, buf, len, &ti, err) < 0 ||
-                                           trial_import_finish(xml, &ti, topo_xml_check(xml, buf, len, err) < 0,
-                                                               err) < 0)) {
-        hwloc_topology_destroy(t->hw);
-        free(buf);
-        free(t);
-        return -1;
-    }
-    if (hwloc_topology_load(t->hw) < 0) {
-        hwloc_topology_destroy(t->hw);
-        free(buf);
-        free(t);
-        if (cached) {
-            free(cache_name);
-            return topo_load_live(topop, err);
-        }
-        free(cache_name);
+    if (xml && (without_trial_import ? topo_xml_check(xml, l->buf, l->len, err) < 0
+                                     : trial_import_start(xml, l->t->hw, l->buf, l->len, &ti, err) < 0 ||
+                                           trial_import_finish(xml, &ti, topo_xml_check(xml, l->buf, l->len, err) < 0,
+                                                               err) < 0))
+        return TOPO_FAILED;
+    if (hwloc_topology_load(l->t->hw) < 0) {
+        if (l->cached)
+            return TOPO_GO_LIVE;
         /* (An export newer than this hwloc never gets here: the check
          * refused it.) */
-        return gpurun_err(err, xml ? GPURUN_EXIT_CONFIG : GPURUN_EXIT_ENV,
-                          xml ? "%s: hwloc could not load this topology" : "%s", xml ? xml
-                              : "hwloc could not discover this node's topology");
+        gpurun_err(err, xml ? GPURUN_EXIT_CONFIG : GPURUN_EXIT_ENV, xml ? "%s: hwloc could not load this topology" : "%s",
+                   xml ? xml : "hwloc could not discover this node's topology");
+        return TOPO_FAILED;
     }
-    free(buf);
-    if (cache_name && !cached)
-        gpurun_topocache_write(cache_name, t->hw);
-    free(cache_name);
-    if (cached) { /* another host's export, however it came there, is not this node */
+    free(l->buf);
+    l->buf = NULL;
+    if (l->cache_name && !l->cached)
+        gpurun_topocache_write(l->cache_name, l->t->hw);
+    if (l->cached) { /* another host's export, however it came there, is not this node */
         char here[256] = "";
-        const char *there = hwloc_obj_get_info_by_name(hwloc_get_root_obj(t->hw), "HostName");
-        if (gethostname(here, sizeof here - 1) < 0 || !there || strcmp(here, there)) {
-            hwloc_topology_destroy(t->hw);
-            free(t);
-            return topo_load_live(topop, err);
-        }
+        const char *there = hwloc_obj_get_info_by_name(hwloc_get_root_obj(l->t->hw), "HostName");
+        if (gethostname(here, sizeof here - 1) < 0 || !there || strcmp(here, there))
+            return TOPO_GO_LIVE;
     }
+    return TOPO_IMPORTED;
+}
 
+/* What the plan counts: the host's name and its levels. */
+static void topo_count(gpurun_topo_t *t, const char *xml)
+{
     t->source = gpurun_xstrdup(xml ? xml : "local");
     hwloc_obj_t root = hwloc_get_root_obj(t->hw);
     const char *host = hwloc_obj_get_info_by_name(root, "HostName");
@@ -1634,6 +1662,26 @@ static int topo_load_one(const char *xml, gpurun_topo_t **topop, gpurun_error_t 
     t->pus = hwloc_get_nbobjs_by_type(t->hw, HWLOC_OBJ_PU);
     if (t->cores <= 0) /* some exports have no Core level: every PU is its own core */
         t->cores = t->pus;
+}
+
+static int topo_load_one(const char *xml, gpurun_topo_t **topop, gpurun_error_t *err)
+{
+    /* The live node: its export from an earlier run of this boot, when one
+     * of ours fits what this process would discover (topocache.h). */
+    struct topo_loading l = {.xml = xml, .t = gpurun_xcalloc(1, sizeof *l.t)};
+    if (topo_read_export(&l, err) < 0) {
+        topo_loading_fail(&l);
+        return -1;
+    }
+    topo_configure(&l);
+    enum topo_import_result r = topo_import(&l, err);
+    if (r != TOPO_IMPORTED) {
+        topo_loading_fail(&l);
+        return r == TOPO_GO_LIVE ? topo_load_live(topop, err) : -1;
+    }
+    free(l.cache_name);
+    gpurun_topo_t *t = l.t;
+    topo_count(t, xml);
     find_home_nodes(t);
     if (find_devices(t, xml, err) < 0) {
         gpurun_topo_destroy(t);
