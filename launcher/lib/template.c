@@ -567,16 +567,11 @@ static const char *const string_keys[] = {"description", "command", "gpu_args", 
 static const char *const text_lists[] = {"sanity", "failure", "restart", "inputs", "tune_space", "tune_short"};
 static const char *const free_sections[] = {"env", "defaults"};
 
-/* `complete`: libconfuse read the whole file, so a key it lacks is missing
- * (not merely after an error). */
-static void check_template(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complete)
+/* A template's base: another template's plain name (found on the search
+ * path); what it lacks may be the base's.  Without one, and read whole, a
+ * missing description or command is an error. */
+static void check_base_and_required(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complete)
 {
-    gpurun_container_check(ctx, cfg);
-    for (size_t i = 0; i < sizeof string_keys / sizeof *string_keys; i++)
-        gpurun_conf_check_string(ctx, string_keys[i], cfg_getstr(cfg, string_keys[i]), true);
-
-    /* A template's base: another template's plain name (found on the
-     * search path); what it lacks may be the base's. */
     const char *base = cfg_getstr(cfg, "base");
     int bline = gpurun_conf_record_line(ctx, "base");
     if (bline && base && !gpurun_conf_plain_name_ok(base)) {
@@ -594,7 +589,11 @@ static void check_template(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complet
     if (whole && !cfg_getstr(cfg, "command"))
         gpurun_conf_note(ctx, GPURUN_CONF_NO_LINE, GPURUN_CONF_CHECK,
                          "key 'command' missing: the program to run and its arguments");
+}
 
+/* The commands it runs: command, gpu_args and every setup step. */
+static void check_commands(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
+{
     static const char *const commands[] = {"command", "gpu_args"};
     for (size_t i = 0; i < 2; i++) {
         int line = gpurun_conf_record_line(ctx, commands[i]);
@@ -618,7 +617,10 @@ static void check_template(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complet
         else if (v)
             check_command(ctx, line, what, v, true);
     }
+}
 
+static void check_text_lists(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
+{
     for (size_t k = 0; k < sizeof text_lists / sizeof *text_lists; k++) {
         int tline = gpurun_conf_record_line(ctx, text_lists[k]);
         unsigned n = tline ? cfg_size(cfg, text_lists[k]) : 0;
@@ -632,12 +634,11 @@ static void check_template(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complet
                 check_failure_regex(ctx, tline, i + 1, v);
         }
     }
+}
 
-    /* Its groups are what progress_groups says; "step" (one) by default. */
-    check_regex_group(ctx, "progress", cfg_getstr(cfg, "progress"), !cfg_getstr(cfg, "progress_groups"));
-    check_progress(ctx, cfg);
-
-    /* The launcher families whose rank environment gpurun can give. */
+/* The launcher families whose rank environment gpurun can give. */
+static void check_rank_env(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
+{
     int rline = gpurun_conf_record_line(ctx, "rank_env");
     const char *rank_env = cfg_getstr(cfg, "rank_env");
     if (rline && rank_env && strcmp(rank_env, "torchrun") != 0) {
@@ -647,8 +648,11 @@ static void check_template(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complet
                          gpurun_conf_shown(&a, rank_env), near ? " (did you mean '" : "", near ? near : "",
                          near ? "'?)" : "");
     }
+}
 
-    /* hpl_dat: a file of the run folder, named plainly; hpl_dat_from with it. */
+/* hpl_dat: a file of the run folder, named plainly; hpl_dat_from with it. */
+static void check_hpl_dat(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
+{
     struct gpurun_conf_shown hs;
     int hline = gpurun_conf_record_line(ctx, "hpl_dat");
     const char *hpl = cfg_getstr(cfg, "hpl_dat");
@@ -664,8 +668,11 @@ static void check_template(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complet
                              "key 'hpl_dat_from': without 'hpl_dat' (the copy to edit) it says nothing");
         check_command(ctx, fromline, "key 'hpl_dat_from'", cfg_getstr(cfg, "hpl_dat_from"), false);
     }
+}
 
-    /* version: a regex with a group; version_file a name to expand. */
+/* version: a regex with a group; version_file a name to expand. */
+static void check_version(struct gpurun_conf_ctx *ctx, cfg_t *cfg)
+{
     gpurun_conf_check_string(ctx, "version", cfg_getstr(cfg, "version"), true);
     gpurun_conf_check_string(ctx, "version_file", cfg_getstr(cfg, "version_file"), true);
     check_regex_group(ctx, "version", cfg_getstr(cfg, "version"), true);
@@ -676,11 +683,27 @@ static void check_template(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complet
                              "key 'version_file': without 'version' (the regex of the version) it says nothing");
         check_command(ctx, vline, "key 'version_file'", cfg_getstr(cfg, "version_file"), false);
     }
+}
 
+/* `complete`: libconfuse read the whole file, so a key it lacks is missing
+ * (not merely after an error). */
+static void check_template(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complete)
+{
+    gpurun_container_check(ctx, cfg);
+    for (size_t i = 0; i < sizeof string_keys / sizeof *string_keys; i++)
+        gpurun_conf_check_string(ctx, string_keys[i], cfg_getstr(cfg, string_keys[i]), true);
+    check_base_and_required(ctx, cfg, complete);
+    check_commands(ctx, cfg);
+    check_text_lists(ctx, cfg);
+    /* Its groups are what progress_groups says; "step" (one) by default. */
+    check_regex_group(ctx, "progress", cfg_getstr(cfg, "progress"), !cfg_getstr(cfg, "progress_groups"));
+    check_progress(ctx, cfg);
+    check_rank_env(ctx, cfg);
+    check_hpl_dat(ctx, cfg);
+    check_version(ctx, cfg);
     unsigned nfoms = cfg_size(cfg, "fom");
     for (unsigned i = 0; i < nfoms; i++)
         check_fom(ctx, cfg_getnsec(cfg, "fom", i), complete);
-
     for (size_t s = 0; s < sizeof free_sections / sizeof *free_sections; s++)
         gpurun_conf_check_section(ctx, cfg, free_sections[s]);
 }
