@@ -86,102 +86,133 @@ static int unit_cmp(const void *a, const void *b)
     return x->index - y->index;
 }
 
+/* The units being listed, growing as GPUs are split. */
+struct units_list {
+    const gpurun_topo_t *t;
+    gpurun_gpu_units_t *u;
+    int cap;
+};
+
+static gpurun_gpu_unit_t *unit_add(struct units_list *l, int g)
+{
+    gpurun_gpu_units_t *u = l->u;
+    if (u->nunits == l->cap)
+        u->units = gpurun_xrealloc(u->units, (size_t)(l->cap *= 2) * sizeof *u->units);
+    gpurun_gpu_unit_t *x = &u->units[u->nunits++];
+    memset(x, 0, sizeof *x);
+    x->gpu = g;
+    return x;
+}
+
+/* The backend with the most OS devices below a GPU, best first on a tie;
+ * -1 when it has none. */
+static int best_backend(hwloc_obj_t dev)
+{
+    int per[NBACKENDS] = {0};
+    for (hwloc_obj_t c = dev->io_first_child; c; c = c->next_sibling) {
+        int b = backend_of(c);
+        if (b >= 0)
+            per[b]++;
+    }
+    int best = -1;
+    for (size_t b = 0; b < NBACKENDS; b++)
+        if (per[b] > 0 && (best < 0 || per[b] > per[best]))
+            best = (int)b;
+    return best;
+}
+
+/* One unit per tile, in the order Level Zero lists them (ze0.0, ze0.1; so
+ * named when the export only counts them). */
+static void list_tiles(struct units_list *l, int g, hwloc_obj_t ze, int ntiles)
+{
+    l->u->ze_flat = true;
+    hwloc_obj_t c = ze->io_first_child;
+    for (int k = 0; k < ntiles; k++) {
+        while (c && c->type != HWLOC_OBJ_OS_DEVICE)
+            c = c->next_sibling;
+        gpurun_gpu_unit_t *x = unit_add(l, g);
+        x->backend = "LevelZero";
+        x->osdev = c;
+        if (c && c->name)
+            snprintf(x->name, sizeof x->name, "%.*s", (int)sizeof x->name - 1, c->name);
+        else
+            snprintf(x->name, sizeof x->name, "%.20s.%d", ze->name, k);
+        if (c)
+            c = c->next_sibling;
+    }
+}
+
+/* One unit per OS device of the backend, by its device number. */
+static int list_osdevs(struct units_list *l, int g, int best, gpurun_error_t *err)
+{
+    const gpurun_topo_t *t = l->t;
+    int start = l->u->nunits;
+    for (hwloc_obj_t c = t->gpus[g].pcidev->io_first_child; c; c = c->next_sibling) {
+        if (backend_of(c) != best)
+            continue;
+        int num = osdev_number(c, backends[best].prefix);
+        if (num < 0)
+            return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: GPU %s has an OS device '%s' without a %s device number",
+                              t->source, t->gpus[g].pci, c->name, backends[best].backend);
+        gpurun_gpu_unit_t *x = unit_add(l, g);
+        x->index = num;
+        x->backend = backends[best].backend;
+        x->osdev = c;
+        snprintf(x->name, sizeof x->name, "%.*s", (int)sizeof x->name - 1, c->name);
+    }
+    qsort(l->u->units + start, (size_t)(l->u->nunits - start), sizeof *l->u->units, unit_cmp);
+    return 0;
+}
+
+static int list_gpu(struct units_list *l, int g, gpurun_error_t *err)
+{
+    const gpurun_topo_t *t = l->t;
+    gpurun_gpu_units_t *u = l->u;
+    hwloc_obj_t dev = t->gpus[g].pcidev;
+    /* A topology already split into partitions lists one PCI function
+     * several times: its units go under the first entry. */
+    for (int e = 0; e < g; e++)
+        if (t->gpus[e].pcidev == dev) {
+            u->first[g] = u->nunits;
+            return 0;
+        }
+    u->first[g] = u->nunits;
+    u->npci++;
+    int best = best_backend(dev);
+    int start = u->nunits, ntiles = 0;
+    hwloc_obj_t ze = !strcmp(t->gpus[g].vendor, "intel") ? ze_with_subdevices(dev, &ntiles) : NULL;
+    if (ze)
+        list_tiles(l, g, ze, ntiles);
+    else if (best < 0) /* PCI only (no runtime OS device in the export): one unit */
+        unit_add(l, g)->index = t->gpus[g].index;
+    else if (list_osdevs(l, g, best, err) < 0)
+        return -1;
+    u->count[g] = u->nunits - start;
+    /* A whole NVIDIA GPU keeps the topology's index (PCI order); ROCm
+     * numbers are the rsmi ones, partitioned or not. */
+    if (u->count[g] == 1 && best >= 0 && strcmp(backends[best].backend, "RSMI"))
+        u->units[start].index = t->gpus[g].index;
+    for (int i = start; i < u->nunits; i++)
+        u->units[i].partition = i - start;
+    if (u->count[g] > 1)
+        u->npartitioned++;
+    return 0;
+}
+
 int gpurun_gpu_units_list(const gpurun_topo_t *t, gpurun_gpu_units_t **unitsp, gpurun_error_t *err)
 {
-    gpurun_gpu_units_t *u = gpurun_xcalloc(1, sizeof *u);
+    int n = t->ngpus > 0 ? t->ngpus : 1;
+    struct units_list l = {.t = t, .u = gpurun_xcalloc(1, sizeof *l.u), .cap = n};
+    gpurun_gpu_units_t *u = l.u;
     u->ngpus = t->ngpus;
-    u->first = gpurun_xcalloc((size_t)(t->ngpus > 0 ? t->ngpus : 1), sizeof *u->first);
-    u->count = gpurun_xcalloc((size_t)(t->ngpus > 0 ? t->ngpus : 1), sizeof *u->count);
-    int cap = t->ngpus > 0 ? t->ngpus : 1;
-    u->units = gpurun_xcalloc((size_t)cap, sizeof *u->units);
-
-    for (int g = 0; g < t->ngpus; g++) {
-        hwloc_obj_t dev = t->gpus[g].pcidev;
-        /* A topology already split into partitions lists one PCI function
-         * several times: its units go under the first entry. */
-        bool again = false;
-        for (int e = 0; e < g && !again; e++)
-            again = t->gpus[e].pcidev == dev;
-        u->first[g] = u->nunits;
-        if (again)
-            continue;
-        u->npci++;
-        int per[NBACKENDS] = {0};
-        for (hwloc_obj_t c = dev->io_first_child; c; c = c->next_sibling) {
-            int b = backend_of(c);
-            if (b >= 0)
-                per[b]++;
+    u->first = gpurun_xcalloc((size_t)n, sizeof *u->first);
+    u->count = gpurun_xcalloc((size_t)n, sizeof *u->count);
+    u->units = gpurun_xcalloc((size_t)n, sizeof *u->units);
+    for (int g = 0; g < t->ngpus; g++)
+        if (list_gpu(&l, g, err) < 0) {
+            gpurun_gpu_units_destroy(u);
+            return -1;
         }
-        int best = -1;
-        for (size_t b = 0; b < NBACKENDS; b++)
-            if (per[b] > 0 && (best < 0 || per[b] > per[best]))
-                best = (int)b;
-        int start = u->nunits;
-        int ntiles = 0;
-        hwloc_obj_t ze = !strcmp(t->gpus[g].vendor, "intel") ? ze_with_subdevices(dev, &ntiles) : NULL;
-        if (ze) {
-            /* One unit per tile, in the order Level Zero lists them (ze0.0,
-             * ze0.1; so named when the export only counts them). */
-            u->ze_flat = true;
-            hwloc_obj_t c = ze->io_first_child;
-            for (int k = 0; k < ntiles; k++) {
-                while (c && c->type != HWLOC_OBJ_OS_DEVICE)
-                    c = c->next_sibling;
-                if (u->nunits == cap)
-                    u->units = gpurun_xrealloc(u->units, (size_t)(cap *= 2) * sizeof *u->units);
-                gpurun_gpu_unit_t *x = &u->units[u->nunits++];
-                memset(x, 0, sizeof *x);
-                x->gpu = g;
-                x->backend = "LevelZero";
-                x->osdev = c;
-                if (c && c->name)
-                    snprintf(x->name, sizeof x->name, "%.*s", (int)sizeof x->name - 1, c->name);
-                else
-                    snprintf(x->name, sizeof x->name, "%.20s.%d", ze->name, k);
-                if (c)
-                    c = c->next_sibling;
-            }
-        } else if (best < 0) {
-            /* PCI only (no runtime OS device in the export): one unit. */
-            if (u->nunits == cap)
-                u->units = gpurun_xrealloc(u->units, (size_t)(cap *= 2) * sizeof *u->units);
-            gpurun_gpu_unit_t *x = &u->units[u->nunits++];
-            memset(x, 0, sizeof *x);
-            x->gpu = g;
-            x->index = t->gpus[g].index;
-        } else {
-            for (hwloc_obj_t c = dev->io_first_child; c; c = c->next_sibling) {
-                if (backend_of(c) != best)
-                    continue;
-                int num = osdev_number(c, backends[best].prefix);
-                if (num < 0) {
-                    gpurun_gpu_units_destroy(u);
-                    return gpurun_err(err, GPURUN_EXIT_CONFIG,
-                                      "%s: GPU %s has an OS device '%s' without a %s device number", t->source,
-                                      t->gpus[g].pci, c->name, backends[best].backend);
-                }
-                if (u->nunits == cap)
-                    u->units = gpurun_xrealloc(u->units, (size_t)(cap *= 2) * sizeof *u->units);
-                gpurun_gpu_unit_t *x = &u->units[u->nunits++];
-                memset(x, 0, sizeof *x);
-                x->gpu = g;
-                x->index = num;
-                x->backend = backends[best].backend;
-                x->osdev = c;
-                snprintf(x->name, sizeof x->name, "%.*s", (int)sizeof x->name - 1, c->name);
-            }
-            qsort(u->units + start, (size_t)(u->nunits - start), sizeof *u->units, unit_cmp);
-        }
-        u->count[g] = u->nunits - start;
-        /* A whole NVIDIA GPU keeps the topology's index (PCI order); ROCm
-         * numbers are the rsmi ones, partitioned or not. */
-        if (u->count[g] == 1 && best >= 0 && strcmp(backends[best].backend, "RSMI"))
-            u->units[start].index = t->gpus[g].index;
-        for (int i = start; i < u->nunits; i++)
-            u->units[i].partition = i - start;
-        if (u->count[g] > 1)
-            u->npartitioned++;
-    }
     /* Which number ZE_AFFINITY_MASK gives a device depends on the device
      * hierarchy: COMPOSITE counts whole GPUs, FLAT (the default of current
      * drivers on these GPUs) counts each tile.  Once the tiles are units,
