@@ -114,7 +114,8 @@ static json_t *collect_json(const gpurun_template_t *t, const gpurun_foms_t *fom
                      t->path, "sanity_text", t->sanity, "files", files, "ok", ok);
 }
 
-int cmd_collect(int argc, char **argv, gpurun_error_t *err)
+/* The options: the template's name, --json; the files follow (optind). */
+static int collect_options(int argc, char **argv, const char **name, bool *json, gpurun_error_t *err)
 {
     enum { O_JSON = 1000 };
     static const struct option opts[] = {
@@ -123,47 +124,103 @@ int cmd_collect(int argc, char **argv, gpurun_error_t *err)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *name = NULL;
-    bool json = false;
     int c;
     optind = 0; /* a full restart (glibc, musl): tests call commands again */
     opterr = 0;
     while ((c = getopt_long(argc, argv, "t:h", opts, NULL)) != -1) {
         switch (c) {
-        case 't': name = optarg; break;
-        case O_JSON: json = true; break;
-        case 'h': fputs(collect_usage, stdout); return 0;
+        case 't': *name = optarg; break;
+        case O_JSON: *json = true; break;
+        case 'h': fputs(collect_usage, stdout); return 1;
         default:
-            return cmd_bad_option("collect", argv[optind - 1], opts, err);
+            cmd_bad_option("collect", argv[optind - 1], opts, err);
+            return -1;
         }
     }
-    if (!name) {
-        gpurun_err(err, GPURUN_EXIT_CONFIG,
-                   "collect: which template? Usage: gpurun collect --template NAME FILE... [--json]");
-        return GPURUN_EXIT_CONFIG;
-    }
-    if (optind >= argc) {
-        gpurun_err(err, GPURUN_EXIT_CONFIG, "collect: no file to read. Usage: gpurun collect --template %s FILE...",
-                   name);
-        return GPURUN_EXIT_CONFIG;
-    }
-    char *const *files = argv + optind;
-    size_t nfiles = (size_t)(argc - optind);
+    if (!*name)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                          "collect: which template? Usage: gpurun collect --template NAME FILE... [--json]");
+    if (optind >= argc)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                          "collect: no file to read. Usage: gpurun collect --template %s FILE...", *name);
+    return 0;
+}
 
+static int collect_template(const char *name, gpurun_template_t **tp, gpurun_error_t *err)
+{
     char *path = NULL;
     gpurun_template_t *t = NULL;
     if (gpurun_template_find(name, ".", &path, err) < 0 || gpurun_template_load(path, &t, err) < 0) {
         free(path);
         err->code = GPURUN_EXIT_CONFIG;
-        return GPURUN_EXIT_CONFIG;
+        return -1;
     }
     free(path);
     if (t->nfoms == 0) {
         gpurun_err(err, GPURUN_EXIT_CONFIG, "collect: template '%s' (%s) reads no figure of merit", t->name,
                    t->path);
         gpurun_template_destroy(t);
-        return GPURUN_EXIT_CONFIG;
+        return -1;
     }
+    *tp = t;
+    return 0;
+}
+
+/* Each file's sanity and which figures it gave; true when all are good. */
+static bool collect_check(const gpurun_template_t *t, const gpurun_foms_t *foms, char *const *files, size_t nfiles,
+                          struct file_result *res)
+{
+    bool ok = true;
+    for (size_t k = 0; k < nfiles; k++) {
+        res[k].file = files[k];
+        res[k].sanity = gpurun_sanity_file_check(t, files[k], res[k].why, sizeof res[k].why);
+        for (size_t j = 0; j < t->nfoms; j++) {
+            const struct gpurun_fom_values *v = &foms->f[k * t->nfoms + j];
+            if (v->n)
+                res[k].found++;
+            else if (!v->optional)
+                res[k].missing++;
+        }
+        ok = ok && res[k].sanity == 1 && res[k].found && !res[k].missing;
+    }
+    return ok;
+}
+
+/* What was wrong with each file, on stderr after the table. */
+static void collect_warnings(const gpurun_template_t *t, const gpurun_foms_t *foms, const struct file_result *res,
+                             size_t nfiles)
+{
+    /* A regex that took too long, dropped (util.h): the files after it were not read with it. */
+    for (size_t i = 0; i < t->regex_budget->nnotes; i++)
+        fprintf(stderr, "gpurun: collect: warning: template '%s': %s\n", t->name, t->regex_budget->notes[i]);
+    for (size_t k = 0; k < nfiles; k++) {
+        if (!res[k].found)
+            fprintf(stderr, "gpurun: collect: %s: no figure of merit of template '%s' found\n", res[k].file,
+                    t->name);
+        else if (res[k].missing)
+            for (size_t j = 0; j < t->nfoms; j++) {
+                const struct gpurun_fom_values *v = &foms->f[k * t->nfoms + j];
+                if (!v->n && !v->optional)
+                    fprintf(stderr, "gpurun: collect: %s: figure '%s' not found\n", res[k].file, v->name);
+            }
+        if (res[k].sanity != 1)
+            fprintf(stderr, "gpurun: collect: %s: sanity check of template '%s': %s\n", res[k].file, t->name,
+                    res[k].why);
+    }
+}
+
+int cmd_collect(int argc, char **argv, gpurun_error_t *err)
+{
+    const char *name = NULL;
+    bool json = false;
+    int rc = collect_options(argc, argv, &name, &json, err);
+    if (rc != 0)
+        return rc > 0 ? 0 : err->code;
+    char *const *files = argv + optind;
+    size_t nfiles = (size_t)(argc - optind);
+    gpurun_template_t *t = NULL;
+    if (collect_template(name, &t, err) < 0)
+        return GPURUN_EXIT_CONFIG;
 
     /* argv is NULL-terminated after the files, as gpurun_fom_read wants. */
     gpurun_foms_t foms;
@@ -174,22 +231,8 @@ int cmd_collect(int argc, char **argv, gpurun_error_t *err)
         gpurun_template_destroy(t);
         return GPURUN_EXIT_CONFIG;
     }
-
     struct file_result *res = gpurun_xcalloc(nfiles, sizeof *res);
-    bool ok = true;
-    for (size_t k = 0; k < nfiles; k++) {
-        res[k].file = files[k];
-        res[k].sanity = gpurun_sanity_file_check(t, files[k], res[k].why, sizeof res[k].why);
-        for (size_t j = 0; j < t->nfoms; j++) {
-            const struct gpurun_fom_values *v = &foms.f[k * t->nfoms + j];
-            if (v->n)
-                res[k].found++;
-            else if (!v->optional)
-                res[k].missing++;
-        }
-        ok = ok && res[k].sanity == 1 && res[k].found && !res[k].missing;
-    }
-
+    bool ok = collect_check(t, &foms, files, nfiles, res);
     if (json) {
         json_t *doc = collect_json(t, &foms, res, nfiles, ok);
         char *s = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15));
@@ -200,23 +243,7 @@ int cmd_collect(int argc, char **argv, gpurun_error_t *err)
         print_table(t, &foms, nfiles);
     }
     fflush(stdout);
-
-    /* A regex that took too long, dropped (util.h): the files after it were not read with it. */
-    for (size_t i = 0; i < t->regex_budget->nnotes; i++)
-        fprintf(stderr, "gpurun: collect: warning: template '%s': %s\n", t->name, t->regex_budget->notes[i]);
-    for (size_t k = 0; k < nfiles; k++) {
-        if (!res[k].found)
-            fprintf(stderr, "gpurun: collect: %s: no figure of merit of template '%s' found\n", files[k], t->name);
-        else if (res[k].missing)
-            for (size_t j = 0; j < t->nfoms; j++) {
-                const struct gpurun_fom_values *v = &foms.f[k * t->nfoms + j];
-                if (!v->n && !v->optional)
-                    fprintf(stderr, "gpurun: collect: %s: figure '%s' not found\n", files[k], v->name);
-            }
-        if (res[k].sanity != 1)
-            fprintf(stderr, "gpurun: collect: %s: sanity check of template '%s': %s\n", files[k], t->name,
-                    res[k].why);
-    }
+    collect_warnings(t, &foms, res, nfiles);
     free(res);
     gpurun_foms_free(&foms);
     gpurun_template_destroy(t);
