@@ -78,12 +78,107 @@ static void log_tail(int log_fd, char *buf, size_t size)
         memmove(buf, last + 1, strlen(last + 1) + 1);
 }
 
+/* The store being waited for: its output read line by line until it says
+ * its port or its error, ends, or the bound passes. */
+struct store_wait {
+    char *const *argv;
+    int port; /* asked for; 0: any */
+    long bound_s;
+    const char *run_dir, *log_path;
+    int log_fd, out, sfd;
+    char line[4096];
+    size_t len;
+    struct gpurun_store *s;
+};
+
+/* One line of the store's: 1 when it says its port, -1 its error, 0 else. */
+static int store_line(struct store_wait *w, const char *line, gpurun_error_t *err)
+{
+    long p;
+    char *end;
+    if (!strncmp(line, "GPURUN_STORE_PORT ", 18) && (p = strtol(line + 18, &end, 10)) > 0 && p < 65536 && !*end) {
+        w->s->port = (int)p;
+        return 1;
+    }
+    if (strncmp(line, "GPURUN_STORE_ERROR ", 19))
+        return 0;
+    char on[32] = "";
+    if (w->port)
+        snprintf(on, sizeof on, " on port %d", w->port);
+    return gpurun_err(err, GPURUN_EXIT_ENV,
+                      "the rendezvous store (%s with torch.distributed.TCPStore%s) could not start: %s; no "
+                      "rank was started",
+                      w->argv[0], on, line + 19);
+}
+
+/* What it wrote since: 0 to wait on, 1 listening, -1 failed. */
+static int store_read(struct store_wait *w, gpurun_error_t *err)
+{
+    ssize_t got = read(w->out, w->line + w->len, sizeof w->line - 1 - w->len);
+    if (got < 0 && errno == EINTR)
+        return 0;
+    if (got <= 0) { /* it ended without a word */
+        char said[1024];
+        log_tail(w->log_fd, said, sizeof said);
+        return gpurun_err(err, GPURUN_EXIT_ENV,
+                          "the rendezvous store (%s with torch.distributed.TCPStore) ended before it listened%s%s; "
+                          "no rank was started; its output: %s",
+                          w->argv[0], said[0] ? ": " : "", said, w->log_path);
+    }
+    w->len += (size_t)got;
+    w->line[w->len] = '\0';
+    char *nl;
+    while ((nl = strchr(w->line, '\n'))) {
+        *nl = '\0';
+        int said = store_line(w, w->line, err);
+        if (said)
+            return said;
+        size_t rest = w->len - (size_t)(nl + 1 - w->line);
+        memmove(w->line, nl + 1, rest + 1);
+        w->len = rest;
+    }
+    if (w->len == sizeof w->line - 1) /* a line that long is none of ours */
+        w->len = 0;
+    return 0;
+}
+
+static int store_wait(struct store_wait *w, gpurun_error_t *err)
+{
+    double until = now_s() + (double)w->bound_s;
+    for (;;) {
+        double left = until - now_s();
+        if (left <= 0)
+            return gpurun_err(err, GPURUN_EXIT_ENV,
+                              "the rendezvous store (%s with torch.distributed.TCPStore) did not listen within %ld "
+                              "s; no rank was started; its output: %s",
+                              w->argv[0], w->bound_s, w->log_path);
+        struct pollfd pf[2] = {{.fd = w->out, .events = POLLIN}, {.fd = w->sfd, .events = POLLIN}};
+        int n = poll(pf, w->sfd >= 0 ? 2 : 1, (int)(left * 1000) + 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (w->sfd >= 0 && (pf[1].revents & POLLIN)) {
+            struct signalfd_siginfo si;
+            int sig = read(w->sfd, &si, sizeof si) == (ssize_t)sizeof si ? (int)si.ssi_signo : SIGTERM;
+            return gpurun_err(err, 128 + sig,
+                              "interrupted by %s while the rendezvous store started: no rank was "
+                              "started; run folder %s",
+                              strsignal(sig), w->run_dir);
+        }
+        if (!(pf[0].revents & (POLLIN | POLLHUP)))
+            continue;
+        int said = store_read(w, err);
+        if (said)
+            return said > 0 ? 0 : -1;
+    }
+}
+
 int gpurun_store_start(char *const *argv, int port, long bound_s, int dir_fd, const char *run_dir,
                        int log_fd, const char *log_path, struct gpurun_store *s, gpurun_error_t *err)
 {
     s->pid = 0;
     s->port = 0;
-    int out = -1;
+    struct store_wait w = {.argv = argv, .port = port, .bound_s = bound_s, .run_dir = run_dir,
+                           .log_path = log_path, .log_fd = log_fd, .out = -1, .s = s};
     /* Ctrl-C while the store starts: stop it, start no rank. */
     sigset_t set, old;
     sigemptyset(&set);
@@ -91,89 +186,17 @@ int gpurun_store_start(char *const *argv, int port, long bound_s, int dir_fd, co
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGHUP);
     sigprocmask(SIG_BLOCK, &set, &old);
-    int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-    pid_t pid = gpurun_start_service(argv, dir_fd, run_dir, log_fd, &out, err);
-    int rc = 0;
-    if (pid < 0) {
-        rc = -1;
-        goto done;
+    w.sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    pid_t pid = gpurun_start_service(argv, dir_fd, run_dir, log_fd, &w.out, err);
+    int rc = -1;
+    if (pid >= 0) {
+        s->pid = pid;
+        rc = store_wait(&w, err);
     }
-    s->pid = pid;
-    char line[4096];
-    size_t len = 0;
-    double until = now_s() + (double)bound_s;
-    for (;;) {
-        double left = until - now_s();
-        if (left <= 0) {
-            rc = gpurun_err(err, GPURUN_EXIT_ENV,
-                            "the rendezvous store (%s with torch.distributed.TCPStore) did not listen within %ld s; "
-                            "no rank was started; its output: %s",
-                            argv[0], bound_s, log_path);
-            break;
-        }
-        struct pollfd pf[2] = {{.fd = out, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
-        int n = poll(pf, sfd >= 0 ? 2 : 1, (int)(left * 1000) + 1);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (sfd >= 0 && (pf[1].revents & POLLIN)) {
-            struct signalfd_siginfo si;
-            int sig = read(sfd, &si, sizeof si) == (ssize_t)sizeof si ? (int)si.ssi_signo : SIGTERM;
-            rc = gpurun_err(err, 128 + sig, "interrupted by %s while the rendezvous store started: no rank was "
-                            "started; run folder %s", strsignal(sig), run_dir);
-            break;
-        }
-        if (!(pf[0].revents & (POLLIN | POLLHUP)))
-            continue;
-        ssize_t got = read(out, line + len, sizeof line - 1 - len);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0) { /* it ended without a word */
-            char said[1024];
-            log_tail(log_fd, said, sizeof said);
-            rc = gpurun_err(err, GPURUN_EXIT_ENV,
-                            "the rendezvous store (%s with torch.distributed.TCPStore) ended before it listened%s%s; "
-                            "no rank was started; its output: %s",
-                            argv[0], said[0] ? ": " : "", said, log_path);
-            break;
-        }
-        len += (size_t)got;
-        line[len] = '\0';
-        char *nl;
-        bool decided = false;
-        while ((nl = strchr(line, '\n'))) {
-            *nl = '\0';
-            long p;
-            char *end;
-            if (!strncmp(line, "GPURUN_STORE_PORT ", 18) && (p = strtol(line + 18, &end, 10)) > 0 && p < 65536 &&
-                !*end) {
-                s->port = (int)p;
-                decided = true;
-            } else if (!strncmp(line, "GPURUN_STORE_ERROR ", 19)) {
-                char on[32] = "";
-                if (port)
-                    snprintf(on, sizeof on, " on port %d", port);
-                rc = gpurun_err(err, GPURUN_EXIT_ENV,
-                                "the rendezvous store (%s with torch.distributed.TCPStore%s) could not start: %s; no "
-                                "rank was started",
-                                argv[0], on, line + 19);
-                decided = true;
-            }
-            if (decided)
-                break;
-            size_t rest = len - (size_t)(nl + 1 - line);
-            memmove(line, nl + 1, rest + 1);
-            len = rest;
-        }
-        if (decided)
-            break;
-        if (len == sizeof line - 1) /* a line that long is none of ours */
-            len = 0;
-    }
-done:
-    if (out >= 0)
-        close(out);
-    if (sfd >= 0)
-        close(sfd);
+    if (w.out >= 0)
+        close(w.out);
+    if (w.sfd >= 0)
+        close(w.sfd);
     sigprocmask(SIG_SETMASK, &old, NULL);
     if (rc != 0)
         gpurun_store_stop(s);
