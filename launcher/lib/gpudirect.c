@@ -453,7 +453,9 @@ static void add_missing(char *buf, size_t len, int *n, const char *sentence)
     size_t used = strlen(buf);
     if (used + 1 >= len)
         return;
-    snprintf(buf + used, len - used, "%s%s", *n ? "; " : "", sentence);
+    int w = snprintf(buf + used, len - used, "%s%s", *n ? "; " : "", sentence);
+    if (w < 0 || (size_t)w >= len - used) /* cut short: the first reasons are the telling ones */
+        buf[len - 1] = '\0';
     (*n)++;
 }
 
@@ -538,101 +540,120 @@ static void rank_why(struct gpurun_gdr_rank *r, const char *fmt, ...)
     va_end(ap);
 }
 
+/* A decision under way: the node's missing pieces, per GPU vendor the job
+ * uses, asked once; what stands against `gpudirect = on`. */
+struct gdr_deciding {
+    const gpurun_gdr_probe_t *p;
+    const gpurun_plan_t *plan;
+    enum gpurun_gpudirect mode;
+    gpurun_gdr_decision_t *d;
+    char miss_nv[1024], miss_amd[1024];
+    int nmiss_nv, nmiss_amd; /* -1: not asked yet */
+    char problems[1536];
+    int nproblems, nmissing;
+};
+
+/* What the node lacks for this vendor's GPUs; NULL when nothing. */
+static const char *gdr_node_missing(struct gdr_deciding *c, bool amd)
+{
+    if (!c->p)
+        return "the node's GPUDirect pieces were not probed";
+    char *miss = amd ? c->miss_amd : c->miss_nv;
+    int *n = amd ? &c->nmiss_amd : &c->nmiss_nv;
+    if (*n < 0)
+        *n = gpurun_gdr_node_missing(c->p, amd ? "amd" : "nvidia", miss, sizeof c->miss_nv);
+    return *n ? miss : NULL;
+}
+
+/* Under `on`, a reason it cannot be, reported once for the node. */
+static void gdr_problem(struct gdr_deciding *c, const char *what)
+{
+    if (c->mode == GPURUN_GPUDIRECT_ON)
+        add_missing(c->problems, sizeof c->problems, &c->nproblems, what);
+}
+
+/* The rank's GPU and NIC, both usable: on when they are near (or `on`). */
+static void gdr_rank_path(struct gdr_deciding *c, const gpurun_rank_plan_t *rp, struct gpurun_gdr_rank *r)
+{
+    const gpurun_topo_t *t = c->plan->topo;
+    const gpurun_nic_t *nic = &t->nics[rp->nics[0]];
+    const gpurun_gpu_t *gpu = &t->gpus[rp->gpus[0]];
+    const char *aff = gpurun_affinity_name(rp->nic_affinity);
+    bool near = rp->nic_affinity == GPURUN_AFF_PIX || rp->nic_affinity == GPURUN_AFF_PXB;
+    if (near) {
+        r->on = true;
+        r->level = gpurun_gdr_nccl_level(rp->nic_affinity);
+        rank_why(r, "GPU %s and %s are %s apart: one PCIe switch tree, the NIC reads GPU memory directly", gpu->pci,
+                 nic->name, aff);
+    } else if (c->mode == GPURUN_GPUDIRECT_ON) {
+        r->on = true;
+        r->level = gpurun_gdr_nccl_level(rp->nic_affinity);
+        rank_why(r, "gpudirect = on in the job, though GPU %s and %s are %s apart (through the CPU: often slower "
+                 "than staging in host memory)", gpu->pci, nic->name, aff);
+    } else {
+        rank_why(r, "GPU %s and %s are %s apart: the path crosses the CPU, where GPUDirect RDMA does not pay",
+                 gpu->pci, nic->name, aff);
+    }
+}
+
+static void gdr_decide_rank(struct gdr_deciding *c, int i)
+{
+    const gpurun_rank_plan_t *rp = &c->plan->ranks[i];
+    struct gpurun_gdr_rank *r = &c->d->ranks[i];
+    r->rank = rp->rank;
+    r->has_gpu = rp->ngpus > 0;
+    if (!r->has_gpu) {
+        rank_why(r, "no GPU");
+        if (!strstr(c->problems, "no GPU"))
+            gdr_problem(c, c->plan->req.gpus_per_rank == 0 ? "the job's ranks have no GPU (gpus_per_rank = 0)"
+                                                           : "some ranks have no GPU");
+        return;
+    }
+    r->level = "LOC";
+    if (c->mode == GPURUN_GPUDIRECT_OFF) {
+        rank_why(r, "gpudirect = off in the job");
+        return;
+    }
+    const char *miss = gdr_node_missing(c, !strcmp(c->plan->topo->gpus[rp->gpus[0]].vendor, "amd"));
+    if (miss) {
+        rank_why(r, "the node lacks pieces: %s", miss);
+        if (!strstr(c->d->missing, miss))
+            add_missing(c->d->missing, sizeof c->d->missing, &c->nmissing, miss);
+        return; /* `on`: reported once, by the caller */
+    }
+    if (rp->nnics == 0) {
+        rank_why(r, "no high-speed NIC is planned for this rank");
+        char s[128];
+        snprintf(s, sizeof s, "rank %d has no high-speed NIC", rp->rank);
+        gdr_problem(c, s);
+        return;
+    }
+    char nb[256];
+    const char *bad = nic_rdma_problem(c->p, &c->plan->topo->nics[rp->nics[0]], nb, sizeof nb); /* p is set here */
+    if (bad) {
+        rank_why(r, "%s", bad);
+        char s[320];
+        snprintf(s, sizeof s, "rank %d: %s", rp->rank, bad);
+        gdr_problem(c, s);
+        return;
+    }
+    gdr_rank_path(c, rp, r);
+}
+
 int gpurun_gdr_decide(const gpurun_gdr_probe_t *p, const gpurun_plan_t *plan, enum gpurun_gpudirect mode,
                       gpurun_gdr_decision_t **decp, gpurun_error_t *err)
 {
-    const gpurun_topo_t *t = plan->topo;
-    gpurun_gdr_decision_t *d = gpurun_xcalloc(1, sizeof *d);
+    struct gdr_deciding c = {.p = p, .plan = plan, .mode = mode, .nmiss_nv = -1, .nmiss_amd = -1};
+    gpurun_gdr_decision_t *d = c.d = gpurun_xcalloc(1, sizeof *d);
     d->mode = mode;
     d->nranks = plan->nranks;
     d->ranks = gpurun_xcalloc((size_t)(plan->nranks > 0 ? plan->nranks : 1), sizeof *d->ranks);
     d->pieces = p ? gpurun_gdr_probe_json(p) : json_null();
-
-    /* Node-level pieces, per GPU vendor the job uses. */
-    char miss_nv[1024] = "", miss_amd[1024] = "";
-    int nmiss_nv = -1, nmiss_amd = -1;
-    char problems[1536] = "";
-    int nproblems = 0, nmissing = 0;
-    for (int i = 0; i < plan->nranks; i++) {
-        const gpurun_rank_plan_t *rp = &plan->ranks[i];
-        struct gpurun_gdr_rank *r = &d->ranks[i];
-        r->rank = rp->rank;
-        r->has_gpu = rp->ngpus > 0;
-        if (!r->has_gpu) {
-            rank_why(r, "no GPU");
-            if (mode == GPURUN_GPUDIRECT_ON && !strstr(problems, "no GPU"))
-                add_missing(problems, sizeof problems, &nproblems,
-                            plan->req.gpus_per_rank == 0 ? "the job's ranks have no GPU (gpus_per_rank = 0)"
-                                                         : "some ranks have no GPU");
-            continue;
-        }
-        r->level = "LOC";
-        if (mode == GPURUN_GPUDIRECT_OFF) {
-            rank_why(r, "gpudirect = off in the job");
-            continue;
-        }
-        const char *vendor = t->gpus[rp->gpus[0]].vendor;
-        bool amd = !strcmp(vendor, "amd");
-        const char *miss = NULL;
-        if (!p) {
-            miss = "the node's GPUDirect pieces were not probed";
-        } else if (amd) {
-            if (nmiss_amd < 0)
-                nmiss_amd = gpurun_gdr_node_missing(p, "amd", miss_amd, sizeof miss_amd);
-            miss = nmiss_amd ? miss_amd : NULL;
-        } else {
-            if (nmiss_nv < 0)
-                nmiss_nv = gpurun_gdr_node_missing(p, "nvidia", miss_nv, sizeof miss_nv);
-            miss = nmiss_nv ? miss_nv : NULL;
-        }
-        if (miss) {
-            rank_why(r, "the node lacks pieces: %s", miss);
-            if (!strstr(d->missing, miss))
-                add_missing(d->missing, sizeof d->missing, &nmissing, miss);
-            continue; /* `on`: reported once, below */
-        }
-        if (rp->nnics == 0) {
-            rank_why(r, "no high-speed NIC is planned for this rank");
-            if (mode == GPURUN_GPUDIRECT_ON) {
-                char s[128];
-                snprintf(s, sizeof s, "rank %d has no high-speed NIC", rp->rank);
-                add_missing(problems, sizeof problems, &nproblems, s);
-            }
-            continue;
-        }
-        const gpurun_nic_t *nic = &t->nics[rp->nics[0]];
-        const gpurun_gpu_t *gpu = &t->gpus[rp->gpus[0]];
-        char nb[256];
-        const char *bad = nic_rdma_problem(p, nic, nb, sizeof nb); /* p is not NULL here */
-        if (bad) {
-            rank_why(r, "%s", bad);
-            if (mode == GPURUN_GPUDIRECT_ON) {
-                char s[320];
-                snprintf(s, sizeof s, "rank %d: %s", rp->rank, bad);
-                add_missing(problems, sizeof problems, &nproblems, s);
-            }
-            continue;
-        }
-        const char *aff = gpurun_affinity_name(rp->nic_affinity);
-        bool near = rp->nic_affinity == GPURUN_AFF_PIX || rp->nic_affinity == GPURUN_AFF_PXB;
-        if (near) {
-            r->on = true;
-            r->level = gpurun_gdr_nccl_level(rp->nic_affinity);
-            rank_why(r, "GPU %s and %s are %s apart: one PCIe switch tree, the NIC reads GPU memory directly", gpu->pci,
-                     nic->name, aff);
-        } else if (mode == GPURUN_GPUDIRECT_ON) {
-            r->on = true;
-            r->level = gpurun_gdr_nccl_level(rp->nic_affinity);
-            rank_why(r, "gpudirect = on in the job, though GPU %s and %s are %s apart (through the CPU: often slower "
-                     "than staging in host memory)", gpu->pci, nic->name, aff);
-        } else {
-            rank_why(r, "GPU %s and %s are %s apart: the path crosses the CPU, where GPUDirect RDMA does not pay",
-                     gpu->pci, nic->name, aff);
-        }
-    }
-    if (mode == GPURUN_GPUDIRECT_ON && (d->missing[0] || nproblems)) {
+    for (int i = 0; i < plan->nranks; i++)
+        gdr_decide_rank(&c, i);
+    if (mode == GPURUN_GPUDIRECT_ON && (d->missing[0] || c.nproblems)) {
         gpurun_err(err, GPURUN_EXIT_ENV, "gpudirect = on, but %s cannot do GPUDirect RDMA: %s%s%s; nothing was started",
-                   t->hostname, d->missing, d->missing[0] && nproblems ? "; " : "", problems);
+                   plan->topo->hostname, d->missing, d->missing[0] && c.nproblems ? "; " : "", c.problems);
         gpurun_gdr_decision_destroy(d);
         return -1;
     }
