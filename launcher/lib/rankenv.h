@@ -10,8 +10,9 @@
  *                OMP_NUM_THREADS, OMP_PLACES, OMP_PROC_BIND, GPURUN_LOCAL_RANK
  *   gpudirect.c  UCX_IB_GPU_DIRECT_RDMA, NCCL_NET_GDR_LEVEL, the template's env
  *   mps.c        CUDA_MPS_PIPE_DIRECTORY, CUDA_MPS_LOG_DIRECTORY
- *   torchrun.c   a rank's place (RANK, LOCAL_RANK, GROUP_RANK, ROLE_RANK), the
- *                job's sizes and its rendezvous (MASTER_ADDR, MASTER_PORT, ...)
+ *   torchrun.c   the job's rendezvous (MASTER_ADDR, MASTER_PORT, ...) and sizes;
+ *                a rank's place (RANK, LOCAL_RANK, GROUP_RANK, ROLE_RANK) is
+ *                this file's, torchrun's names for it
  *   the job      its env { }
  * The first three go into the planned rank's "env" (plan.json, a host's
  * plan); the job-wide part into env.json; here they are combined, in this
@@ -39,6 +40,13 @@ struct gpurun_torchrun_settings;
 int gpurun_rankenv_job(const struct gpurun_torchrun_settings *torchrun, int port, const char *run_dir,
                        const struct gpurun_plan *plan, const struct gpurun_kvlist *job_env, struct gpurun_kvlist *out,
                        gpurun_error_t *err);
+
+/* Each rank's own values into its env in `plan` (so that every host plan
+ * and the dry run's table hold them): RANK, WORLD_SIZE, LOCAL_RANK,
+ * LOCAL_WORLD_SIZE, GROUP_RANK (the node's index), GROUP_WORLD_SIZE,
+ * ROLE_RANK, ROLE_WORLD_SIZE, and NCCL_SOCKET_IFNAME, the network
+ * interface of the rank's first NIC where it has one. */
+void gpurun_rankenv_torchrun_plan(struct gpurun_plan *plan);
 
 /* A rank's place in the job, as torchrun gives it: RANK and ROLE_RANK,
  * LOCAL_RANK, GROUP_RANK (its host's number), into `env`; with `sizes`

@@ -13,34 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "rankenv.h"
 #include "torchrun.h"
-
-void gpurun_torchrun_rank_env(gpurun_plan_t *plan)
-{
-    /* Ranks per node from the plan itself, not the request: a plan that
-     * puts several ranks on a GPU has more. */
-    int nodes = 1;
-    for (int r = 0; r < plan->nranks; r++)
-        if (plan->ranks[r].node + 1 > nodes)
-            nodes = plan->ranks[r].node + 1;
-    /* Ranks per node counted once: linear in ranks, at 8,000 too. */
-    int *per_node = gpurun_xcalloc((size_t)nodes, sizeof *per_node);
-    for (int r = 0; r < plan->nranks; r++)
-        per_node[plan->ranks[r].node]++;
-    for (int r = 0; r < plan->nranks; r++) {
-        gpurun_rank_plan_t *rk = &plan->ranks[r];
-        int on_node = per_node[rk->node];
-        const long sizes[3] = {plan->nranks, on_node, nodes};
-        gpurun_rankenv_torchrun_place(rk->env, rk->rank, rk->local_rank, rk->node, sizes);
-        /* NCCL's bootstrap and socket transport on the interface of the
-         * rank's NIC (its IB HCA is NCCL_IB_HCA already). */
-        const char *netdev = rk->nnics ? plan->topo->nics[rk->nics[0]].netdev : NULL;
-        if (netdev && *netdev)
-            json_object_set_new(rk->env, "NCCL_SOCKET_IFNAME", json_string(netdev));
-    }
-    free(per_node);
-}
 
 /* A TCP port nobody listens on now: the kernel's choice for port 0 (as
  * torchrun's standalone mode does).  RANK0 only: the port is free again

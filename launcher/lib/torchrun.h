@@ -52,13 +52,6 @@ struct gpurun_torchrun_settings {
     long timeout; /* seconds */
 };
 
-/* Each rank's own values into its env in `plan` (so that every host plan
- * and the dry run's table hold them): RANK, WORLD_SIZE, LOCAL_RANK,
- * LOCAL_WORLD_SIZE, GROUP_RANK (the node's index), GROUP_WORLD_SIZE,
- * ROLE_RANK, ROLE_WORLD_SIZE, and NCCL_SOCKET_IFNAME, the network
- * interface of the rank's first NIC where it has one. */
-void gpurun_torchrun_rank_env(gpurun_plan_t *plan);
-
 /* Checks the params: 0, or an error naming the key and where it was set
  * (exit 2). */
 int gpurun_torchrun_settings(const struct gpurun_torchrun_params *p, struct gpurun_torchrun_settings *s,

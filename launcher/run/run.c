@@ -2682,7 +2682,7 @@ int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun
             crc = err->code; /* gpudirect = on that this node cannot do: exit 3, nothing started */
         } else {
             if (c.tpl && c.tpl->rank_env)
-                gpurun_torchrun_rank_env(c.plan);
+                gpurun_rankenv_torchrun_plan(c.plan);
             if (c.ctr)
                 container_env_names(&c);
             free(c.command);
