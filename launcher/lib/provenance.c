@@ -63,7 +63,7 @@ int gpurun_hash_fd(int fd, long long size, long long whole_max, struct gpurun_fi
 {
     memset(h, 0, sizeof *h);
     h->size = size;
-    h->sampled = size > whole_max;
+    h->sampled = size > whole_max && size > 3 * GPURUN_PROV_SAMPLE; /* the samples apart, within the file */
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     size_t bufsize = 1 << 16;
     unsigned char *buf = gpurun_xmalloc(bufsize);
@@ -361,4 +361,46 @@ int gpurun_provenance_copies(const json_t *rec, const char *run_dir, char **jobp
     if (json_is_object(t))
         *tplp = gpurun_xasprintf("%s/%s", run_dir, tc);
     return 0;
+}
+
+/* A file's hash now against the record's entry `f` ({path, sha256,
+ * sampled}): a line when it changed or is gone, appended to b. */
+static void file_changed(struct gpurun_strbuf *b, const char *what, const json_t *f)
+{
+    const char *path = gpurun_record_str(f, GPURUN_REC_PROV_PATH), *was = gpurun_record_str(f, GPURUN_REC_PROV_SHA256);
+    if (!path || !was)
+        return;
+    struct gpurun_file_hash h;
+    gpurun_error_t e = {0};
+    bool sampled = json_is_true(json_object_get(f, GPURUN_REC_PROV_SAMPLED));
+    if (gpurun_hash_file(path, sampled ? 0 : GPURUN_PROV_WHOLE_MAX, &h, &e) < 0)
+        gpurun_strbuf_printf(b, "%s %s: gone or unreadable since (%s)\n", what, path, e.text);
+    else if (strcmp(h.sha256, was) != 0)
+        gpurun_strbuf_printf(b, "%s %s changed since (sha256 %.12s... then, %.12s... now)\n", what, path, was,
+                             h.sha256);
+    gpurun_error_clear(&e);
+}
+
+char *gpurun_provenance_changes(const json_t *rec, const char *host)
+{
+    struct gpurun_strbuf b = {0};
+    json_t *p = json_object_get(rec, GPURUN_REC_PROVENANCE);
+    file_changed(&b, "program", json_object_get(p, GPURUN_REC_PROV_PROGRAM));
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(p, GPURUN_REC_PROV_INPUTS), i, f) file_changed(&b, "input", f);
+    file_changed(&b, "job file (the kept copy is run)", json_object_get(p, GPURUN_REC_PROV_JOB));
+    file_changed(&b, "template (the kept copy is run)", json_object_get(p, GPURUN_REC_PROV_TEMPLATE));
+    const char *was = gpurun_record_str(rec, GPURUN_REC_GPURUN_VERSION);
+    if (was && strcmp(was, PACKAGE_VERSION) != 0)
+        gpurun_strbuf_printf(&b, "gpurun %s then, %s now\n", was, PACKAGE_VERSION);
+    json_t *hosts = json_object_get(rec, GPURUN_REC_HOSTS), *h;
+    bool there = false;
+    json_array_foreach(hosts, i, h) there = there || (json_is_string(h) && host && !strcmp(json_string_value(h), host));
+    if (host && json_array_size(hosts) && !there) {
+        char *list = json_dumps(hosts, JSON_COMPACT);
+        gpurun_strbuf_printf(&b, "hosts: it ran on %.200s, this is %s\n", list ? list : "?", host);
+        free(list);
+    }
+    return b.s;
 }

@@ -69,7 +69,8 @@ struct gpurun_prov_in {
 /* The record's `provenance` {job {path, sha256, copy}, template {name,
  * path, sha256, copy, bases [...]}, overrides [...], program {path, sha256,
  * size, sampled}, inputs [{path, size, sha256, sampled}], versions
- * {gpurun, mpi, driver}, notes [...]}, the copies written.  Never fails:
+ * {gpurun, mpi, driver; program: set by run.c from the log at the end},
+ * notes [...]}, the copies written.  Never fails:
  * what could not be read or kept is null, with a note. */
 json_t *gpurun_provenance(const struct gpurun_prov_in *in);
 
@@ -77,5 +78,11 @@ json_t *gpurun_provenance(const struct gpurun_prov_in *in);
  * file's copy, *tplp the template's (NULL for a job without one), from the
  * record `rec`.  0, or -1 with err (exit 2: a run without them). */
 int gpurun_provenance_copies(const json_t *rec, const char *run_dir, char **jobp, char **tplp, gpurun_error_t *err);
+
+/* What changed since the run of record `rec`: its program's and inputs'
+ * SHA-256 now (gone, or changed), its job file and template where they
+ * were, gpurun's version, and whether `host` (this one) was one of its
+ * hosts: a line each, malloc'ed; NULL when nothing did. */
+char *gpurun_provenance_changes(const json_t *rec, const char *host);
 
 #endif

@@ -71,7 +71,7 @@
 #define GPURUN_REC_PROV_OVERRIDES "overrides" /* ["KEY=VALUE"]: the command line's, in order */
 #define GPURUN_REC_PROV_PROGRAM "program"     /* {path, size, sha256, sampled} */
 #define GPURUN_REC_PROV_INPUTS "inputs"       /* [{path, size, sha256, sampled}] */
-#define GPURUN_REC_PROV_VERSIONS "versions"   /* {gpurun, mpi, driver} */
+#define GPURUN_REC_PROV_VERSIONS "versions"   /* {program, mpi, driver, gpurun} */
 #define GPURUN_REC_PROV_NOTES "notes"         /* [sentences]: what could not be read or kept */
 /* inside those */
 #define GPURUN_REC_PROV_PATH "path"

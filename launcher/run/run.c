@@ -2027,8 +2027,11 @@ static json_t *run_record(struct run_ctx *c, struct run_attempt *a, int rc, int 
     add_site_prices(record, c->site);
     if (c->opts->tune)
         json_object_set(record, GPURUN_REC_TUNE, c->opts->tune);
-    if (a->prov)
+    if (a->prov) { /* the program's version is known from its log only at the end */
+        json_object_set(json_object_get(a->prov, GPURUN_REC_PROV_VERSIONS), GPURUN_REC_PROV_PROGRAM,
+                        json_object_get(record, GPURUN_REC_PROGRAM_VERSION));
         json_object_set(record, GPURUN_REC_PROVENANCE, a->prov);
+    }
     add_energy(c, a, record);
     add_regex_notes(c, record);
     free(s0);
