@@ -79,6 +79,31 @@ rm "$TMP/in.dat"
 run "$GPURUN" rerun "$A" --dry-run
 contains "$TMP/err" "input $TMP/in.dat: gone or unreadable since" "an input gone: named"
 
+# A run of a scan: its one configuration again, with the same scan values.
+echo 5 >"$TMP/in.dat"
+cat >"$TMP/s.conf" <<'JOB'
+template = "withinput"
+launcher = "local"
+threads_per_rank = 1
+params { program = "./prog.sh"  args = "1"  input = "in.dat" }
+scan { ranks_per_node = {1, 2}  params.args = {"3", "4"} }
+JOB
+run "$GPURUN" run "$TMP/s.conf" --quiet
+expect_rc 0 "a scan of 4 configurations"
+S=$TMP/results/s
+third=$(ls "$S" | grep -v '^latest$' | sed -n 3p)
+run "$GPURUN" rerun "$S/$third" --quiet
+expect_rc 0 "rerun of the scan's third run"
+new=$(ls "$S" | grep -v '^latest$' | sed -n 5p)
+[ -n "$new" ] && [ "$(ls "$S" | grep -vc '^latest$')" = 5 ]
+ok $? "... one run, not the scan"
+run jq -e --slurpfile a "$S/$third/record.json" '.config == $a[0].config and .config.ranks_per_node == 2 and
+    .params == $a[0].params and .ranks == 2' "$S/$new/record.json"
+ok $rc "... of the same configuration (scan values, params, ranks)"
+run "$GPURUN" diff "$S/$third" "$S/$new"
+expect_rc 0 "diff of a run and its rerun"
+contains "$TMP/out" "no differences" "... no differences"
+
 # ---- runs that cannot be rerun -------------------------------------------
 run "$GPURUN" rerun "$TMP/nonesuch"
 expect_rc 2 "a run that does not exist: exit 2"

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "provenance.h"
 #include "record.h"
 #include "run.h"
+#include "scan.h"
 #include "rundiff.h"
 #include "util.h"
 
@@ -38,12 +40,47 @@ static const char rerun_usage[] =
     "Exit status: as gpurun run's; 2 also for a run that cannot be found or read, or that\n"
     "kept no copy of its job file.\n";
 
+/* "KEY=VALUE" of a scan value as the record's config holds it; NULL: none. */
+static char *config_set(const json_t *config, const char *key)
+{
+    json_t *v = json_object_get(config, key);
+    if (json_is_integer(v))
+        return gpurun_xasprintf("%s=%lld", key, (long long)json_integer_value(v));
+    return json_is_string(v) ? gpurun_xasprintf("%s=%s", key, json_string_value(v)) : NULL;
+}
+
+/* The 1-based configuration of the job's scan whose values are the
+ * record's config, as gpurun run --configuration takes it; 0: none (no
+ * scan, or the kept scan no longer yields it). */
+static long scan_index(const gpurun_job_t *job, const json_t *config)
+{
+    size_t count = gpurun_scan_count(job);
+    if (!job->nscan || json_object_size(config) != job->nscan)
+        return 0;
+    for (size_t k = 0; k < count; k++) {
+        struct gpurun_scan_config sc;
+        gpurun_scan_config(job, k, &sc);
+        bool same = sc.nsets == job->nscan;
+        for (size_t i = 0; same && i < sc.nsets; i++) {
+            char *want = config_set(config, job->scan[i].key);
+            same = want && !strcmp(want, sc.sets[i]);
+            free(want);
+        }
+        gpurun_scan_config_free(&sc);
+        if (same)
+            return (long)k + 1;
+    }
+    return 0;
+}
+
 /* The assignments the rerun applies, in order: the recorded overrides, the
- * run's scan values, repeat=1 where the job repeats, then the extra ones. */
-static char **rerun_sets(const json_t *rec, const gpurun_job_t *job, char **extra, size_t nextra, size_t *np)
+ * run's scan values (where its configuration of the kept scan is not
+ * found), repeat=1 where the job repeats, then the extra ones. */
+static char **rerun_sets(const json_t *rec, const gpurun_job_t *job, bool by_index, char **extra, size_t nextra,
+                         size_t *np)
 {
     json_t *ov = json_object_get(json_object_get(rec, GPURUN_REC_PROVENANCE), GPURUN_REC_PROV_OVERRIDES);
-    json_t *config = json_object_get(rec, GPURUN_REC_CONFIG);
+    json_t *config = by_index ? NULL : json_object_get(rec, GPURUN_REC_CONFIG);
     char **sets = gpurun_xcalloc(json_array_size(ov) + json_object_size(config) + nextra + 2, sizeof *sets);
     size_t n = 0, i;
     json_t *v;
@@ -111,7 +148,8 @@ static int rerun(gpurun_job_t *job, const json_t *rec, const char *dir, struct g
                  size_t nextra, gpurun_error_t *err)
 {
     size_t nsets = 0;
-    char **sets = rerun_sets(rec, job, extra, nextra, &nsets);
+    ro->configuration = scan_index(job, json_object_get(rec, GPURUN_REC_CONFIG)); /* its record's config too */
+    char **sets = rerun_sets(rec, job, ro->configuration > 0, extra, nextra, &nsets);
     int rc = 0;
     for (size_t i = 0; i < nsets && rc == 0; i++)
         if (gpurun_job_set(job, sets[i], err) < 0)
