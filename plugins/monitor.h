@@ -119,5 +119,9 @@ struct json_t *gpurun_monitor_end(gpurun_monitor_session_t *s);
  * (and "energy_note" when energy_J is null); a metric the GPU does not
  * report is null. */
 struct json_t *gpurun_monitor_json(const struct gpurun_monitor_result *r);
+/* The GPU driver's version as the monitor `name` (a job's `monitor`:
+ * "auto" tries nvml, then rocm_smi; "none": none) reads it, once per
+ * process and name: 0 with `driver`, or -1 (driver "") when none says. */
+int gpurun_monitor_driver(const char *name, char *driver, size_t len);
 
 #endif

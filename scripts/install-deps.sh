@@ -8,7 +8,7 @@ if [ "$(id -u)" -ne 0 ]; then
     SUDO=sudo
 fi
 PACKAGES="build-essential autoconf automake libtool pkg-config
-  libhwloc-dev hwloc libxml2-dev libconfuse-dev libjansson-dev libsqlite3-dev libpmix-dev
+  libhwloc-dev hwloc libxml2-dev libconfuse-dev libjansson-dev libsqlite3-dev libssl-dev libpmix-dev
   openmpi-bin libopenmpi-dev mpich slurm-wlm munge procps
   gromacs lammps hpcc chromium lmod bash-completion
   jq man-db

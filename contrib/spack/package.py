@@ -40,6 +40,7 @@ class Gpurun(AutotoolsPackage):
     depends_on("libconfuse@3:")
     depends_on("jansson@2.10:")
     depends_on("sqlite@3.7:")
+    depends_on("openssl")  # libcrypto: SHA-256 of a run's program and inputs
     depends_on("slurm", when="+slurm")
     depends_on("pmix", when="+pmix")
     depends_on("cuda", when="+cuda")

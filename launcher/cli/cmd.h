@@ -23,6 +23,8 @@ int cmd_init(int argc, char **argv, gpurun_error_t *err);
 int cmd_templates(int argc, char **argv, gpurun_error_t *err);
 int cmd_status(int argc, char **argv, gpurun_error_t *err);
 int cmd_tune(int argc, char **argv, gpurun_error_t *err);
+int cmd_diff(int argc, char **argv, gpurun_error_t *err);
+int cmd_rerun(int argc, char **argv, gpurun_error_t *err);
 
 /* "CMD: unknown or incomplete option 'ARG' (see gpurun CMD --help)" in err,
  * for getopt's '?' (ARG: argv[optind - 1]), with the nearest of the

@@ -86,6 +86,8 @@ int cmd_run(int argc, char **argv, gpurun_error_t *err)
     for (size_t i = 0; i < nsets && rc == 0; i++)
         if (gpurun_job_set(job, sets[i], err) < 0)
             rc = err->code;
+    ro.sets = sets;
+    ro.nsets = nsets;
     if (rc == 0)
         rc = gpurun_run_job(job, &ro, err);
     gpurun_job_destroy(job);

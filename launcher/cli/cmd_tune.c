@@ -480,11 +480,19 @@ static int run_trial(struct tune *t, struct cand *c, gpurun_error_t *err)
         return err->code;
     int n = t->next_trial++;
     json_t *tag = json_pack("{s:s, s:i, s:s}", "session", t->session, "trial", n, "candidate", c->label);
-    struct gpurun_run_opts ro = {.quiet = true, .results = t->results, .tune = tag};
+    /* Its overrides, as trial_job applied them: the record's provenance, for gpurun rerun. */
+    const char **sets = gpurun_xcalloc(t->sp.nshort + c->nsets + 1, sizeof *sets);
+    size_t nsets = 0;
+    for (size_t i = 0; i < t->sp.nshort; i++)
+        sets[nsets++] = t->sp.short_sets[i];
+    for (size_t i = 0; i < c->nsets; i++)
+        sets[nsets++] = c->sets[i];
+    struct gpurun_run_opts ro = {.quiet = true, .results = t->results, .tune = tag, .sets = sets, .nsets = nsets};
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     gpurun_error_t e = {0};
     int rc = gpurun_run_job(job, &ro, &e);
+    free(sets);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     t->spent += (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     t->ran++;

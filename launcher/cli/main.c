@@ -66,6 +66,8 @@ static const struct {
     {"init", cmd_init, "write a commented job file for a template and a site, laid out for this node"},
     {"templates", cmd_templates, "list the templates (or --sites: site profiles) a job can name"},
     {"tune", cmd_tune, "search a job's layouts on this node for the fastest, cheapest or greenest"},
+    {"diff", cmd_diff, "what differs between two runs: figures (beyond the noise?), conditions, bindings, inputs"},
+    {"rerun", cmd_rerun, "run a run again as it was recorded: its kept job and template, its overrides"},
     {"rank", cmd_rank, NULL}, /* the per-rank step launchers start */
 };
 

@@ -212,17 +212,34 @@ static int check_one(const gpurun_template_t *t, const gpurun_job_t *job, size_t
     return 0;
 }
 
+char *gpurun_input_path(const gpurun_template_t *t, size_t i, const char *job_dir, struct gpurun_kvlist *names,
+                        char **expandedp, gpurun_error_t *err)
+{
+    char *what = gpurun_xasprintf("%s: key 'inputs', item %zu", t->path, i + 1);
+    char *path = NULL;
+    int rc = gpurun_expand(t->inputs[i], gpurun_kvlist_lookup, names, what, &path, err);
+    free(what);
+    if (rc < 0)
+        return NULL;
+    char *full = !*path || path[0] == '/'
+                     ? gpurun_xstrdup(path)
+                     : gpurun_xasprintf("%s/%s", job_dir, strncmp(path, "./", 2) ? path : path + 2);
+    if (expandedp)
+        *expandedp = path;
+    else
+        free(path);
+    return full;
+}
+
 int gpurun_inputs_check(const gpurun_template_t *t, const gpurun_job_t *job, const char *job_dir,
                         struct gpurun_kvlist *names, char **warnings, gpurun_error_t *err)
 {
     for (size_t i = 0; t && i < t->ninputs; i++) {
-        char *what = gpurun_xasprintf("%s: key 'inputs', item %zu", t->path, i + 1);
-        char *path = NULL;
-        int rc = gpurun_expand(t->inputs[i], gpurun_kvlist_lookup, names, what, &path, err);
-        free(what);
-        if (rc < 0)
+        char *path = NULL, *full = gpurun_input_path(t, i, job_dir, names, &path, err);
+        if (!full)
             return -1;
-        if (!*path) {
+        if (!*full) {
+            free(full);
             free(path);
             continue;
         }
@@ -232,9 +249,7 @@ int gpurun_inputs_check(const gpurun_template_t *t, const gpurun_job_t *job, con
         if (gpurun_template_input_name(t->inputs[i], name, sizeof name))
             given = gpurun_kvlist_get(&job->params, name) ? gpurun_kvlist_get(&job->params, name)
                                                            : gpurun_kvlist_get(&t->defaults, name);
-        char *full = path[0] == '/' ? gpurun_xstrdup(path)
-                                    : gpurun_xasprintf("%s/%s", job_dir, strncmp(path, "./", 2) ? path : path + 2);
-        rc = check_one(t, job, i, full, given ? given : path, warnings, err);
+        int rc = check_one(t, job, i, full, given ? given : path, warnings, err);
         free(full);
         free(path);
         if (rc < 0)

@@ -26,6 +26,12 @@
 int gpurun_inputs_check(const gpurun_template_t *t, const gpurun_job_t *job, const char *job_dir,
                         struct gpurun_kvlist *names, char **warnings, gpurun_error_t *err);
 
+/* Input `i` of t expanded with `names`, a relative one made `job_dir`'s:
+ * malloc'ed ("" for one that expands to nothing), or NULL with err; the
+ * expansion as it was into *expandedp (NULL: not wanted). */
+char *gpurun_input_path(const gpurun_template_t *t, size_t i, const char *job_dir, struct gpurun_kvlist *names,
+                        char **expandedp, gpurun_error_t *err);
+
 /* Whether the first `n` bytes `b` of a file of `size` bytes are the header
  * of a GROMACS run input (.tpr) whose body is all there (GROMACS 2020 and
  * later write its size; earlier ones are checked up to their header):

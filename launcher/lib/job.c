@@ -1296,6 +1296,8 @@ void gpurun_job_destroy(gpurun_job_t *job)
     free(job->template_name);
     free(job->command);
     free(job->site);
+    free(job->text_file);
+    free(job->template_file);
     free(job->results);
     gpurun_kvlist_clear(&job->params);
     gpurun_kvlist_clear(&job->from);

@@ -61,6 +61,11 @@ typedef struct gpurun_job {
     char *template_name; /* NULL when not given */
     char *command;       /* NULL when not given; ${name} left unexpanded */
     char *site;          /* NULL when not given */
+    /* gpurun rerun (provenance.h): the kept copies the job's text and its
+     * template were read from, in place of `path` and the template search;
+     * NULL: none (an ordinary run). */
+    char *text_file;
+    char *template_file;
 
     int nodes;            /* default 1 */
     int ranks_per_node;   /* GPURUN_UNSET: one per GPU (or per NUMA domain) */

@@ -64,6 +64,26 @@
 #define GPURUN_REC_TUNE "tune"                             /* gpurun tune's trial: {session, trial, candidate} */
 #define GPURUN_REC_NOTES "notes"                           /* [sentences]: what the record lacks and why (a
                                                             * template regex dropped past its time budget) */
+#define GPURUN_REC_PROVENANCE "provenance"                 /* what the run ran from: provenance.h */
+/* inside GPURUN_REC_PROVENANCE */
+#define GPURUN_REC_PROV_JOB "job"             /* {path, sha256, copy}: the job file, kept as copy */
+#define GPURUN_REC_PROV_TEMPLATE "template"   /* {name, path, sha256, copy, bases [{name, path, sha256, copy}]} */
+#define GPURUN_REC_PROV_OVERRIDES "overrides" /* ["KEY=VALUE"]: the command line's, in order */
+#define GPURUN_REC_PROV_PROGRAM "program"     /* {path, size, sha256, sampled} */
+#define GPURUN_REC_PROV_INPUTS "inputs"       /* [{path, size, sha256, sampled}] */
+#define GPURUN_REC_PROV_VERSIONS "versions"   /* {program, mpi, driver, gpurun} */
+#define GPURUN_REC_PROV_NOTES "notes"         /* [sentences]: what could not be read or kept */
+/* inside those */
+#define GPURUN_REC_PROV_PATH "path"
+#define GPURUN_REC_PROV_NAME "name"
+#define GPURUN_REC_PROV_SHA256 "sha256"
+#define GPURUN_REC_PROV_SIZE "size"
+#define GPURUN_REC_PROV_SAMPLED "sampled" /* true: the first, middle and last MiB hashed, not the whole */
+#define GPURUN_REC_PROV_COPY "copy"       /* the kept copy, relative to the run folder */
+#define GPURUN_REC_PROV_BASES "bases"
+#define GPURUN_REC_PROV_GPURUN "gpurun"
+#define GPURUN_REC_PROV_MPI "mpi"         /* the first line of `mpirun --version`; null: none */
+#define GPURUN_REC_PROV_DRIVER "driver"   /* the GPU driver's version (the monitor's); null: none */
 /* inside each entry of GPURUN_REC_FOMS */
 #define GPURUN_REC_FOM_VALUE "value"
 #define GPURUN_REC_FOM_VALUES "values"

@@ -1119,7 +1119,9 @@ int gpurun_template_for_job(const gpurun_job_t *job, gpurun_template_t **tp, gpu
     *tp = NULL;
     if (job->template_name) {
         char *path;
-        if (gpurun_template_find(job->template_name, job->dir, &path, err) < 0)
+        if (job->template_file) /* gpurun rerun: the kept copy, not what the search finds now */
+            path = gpurun_xstrdup(job->template_file);
+        else if (gpurun_template_find(job->template_name, job->dir, &path, err) < 0)
             return gpurun_job_locate(job, "template", err);
         int rc = gpurun_template_load(path, tp, err);
         free(path);

@@ -3,6 +3,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -10,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -851,5 +855,92 @@ int gpurun_parse_duration(const char *s, long *out)
     if (p == s)
         return -1;
     *out = total;
+    return 0;
+}
+
+int gpurun_capture(char *const argv[], char *out, size_t outlen, int timeout_ms, char *why, size_t len)
+{
+    int fd[2];
+    if (pipe(fd) < 0) {
+        snprintf(why, len, "cannot run %s: %s", argv[0], strerror(errno));
+        return -1;
+    }
+    fcntl(fd[0], F_SETFD, FD_CLOEXEC);
+    fcntl(fd[1], F_SETFD, FD_CLOEXEC);
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawnattr_init(&attr);
+    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, fd[1], STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&fa, fd[1], STDERR_FILENO);
+    /* gpurun's own signal mask and handlers are not the program's. */
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    extern char **environ;
+    pid_t pid;
+    int rc = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    close(fd[1]);
+    if (rc != 0) {
+        close(fd[0]);
+        snprintf(why, len, "cannot run %s: %s", argv[0], strerror(rc));
+        return -1;
+    }
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    size_t got = 0;
+    bool late = false;
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        long left = timeout_ms - ((t.tv_sec - t0.tv_sec) * 1000L + (t.tv_nsec - t0.tv_nsec) / 1000000L);
+        if (left <= 0) {
+            late = true;
+            break;
+        }
+        struct pollfd pf = {.fd = fd[0], .events = POLLIN};
+        int pr = poll(&pf, 1, (int)left);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr <= 0) {
+            late = pr == 0;
+            break;
+        }
+        char sink[512];
+        char *dst = got + 1 < outlen ? out + got : sink;
+        size_t room = got + 1 < outlen ? outlen - 1 - got : sizeof sink;
+        ssize_t r = read(fd[0], dst, room);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        if (dst != sink)
+            got += (size_t)r;
+    }
+    close(fd[0]);
+    if (late)
+        kill(pid, SIGKILL);
+    out[got] = '\0';
+    int status = 0;
+    pid_t w;
+    while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
+        ;
+    if (late) {
+        snprintf(why, len, "%s did not answer within %d s (stopped)", argv[0], timeout_ms / 1000);
+        return -1;
+    }
+    if (w == pid && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+        char first[160];
+        out[strcspn(out, "\r\n")] = '\0'; /* its first line */
+        gpurun_short_text(first, sizeof first, out);
+        snprintf(why, len, "%s failed (%s %d)%s%s", argv[0], WIFEXITED(status) ? "exit status" : "signal",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), *first ? ": " : "", first);
+        return -1;
+    }
     return 0;
 }

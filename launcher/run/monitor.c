@@ -4,6 +4,7 @@
  * `gpus_monitor` JSON. */
 #include "config.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,40 @@ int gpurun_monitor_find(const char *name, const gpurun_monitor_plugin_t **pp, gp
     int rc = gpurun_plugin_find(&monitors, name, &p, err);
     *pp = p;
     return rc;
+}
+
+/* One monitor's driver version through its health(), or "". */
+static void driver_of(const char *name, char *driver, size_t len)
+{
+    const gpurun_monitor_plugin_t *p;
+    gpurun_error_t e = {0};
+    struct gpurun_gpu_health *h = NULL;
+    int nh = 0;
+    driver[0] = '\0';
+    if (gpurun_monitor_find(name, &p, &e) == 0 && p->health && p->available(&e) == 0 &&
+        p->health(&h, &nh, driver, len, &e) < 0)
+        driver[0] = '\0';
+    free(h);
+    gpurun_error_clear(&e);
+}
+
+int gpurun_monitor_driver(const char *name, char *driver, size_t len)
+{
+    static char cached_name[64], cached[128];
+    if (!len)
+        return -1;
+    driver[0] = '\0';
+    if (!name || !strcmp(name, "none"))
+        return -1;
+    if (strcmp(cached_name, name) != 0) { /* NVML's init costs: once per gpurun, not per run of a scan */
+        snprintf(cached_name, sizeof cached_name, "%s", name);
+        bool any = !strcmp(name, "auto");
+        driver_of(any ? "nvml" : name, cached, sizeof cached);
+        if (any && !cached[0])
+            driver_of("rocm_smi", cached, sizeof cached);
+    }
+    snprintf(driver, len, "%s", cached);
+    return driver[0] ? 0 : -1;
 }
 
 void gpurun_monitor_result_free(struct gpurun_monitor_result *r)

@@ -40,6 +40,7 @@
 #include "inputs.h"
 #include "rendezvous.h"
 #include "progress.h"
+#include "provenance.h"
 #include "runstatus.h"
 #include "say.h"
 #include "watch.h"
@@ -929,6 +930,7 @@ struct run_attempt {
     bool stops_job;    /* interrupted, or the allocation ended: no further run of a scan */
     gpurun_foms_t foms;
     json_t *refs;
+    json_t *prov; /* the record's provenance, made at the start */
 };
 
 /* A step that stops the run: -1, with the exit status kept in a->rc. */
@@ -2025,6 +2027,11 @@ static json_t *run_record(struct run_ctx *c, struct run_attempt *a, int rc, int 
     add_site_prices(record, c->site);
     if (c->opts->tune)
         json_object_set(record, GPURUN_REC_TUNE, c->opts->tune);
+    if (a->prov) { /* the program's version is known from its log only at the end */
+        json_object_set(json_object_get(a->prov, GPURUN_REC_PROV_VERSIONS), GPURUN_REC_PROV_PROGRAM,
+                        json_object_get(record, GPURUN_REC_PROGRAM_VERSION));
+        json_object_set(record, GPURUN_REC_PROVENANCE, a->prov);
+    }
     add_energy(c, a, record);
     add_regex_notes(c, record);
     free(s0);
@@ -2153,6 +2160,19 @@ static int record_unlaunched(struct run_ctx *c, struct run_attempt *a, int rc, i
     return rc;
 }
 
+/* The record's provenance (provenance.h), made before the ranks start: the
+ * job file, template and program as they are now, not at the run's end. */
+static json_t *run_provenance(const struct run_ctx *c, struct run_attempt *a)
+{
+    char driver[128] = "";
+    if (c->plan->req.gpus_per_rank > 0)
+        gpurun_monitor_driver(c->job->monitor, driver, sizeof driver);
+    return gpurun_provenance(&(struct gpurun_prov_in){
+        .job = c->job, .tpl = c->tpl, .sets = c->opts->sets, .nsets = c->opts->nsets,
+        .program = c->ctr ? NULL : a->app[0], .names = &a->names, .job_dir = c->job_dir,
+        .driver = driver[0] ? driver : NULL, .dfd = a->dfd, .fmode = a->fmode});
+}
+
 /* One run of the job: its folder, the rank steps' inputs, the setup steps,
  * the ranks, the outcome and the record. */
 static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
@@ -2184,6 +2204,7 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     }
     if (c->ctr) /* the rank steps start the runtime, which starts the program */
         a.launched = container_argv(c, a.app, a.run_dir);
+    a.prov = run_provenance(c, &a);
     if (start_rendezvous(c, &a, err) < 0) {
         rc = a.rc;
         goto out;
@@ -2223,6 +2244,7 @@ out:
     gpurun_store_stop(&a.store);
     gpurun_foms_free(&a.foms);
     json_decref(a.refs);
+    json_decref(a.prov);
     json_decref(a.mps_json);
     json_decref(a.rdv_json);
     json_decref(a.gpus_monitor);

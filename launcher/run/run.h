@@ -19,6 +19,8 @@ struct gpurun_run_opts {
     long configuration;  /* --configuration K: only the scan's K-th (1-based; a batch job of gpurun
                             submit); 0: every one */
     json_t *tune;        /* gpurun tune's trial: the record's "tune" object (borrowed); NULL: none */
+    const char *const *sets; /* the command line's KEY=VALUE overrides, in order: the record's provenance */
+    size_t nsets;
 };
 
 /* Returns the exit status of SPEC §1 (0 on success); when it is not 0, err
