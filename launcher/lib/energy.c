@@ -324,8 +324,8 @@ json_t *gpurun_energy_host_json(const char *host, const struct gpurun_rapl *star
                      num(secs));
 }
 
-json_t *gpurun_energy_json(json_t *hosts, double price_per_kwh, double grams_co2_per_kwh, double slurm_j,
-                           const char *slurm_note)
+json_t *gpurun_energy_json(json_t *hosts, double price_per_kwh, double grams_co2_per_kwh,
+                           const struct gpurun_energy_accounted *acc, size_t nacc)
 {
     double by[3] = {0, 0, 0}; /* gpu, cpu, dram */
     double secs = 0, peak = 0;
@@ -367,9 +367,14 @@ json_t *gpurun_energy_json(json_t *hosts, double price_per_kwh, double grams_co2
     json_object_set_new(o, "kwh", measured ? json_real(kwh) : json_null());
     json_object_set_new(o, "cost", measured && price_per_kwh >= 0 ? json_real(kwh * price_per_kwh) : json_null());
     json_object_set_new(o, "co2_g", measured && grams_co2_per_kwh >= 0 ? num(kwh * grams_co2_per_kwh) : json_null());
-    json_object_set_new(o, GPURUN_REC_ENERGY_SLURM_CONSUMED_J, slurm_j >= 0 ? num(slurm_j) : json_null());
-    if (slurm_note && *slurm_note)
-        json_object_set_new(o, GPURUN_REC_ENERGY_SLURM_NOTE, json_string(slurm_note));
+    for (size_t m = 0; m < nacc; m++) { /* each resource manager's own figure: "NAME_consumed_J" */
+        char key[96];
+        snprintf(key, sizeof key, GPURUN_REC_ENERGY_RM_CONSUMED_J, acc[m].manager);
+        json_object_set_new(o, key, acc[m].joules >= 0 ? num(acc[m].joules) : json_null());
+        snprintf(key, sizeof key, GPURUN_REC_ENERGY_RM_NOTE, acc[m].manager);
+        if (acc[m].note[0])
+            json_object_set_new(o, key, json_string(acc[m].note));
+    }
     json_object_set_new(o, "hosts", hosts);
     return o;
 }
@@ -591,226 +596,3 @@ char *gpurun_energy_text(const json_t *run)
     return out;
 }
 
-/* ---- Slurm's ConsumedEnergy ------------------------------------------- */
-
-int gpurun_energy_slurm_conf_gathers(const char *text)
-{
-    int gathers = 0;
-    /* Line by line, bounded by the text (read with a size limit). */
-    for (const char *l = text; l && *l;) {
-        const char *end = strchr(l, '\n');
-        size_t n = end ? (size_t)(end - l) : strlen(l);
-        const char *p = l;
-        while (p < l + n && (*p == ' ' || *p == '\t'))
-            p++;
-        size_t rest = (size_t)(l + n - p);
-        static const char key[] = "AcctGatherEnergyType", inc[] = "Include";
-        if (rest > sizeof inc - 1 && !strncasecmp(p, inc, sizeof inc - 1) && (p[7] == ' ' || p[7] == '\t'))
-            return -1; /* the setting may be in a file included: unknown here */
-        if (rest >= sizeof key - 1 && !strncasecmp(p, key, sizeof key - 1)) {
-            const char *v = p + sizeof key - 1;
-            while (v < l + n && (*v == ' ' || *v == '\t'))
-                v++;
-            if (v < l + n && *v == '=') {
-                v++;
-                while (v < l + n && (*v == ' ' || *v == '\t'))
-                    v++;
-                size_t vn = (size_t)(l + n - v);
-                while (vn && (v[vn - 1] == ' ' || v[vn - 1] == '\t' || v[vn - 1] == '\r' || v[vn - 1] == '#'))
-                    vn--;
-                const char *hash = memchr(v, '#', vn);
-                if (hash)
-                    vn = (size_t)(hash - v);
-                while (vn && (v[vn - 1] == ' ' || v[vn - 1] == '\t'))
-                    vn--;
-                /* The last setting wins, as in Slurm. */
-                gathers = vn && !((vn == 4 && !strncasecmp(v, "none", 4)) ||
-                                  (vn == 23 && !strncasecmp(v, "acct_gather_energy/none", 23)));
-            }
-        }
-        l = end ? end + 1 : NULL;
-    }
-    return gathers;
-}
-
-double gpurun_energy_sacct_parse(const char *out, char *why, size_t len)
-{
-    /* The first line: the step's, or the job's allocation (its steps follow). */
-    const char *p = out ? out : "";
-    size_t n = strcspn(p, "\n");
-    while (n && (p[n - 1] == ' ' || p[n - 1] == '\r' || p[n - 1] == '\t'))
-        n--;
-    while (n && (*p == ' ' || *p == '\t')) {
-        p++;
-        n--;
-    }
-    if (n == 0) {
-        snprintf(why, len, "sacct gave no ConsumedEnergy (Slurm gathered none for it)");
-        return -1;
-    }
-    char digits[24];
-    if (n >= sizeof digits || strspn(p, "0123456789") != n) {
-        char cut[80];
-        snprintf(cut, sizeof cut, "%.*s", (int)(n < sizeof cut ? n : sizeof cut - 1), p);
-        for (char *c = cut; *c; c++)
-            if ((unsigned char)*c < 0x20 || (unsigned char)*c == 0x7f)
-                *c = '?';
-        snprintf(why, len, "sacct's ConsumedEnergyRaw is no number of joules: %s", cut);
-        return -1;
-    }
-    memcpy(digits, p, n);
-    digits[n] = '\0';
-    double j = strtod(digits, NULL);
-    /* 0: nothing gathered; past 1e15 J (a petajoule): Slurm's "no value" (NO_VAL64). */
-    if (j <= 0 || j > 1e15) {
-        snprintf(why, len, "sacct gave ConsumedEnergy %s (Slurm gathered none for it)", j <= 0 ? "0" : "unset");
-        return -1;
-    }
-    return j;
-}
-
-/* argv's standard output and error, at most `outlen` - 1 bytes of it, in
- * `timeout_ms` at most: 0, or -1 with why (it could not run, did not end in
- * time: killed, or ended with a failure). */
-static int capture(char *const argv[], char *out, size_t outlen, int timeout_ms, char *why, size_t len)
-{
-    int fd[2];
-    if (pipe(fd) < 0) {
-        snprintf(why, len, "cannot run %s: %s", argv[0], strerror(errno));
-        return -1;
-    }
-    fcntl(fd[0], F_SETFD, FD_CLOEXEC);
-    fcntl(fd[1], F_SETFD, FD_CLOEXEC);
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawnattr_init(&attr);
-    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, fd[1], STDOUT_FILENO);
-    posix_spawn_file_actions_adddup2(&fa, fd[1], STDERR_FILENO);
-    /* gpurun's own signal mask and handlers are not the program's. */
-    sigset_t none, all;
-    sigemptyset(&none);
-    sigfillset(&all);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &all);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    extern char **environ;
-    pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], &fa, &attr, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&attr);
-    close(fd[1]);
-    if (rc != 0) {
-        close(fd[0]);
-        snprintf(why, len, "cannot run %s: %s", argv[0], strerror(rc));
-        return -1;
-    }
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    size_t got = 0;
-    bool late = false;
-    for (;;) {
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        long left = timeout_ms - ((t.tv_sec - t0.tv_sec) * 1000L + (t.tv_nsec - t0.tv_nsec) / 1000000L);
-        if (left <= 0) {
-            late = true;
-            break;
-        }
-        struct pollfd pf = {.fd = fd[0], .events = POLLIN};
-        int pr = poll(&pf, 1, (int)left);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr <= 0) {
-            late = pr == 0;
-            break;
-        }
-        char sink[512];
-        char *dst = got + 1 < outlen ? out + got : sink;
-        size_t room = got + 1 < outlen ? outlen - 1 - got : sizeof sink;
-        ssize_t r = read(fd[0], dst, room);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        if (dst != sink)
-            got += (size_t)r;
-    }
-    close(fd[0]);
-    if (late)
-        kill(pid, SIGKILL);
-    out[got] = '\0';
-    int status = 0;
-    pid_t w;
-    while ((w = waitpid(pid, &status, 0)) < 0 && errno == EINTR)
-        ;
-    if (late) {
-        snprintf(why, len, "%s did not answer within %d s (stopped)", argv[0], timeout_ms / 1000);
-        return -1;
-    }
-    if (w == pid && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-        char first[160];
-        out[strcspn(out, "\r\n")] = '\0'; /* its first line */
-        gpurun_short_text(first, sizeof first, out);
-        snprintf(why, len, "%s failed (%s %d)%s%s", argv[0], WIFEXITED(status) ? "exit status" : "signal",
-                 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), *first ? ": " : "", first);
-        return -1;
-    }
-    return 0;
-}
-
-double gpurun_energy_slurm_consumed(char *note, size_t len)
-{
-    const char *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
-    if (!job || !*job) {
-        snprintf(note, len, "not inside a Slurm allocation");
-        return -1;
-    }
-    size_t jn = strlen(job);
-    if (jn > 20 || strspn(job, "0123456789") != jn) {
-        snprintf(note, len, "SLURM_JOB_ID is no job number: Slurm's ConsumedEnergy not read");
-        return -1;
-    }
-    /* A step of the job's own (srun gpurun ...): that step's; in a batch
-     * script (no step, or the batch and extern steps' numbers past
-     * 0xfffffff0) the job's so far. */
-    bool own_step = step && *step && strlen(step) <= 10 && strspn(step, "0123456789") == strlen(step) &&
-                    strtoul(step, NULL, 10) < 0xfffffff0UL;
-    char id[48];
-    snprintf(id, sizeof id, "%s%s%s", job, own_step ? "." : "", own_step ? step : "");
-    /* slurm.conf where it can be read: AcctGatherEnergyType none (the
-     * default) means there is nothing to ask sacct for. */
-    const char *conf = getenv("SLURM_CONF");
-    if (!conf || !*conf)
-        conf = "/etc/slurm/slurm.conf";
-    char *text = NULL;
-    size_t tlen;
-    gpurun_error_t err = {0};
-    if (gpurun_read_file(conf, "slurm.conf", 1 << 20, &text, &tlen, &err) == 0) {
-        int g = gpurun_energy_slurm_conf_gathers(text);
-        free(text);
-        if (g == 0) {
-            snprintf(note, len,
-                     "the site's AcctGatherEnergyType is none (%s): Slurm gathers no energy; an administrator "
-                     "sets it (acct_gather_energy/rapl, /ipmi, /gpu) to have ConsumedEnergy",
-                     conf);
-            return -1;
-        }
-    }
-    gpurun_error_clear(&err);
-    char *argv[] = {"sacct", "-j", id, "--format=ConsumedEnergyRaw", "-n", "-P", NULL};
-    char out[1024], why[512];
-    if (capture(argv, out, sizeof out, GPURUN_SACCT_TIMEOUT_MS, why, sizeof why) < 0) {
-        snprintf(note, len, "Slurm's ConsumedEnergy of %s %s not read: %s", own_step ? "step" : "job", id, why);
-        return -1;
-    }
-    double j = gpurun_energy_sacct_parse(out, why, sizeof why);
-    if (j < 0)
-        snprintf(note, len, "%s %s: %s", own_step ? "step" : "job", id, why);
-    else
-        snprintf(note, len, own_step ? "sacct's ConsumedEnergyRaw of step %s"
-                                     : "sacct's ConsumedEnergyRaw of job %s so far (the allocation's, steps "
-                                       "before this run included)",
-                 id);
-    return j;
-}

@@ -190,6 +190,17 @@ static void slurm_doctor(const struct gpurun_rm_doctor *d)
 
 static const char *const slurm_task_env[] = {"SLURM_*", NULL};
 
+/* The GPUs Slurm gave the job and the step: its cgroup lets them alone be
+ * opened, so they key the cached topology. */
+static void slurm_allocated_gpus(void (*add)(void *ctx, const char *name, const char *value), void *ctx)
+{
+    add(ctx, "SLURM_JOB_GPUS", getenv("SLURM_JOB_GPUS"));
+    add(ctx, "SLURM_STEP_GPUS", getenv("SLURM_STEP_GPUS"));
+}
+
+/* pyxis (NVIDIA's SPANK plugin): srun --container-image starts each task in the image. */
+static const char *const slurm_container_runtimes[] = {"pyxis", NULL};
+
 const gpurun_rm_plugin_t gpurun_rm_slurm = {
     .abi = GPURUN_RM_ABI,
     .name = "slurm",
@@ -208,4 +219,10 @@ const gpurun_rm_plugin_t gpurun_rm_slurm = {
     .submit = slurm_submit,
     .doctor = slurm_doctor,
     .array_task_var = "SLURM_ARRAY_TASK_ID",
+    .energy = gpurun_slurm_energy,
+    .allocated_gpus = slurm_allocated_gpus,
+    .container_runtimes = slurm_container_runtimes,
+    .site_options_key = "sbatch",
+    .site_options_hint = "is not an sbatch option: write the option alone, as in \"--qos=normal\" (gpurun "
+                         "adds '#SBATCH')",
 };
