@@ -19,10 +19,7 @@
  *    job arrays where it has them (array_task_var);
  *  - its lines in `gpurun doctor` (doctor());
  *  - the energy it accounted for a run (energy()), the variables it names
- *    the GPUs it gave the job in (allocated_gpus()), the container
- *    runtimes that start only through its launch command
- *    (container_runtimes), the site profile's key for its batch options
- *    (site_options_key).
+ *    the GPUs it gave the job in (allocated_gpus()).
  * Its name is the one job files and site profiles use: `scheduler = "NAME"`
  * in a site profile, and the job file's section `NAME { key = "value" }`
  * of options for its batch scripts.  A callback a manager has no use for
@@ -37,8 +34,8 @@
 #include "launcher.h"
 
 /* 2: job arrays (gpurun_rm_batch.array, array_task_var); 3: energy(),
- * allocated_gpus(), container_runtimes, site_options_key (everything
- * gpurun knows of a manager goes through here) */
+ * allocated_gpus(); the helpers plugins call are the library's
+ * (plugin_support.h) */
 #define GPURUN_RM_ABI 3
 
 /* What an allocation gives this node, as the manager says it. */
@@ -177,14 +174,6 @@ typedef struct gpurun_rm_plugin {
      * they key the cached topology, since what a job may open is what a
      * discovery finds.  NULL: none. */
     void (*allocated_gpus)(void (*add)(void *ctx, const char *name, const char *value), void *ctx);
-    /* Container runtimes that start tasks only through its launch command
-     * (Slurm: "pyxis", srun --container-image), NULL-terminated; NULL: none. */
-    const char *const *container_runtimes;
-    /* The site profile's list of options for its batch scripts
-     * (`sbatch = {"--qos=normal"}`): the key's name, NULL for none; and
-     * what an option must look like, for the profile's check. */
-    const char *site_options_key;
-    const char *site_options_hint;
 } gpurun_rm_plugin_t;
 
 /* The helpers manager plugins write scripts and run their tools with:

@@ -198,9 +198,6 @@ static void slurm_allocated_gpus(void (*add)(void *ctx, const char *name, const 
     add(ctx, "SLURM_STEP_GPUS", getenv("SLURM_STEP_GPUS"));
 }
 
-/* pyxis (NVIDIA's SPANK plugin): srun --container-image starts each task in the image. */
-static const char *const slurm_container_runtimes[] = {"pyxis", NULL};
-
 const gpurun_rm_plugin_t gpurun_rm_slurm = {
     .abi = GPURUN_RM_ABI,
     .name = "slurm",
@@ -221,8 +218,4 @@ const gpurun_rm_plugin_t gpurun_rm_slurm = {
     .array_task_var = "SLURM_ARRAY_TASK_ID",
     .energy = gpurun_slurm_energy,
     .allocated_gpus = slurm_allocated_gpus,
-    .container_runtimes = slurm_container_runtimes,
-    .site_options_key = "sbatch",
-    .site_options_hint = "is not an sbatch option: write the option alone, as in \"--qos=normal\" (gpurun "
-                         "adds '#SBATCH')",
 };
