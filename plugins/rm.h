@@ -17,7 +17,9 @@
  *    (ended());
  *  - batch scripts and their submission (batch_script(), submit()),
  *    job arrays where it has them (array_task_var);
- *  - its lines in `gpurun doctor` (doctor()).
+ *  - its lines in `gpurun doctor` (doctor());
+ *  - the energy it accounted for a run (energy()), the variables it names
+ *    the GPUs it gave the job in (allocated_gpus()).
  * Its name is the one job files and site profiles use: `scheduler = "NAME"`
  * in a site profile, and the job file's section `NAME { key = "value" }`
  * of options for its batch scripts.  A callback a manager has no use for
@@ -31,7 +33,10 @@
 #include "error.h"
 #include "launcher.h"
 
-#define GPURUN_RM_ABI 2 /* 2: job arrays (gpurun_rm_batch.array, array_task_var) */
+/* 2: job arrays (gpurun_rm_batch.array, array_task_var); 3: energy(),
+ * allocated_gpus(); the helpers plugins call are the library's
+ * (plugin_support.h) */
+#define GPURUN_RM_ABI 3
 
 /* What an allocation gives this node, as the manager says it. */
 struct gpurun_rm_alloc {
@@ -156,24 +161,22 @@ typedef struct gpurun_rm_plugin {
      * ("SLURM_ARRAY_TASK_ID"); NULL: gpurun gives the manager no job
      * arrays, and submits one job per scan configuration. */
     const char *array_task_var;
+    /* --- interface version 3 --- */
+    /* The energy the manager accounted for the run gpurun ran inside one of
+     * its allocations (Slurm: sacct's ConsumedEnergyRaw), in joules; -1
+     * when there is none.  `note` (always filled) says where it came from
+     * or why there is none.  Called once at a run's end; bounded
+     * (gpurun_rm_query()), never a failure.  The record keeps it as
+     * energy.NAME_consumed_J.  NULL: the manager accounts none. */
+    double (*energy)(char *note, size_t len);
+    /* The variables the manager names the GPUs it gave the job in, with
+     * their values, through add() (Slurm: SLURM_JOB_GPUS, SLURM_STEP_GPUS):
+     * they key the cached topology, since what a job may open is what a
+     * discovery finds.  NULL: none. */
+    void (*allocated_gpus)(void (*add)(void *ctx, const char *name, const char *value), void *ctx);
 } gpurun_rm_plugin_t;
 
-/* Helpers for manager plugins (launcher/run/manager.c). */
-
-/* Text for a comment line of a script: control characters (C0, DEL, C1)
- * and bytes that are not UTF-8 written '?' (gpurun_comment_text()). */
-void gpurun_rm_put_comment(FILE *f, const char *s);
-/* One bash word: single-quoted, a quote written '\''. */
-void gpurun_rm_put_shell_word(FILE *f, const char *s);
-/* A name fit for a long option of a manager's batch command (sbatch,
- * flux batch): a letter, then letters, digits, '_' and '-' (job.c also
- * allows '.' in section keys: refused here). */
-bool gpurun_rm_option_name_ok(const char *name);
-/* Run argv (on PATH, no shell) with standard input `stdin_fd` and standard
- * output captured into *outp (malloc'ed, at most `max` bytes kept; the
- * rest is read and dropped), standard error the caller's.  0 with *statusp
- * (128+N for signal N); -1 with *errnop when it could not be started
- * (ENOENT: not on PATH). */
-int gpurun_rm_tool(char *const argv[], int stdin_fd, size_t max, char **outp, int *statusp, int *errnop);
+/* The helpers manager plugins write scripts and run their tools with:
+ * plugin_support.h (launcher/lib/plugin_support.c). */
 
 #endif

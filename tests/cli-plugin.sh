@@ -140,6 +140,6 @@ export GPURUN_PLUGIN_PATH=$PLUG:$TMP/bad
 printf 'description = "d"\nscheduler = "old"\n' >"$TMP/sites/sites/old.conf"
 run "$GPURUN" submit "$TMP/job.conf" --dry-run --set site=old --set launcher=auto
 expect_rc 3 "a manager built for another interface version: refused (exit 3)"
-contains "$TMP/err" "old: resource manager plugin interface version 3, gpurun needs 2" "... saying so"
+contains "$TMP/err" "old: resource manager plugin interface version 4, gpurun needs 3" "... saying so"
 
 done_testing

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "energy.h"
+#include "slurm/slurm.h" /* the Slurm plugin's sacct and slurm.conf readers */
 #include "tap.h"
 
 static char tmpdir[] = "/tmp/gpurun-test-energy.XXXXXX";
@@ -119,7 +120,8 @@ static void test_read(void)
 
     json_t *hosts = json_array();
     json_array_append_new(hosts, h);
-    json_t *e = gpurun_energy_json(hosts, 0.5, 300, -1, "why not");
+    struct gpurun_energy_accounted acc = {.manager = "slurm", .joules = -1, .note = "why not"};
+    json_t *e = gpurun_energy_json(hosts, 0.5, 300, &acc, 1);
     ok(near(json_number_value(json_object_get(e, "gpu_J")), 700) && near(json_number_value(json_object_get(e, "cpu_J")), 3) &&
            near(json_number_value(json_object_get(e, "dram_J")), 1) &&
            near(json_number_value(json_object_get(e, "total_J")), 704),
@@ -133,7 +135,7 @@ static void test_read(void)
            !strcmp(json_string_value(json_object_get(e, "slurm_note")), "why not"),
        "slurm_consumed_J null, with why");
     json_decref(e);
-    e = gpurun_energy_json(json_array(), -1, -1, -1, NULL);
+    e = gpurun_energy_json(json_array(), -1, -1, NULL, 0);
     ok(json_is_null(json_object_get(e, "total_J")) && json_is_null(json_object_get(e, "cost")) &&
            json_is_null(json_object_get(e, "mean_power_W")),
        "nothing measured: null, never 0");
@@ -217,40 +219,40 @@ static void test_units(void)
  * output (cli-energy.sh runs a fake sacct; cli-slurm.sh the real cluster). */
 static void test_slurm(void)
 {
-    ok(gpurun_energy_slurm_conf_gathers("ClusterName=c\nAcctGatherEnergyType=acct_gather_energy/rapl\n") == 1,
+    ok(gpurun_slurm_conf_gathers("ClusterName=c\nAcctGatherEnergyType=acct_gather_energy/rapl\n") == 1,
        "slurm.conf: acct_gather_energy/rapl gathers");
-    ok(gpurun_energy_slurm_conf_gathers("  acctgatherenergytype = acct_gather_energy/ipmi   # BMC\r\n") == 1,
+    ok(gpurun_slurm_conf_gathers("  acctgatherenergytype = acct_gather_energy/ipmi   # BMC\r\n") == 1,
        "... any case, spaces, a comment");
-    ok(gpurun_energy_slurm_conf_gathers("ClusterName=c\nSlurmctldPort=1\n") == 0, "none said: Slurm's default, none");
-    ok(gpurun_energy_slurm_conf_gathers("AcctGatherEnergyType=acct_gather_energy/none\n") == 0 &&
-           gpurun_energy_slurm_conf_gathers("AcctGatherEnergyType=None") == 0,
+    ok(gpurun_slurm_conf_gathers("ClusterName=c\nSlurmctldPort=1\n") == 0, "none said: Slurm's default, none");
+    ok(gpurun_slurm_conf_gathers("AcctGatherEnergyType=acct_gather_energy/none\n") == 0 &&
+           gpurun_slurm_conf_gathers("AcctGatherEnergyType=None") == 0,
        "acct_gather_energy/none, None: none");
-    ok(gpurun_energy_slurm_conf_gathers("#AcctGatherEnergyType=acct_gather_energy/rapl\n") == 0,
+    ok(gpurun_slurm_conf_gathers("#AcctGatherEnergyType=acct_gather_energy/rapl\n") == 0,
        "a line commented out: none");
-    ok(gpurun_energy_slurm_conf_gathers("AcctGatherEnergyType=acct_gather_energy/rapl\n"
+    ok(gpurun_slurm_conf_gathers("AcctGatherEnergyType=acct_gather_energy/rapl\n"
                                         "AcctGatherEnergyType=acct_gather_energy/none\n") == 0,
        "the last setting wins");
-    ok(gpurun_energy_slurm_conf_gathers("Include /etc/slurm/energy.conf\n") == -1, "an Include: unknown");
-    ok(gpurun_energy_slurm_conf_gathers("") == 0, "an empty file: none");
+    ok(gpurun_slurm_conf_gathers("Include /etc/slurm/energy.conf\n") == -1, "an Include: unknown");
+    ok(gpurun_slurm_conf_gathers("") == 0, "an empty file: none");
 
     char why[256] = "";
-    ok(gpurun_energy_sacct_parse("123456\n", why, sizeof why) == 123456, "sacct: 123456 J");
-    ok(gpurun_energy_sacct_parse("  98765 \n4|x\n", why, sizeof why) == 98765, "... the first line, trimmed");
+    ok(gpurun_slurm_sacct_parse("123456\n", why, sizeof why) == 123456, "sacct: 123456 J");
+    ok(gpurun_slurm_sacct_parse("  98765 \n4|x\n", why, sizeof why) == 98765, "... the first line, trimmed");
     why[0] = '\0';
-    ok(gpurun_energy_sacct_parse("", why, sizeof why) < 0 && strstr(why, "no ConsumedEnergy"), "empty: none (%s)",
+    ok(gpurun_slurm_sacct_parse("", why, sizeof why) < 0 && strstr(why, "no ConsumedEnergy"), "empty: none (%s)",
        why);
     why[0] = '\0';
-    ok(gpurun_energy_sacct_parse("0\n", why, sizeof why) < 0 && *why, "0: none (%s)", why);
+    ok(gpurun_slurm_sacct_parse("0\n", why, sizeof why) < 0 && *why, "0: none (%s)", why);
     why[0] = '\0';
-    ok(gpurun_energy_sacct_parse("18446744073709551614\n", why, sizeof why) < 0 && strstr(why, "unset"),
+    ok(gpurun_slurm_sacct_parse("18446744073709551614\n", why, sizeof why) < 0 && strstr(why, "unset"),
        "Slurm's no-value: none (%s)", why);
     why[0] = '\0';
-    ok(gpurun_energy_sacct_parse("12.5e3\n", why, sizeof why) < 0 && strstr(why, "no number"), "not digits: none (%s)",
+    ok(gpurun_slurm_sacct_parse("12.5e3\n", why, sizeof why) < 0 && strstr(why, "no number"), "not digits: none (%s)",
        why);
     why[0] = '\0';
-    ok(gpurun_energy_sacct_parse("sacct: error: \x1b[31mdown\n", why, sizeof why) < 0 && !strchr(why, '\x1b'),
+    ok(gpurun_slurm_sacct_parse("sacct: error: \x1b[31mdown\n", why, sizeof why) < 0 && !strchr(why, '\x1b'),
        "an error line: none, control characters not kept");
-    ok(gpurun_energy_sacct_parse(NULL, why, sizeof why) < 0, "NULL: none");
+    ok(gpurun_slurm_sacct_parse(NULL, why, sizeof why) < 0, "NULL: none");
 }
 
 int main(void)

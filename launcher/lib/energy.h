@@ -70,30 +70,21 @@ uint64_t gpurun_energy_counter_delta(uint64_t start, uint64_t end, uint64_t max)
 json_t *gpurun_energy_host_json(const char *host, const struct gpurun_rapl *start, const struct gpurun_rapl *end,
                                 json_t *gpus_monitor, const char *gpu_why);
 
+/* A resource manager's own figure of the run's energy (its accounting, as
+ * its plugin's energy() gave it; rm.h). */
+struct gpurun_energy_accounted {
+    const char *manager; /* its name: the record's key "NAME_consumed_J" */
+    double joules;       /* < 0: none (null) */
+    char note[768];      /* where it came from, or why none; "": no note */
+};
+
 /* The record's `energy` from the hosts' parts: totals by kind, mean power
  * (total over the longest host's measured time), the peak of the GPUs'
  * power samples, kWh, cost at price_per_kwh and CO2 at grams_co2_per_kwh
- * (< 0: the site gives none: null), slurm_consumed_J (< 0: null, with
- * slurm_note saying why; slurm_note may be NULL).  Takes `hosts`. */
-json_t *gpurun_energy_json(json_t *hosts, double price_per_kwh, double grams_co2_per_kwh, double slurm_j,
-                           const char *slurm_note);
-
-/* Slurm's ConsumedEnergy of the run, inside an allocation (SLURM_JOB_ID):
- * of the step gpurun runs in (SLURM_STEP_ID), else of the job so far, in
- * joules; -1 when there is none, `note` saying why (always filled: where
- * the figure came from when there is one).  Nothing is asked when
- * slurm.conf (SLURM_CONF, else /etc/slurm/slurm.conf), where readable,
- * has AcctGatherEnergyType none; else one `sacct -j ID
- * --format=ConsumedEnergyRaw -n -P` (from PATH), stopped after
- * GPURUN_SACCT_TIMEOUT_MS: bounded, never a failure. */
-#define GPURUN_SACCT_TIMEOUT_MS 3000
-double gpurun_energy_slurm_consumed(char *note, size_t len);
-/* slurm.conf's text: 1 when AcctGatherEnergyType gathers energy, 0 when
- * none (absent: Slurm's default), -1 unknown (an Include line). */
-int gpurun_energy_slurm_conf_gathers(const char *text);
-/* sacct's output: the first line's joules, or -1 with why (empty, 0,
- * Slurm's no-value, not a number). */
-double gpurun_energy_sacct_parse(const char *out, char *why, size_t len);
+ * (< 0: the site gives none: null), and each of `acc`'s managers' own
+ * figure (NAME_consumed_J, null when none, with NAME_note).  Takes `hosts`. */
+json_t *gpurun_energy_json(json_t *hosts, double price_per_kwh, double grams_co2_per_kwh,
+                           const struct gpurun_energy_accounted *acc, size_t nacc);
 
 /* The unit of work of a throughput figure's units and how many seconds its
  * time unit has: "ns/day" -> "ns", 86400; "GFLOP/s" or "GFlops" -> "GFLOP",

@@ -22,15 +22,7 @@
 #include "plan.h"
 #include "topology.h"
 
-/* --- running a tool --------------------------------------------------------- */
-
-/* Run argv[0] (looked up on PATH) with argv, stdin from /dev/null, stdout
- * and stderr captured together (at most `max` bytes are kept, the rest is
- * read and dropped), in a process group of its own that is killed after
- * timeout_s.  Returns 0 when it ran: *outp (NUL-terminated, caller frees)
- * and *statusp (exit status, 128+N when killed by signal N, 124 when it
- * timed out); -1 when it is not on PATH or could not be started. */
-int gpurun_tool_run(char *const argv[], double timeout_s, size_t max, char **outp, int *statusp);
+#include "tool.h" /* gpurun_tool_run(): the probes run their tools through it */
 
 /* --- the node's pieces -------------------------------------------------------- */
 

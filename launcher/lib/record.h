@@ -57,8 +57,10 @@
 #define GPURUN_REC_CURRENCY "currency"
 #define GPURUN_REC_ENERGY "energy"                         /* measured energy: energy.h says its keys */
 /* inside GPURUN_REC_ENERGY */
-#define GPURUN_REC_ENERGY_SLURM_CONSUMED_J "slurm_consumed_J" /* sacct's ConsumedEnergyRaw; null: none */
-#define GPURUN_REC_ENERGY_SLURM_NOTE "slurm_note"             /* where it came from, or why none */
+/* a resource manager's own figure (its plugin's energy(); e.g. Slurm's
+ * "slurm_consumed_J"): J, null when none; and where it came from, or why none */
+#define GPURUN_REC_ENERGY_RM_CONSUMED_J "%s_consumed_J"
+#define GPURUN_REC_ENERGY_RM_NOTE "%s_note"
 #define GPURUN_REC_FOMS_NOTE "foms_note"   /* why figures are missing from a run that did not end ok */
 #define GPURUN_REC_PROGRESS "progress" /* the last known: {step, total, figure, units, at_s}; null: none seen */
 #define GPURUN_REC_TUNE "tune"                             /* gpurun tune's trial: {session, trial, candidate} */

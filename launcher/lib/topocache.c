@@ -59,6 +59,18 @@ static void key_add(struct gpurun_strbuf *k, const char *what, const char *value
     gpurun_strbuf_printf(k, "%s=%s\n", what, value ? value : "-");
 }
 
+static gpurun_topocache_key_fn key_gpus;
+
+void gpurun_topocache_key_gpus(gpurun_topocache_key_fn fn)
+{
+    key_gpus = fn;
+}
+
+static void key_add_cb(void *ctx, const char *what, const char *value)
+{
+    key_add(ctx, what, value);
+}
+
 /* A small file's first line, or NULL. */
 static char *first_line(const char *path)
 {
@@ -254,9 +266,11 @@ char *gpurun_topocache_name(void)
          * them; a port's state says whether an HCA is planned. */
         static const char *const vars[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
                                            "GPU_DEVICE_ORDINAL",   "ZE_AFFINITY_MASK",     "ZE_FLAT_DEVICE_HIERARCHY",
-                                           "SLURM_JOB_GPUS",       "SLURM_STEP_GPUS",      NULL};
+                                           NULL};
         for (size_t i = 0; vars[i]; i++)
             key_add(&k, vars[i], getenv(vars[i]));
+        if (key_gpus) /* the resource managers' lists of the job's GPUs */
+            key_gpus(key_add_cb, &k);
         key_add_folder(&k, "/sys/bus/pci/devices", NULL, NULL, NULL);
         key_add_folder(&k, "/dev", "nvidia", NULL, NULL);
         key_add_folder(&k, "/dev/dri", NULL, NULL, NULL);

@@ -24,6 +24,12 @@
 void gpurun_topocache_enable(bool on);
 bool gpurun_topocache_enabled(void);
 
+/* Variables that name the GPUs a job may open, with their values, added to
+ * the cache's key through add(): a resource manager's (rm.h's
+ * allocated_gpus()), which the program sets with the cache; NULL: none. */
+typedef void (*gpurun_topocache_key_fn)(void (*add)(void *ctx, const char *name, const char *value), void *ctx);
+void gpurun_topocache_key_gpus(gpurun_topocache_key_fn fn);
+
 /* Who says, once per process, that the cache is not where it should be
  * (another user's folder in its place) or is off; NULL: nobody (a rank
  * step: its gpurun command has said it on its own host). */

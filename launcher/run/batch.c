@@ -28,7 +28,7 @@
 #include "container.h"
 #include "hpldat.h"
 #include "manager.h"
-#include "rank.h" /* gpurun_rank_program */
+#include "plugin_support.h" /* gpurun_rank_program */
 #include "template.h"
 #include "util.h"
 

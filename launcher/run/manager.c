@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "energy.h"
 #include "manager.h"
 #include "plugin.h"
 #include "util.h"
@@ -166,107 +167,26 @@ void gpurun_alloc_apply(const gpurun_topo_t *t, gpurun_request_t *req, char *not
     gpurun_alloc_apply_at("", t, req, note, len);
 }
 
-/* --- helpers for manager plugins ------------------------------------------ */
-
-void gpurun_rm_put_comment(FILE *f, const char *s)
+size_t gpurun_rm_energy(struct gpurun_energy_accounted *acc, size_t max)
 {
-    char *t = gpurun_comment_text(s); /* the one escaping of gpurun's comments (util.h) */
-    fputs(t, f);
-    free(t);
-}
-
-void gpurun_rm_put_shell_word(FILE *f, const char *s)
-{
-    fputc('\'', f);
-    for (; *s; s++) {
-        if (*s == '\'')
-            fputs("'\\''", f);
-        else
-            fputc(*s, f);
-    }
-    fputc('\'', f);
-}
-
-bool gpurun_rm_option_name_ok(const char *k)
-{
-    if (!((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z')))
-        return false;
-    for (; *k; k++)
-        if (!((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') || (*k >= '0' && *k <= '9') || *k == '_' ||
-              *k == '-'))
-            return false;
-    return true;
-}
-
-int gpurun_rm_tool(char *const argv[], int stdin_fd, size_t max, char **outp, int *statusp, int *errnop)
-{
-    int out[2], status_pipe[2];
-    *outp = NULL;
-    *statusp = 0;
-    *errnop = 0;
-    if (pipe2(out, O_CLOEXEC) < 0) {
-        *errnop = errno;
-        return -2;
-    }
-    /* The child writes exec's errno here; closed unwritten when exec works. */
-    if (pipe2(status_pipe, O_CLOEXEC) < 0) {
-        *errnop = errno;
-        close(out[0]);
-        close(out[1]);
-        return -2;
-    }
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        *errnop = errno;
-        close(out[0]);
-        close(out[1]);
-        close(status_pipe[0]);
-        close(status_pipe[1]);
-        return -2;
-    }
-    if (pid == 0) {
-        if (dup2(out[1], STDOUT_FILENO) >= 0 && dup2(stdin_fd, STDIN_FILENO) >= 0)
-            execvp(argv[0], argv);
-        int e = errno;
-        ssize_t unused = write(status_pipe[1], &e, sizeof e);
-        (void)unused;
-        _exit(127);
-    }
-    close(out[1]);
-    close(status_pipe[1]);
-
-    char *buf = gpurun_xmalloc(max + 1);
-    size_t len = 0;
-    for (;;) {
-        char chunk[512];
-        ssize_t n = read(out[0], chunk, sizeof chunk);
-        if (n < 0 && errno == EINTR)
+    size_t n = 0;
+    for (const gpurun_rm_plugin_t *const *m = gpurun_rm_all(); *m && n < max; m++) {
+        if (!(*m)->energy)
             continue;
-        if (n <= 0)
-            break;
-        /* Read to the end even past the limit: the tool must not block. */
-        size_t keep = (size_t)n < max - len ? (size_t)n : max - len;
-        memcpy(buf + len, chunk, keep);
-        len += keep;
+        struct gpurun_rm_alloc alloc;
+        memset(&alloc, 0, sizeof alloc);
+        acc[n].manager = (*m)->name;
+        acc[n].note[0] = '\0';
+        /* Asked inside its own allocation only: null, without a note, outside. */
+        acc[n].joules = (*m)->allocation(&alloc) > 0 ? (*m)->energy(acc[n].note, sizeof acc[n].note) : -1;
+        n++;
     }
-    buf[len] = '\0';
-    close(out[0]);
+    return n;
+}
 
-    int exec_errno = 0;
-    ssize_t got;
-    while ((got = read(status_pipe[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR)
-        ;
-    close(status_pipe[0]);
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (got == (ssize_t)sizeof exec_errno) {
-        free(buf);
-        *errnop = exec_errno;
-        return -1;
-    }
-    *statusp = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WIFEXITED(status) ? WEXITSTATUS(status) : 255;
-    *outp = buf;
-    return 0;
+void gpurun_rm_allocated_gpus(void (*add)(void *ctx, const char *name, const char *value), void *ctx)
+{
+    for (const gpurun_rm_plugin_t *const *m = gpurun_rm_builtin; *m; m++)
+        if ((*m)->allocated_gpus)
+            (*m)->allocated_gpus(add, ctx);
 }

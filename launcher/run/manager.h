@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "alloc.h"
+#include "energy.h"
 #include "error.h"
 #include "plan.h"
 #include "rm.h"
@@ -49,5 +50,16 @@ void gpurun_alloc_apply(const gpurun_topo_t *topo, gpurun_request_t *req, char *
 /* The same, reading the NVIDIA driver's /proc files under `root` ("": /). */
 void gpurun_alloc_apply_at(const char *root, const gpurun_topo_t *topo, gpurun_request_t *req, char *note,
                            size_t len);
+
+/* Each manager present that accounts energy (rm.h's energy()): its figure of
+ * the run, asked inside its own allocation only (-1 without a note
+ * outside), at most `max` of them into acc; how many. */
+#define GPURUN_RM_ENERGY_MAX 8
+size_t gpurun_rm_energy(struct gpurun_energy_accounted *acc, size_t max);
+
+/* The variables the built-in managers name their GPUs in, with their
+ * values, through add() (rm.h's allocated_gpus()): the cached topology's
+ * key (topocache.h). */
+void gpurun_rm_allocated_gpus(void (*add)(void *ctx, const char *name, const char *value), void *ctx);
 
 #endif

@@ -22,6 +22,7 @@
 #include "plugin.h"
 #include "rank.h"
 #include "safefile.h"
+#include "topocache.h"
 #include "util.h"
 
 extern const gpurun_launcher_plugin_t gpurun_launcher_local;
@@ -412,6 +413,7 @@ static const char *const *names_of(const char *kind)
 void gpurun_plugins_register(void)
 {
     gpurun_conf_set_plugin_names(names_of);
+    gpurun_topocache_key_gpus(gpurun_rm_allocated_gpus); /* the GPUs a manager gave the job key the cache */
 }
 
 int gpurun_launcher_choose(const char *want, const gpurun_launcher_plugin_t **pp, char *why, size_t whylen,
@@ -443,125 +445,4 @@ int gpurun_launcher_choose(const char *want, const gpurun_launcher_plugin_t **pp
     }
     snprintf(why, whylen, "local: no %s allocation and no mpirun on PATH", none);
     return gpurun_launcher_find("local", pp, err);
-}
-
-char **gpurun_argv_new(void)
-{
-    return gpurun_xcalloc(1, sizeof(char *));
-}
-
-void gpurun_argv_add(char ***argv, const char *s)
-{
-    size_t n = 0;
-    while ((*argv)[n])
-        n++;
-    *argv = gpurun_xrealloc(*argv, (n + 2) * sizeof(char *));
-    (*argv)[n] = gpurun_xstrdup(s);
-    (*argv)[n + 1] = NULL;
-}
-
-void gpurun_argv_addf(char ***argv, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = gpurun_xvasprintf(fmt, ap);
-    va_end(ap);
-    gpurun_argv_add(argv, s);
-    free(s);
-}
-
-void gpurun_argv_free(char **argv)
-{
-    if (!argv)
-        return;
-    for (char **a = argv; *a; a++)
-        free(*a);
-    free(argv);
-}
-
-void gpurun_launch_cmds_free(struct gpurun_launch_cmds *c)
-{
-    for (int i = 0; i < c->count; i++) {
-        gpurun_argv_free(c->argv[i]);
-        gpurun_argv_free(c->env[i]);
-    }
-    free(c->argv);
-    free(c->env);
-    c->argv = c->env = NULL;
-    c->count = 0;
-}
-
-void gpurun_launch_cmds_one(struct gpurun_launch_cmds *out, char **argv)
-{
-    out->count = 1;
-    out->argv = gpurun_xcalloc(1, sizeof(char **));
-    out->env = gpurun_xcalloc(1, sizeof(char **));
-    out->argv[0] = argv;
-    out->env[0] = gpurun_argv_new();
-}
-
-const char *gpurun_rank_program(const char *gpurun_path)
-{
-    static char *found, *found_for;
-    if (found_for && !strcmp(found_for, gpurun_path))
-        return found;
-    free(found);
-    free(found_for);
-    found = NULL;
-    found_for = gpurun_xstrdup(gpurun_path);
-    const char *full = getenv("GPURUN_FULL_RANK_STEP"); /* "1": `gpurun rank` (to compare) */
-    if (full && !strcmp(full, "1"))
-        return NULL;
-    const char *slash = strrchr(gpurun_path, '/');
-    int dl = slash ? (int)(slash - gpurun_path) : 1;
-    const char *dir = slash ? gpurun_path : ".";
-    char *cand[] = {gpurun_xasprintf("%.*s/gpurun-rank", dl, dir),
-                    gpurun_xasprintf("%.*s/../libexec/gpurun/gpurun-rank", dl, dir),
-#ifdef GPURUN_PKGLIBEXECDIR /* (not in the fuzz harnesses' builds) */
-                    gpurun_xstrdup(GPURUN_PKGLIBEXECDIR "/gpurun-rank"),
-#endif
-                    NULL};
-    for (size_t i = 0; cand[i]; i++) {
-        if (!found && gpurun_executable_file(cand[i]))
-            found = realpath(cand[i], NULL);
-        free(cand[i]);
-    }
-    return found;
-}
-
-void gpurun_argv_add_rank_step(char ***argv, const struct gpurun_launch_request *req)
-{
-    /* The lean rank step when there is one: it runs `gpurun rank` itself
-     * when it must (a host to plan; another version of it). */
-    const char *lean = gpurun_rank_program(req->rank_step);
-    if (lean) {
-        gpurun_argv_add(argv, lean);
-        gpurun_argv_add(argv, "--gpurun");
-        gpurun_argv_add(argv, req->rank_step);
-        gpurun_argv_add(argv, "--version");
-        gpurun_argv_add(argv, PACKAGE_VERSION);
-        gpurun_argv_add(argv, "--run-dir");
-        gpurun_argv_add(argv, req->run_dir);
-        gpurun_argv_add(argv, "--");
-        for (char *const *a = req->app_argv; *a; a++)
-            gpurun_argv_add(argv, *a);
-        return;
-    }
-    gpurun_argv_add(argv, req->rank_step);
-    gpurun_argv_add(argv, "rank");
-    gpurun_argv_add(argv, "--run-dir");
-    gpurun_argv_add(argv, req->run_dir);
-    gpurun_argv_add(argv, "--");
-    for (char *const *a = req->app_argv; *a; a++)
-        gpurun_argv_add(argv, *a);
-}
-
-int gpurun_need_program(const char *prog, const char *hint, gpurun_error_t *why)
-{
-    char *p = gpurun_which(prog);
-    if (!p)
-        return gpurun_err(why, GPURUN_EXIT_ENV, "%s was not found on PATH%s%s%s", prog, hint ? " (" : "",
-                          hint ? hint : "", hint ? ")" : "");
-    free(p);
-    return 0;
 }

@@ -52,12 +52,7 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, const char *pla
  * outside the image before the container step.  0, or -1 with err. */
 int gpurun_rank_plan_only(const char *run_dir, gpurun_error_t *err);
 
-/* gpurun-rank, the rank step without the rest of gpurun (no hwloc, no
- * SQLite, ...: its start-up is most of a rank's cost), for the gpurun at
- * `gpurun_path`: beside it (a build folder), in ../libexec/gpurun (installed,
- * the prefix moved or not) or in the configured pkglibexecdir.  NULL when
- * none is there: `gpurun rank` then does it all. */
-const char *gpurun_rank_program(const char *gpurun_path);
+/* gpurun_rank_program(): plugin_support.h. */
 
 /* Open the run folder a rank step was given: not a symlink, ours, not
  * writable by others, and the one gpurun made (GPURUN_RUN_DIR_INO).  Sets

@@ -1936,11 +1936,11 @@ static void add_energy(struct run_ctx *c, struct run_attempt *a, json_t *record)
     }
     json_decref(have);
     json_decref(ran);
-    /* Inside Slurm, its own figure beside gpurun's: one bounded sacct. */
-    char slurm_note[768] = "";
-    double slurm_j = getenv("SLURM_JOB_ID") ? gpurun_energy_slurm_consumed(slurm_note, sizeof slurm_note) : -1;
+    /* The resource managers' own figures beside gpurun's (rm.h's energy()): bounded. */
+    struct gpurun_energy_accounted acc[GPURUN_RM_ENERGY_MAX];
+    size_t nacc = gpurun_rm_energy(acc, GPURUN_RM_ENERGY_MAX);
     json_t *e = gpurun_energy_json(hosts, c->site ? c->site->price_per_kwh : -1,
-                                   c->site ? c->site->grams_co2_per_kwh : -1, slurm_j, slurm_note);
+                                   c->site ? c->site->grams_co2_per_kwh : -1, acc, nacc);
     gpurun_energy_per_unit(json_object_get(record, "foms"), json_number_value(json_object_get(e, "mean_power_W")));
     json_object_set_new(record, GPURUN_REC_ENERGY, e);
 }

@@ -190,6 +190,14 @@ static void slurm_doctor(const struct gpurun_rm_doctor *d)
 
 static const char *const slurm_task_env[] = {"SLURM_*", NULL};
 
+/* The GPUs Slurm gave the job and the step: its cgroup lets them alone be
+ * opened, so they key the cached topology. */
+static void slurm_allocated_gpus(void (*add)(void *ctx, const char *name, const char *value), void *ctx)
+{
+    add(ctx, "SLURM_JOB_GPUS", getenv("SLURM_JOB_GPUS"));
+    add(ctx, "SLURM_STEP_GPUS", getenv("SLURM_STEP_GPUS"));
+}
+
 const gpurun_rm_plugin_t gpurun_rm_slurm = {
     .abi = GPURUN_RM_ABI,
     .name = "slurm",
@@ -208,4 +216,6 @@ const gpurun_rm_plugin_t gpurun_rm_slurm = {
     .submit = slurm_submit,
     .doctor = slurm_doctor,
     .array_task_var = "SLURM_ARRAY_TASK_ID",
+    .energy = gpurun_slurm_energy,
+    .allocated_gpus = slurm_allocated_gpus,
 };

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* What plugins call (plugin_support.h): argv and launch commands for
+ * launcher plugins, the rank step they start, and the helpers manager
+ * plugins write scripts and run their tools with.  In the library, below
+ * launcher/run and plugins/, so that a plugin needs nothing above it. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin_support.h"
+#include "tool.h"
+#include "util.h"
+
+/* --- launcher plugins -------------------------------------------------------- */
+
+char **gpurun_argv_new(void)
+{
+    return gpurun_xcalloc(1, sizeof(char *));
+}
+
+void gpurun_argv_add(char ***argv, const char *s)
+{
+    size_t n = 0;
+    while ((*argv)[n])
+        n++;
+    *argv = gpurun_xrealloc(*argv, (n + 2) * sizeof(char *));
+    (*argv)[n] = gpurun_xstrdup(s);
+    (*argv)[n + 1] = NULL;
+}
+
+void gpurun_argv_addf(char ***argv, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = gpurun_xvasprintf(fmt, ap);
+    va_end(ap);
+    gpurun_argv_add(argv, s);
+    free(s);
+}
+
+void gpurun_argv_free(char **argv)
+{
+    if (!argv)
+        return;
+    for (char **a = argv; *a; a++)
+        free(*a);
+    free(argv);
+}
+
+void gpurun_launch_cmds_free(struct gpurun_launch_cmds *c)
+{
+    for (int i = 0; i < c->count; i++) {
+        gpurun_argv_free(c->argv[i]);
+        gpurun_argv_free(c->env[i]);
+    }
+    free(c->argv);
+    free(c->env);
+    c->argv = c->env = NULL;
+    c->count = 0;
+}
+
+void gpurun_launch_cmds_one(struct gpurun_launch_cmds *out, char **argv)
+{
+    out->count = 1;
+    out->argv = gpurun_xcalloc(1, sizeof(char **));
+    out->env = gpurun_xcalloc(1, sizeof(char **));
+    out->argv[0] = argv;
+    out->env[0] = gpurun_argv_new();
+}
+
+const char *gpurun_rank_program(const char *gpurun_path)
+{
+    static char *found, *found_for;
+    if (found_for && !strcmp(found_for, gpurun_path))
+        return found;
+    free(found);
+    free(found_for);
+    found = NULL;
+    found_for = gpurun_xstrdup(gpurun_path);
+    const char *full = getenv("GPURUN_FULL_RANK_STEP"); /* "1": `gpurun rank` (to compare) */
+    if (full && !strcmp(full, "1"))
+        return NULL;
+    const char *slash = strrchr(gpurun_path, '/');
+    int dl = slash ? (int)(slash - gpurun_path) : 1;
+    const char *dir = slash ? gpurun_path : ".";
+    char *cand[] = {gpurun_xasprintf("%.*s/gpurun-rank", dl, dir),
+                    gpurun_xasprintf("%.*s/../libexec/gpurun/gpurun-rank", dl, dir),
+#ifdef GPURUN_PKGLIBEXECDIR /* (not in the fuzz harnesses' builds) */
+                    gpurun_xstrdup(GPURUN_PKGLIBEXECDIR "/gpurun-rank"),
+#endif
+                    NULL};
+    for (size_t i = 0; cand[i]; i++) {
+        if (!found && gpurun_executable_file(cand[i]))
+            found = realpath(cand[i], NULL);
+        free(cand[i]);
+    }
+    return found;
+}
+
+void gpurun_argv_add_rank_step(char ***argv, const struct gpurun_launch_request *req)
+{
+    /* The lean rank step when there is one: it runs `gpurun rank` itself
+     * when it must (a host to plan; another version of it). */
+    const char *lean = gpurun_rank_program(req->rank_step);
+    if (lean) {
+        gpurun_argv_add(argv, lean);
+        gpurun_argv_add(argv, "--gpurun");
+        gpurun_argv_add(argv, req->rank_step);
+        gpurun_argv_add(argv, "--version");
+        gpurun_argv_add(argv, PACKAGE_VERSION);
+        gpurun_argv_add(argv, "--run-dir");
+        gpurun_argv_add(argv, req->run_dir);
+        gpurun_argv_add(argv, "--");
+        for (char *const *a = req->app_argv; *a; a++)
+            gpurun_argv_add(argv, *a);
+        return;
+    }
+    gpurun_argv_add(argv, req->rank_step);
+    gpurun_argv_add(argv, "rank");
+    gpurun_argv_add(argv, "--run-dir");
+    gpurun_argv_add(argv, req->run_dir);
+    gpurun_argv_add(argv, "--");
+    for (char *const *a = req->app_argv; *a; a++)
+        gpurun_argv_add(argv, *a);
+}
+
+int gpurun_need_program(const char *prog, const char *hint, gpurun_error_t *why)
+{
+    char *p = gpurun_which(prog);
+    if (!p)
+        return gpurun_err(why, GPURUN_EXIT_ENV, "%s was not found on PATH%s%s%s", prog, hint ? " (" : "",
+                          hint ? hint : "", hint ? ")" : "");
+    free(p);
+    return 0;
+}
+
+/* --- resource-manager plugins ------------------------------------------------ */
+
+void gpurun_rm_put_comment(FILE *f, const char *s)
+{
+    char *t = gpurun_comment_text(s); /* the one escaping of gpurun's comments (util.h) */
+    fputs(t, f);
+    free(t);
+}
+
+void gpurun_rm_put_shell_word(FILE *f, const char *s)
+{
+    fputc('\'', f);
+    for (; *s; s++) {
+        if (*s == '\'')
+            fputs("'\\''", f);
+        else
+            fputc(*s, f);
+    }
+    fputc('\'', f);
+}
+
+bool gpurun_rm_option_name_ok(const char *k)
+{
+    if (!((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z')))
+        return false;
+    for (; *k; k++)
+        if (!((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') || (*k >= '0' && *k <= '9') || *k == '_' ||
+              *k == '-'))
+            return false;
+    return true;
+}
+
+int gpurun_rm_tool(char *const argv[], int stdin_fd, size_t max, char **outp, int *statusp, int *errnop)
+{
+    struct gpurun_tool t = {.argv = argv, .stdin_fd = stdin_fd, .max = max};
+    return gpurun_tool_exec(&t, outp, statusp, errnop);
+}
+
+int gpurun_rm_query(char *const argv[], double timeout_s, size_t max, char **outp, int *statusp, int *errnop)
+{
+    struct gpurun_tool t = {.argv = argv, .stdin_fd = -1, .merge_stderr = true, .timeout_s = timeout_s, .max = max};
+    return gpurun_tool_exec(&t, outp, statusp, errnop);
+}

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#ifndef GPURUN_PLUGIN_SUPPORT_H
+#define GPURUN_PLUGIN_SUPPORT_H
+
+/* What plugins call: the launch request a launcher plugin turns into
+ * commands, and the helpers launcher and resource-manager plugins build
+ * argv, scripts and tool runs with.  Part of gpurun's library
+ * (launcher/lib/plugin_support.c), installed as <gpurun/plugin_support.h>
+ * (launcher.h and rm.h include it); a plugin calls nothing else of gpurun
+ * but error.h's gpurun_err() and these (tests/cli-layers.sh checks). */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+struct gpurun_launch_request {
+    int nodes;
+    int ranks_per_node;
+    int nranks;
+    bool oversubscribe;
+    const char *rank_step;      /* absolute path of the gpurun program */
+    const char *run_dir;        /* the run folder (plan.json, topology.xml, host plans, HOST.out) */
+    char *const *app_argv;      /* the program and its arguments */
+    char *const *export_env;    /* NULL-terminated names the ranks must inherit */
+    /* Options for the launcher itself, before the rank step (srun: pyxis's
+     * --container-image, --container-mounts, --container-workdir); NULL:
+     * none.  Added last: plugins built before it never read it. */
+    char *const *launcher_args;
+    /* Seconds the ranks have between the stop signal and SIGKILL (the
+     * template's stop_grace): a launcher that kills ranks itself on a stop
+     * (mpirun) is told to wait as long.  Added last, as above. */
+    double stop_grace_s;
+    int stop_signal; /* what the program gets on a stop (SIGTERM by default) */
+};
+
+/* What a plugin starts: argv[i] run with extra environment env[i]
+ * ("NAME=VALUE" strings, NULL-terminated); `count` processes. */
+struct gpurun_launch_cmds {
+    int count;
+    char ***argv;
+    char ***env;
+    /* A signal the launcher passes on to every rank as it is, for a launcher
+     * whose own stop gives the ranks too little time (Open MPI's mpirun:
+     * SIGCONT, SIGTERM, SIGKILL a second apart): gpurun sends it for a stop
+     * instead, the rank steps give the program the stop signal for it
+     * ($GPURUN_STOP_RELAY, "FROM:TO"), and the launcher gets SIGTERM only
+     * when the grace is over.  0: none (the launcher gets the stop signal).
+     * Added last: gpurun zeroes the struct for plugins built before it. */
+    int stop_relay;
+};
+
+/* --- launcher plugins -------------------------------------------------------- */
+
+char **gpurun_argv_new(void);
+void gpurun_argv_add(char ***argv, const char *s);
+void gpurun_argv_addf(char ***argv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void gpurun_argv_free(char **argv);
+void gpurun_launch_cmds_free(struct gpurun_launch_cmds *c);
+/* The rank step's argv: STEP rank --run-dir DIR -- APP... appended to argv. */
+void gpurun_argv_add_rank_step(char ***argv, const struct gpurun_launch_request *req);
+/* Absolute path of a program on PATH (a relative or empty entry resolved
+ * against the current folder now), or of a path with a '/'; NULL: none. */
+char *gpurun_which(const char *prog);
+/* 0 when prog is on PATH; else -1 with why: "PROG was not found on PATH",
+ * then " (HINT)" when hint is not NULL (where to get it). */
+int gpurun_need_program(const char *prog, const char *hint, gpurun_error_t *why);
+/* out becomes one process, argv (out owns it now), with no extra environment. */
+void gpurun_launch_cmds_one(struct gpurun_launch_cmds *out, char **argv);
+/* gpurun-rank, the rank step without the rest of gpurun (no hwloc, no
+ * SQLite, ...: its start-up is most of a rank's cost), for the gpurun at
+ * `gpurun_path`: beside it (a build folder), in ../libexec/gpurun (installed,
+ * the prefix moved or not) or in the configured pkglibexecdir.  NULL when
+ * none is there: `gpurun rank` then does it all. */
+const char *gpurun_rank_program(const char *gpurun_path);
+
+/* --- resource-manager plugins ------------------------------------------------ */
+
+/* Text for a comment line of a script: control characters (C0, DEL, C1)
+ * and bytes that are not UTF-8 written '?' (gpurun_comment_text()). */
+void gpurun_rm_put_comment(FILE *f, const char *s);
+/* One bash word: single-quoted, a quote written '\''. */
+void gpurun_rm_put_shell_word(FILE *f, const char *s);
+/* A name fit for a long option of a manager's batch command (sbatch,
+ * flux batch): a letter, then letters, digits, '_' and '-' (job.c also
+ * allows '.' in section keys: refused here). */
+bool gpurun_rm_option_name_ok(const char *name);
+/* Run argv (on PATH, no shell) with standard input `stdin_fd` and standard
+ * output captured into *outp (malloc'ed, at most `max` bytes kept; the
+ * rest is read and dropped), standard error the caller's.  0 with *statusp
+ * (128+N for signal N); -1 with *errnop when it could not be started
+ * (ENOENT: not on PATH). */
+int gpurun_rm_tool(char *const argv[], int stdin_fd, size_t max, char **outp, int *statusp, int *errnop);
+/* A query of the manager's (its accounting): argv as above with standard
+ * input /dev/null, standard error kept with the output, killed past
+ * timeout_s (status 124). */
+int gpurun_rm_query(char *const argv[], double timeout_s, size_t max, char **outp, int *statusp, int *errnop);
+
+#endif

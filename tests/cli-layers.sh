@@ -1,0 +1,46 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# The house's floors (issue 41): plugins use the library only.  No built-in
+# plugin's object calls a function that launcher/run defines (nm on the
+# objects of this build), and no plugin includes a header of launcher/run
+# or launcher/cli: what a plugin calls is in launcher/lib
+# (plugin_support.h, installed).  The library includes nothing above it.
+. "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
+
+build=$(cd "$(dirname "$GPURUN")/.." && pwd)
+top_srcdir=$(cd "$top_srcdir" && pwd)
+command -v nm >/dev/null 2>&1 || { echo "1..0 # SKIP nm is not installed"; exit 0; }
+ls "$build"/launcher/run/*.o >/dev/null 2>&1 || { echo "1..0 # SKIP no objects in $build/launcher/run"; exit 0; }
+
+# Every function the objects of launcher/run define.
+nm -g --defined-only "$build"/launcher/run/*.o 2>/dev/null | awk 'NF == 3 { print $3 }' | sort -u >"$TMP/run.syms"
+[ -s "$TMP/run.syms" ]
+ok $? "launcher/run's objects define functions ($(wc -l <"$TMP/run.syms"))"
+
+# Each plugin object's undefined symbols that run/ defines (the SPANK plugin
+# is Slurm's, loaded by slurmd: it links the public library alone).
+n=0
+: >"$TMP/calls"
+for o in $(find "$build/plugins" -name '*.o' ! -path '*/.libs/*' ! -name '*spank*' | sort); do
+    n=$((n + 1))
+    nm -u "$o" | awk '{ print $NF }' | sort -u | comm -12 - "$TMP/run.syms" | sed "s#^#${o#"$build"/}: #" >>"$TMP/calls"
+done
+[ "$n" -gt 0 ] && [ ! -s "$TMP/calls" ]
+ok $? "no plugin object ($n) calls a function of launcher/run$(head -5 "$TMP/calls" | sed "1s/^/: /" | tr "\n" " " | cut -c1-200)"
+
+# Headers: a plugin's includes name no header of launcher/run or launcher/cli.
+( cd "$top_srcdir/launcher/run" && ls *.h; cd "$top_srcdir/launcher/cli" && ls *.h 2>/dev/null ) | sort -u >"$TMP/upper.h"
+grep -rhoE '^#include "[^"]+"' "$top_srcdir/plugins" --include='*.c' --include='*.h' | sed 's/.*"\(.*\)"/\1/' |
+    sed 's#.*/##' | sort -u | comm -12 - "$TMP/upper.h" >"$TMP/inc"
+[ ! -s "$TMP/inc" ]
+ok $? "no plugin includes a header of launcher/run or launcher/cli$(tr '\n' ' ' <"$TMP/inc")"
+
+# The library: no include of launcher/run, launcher/cli or a plugin's header.
+( cd "$top_srcdir/plugins" && find . -name '*.h' | sed 's#.*/##' ) | sort -u >"$TMP/plug.h"
+cat "$TMP/upper.h" "$TMP/plug.h" | sort -u >"$TMP/above.h"
+grep -rhoE '^#include "[^"]+"' "$top_srcdir/launcher/lib" --include='*.c' --include='*.h' | sed 's/.*"\(.*\)"/\1/' |
+    sed 's#.*/##' | sort -u | comm -12 - "$TMP/above.h" >"$TMP/libinc"
+[ ! -s "$TMP/libinc" ]
+ok $? "launcher/lib includes nothing above it$(tr '\n' ' ' <"$TMP/libinc")"
+
+done_testing
