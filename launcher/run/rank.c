@@ -1154,8 +1154,10 @@ static void program_end(struct rank_step *s, int status)
     s->code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     s->term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     inside_finish(s); /* the binding report first, if it was still to come */
-    conditions_report(s, true);
     report_status(s);
+    /* The conditions' last sample after: it must not hold back the end
+     * nor the GPUs' energy (the helper is gone: no GPU figures in it). */
+    conditions_report(s, true);
 }
 
 /* The pidfd polled readable: the program has ended; reap it. */
