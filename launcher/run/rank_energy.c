@@ -140,7 +140,14 @@ json_t *gpurun_energy_watch_end(struct gpurun_energy_watch *w, char *why, size_t
             ;
     }
     w->pid = -1;
-    json_t *doc = json_loadb(buf, len, 0, NULL);
+    /* Its last line: before it may come answers to the conditions' asks
+     * (rank_conditions.h) that came too late to be read then. */
+    while (len && buf[len - 1] == '\n')
+        len--;
+    size_t from = len;
+    while (from && buf[from - 1] != '\n')
+        from--;
+    json_t *doc = json_loadb(buf + from, len - from, 0, NULL);
     free(buf);
     json_t *gpus = json_is_array(json_object_get(doc, "gpus_monitor")) ? json_incref(json_object_get(doc, "gpus_monitor"))
                                                                        : NULL;
