@@ -16,8 +16,10 @@
 
 #include "error.h"
 
-/* 2: gpurun_gpu_stats gained the energy counter's figures */
-#define GPURUN_MONITOR_ABI 2
+/* 2: gpurun_gpu_stats gained the energy counter's figures;
+ * 3: gpurun_gpu_health gained the processes on the GPU */
+#define GPURUN_MONITOR_ABI 3
+#define GPURUN_HEALTH_PIDS_MAX 16
 
 /* One GPU over a run.  A metric the GPU does not report has n = 0 (its
  * mean and peak are then meaningless). */
@@ -60,6 +62,10 @@ struct gpurun_gpu_health {
     int sm_clock_mhz, sm_clock_max_mhz;
     int temperature_c;
     bool energy_counter; /* NVML's total-energy counter can be read (ABI 2) */
+    /* The compute processes on it now (ABI 3): how many (-1: the library
+     * does not say), the first GPURUN_HEALTH_PIDS_MAX of their pids. */
+    int nprocs;
+    unsigned int pids[GPURUN_HEALTH_PIDS_MAX];
 };
 
 /* The reasons NVML gives for clocks below their maximum (nvml.h's values). */

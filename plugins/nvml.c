@@ -62,6 +62,8 @@ struct nvml {
     nvmlReturn_t (*clock_max)(nvmlDevice_t, int, unsigned int *);
     nvmlReturn_t (*temperature)(nvmlDevice_t, int, unsigned int *);
     nvmlReturn_t (*energy)(nvmlDevice_t, unsigned long long *); /* mJ since the driver loaded; Volta and later */
+    nvmlReturn_t (*procs)(nvmlDevice_t, unsigned int *, void *); /* compute processes, entries of procs_size */
+    size_t procs_size;
 };
 
 static pthread_mutex_t nvml_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -133,6 +135,16 @@ static const struct nvml *nvml_load(gpurun_error_t *why)
     LOAD(clock_max, "nvmlDeviceGetMaxClockInfo");
     LOAD(temperature, "nvmlDeviceGetTemperature");
     LOAD(energy, "nvmlDeviceGetTotalEnergyConsumption");
+    /* nvmlProcessInfo_t: {pid, usedGpuMemory, gpuInstanceId, computeInstanceId} for _v3 and _v2, 24 bytes;
+     * {pid, usedGpuMemory}, 16 bytes, for the first */
+    n->procs_size = 24;
+    LOAD(procs, "nvmlDeviceGetComputeRunningProcesses_v3");
+    if (!n->procs)
+        LOAD(procs, "nvmlDeviceGetComputeRunningProcesses_v2");
+    if (!n->procs) {
+        n->procs_size = 16;
+        LOAD(procs, "nvmlDeviceGetComputeRunningProcesses");
+    }
     if (!n->init || !n->shutdown || !n->count || !n->by_index || !n->by_pci || !n->utilization || !n->memory ||
         !n->power) {
         dlclose(h);
@@ -346,6 +358,27 @@ static int nvml_stop(gpurun_monitor_t *m, struct gpurun_monitor_result *out)
 
 /* --- health ------------------------------------------------------------------ */
 
+#define NVML_INSUFFICIENT_SIZE 7
+
+/* The compute processes on GPU `d`: their count and first pids. */
+static void health_procs(const struct nvml *n, nvmlDevice_t d, struct gpurun_gpu_health *g)
+{
+    enum { ROOM = 64 };
+    unsigned char infos[ROOM * 24]; /* the entries' first member is the pid (unsigned int) */
+    unsigned count = ROOM;
+    g->nprocs = -1;
+    nvmlReturn_t rc = n->procs ? n->procs(d, &count, infos) : -1;
+    if (rc == NVML_INSUFFICIENT_SIZE) {
+        g->nprocs = (int)count; /* more than ROOM: counted, not named */
+        return;
+    }
+    if (rc != NVML_SUCCESS)
+        return;
+    g->nprocs = (int)(count < ROOM ? count : ROOM);
+    for (int i = 0; i < g->nprocs && i < GPURUN_HEALTH_PIDS_MAX; i++)
+        memcpy(&g->pids[i], infos + (size_t)i * n->procs_size, sizeof g->pids[i]);
+}
+
 static int nvml_health(struct gpurun_gpu_health **healthp, int *np, char *driver, size_t driver_len,
                        gpurun_error_t *err)
 {
@@ -399,6 +432,7 @@ static int nvml_health(struct gpurun_gpu_health **healthp, int *np, char *driver
             n->temperature && n->temperature(d, NVML_TEMPERATURE_GPU, &v) == NVML_SUCCESS ? (int)v : -1;
         unsigned long long mj;
         g->energy_counter = n->energy && n->energy(d, &mj) == NVML_SUCCESS;
+        health_procs(n, d, g);
     }
     n->shutdown();
     *healthp = h;

@@ -422,6 +422,7 @@ static int rocm_health(struct gpurun_gpu_health **healthp, int *np, char *driver
         uint64_t bdf, uw;
         int64_t mc;
         g->index = (int)i;
+        g->nprocs = -1; /* its processes: not read here (ABI 3) */
         if (r->pci_id(i, &bdf) == RSMI_STATUS_SUCCESS)
             bdf_string(bdf, (unsigned)(bdf & 0x7), g->pci, sizeof g->pci);
         read_name(r, i, g->name, sizeof g->name);

@@ -17,9 +17,13 @@
  * millisecond of CLOCK_MONOTONIC (shared by every process of the machine),
  * so a run's GPU energy is P times the time it was measured over (without
  * it the counter advances at 100 W, whatever the scripted samples say);
- * FAKE_NVML_NO_ENERGY=1: the counter is not supported (a GPU before Volta). */
+ * FAKE_NVML_NO_ENERGY=1: the counter is not supported (a GPU before Volta).
+ * Processes: FAKE_NVML_PROCS="PID,PID,parent" are the compute processes on
+ * every GPU ("parent": the caller's parent, the rank step that started
+ * gpurun's GPU helper); none by default. */
 #include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -162,4 +166,24 @@ API(nvmlDeviceGetTotalEnergyConsumption, nvmlDevice_t d, unsigned long long *mj)
     unsigned long long ms = (unsigned long long)t.tv_sec * 1000ULL + (unsigned long long)t.tv_nsec / 1000000ULL;
     *mj = 1000000ULL + knob("FAKE_NVML_POWER_W", 0, 100) * ms; /* P W = P mJ per ms */
     return OK;
+}
+typedef struct { unsigned int pid; unsigned long long usedGpuMemory; unsigned int gi, ci; } nvmlProcessInfo_t;
+API(nvmlDeviceGetComputeRunningProcesses_v3, nvmlDevice_t d, unsigned *count, nvmlProcessInfo_t *infos)
+{
+    DEV(d);
+    const char *list = getenv("FAKE_NVML_PROCS");
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", list ? list : "");
+    unsigned n = 0;
+    for (char *s = NULL, *t = strtok_r(buf, ",", &s); t; t = strtok_r(NULL, ",", &s)) {
+        if (n < *count) {
+            memset(&infos[n], 0, sizeof infos[n]);
+            infos[n].pid = !strcmp(t, "parent") ? (unsigned)getppid() : (unsigned)strtoul(t, NULL, 10);
+            infos[n].usedGpuMemory = 1ULL << 30;
+        }
+        n++;
+    }
+    int rc = n > *count ? 7 : OK; /* NVML_ERROR_INSUFFICIENT_SIZE */
+    *count = n;
+    return rc;
 }

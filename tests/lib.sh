@@ -10,6 +10,12 @@ SHARED_TOPOLOGIES=${GPURUN_SHARED_TOPOLOGIES:-$top_srcdir/../shared/topologies}
 # run left in the topology cache: tests/cli-topocache.sh turns it on, with
 # a cache folder of its own.
 export GPURUN_TOPOLOGY_CACHE=0
+# The busy verdict off (its figures still measured) in every test but
+# tests/cli-conditions.sh, which unsets it: `make check` runs two tests at
+# once on two cores, so each test's ranks are the other's "other
+# processes", and a verdict would add warnings to a run's output and its
+# record with the suite's own load, not the test's doing.
+export GPURUN_BUSY_SHARE=off
 tap_n=0
 tap_failed=0
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/gpurun-test.XXXXXX")

@@ -86,6 +86,32 @@
 #define GPURUN_REC_PROV_GPURUN "gpurun"
 #define GPURUN_REC_PROV_MPI "mpi"         /* the first line of `mpirun --version`; null: none */
 #define GPURUN_REC_PROV_DRIVER "driver"   /* the GPU driver's version (the monitor's); null: none */
+#define GPURUN_REC_CONDITIONS "conditions"   /* what the run ran beside: conditions.h; null: none reported */
+/* inside GPURUN_REC_CONDITIONS (the run's: the worst host's figures) */
+#define GPURUN_REC_COND_BUSY "busy"                    /* true/false; null: the verdict is off */
+#define GPURUN_REC_COND_WHY "why"                      /* one line; null when not busy */
+#define GPURUN_REC_COND_FOREIGN_CPU_SHARE "foreign_cpu_share" /* others' share of the run's cores' time, 0..1 */
+#define GPURUN_REC_COND_LOAD1 "load1"                  /* the highest 1-minute load seen */
+#define GPURUN_REC_COND_CPU_MHZ "cpu_mhz"              /* the run's cores' mean clock; null: unknown */
+#define GPURUN_REC_COND_THROTTLED "throttled"          /* CPU thermal throttling seen; null: unknown */
+#define GPURUN_REC_COND_GPU_THROTTLED "gpu_throttled"  /* GPU thermal/hardware slowdown seen; null: no GPU read */
+#define GPURUN_REC_COND_GPU_OTHERS "gpu_others"        /* other processes seen on the run's GPUs (a count;
+                                                        * a host's entry lists them) */
+#define GPURUN_REC_COND_HOSTS "hosts"                  /* {HOST: its figures, as its rank step sent them} */
+#define GPURUN_REC_COND_BUSY_SHARE "busy_share"        /* the threshold used; null: off */
+/* inside each host of GPURUN_REC_COND_HOSTS, besides the keys above */
+#define GPURUN_REC_COND_CORES "cores"                  /* "0-3,8": the run's cores there */
+#define GPURUN_REC_COND_SECONDS "seconds"              /* measured from the start to the last sample */
+#define GPURUN_REC_COND_FOREIGN_CPU_S "foreign_cpu_s"  /* CPU seconds others took on those cores */
+#define GPURUN_REC_COND_OWN_CPU_S "own_cpu_s"          /* the run's own processes there */
+#define GPURUN_REC_COND_CORES_CPU_S "cores_cpu_s"      /* the cores' time: cores x seconds */
+#define GPURUN_REC_COND_CPU_MHZ_MIN "cpu_mhz_min"
+#define GPURUN_REC_COND_MEM_AVAILABLE_MIB "mem_available_mib" /* the least seen */
+#define GPURUN_REC_COND_THROTTLE_EVENTS "throttle_events"    /* thermal_throttle counts; null: unknown */
+#define GPURUN_REC_COND_GPUS "gpus"                    /* [{pci, sm_clock_mhz_min, sm_clock_max_mhz, reasons}] */
+#define GPURUN_REC_COND_FOREIGN "foreign"              /* [{name, pid, user, cpu, share}]: named when over */
+#define GPURUN_REC_COND_SAMPLES "samples"
+#define GPURUN_REC_COND_FINAL "final"                  /* the end's sample is in */
 /* inside each entry of GPURUN_REC_FOMS */
 #define GPURUN_REC_FOM_VALUE "value"
 #define GPURUN_REC_FOM_VALUES "values"

@@ -250,6 +250,8 @@ static void take_line(struct reader *r, char *line, size_t len)
             }
             if (kind == 'O' && rank == 0)
                 gpurun_watch_line(r->sv->watch, payload, plen, now_s());
+            else if (kind == 'C')
+                gpurun_watch_conditions(r->sv->watch, payload, plen);
             return;
         }
     }

@@ -22,6 +22,7 @@
 
 #include "energy.h"
 #include "rank_energy.h"
+#include "rank_conditions.h"
 #include "rank.h"
 #include "rankenv.h"
 #include "safefile.h"
@@ -976,7 +977,17 @@ struct rank_step {
     struct gpurun_rapl *rapl0;
     char *gpu_pcis;                 /* the host plan's GPUs, "PCI,PCI"; NULL: none */
     struct gpurun_energy_watch gw;  /* their energy, through the helper */
+    struct gpurun_conditions_probe cond; /* the host's conditions: its first rank step's */
 };
+
+/* The host's conditions when a sample is due, or the end's: a 'C' report. */
+static void conditions_report(struct rank_step *s, bool final)
+{
+    json_t *c = gpurun_conditions_sample(&s->cond, s->host, &s->gw, final);
+    if (c)
+        report_json('C', s->rank, c);
+    json_decref(c);
+}
 
 
 /* ---- the binding read inside the container --------------------------- */
@@ -1144,6 +1155,9 @@ static void program_end(struct rank_step *s, int status)
     s->term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     inside_finish(s); /* the binding report first, if it was still to come */
     report_status(s);
+    /* The conditions' last sample after: it must not hold back the end
+     * nor the GPUs' energy (the helper is gone: no GPU figures in it). */
+    conditions_report(s, true);
 }
 
 /* The pidfd polled readable: the program has ended; reap it. */
@@ -1170,9 +1184,11 @@ static void wait_output(struct rank_step *s, int in)
         struct pollfd p[3] = {{.fd = in, .events = POLLIN},
                               {.fd = s->inside_fd, .events = POLLIN},
                               {.fd = s->ended ? -1 : s->pidfd, .events = POLLIN}};
-        if (p[1].fd < 0 && p[2].fd < 0)
+        if (p[1].fd < 0 && p[2].fd < 0 && !s->cond.on)
             return; /* nothing but the output: read() waits */
-        if (poll(p, 3, -1) < 0) {
+        int ready = poll(p, 3, gpurun_conditions_wait_ms(&s->cond));
+        conditions_report(s, false);
+        if (ready < 0) {
             if (errno != EINTR)
                 return;
             continue;
@@ -1508,6 +1524,7 @@ static int step_run_program(struct rank_step *s, char *const *app_argv, gpurun_e
          * (the full gpurun) started once the program runs, never before. */
         if (s->rapl0)
             gpurun_energy_watch_start(&s->gw, step_planner ? step_planner : "/proc/self/exe", s->gpu_pcis);
+        conditions_report(s, false); /* the start's sample */
         copy_output(s, pipefd[0]);
         if (!s->ended)
             while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
@@ -1541,13 +1558,16 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, const char *pla
     if (step_read_plan(&s, run_dir, &jobenv, err) < 0)
         return failed_before_start(s.rank, s.host, err);
     step_set_up_rank(&s, jobenv);
-    if (s.local == 0)
+    if (s.local == 0) {
         s.gpu_pcis = host_gpus(&s, run_dir);
+        gpurun_conditions_begin(&s.cond, s.dfd, run_dir, s.host, s.fmode);
+    }
     step_join_mps(&s);
     if (step_open_output(&s, run_dir, err) < 0) {
         json_decref(s.report);
         json_decref(s.entry);
         free(s.gpu_pcis);
+        gpurun_conditions_free(&s.cond);
         return failed_before_start(s.rank, s.host, err);
     }
     char *start = iso_now();
@@ -1565,6 +1585,7 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, const char *pla
         gpurun_rapl_read(s.rapl0);
     }
     int rc = step_run_program(&s, app_argv, err);
+    gpurun_conditions_free(&s.cond);
     free(s.rapl0);
     free(s.gpu_pcis);
     json_decref(s.report);

@@ -26,6 +26,7 @@
 
 #ifndef GPURUN_RANK_LEAN
 #include "monitor.h"
+#include "rank_conditions.h"
 
 int gpurun_rank_energy_helper(const char *list)
 {
@@ -42,9 +43,13 @@ int gpurun_rank_energy_helper(const char *list)
         pcis[n++] = t;
     char why[512] = "";
     gpurun_monitor_session_t *m = gpurun_monitor_begin("auto", pcis, NULL, n, why, sizeof why);
+    /* Each 'c' read: the GPUs' conditions, a line (rank_conditions.h). */
     char in[256];
-    while (read(STDIN_FILENO, in, sizeof in) > 0 || errno == EINTR)
-        errno = 0;
+    ssize_t got;
+    while ((got = read(STDIN_FILENO, in, sizeof in)) > 0 || (got < 0 && errno == EINTR))
+        for (ssize_t i = 0; i < got; i++)
+            if (in[i] == 'c')
+                gpurun_conditions_gpu_answer(pcis, n);
     json_t *gpus = gpurun_monitor_end(m);
     json_t *out = json_pack("{s:o, s:s}", "gpus_monitor", gpus ? gpus : json_null(), "why", why);
     char *text = json_dumps(out, JSON_COMPACT | JSON_ENSURE_ASCII);
@@ -135,7 +140,14 @@ json_t *gpurun_energy_watch_end(struct gpurun_energy_watch *w, char *why, size_t
             ;
     }
     w->pid = -1;
-    json_t *doc = json_loadb(buf, len, 0, NULL);
+    /* Its last line: before it may come answers to the conditions' asks
+     * (rank_conditions.h) that came too late to be read then. */
+    while (len && buf[len - 1] == '\n')
+        len--;
+    size_t from = len;
+    while (from && buf[from - 1] != '\n')
+        from--;
+    json_t *doc = json_loadb(buf + from, len - from, 0, NULL);
     free(buf);
     json_t *gpus = json_is_array(json_object_get(doc, "gpus_monitor")) ? json_incref(json_object_get(doc, "gpus_monitor"))
                                                                        : NULL;

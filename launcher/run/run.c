@@ -26,7 +26,9 @@
 #include "manager.h"
 #include "plan.h"
 #include "plugin.h"
+#include "conditions.h"
 #include "rank.h"
+#include "rank_conditions.h"
 #include "rankenv.h"
 #include "record.h"
 #include "results.h"
@@ -268,7 +270,8 @@ static void export_names(char **out)
     static const char *const names[] = {"PATH",         "LD_LIBRARY_PATH", "GPURUN_TOPOLOGY", "GPURUN_TOPOLOGY_CACHE", "ASAN_OPTIONS",
                                         "LSAN_OPTIONS", "UBSAN_OPTIONS",   GPURUN_ENV_RUN_DIR_INO,
                                         GPURUN_ENV_RUN_UID, GPURUN_ENV_OUTPUT, GPURUN_ENV_RELAY, GPURUN_ENV_INSIDE,
-                                        GPURUN_ENV_RANK_VARS, NULL};
+                                        GPURUN_ENV_RANK_VARS, GPURUN_ENV_BUSY_SHARE, GPURUN_ENV_CONDITIONS_INTERVAL,
+                                        GPURUN_ENV_HEAD_PID, NULL};
     size_t n = 0;
     for (size_t i = 0; names[i]; i++)
         if (getenv(names[i]))
@@ -1350,6 +1353,11 @@ static int launch_ranks(struct run_ctx *c, struct run_attempt *a, gpurun_error_t
     setenv(GPURUN_ENV_OUTPUT, c->job->output == GPURUN_OUTPUT_PER_RANK ? "per-rank" : "per-host", 1);
     bool tty = isatty(STDOUT_FILENO) && !c->opts->quiet;
     setenv(GPURUN_ENV_RELAY, tty ? "1" : "0", 1);
+    /* The rank steps' conditions: how often, and whose CPU time is the run's too. */
+    snprintf(idbuf, sizeof idbuf, "%ld", c->job->progress_interval_s);
+    setenv(GPURUN_ENV_CONDITIONS_INTERVAL, idbuf, 1);
+    snprintf(idbuf, sizeof idbuf, "%ld", (long)getpid());
+    setenv(GPURUN_ENV_HEAD_PID, idbuf, 1);
     /* The manager's names of a task's rank, for the rank steps. */
     if (c->rm && c->rm->rank_var && c->rm->local_rank_var) {
         char *vars = gpurun_xasprintf("%s,%s", c->rm->rank_var, c->rm->local_rank_var);
@@ -1360,7 +1368,7 @@ static int launch_ranks(struct run_ctx *c, struct run_attempt *a, gpurun_error_t
     }
     if (pyxis_plans_hosts(c) && pyxis_plan_hosts(c, a, self, err) < 0)
         return -1;
-    char *export_env[16];
+    char *export_env[24];
     export_names(export_env);
     char **pyxis = gpurun_container_launcher_options(c->ctr, a->run_dir, c->job_dir);
     struct gpurun_launch_request lr = {
@@ -2021,6 +2029,8 @@ static json_t *run_record(struct run_ctx *c, struct run_attempt *a, int rc, int 
     /* Kept on every end: what an interrupted or failed run had reached. */
     json_t *progress = gpurun_watch_progress_json(a->watch);
     json_object_set_new(record, GPURUN_REC_PROGRESS, progress ? progress : json_null());
+    json_t *conditions = gpurun_watch_conditions_json(a->watch);
+    json_object_set_new(record, GPURUN_REC_CONDITIONS, conditions ? conditions : json_null());
     json_object_set_new(record, GPURUN_REC_REFERENCES, json_incref(a->refs));
     json_object_set_new(record, GPURUN_REC_CONFIG, json_incref(c->config));
     json_object_set_new(record, GPURUN_REC_GPUS, json_integer((json_int_t)c->plan->nranks * c->plan->req.gpus_per_rank));
@@ -2231,6 +2241,7 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     read_partial_foms(c, &a);
     failure_report(c, &a, rc);
     say_warnings(c, &a.rr);
+    gpurun_watch_conditions_say(a.watch);
     record = run_record(c, &a, rc, repeat_index);
     rc = keep_record(c, &a, record, rc, err);
 stopped:
@@ -2412,7 +2423,7 @@ static int dry_run_config(struct run_ctx *c, gpurun_error_t *err)
     char self[PATH_MAX];
     ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
     self[sl > 0 ? sl : 0] = '\0';
-    char *export_env[16];
+    char *export_env[24];
     export_names(export_env);
     char **pyxis = gpurun_container_launcher_options(c->ctr, rd, c->job_dir);
     struct gpurun_launch_request lr = {.nodes = c->plan->req.nodes,

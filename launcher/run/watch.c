@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "conditions.h"
 #include "progress.h"
 #include "results.h"
 #include "runstatus.h"
@@ -62,6 +63,7 @@ struct gpurun_watch {
     bool status_warned;
     char host[256];
     struct gpurun_proc_id self;
+    struct gpurun_cond_head cond; /* the hosts' conditions (conditions.h) */
 };
 
 static double mono_now(void)
@@ -250,6 +252,10 @@ static void write_status(gpurun_watch_t *w, double t, const char *state, int rc)
     json_object_set_new(doc, "figure", num_or_null(v.has_figure, v.figure));
     json_object_set_new(doc, "units", v.units ? json_string(v.units) : json_null());
     json_object_set_new(doc, "progress", json_string(text));
+    json_t *cond = gpurun_cond_head_record(&w->cond);
+    json_object_del(cond, "hosts"); /* the verdict and the worst figures: the record has each host's */
+    if (cond)
+        json_object_set_new(doc, "conditions", cond);
     if (rc >= 0)
         json_object_set_new(doc, "exit_status", json_integer(rc));
     w->status_at = t;
@@ -392,6 +398,12 @@ gpurun_watch_t *gpurun_watch_begin(const struct gpurun_watch_opts *o)
             w->next_look = w->t0 + STATUS_FRESH_S;
     }
     w->status_step = -1;
+    double share;
+    const char *knob = getenv(GPURUN_ENV_BUSY_SHARE);
+    if (gpurun_cond_threshold(knob, &share, &e) < 0)
+        gpurun_say(stderr, "gpurun: warning: %s; the default, %.0f%%, is used\n", e.text,
+                   100 * GPURUN_COND_SHARE_DEFAULT);
+    gpurun_cond_head_init(&w->cond, share);
     write_status(w, w->t0, "running", -1);
     if (lines_wanted(w)) {
         char every[32];
@@ -459,6 +471,31 @@ size_t gpurun_watch_status(gpurun_watch_t *w, double t, char *buf, size_t size)
     return gpurun_progress_format(&v, "  ", buf, size);
 }
 
+void gpurun_watch_conditions(gpurun_watch_t *w, const char *payload, size_t len)
+{
+    char *warning = NULL;
+    if (!w || !gpurun_cond_head_take(&w->cond, w->run_id, payload, len, &warning) || !warning)
+        return;
+    gpurun_say(stderr, "gpurun: warning: %s\n", warning);
+    free(warning);
+    write_status(w, mono_now(), "running", -1);
+}
+
+json_t *gpurun_watch_conditions_json(gpurun_watch_t *w)
+{
+    return w ? gpurun_cond_head_record(&w->cond) : NULL;
+}
+
+void gpurun_watch_conditions_say(gpurun_watch_t *w)
+{
+    char *text = w ? gpurun_cond_head_end_text(&w->cond, w->run_id) : NULL;
+    for (char *line = text, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+        nl = strchr(line, '\n');
+        gpurun_say(stderr, "gpurun: warning: %.*s\n", (int)(nl ? (size_t)(nl - line) : strlen(line)), line);
+    }
+    free(text);
+}
+
 void gpurun_watch_end(gpurun_watch_t *w, const char *state, int rc)
 {
     if (!w)
@@ -473,6 +510,7 @@ void gpurun_watch_end(gpurun_watch_t *w, const char *state, int rc)
     gpurun_progress_free(w->prog);
     gpurun_progress_conf_free(&w->conf);
     json_decref(w->hosts);
+    gpurun_cond_head_free(&w->cond);
     free(w->run_dir);
     free(w->job);
     free(w->run_id);

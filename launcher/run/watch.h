@@ -64,6 +64,18 @@ size_t gpurun_watch_status(gpurun_watch_t *w, double t, char *buf, size_t size);
  * when none was seen.  The caller owns it. */
 json_t *gpurun_watch_progress_json(gpurun_watch_t *w);
 
+/* A host's conditions, a 'C' report's payload (rank_conditions.h): kept
+ * for status.json and the record; the first that makes a host busy is
+ * said on stderr at once ("gpurun: warning: run R is running busy on
+ * HOST: ...; figures are likely low").  The threshold is
+ * $GPURUN_BUSY_SHARE's (conditions.h). */
+void gpurun_watch_conditions(gpurun_watch_t *w, const char *payload, size_t len);
+/* The record's `conditions`, or NULL when no host reported; the caller's. */
+json_t *gpurun_watch_conditions_json(gpurun_watch_t *w);
+/* At the end: one warning line per busy host ("run R ran busy on HOST:
+ * ...; figures are likely low"); nothing for a quiet run. */
+void gpurun_watch_conditions_say(gpurun_watch_t *w);
+
 /* The run ended with `state` (the record's; NULL: "failed") and exit status
  * `rc`: status.json says so.  Frees the watch (NULL: nothing). */
 void gpurun_watch_end(gpurun_watch_t *w, const char *state, int rc);
