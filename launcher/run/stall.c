@@ -127,6 +127,7 @@ struct view {
     char where[512];  /* a culprit's where */
     long pid;
     const char *host;
+    const char *stack_note; /* why it has no stack; NULL: it has one, or needs none */
 };
 
 /* The frames up to the first of the communication library, joined. */
@@ -172,6 +173,7 @@ static void view_of(const json_t *doc, const json_t *status, struct view *v)
         snprintf(v->where, sizeof v->where, "%s", v->state);
         return;
     }
+    v->stack_note = json_string_value(json_object_get(doc, "stack_note"));
     const char *wchan = json_string_value(json_object_get(doc, "wchan"));
     double cpu = json_number_value(json_object_get(doc, "cpu"));
     bool in_comm = join_frames(json_object_get(doc, "frames"), v->frames, sizeof v->frames);
@@ -184,13 +186,17 @@ static void view_of(const json_t *doc, const json_t *status, struct view *v)
         snprintf(v->state, sizeof v->state, "waits in MPI");
     } else if (c == 'R' || cpu >= 50.0) {
         v->kind = K_RUNNING;
-        snprintf(v->state, sizeof v->state, "running (%c, %.0f%% CPU)", c, cpu);
+        snprintf(v->state, sizeof v->state, "running (%c)", c); /* the class's: CPU shares differ rank to rank */
     } else {
         v->kind = v->frames[0] ? K_BLOCKED : K_UNKNOWN;
         snprintf(v->state, sizeof v->state, "%s (%c%s%s)", v->frames[0] ? "blocked outside MPI" : "waiting", c,
                  wchan && *wchan ? ", in " : "", wchan && *wchan ? wchan : "");
     }
-    snprintf(v->where, sizeof v->where, "%s%s%s", v->state, v->frames[0] ? ": " : "", v->frames);
+    if (v->kind == K_RUNNING)
+        snprintf(v->where, sizeof v->where, "running (%c, %.0f%% CPU)%s%s", c, cpu, v->frames[0] ? ": " : "",
+                 v->frames);
+    else
+        snprintf(v->where, sizeof v->where, "%s%s%s", v->state, v->frames[0] ? ": " : "", v->frames);
 }
 
 /* ---- classes and culprits --------------------------------------------- */
@@ -241,10 +247,14 @@ static bool is_culprit(const struct view *v, int in_mpi, int counts[], int nrank
 {
     if (v->kind == K_STOPPED || v->kind == K_GONE)
         return true;
-    if (in_mpi > 0)
-        return v->kind == K_RUNNING || v->kind == K_BLOCKED || v->kind == K_UNKNOWN;
-    /* No stacks to say who waits in MPI: the odd ones out by state. */
-    return (v->kind == K_RUNNING || v->kind == K_UNKNOWN || v->kind == K_BLOCKED) && counts[v->kind] * 2 < nranks;
+    if (v->kind == K_MPI || v->kind == K_SILENT)
+        return false;
+    /* Its stack shows it outside MPI while others wait in MPI. */
+    if (in_mpi > 0 && v->frames[0])
+        return true;
+    /* No stack for it (no tool, or one that took too long): the odd ones
+     * out by state, as a rank polling in MPI runs too. */
+    return counts[v->kind] * 2 < nranks;
 }
 
 static json_t *culprit_json(int r, const struct view *v)
@@ -270,12 +280,16 @@ static json_t *classes_json(struct klass *cls, int ncls, int nranks)
  * lines to say (into `say`). */
 static void conclude(gpurun_stall_t *s, double t, struct gpurun_strbuf *say)
 {
-    int n = s->o.nranks, ncls = 0, in_mpi = 0, counts[K_UNKNOWN + 1] = {0};
+    int n = s->o.nranks, ncls = 0, in_mpi = 0, counts[K_UNKNOWN + 1] = {0}, nostack = 0;
+    const char *why_nostack = NULL;
     struct klass *cls = gpurun_xcalloc(CLASSES_MAX, sizeof *cls);
     struct view *views = gpurun_xcalloc((size_t)n, sizeof *views);
     for (int r = 0; r < n; r++) {
         view_of(json_array_get(s->answers, (size_t)r), json_array_get(s->statuses, (size_t)r), &views[r]);
         counts[views[r].kind]++;
+        nostack += views[r].stack_note != NULL;
+        if (views[r].stack_note)
+            why_nostack = views[r].stack_note;
         in_mpi += views[r].kind == K_MPI;
         struct klass *k = class_of(cls, &ncls, &views[r], n);
         if (k) {
@@ -298,6 +312,9 @@ static void conclude(gpurun_stall_t *s, double t, struct gpurun_strbuf *say)
                                                                     : "?",
                  json_string_value(json_object_get(first, "where")),
                  json_array_size(culprits) > 1 ? " (and others below)" : "");
+    else if (nostack)
+        snprintf(s->verdict, sizeof s->verdict, "no single rank stands out (see the classes); %d rank%s without a "
+                 "stack: %s", nostack, nostack == 1 ? "" : "s", why_nostack);
     else
         snprintf(s->verdict, sizeof s->verdict, "no single rank stands out (see the classes)");
     json_t *classes = classes_json(cls, ncls, n);

@@ -396,7 +396,7 @@ static void add_stack(json_t *doc, pid_t pid)
     if (!text && on_path("gdb", tool, sizeof tool)) {
         name = "gdb";
         text = run_tool((char *[]){tool, "-nx", "-batch", "-iex", "set debuginfod enabled off", "-p", pidtxt,
-                                   "-ex", "thread apply all bt 32", NULL},
+                                   "-ex", "bt 32", NULL}, /* the main thread's: gdb selects it on attach */
                         &overran);
     }
     json_t *frames = text ? main_frames(text, pid) : json_array();
