@@ -276,6 +276,28 @@ static json_t *classes_json(struct klass *cls, int ncls, int nranks)
     return a;
 }
 
+/* The verdict, its classes and the other culprits, as said on stderr. */
+static void say_lines(const gpurun_stall_t *s, json_t *classes, json_t *culprits, struct gpurun_strbuf *say)
+{
+    gpurun_strbuf_printf(say, "gpurun: %s: stall: %s\n", s->o.job, s->verdict);
+    size_t i;
+    json_t *c;
+    json_array_foreach(classes, i, c)
+    {
+        long long k = json_integer_value(json_object_get(c, "count"));
+        const char *fr = json_string_value(json_object_get(c, "frames"));
+        gpurun_strbuf_printf(say, "gpurun: %s: stall:   %lld rank%s (%s): %s%s%s\n", s->o.job, k, k == 1 ? "" : "s",
+                             json_string_value(json_object_get(c, "ranks")),
+                             json_string_value(json_object_get(c, "state")), fr && *fr ? ": " : "", fr ? fr : "");
+    }
+    json_array_foreach(culprits, i, c)
+    if (i > 0)
+        gpurun_strbuf_printf(say, "gpurun: %s: stall:   also rank %lld on %s: %s\n", s->o.job,
+                             json_integer_value(json_object_get(c, "rank")),
+                             json_string_value(json_object_get(c, "host")) ? json_string_value(json_object_get(c, "host")) : "?",
+                             json_string_value(json_object_get(c, "where")));
+}
+
 /* The verdict from the answers: the record's stall, s->verdict, and the
  * lines to say (into `say`). */
 static void conclude(gpurun_stall_t *s, double t, struct gpurun_strbuf *say)
@@ -323,23 +345,7 @@ static void conclude(gpurun_stall_t *s, double t, struct gpurun_strbuf *say)
                           "detected_s", round((s->detected_t - s->o.t0) * 10) / 10, "report_s",
                           round((t - s->detected_t) * 10) / 10, "culprits", culprits, "classes", classes, "deadlock",
                           deadlock, "verdict", s->verdict);
-    gpurun_strbuf_printf(say, "gpurun: %s: stall: %s\n", s->o.job, s->verdict);
-    size_t i;
-    json_t *c;
-    json_array_foreach(classes, i, c)
-    {
-        long long k = json_integer_value(json_object_get(c, "count"));
-        const char *fr = json_string_value(json_object_get(c, "frames"));
-        gpurun_strbuf_printf(say, "gpurun: %s: stall:   %lld rank%s (%s): %s%s%s\n", s->o.job, k, k == 1 ? "" : "s",
-                             json_string_value(json_object_get(c, "ranks")),
-                             json_string_value(json_object_get(c, "state")), fr && *fr ? ": " : "", fr ? fr : "");
-    }
-    json_array_foreach(culprits, i, c)
-    if (i > 0)
-        gpurun_strbuf_printf(say, "gpurun: %s: stall:   also rank %lld on %s: %s\n", s->o.job,
-                             json_integer_value(json_object_get(c, "rank")),
-                             json_string_value(json_object_get(c, "host")) ? json_string_value(json_object_get(c, "host")) : "?",
-                             json_string_value(json_object_get(c, "where")));
+    say_lines(s, json_object_get(s->record, "classes"), json_object_get(s->record, "culprits"), say);
     free(views);
     free(cls);
 }
