@@ -3,6 +3,7 @@
  * launcher; an MPI program started this way runs as singletons). */
 #include "config.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -35,6 +36,7 @@ static int local_commands(const struct gpurun_launch_request *req, struct gpurun
         /* gpurun starts it: it dies with gpurun, as it checks itself */
         gpurun_argv_addf(&out->env[r], "GPURUN_LAUNCH_PARENT=%ld", (long)getpid());
     }
+    out->stall_relay = SIGUSR1; /* the launcher is the rank step */
     return 0;
 }
 

@@ -118,6 +118,7 @@ static int mpirun_commands(const struct gpurun_launch_request *req, struct gpuru
     gpurun_argv_add_rank_step(&a, req);
     gpurun_launch_cmds_one(out, a);
     out->stop_relay = SIGUSR2;
+    out->stall_relay = SIGUSR1; /* passed on to the rank steps' groups: the program has its own */
     return 0;
 }
 

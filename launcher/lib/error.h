@@ -12,6 +12,7 @@ enum gpurun_exit {
     GPURUN_EXIT_CONFIG = 2,  /* usage or configuration error */
     GPURUN_EXIT_ENV = 3,     /* environment or topology cannot run the job */
     GPURUN_EXIT_TIMEOUT = 124,
+    GPURUN_EXIT_STALLED = 125, /* ended because it stalled (on_stall = "kill") */
 };
 
 /* The same type as the public gpurun.h's (libgpurun's callers pass theirs

@@ -69,7 +69,11 @@ static const char *const run_folder_mode_names[] = {
 static const char *const output_names[] = {
     [GPURUN_OUTPUT_PER_HOST] = "per-host", [GPURUN_OUTPUT_PER_RANK] = "per-rank", NULL};
 
+static const char *const on_stall_names[] = {
+    [GPURUN_ON_STALL_REPORT] = "report", [GPURUN_ON_STALL_KILL] = "kill", NULL};
+
 static const struct gpurun_conf_enum_key enum_keys[] = {
+    {"on_stall", on_stall_names},
     {"bind", bind_names},
     {"gpu_visibility", gpuvis_names},
     {"cpu_locality", cpuloc_names},
@@ -171,6 +175,27 @@ static int cb_progress_interval(cfg_t *cfg, cfg_opt_t *opt, const char *value, v
                                        gpurun_conf_shown(&a, value));
     if (secs > PROGRESS_INTERVAL_MAX)
         return gpurun_conf_value_error(cfg, opt, "'%s' is out of range (at most a day; \"off\" for none)",
+                                       gpurun_conf_shown(&a, value));
+    *(long *)result = secs;
+    return 0;
+}
+
+/* stall_after: "auto" (0), "off" (-1), or a duration of a second to a
+ * week. */
+static int cb_stall_after(cfg_t *cfg, cfg_opt_t *opt, const char *value, void *result)
+{
+    struct gpurun_conf_shown a;
+    long secs;
+    if (value && (!strcmp(value, "auto") || !strcmp(value, "off"))) {
+        *(long *)result = !strcmp(value, "auto") ? GPURUN_STALL_AFTER_AUTO : GPURUN_STALL_AFTER_OFF;
+        return 0;
+    }
+    if (!value || gpurun_parse_duration(value, &secs) < 0 || secs < 1)
+        return gpurun_conf_value_error(cfg, opt,
+                                       "expected \"auto\", \"off\" or a duration such as \"10m\" or \"30s\", got '%s'",
+                                       gpurun_conf_shown(&a, value));
+    if (secs > 7 * 86400)
+        return gpurun_conf_value_error(cfg, opt, "'%s' is out of range (at most a week; \"off\" for none)",
                                        gpurun_conf_shown(&a, value));
     *(long *)result = secs;
     return 0;
@@ -615,6 +640,8 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     job->gpudirect = (enum gpurun_gpudirect)cfg_getint(cfg, "gpudirect");
     job->timeout_s = cfg_getint(cfg, "timeout");
     job->progress_interval_s = cfg_getint(cfg, "progress_interval");
+    job->stall_after_s = cfg_getint(cfg, "stall_after");
+    job->on_stall = (enum gpurun_on_stall)cfg_getint(cfg, "on_stall");
     job->repeat = (int)cfg_getint(cfg, "repeat");
     job->results = gpurun_xstrdup(cfg_getstr(cfg, "results"));
     job->run_folder_mode = (enum gpurun_run_folder_mode)cfg_getint(cfg, "run_folder_mode");
@@ -776,6 +803,8 @@ static int parse_job(const char *text, size_t len, const char *label, const char
         CFG_INT_CB("gpudirect", GPURUN_GPUDIRECT_AUTO, CFGF_NONE, cb_enum),
         CFG_INT_CB("timeout", 0, CFGF_NONE, cb_timeout),
         CFG_INT_CB("progress_interval", PROGRESS_INTERVAL_DEFAULT, CFGF_NONE, cb_progress_interval),
+        CFG_INT_CB("stall_after", GPURUN_STALL_AFTER_AUTO, CFGF_NONE, cb_stall_after),
+        CFG_INT_CB("on_stall", GPURUN_ON_STALL_REPORT, CFGF_NONE, cb_enum),
         CFG_INT_CB("repeat", 1, CFGF_NONE, cb_int),
         CFG_STR("results", "results", CFGF_NONE),
         CFG_INT_CB("run_folder_mode", GPURUN_RUN_FOLDER_PRIVATE, CFGF_NONE, cb_enum),
@@ -997,6 +1026,10 @@ static void take_key(gpurun_job_t *to, gpurun_job_t *from, const char *key, bool
         to->timeout_s = from->timeout_s;
     else if (strcmp(key, "progress_interval") == 0)
         to->progress_interval_s = from->progress_interval_s;
+    else if (strcmp(key, "stall_after") == 0)
+        to->stall_after_s = from->stall_after_s;
+    else if (strcmp(key, "on_stall") == 0)
+        to->on_stall = from->on_stall;
     else if (strcmp(key, "repeat") == 0)
         to->repeat = from->repeat;
     else if (strcmp(key, "run_folder_mode") == 0)

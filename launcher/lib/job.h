@@ -24,6 +24,9 @@ enum gpurun_mps_mode { GPURUN_MPS_AUTO, GPURUN_MPS_ON, GPURUN_MPS_OFF };
 enum gpurun_run_folder_mode { GPURUN_RUN_FOLDER_PRIVATE, GPURUN_RUN_FOLDER_GROUP };
 /* Rank output: one file per host, lines labelled "RANK: ", or one per rank. */
 enum gpurun_output { GPURUN_OUTPUT_PER_HOST, GPURUN_OUTPUT_PER_RANK };
+enum gpurun_on_stall { GPURUN_ON_STALL_REPORT, GPURUN_ON_STALL_KILL };
+#define GPURUN_STALL_AFTER_AUTO 0L /* stall_after = "auto" */
+#define GPURUN_STALL_AFTER_OFF (-1L)
 
 /* One resource manager's section of the job: NAME { key = "value" }, the
  * options of its batch scripts (slurm { partition = "gpu" }). */
@@ -84,6 +87,8 @@ typedef struct gpurun_job {
     enum gpurun_gpudirect gpudirect;
     long timeout_s;       /* 0: no limit */
     long progress_interval_s; /* off a terminal, a progress line this often; 0: none (default 600) */
+    long stall_after_s;   /* no progress this long is a stall; GPURUN_STALL_AFTER_AUTO, _OFF */
+    enum gpurun_on_stall on_stall; /* default report */
     int repeat;           /* default 1 */
     char *results;        /* default "results" */
     enum gpurun_run_folder_mode run_folder_mode; /* default private */

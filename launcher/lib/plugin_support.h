@@ -50,6 +50,12 @@ struct gpurun_launch_cmds {
      * when the grace is over.  0: none (the launcher gets the stop signal).
      * Added last: gpurun zeroes the struct for plugins built before it. */
     int stop_relay;
+    /* A signal the launcher passes on to every rank step and not to the
+     * program (mpirun: to the rank step's process group, the program has
+     * its own; local: the launcher is the rank step): gpurun asks the rank
+     * steps where a stalled program is with it ($GPURUN_STALL_SIGNAL).
+     * 0: none, a stall is found and said but not sampled.  Added last. */
+    int stall_relay;
 };
 
 /* --- launcher plugins -------------------------------------------------------- */

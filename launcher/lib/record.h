@@ -63,6 +63,9 @@
 #define GPURUN_REC_ENERGY_RM_NOTE "%s_note"
 #define GPURUN_REC_FOMS_NOTE "foms_note"   /* why figures are missing from a run that did not end ok */
 #define GPURUN_REC_PROGRESS "progress" /* the last known: {step, total, figure, units, at_s}; null: none seen */
+/* {after_s, detected_s, report_s, culprits [{rank, host, pid, state, where}], classes [{ranks, count,
+ * state, frames}], deadlock, verdict}: the last stall found (run/stall.h); absent: none */
+#define GPURUN_REC_STALL "stall"
 #define GPURUN_REC_TUNE "tune"                             /* gpurun tune's trial: {session, trial, candidate} */
 #define GPURUN_REC_NOTES "notes"                           /* [sentences]: what the record lacks and why (a
                                                             * template regex dropped past its time budget) */
@@ -129,6 +132,7 @@
 #define GPURUN_STATE_INTERRUPTED "interrupted"
 #define GPURUN_STATE_SANITY_FAILED "sanity_failed"
 #define GPURUN_STATE_REFERENCE_FAILED "reference_failed"
+#define GPURUN_STATE_STALLED "stalled" /* ended by on_stall = "kill" */
 
 /* The record's "failure", for every state but ok: {"rank": the rank that
  * failed first, or whose output was running (null: none, the launcher

@@ -144,8 +144,15 @@ const char *gpurun_status_judge(json_t *doc, time_t now, const char *host, char 
     const char *state = json_string_value(json_object_get(doc, "state"));
     if (!state)
         return "unknown";
-    if (strcmp(state, "running"))
+    /* A stalled run goes on (on_stall = "report") until it ends: alive,
+     * or stale, as a running one; its final status.json has exit_status. */
+    bool stalled = !strcmp(state, "stalled") && !json_object_get(doc, "exit_status");
+    if (strcmp(state, "running") && !stalled)
         return state;
+    const char *alive = stalled ? "stalled" : "running";
+    const char *verdict = json_string_value(json_object_get(doc, "stall"));
+    if (stalled && verdict)
+        snprintf(note, notelen, "%s", verdict); /* the culprit, or the deadlock */
     const char *their = json_string_value(json_object_get(doc, "host"));
     if (their && host && !strcmp(their, host)) {
         struct gpurun_proc_id id = {.pid = (long)json_integer_value(json_object_get(doc, "pid")),
@@ -157,7 +164,7 @@ const char *gpurun_status_judge(json_t *doc, time_t now, const char *host, char 
                      their);
             return "stale";
         }
-        return "running";
+        return alive;
     }
     json_int_t updated = json_integer_value(json_object_get(doc, "updated_s"));
     json_int_t every = json_integer_value(json_object_get(doc, "interval_s"));
@@ -171,7 +178,7 @@ const char *gpurun_status_judge(json_t *doc, time_t now, const char *host, char 
                  ago, (long long)(every > 0 ? every : 600), their ? their : "?");
         return "stale";
     }
-    return "running";
+    return alive;
 }
 
 /* RUN ids as gpurun makes them: 20250101T000000Z-12. */
@@ -325,7 +332,8 @@ static void scan_job(int rfd, const char *results, const char *job, bool newest_
         json_object_set_new(doc, "run_id", json_string(names[i]));
         if (!json_object_get(doc, "job"))
             json_object_set_new(doc, "job", json_string(job));
-        if (!strcmp(state, "running") || !strcmp(state, "stale")) {
+        if (!strcmp(state, "running") || !strcmp(state, "stale") ||
+            (!strcmp(state, "stalled") && !json_object_get(doc, "exit_status"))) {
             json_array_append(runs, doc);
             any = true;
         }

@@ -18,6 +18,7 @@
 #include "plugin.h"
 #include "topology.h"
 #include "energy.h"
+#include "stall_rank.h"
 #include "util.h"
 
 #define VERSION_OUTPUT_MAX (64u << 10)
@@ -537,6 +538,40 @@ static void check_mps(struct doctor *d, int nnvidia)
               GPURUN_MPS_CONTROL " not on PATH: ranks sharing a GPU (ranks_per_gpu > 1) take turns on it");
 }
 
+/* A stalled run's rank steps read their program's stack with gdb or
+ * eu-stack (stall_rank.c); without either, states, wchan and CPU time
+ * still name the culprit.  Yama's ptrace_scope 1 is covered by
+ * PR_SET_PTRACER; 2 and 3 leave the stacks out. */
+static void check_stack_tool(struct doctor *d)
+{
+    const char *tool = gpurun_stall_stack_tool();
+    char scope[16] = "";
+    FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
+    if (f) {
+        if (!fgets(scope, sizeof scope, f))
+            scope[0] = '\0';
+        fclose(f);
+    }
+    scope[strcspn(scope, "\n")] = '\0';
+    bool barred = scope[0] == '2' || scope[0] == '3';
+    if (!tool)
+        check(d, "stack", "stall stacks", GPURUN_CHECK_WARN,
+              "install gdb (Debian: apt install gdb) or elfutils' eu-stack (Debian: apt install elfutils); "
+              "py-spy (pip install py-spy) for Python ranks",
+              "neither gdb nor eu-stack on PATH: a stalled run names its culprit from process states, wchan and "
+              "CPU time only, without stacks");
+    else if (barred)
+        check(d, "stack", "stall stacks", GPURUN_CHECK_WARN,
+              "ask root for kernel.yama.ptrace_scope = 1 (PR_SET_PTRACER then lets the rank step read its program)",
+              "%s on PATH, but Yama's ptrace_scope is %s: a stalled run's stacks cannot be read", tool, scope);
+    else
+        check(d, "stack", "stall stacks", GPURUN_CHECK_PASS, NULL,
+              "%s on PATH: a stalled run's ranks are shown with their stacks (%s)", tool,
+              scope[0] == '1' ? "Yama ptrace_scope 1: each rank step allows its own sampler (PR_SET_PTRACER)"
+              : scope[0]      ? "Yama ptrace_scope 0"
+                              : "no Yama here: a process may read its own user's processes");
+}
+
 int gpurun_doctor_run(const struct gpurun_doctor_opts *opts, json_t **reportp, gpurun_error_t *err)
 {
     struct gpurun_doctor_opts none = {0};
@@ -573,6 +608,7 @@ int gpurun_doctor_run(const struct gpurun_doctor_opts *opts, json_t **reportp, g
     check_gpudirect(&d, probe, nnvidia, namd, near, npci);
     check_containers(&d, nnvidia > 0, namd > 0);
     check_mps(&d, nnvidia);
+    check_stack_tool(&d);
 
     *reportp = json_pack("{s:i, s:s, s:s, s:o, s:i, s:i, s:i, s:o}", "gpurun_doctor", 1, "host", t->hostname,
                          "topology", t->source, "checks", d.checks, "pass", d.counts[GPURUN_CHECK_PASS], "warn",

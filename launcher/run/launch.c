@@ -20,6 +20,7 @@
 #include "rank.h"
 #include "safefile.h"
 #include "say.h"
+#include "stall.h"
 #include "util.h"
 #include "watch.h"
 
@@ -244,6 +245,10 @@ static void take_line(struct reader *r, char *line, size_t len)
                 } else {
                     json_decref(doc);
                 }
+            } else if (kind == 'H') {
+                json_t *doc = json_loadb(payload, plen, 0, NULL);
+                gpurun_stall_take(r->sv->stall, (int)rank, doc);
+                json_decref(doc);
             } else if (kind == 'O' && r->sv->relay_output) {
                 clear_status(r);
                 gpurun_say(stdout, "[%ld] %.*s\n", rank, (int)plen, payload);
@@ -252,6 +257,8 @@ static void take_line(struct reader *r, char *line, size_t len)
                 gpurun_watch_line(r->sv->watch, payload, plen, now_s());
             else if (kind == 'C')
                 gpurun_watch_conditions(r->sv->watch, payload, plen);
+            if (kind == 'O')
+                gpurun_watch_output(r->sv->watch, now_s());
             return;
         }
     }
@@ -377,6 +384,7 @@ struct launch {
     bool status_shown;
     bool pipe_open;
     struct reader *rd;
+    char stall_said[512]; /* what status.json says of a stall: written when it changes */
 };
 
 /* An outcome with a null binding and status for each rank, to be filled
@@ -537,6 +545,35 @@ static void show_status(struct launch *L, double t)
     L->last_status = t;
 }
 
+/* A stall (stall.h): found from the watch's progress, the rank steps
+ * asked through the launcher's relayed signal, the run stopped with the
+ * stop machinery when on_stall = "kill". */
+static void stall_tick(struct launch *L, double t)
+{
+    const struct gpurun_supervise *sv = L->sv;
+    if (!sv->stall || L->stopping)
+        return;
+    double gap;
+    char at[96];
+    double moved = gpurun_watch_moved(sv->watch, &gap, at, sizeof at);
+    enum gpurun_stall_action act = gpurun_stall_tick(sv->stall, t, moved, gap, L->out->statuses, at);
+    const char *verdict;
+    bool now = gpurun_stall_now(sv->stall, &verdict);
+    const char *said = now ? (verdict ? verdict : "stalled: asking the ranks where they are") : "";
+    if (strcmp(said, L->stall_said)) {
+        snprintf(L->stall_said, sizeof L->stall_said, "%s", said);
+        gpurun_watch_stalled(sv->watch, now ? said : NULL);
+    }
+    if (act == GPURUN_STALL_ASK && L->cmds->stall_relay > 0)
+        for (int j = 0; j < L->n; j++)
+            if (L->alive[j])
+                kill(L->pids[j], L->cmds->stall_relay); /* the launcher itself: it passes it on */
+    if (act == GPURUN_STALL_KILL) {
+        L->out->stalled = true;
+        stop_launchers(L, t, sv->stop_signal > 0 ? sv->stop_signal : SIGTERM, true);
+    }
+}
+
 /* Wait on the pipe, the signals and the children only: nothing of the
  * run folder is looked at while the ranks run but what the watch looks at,
  * at most once per its interval (watch.h). */
@@ -561,6 +598,7 @@ static void supervise_launchers(struct launch *L)
         if (L->stopping && t > L->kill_at && L->nalive > 0)
             grace_over(L, t);
         gpurun_watch_tick(sv->watch, t, L->out->bindings, L->out->nbound - L->out->nended);
+        stall_tick(L, t);
         if (sv->status_line && t - L->last_status >= 0.5 && L->nalive > 0)
             show_status(L, t);
     }

@@ -29,6 +29,7 @@ struct gpurun_supervise {
     bool relay_output;     /* copy rank output to stdout with [rank] labels */
     bool status_line;      /* one line: elapsed, ranks alive, progress */
     struct gpurun_watch *watch; /* progress, its lines and status.json (watch.h); NULL: none */
+    struct gpurun_stall *stall; /* stall detection (stall.h); NULL: off */
 };
 
 struct gpurun_outcome {
@@ -41,6 +42,7 @@ struct gpurun_outcome {
     json_t *statuses;
     json_t *stops;         /* by rank: the signal that told its rank step to stop ({"signal": N}), or null */
     int nbound, nended;    /* ranks that reported a binding, an end */
+    bool stalled;          /* ended because it stalled (on_stall = "kill") */
 };
 
 /* Start `cmds` and wait for them.  Returns 0 once everything has ended (the

@@ -24,6 +24,7 @@
 #include "rank_energy.h"
 #include "rank_conditions.h"
 #include "rank.h"
+#include "stall_rank.h"
 #include "rankenv.h"
 #include "safefile.h"
 #include "util.h"
@@ -978,6 +979,7 @@ struct rank_step {
     char *gpu_pcis;                 /* the host plan's GPUs, "PCI,PCI"; NULL: none */
     struct gpurun_energy_watch gw;  /* their energy, through the helper */
     struct gpurun_conditions_probe cond; /* the host's conditions: its first rank step's */
+    int stall_fd;                   /* readable: gpurun asks where the program is (stall_rank.h); -1 */
 };
 
 /* The host's conditions when a sample is due, or the end's: a 'C' report. */
@@ -1181,12 +1183,13 @@ static void program_poll_end(struct rank_step *s)
 static void wait_output(struct rank_step *s, int in)
 {
     for (;;) {
-        struct pollfd p[3] = {{.fd = in, .events = POLLIN},
+        struct pollfd p[4] = {{.fd = in, .events = POLLIN},
                               {.fd = s->inside_fd, .events = POLLIN},
-                              {.fd = s->ended ? -1 : s->pidfd, .events = POLLIN}};
-        if (p[1].fd < 0 && p[2].fd < 0 && !s->cond.on)
+                              {.fd = s->ended ? -1 : s->pidfd, .events = POLLIN},
+                              {.fd = s->stall_fd, .events = POLLIN}};
+        if (p[1].fd < 0 && p[2].fd < 0 && p[3].fd < 0 && !s->cond.on)
             return; /* nothing but the output: read() waits */
-        int ready = poll(p, 3, gpurun_conditions_wait_ms(&s->cond));
+        int ready = poll(p, 4, gpurun_conditions_wait_ms(&s->cond));
         conditions_report(s, false);
         if (ready < 0) {
             if (errno != EINTR)
@@ -1197,6 +1200,8 @@ static void wait_output(struct rank_step *s, int in)
             inside_read(s);
         if (p[2].revents)
             program_poll_end(s);
+        if (p[3].revents)
+            gpurun_stall_rank_request(s->stall_fd, s->pid, s->rank, s->host, s->ended, s->code);
         if (p[0].revents)
             return;
     }
@@ -1439,11 +1444,17 @@ static int step_open_output(struct rank_step *s, const char *run_dir, gpurun_err
 
 /* In the forked child: the program, its output and errors into the pipe,
  * the forwarded signals back to their defaults. */
-static void exec_program(int pipe_out, int inside_w, pid_t parent, int rank, char *const *app_argv)
+static void exec_program(int pipe_out, int inside_w, pid_t parent, int rank, char *const *app_argv, int stall_sig)
 {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent)
         _exit(137);
+    /* Its stack readable by the rank step's sampler where Yama allows
+     * only ancestors (ptrace_scope 1); the signal that asks is not its. */
+    if (stall_sig) {
+        gpurun_stall_allow_tracer(parent);
+        signal(stall_sig, SIG_DFL);
+    }
     /* A launcher that relays a stop (mpirun) signals the rank step's whole
      * process group: the program in one of its own gets the stop signal
      * once, from the rank step, never the relayed one. */
@@ -1503,10 +1514,11 @@ static int step_run_program(struct rank_step *s, char *const *app_argv, gpurun_e
     sa.sa_flags = SA_RESTART;
     for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
         sigaction(forwarded[i], &sa, NULL);
+    int stall_sig = gpurun_stall_rank_setup(&s->stall_fd); /* over forward(): that signal is gpurun's */
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0)
-        exec_program(pipefd[1], inside_pipe[1], parent, s->rank, app_argv);
+        exec_program(pipefd[1], inside_pipe[1], parent, s->rank, app_argv, stall_sig);
     close(pipefd[1]);
     if (inside_pipe[1] >= 0)
         close(inside_pipe[1]);
@@ -1544,7 +1556,7 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, const char *pla
 {
     if (step_begin(run_dir, app_argv, planner, err) < 0)
         return -1;
-    struct rank_step s = {.fmode = 0600, .dfd = -1, .out = -1, .inside_fd = -1, .gw = {.pid = -1, .in = -1, .out = -1}};
+    struct rank_step s = {.fmode = 0600, .dfd = -1, .out = -1, .inside_fd = -1, .stall_fd = -1, .gw = {.pid = -1, .in = -1, .out = -1}};
     const char *rank_var, *names[RANK_VARS_MAX];
     char store[64], shown[256];
     rank_var_list(rank_vars, 0, names, store, sizeof store, shown, sizeof shown);

@@ -46,6 +46,8 @@
 #include "runstatus.h"
 #include "say.h"
 #include "watch.h"
+#include "stall.h"
+#include "stall_rank.h"
 #include "torchrun.h"
 #include "util.h"
 
@@ -271,7 +273,7 @@ static void export_names(char **out)
                                         "LSAN_OPTIONS", "UBSAN_OPTIONS",   GPURUN_ENV_RUN_DIR_INO,
                                         GPURUN_ENV_RUN_UID, GPURUN_ENV_OUTPUT, GPURUN_ENV_RELAY, GPURUN_ENV_INSIDE,
                                         GPURUN_ENV_RANK_VARS, GPURUN_ENV_BUSY_SHARE, GPURUN_ENV_CONDITIONS_INTERVAL,
-                                        GPURUN_ENV_HEAD_PID, NULL};
+                                        GPURUN_ENV_HEAD_PID, GPURUN_ENV_STALL_SIGNAL, NULL};
     size_t n = 0;
     for (size_t i = 0; names[i]; i++)
         if (getenv(names[i]))
@@ -922,6 +924,7 @@ struct run_attempt {
     int rdv_port;              /* MASTER_PORT: the store's, or rank 0's to bind; 0: none */
     json_t *rdv_json;          /* the record's "rendezvous"; NULL: not a torchrun template */
     gpurun_watch_t *watch; /* progress lines and status.json (watch.h) */
+    gpurun_stall_t *stall; /* stall detection (stall.h); NULL: off */
     int rc;            /* the exit status a step that stopped the run ended with */
     const char *state; /* the record's: GPURUN_STATE_OK, ... (results.h) */
     int why_rank;      /* the rank the record's failure names (its output): -1 none */
@@ -1215,6 +1218,13 @@ static const char **monitored_gpus(const struct run_ctx *c, const char ***vendor
     return pcis;
 }
 
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 /* Starts the launcher's commands and supervises the ranks to their end,
  * with the GPU monitor and (ranks sharing a GPU) the MPS daemon around
  * them: 0, or -1 (stop_with). */
@@ -1231,6 +1241,7 @@ static int supervise_ranks(struct run_ctx *c, struct run_attempt *a, bool tty, g
         .relay_output = tty,
         .status_line = tty,
         .watch = a->watch,
+        .stall = a->stall,
     };
     /* Utilisation, memory, power and energy of this node's NVIDIA and AMD
      * GPUs while the ranks run; a node without NVML or ROCm SMI only says so
@@ -1263,6 +1274,11 @@ static int supervise_ranks(struct run_ctx *c, struct run_attempt *a, bool tty, g
         gpurun_monitor_begin(c->job->monitor, pcis, vendors, npci, a->mon_why, sizeof a->mon_why);
     free(pcis);
     free(vendors);
+    a->stall = gpurun_stall_new(&(struct gpurun_stall_opts){
+        .after_s = c->job->stall_after_s == GPURUN_STALL_AFTER_OFF ? -1.0 : (double)c->job->stall_after_s,
+        .kill = c->job->on_stall == GPURUN_ON_STALL_KILL, .can_ask = a->cmds.stall_relay > 0,
+        .nranks = c->plan->nranks, .job = c->job->name, .t0 = mono_now()});
+    sv.stall = a->stall;
     int lrc = gpurun_launch(&a->cmds, &sv, &a->oc, err);
     a->gpus_monitor = gpurun_monitor_end(mon);
     a->rapl1 = gpurun_xcalloc(1, sizeof *a->rapl1);
@@ -1365,6 +1381,14 @@ static int launch_ranks(struct run_ctx *c, struct run_attempt *a, gpurun_error_t
         free(vars);
     } else {
         unsetenv(GPURUN_ENV_RANK_VARS);
+    }
+    /* Stall detection on: the rank steps take SIGUSR1 as gpurun's question
+     * (stall_rank.h), sent only through a launcher that relays it. */
+    if (c->job->stall_after_s != GPURUN_STALL_AFTER_OFF) {
+        snprintf(idbuf, sizeof idbuf, "%d", SIGUSR1);
+        setenv(GPURUN_ENV_STALL_SIGNAL, idbuf, 1);
+    } else {
+        unsetenv(GPURUN_ENV_STALL_SIGNAL);
     }
     if (pyxis_plans_hosts(c) && pyxis_plan_hosts(c, a, self, err) < 0)
         return -1;
@@ -1571,7 +1595,20 @@ static int decide_outcome(struct run_ctx *c, struct run_attempt *a, gpurun_error
      * A rank that exited with a code of its own stays the cause. */
     bool collateral = own && rr->failed_code > 128 && !rr->failed_error[0];
     enum gpurun_rm_end cancel = manager_ended(c, a);
-    if (oc->timed_out || cancel == GPURUN_RM_END_TIME_LIMIT) {
+    if (oc->stalled) {
+        const char *verdict = NULL;
+        gpurun_stall_now(a->stall, &verdict);
+        rc = GPURUN_EXIT_STALLED;
+        a->state = GPURUN_STATE_STALLED;
+        json_t *st = gpurun_stall_record(a->stall);
+        json_t *culprit = json_array_get(json_object_get(st, "culprits"), 0);
+        a->why_rank = culprit ? (int)json_integer_value(json_object_get(culprit, "rank")) : -1;
+        json_decref(st);
+        snprintf(a->why, sizeof a->why, "stalled: %s", verdict ? verdict : "no progress");
+        stopped_notes(c, a, also, sizeof also);
+        gpurun_err(err, rc, "%s; on_stall = \"kill\": every rank was stopped%s; run folder %s", a->why, also,
+                   a->run_dir);
+    } else if (oc->timed_out || cancel == GPURUN_RM_END_TIME_LIMIT) {
         /* Slurm's time limit sends SIGTERM to gpurun too, in a batch step:
          * still a time limit, not an interruption. */
         rc = GPURUN_EXIT_TIMEOUT;
@@ -2031,6 +2068,9 @@ static json_t *run_record(struct run_ctx *c, struct run_attempt *a, int rc, int 
     json_object_set_new(record, GPURUN_REC_PROGRESS, progress ? progress : json_null());
     json_t *conditions = gpurun_watch_conditions_json(a->watch);
     json_object_set_new(record, GPURUN_REC_CONDITIONS, conditions ? conditions : json_null());
+    json_t *stall = gpurun_stall_record(a->stall);
+    if (stall)
+        json_object_set_new(record, GPURUN_REC_STALL, stall);
     json_object_set_new(record, GPURUN_REC_REFERENCES, json_incref(a->refs));
     json_object_set_new(record, GPURUN_REC_CONFIG, json_incref(c->config));
     json_object_set_new(record, GPURUN_REC_GPUS, json_integer((json_int_t)c->plan->nranks * c->plan->req.gpus_per_rank));
@@ -2251,6 +2291,7 @@ out:
     if (c->row)
         fill_row(c->row, &a, rc);
     gpurun_watch_end(a.watch, a.state, rc);
+    gpurun_stall_free(a.stall);
     stop_mps(&a.mps, a.mps_json); /* a run that failed after the start: never left running */
     gpurun_store_stop(&a.store);
     gpurun_foms_free(&a.foms);

@@ -64,6 +64,13 @@ struct gpurun_watch {
     char host[256];
     struct gpurun_proc_id self;
     struct gpurun_cond_head cond; /* the hosts' conditions (conditions.h) */
+    /* When progress (or, without progress lines, output) last moved, the
+     * longest gap between two moves, and a stall's verdict (stall.h). */
+    double moved_t, max_gap, out_look;
+    long long moved_step;
+    bool moved_any;
+    off_t out_size;
+    char *stall_verdict; /* NULL: not stalled */
 };
 
 static double mono_now(void)
@@ -256,6 +263,8 @@ static void write_status(gpurun_watch_t *w, double t, const char *state, int rc)
     json_object_del(cond, "hosts"); /* the verdict and the worst figures: the record has each host's */
     if (cond)
         json_object_set_new(doc, "conditions", cond);
+    if (w->stall_verdict)
+        json_object_set_new(doc, "stall", json_string(w->stall_verdict));
     if (rc >= 0)
         json_object_set_new(doc, "exit_status", json_integer(rc));
     w->status_at = t;
@@ -337,7 +346,7 @@ static void status_if_moved(gpurun_watch_t *w, double t)
     long long step = v.known ? v.step : -1;
     if (step == w->status_step && json_array_size(w->hosts) == w->status_nhosts)
         return;
-    write_status(w, t, "running", -1);
+    write_status(w, t, w->stall_verdict ? "stalled" : "running", -1);
 }
 
 json_t *gpurun_watch_progress_json(gpurun_watch_t *w)
@@ -404,6 +413,7 @@ gpurun_watch_t *gpurun_watch_begin(const struct gpurun_watch_opts *o)
         gpurun_say(stderr, "gpurun: warning: %s; the default, %.0f%%, is used\n", e.text,
                    100 * GPURUN_COND_SHARE_DEFAULT);
     gpurun_cond_head_init(&w->cond, share);
+    w->moved_t = w->t0;
     write_status(w, w->t0, "running", -1);
     if (lines_wanted(w)) {
         char every[32];
@@ -420,6 +430,76 @@ void gpurun_watch_line(gpurun_watch_t *w, const char *line, size_t len, double t
 {
     if (w && w->prog && w->relayed)
         gpurun_progress_line(w->prog, line, len, t);
+}
+
+/* Progress moved at `t`: the gap since the last move counts for `auto`. */
+static void note_moved(gpurun_watch_t *w, double t)
+{
+    if (w->moved_any && t - w->moved_t > w->max_gap)
+        w->max_gap = t - w->moved_t;
+    if (t > w->moved_t)
+        w->moved_t = t;
+    w->moved_any = true;
+}
+
+void gpurun_watch_output(gpurun_watch_t *w, double t)
+{
+    if (w && !w->prog)
+        note_moved(w, t);
+}
+
+/* Without progress lines, rank 0's output file growing is the move (one
+ * fstatat every TTY_LOOK_S off a terminal; relayed lines count on one). */
+static void look_moved(gpurun_watch_t *w, double t, json_t *bindings)
+{
+    if (w->prog) {
+        struct gpurun_progress_view v;
+        progress_view(w, t, &v);
+        if (v.known && (!w->moved_any || v.step != w->moved_step)) {
+            w->moved_step = v.step;
+            note_moved(w, v.seen_t);
+        }
+        return;
+    }
+    if (w->o.tty || t - w->out_look < TTY_LOOK_S)
+        return;
+    w->out_look = t;
+    const char *file = json_string_value(json_object_get(json_object_get(json_array_get(bindings, 0), "output"), "file"));
+    struct stat st;
+    if (file && *file && !strchr(file, '/') && file[0] != '.' &&
+        fstatat(w->o.dir_fd, file, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && st.st_size != w->out_size) {
+        w->out_size = st.st_size;
+        note_moved(w, t);
+    }
+}
+
+double gpurun_watch_moved(const gpurun_watch_t *w, double *max_gap, char *at, size_t atlen)
+{
+    if (atlen)
+        at[0] = '\0';
+    *max_gap = w ? w->max_gap : 0;
+    if (!w)
+        return 0;
+    if (w->prog && w->moved_any && atlen) {
+        struct gpurun_progress_view v;
+        gpurun_progress_view(w->prog, w->moved_t, &v);
+        if (v.known && v.total >= 0)
+            snprintf(at, atlen, "%s %lld of %lld", v.name ? v.name : "step", v.step, v.total);
+        else if (v.known)
+            snprintf(at, atlen, "%s %lld", v.name ? v.name : "step", v.step);
+    }
+    return w->moved_t;
+}
+
+void gpurun_watch_stalled(gpurun_watch_t *w, const char *verdict)
+{
+    if (!w)
+        return;
+    bool was = w->stall_verdict != NULL;
+    free(w->stall_verdict);
+    w->stall_verdict = verdict ? gpurun_xstrdup(verdict) : NULL;
+    if (was || verdict)
+        write_status(w, mono_now(), verdict ? "stalled" : "running", -1);
 }
 
 double gpurun_watch_next(const gpurun_watch_t *w)
@@ -446,6 +526,7 @@ void gpurun_watch_tick(gpurun_watch_t *w, double t, json_t *bindings, int alive)
         while (w->next_look <= t)
             w->next_look += every;
     }
+    look_moved(w, t, bindings);
     foretell_timeout(w, t);
     if (t < w->next_report) {
         status_if_moved(w, t);
@@ -455,7 +536,7 @@ void gpurun_watch_tick(gpurun_watch_t *w, double t, json_t *bindings, int alive)
         tail_look(w, &w->file, t); /* off a terminal: once per report */
     if (lines_wanted(w))
         print_line(w, t);
-    write_status(w, t, "running", -1);
+    write_status(w, t, w->stall_verdict ? "stalled" : "running", -1);
     while (w->next_report <= t)
         w->next_report += w->period;
 }
@@ -511,6 +592,7 @@ void gpurun_watch_end(gpurun_watch_t *w, const char *state, int rc)
     gpurun_progress_conf_free(&w->conf);
     json_decref(w->hosts);
     gpurun_cond_head_free(&w->cond);
+    free(w->stall_verdict);
     free(w->run_dir);
     free(w->job);
     free(w->run_id);

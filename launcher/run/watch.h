@@ -80,4 +80,14 @@ void gpurun_watch_conditions_say(gpurun_watch_t *w);
  * `rc`: status.json says so.  Frees the watch (NULL: nothing). */
 void gpurun_watch_end(gpurun_watch_t *w, const char *state, int rc);
 
+/* Any rank's relayed output line at `t`: the move, for a template without
+ * progress lines (stall.h). */
+void gpurun_watch_output(gpurun_watch_t *w, double t);
+/* When progress last moved (monotonic; the start when it never did), the
+ * longest gap between two moves into *max_gap (0: none yet), and where it
+ * stands ("step 3 of 10") into `at`. */
+double gpurun_watch_moved(const gpurun_watch_t *w, double *max_gap, char *at, size_t atlen);
+/* The run is stalled (status.json's state "stalled", its "stall" the
+ * verdict), or not any more (NULL). */
+void gpurun_watch_stalled(gpurun_watch_t *w, const char *verdict);
 #endif
