@@ -62,6 +62,9 @@
 #define GPURUN_REC_FOMS_NOTE "foms_note"   /* why figures are missing from a run that did not end ok */
 #define GPURUN_REC_PROGRESS "progress" /* the last known: {step, total, figure, units, at_s}; null: none seen */
 #define GPURUN_REC_TUNE "tune"                             /* gpurun tune's trial: {session, trial, candidate} */
+#define GPURUN_REC_CONDITIONS "conditions"
+#define GPURUN_REC_CONDITIONS_BUSY "busy"
+#define GPURUN_REC_CONDITIONS_WHY "why"
 #define GPURUN_REC_NOTES "notes"                           /* [sentences]: what the record lacks and why (a
                                                             * template regex dropped past its time budget) */
 /* inside each entry of GPURUN_REC_FOMS */
