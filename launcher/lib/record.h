@@ -62,6 +62,7 @@
 #define GPURUN_REC_FOMS_NOTE "foms_note"   /* why figures are missing from a run that did not end ok */
 #define GPURUN_REC_PROGRESS "progress" /* the last known: {step, total, figure, units, at_s}; null: none seen */
 #define GPURUN_REC_TUNE "tune"                             /* gpurun tune's trial: {session, trial, candidate} */
+#define GPURUN_REC_PROVENANCE "provenance"  /* {program {path, sha256, sampled}, inputs [...], ...} */
 #define GPURUN_REC_CONDITIONS "conditions"
 #define GPURUN_REC_CONDITIONS_BUSY "busy"
 #define GPURUN_REC_CONDITIONS_WHY "why"

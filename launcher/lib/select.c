@@ -147,7 +147,7 @@ static const char *const where_keys[] = {
     GPURUN_REC_CURRENCY,
 };
 static const char *const where_objects[] = {GPURUN_REC_PARAMS, GPURUN_REC_CONFIG, GPURUN_REC_CONDITIONS,
-                                            GPURUN_REC_TUNE, "provenance"};
+                                            GPURUN_REC_TUNE, GPURUN_REC_PROVENANCE};
 
 static bool where_key_ok(const char *key)
 {
