@@ -1377,7 +1377,8 @@ static void tune_free(struct tune *t)
         close(t->jfd);
 }
 
-int cmd_tune(int argc, char **argv, gpurun_error_t *err)
+/* The options into t; -1 with err (or 1 after --help: done). */
+static int parse_args(struct tune *t, int argc, char **argv, bool *dry, gpurun_error_t *err)
 {
     enum { O_DRY = 1000, O_OBJ, O_BUDGET, O_RESULTS, O_FRESH, O_SELECT };
     static const struct option opts[] = {
@@ -1388,145 +1389,162 @@ int cmd_tune(int argc, char **argv, gpurun_error_t *err)
         {"runs", required_argument, NULL, O_SELECT},   {"where", required_argument, NULL, O_SELECT},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0},
     };
-    struct tune t = {.next_trial = 1, .jfd = -1};
-    gpurun_select_init(&t.sel);
-    int li = 0;
-    bool dry = false;
-    int c;
+    int c, li = 0;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, &li)) != -1) {
         switch (c) {
-        case O_DRY: dry = true; break;
-        case O_FRESH: t.fresh = true; break;
+        case O_DRY: *dry = true; break;
+        case O_FRESH: t->fresh = true; break;
         case O_SELECT:
-            if (gpurun_select_option(&t.sel, opts[li].name, optarg, time(NULL), err) < 0) {
+            if (gpurun_select_option(&t->sel, opts[li].name, optarg, time(NULL), err) < 0) {
                 char *text = gpurun_xstrdup(err->text);
                 gpurun_err(err, GPURUN_EXIT_CONFIG, "tune: %s", text);
                 free(text);
-                gpurun_select_free(&t.sel);
-                return GPURUN_EXIT_CONFIG;
+                return -1;
             }
             break;
-        case O_OBJ: t.objective = optarg; break;
+        case O_OBJ: t->objective = optarg; break;
         case O_BUDGET:
-            t.budget_s = gpurun_tune_parse_duration(optarg);
-            if (t.budget_s <= 0) {
-                gpurun_select_free(&t.sel);
-                return TUNE_ERR(err, GPURUN_EXIT_CONFIG,
-                                  "tune: --budget '%.64s': expected a duration such as 90s, 30m, 2h", optarg);
+            t->budget_s = gpurun_tune_parse_duration(optarg);
+            if (t->budget_s <= 0) {
+                gpurun_err(err, GPURUN_EXIT_CONFIG, "tune: --budget '%.64s': expected a duration such as 90s, 30m, 2h",
+                           optarg);
+                return -1;
             }
             break;
-        case O_RESULTS: t.results_opt = optarg; break;
-        case 'h': fputs(tune_usage, stdout); gpurun_select_free(&t.sel); return 0;
-        default: gpurun_select_free(&t.sel); return cmd_bad_option("tune", argv[optind - 1], opts, err);
+        case O_RESULTS: t->results_opt = optarg; break;
+        case 'h': fputs(tune_usage, stdout); return 1;
+        default: cmd_bad_option("tune", argv[optind - 1], opts, err); return -1;
         }
     }
     if (argc - optind != 1) {
-        gpurun_select_free(&t.sel);
-        return TUNE_ERR(err, GPURUN_EXIT_CONFIG, "tune: give exactly one job file (see gpurun tune --help)");
+        gpurun_err(err, GPURUN_EXIT_CONFIG, "tune: give exactly one job file (see gpurun tune --help)");
+        return -1;
     }
-    t.job_path = argv[optind];
-    int rc = 0;
-    gpurun_topo_t *topo = NULL;
-    if (gpurun_job_load(t.job_path, &t.job, err) < 0 || gpurun_template_for_job(t.job, &t.tpl, err) < 0 ||
-        gpurun_topo_load(NULL, &topo, err) < 0 ||
-        gpurun_tune_space_make(t.job, t.tpl, topo->ngpus > 0, &t.sp, err) < 0 || check_params_axes(&t, err) < 0) {
-        gpurun_topo_destroy(topo);
-        rc = err->code;
-        goto out;
-    }
-    gpurun_topo_destroy(topo);
-    t.obj = !t.objective ? OBJ_FIGURE : !strcmp(t.objective, "cost") ? OBJ_COST : !strcmp(t.objective, "spot") ? OBJ_SPOT
-                                      : !strcmp(t.objective, "energy") ? OBJ_ENERGY
-                                                                        : OBJ_FIGURE;
-    if (t.objective && t.obj == OBJ_FIGURE) {
-        bool known = !t.tpl;
-        for (size_t i = 0; t.tpl && i < t.tpl->nfoms; i++)
-            known |= !strcmp(t.tpl->foms[i].name, t.objective);
+    t->job_path = argv[optind];
+    return 0;
+}
+
+/* The objective and the figure it reads; -1 with err for a name that is
+ * none of them. */
+static int choose_objective(struct tune *t, gpurun_error_t *err)
+{
+    const char *o = t->objective;
+    t->obj = !o                      ? OBJ_FIGURE
+             : !strcmp(o, "cost")   ? OBJ_COST
+             : !strcmp(o, "spot")   ? OBJ_SPOT
+             : !strcmp(o, "energy") ? OBJ_ENERGY
+                                    : OBJ_FIGURE;
+    if (o && t->obj == OBJ_FIGURE) {
+        bool known = !t->tpl;
+        for (size_t i = 0; t->tpl && i < t->tpl->nfoms; i++)
+            known |= !strcmp(t->tpl->foms[i].name, o);
         if (!known) {
-            rc = TUNE_ERR(err, GPURUN_EXIT_CONFIG,
-                            "tune: --objective '%.64s': not a figure of template '%s', nor cost or energy",
-                            t.objective, t.tpl->name);
-            goto out;
+            gpurun_err(err, GPURUN_EXIT_CONFIG,
+                       "tune: --objective '%.64s': not a figure of template '%s', nor cost or energy", o, t->tpl->name);
+            return -1;
         }
-        t.fom = gpurun_xstrdup(t.objective);
-    } else if (t.tpl && t.tpl->nfoms) {
-        t.fom = gpurun_xstrdup(t.tpl->foms[0].name);
+        t->fom = gpurun_xstrdup(o);
+    } else if (t->tpl && t->tpl->nfoms) {
+        t->fom = gpurun_xstrdup(t->tpl->foms[0].name);
     }
-    if (t.fom && t.tpl)
-        for (size_t i = 0; i < t.tpl->nfoms; i++)
-            if (!strcmp(t.tpl->foms[i].name, t.fom))
-                t.fom_lower = t.tpl->foms[i].better && !strcmp(t.tpl->foms[i].better, "lower");
-    gpurun_tune_session(t.job->name, &t.sp, t.session, sizeof t.session);
-    {
-        char *jd = realpath(t.job->dir, NULL);
-        const char *res = t.results_opt ? t.results_opt : t.job->results;
-        if (res[0] == '/')
-            t.results = gpurun_xstrdup(res);
-        else if (t.results_opt) {
-            char cwd[PATH_MAX];
-            t.results = gpurun_xasprintf("%s/%s", getcwd(cwd, sizeof cwd) ? cwd : ".", res);
-        } else
-            t.results = gpurun_xasprintf("%s/%s", jd ? jd : t.job->dir, res);
-        free(jd);
-    }
-    t.n = gpurun_tune_count(&t.sp);
-    t.c = gpurun_xcalloc(t.n, sizeof *t.c);
-    for (size_t k = 0; k < t.n; k++) {
-        struct cand *cd = &t.c[k];
-        cd->label = gpurun_tune_label(&t.sp, k);
-        cd->sets = gpurun_xcalloc(t.sp.naxes + 1, sizeof *cd->sets);
-        for (size_t a = 0; a < t.sp.naxes; a++)
-            cd->sets[cd->nsets++] = gpurun_xasprintf("%s=%s", t.sp.axes[a].key, gpurun_tune_value(&t.sp, k, a));
+    if (t->fom && t->tpl)
+        for (size_t i = 0; i < t->tpl->nfoms; i++)
+            if (!strcmp(t->tpl->foms[i].name, t->fom))
+                t->fom_lower = t->tpl->foms[i].better && !strcmp(t->tpl->foms[i].better, "lower");
+    return 0;
+}
+
+/* The job, its space, the objective, the results folder and the
+ * candidates with their plans.  0, or -1 with err. */
+static int setup(struct tune *t, bool dry, gpurun_error_t *err)
+{
+    gpurun_topo_t *topo = NULL;
+    int rc = gpurun_job_load(t->job_path, &t->job, err) < 0 || gpurun_template_for_job(t->job, &t->tpl, err) < 0 ||
+                     gpurun_topo_load(NULL, &topo, err) < 0 ||
+                     gpurun_tune_space_make(t->job, t->tpl, topo->ngpus > 0, &t->sp, err) < 0 ||
+                     check_params_axes(t, err) < 0 || choose_objective(t, err) < 0
+                 ? -1
+                 : 0;
+    gpurun_topo_destroy(topo);
+    if (rc < 0)
+        return -1;
+    gpurun_tune_session(t->job->name, &t->sp, t->session, sizeof t->session);
+    char *jd = realpath(t->job->dir, NULL), cwd[PATH_MAX];
+    const char *res = t->results_opt ? t->results_opt : t->job->results;
+    if (res[0] == '/')
+        t->results = gpurun_xstrdup(res);
+    else if (t->results_opt)
+        t->results = gpurun_xasprintf("%s/%s", getcwd(cwd, sizeof cwd) ? cwd : ".", res);
+    else
+        t->results = gpurun_xasprintf("%s/%s", jd ? jd : t->job->dir, res);
+    free(jd);
+    t->n = gpurun_tune_count(&t->sp);
+    t->c = gpurun_xcalloc(t->n, sizeof *t->c);
+    for (size_t k = 0; k < t->n; k++) {
+        struct cand *cd = &t->c[k];
+        cd->label = gpurun_tune_label(&t->sp, k);
+        cd->sets = gpurun_xcalloc(t->sp.naxes + 1, sizeof *cd->sets);
+        for (size_t a = 0; a < t->sp.naxes; a++)
+            cd->sets[cd->nsets++] = gpurun_xasprintf("%s=%s", t->sp.axes[a].key, gpurun_tune_value(&t->sp, k, a));
         cd->dropped_round = -1;
     }
-    if (plan_all(&t, err) < 0 || objective_measurable(&t, dry, err) != 0) {
-        rc = err->code;
-        goto out;
-    }
-    if (dry) {
-        dry_run(&t);
-        goto out;
-    }
+    return plan_all(t, err) < 0 || objective_measurable(t, dry, err) != 0 ? -1 : 0;
+}
+
+/* The search over the runnable candidates, the verdict and the tuned
+ * file: tune's exit status. */
+static int tune_run(struct tune *t, gpurun_error_t *err)
+{
     size_t runnable = 0;
-    for (size_t k = 0; k < t.n; k++)
-        runnable += !t.c[k].pruned;
-    print_candidates(&t);
-    if (!runnable) {
-        rc = TUNE_ERR(err, GPURUN_EXIT_ENV, "tune: no candidate can run on this node (see the reasons above)");
-        goto out;
-    }
-    if (open_job_folder(&t, err) < 0 || read_store(&t, err) < 0) {
-        rc = err->code;
-        goto out;
-    }
-    if (t.reused)
-        printf("gpurun tune: %zu trial%s of this session found in %s: not run again\n", t.reused,
-               t.reused == 1 ? "" : "s", t.results);
-    if ((rc = search(&t, err)) != 0) {
-        write_session(&t, interrupted ? "interrupted" : "failed", NULL);
-        goto out;
+    for (size_t k = 0; k < t->n; k++)
+        runnable += !t->c[k].pruned;
+    print_candidates(t);
+    if (!runnable)
+        return TUNE_ERR(err, GPURUN_EXIT_ENV, "tune: no candidate can run on this node (see the reasons above)");
+    if (open_job_folder(t, err) < 0 || read_store(t, err) < 0)
+        return err->code;
+    if (t->reused)
+        printf("gpurun tune: %zu trial%s of this session found in %s: not run again\n", t->reused,
+               t->reused == 1 ? "" : "s", t->results);
+    int rc = search(t, err);
+    if (rc != 0) {
+        write_session(t, interrupted ? "interrupted" : "failed", NULL);
+        return rc;
     }
     size_t best[OBJ_N];
-    for (int o = 0; o < OBJ_N; o++)
-        best[o] = SIZE_MAX;
-    report(&t, best);
-    if (best[t.obj] == SIZE_MAX) {
-        write_session(&t, "failed", NULL);
-        rc = TUNE_ERR(err, 1, "tune: no candidate gave %s; see the table above", obj_name(&t, t.obj));
-        goto out;
+    report(t, best);
+    if (best[t->obj] == SIZE_MAX) {
+        write_session(t, "failed", NULL);
+        return TUNE_ERR(err, 1, "tune: no candidate gave %s; see the table above", obj_name(t, t->obj));
     }
-    write_session(&t, "done", &t.c[best[t.obj]]);
+    write_session(t, "done", &t->c[best[t->obj]]);
     char *tuned = NULL;
     bool same = false;
-    if (write_tuned(&t, &t.c[best[t.obj]], &tuned, &same, err) < 0) {
-        rc = err->code;
-        goto out;
-    }
-    say_written(&t, tuned, same);
+    if (write_tuned(t, &t->c[best[t->obj]], &tuned, &same, err) < 0)
+        return err->code;
+    say_written(t, tuned, same);
     free(tuned);
-out:
+    return 0;
+}
+
+int cmd_tune(int argc, char **argv, gpurun_error_t *err)
+{
+    struct tune t = {.next_trial = 1, .jfd = -1};
+    gpurun_select_init(&t.sel);
+    bool dry = false;
+    int rc = parse_args(&t, argc, argv, &dry, err);
+    if (rc == 0 && setup(&t, dry, err) < 0)
+        rc = -1;
+    if (rc < 0)
+        rc = err->code;
+    else if (rc > 0)
+        rc = 0; /* --help */
+    else if (dry)
+        dry_run(&t);
+    else
+        rc = tune_run(&t, err);
     tune_free(&t);
     return rc;
 }
