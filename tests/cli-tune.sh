@@ -208,7 +208,11 @@ rm -f "$TMP/starts"
 job tie 'tune { threads_per_rank = {2, 1} }'
 run "$GPURUN" tune "$TMP/tie.conf"
 expect_rc 0 "tune of two layouts with the same figure"
-contains "$TMP/out" "best value                    threads_per_rank=1: 10" "the tie goes to 1 thread, listed second"
+contains "$TMP/out" "best value                    threads_per_rank=1: 10, tied with threads_per_rank=2 (10), within the noise, fewer resources" \
+    "the tie goes to 1 thread, listed second: tied with 2 threads, fewer resources"
+grep "^threads_per_rank=2 " "$TMP/out" | grep -q "tied, more resources$"
+ok $? "... the 2-thread layout's state says it tied and uses more resources"
+contains "$TMP/out" "why: the best mean; threads_per_rank=2 is within the noise of it but uses more resources" "... and one line says why"
 grep -q '^threads_per_rank = 1$' "$TMP/tie.tuned.conf"
 ok $? "... which the tuned file holds"
 

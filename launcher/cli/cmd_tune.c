@@ -930,6 +930,10 @@ static struct verdict verdict_for(const struct tune *t, enum objective o)
     struct verdict v = {.cv = gpurun_tune_pooled_cv(tc, t->n)};
     v.best = gpurun_tune_best(tc, t->n, obj_lower(t, o), v.cv);
     v.top = top_mean(tc, t->n, obj_lower(t, o), SIZE_MAX);
+    /* a best whose mean equals the top one is the top: no "0.0 % better" */
+    if (v.best != SIZE_MAX && v.top != SIZE_MAX &&
+        mean(tc[v.best].values, tc[v.best].n) == mean(tc[v.top].values, tc[v.top].n))
+        v.top = v.best;
     v.second = v.best == SIZE_MAX ? SIZE_MAX : top_mean(tc, t->n, obj_lower(t, o), v.best);
     free(tc);
     return v;
