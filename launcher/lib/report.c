@@ -709,6 +709,25 @@ gpurun_report_t *gpurun_report_new(void)
     return r;
 }
 
+/* One run's value of a figure into its configuration's statistics. */
+static void stat_add(struct gpurun_report_stat *st, double v, bool has_start, double start)
+{
+    if (has_start)
+        gpurun_report_history_add(st, start, v);
+    st->min = st->n == 0 || v < st->min ? v : st->min;
+    st->max = st->n == 0 || v > st->max ? v : st->max;
+    st->n++;
+    /* A running mean: the sum of figures near DBL_MAX overflows; the
+     * squared deviations (Welford) for the spread. */
+    double before = st->n > 1 ? st->mean : v;
+    st->mean = (st->mean - st->mean / (double)st->n) + v / (double)st->n;
+    st->m2 += (v - before) * (v - st->mean);
+    if (v > 0 && isfinite(1 / v)) { /* a time figure's throughput: its inverse */
+        st->inv_n++;
+        st->inv_mean += (1 / v - st->inv_mean) / (double)st->inv_n;
+    }
+}
+
 void gpurun_report_add(gpurun_report_t *r, const json_t *run)
 {
     struct gpurun_report_building *bd = r->building;
@@ -797,23 +816,8 @@ void gpurun_report_add(gpurun_report_t *r, const json_t *run)
     json_object_foreach(json_object_get(run, GPURUN_REC_FOMS), fname, fom)
     {
         double v;
-        if (!json_is_object(fom) || !gpurun_record_fom_value(fom, &v))
-            continue;
-        struct gpurun_report_stat *st = &c->stats[find_fom(job, fname, fom)];
-        if (has_start)
-            gpurun_report_history_add(st, start, v);
-        st->min = st->n == 0 || v < st->min ? v : st->min;
-        st->max = st->n == 0 || v > st->max ? v : st->max;
-        st->n++;
-        /* A running mean: the sum of figures near DBL_MAX overflows; the
-         * squared deviations (Welford) for the spread. */
-        double before = st->n > 1 ? st->mean : v;
-        st->mean = (st->mean - st->mean / (double)st->n) + v / (double)st->n;
-        st->m2 += (v - before) * (v - st->mean);
-        if (v > 0 && isfinite(1 / v)) { /* a time figure's throughput: its inverse */
-            st->inv_n++;
-            st->inv_mean += (1 / v - st->inv_mean) / (double)st->inv_n;
-        }
+        if (json_is_object(fom) && gpurun_record_fom_value(fom, &v))
+            stat_add(&c->stats[find_fom(job, fname, fom)], v, has_start, start);
     }
 }
 
