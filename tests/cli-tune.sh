@@ -40,6 +40,19 @@ JOB
 # jqf FILE FILTER: jq -e on a file; sets $rc.
 jqf() { run jq -e "$2" "$1"; }
 starts() { if [ -f "$TMP/starts" ]; then wc -l <"$TMP/starts" | tr -d ' '; else echo 0; fi; }
+# with_prov RESULTS: records that name no provenance are given the one a
+# gpurun that records it writes (prog.sh's SHA-256 now), then the index is
+# read again: tune reuses only trials whose program and inputs it can tell
+# unchanged.  Records that have one keep it.
+with_prov() {
+    sha=$(sha256sum "$TMP/prog.sh" | cut -d' ' -f1)
+    for r in "$1"/*/*/record.json; do
+        jq --arg p "$TMP/prog.sh" --arg s "$sha" \
+            'if .provenance then . else .provenance = {program: {path: $p, sha256: $s, sampled: false}, inputs: []} end' \
+            "$r" >"$r.new" && mv "$r.new" "$r"
+    done
+    "$GPURUN" results --results "$1" --rebuild >/dev/null 2>&1
+}
 
 # ---- pruning and --dry-run ----------------------------------------------
 job prune 'tune { threads_per_rank = {1, 4096}  params.args = {"10", "20"} }'
@@ -85,18 +98,65 @@ run "$GPURUN" run "$TMP/prune.tuned.conf" --results "$TMP/results-tuned" --quiet
 expect_rc 0 "the tuned job file runs"
 [ "$(cat "$TMP/starts")" = "fom=20 threads=1" ]
 ok $? "... with the best layout"
-cp "$TMP/prune.tuned.conf" "$TMP/tuned.before"
+with_prov "$TMP/results"
 n0=$(starts)
 run "$GPURUN" tune "$TMP/prune.conf"
 expect_rc 0 "tune again"
 [ "$(starts)" = "$n0" ]
-ok $? "... runs no trial: all of them are in the results"
-[ -f "$TMP/prune.tuned.1.conf" ] && cmp -s "$TMP/prune.tuned.conf" "$TMP/tuned.before"
-ok $? "... and writes prune.tuned.1.conf, never over prune.tuned.conf"
-ln -s "$TMP/elsewhere" "$TMP/prune.tuned.2.conf"
+ok $? "... runs no trial: all of them are in the results, measured with this program"
+contains "$TMP/out" "prune.tuned.conf says the same already: not written again" "... and says its tuned file holds the same"
+[ ! -e "$TMP/prune.tuned.1.conf" ]
+ok $? "... writing no copy of it (prune.tuned.1.conf)"
+echo "# edited" >>"$TMP/prune.tuned.conf"
+cp "$TMP/prune.tuned.conf" "$TMP/tuned.before"
+ln -s "$TMP/elsewhere" "$TMP/prune.tuned.1.conf"
 run "$GPURUN" tune "$TMP/prune.conf"
-[ -f "$TMP/prune.tuned.3.conf" ] && [ ! -e "$TMP/elsewhere" ]
-ok $? "a symlink in the way is passed over, not followed"
+[ -f "$TMP/prune.tuned.2.conf" ] && [ ! -e "$TMP/elsewhere" ] && cmp -s "$TMP/prune.tuned.conf" "$TMP/tuned.before"
+ok $? "an edited tuned file: prune.tuned.2.conf written, never over it, a symlink in the way passed over"
+
+# ---- what is reused: the same program, not busy, unless --fresh ------------
+cp "$TMP/prog.sh" "$TMP/prog.sh.orig"
+echo "# changed" >>"$TMP/prog.sh"
+n0=$(starts)
+run "$GPURUN" tune "$TMP/prune.conf"
+expect_rc 0 "tune after prog.sh changed"
+[ "$(starts)" -gt "$n0" ]
+ok $? "... measures again ($(starts) starts, $n0 before): the trials were of another program"
+contains "$TMP/out" "not reused: its program $TMP/prog.sh changed since" "... and says why"
+cp "$TMP/prog.sh.orig" "$TMP/prog.sh"
+rm -rf "$TMP/results/prune"
+run "$GPURUN" tune "$TMP/prune.conf"
+with_prov "$TMP/results"
+for r in "$TMP"/results/prune/*/record.json; do
+    jq '.conditions = {busy: true, why: "2 other processes took 60 % of cpu 0"}' "$r" >"$r.new" && mv "$r.new" "$r"
+done
+"$GPURUN" results --results "$TMP/results" --rebuild >/dev/null 2>&1
+n0=$(starts)
+run "$GPURUN" tune "$TMP/prune.conf"
+expect_rc 0 "tune when the earlier trials ran busy"
+[ "$(starts)" -eq $((n0 + 2)) ]
+ok $? "... measures both again ($(starts) starts, $n0 before): a busy trial is never reused"
+contains "$TMP/out" "2 earlier trials of this session ran busy: not reused" "... and says so"
+with_prov "$TMP/results"
+n0=$(starts)
+run "$GPURUN" tune "$TMP/prune.conf"
+[ "$(starts)" = "$n0" ]
+ok $? "the quiet trials now in the results: tune again runs none"
+run "$GPURUN" tune "$TMP/prune.conf" --fresh
+expect_rc 0 "tune --fresh"
+[ "$(starts)" -eq $((n0 + 2)) ]
+ok $? "... measures every candidate again ($(starts) starts, $n0 before)"
+contains "$TMP/out" "--fresh: the 4 earlier trials of this session not reused" "... saying how many it left"
+with_prov "$TMP/results"
+n0=$(starts)
+run "$GPURUN" tune "$TMP/prune.conf" --where params.args=20
+[ "$(starts)" -eq $((n0 + 1)) ]
+ok $? "tune --where params.args=20: reuses that candidate's trials only, measures the other ($(starts) starts, $n0 before)"
+run "$GPURUN" tune "$TMP/prune.conf" --where nosuchkey=1
+expect_rc 2 "tune --where with a key records do not have: exit 2"
+run "$GPURUN" tune "$TMP/prune.conf" --since yesterday
+expect_rc 2 "tune --since yesterday: exit 2"
+contains "$TMP/err" "--since 'yesterday': expected a time" "... naming the option and what it takes"
 
 # ---- resumption ------------------------------------------------------------
 # 4 candidates apart: 4 trials, then the better 2 again: 6 trials in all.
@@ -113,6 +173,7 @@ kill -INT "$pid"
 rc=0
 wait "$pid" || rc=$?
 rm -f "$TMP/hold"
+with_prov "$TMP/results"
 [ "$rc" -eq 130 ] && [ "$(starts)" = 3 ]
 ok $? "tune interrupted in its third trial (exit $rc, $(starts) starts)"
 run "$GPURUN" tune "$TMP/resume.conf"
@@ -147,7 +208,11 @@ rm -f "$TMP/starts"
 job tie 'tune { threads_per_rank = {2, 1} }'
 run "$GPURUN" tune "$TMP/tie.conf"
 expect_rc 0 "tune of two layouts with the same figure"
-contains "$TMP/out" "best value                    threads_per_rank=1: 10" "the tie goes to 1 thread, listed second"
+contains "$TMP/out" "best value                    threads_per_rank=1: 10, tied with threads_per_rank=2 (10), within the noise, fewer resources" \
+    "the tie goes to 1 thread, listed second: tied with 2 threads, fewer resources"
+grep "^threads_per_rank=2 " "$TMP/out" | grep -q "tied, more resources$"
+ok $? "... the 2-thread layout's state says it tied and uses more resources"
+contains "$TMP/out" "why: the best mean; threads_per_rank=2 is within the noise of it but uses more resources" "... and one line says why"
 grep -q '^threads_per_rank = 1$' "$TMP/tie.tuned.conf"
 ok $? "... which the tuned file holds"
 

@@ -388,6 +388,87 @@ static void test_tuned_keys(void)
     }
 }
 
+/* ---- 20 tunes of a noisy synthetic with a resource axis (issue 39) ------
+ * Three layouts (two 2 % apart, one far behind) x threads_per_rank {1, 2},
+ * 2 threads 1 % faster: within the noise, so a tie that fewer resources
+ * win.  Each tune is the search gpurun tune runs (every candidate once,
+ * then rounds of gpurun_tune_round, the alive measured again) on figures
+ * with 2 % of seeded noise; the verdict is over every candidate measured. */
+#define SYN_N 6
+#define SYN_RUNS 64
+
+static uint64_t syn_state;
+static double syn_uniform(void) /* xorshift64*: the same figures on every libc */
+{
+    syn_state ^= syn_state >> 12;
+    syn_state ^= syn_state << 25;
+    syn_state ^= syn_state >> 27;
+    return ((syn_state * 2685821657736338717ULL) >> 11) * (1.0 / 9007199254740992.0);
+}
+static double syn_normal(void)
+{
+    double u = syn_uniform(), v = syn_uniform();
+    return sqrt(-2 * log(u > 0 ? u : 1e-300)) * cos(2 * M_PI * v);
+}
+
+static void syn_measure(struct gpurun_tune_cand *c, double truth)
+{
+    if (c->n < SYN_RUNS)
+        c->values[c->n++] = truth * (1 + 0.02 * syn_normal());
+}
+
+/* One tune; true when its best is in the Pareto set and its verdict agrees
+ * with itself: a best with a worse mean than another is tied with it and
+ * uses fewer resources. */
+static bool syn_tune(uint64_t seed, double values[SYN_N][SYN_RUNS])
+{
+    static const double layout[3] = {100, 98, 70};
+    struct gpurun_tune_cand c[SYN_N];
+    double truth[SYN_N];
+    syn_state = seed * 0x9E3779B97F4A7C15ULL + 1;
+    for (size_t k = 0; k < SYN_N; k++) {
+        long threads = 1 + (long)(k % 2);
+        truth[k] = layout[k / 2] * (threads == 2 ? 1.01 : 1.0);
+        c[k] = (struct gpurun_tune_cand){.values = values[k], .ranks = 1, .threads = threads, .runnable = true,
+                                         .alive = true};
+    }
+    for (int round = 0; round < 16; round++) {
+        for (size_t k = 0; k < SYN_N; k++)
+            if (c[k].alive)
+                syn_measure(&c[k], truth[k]);
+        if (gpurun_tune_round(c, SYN_N, false, gpurun_tune_pooled_cv(c, SYN_N)) <= 1)
+            break;
+    }
+    /* The verdict: every candidate measured, dropped ones too. */
+    for (size_t k = 0; k < SYN_N; k++)
+        c[k].alive = c[k].n > 0;
+    double cv = gpurun_tune_pooled_cv(c, SYN_N), means[SYN_N];
+    size_t best = gpurun_tune_best(c, SYN_N, false, cv);
+    bool lower = false, in[SYN_N];
+    for (size_t k = 0; k < SYN_N; k++) {
+        struct gpurun_tune_stats st;
+        gpurun_tune_stats(c[k].values, c[k].n, &st);
+        means[k] = st.mean;
+    }
+    gpurun_tune_pareto(c, SYN_N, 1, means, &lower, in);
+    bool agrees = best != SIZE_MAX && in[best];
+    for (size_t k = 0; agrees && k < SYN_N; k++)
+        if (means[k] > means[best])
+            agrees = gpurun_tune_tied(&c[best], &c[k], cv) && gpurun_tune_fewer(&c[best], &c[k]) < 0;
+    return agrees;
+}
+
+static void test_synthetic(void)
+{
+    static double values[SYN_N][SYN_RUNS];
+    int good = 0;
+    for (uint64_t seed = 1; seed <= 20; seed++)
+        good += syn_tune(seed, values);
+    ok(good == 20, "20 noisy tunes of 3 layouts x 2 thread counts: the best is in the Pareto set, and any better "
+                   "mean is tied with it on more resources, every time (%d of 20)",
+       good);
+}
+
 int main(void)
 {
     test_block();
@@ -397,5 +478,6 @@ int main(void)
     test_halve();
     test_rewrite();
     test_tuned_keys();
+    test_synthetic();
     return done_testing();
 }

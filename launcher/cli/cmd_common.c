@@ -7,11 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cmd.h"
 #include "cmd_common.h"
 #include "confparse.h"
 #include "results.h"
+#include "select.h"
 #include "util.h"
 
 int cmd_bad_option(const char *cmd, const char *arg, const struct option *opts, gpurun_error_t *err)
@@ -46,19 +48,32 @@ int cmd_bad_option(const char *cmd, const char *arg, const struct option *opts, 
 int cmd_results_options(const char *cmd, const char *usage, int argc, char **argv, const struct cmd_option *extra,
                         const char **dir, const char **job, gpurun_error_t *err)
 {
-    enum { O_RESULTS = 1000, O_JOB, O_EXTRA };
-    size_t n = 0;
+    return cmd_select_options(cmd, usage, argc, argv, extra, dir, job, NULL, err);
+}
+
+/* The selection's options (select.h), each taking an argument. */
+static const char *const select_names[] = {"since", "until", "last", "runs", "where"};
+#define NSELECT (sizeof select_names / sizeof *select_names)
+
+int cmd_select_options(const char *cmd, const char *usage, int argc, char **argv, const struct cmd_option *extra,
+                       const char **dir, const char **job, struct gpurun_select *sel, gpurun_error_t *err)
+{
+    enum { O_RESULTS = 1000, O_JOB, O_SELECT, O_EXTRA = O_SELECT + 16 };
+    size_t n = 0, ns = sel ? NSELECT : 0;
     while (extra && extra[n].name)
         n++;
     /* Built per command: getopt_long's abbreviations depend on the whole set. */
-    struct option *opts = gpurun_xcalloc(n + 4, sizeof *opts);
+    struct option *opts = gpurun_xcalloc(n + ns + 4, sizeof *opts);
     opts[0] = (struct option){"results", required_argument, NULL, O_RESULTS};
     opts[1] = (struct option){"job", required_argument, NULL, O_JOB};
+    for (size_t i = 0; i < ns; i++)
+        opts[2 + i] = (struct option){select_names[i], required_argument, NULL, O_SELECT + (int)i};
     for (size_t i = 0; i < n; i++)
-        opts[2 + i] = (struct option){extra[i].name, extra[i].arg ? required_argument : no_argument, NULL,
-                                      O_EXTRA + (int)i};
-    opts[2 + n] = (struct option){"help", no_argument, NULL, 'h'};
+        opts[2 + ns + i] = (struct option){extra[i].name, extra[i].arg ? required_argument : no_argument, NULL,
+                                           O_EXTRA + (int)i};
+    opts[2 + ns + n] = (struct option){"help", no_argument, NULL, 'h'};
     int c, rc = 0;
+    time_t now = time(NULL);
     optind = 1;
     opterr = 0;
     while (rc == 0 && (c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -66,7 +81,14 @@ int cmd_results_options(const char *cmd, const char *usage, int argc, char **arg
             *dir = optarg;
         else if (c == O_JOB)
             *job = optarg;
-        else if (c >= O_EXTRA && c < O_EXTRA + (int)n) {
+        else if (c >= O_SELECT && c < O_SELECT + (int)ns) {
+            if (gpurun_select_option(sel, select_names[c - O_SELECT], optarg, now, err) < 0) {
+                char *text = gpurun_xstrdup(err->text);
+                gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: %s", cmd, text);
+                free(text);
+                rc = -1;
+            }
+        } else if (c >= O_EXTRA && c < O_EXTRA + (int)n) {
             const struct cmd_option *o = &extra[c - O_EXTRA];
             if (o->arg)
                 *o->arg = optarg;

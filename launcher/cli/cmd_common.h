@@ -26,6 +26,23 @@ struct cmd_option {
  * (GPURUN_EXIT_CONFIG) for an unknown option or an argument. */
 int cmd_results_options(const char *cmd, const char *usage, int argc, char **argv, const struct cmd_option *extra,
                         const char **dir, const char **job, gpurun_error_t *err);
+/* The same with the selection's options too (select.h: --since, --until,
+ * --last, --runs, --where) into `sel` (initialised by the caller); a bad
+ * value is -1 with err (exit 2) naming the command and the option. */
+struct gpurun_select;
+/* Their lines of a command's --help. */
+#define CMD_SELECT_HELP \
+    "  --since TIME    only runs started at TIME or later: 2025-01-31T12:00:00Z (UTC),\n" \
+    "                  2025-01-31T12:00 or 2025-01-31 (local time), or an age: 90s, 30m,\n" \
+    "                  2h, 3d, 1h30m ago (m is minutes; at most 366 days)\n" \
+    "  --until TIME    only runs started at TIME or earlier (the same forms)\n" \
+    "  --last N        the last N runs (by start) of each configuration\n" \
+    "  --runs ID,...   only these run ids\n" \
+    "  --where KEY=VALUE  only runs whose record has it (repeatable, all must hold): state,\n" \
+    "                  job, hosts (any of them), launcher, ranks, nodes, gpu_model, ...,\n" \
+    "                  params.NAME, config.NAME, conditions.busy (true/false), tune.session\n"
+int cmd_select_options(const char *cmd, const char *usage, int argc, char **argv, const struct cmd_option *extra,
+                       const char **dir, const char **job, struct gpurun_select *sel, gpurun_error_t *err);
 
 /* The index of the results folder dir, brought up to date with its records
  * first (rebuilt from every record with `rebuild`); the index's warnings,

@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "provenance.h"
+
 #include "alloc.h"
 #include "hpldat.h"
 #include "cmd.h"
@@ -35,6 +37,7 @@
 #include "record.h"
 #include "results.h"
 #include "run.h"
+#include "select.h"
 #include "safefile.h"
 #include "site.h"
 #include "template.h"
@@ -45,12 +48,14 @@
 #define TUNE_ROUNDS_MAX 16
 #define TUNE_PASSES_MAX 3 /* of the axis search */
 #define TUNE_FINALISTS 16  /* the axis search's best, handed to the halving */
+#define TUNE_BUSY_REPEATS 2 /* a trial that ran busy is run again at most this often */
 /* gpurun_err() and the exit status it sets. */
 #define TUNE_ERR(err, code, ...) (gpurun_err((err), (code), __VA_ARGS__), (code))
 
 static const char tune_usage[] =
     "Usage: gpurun tune JOB.conf [--objective FIGURE|cost|spot|energy] [--budget DURATION] [--dry-run]\n"
-    "                            [--results DIR]\n"
+    "                            [--results DIR] [--fresh] [--since TIME] [--until TIME] [--last N]\n"
+    "                            [--runs ID,...] [--where KEY=VALUE]...\n"
     "\n"
     "Find the best layout of a job on this node.  The candidates are the job's tune { } block\n"
     "(the keys scan takes, ranks_per_gpu and params.NAME), or else its template's tune_space;\n"
@@ -60,8 +65,13 @@ static const char tune_usage[] =
     "one is left or the budget is spent.  A difference within the noise is a tie, and a tie\n"
     "goes to the layout using fewer GPUs, then ranks, then threads.  Trials are in the results\n"
     "(gpurun results), tagged with the tune session; a tune run again goes on where it stopped.\n"
-    "At the end: the trials, the best layout for each objective with its margin and confidence,\n"
-    "the layouts no other beats on every objective, and JOB.tuned.conf beside the job file.\n"
+    "A trial whose record says busy (other processes on its cores or GPUs, or throttling) is\n"
+    "never decided on and is run again, at most twice.  An earlier trial is reused only when it\n"
+    "was measured with the same gpurun, program and inputs (their hashes in its record, hashed\n"
+    "again now) and was not busy.  At the end: the trials and what happened to each, the best\n"
+    "layout for each objective with its margin and confidence, why it won, the layouts no other\n"
+    "beats on every objective and on resources, and JOB.tuned.conf beside the job file (not\n"
+    "written again when a tuned file there says the same).\n"
     "\n"
     "  --objective OBJ    the template's figure of merit by name (default: its first), cost\n"
     "                     (price per GPU-hour of the job's site x GPUs / work), spot (the same\n"
@@ -71,10 +81,13 @@ static const char tune_usage[] =
     "  --dry-run          list the candidates, the pruned ones with why, and the trials and\n"
     "                     time they would take; start nothing\n"
     "  --results DIR      results folder (default: the job's `results`)\n"
+    "  --fresh            reuse no earlier trial: measure every one again\n"
+    "  --since, --until, --last, --runs, --where   which earlier trials may be reused, as\n"
+    "                     gpurun results selects runs (gpurun results --help)\n"
     "  -h, --help         this help\n"
     "\n"
-    "Exit status: 0 a layout was chosen; 1 no candidate produced the figure; 2 bad job file or\n"
-    "option (or an objective not measured here); 3 no candidate can run on this node;\n"
+    "Exit status: 0 a layout was chosen; 1 no candidate produced the figure (or every trial ran\n"
+    "busy); 2 bad job file, option or selection value (or an objective not measured here); 3 no candidate can run on this node;\n"
     "130/143 interrupted (run it again to go on).\n";
 
 enum objective { OBJ_FIGURE, OBJ_COST, OBJ_SPOT, OBJ_ENERGY, OBJ_N };
@@ -91,6 +104,8 @@ struct cand {
     double *v[OBJ_N];
     size_t nv[OBJ_N];
     double wall; /* seconds of its trials */
+    size_t busy_runs;  /* trials whose record said busy: not decided on, repeated */
+    int busy_streak;   /* busy trials in a row */
     int dropped_round; /* -1: not dropped */
     struct gpurun_tune_cand tc; /* the search's view of the chosen objective */
 };
@@ -113,6 +128,11 @@ struct tune {
     long budget_s;
     double spent;
     size_t ran, reused;
+    bool fresh;               /* --fresh: no trial of the store reused */
+    struct gpurun_select sel; /* which of the store's trials may be reused */
+    size_t skipped_busy, skipped_prov;
+    char *skipped_why;        /* the first reason a trial was not reused */
+    json_t *hashes;           /* path -> its SHA-256 now */
     int jfd; /* RESULTS/JOB, opened as gpurun run opens it: the session file goes there */
 };
 
@@ -133,7 +153,8 @@ static void push(struct cand *c, enum objective o, double v)
 }
 
 /* One trial's record into its candidate: the figure, the cost per unit of
- * work (on-demand; spot in the table), the energy per unit. */
+ * work (on-demand; spot in the table), the energy per unit.  0 taken; 1 a
+ * busy trial (why: the record's why), never decided on; -1 failed. */
 static int take_record(struct tune *t, struct cand *c, const json_t *rec, char *why, size_t whylen)
 {
     const char *state = gpurun_record_str(rec, GPURUN_REC_STATE);
@@ -142,6 +163,11 @@ static int take_record(struct tune *t, struct cand *c, const json_t *rec, char *
         snprintf(why, whylen, "%s%s%s", state ? state : "no state", f ? ": " : "", f ? f : "");
         free(f);
         return -1;
+    }
+    if (gpurun_run_busy(rec)) {
+        const char *w = gpurun_record_str(json_object_get(rec, GPURUN_REC_CONDITIONS), GPURUN_REC_CONDITIONS_WHY);
+        snprintf(why, whylen, "%.200s", w ? w : "other processes on its cores or GPUs, or throttling");
+        return 1;
     }
     json_t *foms = json_object_get(rec, GPURUN_REC_FOMS);
     const char *name;
@@ -192,7 +218,84 @@ static struct cand *cand_of(struct tune *t, const char *label)
     return NULL;
 }
 
-/* The store's trials of this session (resumption). */
+/* ---- reusing the store's trials ------------------------------------------ */
+
+/* SHA-256 of a file as its record took it (provenance.h): whole, or
+ * sampled; false when it cannot be read. */
+static bool hash_now(const char *path, bool sampled, char hex[65])
+{
+    struct gpurun_file_hash h;
+    gpurun_error_t e = {0};
+    if (gpurun_hash_file(path, sampled ? 0 : LLONG_MAX, &h, &e) < 0)
+        return false;
+    memcpy(hex, h.sha256, 65);
+    return true;
+}
+
+/* Whether the file a record names ({path, sha256, sampled}) is the same
+ * now; hashes are kept per path, so that a session's trials hash each file
+ * once. */
+static bool file_same(struct tune *t, const json_t *f, const char *what, char *why, size_t n)
+{
+    const char *path = gpurun_record_str(f, "path"), *sha = gpurun_record_str(f, "sha256");
+    if (!path || !sha) {
+        snprintf(why, n, "its record has no hash of its %s", what);
+        return false;
+    }
+    bool sampled = json_is_true(json_object_get(f, "sampled"));
+    char *key = gpurun_xasprintf("%s\n%d", path, sampled);
+    const char *now = json_string_value(json_object_get(t->hashes, key));
+    if (!now) {
+        char hex[65] = "";
+        json_object_set_new(t->hashes, key, json_string(hash_now(path, sampled, hex) ? hex : ""));
+        now = json_string_value(json_object_get(t->hashes, key));
+    }
+    free(key);
+    if (strcmp(now, sha) != 0) {
+        snprintf(why, n, "its %s %.200s %s since", what, path, *now ? "changed" : "cannot be read");
+        return false;
+    }
+    return true;
+}
+
+/* Whether a stored trial measured what a trial now would: the same gpurun,
+ * program and inputs (the record's provenance, hashed again now). */
+static bool same_provenance(struct tune *t, const json_t *run, char *why, size_t n)
+{
+    const char *v = gpurun_record_str(run, GPURUN_REC_GPURUN_VERSION);
+    if (!v || strcmp(v, PACKAGE_VERSION) != 0) {
+        snprintf(why, n, "measured with gpurun %.40s, this is %s", v ? v : "(unknown)", PACKAGE_VERSION);
+        return false;
+    }
+    json_t *prov = json_object_get(run, GPURUN_REC_PROVENANCE);
+    if (!json_is_object(prov)) {
+        snprintf(why, n, "their records have no provenance (the program's and inputs' hashes), so what they "
+                         "measured cannot be told the same");
+        return false;
+    }
+    if (!file_same(t, json_object_get(prov, "program"), "program", why, n))
+        return false;
+    size_t i;
+    json_t *in;
+    json_array_foreach(json_object_get(prov, "inputs"), i, in) if (!file_same(t, in, "input", why, n)) return false;
+    return true;
+}
+
+/* The store's trials of this session, for their numbers: a new trial's is
+ * past every one. */
+static int number_stored(json_t *run, void *ctx)
+{
+    struct tune *t = ctx;
+    json_t *tag = json_object_get(run, GPURUN_REC_TUNE);
+    const char *s = tag ? gpurun_record_str(tag, "session") : NULL;
+    long trial = s && !strcmp(s, t->session) ? gpurun_record_int(tag, "trial", 0) : 0;
+    if (trial >= t->next_trial && trial < INT_MAX)
+        t->next_trial = (int)trial + 1;
+    return 0;
+}
+
+/* The store's selected trials of this session (resumption): reused when
+ * they measured what a trial now would, and were not busy. */
 static int take_stored(json_t *run, void *ctx)
 {
     struct tune *t = ctx;
@@ -200,13 +303,19 @@ static int take_stored(json_t *run, void *ctx)
     const char *s = tag ? gpurun_record_str(tag, "session") : NULL;
     if (!s || strcmp(s, t->session) != 0)
         return 0;
-    long trial = gpurun_record_int(tag, "trial", 0);
-    if (trial >= t->next_trial)
-        t->next_trial = (int)trial + 1;
     struct cand *c = cand_of(t, gpurun_record_str(tag, "candidate"));
     if (!c || c->pruned)
         return 0;
-    char why[256];
+    char why[512];
+    if (gpurun_run_busy(run)) {
+        t->skipped_busy++;
+        return 0;
+    }
+    if (!same_provenance(t, run, why, sizeof why)) {
+        if (!t->skipped_prov++)
+            t->skipped_why = gpurun_xstrdup(why);
+        return 0;
+    }
     if (take_record(t, c, run, why, sizeof why) < 0) {
         const char *state = gpurun_record_str(run, "state");
         if (state && (!strcmp(state, GPURUN_STATE_INTERRUPTED)))
@@ -226,8 +335,21 @@ static int read_store(struct tune *t, gpurun_error_t *err)
     gpurun_results_t *r = NULL;
     if (cmd_results_open(t->results, false, &r, err) != 0)
         return -1;
-    int rc = gpurun_results_each(r, t->job->name, take_stored, t, err);
+    t->hashes = json_object();
+    int rc = gpurun_results_each(r, t->job->name, number_stored, t, err);
+    if (rc == 0 && !t->fresh)
+        rc = gpurun_select_each(r, t->job->name, &t->sel, take_stored, t, err);
     gpurun_results_close(r);
+    /* Said once each, not per trial. */
+    if (t->skipped_busy)
+        printf("gpurun tune: %zu earlier trial%s of this session ran busy: not reused\n", t->skipped_busy,
+               t->skipped_busy == 1 ? "" : "s");
+    if (t->skipped_prov)
+        printf("gpurun tune: %zu earlier trial%s of this session not reused: %s\n", t->skipped_prov,
+               t->skipped_prov == 1 ? "" : "s", t->skipped_why);
+    if (t->fresh && t->next_trial > 1)
+        printf("gpurun tune: --fresh: the %d earlier trial%s of this session not reused\n", t->next_trial - 1,
+               t->next_trial == 2 ? "" : "s");
     return rc < 0 ? -1 : 0;
 }
 
@@ -478,7 +600,7 @@ static int run_trial(struct tune *t, struct cand *c, gpurun_error_t *err)
     gpurun_job_t *job = trial_job(t, c, true, err);
     if (!job)
         return err->code;
-    int n = t->next_trial++;
+    int n = t->next_trial++, taken = -1;
     json_t *tag = json_pack("{s:s, s:i, s:s}", "session", t->session, "trial", n, "candidate", c->label);
     /* Its overrides, as trial_job applied them: the record's provenance, for gpurun rerun. */
     const char **sets = gpurun_xcalloc(t->sp.nshort + c->nsets + 1, sizeof *sets);
@@ -507,7 +629,7 @@ static int run_trial(struct tune *t, struct cand *c, gpurun_error_t *err)
         snprintf(why, sizeof why, "%.400s", rc ? e.text : "its record was not found");
         free(c->failed);
         c->failed = gpurun_xstrdup(why);
-    } else if (take_record(t, c, rec, why, sizeof why) < 0) {
+    } else if ((taken = take_record(t, c, rec, why, sizeof why)) < 0) {
         const char *state = gpurun_record_str(rec, GPURUN_REC_STATE);
         if (!(state && !strcmp(state, GPURUN_STATE_INTERRUPTED))) {
             free(c->failed);
@@ -515,7 +637,18 @@ static int run_trial(struct tune *t, struct cand *c, gpurun_error_t *err)
         }
     }
     double v = c->nv[t->obj] ? c->v[t->obj][c->nv[t->obj] - 1] : NAN;
-    if (!c->failed && isfinite(v))
+    if (taken == 0)
+        c->busy_streak = 0;
+    if (taken == 1) {
+        c->busy_runs++;
+        if (++c->busy_streak > TUNE_BUSY_REPEATS) {
+            free(c->failed);
+            c->failed = gpurun_xasprintf("busy: all %d of its trials in a row ran busy (%.200s): not decided on",
+                                         TUNE_BUSY_REPEATS + 1, why);
+        }
+        printf("gpurun tune: trial %d: %-40s ran busy (%s): %s\n", n, c->label, why,
+               c->failed ? "not repeated again, not decided on" : "not decided on, repeated");
+    } else if (!c->failed && isfinite(v))
         printf("gpurun tune: trial %d: %-40s %s = %g\n", n, c->label, obj_name(t, t->obj), v);
     else
         printf("gpurun tune: trial %d: %-40s %s\n", n, c->label, c->failed ? c->failed : "no value");
@@ -679,27 +812,6 @@ static int axis_search(struct tune *t, gpurun_error_t *err)
     return rc;
 }
 
-/* The last two candidates alive, each measured twice or more (their
- * repeats say what the noise is): when one is better beyond the noise, the
- * other is dropped now (true), with no further trial of either; tied, or
- * with one run, they are measured again (false). */
-static bool last_two_apart(struct gpurun_tune_cand *tc, size_t n, bool lower_better, double cv)
-{
-    struct gpurun_tune_cand *two[2];
-    size_t m = 0;
-    for (size_t k = 0; k < n && m < 2; k++)
-        if (tc[k].alive && tc[k].n)
-            two[m++] = &tc[k];
-    if (m != 2 || two[0]->n < 2 || two[1]->n < 2 || gpurun_tune_tied(two[0], two[1], cv))
-        return false;
-    struct gpurun_tune_stats a, b;
-    gpurun_tune_stats(two[0]->values, two[0]->n, &a);
-    gpurun_tune_stats(two[1]->values, two[1]->n, &b);
-    bool first_better = lower_better ? a.mean < b.mean : a.mean > b.mean;
-    two[first_better ? 1 : 0]->alive = false;
-    return true;
-}
-
 /* The search: every candidate once (or, in a large space, those an axis
  * search measured), then halving: the better half, and those within the
  * noise, measured again, until one is left.  Trials found in the store
@@ -729,9 +841,7 @@ static int search(struct tune *t, gpurun_error_t *err)
         for (size_t k = 0; k < t->n; k++)
             tc[k] = t->c[k].tc;
         double cv = gpurun_tune_pooled_cv(tc, t->n);
-        size_t alive = gpurun_tune_halve(tc, t->n, obj_lower(t, t->obj), cv);
-        if (alive == 2 && last_two_apart(tc, t->n, obj_lower(t, t->obj), cv))
-            alive = 1;
+        size_t alive = gpurun_tune_round(tc, t->n, obj_lower(t, t->obj), cv);
         for (size_t k = 0; k < t->n; k++) {
             if (t->c[k].tc.alive && !tc[k].alive)
                 t->c[k].dropped_round = round;
@@ -748,39 +858,21 @@ static int search(struct tune *t, gpurun_error_t *err)
     return rc;
 }
 
-/* Index of the best candidate for objective o among all with values (not
- * only the survivors), and of the runner-up (SIZE_MAX: none). */
-static size_t best_for(struct tune *t, enum objective o, size_t *second, double *cvp)
+/* The verdict on objective o, over every candidate measured (the dropped
+ * ones too: a pick among the survivors could be beaten by a dropped one on
+ * both its figure and its resources, and be outside the Pareto set). */
+struct verdict {
+    size_t best;   /* SIZE_MAX: none measured */
+    size_t top;    /* the best mean */
+    size_t second; /* the best mean of the others; SIZE_MAX: none */
+    double cv;
+};
+
+static struct gpurun_tune_cand cand_view(const struct cand *c, enum objective o)
 {
-    struct gpurun_tune_cand *tc = gpurun_xcalloc(t->n + 1, sizeof *tc);
-    for (size_t k = 0; k < t->n; k++) {
-        struct cand *c = &t->c[k];
-        tc[k] = (struct gpurun_tune_cand){.values = c->v[o], .n = c->nv[o], .gpus = c->gpus, .ranks = c->ranks,
-                                          .threads = c->threads, .runnable = !c->pruned,
-                                          .alive = !c->pruned && !c->failed && c->nv[o] > 0};
-    }
-    double cv = gpurun_tune_pooled_cv(tc, t->n);
-    /* For the search's objective, the pick is among the survivors: the
-     * dropped ones were measured less. */
-    if (o == t->obj) {
-        bool any = false;
-        for (size_t k = 0; k < t->n; k++)
-            any |= tc[k].alive && t->c[k].dropped_round < 0;
-        for (size_t k = 0; any && k < t->n; k++)
-            if (t->c[k].dropped_round >= 0)
-                tc[k].alive = false;
-    }
-    size_t b = gpurun_tune_best(tc, t->n, obj_lower(t, o), cv);
-    *second = SIZE_MAX;
-    if (b != SIZE_MAX) {
-        for (size_t k = 0; k < t->n; k++)
-            tc[k].alive = !t->c[k].pruned && !t->c[k].failed && t->c[k].nv[o] > 0;
-        tc[b].alive = false;
-        *second = gpurun_tune_best(tc, t->n, obj_lower(t, o), cv);
-    }
-    *cvp = cv;
-    free(tc);
-    return b;
+    return (struct gpurun_tune_cand){.values = c->v[o], .n = c->nv[o], .gpus = c->gpus, .ranks = c->ranks,
+                                     .threads = c->threads, .runnable = !c->pruned,
+                                     .alive = !c->pruned && !c->failed && c->nv[o] > 0};
 }
 
 static double mean(const double *v, size_t n)
@@ -790,109 +882,258 @@ static double mean(const double *v, size_t n)
     return st.mean;
 }
 
+/* The best mean of the alive ones other than `except`. */
+static size_t top_mean(const struct gpurun_tune_cand *tc, size_t n, bool lower, size_t except)
+{
+    size_t top = SIZE_MAX;
+    for (size_t k = 0; k < n; k++) {
+        if (k == except || !tc[k].alive)
+            continue;
+        double m = mean(tc[k].values, tc[k].n), mt = top == SIZE_MAX ? 0 : mean(tc[top].values, tc[top].n);
+        if (top == SIZE_MAX || (lower ? m < mt : m > mt))
+            top = k;
+    }
+    return top;
+}
+
+static struct verdict verdict_for(const struct tune *t, enum objective o)
+{
+    struct gpurun_tune_cand *tc = gpurun_xcalloc(t->n + 1, sizeof *tc);
+    for (size_t k = 0; k < t->n; k++)
+        tc[k] = cand_view(&t->c[k], o);
+    struct verdict v = {.cv = gpurun_tune_pooled_cv(tc, t->n)};
+    v.best = gpurun_tune_best(tc, t->n, obj_lower(t, o), v.cv);
+    v.top = top_mean(tc, t->n, obj_lower(t, o), SIZE_MAX);
+    /* a best whose mean equals the top one is the top: no "0.0 % better" */
+    if (v.best != SIZE_MAX && v.top != SIZE_MAX &&
+        mean(tc[v.best].values, tc[v.best].n) == mean(tc[v.top].values, tc[v.top].n))
+        v.top = v.best;
+    v.second = v.best == SIZE_MAX ? SIZE_MAX : top_mean(tc, t->n, obj_lower(t, o), v.best);
+    free(tc);
+    return v;
+}
+
+static void resources_text(const struct cand *c, bool gpus, char *out, size_t n)
+{
+    char g[48] = "";
+    if (gpus)
+        snprintf(g, sizeof g, "%ld GPU%s, ", c->gpus, c->gpus == 1 ? "" : "s");
+    snprintf(out, n, "%s%ld rank%s, %ld thread%s", g, c->ranks, c->ranks == 1 ? "" : "s", c->threads,
+             c->threads == 1 ? "" : "s");
+}
+
+/* How much worse a is than b, in percent of b (>= 0 when a is worse). */
+static double worse_pct(const struct tune *t, enum objective o, const struct cand *a, const struct cand *b)
+{
+    double ma = mean(a->v[o], a->nv[o]), mb = mean(b->v[o], b->nv[o]);
+    return mb != 0 ? 100 * (obj_lower(t, o) ? ma - mb : mb - ma) / fabs(mb) : 0;
+}
+
+/* What happened to candidate k, in words: the state column. */
+static void state_text(const struct tune *t, size_t k, const struct verdict *v, char *out, size_t n)
+{
+    const struct cand *c = &t->c[k];
+    enum objective o = t->obj;
+    char what[160] = "kept";
+    if (c->pruned) {
+        snprintf(out, n, "pruned: %.120s", c->pruned);
+        return;
+    }
+    if (c->failed) {
+        snprintf(out, n, "failed: %.140s", c->failed);
+        return;
+    }
+    if (!c->nv[o]) {
+        snprintf(out, n, "not run (budget)");
+        return;
+    }
+    if (k == v->best) {
+        snprintf(what, sizeof what, "best");
+    } else if (v->best != SIZE_MAX) {
+        const struct cand *b = &t->c[v->best];
+        struct gpurun_tune_cand x = cand_view(c, o), y = cand_view(b, o);
+        int f = gpurun_tune_fewer(&x, &y);
+        double pct = worse_pct(t, o, c, b);
+        const char *word = o == OBJ_FIGURE && !t->fom_lower ? "slower" : "worse";
+        if (gpurun_tune_tied(&x, &y, v->cv) && f > 0)
+            snprintf(what, sizeof what, "tied, more resources");
+        else if (gpurun_tune_tied(&x, &y, v->cv) && f == 0)
+            snprintf(what, sizeof what, "tied, the same resources, %s by %.1f %%", word, pct > 0 ? pct : 0.0);
+        else if (pct > 0)
+            snprintf(what, sizeof what, "%s by %.1f %%", word, pct);
+        else /* better mean, fewer resources, yet not tied with the fastest */
+            snprintf(what, sizeof what, "%s than %s by %.1f %%, beyond the noise", word, t->c[v->top].label,
+                     worse_pct(t, o, c, &t->c[v->top]));
+    }
+    char busy[64] = "";
+    if (c->busy_runs)
+        snprintf(busy, sizeof busy, " (%zu busy trial%s repeated)", c->busy_runs, c->busy_runs == 1 ? "" : "s");
+    if (c->dropped_round >= 0 && k != v->best)
+        snprintf(out, n, "dropped after round %d: %s%s", c->dropped_round + 1, what, busy);
+    else
+        snprintf(out, n, "%s%s", what, busy);
+}
+
+/* "best OBJ  LABEL: MEAN, +N% over X (M), confidence C%", never a
+ * negative margin: a pick slower than another is tied with it and uses
+ * fewer resources (gpurun_tune_best), and says so. */
+static void print_best(const struct tune *t, enum objective o, const struct verdict *v)
+{
+    const struct cand *c = &t->c[v->best];
+    double mb = mean(c->v[o], c->nv[o]);
+    printf("%s: %.6g", c->label, mb);
+    if (v->second == SIZE_MAX) {
+        printf("\n");
+        return;
+    }
+    const struct cand *s = &t->c[v->second];
+    double ms = mean(s->v[o], s->nv[o]);
+    struct gpurun_tune_cand a = cand_view(c, o), bb = cand_view(s, o);
+    bool tied = gpurun_tune_tied(&a, &bb, v->cv);
+    double margin = -worse_pct(t, o, c, s);
+    if (margin < 0 || (margin == 0 && gpurun_tune_fewer(&a, &bb) < 0)) {
+        printf(", tied with %s (%.6g), within the noise, fewer resources\n", s->label, ms);
+        return;
+    }
+    double conf = gpurun_tune_confidence(&a, &bb, obj_lower(t, o), v->cv);
+    printf(", +%.1f%% over %s (%.6g), confidence %.0f%%%s\n", margin, s->label, ms, 100 * conf,
+           tied ? ": within the noise, a tie" : "");
+}
+
+/* One line: why the best won. */
+static void print_why(const struct tune *t, const struct verdict *v)
+{
+    enum objective o = t->obj;
+    const struct cand *c = &t->c[v->best];
+    bool gpus = c->gpus > 0;
+    char rb[96], ro[96];
+    resources_text(c, gpus, rb, sizeof rb);
+    if (v->second == SIZE_MAX) {
+        printf("why: the only layout measured\n");
+    } else if (v->best != v->top) {
+        const struct cand *top = &t->c[v->top];
+        resources_text(top, gpus || top->gpus > 0, ro, sizeof ro);
+        printf("why: within the noise of the best mean, %s (%.1f %% better), with fewer resources (%s, against "
+               "%s): a tie goes to fewer resources\n",
+               top->label, worse_pct(t, o, c, top), rb, ro);
+    } else {
+        const struct cand *s = &t->c[v->second];
+        struct gpurun_tune_cand a = cand_view(c, o), b = cand_view(s, o);
+        if (!gpurun_tune_tied(&a, &b, v->cv)) {
+            printf("why: the best mean, beyond the noise of the next, %s\n", s->label);
+        } else {
+            resources_text(s, gpus || s->gpus > 0, ro, sizeof ro);
+            printf("why: the best mean; %s is within the noise of it but uses %s resources (%s, against %s)\n",
+                   s->label, gpurun_tune_fewer(&b, &a) > 0 ? "more" : "as many", ro, rb);
+        }
+    }
+}
+
+/* The Pareto set over the measured objectives and resources. */
+static void print_pareto(const struct tune *t, const bool measured[OBJ_N])
+{
+    double *means = gpurun_xcalloc(t->n * OBJ_N + 1, sizeof *means);
+    struct gpurun_tune_cand *tc = gpurun_xcalloc(t->n + 1, sizeof *tc);
+    bool *in = gpurun_xcalloc(t->n + 1, sizeof *in), lower[OBJ_N];
+    size_t nobj = 0;
+    for (int o = 0; o < OBJ_N; o++) {
+        if (!measured[o])
+            continue;
+        lower[nobj] = obj_lower(t, (enum objective)o);
+        for (size_t k = 0; k < t->n; k++)
+            means[k * OBJ_N + nobj] = t->c[k].nv[o] ? mean(t->c[k].v[o], t->c[k].nv[o]) : NAN;
+        nobj++;
+    }
+    /* gpurun_tune_pareto reads rows of nobj: pack them */
+    for (size_t k = 0; k < t->n; k++) {
+        for (size_t o = 0; o < nobj; o++)
+            means[k * nobj + o] = means[k * OBJ_N + o];
+        tc[k] = cand_view(&t->c[k], t->obj);
+        tc[k].alive = !t->c[k].pruned && !t->c[k].failed;
+    }
+    gpurun_tune_pareto(tc, t->n, nobj, means, lower, in);
+    printf("pareto set (no other layout as good on every measured objective and on resources, and better on "
+           "one):");
+    for (size_t k = 0; k < t->n; k++)
+        if (in[k])
+            printf("\n  %s", t->c[k].label);
+    printf("\n");
+    free(means);
+    free(tc);
+    free(in);
+}
+
 static void report(struct tune *t, size_t best[OBJ_N])
 {
+    struct verdict vs[OBJ_N];
+    for (int o = 0; o < OBJ_N; o++) {
+        vs[o] = verdict_for(t, (enum objective)o);
+        best[o] = vs[o].best;
+    }
     printf("\n%-40s %4s %12s %18s  %s\n", "candidate", "runs", "mean", "spread", "state");
     for (size_t k = 0; k < t->n; k++) {
         struct cand *c = &t->c[k];
         struct gpurun_tune_stats st;
         gpurun_tune_stats(c->v[t->obj], c->nv[t->obj], &st);
-        char spread[64] = "-", state[160];
+        char spread[64] = "-", state[320];
         if (st.n > 1)
             snprintf(spread, sizeof spread, "%.4g-%.4g (%.1f%%)", st.min, st.max,
                      st.mean != 0 ? 100 * st.sd / fabs(st.mean) : 0.0);
-        if (c->pruned)
-            snprintf(state, sizeof state, "pruned: %.120s", c->pruned);
-        else if (c->failed)
-            snprintf(state, sizeof state, "failed: %.120s", c->failed);
-        else if (k == best[t->obj])
-            snprintf(state, sizeof state, "best");
-        else if (c->dropped_round >= 0)
-            snprintf(state, sizeof state, "dropped after round %d", c->dropped_round + 1);
-        else if (st.n)
-            snprintf(state, sizeof state, "kept");
-        else
-            snprintf(state, sizeof state, "not run (budget)");
+        state_text(t, k, &vs[t->obj], state, sizeof state);
         char m[32] = "-";
         if (st.n)
             snprintf(m, sizeof m, "%.6g", st.mean);
         printf("%-40s %4zu %12s %18s  %s\n", c->label, st.n, m, spread, state);
     }
     printf("\n");
+    bool measured[OBJ_N];
     for (int o = 0; o < OBJ_N; o++) {
-        size_t second;
-        double cv;
-        size_t b = best_for(t, (enum objective)o, &second, &cv);
-        best[o] = b;
+        measured[o] = best[o] != SIZE_MAX;
         const char *what = o == OBJ_FIGURE ? obj_name(t, OBJ_FIGURE)
                            : o == OBJ_COST ? "cost per unit of work"
                            : o == OBJ_SPOT ? "cost at spot price"
                                            : "energy per unit of work";
-        if (b == SIZE_MAX) {
-            printf("best %-24s not measured here%s\n", what,
+        printf("best %-24s ", what);
+        if (best[o] == SIZE_MAX) {
+            printf("not measured here%s\n",
                    o == OBJ_COST ? " (needs the site's price_per_gpu_hour, GPUs, and a rate figure)"
                    : o == OBJ_SPOT ? " (needs the site's spot_price_per_gpu_hour, GPUs, and a rate figure)"
                    : o == OBJ_ENERGY ? " (no energy_per_unit in the records)"
                                      : "");
             continue;
         }
-        struct cand *c = &t->c[b];
-        double mb = mean(c->v[o], c->nv[o]);
-        printf("best %-24s %s: %.6g", what, c->label, mb);
-        if (second != SIZE_MAX) {
-            struct cand *s = &t->c[second];
-            double ms = mean(s->v[o], s->nv[o]);
-            struct gpurun_tune_cand a = {.values = c->v[o], .n = c->nv[o]}, bb = {.values = s->v[o], .n = s->nv[o]};
-            double conf = gpurun_tune_confidence(&a, &bb, obj_lower(t, (enum objective)o), cv);
-            double margin = ms != 0 ? 100 * (obj_lower(t, (enum objective)o) ? ms - mb : mb - ms) / fabs(ms) : 0;
-            printf(", %+.1f%% over %s (%.6g), confidence %.0f%%%s", margin, s->label, ms, 100 * conf,
-                   gpurun_tune_tied(&a, &bb, cv) ? ": within the noise, a tie (fewer resources win)" : "");
-        }
-        printf("\n");
+        print_best(t, (enum objective)o, &vs[o]);
     }
-    /* The Pareto set: layouts no other beats on every measured objective. */
-    bool measured[OBJ_N];
-    for (int o = 0; o < OBJ_N; o++)
-        measured[o] = best[o] != SIZE_MAX;
-    printf("pareto set (no other layout better on every measured objective):");
-    for (size_t a = 0; a < t->n; a++) {
-        struct cand *ca = &t->c[a];
-        bool complete = !ca->pruned && !ca->failed;
-        for (int o = 0; o < OBJ_N && complete; o++)
-            complete = !measured[o] || ca->nv[o] > 0;
-        if (!complete)
-            continue;
-        bool dominated = false;
-        for (size_t b = 0; b < t->n && !dominated; b++) {
-            struct cand *cb = &t->c[b];
-            if (b == a || cb->pruned || cb->failed)
-                continue;
-            bool all = true, strict = false;
-            for (int o = 0; o < OBJ_N && all; o++) {
-                if (!measured[o])
-                    continue;
-                if (!cb->nv[o]) {
-                    all = false;
-                    break;
-                }
-                double x = mean(ca->v[o], ca->nv[o]), y = mean(cb->v[o], cb->nv[o]);
-                bool lower = obj_lower(t, (enum objective)o);
-                if (lower ? y > x : y < x)
-                    all = false;
-                else if (y != x)
-                    strict = true;
-            }
-            dominated = all && strict;
-        }
-        if (!dominated)
-            printf("\n  %s", ca->label);
-    }
-    printf("\n");
+    if (best[t->obj] != SIZE_MAX)
+        print_why(t, &vs[t->obj]);
+    print_pareto(t, measured);
+}
+
+/* Whether `path` is a regular file of ours (no symlink followed) holding
+ * exactly `text`. */
+static bool same_text(const char *path, const char *text)
+{
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    struct stat st;
+    size_t len = strlen(text);
+    bool same = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+                (size_t)st.st_size == len;
+    char *buf = NULL;
+    size_t got = 0;
+    gpurun_error_t e = {0};
+    same = same && gpurun_read_fd(fd, path, "the tuned job file", len + 1, &buf, &got, &e) == 0 && got == len &&
+           !memcmp(buf, text, len);
+    gpurun_error_clear(&e);
+    free(buf);
+    if (fd >= 0)
+        close(fd);
+    return same;
 }
 
 /* JOB.tuned.conf beside the job file, never over anything: O_EXCL, then
- * JOB.tuned.1.conf, ... */
-static int write_tuned(struct tune *t, const struct cand *c, char **pathp, gpurun_error_t *err)
+ * JOB.tuned.1.conf, ...; none when one of them says the same already
+ * (*same set: a tune that found the same again writes no copy). */
+static int write_tuned(struct tune *t, const struct cand *c, char **pathp, bool *same, gpurun_error_t *err)
 {
     char *text = NULL;
     size_t len = 0;
@@ -931,8 +1172,17 @@ static int write_tuned(struct tune *t, const struct cand *c, char **pathp, gpuru
             gpurun_err(err, GPURUN_EXIT_ENV, "%s: %s", path, strerror(errno));
             break;
         }
+        if (fd < 0 && same_text(path, out)) {
+            *same = true;
+            break;
+        }
     }
     int rc = 0;
+    if (*same) {
+        free(out);
+        *pathp = path;
+        return 0;
+    }
     if (fd < 0) {
         if (!err->text[0])
             gpurun_err(err, GPURUN_EXIT_ENV, "%s: the tuned job files 1 to 99 exist already", t->job_path);
@@ -952,11 +1202,11 @@ static int write_tuned(struct tune *t, const struct cand *c, char **pathp, gpuru
 
 /* The end: the tuned file's path as one shell word, so that a line break
  * in it cannot split the command the user copies. */
-static void say_written(const struct tune *t, const char *tuned)
+static void say_written(const struct tune *t, const char *tuned, bool same)
 {
     char *word = gpurun_shell_word(tuned);
-    printf("\ngpurun tune: %zu trial%s run now, %zu found from before; %s written\n", t->ran, t->ran == 1 ? "" : "s",
-           t->reused, word);
+    printf("\ngpurun tune: %zu trial%s run now, %zu found from before; %s %s\n", t->ran, t->ran == 1 ? "" : "s",
+           t->reused, word, same ? "says the same already: not written again" : "written");
     printf("gpurun submit %s\n", word);
     free(word);
 }
@@ -1095,6 +1345,9 @@ static void tune_free(struct tune *t)
     free(t->c);
     free(t->fom);
     free(t->results);
+    free(t->skipped_why);
+    json_decref(t->hashes);
+    gpurun_select_free(&t->sel);
     gpurun_tune_space_free(&t->sp);
     gpurun_template_destroy(t->tpl);
     gpurun_job_destroy(t->job);
@@ -1102,141 +1355,174 @@ static void tune_free(struct tune *t)
         close(t->jfd);
 }
 
-int cmd_tune(int argc, char **argv, gpurun_error_t *err)
+/* The options into t; -1 with err (or 1 after --help: done). */
+static int parse_args(struct tune *t, int argc, char **argv, bool *dry, gpurun_error_t *err)
 {
-    enum { O_DRY = 1000, O_OBJ, O_BUDGET, O_RESULTS };
+    enum { O_DRY = 1000, O_OBJ, O_BUDGET, O_RESULTS, O_FRESH, O_SELECT };
     static const struct option opts[] = {
         {"dry-run", no_argument, NULL, O_DRY},        {"objective", required_argument, NULL, O_OBJ},
         {"budget", required_argument, NULL, O_BUDGET}, {"results", required_argument, NULL, O_RESULTS},
+        {"fresh", no_argument, NULL, O_FRESH},         {"since", required_argument, NULL, O_SELECT},
+        {"until", required_argument, NULL, O_SELECT},  {"last", required_argument, NULL, O_SELECT},
+        {"runs", required_argument, NULL, O_SELECT},   {"where", required_argument, NULL, O_SELECT},
         {"help", no_argument, NULL, 'h'},              {NULL, 0, NULL, 0},
     };
-    struct tune t = {.next_trial = 1, .jfd = -1};
-    bool dry = false;
-    int c;
+    int c, li = 0;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "h", opts, &li)) != -1) {
         switch (c) {
-        case O_DRY: dry = true; break;
-        case O_OBJ: t.objective = optarg; break;
-        case O_BUDGET:
-            t.budget_s = gpurun_tune_parse_duration(optarg);
-            if (t.budget_s <= 0)
-                return TUNE_ERR(err, GPURUN_EXIT_CONFIG,
-                                  "tune: --budget '%.64s': expected a duration such as 90s, 30m, 2h", optarg);
+        case O_DRY: *dry = true; break;
+        case O_FRESH: t->fresh = true; break;
+        case O_SELECT:
+            if (gpurun_select_option(&t->sel, opts[li].name, optarg, time(NULL), err) < 0) {
+                char *text = gpurun_xstrdup(err->text);
+                gpurun_err(err, GPURUN_EXIT_CONFIG, "tune: %s", text);
+                free(text);
+                return -1;
+            }
             break;
-        case O_RESULTS: t.results_opt = optarg; break;
-        case 'h': fputs(tune_usage, stdout); return 0;
-        default: return cmd_bad_option("tune", argv[optind - 1], opts, err);
+        case O_OBJ: t->objective = optarg; break;
+        case O_BUDGET:
+            t->budget_s = gpurun_tune_parse_duration(optarg);
+            if (t->budget_s <= 0) {
+                gpurun_err(err, GPURUN_EXIT_CONFIG, "tune: --budget '%.64s': expected a duration such as 90s, 30m, 2h",
+                           optarg);
+                return -1;
+            }
+            break;
+        case O_RESULTS: t->results_opt = optarg; break;
+        case 'h': fputs(tune_usage, stdout); return 1;
+        default: cmd_bad_option("tune", argv[optind - 1], opts, err); return -1;
         }
     }
-    if (argc - optind != 1)
-        return TUNE_ERR(err, GPURUN_EXIT_CONFIG, "tune: give exactly one job file (see gpurun tune --help)");
-    t.job_path = argv[optind];
-    int rc = 0;
-    gpurun_topo_t *topo = NULL;
-    if (gpurun_job_load(t.job_path, &t.job, err) < 0 || gpurun_template_for_job(t.job, &t.tpl, err) < 0 ||
-        gpurun_topo_load(NULL, &topo, err) < 0 ||
-        gpurun_tune_space_make(t.job, t.tpl, topo->ngpus > 0, &t.sp, err) < 0 || check_params_axes(&t, err) < 0) {
-        gpurun_topo_destroy(topo);
-        rc = err->code;
-        goto out;
+    if (argc - optind != 1) {
+        gpurun_err(err, GPURUN_EXIT_CONFIG, "tune: give exactly one job file (see gpurun tune --help)");
+        return -1;
     }
-    gpurun_topo_destroy(topo);
-    t.obj = !t.objective ? OBJ_FIGURE : !strcmp(t.objective, "cost") ? OBJ_COST : !strcmp(t.objective, "spot") ? OBJ_SPOT
-                                      : !strcmp(t.objective, "energy") ? OBJ_ENERGY
-                                                                        : OBJ_FIGURE;
-    if (t.objective && t.obj == OBJ_FIGURE) {
-        bool known = !t.tpl;
-        for (size_t i = 0; t.tpl && i < t.tpl->nfoms; i++)
-            known |= !strcmp(t.tpl->foms[i].name, t.objective);
+    t->job_path = argv[optind];
+    return 0;
+}
+
+/* The objective and the figure it reads; -1 with err for a name that is
+ * none of them. */
+static int choose_objective(struct tune *t, gpurun_error_t *err)
+{
+    const char *o = t->objective;
+    t->obj = !o                      ? OBJ_FIGURE
+             : !strcmp(o, "cost")   ? OBJ_COST
+             : !strcmp(o, "spot")   ? OBJ_SPOT
+             : !strcmp(o, "energy") ? OBJ_ENERGY
+                                    : OBJ_FIGURE;
+    if (o && t->obj == OBJ_FIGURE) {
+        bool known = !t->tpl;
+        for (size_t i = 0; t->tpl && i < t->tpl->nfoms; i++)
+            known |= !strcmp(t->tpl->foms[i].name, o);
         if (!known) {
-            rc = TUNE_ERR(err, GPURUN_EXIT_CONFIG,
-                            "tune: --objective '%.64s': not a figure of template '%s', nor cost or energy",
-                            t.objective, t.tpl->name);
-            goto out;
+            gpurun_err(err, GPURUN_EXIT_CONFIG,
+                       "tune: --objective '%.64s': not a figure of template '%s', nor cost or energy", o, t->tpl->name);
+            return -1;
         }
-        t.fom = gpurun_xstrdup(t.objective);
-    } else if (t.tpl && t.tpl->nfoms) {
-        t.fom = gpurun_xstrdup(t.tpl->foms[0].name);
+        t->fom = gpurun_xstrdup(o);
+    } else if (t->tpl && t->tpl->nfoms) {
+        t->fom = gpurun_xstrdup(t->tpl->foms[0].name);
     }
-    if (t.fom && t.tpl)
-        for (size_t i = 0; i < t.tpl->nfoms; i++)
-            if (!strcmp(t.tpl->foms[i].name, t.fom))
-                t.fom_lower = t.tpl->foms[i].better && !strcmp(t.tpl->foms[i].better, "lower");
-    gpurun_tune_session(t.job->name, &t.sp, t.session, sizeof t.session);
-    {
-        char *jd = realpath(t.job->dir, NULL);
-        const char *res = t.results_opt ? t.results_opt : t.job->results;
-        if (res[0] == '/')
-            t.results = gpurun_xstrdup(res);
-        else if (t.results_opt) {
-            char cwd[PATH_MAX];
-            t.results = gpurun_xasprintf("%s/%s", getcwd(cwd, sizeof cwd) ? cwd : ".", res);
-        } else
-            t.results = gpurun_xasprintf("%s/%s", jd ? jd : t.job->dir, res);
-        free(jd);
-    }
-    t.n = gpurun_tune_count(&t.sp);
-    t.c = gpurun_xcalloc(t.n, sizeof *t.c);
-    for (size_t k = 0; k < t.n; k++) {
-        struct cand *cd = &t.c[k];
-        cd->label = gpurun_tune_label(&t.sp, k);
-        cd->sets = gpurun_xcalloc(t.sp.naxes + 1, sizeof *cd->sets);
-        for (size_t a = 0; a < t.sp.naxes; a++)
-            cd->sets[cd->nsets++] = gpurun_xasprintf("%s=%s", t.sp.axes[a].key, gpurun_tune_value(&t.sp, k, a));
+    if (t->fom && t->tpl)
+        for (size_t i = 0; i < t->tpl->nfoms; i++)
+            if (!strcmp(t->tpl->foms[i].name, t->fom))
+                t->fom_lower = t->tpl->foms[i].better && !strcmp(t->tpl->foms[i].better, "lower");
+    return 0;
+}
+
+/* The job, its space, the objective, the results folder and the
+ * candidates with their plans.  0, or -1 with err. */
+static int setup(struct tune *t, bool dry, gpurun_error_t *err)
+{
+    gpurun_topo_t *topo = NULL;
+    int rc = gpurun_job_load(t->job_path, &t->job, err) < 0 || gpurun_template_for_job(t->job, &t->tpl, err) < 0 ||
+                     gpurun_topo_load(NULL, &topo, err) < 0 ||
+                     gpurun_tune_space_make(t->job, t->tpl, topo->ngpus > 0, &t->sp, err) < 0 ||
+                     check_params_axes(t, err) < 0 || choose_objective(t, err) < 0
+                 ? -1
+                 : 0;
+    gpurun_topo_destroy(topo);
+    if (rc < 0)
+        return -1;
+    gpurun_tune_session(t->job->name, &t->sp, t->session, sizeof t->session);
+    char *jd = realpath(t->job->dir, NULL), cwd[PATH_MAX];
+    const char *res = t->results_opt ? t->results_opt : t->job->results;
+    if (res[0] == '/')
+        t->results = gpurun_xstrdup(res);
+    else if (t->results_opt)
+        t->results = gpurun_xasprintf("%s/%s", getcwd(cwd, sizeof cwd) ? cwd : ".", res);
+    else
+        t->results = gpurun_xasprintf("%s/%s", jd ? jd : t->job->dir, res);
+    free(jd);
+    t->n = gpurun_tune_count(&t->sp);
+    t->c = gpurun_xcalloc(t->n, sizeof *t->c);
+    for (size_t k = 0; k < t->n; k++) {
+        struct cand *cd = &t->c[k];
+        cd->label = gpurun_tune_label(&t->sp, k);
+        cd->sets = gpurun_xcalloc(t->sp.naxes + 1, sizeof *cd->sets);
+        for (size_t a = 0; a < t->sp.naxes; a++)
+            cd->sets[cd->nsets++] = gpurun_xasprintf("%s=%s", t->sp.axes[a].key, gpurun_tune_value(&t->sp, k, a));
         cd->dropped_round = -1;
     }
-    if (plan_all(&t, err) < 0 || objective_measurable(&t, dry, err) != 0) {
-        rc = err->code;
-        goto out;
-    }
-    if (dry) {
-        dry_run(&t);
-        goto out;
-    }
+    return plan_all(t, err) < 0 || objective_measurable(t, dry, err) != 0 ? -1 : 0;
+}
+
+/* The search over the runnable candidates, the verdict and the tuned
+ * file: tune's exit status. */
+static int tune_run(struct tune *t, gpurun_error_t *err)
+{
     size_t runnable = 0;
-    for (size_t k = 0; k < t.n; k++)
-        runnable += !t.c[k].pruned;
-    print_candidates(&t);
-    if (!runnable) {
-        rc = TUNE_ERR(err, GPURUN_EXIT_ENV, "tune: no candidate can run on this node (see the reasons above)");
-        goto out;
-    }
-    if (open_job_folder(&t, err) < 0 || read_store(&t, err) < 0) {
-        rc = err->code;
-        goto out;
-    }
-    if (t.reused)
-        printf("gpurun tune: %zu trial%s of this session found in %s: not run again\n", t.reused,
-               t.reused == 1 ? "" : "s", t.results);
-    if ((rc = search(&t, err)) != 0) {
-        write_session(&t, interrupted ? "interrupted" : "failed", NULL);
-        goto out;
+    for (size_t k = 0; k < t->n; k++)
+        runnable += !t->c[k].pruned;
+    print_candidates(t);
+    if (!runnable)
+        return TUNE_ERR(err, GPURUN_EXIT_ENV, "tune: no candidate can run on this node (see the reasons above)");
+    if (open_job_folder(t, err) < 0 || read_store(t, err) < 0)
+        return err->code;
+    if (t->reused)
+        printf("gpurun tune: %zu trial%s of this session found in %s: not run again\n", t->reused,
+               t->reused == 1 ? "" : "s", t->results);
+    int rc = search(t, err);
+    if (rc != 0) {
+        write_session(t, interrupted ? "interrupted" : "failed", NULL);
+        return rc;
     }
     size_t best[OBJ_N];
-    for (int o = 0; o < OBJ_N; o++)
-        best[o] = SIZE_MAX;
-    {
-        size_t second;
-        double cv;
-        best[t.obj] = best_for(&t, t.obj, &second, &cv);
+    report(t, best);
+    if (best[t->obj] == SIZE_MAX) {
+        write_session(t, "failed", NULL);
+        return TUNE_ERR(err, 1, "tune: no candidate gave %s; see the table above", obj_name(t, t->obj));
     }
-    report(&t, best);
-    if (best[t.obj] == SIZE_MAX) {
-        write_session(&t, "failed", NULL);
-        rc = TUNE_ERR(err, 1, "tune: no candidate gave %s; see the table above", obj_name(&t, t.obj));
-        goto out;
-    }
-    write_session(&t, "done", &t.c[best[t.obj]]);
+    write_session(t, "done", &t->c[best[t->obj]]);
     char *tuned = NULL;
-    if (write_tuned(&t, &t.c[best[t.obj]], &tuned, err) < 0) {
-        rc = err->code;
-        goto out;
-    }
-    say_written(&t, tuned);
+    bool same = false;
+    if (write_tuned(t, &t->c[best[t->obj]], &tuned, &same, err) < 0)
+        return err->code;
+    say_written(t, tuned, same);
     free(tuned);
-out:
+    return 0;
+}
+
+int cmd_tune(int argc, char **argv, gpurun_error_t *err)
+{
+    struct tune t = {.next_trial = 1, .jfd = -1};
+    gpurun_select_init(&t.sel);
+    bool dry = false;
+    int rc = parse_args(&t, argc, argv, &dry, err);
+    if (rc == 0 && setup(&t, dry, err) < 0)
+        rc = -1;
+    if (rc < 0)
+        rc = err->code;
+    else if (rc > 0)
+        rc = 0; /* --help */
+    else if (dry)
+        dry_run(&t);
+    else
+        rc = tune_run(&t, err);
     tune_free(&t);
     return rc;
 }

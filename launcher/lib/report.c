@@ -25,6 +25,7 @@
 #include "record.h"
 #include "results.h"
 #include "safefile.h"
+#include "select.h"
 #include "util.h"
 
 /* XML/HTML text and attribute values: the five special characters, and
@@ -364,28 +365,36 @@ static char *values_text(const struct gpurun_report_values *vs)
     return bdone(&b);
 }
 
-/* A run not ok into its job's list: the latest GPURUN_REPORT_FAILED_MAX. */
-static void failed_add(struct gpurun_report_job *job, const struct gpurun_report_config *c, const json_t *run)
+static void listed_free(struct gpurun_report_failed *f)
 {
-    if (job->nfailed_kept == GPURUN_REPORT_FAILED_MAX) {
-        struct gpurun_report_failed *f = &job->failed[0];
-        free(f->start);
-        free(f->config);
-        free(f->state);
-        free(f->reason);
-        free(f->folder);
-        memmove(job->failed, job->failed + 1, (GPURUN_REPORT_FAILED_MAX - 1) * sizeof *job->failed);
-        job->nfailed_kept--;
+    free(f->start);
+    free(f->config);
+    free(f->state);
+    free(f->reason);
+    free(f->folder);
+}
+
+/* A run into one of its job's lists (not ok, busy): the latest
+ * GPURUN_REPORT_FAILED_MAX.  `state` NULL: the record's; `reason` NULL:
+ * the record's failure. */
+static void listed_add(struct gpurun_report_failed **list, size_t *nkept, const struct gpurun_report_config *c,
+                       const json_t *run, const char *state, const char *reason)
+{
+    if (*nkept == GPURUN_REPORT_FAILED_MAX) {
+        listed_free(&(*list)[0]);
+        memmove(*list, *list + 1, (GPURUN_REPORT_FAILED_MAX - 1) * sizeof **list);
+        (*nkept)--;
     }
-    if (!job->failed)
-        job->failed = gpurun_xcalloc(GPURUN_REPORT_FAILED_MAX, sizeof *job->failed);
-    struct gpurun_report_failed *f = &job->failed[job->nfailed_kept++];
-    const char *start = gpurun_record_str(run, GPURUN_REC_START), *state = gpurun_record_str(run, GPURUN_REC_STATE),
-               *rec = gpurun_record_str(run, "record");
+    if (!*list)
+        *list = gpurun_xcalloc(GPURUN_REPORT_FAILED_MAX, sizeof **list);
+    struct gpurun_report_failed *f = &(*list)[(*nkept)++];
+    const char *start = gpurun_record_str(run, GPURUN_REC_START), *rec = gpurun_record_str(run, "record");
+    if (!state)
+        state = gpurun_record_str(run, GPURUN_REC_STATE);
     f->start = gpurun_xstrdup(start ? start : "-");
     f->state = gpurun_xstrdup(state ? state : "unknown");
-    char *reason = gpurun_record_failure_text(run);
-    f->reason = reason ? reason : gpurun_xstrdup("-");
+    char *why = reason ? gpurun_xstrdup(reason) : gpurun_record_failure_text(run);
+    f->reason = why ? why : gpurun_xstrdup("-");
     /* "record" is JOB/RUN-ID/record.json: the folder is what precedes it. */
     const char *slash = rec ? strrchr(rec, '/') : NULL;
     f->folder = slash ? gpurun_xasprintf("%.*s", (int)(slash - rec), rec) : gpurun_xstrdup("-");
@@ -410,44 +419,6 @@ static void reserve_stats(struct gpurun_report_config *c, size_t nfoms)
         c->stats[f].cost = c->stats[f].spot_cost = NAN;
     }
     c->nstats = nfoms;
-}
-
-/* Seconds since the epoch of a record's time, "2025-01-01T00:03:00Z" (a
- * fraction of a second and an offset "+02:00" allowed); false for anything
- * else.  By hand: timegm is no C11, mktime is local time. */
-static bool parse_utc(const char *s, double *t)
-{
-    int y, mo, d, h, mi, sec, used = 0;
-    if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &used) != 6 || used != 19 ||
-        mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60 || y < 0 || h < 0 || mi < 0 ||
-        sec < 0)
-        return false;
-    const char *p = s + used;
-    double frac = 0;
-    if (*p == '.') { /* digits only: a fraction under 1 */
-        size_t digits = strspn(p + 1, "0123456789");
-        if (digits == 0)
-            return false;
-        frac = strtod(p, NULL);
-        p += 1 + digits;
-    }
-    long off = 0;
-    if ((*p == '+' || *p == '-') && strlen(p) == 6 && p[3] == ':') {
-        int oh, om;
-        if (sscanf(p + 1, "%2d:%2d", &oh, &om) != 2 || oh < 0 || oh > 23 || om < 0 || om > 59)
-            return false;
-        off = (*p == '+' ? 1 : -1) * (oh * 3600L + om * 60L);
-    } else if (strcmp(p, "Z") != 0) {
-        return false;
-    }
-    /* Days from 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
-     * days_from_civil). */
-    long yy = mo <= 2 ? y - 1 : y;
-    long era = (yy >= 0 ? yy : yy - 399) / 400, yoe = yy - era * 400;
-    long doy = (153 * (mo > 2 ? mo - 3 : mo + 9) + 2) / 5 + d - 1;
-    long days = era * 146097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719468;
-    *t = (double)days * 86400 + h * 3600 + mi * 60 + sec + frac - (double)off;
-    return true;
 }
 
 /* Two neighbouring points as one: weights under 1, so that figures near
@@ -715,6 +686,11 @@ static void finish_job(struct gpurun_report_job *job)
              * is worth against a difference between configurations. */
             st->cv = st->n >= 2 && st->mean != 0 ? sqrt(st->m2 / (double)(st->n - 1)) / fabs(st->mean) : NAN;
             st->spread_flag = st->cv > GPURUN_REPORT_CV_FLAG;
+            st->arith_mean = st->mean;
+            /* A time figure's mean is the one its speedup is the ratio of:
+             * the inverse of its throughput's mean (every value > 0). */
+            if (job->foms[f].kind == GPURUN_FOM_TIME && st->n && st->inv_n == st->n && st->inv_mean > 0)
+                st->mean = 1 / st->inv_mean;
         }
     }
     if (job->nconfigs > 1)
@@ -731,6 +707,25 @@ gpurun_report_t *gpurun_report_new(void)
     gpurun_report_t *r = gpurun_xcalloc(1, sizeof *r);
     r->building = gpurun_xcalloc(1, sizeof *r->building);
     return r;
+}
+
+/* One run's value of a figure into its configuration's statistics. */
+static void stat_add(struct gpurun_report_stat *st, double v, bool has_start, double start)
+{
+    if (has_start)
+        gpurun_report_history_add(st, start, v);
+    st->min = st->n == 0 || v < st->min ? v : st->min;
+    st->max = st->n == 0 || v > st->max ? v : st->max;
+    st->n++;
+    /* A running mean: the sum of figures near DBL_MAX overflows; the
+     * squared deviations (Welford) for the spread. */
+    double before = st->n > 1 ? st->mean : v;
+    st->mean = (st->mean - st->mean / (double)st->n) + v / (double)st->n;
+    st->m2 += (v - before) * (v - st->mean);
+    if (v > 0 && isfinite(1 / v)) { /* a time figure's throughput: its inverse */
+        st->inv_n++;
+        st->inv_mean += (1 / v - st->inv_mean) / (double)st->inv_n;
+    }
 }
 
 void gpurun_report_add(gpurun_report_t *r, const json_t *run)
@@ -781,8 +776,19 @@ void gpurun_report_add(gpurun_report_t *r, const json_t *run)
         c->nfailed++;
         job->nfailed++;
         r->nfailed++;
-        failed_add(job, c, run);
+        listed_add(&job->failed, &job->nfailed_kept, c, run, NULL, NULL);
         return;
+    }
+    /* A busy run's figures are likely low: listed, out of the means. */
+    if (gpurun_run_busy(run)) {
+        r->nbusy++;
+        job->nbusy++;
+        c->nbusy++;
+        if (!r->include_busy) {
+            const char *why = gpurun_record_str(json_object_get(run, GPURUN_REC_CONDITIONS), GPURUN_REC_CONDITIONS_WHY);
+            listed_add(&job->busy, &job->nbusy_kept, c, run, "busy", why ? why : "busy");
+            return;
+        }
     }
     c->nok++;
     double price = gpurun_record_num(run, GPURUN_REC_PRICE_PER_GPU_HOUR),
@@ -797,7 +803,7 @@ void gpurun_report_add(gpurun_report_t *r, const json_t *run)
         c->currency = gpurun_xstrdup(cur);
     }
     double start = 0;
-    bool has_start = parse_utc(gpurun_record_str(run, GPURUN_REC_START), &start);
+    bool has_start = gpurun_parse_utc(gpurun_record_str(run, GPURUN_REC_START), &start);
     gpurun_report_energy_add(job, c, run, has_start ? start : NAN);
     const char *model = gpurun_record_str(run, GPURUN_REC_GPU_MODEL);
     if (model && !c->gpu_model)
@@ -810,23 +816,8 @@ void gpurun_report_add(gpurun_report_t *r, const json_t *run)
     json_object_foreach(json_object_get(run, GPURUN_REC_FOMS), fname, fom)
     {
         double v;
-        if (!json_is_object(fom) || !gpurun_record_fom_value(fom, &v))
-            continue;
-        struct gpurun_report_stat *st = &c->stats[find_fom(job, fname, fom)];
-        if (has_start)
-            gpurun_report_history_add(st, start, v);
-        st->min = st->n == 0 || v < st->min ? v : st->min;
-        st->max = st->n == 0 || v > st->max ? v : st->max;
-        st->n++;
-        /* A running mean: the sum of figures near DBL_MAX overflows; the
-         * squared deviations (Welford) for the spread. */
-        double before = st->n > 1 ? st->mean : v;
-        st->mean = (st->mean - st->mean / (double)st->n) + v / (double)st->n;
-        st->m2 += (v - before) * (v - st->mean);
-        if (v > 0 && isfinite(1 / v)) { /* a time figure's throughput: its inverse */
-            st->inv_n++;
-            st->inv_mean += (1 / v - st->inv_mean) / (double)st->inv_n;
-        }
+        if (json_is_object(fom) && gpurun_record_fom_value(fom, &v))
+            stat_add(&c->stats[find_fom(job, fname, fom)], v, has_start, start);
     }
 }
 
@@ -894,19 +885,18 @@ void gpurun_report_destroy(gpurun_report_t *r)
             gpurun_report_energy_free(cf);
         }
         free(job->configs);
-        for (size_t i = 0; i < job->nfailed_kept; i++) {
-            free(job->failed[i].start);
-            free(job->failed[i].config);
-            free(job->failed[i].state);
-            free(job->failed[i].reason);
-            free(job->failed[i].folder);
-        }
+        for (size_t i = 0; i < job->nfailed_kept; i++)
+            listed_free(&job->failed[i]);
         free(job->failed);
+        for (size_t i = 0; i < job->nbusy_kept; i++)
+            listed_free(&job->busy[i]);
+        free(job->busy);
         free(job->params_fixed);
         free(job->name);
         free(job->template_name);
     }
     free(r->jobs);
+    free(r->selection);
     free(r);
 }
 
@@ -1235,7 +1225,7 @@ static struct table where_table(const struct gpurun_report_job *job)
 }
 
 /* The runs not ok: when, which configuration, state, reason, folder. */
-static struct table failed_table(const struct gpurun_report_job *job)
+static struct table listed_table(const struct gpurun_report_failed *list, size_t n)
 {
     struct table t = {0};
     table_col(&t, "start (UTC)", false);
@@ -1243,10 +1233,10 @@ static struct table failed_table(const struct gpurun_report_job *job)
     table_col(&t, "state", false);
     table_col(&t, "reason", false);
     table_col(&t, "folder", false);
-    t.nrows = job->nfailed_kept;
+    t.nrows = n;
     t.cells = gpurun_xcalloc(t.nrows * t.ncols + 1, sizeof *t.cells);
-    for (size_t r = 0; r < job->nfailed_kept; r++) {
-        const struct gpurun_report_failed *f = &job->failed[r];
+    for (size_t r = 0; r < n; r++) {
+        const struct gpurun_report_failed *f = &list[r];
         char **row = &t.cells[r * t.ncols];
         row[0] = gpurun_xstrdup(f->start);
         row[1] = gpurun_xstrdup(f->config);
@@ -1315,16 +1305,21 @@ static void table_print(const struct table *t, FILE *out)
 }
 
 static const char definitions[] =
+    "mean = the arithmetic mean over the runs, for throughput and other figures; for time figures "
+    "(hour/ns, s) the harmonic mean (the inverse of the mean throughput), the mean their speedup is "
+    "the ratio of, so that a smaller time is always a speedup above 1; "
     "speedup = mean / mean of the smallest configuration with the same params, for throughput "
-    "figures; for time figures (hour/ns, s) the same ratio of the means of their inverse, the "
-    "throughput, so that hour_per_ns and ns_per_day agree; none for other figures (iterations, a "
+    "figures; for time figures (hour/ns, s) that configuration's mean / this one's, "
+    "so that hour_per_ns and ns_per_day agree; none for other figures (iterations, a "
     "residual); efficiency = speedup / (GPUs / GPUs of that configuration), ranks "
     "for a CPU-only job; min\u2013max and CV (standard deviation / mean) are the spread over the "
     "repeats, flagged ! above 5%; cost = GPUs x price per GPU-hour x hours the configuration takes "
     "for one unit of work at the mean figure (for ns/day: GPUs x price / (ns_per_day / 24) "
     "per ns), on demand and spot, from the prices the records carry (a site profile); - "
     "where there is none.  Only runs of state ok are averaged; the others are counted as "
-    "failed.";
+    "failed.  A run whose record says busy (other processes took a share of its cores or GPUs, "
+    "or they throttled: its figures are likely low) is listed and left out of the means, unless "
+    "--include-busy.";
 
 /* The params of a job of one series (with several, each row shows its
  * own); NULL when none. */
@@ -1539,7 +1534,14 @@ static void print_job(const struct gpurun_report_job *job, FILE *out)
     if (job->nfailed) {
         fprintf(out, "\n  Runs not ok: %zu%s (folders in the results folder)\n", job->nfailed,
                 job->nfailed > job->nfailed_kept ? ", the latest shown" : "");
-        struct table t = failed_table(job);
+        struct table t = listed_table(job->failed, job->nfailed_kept);
+        table_print(&t, out);
+        table_free(&t);
+    }
+    if (job->nbusy_kept) {
+        fprintf(out, "\n  Busy runs, left out of the means: %zu%s\n", job->nbusy,
+                job->nbusy > job->nbusy_kept ? ", the latest shown" : "");
+        struct table t = listed_table(job->busy, job->nbusy_kept);
         table_print(&t, out);
         table_free(&t);
     }
@@ -1557,12 +1559,38 @@ static void print_job(const struct gpurun_report_job *job, FILE *out)
     print_history(job, out);
 }
 
+/* What the report's heading says once of the runs it read: the selection,
+ * and the busy runs left out of the means (or kept); NULL: nothing. */
+static char *report_said(const gpurun_report_t *r)
+{
+    struct gpurun_strbuf b = {0};
+    if (r->selection && *r->selection)
+        gpurun_strbuf_printf(&b, "Runs selected: %s.", r->selection);
+    if (r->nbusy && !r->include_busy)
+        gpurun_strbuf_printf(&b, "%s%zu busy run%s (other processes on %s cores or GPUs, or throttling: figures "
+                             "likely low) left out of the means and listed under %s job; --include-busy keeps "
+                             "them.", b.len ? " " : "", r->nbusy, r->nbusy == 1 ? "" : "s",
+                             r->nbusy == 1 ? "its" : "their", r->nbusy == 1 ? "its" : "their");
+    else if (r->nbusy)
+        gpurun_strbuf_printf(&b, "%s%zu busy run%s kept in the means (--include-busy): %s figures are likely "
+                             "low.", b.len ? " " : "", r->nbusy, r->nbusy == 1 ? "" : "s",
+                             r->nbusy == 1 ? "its" : "their");
+    return b.s;
+}
+
 void gpurun_report_print(const gpurun_report_t *r, const char *source, FILE *out)
 {
     char *src = gpurun_printable(source);
     fprintf(out, "gpurun report of %s: %zu run%s of %zu job%s, %zu not ok\n", src, r->nruns,
             r->nruns == 1 ? "" : "s", r->njobs, r->njobs == 1 ? "" : "s", r->nfailed);
     free(src);
+    char *said = report_said(r);
+    if (said) {
+        char *p = gpurun_printable(said);
+        fprintf(out, "%s\n", p);
+        free(p);
+        free(said);
+    }
     for (size_t j = 0; j < r->njobs; j++)
         print_job(&r->jobs[j], out);
     if (!r->njobs)
@@ -2526,6 +2554,13 @@ char *gpurun_report_html(const gpurun_report_t *r, const char *source)
             r->njobs, r->njobs == 1 ? "" : "s", r->nfailed);
     besc(&b, source);
     gpurun_strbuf_printf(&b, "</code>; written %s by gpurun %s.</p>\n", stamp, PACKAGE_VERSION);
+    char *said = report_said(r);
+    if (said) {
+        gpurun_strbuf_puts(&b, "<p class=\"warn\">");
+        besc(&b, said);
+        gpurun_strbuf_puts(&b, "</p>\n");
+        free(said);
+    }
 
     for (size_t j = 0; j < r->njobs; j++) {
         const struct gpurun_report_job *job = &r->jobs[j];
@@ -2577,7 +2612,14 @@ char *gpurun_report_html(const gpurun_report_t *r, const char *source)
         if (job->nfailed) {
             gpurun_strbuf_printf(&b, "<h3>Runs not ok <span class=\"meta\">(%zu%s; folders in the results "
                     "folder)</span></h3>\n", job->nfailed, job->nfailed > job->nfailed_kept ? ", the latest shown" : "");
-            struct table t = failed_table(job);
+            struct table t = listed_table(job->failed, job->nfailed_kept);
+            html_table(&b, &t);
+            table_free(&t);
+        }
+        if (job->nbusy_kept) {
+            gpurun_strbuf_printf(&b, "<h3>Busy runs, left out of the means <span class=\"meta\">(%zu%s)</span></h3>\n",
+                                 job->nbusy, job->nbusy > job->nbusy_kept ? ", the latest shown" : "");
+            struct table t = listed_table(job->busy, job->nbusy_kept);
             html_table(&b, &t);
             table_free(&t);
         }

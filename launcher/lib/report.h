@@ -61,7 +61,12 @@ struct gpurun_report_point {
 
 struct gpurun_report_stat {
     size_t n;                   /* runs of state ok with this figure */
-    double mean, min, max;      /* NAN when n = 0 */
+    /* NAN when n = 0.  Of a time figure (hour/ns, s), once finished, the
+     * harmonic mean (1 / the mean of its inverse, the throughput): the
+     * mean whose ratio its speedup is, so that a row never reads slower
+     * beside a speedup above 1 (issue 39); of others the arithmetic mean. */
+    double mean, min, max;
+    double arith_mean;          /* the arithmetic mean of every kind (the spread is about it) */
     double m2;                  /* sum of squared deviations (Welford), for the variance */
     double cv;                  /* sample standard deviation / mean; NAN under 2 runs or mean 0 */
     bool spread_flag;           /* cv > GPURUN_REPORT_CV_FLAG */
@@ -99,6 +104,7 @@ struct gpurun_report_config {
     struct gpurun_report_values hosts, cpu_models, gpu_models, program_versions, gpurun_versions;
     size_t series;     /* index of its params among the job's */
     size_t nok, nfailed;
+    size_t nbusy;      /* ok runs whose record says busy, left out of the means (unless include_busy) */
     double price, spot_price;         /* per GPU-hour; NAN: none */
     char *currency;                   /* NULL: none */
     struct gpurun_report_stat *stats; /* one per figure of the job */
@@ -157,6 +163,12 @@ struct gpurun_report_job {
     char *params_fixed; /* the params every configuration has alike, "key=value ..."; NULL none */
     struct gpurun_report_failed *failed; /* the latest GPURUN_REPORT_FAILED_MAX, oldest first */
     size_t nfailed_kept;
+    /* Ok runs that ran busy (the record's conditions.busy): left out of the
+     * means and listed as the failed ones are (state "busy", reason the
+     * record's conditions.why), unless the report includes them. */
+    size_t nbusy;
+    struct gpurun_report_failed *busy;
+    size_t nbusy_kept;
     /* The history shown: the main figure of the configuration with the
      * most runs in its history (ties: the first, the smallest), when it has
      * 2 or more; -1 none. */
@@ -223,6 +235,11 @@ typedef struct gpurun_report {
     struct gpurun_report_job *jobs; /* by name */
     size_t njobs;
     size_t nruns, nfailed;
+    /* Set before the runs are added: busy runs count in the means too
+     * (`--include-busy`); nbusy counts them either way. */
+    bool include_busy;
+    size_t nbusy;
+    char *selection; /* the runs selected, in words (select.h), said in the heading; NULL: every run */
     struct gpurun_report_building *building; /* between new and finish */
 } gpurun_report_t;
 

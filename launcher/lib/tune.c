@@ -378,6 +378,16 @@ static bool better(const struct gpurun_tune_cand *a, const struct gpurun_tune_ca
     return lower_better ? mean_of(a) < mean_of(b) : mean_of(a) > mean_of(b);
 }
 
+/* b beats a on (mean, resources): a mean as good and resources as few,
+ * one of them strictly. */
+static bool dominates(const struct gpurun_tune_cand *b, const struct gpurun_tune_cand *a, bool lower_better)
+{
+    double ma = mean_of(a), mb = mean_of(b);
+    bool as_good = lower_better ? mb <= ma : mb >= ma;
+    int f = gpurun_tune_fewer(b, a);
+    return as_good && f <= 0 && (f < 0 || mb != ma);
+}
+
 size_t gpurun_tune_best(const struct gpurun_tune_cand *c, size_t n, bool lower_better, double cv)
 {
     size_t top = SIZE_MAX;
@@ -394,7 +404,52 @@ size_t gpurun_tune_best(const struct gpurun_tune_cand *c, size_t n, bool lower_b
         if (f < 0 || (f == 0 && better(&c[i], &c[pick], lower_better)))
             pick = i;
     }
+    /* Resources are an objective (ties go to fewer): no candidate may beat
+     * the pick on both, or the pick would be outside the Pareto set.  One
+     * with a better mean outside the noise of the top cannot be, but tie
+     * tests of unequal spreads can make it so: then it is the pick.  Each
+     * step moves to one that dominates, so at most n steps. */
+    for (size_t step = 0; step < n; step++) {
+        size_t next = SIZE_MAX;
+        for (size_t i = 0; i < n && next == SIZE_MAX; i++)
+            if (i != pick && c[i].alive && c[i].n && dominates(&c[i], &c[pick], lower_better))
+                next = i;
+        if (next == SIZE_MAX)
+            break;
+        pick = next;
+    }
     return pick;
+}
+
+void gpurun_tune_pareto(const struct gpurun_tune_cand *c, size_t n, size_t nobj, const double *means,
+                        const bool *lower, bool *in)
+{
+    for (size_t a = 0; a < n; a++) {
+        in[a] = c[a].alive;
+        for (size_t o = 0; o < nobj && in[a]; o++)
+            in[a] = !isnan(means[a * nobj + o]);
+    }
+    for (size_t a = 0; a < n; a++) {
+        bool dominated = false;
+        for (size_t b = 0; b < n && in[a] && !dominated; b++) {
+            if (b == a || !c[b].alive)
+                continue;
+            /* b at least as good on every objective, resources included,
+             * and better on one */
+            int f = gpurun_tune_fewer(&c[b], &c[a]);
+            bool all = f <= 0, strict = f < 0;
+            for (size_t o = 0; o < nobj && all; o++) {
+                double x = means[a * nobj + o], y = means[b * nobj + o];
+                if (isnan(y) || (lower[o] ? y > x : y < x))
+                    all = false;
+                else if (y != x)
+                    strict = true;
+            }
+            dominated = all && strict;
+        }
+        if (dominated)
+            in[a] = false;
+    }
 }
 
 static bool rank_lower_better; /* qsort has no context: set just before each sort */
@@ -439,6 +494,30 @@ size_t gpurun_tune_halve(struct gpurun_tune_cand *c, size_t n, bool lower_better
     for (size_t i = 0; i < n; i++)
         alive += c[i].alive && c[i].n;
     free(order);
+    return alive;
+}
+
+/* The last two alive, each measured twice or more (their repeats say what
+ * the noise is): when one is better beyond the noise, the other is no
+ * longer alive (true); tied, or with one run, false. */
+static bool last_two_apart(struct gpurun_tune_cand *c, size_t n, bool lower_better, double cv)
+{
+    struct gpurun_tune_cand *two[2];
+    size_t m = 0;
+    for (size_t k = 0; k < n && m < 2; k++)
+        if (c[k].alive && c[k].n)
+            two[m++] = &c[k];
+    if (m != 2 || two[0]->n < 2 || two[1]->n < 2 || gpurun_tune_tied(two[0], two[1], cv))
+        return false;
+    two[better(two[0], two[1], lower_better) ? 1 : 0]->alive = false;
+    return true;
+}
+
+size_t gpurun_tune_round(struct gpurun_tune_cand *c, size_t n, bool lower_better, double cv)
+{
+    size_t alive = gpurun_tune_halve(c, n, lower_better, cv);
+    if (alive == 2 && last_two_apart(c, n, lower_better, cv))
+        alive = 1;
     return alive;
 }
 

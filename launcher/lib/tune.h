@@ -97,14 +97,28 @@ int gpurun_tune_fewer(const struct gpurun_tune_cand *a, const struct gpurun_tune
 
 /* The best alive candidate with runs: the best mean, and among those tied
  * with it the one using the fewest resources (then the better mean).
- * SIZE_MAX when none has runs. */
+ * Resources are an objective: no alive candidate has both a mean as good
+ * and resources as few (one strictly), so the pick is always in the
+ * Pareto set of gpurun_tune_pareto().  SIZE_MAX when none has runs. */
 size_t gpurun_tune_best(const struct gpurun_tune_cand *c, size_t n, bool lower_better, double cv);
+
+/* The Pareto set: in[k] true for each alive candidate k with a value of
+ * every objective (means[k * nobj + o], NAN: none) that no other alive one
+ * beats, at least as good on every objective and on resources (GPUs, then
+ * ranks, then threads, as ties go) and better on one. */
+void gpurun_tune_pareto(const struct gpurun_tune_cand *c, size_t n, size_t nobj, const double *means,
+                        const bool *lower, bool *in);
 
 /* One round of successive halving: of the alive candidates with runs, the
  * better half (rounded up) stays, with every candidate tied with the
  * worst kept one or with the best; the rest are no longer alive.  Returns
  * how many stay alive. */
 size_t gpurun_tune_halve(struct gpurun_tune_cand *c, size_t n, bool lower_better, double cv);
+
+/* One decision of the search: gpurun_tune_halve(), then, with two left
+ * that were measured twice or more each and are apart beyond the noise,
+ * the worse one dropped.  Returns how many stay alive. */
+size_t gpurun_tune_round(struct gpurun_tune_cand *c, size_t n, bool lower_better, double cv);
 
 /* The confidence that `best` beats `other` (the probability, under a
  * normal model of the two means, that the difference has best's sign),
