@@ -163,8 +163,8 @@ static int chunk_parse(const char *s, size_t n, struct pbs_chunk *c)
         char *end;
         errno = 0;
         c->count = strtol(s, &end, 10);
-        if (errno || c->count < 1 || (end != s + n && *end != ':'))
-            return -1;
+        if (errno || c->count < 1 || (end != s + n && (*end != ':' || end + 1 == s + n)))
+            return -1; /* "2:" names no resource */
         at = (size_t)(end - s) + (end != s + n);
     }
     while (at < n) {

@@ -184,13 +184,16 @@ EOF
 
 # The jobs' environment (PBS_HOME/pbs_environment, which pbs_habitat
 # creates): PBS's commands on PATH and this complex's pbs.conf, so that qstat
-# works inside a job.
+# works inside a job; the complex runs root's jobs only (acl_roots), and
+# Open MPI runs as root only when told so.
 job_environment() {
     envf=$HOME_DIR/pbs_environment
-    grep -v '^PATH=\|^PBS_CONF_FILE=' "$envf" 2>/dev/null >"$envf.new"
+    grep -v '^PATH=\|^PBS_CONF_FILE=\|^OMPI_ALLOW_RUN_AS_ROOT' "$envf" 2>/dev/null >"$envf.new"
     {
         echo "PATH=$EXEC/bin:/usr/local/bin:/usr/bin:/bin"
         echo "PBS_CONF_FILE=$CONF"
+        echo "OMPI_ALLOW_RUN_AS_ROOT=1"
+        echo "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
     } >>"$envf.new"
     mv "$envf.new" "$envf"
 }
