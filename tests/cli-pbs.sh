@@ -199,8 +199,9 @@ id=$(sed -n 's/^Submitted batch job //p' "$TMP/out")
 wait_job "$id"
 ok $? "... PBS ended it"
 d=$(last_run long)
-grep -q "=>> PBS: job killed: walltime" "$W"/results/long/long.e* 2>/dev/null
+grep -rqs "=>> PBS: job killed: walltime" "$W/results/long/"
 ok $? "... mom said why in the job's standard error"
+[ -n "$d" ] || ls -la "$W/results/long/" | sed 's/^/#   /' 
 jq -e '.state == "timeout" and .exit_status == 124 and (.failure.reason | test("time limit"))' \
     "$d/record.json" >/dev/null
 ok $? "... the record: timeout, exit 124, the allocation's time limit ($(jq -c '.failure.reason' "$d/record.json"))"
