@@ -178,7 +178,7 @@ static char *select_value(const struct gpurun_rm_batch *b)
 /* PBS's job name: the job's, with what the server refuses written '_'. */
 static char *job_name(const char *job)
 {
-    char *n = gpurun_xstrndup(job, JOBNAME_MAX);
+    char *n = gpurun_xstrndup(job, strnlen(job, JOBNAME_MAX)); /* copies n bytes */
     for (char *p = n; *p; p++)
         if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || strchr("-_+.", *p)))
             *p = '_';
