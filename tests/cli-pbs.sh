@@ -204,7 +204,7 @@ ok $? "... mom said why in the job's standard error"
 [ -n "$d" ] || ls -la "$W/results/long/" | sed 's/^/#   /' 
 jq -e '.state == "timeout" and .exit_status == 124 and (.failure.reason | test("time limit"))' \
     "$d/record.json" >/dev/null
-ok $? "... the record: timeout, exit 124, the allocation's time limit ($(jq -c '.failure.reason' "$d/record.json"))"
+ok $? "... the record: timeout, exit 124, the allocation's time limit ($(jq -c '[.state, .exit_status, .failure.reason]' "$d/record.json"))"
 
 # ---- the water box ------------------------------------------------------------------
 if gmx_needs_rdtscp; then
