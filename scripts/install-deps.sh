@@ -14,6 +14,12 @@ PACKAGES="build-essential autoconf automake libtool pkg-config
   jq man-db
   clang libclang-rt-14-dev
   python3-torch python3-torchvision libslurm-dev charliecloud podman busybox-static"
+# OpenPBS's build (scripts/install-pbs.sh, from ../shared/vendor: Debian
+# does not package it) and its test complex (PostgreSQL, namespaces).
+PACKAGES="$PACKAGES
+  libx11-dev libxt-dev libedit-dev libical-dev libncurses-dev postgresql postgresql-contrib
+  postgresql-server-dev-all python3-dev tcl-dev tk-dev swig libexpat1-dev libssl-dev libxext-dev libxft-dev
+  libcjson-dev iproute2 util-linux bc"
 # mpich: Hydra's mpirun, which tests/cli-run.sh runs as an MPICH install has
 # it; its alternatives rank below Open MPI's (40 against 50), so `mpirun`
 # stays Open MPI's.

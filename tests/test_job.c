@@ -64,7 +64,7 @@ static const struct bad bad[] = {
     {"list for a single value", "nodes = {1, 2}\n", 0,
      "job.conf:1: key 'nodes': expected one value, not a list"},
     {"bad enum, near a valid value", "launcher = \"mpi\"\n", 0,
-     "job.conf:1: key 'launcher': 'mpi' is not one of auto, mpirun, srun, flux, local (did you mean "
+     "job.conf:1: key 'launcher': 'mpi' is not one of auto, mpirun, srun, flux, pbs, local (did you mean "
      "'mpirun'?)"},
     {"bad enum", "gpu_visibility = \"everything\"\n", 0,
      "job.conf:1: key 'gpu_visibility': 'everything' is not one of isolate, shared"},
@@ -93,7 +93,7 @@ static const struct bad bad[] = {
     {"line break in an env value", "env { A = \"1\n2\" }\n", 0,
      "job.conf:1: key 'env.A': control character 0x0a (line break) in the value"},
     {"control character in a value, shown escaped", "launcher = \"srun\x1b[2J\"\n", 0,
-     "job.conf:1: key 'launcher': 'srun\\x1b[2J' is not one of auto, mpirun, srun, flux, local (did you "
+     "job.conf:1: key 'launcher': 'srun\\x1b[2J' is not one of auto, mpirun, srun, flux, pbs, local (did you "
      "mean 'srun'?)"},
     {"NUL byte", "nodes = 1\nrepeat = 2\0\n", sizeof "nodes = 1\nrepeat = 2\0\n" - 1,
      "job.conf:2: NUL byte in the file"},

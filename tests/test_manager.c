@@ -46,7 +46,8 @@ static void test_found(void)
        "each launch command's manager; mpirun and local have none");
     const gpurun_rm_plugin_t *m = NULL;
     gpurun_error_t err = {0};
-    ok(gpurun_rm_find("pbs", &m, &err) < 0 && err.code == GPURUN_EXIT_ENV && strstr(err.text, "built in are slurm and flux"),
+    ok(gpurun_rm_find("lsf", &m, &err) < 0 && err.code == GPURUN_EXIT_ENV &&
+           strstr(err.text, "built in are slurm, flux and pbs"),
        "an unknown manager: exit 3, naming the built-in ones (%s)", err.text);
 }
 
@@ -94,7 +95,7 @@ static void test_submit_choice(void)
     clear_env();
     ok(gpurun_rm_for_submit("auto", NULL, &m, why, sizeof why, &err) == 0 && !strcmp(m->name, "slurm"),
        "... else Slurm, as before there was a choice (%s)", why);
-    ok(gpurun_rm_for_submit("auto", "pbs", &m, why, sizeof why, &err) < 0 && strstr(err.text, "no rm 'pbs'"),
+    ok(gpurun_rm_for_submit("auto", "lsf", &m, why, sizeof why, &err) < 0 && strstr(err.text, "no rm 'lsf'"),
        "... a scheduler with no plugin: refused (%s)", err.text);
 }
 

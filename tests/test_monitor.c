@@ -97,7 +97,7 @@ static void test_shared_objects(void)
            "the missing monitor message");
     ok(gpurun_launcher_find("nosuch", &l, &err) < 0 && err.code == GPURUN_EXIT_ENV, "no such launcher");
     is_str(err.text,
-           "no launcher 'nosuch': built in are mpirun, srun, flux and local; plugins are looked for as "
+           "no launcher 'nosuch': built in are mpirun, srun, flux, pbs and local; plugins are looked for as "
            "launcher_nosuch.so in $GPURUN_PLUGIN_PATH and " GPURUN_PKGLIBDIR,
            "the missing launcher message");
     /* A plugin another user could have changed is code gpurun will not run. */

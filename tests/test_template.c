@@ -822,7 +822,7 @@ static void test_set_bad(void)
         {base_job, "threads_per_rank=2.5",
          "--set threads_per_rank=2.5: key 'threads_per_rank': expected an integer, got '2.5'"},
         {base_job, "launcher=mpi",
-         "--set launcher=mpi: key 'launcher': 'mpi' is not one of auto, mpirun, srun, flux, local (did "
+         "--set launcher=mpi: key 'launcher': 'mpi' is not one of auto, mpirun, srun, flux, pbs, local (did "
          "you mean 'mpirun'?)"},
         {base_job, "smt=maybe", "--set smt=maybe: key 'smt': expected true or false, got 'maybe'"},
         {base_job, "timeout=30 minutes",

@@ -27,6 +27,17 @@
 #include "topology.h"
 #include "util.h"
 
+/* The site's resource manager when it writes batch scripts (Slurm, PBS):
+ * gpurun submit sends jobs to its compute nodes.  NULL: none. */
+static const gpurun_rm_plugin_t *site_batch_rm(const gpurun_site_t *s)
+{
+    const gpurun_rm_plugin_t *rm = NULL;
+    gpurun_error_t ignored = {0};
+    if (!s || gpurun_rm_find(s->scheduler, &rm, &ignored) < 0 || !rm->batch_script)
+        return NULL;
+    return rm;
+}
+
 static const char init_usage[] =
     "Usage: gpurun init [--template NAME] [--site NAME] [-o FILE] [--topology FILE.xml] [--force]\n"
     "\n"
@@ -239,7 +250,7 @@ static int make_layout(const gpurun_topo_t *t, bool xml_given, const gpurun_site
     /* A login node of a GPU cluster: lay the job out for the compute nodes
      * the site profile describes, which is what `gpurun submit` sends it to. */
     if (gpus == 0 && !xml_given && !pol->cpu_only && site && site->gpus_per_node > 0 &&
-        !strcmp(site->scheduler, "slurm")) {
+        site_batch_rm(site)) {
         lay->for_site = true;
         bool enough = site->gpus_per_node >= pol->min_ranks;
         lay->ranks_per_node = enough ? site->gpus_per_node : pol->min_ranks;
@@ -391,7 +402,7 @@ static void put_header(FILE *f, const struct init_ctx *c)
         for (size_t i = 0; i < s->nmodules; i++)
             gpurun_strbuf_printf(&mods, " %s", s->modules[i]);
         put_comment(f, "  modules: module load%s%s", mods.s,
-                    !strcmp(s->scheduler, "slurm") ? "   (submit's batch script loads them; for gpurun run, load them)"
+                    site_batch_rm(s) ? "   (submit's batch script loads them; for gpurun run, load them)"
                                                    : "   (before gpurun run)");
         free(mods.s);
     }
@@ -401,21 +412,24 @@ static void put_header(FILE *f, const struct init_ctx *c)
     put_comment(f, "Check it, then run it:");
     put_comment(f, "  gpurun run %s --dry-run     what would run: launcher command, binding, environment",
                 c->file_shown);
-    if (!strcmp(s->scheduler, "slurm")) {
-        put_comment(f, "  gpurun submit %s --dry-run  the Slurm batch script, not submitted", c->file_shown);
-        put_comment(f, "  gpurun submit %s            submit it with sbatch", c->file_shown);
+    const gpurun_rm_plugin_t *rm = site_batch_rm(s);
+    if (rm) {
+        put_comment(f, "  gpurun submit %s --dry-run  the %s batch script, not submitted", c->file_shown, rm->title);
+        put_comment(f, "  gpurun submit %s            submit it with %s", c->file_shown, rm->submit_command);
     }
     put_comment(f, "  gpurun run %s               run it%s", c->file_shown,
-                !strcmp(s->scheduler, "slurm") ? " (inside an allocation: salloc, or the batch script)" : " here");
+                rm ? " (inside an allocation, or the batch script)" : " here");
     fputs("#   gpurun results; gpurun report    its runs and figures of merit\n\n", f);
 }
 
 static const char *launcher_line(const gpurun_site_t *s, char *why, size_t len)
 {
-    if (!strcmp(s->launcher, "srun")) {
-        /* "srun" would refuse to run outside an allocation (exit 3), even
-         * for --dry-run on a login node; auto picks srun inside one. */
-        snprintf(why, len, "auto: srun in an allocation (as %s), else mpirun | local", s->name);
+    const gpurun_rm_plugin_t *rm = gpurun_rm_of_launcher(s->launcher);
+    if (rm) {
+        /* "srun" ("pbs") would refuse to run outside an allocation (exit
+         * 3), even for --dry-run on a login node; auto picks it inside one. */
+        snprintf(why, len, "auto: %s in a %s allocation (as %s), else mpirun | local", s->launcher, rm->title,
+                 s->name);
         return "auto";
     }
     if (!strcmp(s->launcher, "auto"))

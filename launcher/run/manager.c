@@ -22,10 +22,12 @@
 
 extern const gpurun_rm_plugin_t gpurun_rm_slurm;
 extern const gpurun_rm_plugin_t gpurun_rm_flux;
+extern const gpurun_rm_plugin_t gpurun_rm_pbs;
 
 const gpurun_rm_plugin_t *const gpurun_rm_builtin[] = {
     &gpurun_rm_slurm,
     &gpurun_rm_flux,
+    &gpurun_rm_pbs,
     NULL,
 };
 
