@@ -1572,6 +1572,224 @@ static void stopped_notes(struct run_ctx *c, struct run_attempt *a, char *also, 
                  a->oc.killed ? "killed with the launcher after the grace period" : "their rank steps were killed");
 }
 
+/* The record's reason, cut to its one line (a rank's own error or the
+ * silent ranks' list can be longer). */
+static void why_set(struct run_attempt *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void why_set(struct run_attempt *a, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a->why, sizeof a->why, fmt, ap);
+    va_end(ap);
+}
+
+/* What decide_outcome found, for the function of the case it is. */
+struct ended {
+    struct run_ctx *c;
+    struct run_attempt *a;
+    bool own;        /* a rank failed on its own, not after it was told to stop */
+    bool collateral; /* ... killed by a signal while others were lost with their host */
+    enum gpurun_rm_end cancel;
+};
+
+static int ended_stalled(struct ended *e, gpurun_error_t *err)
+{
+    struct run_ctx *c = e->c;
+    struct run_attempt *a = e->a;
+    char also[1600];
+    int rc;
+    const char *verdict = NULL;
+    gpurun_stall_now(a->stall, &verdict);
+    rc = GPURUN_EXIT_STALLED;
+    a->state = GPURUN_STATE_STALLED;
+    json_t *st = gpurun_stall_record(a->stall);
+    json_t *culprit = json_array_get(json_object_get(st, "culprits"), 0);
+    a->why_rank = culprit ? (int)json_integer_value(json_object_get(culprit, "rank")) : -1;
+    json_decref(st);
+    snprintf(a->why, sizeof a->why, "stalled: %s", verdict ? verdict : "no progress");
+    stopped_notes(c, a, also, sizeof also);
+    gpurun_err(err, rc, "%s; on_stall = \"kill\": every rank was stopped%s; run folder %s", a->why, also,
+               a->run_dir);
+    return rc;
+}
+
+static int ended_time_limit(struct ended *e, gpurun_error_t *err)
+{
+    struct run_ctx *c = e->c;
+    struct run_attempt *a = e->a;
+    const struct gpurun_outcome *oc = &a->oc;
+    const struct rank_result *rr = &a->rr;
+    char also[1600];
+    int rc;
+    /* Slurm's time limit sends SIGTERM to gpurun too, in a batch step:
+     * still a time limit, not an interruption. */
+    rc = GPURUN_EXIT_TIMEOUT;
+    a->state = GPURUN_STATE_TIMEOUT;
+    a->why_rank = e->own ? rr->failed_rank : 0;
+    if (oc->timed_out)
+        snprintf(a->why, sizeof a->why, "time limit of %lds reached (the job's timeout)", c->job->timeout_s);
+    else
+        snprintf(a->why, sizeof a->why, "the allocation's time limit was reached (%s cancelled the step)",
+                 c->rm->title);
+    a->stops_job = !oc->timed_out;
+    stopped_notes(c, a, also, sizeof also);
+    gpurun_err(err, rc, "%s: every rank was stopped%s; run folder %s", a->why, also, a->run_dir);
+    return rc;
+}
+
+static int ended_node_failure(struct ended *e, gpurun_error_t *err)
+{
+    struct run_ctx *c = e->c;
+    struct run_attempt *a = e->a;
+    const struct rank_result *rr = &a->rr;
+    int rc;
+    /* Slurm cancelled the job because a node failed: it sends gpurun
+     * SIGTERM too, in a batch step, but the lost host is the cause. */
+    rc = GPURUN_EXIT_ENV;
+    a->state = GPURUN_STATE_FAILED;
+    a->why_rank = rr->first_lost;
+    const char *h = json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)rr->first_lost), "host"));
+    snprintf(a->why, sizeof a->why, "lost with its host %s (%s: a node failed)", h ? h : "?", c->rm->title);
+    a->stops_job = true;
+    lost_hosts_error(c, a, false, rc, err);
+    return rc;
+}
+
+static int ended_interrupted(struct ended *e, gpurun_error_t *err)
+{
+    struct run_ctx *c = e->c;
+    struct run_attempt *a = e->a;
+    const struct gpurun_outcome *oc = &a->oc;
+    const struct rank_result *rr = &a->rr;
+    char also[1600];
+    int rc;
+    char sb[32];
+    rc = 128 + oc->interrupted;
+    a->state = GPURUN_STATE_INTERRUPTED;
+    a->why_rank = e->own ? rr->failed_rank : -1; /* a Ctrl-C is nobody's failure */
+    snprintf(a->why, sizeof a->why, "interrupted by %s", sig_abbrev(oc->interrupted, sb, sizeof sb));
+    a->stops_job = true;
+    stopped_notes(c, a, also, sizeof also);
+    gpurun_err(err, rc, "%s (%s): every rank was stopped%s; run folder %s", a->why, strsignal(oc->interrupted),
+               also, a->run_dir);
+    return rc;
+}
+
+static int ended_unwritten(struct ended *e, gpurun_error_t *err)
+{
+    struct run_attempt *a = e->a;
+    const struct rank_result *rr = &a->rr;
+    int rc = GPURUN_EXIT_ENV;
+    a->state = GPURUN_STATE_FAILED;
+    snprintf(a->why, sizeof a->why, "the ranks' statuses could not be kept");
+    gpurun_err(err, rc, "the ranks ended, but their statuses could not be kept: %s; run folder %s", rr->unwritten,
+               a->run_dir);
+    return rc;
+}
+
+static int ended_lost(struct ended *e, gpurun_error_t *err)
+{
+    struct run_ctx *c = e->c;
+    struct run_attempt *a = e->a;
+    const struct rank_result *rr = &a->rr;
+    int rc = GPURUN_EXIT_ENV;
+    a->state = GPURUN_STATE_FAILED;
+    a->why_rank = rr->first_lost;
+    const char *h = json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)rr->first_lost), "host"));
+    snprintf(a->why, sizeof a->why, "lost with its host %s (the host, or %s's link to it, failed)", h ? h : "?",
+             c->launcher->name);
+    lost_hosts_error(c, a, e->collateral, rc, err);
+    return rc;
+}
+
+static int ended_own_failure(struct ended *e, gpurun_error_t *err)
+{
+    struct run_ctx *c = e->c;
+    struct run_attempt *a = e->a;
+    const struct rank_result *rr = &a->rr;
+    int rc = rr->failed_code;
+    a->state = GPURUN_STATE_FAILED;
+    a->why_rank = rr->failed_rank;
+    if (rr->failed_error[0])
+        why_set(a, "could not start: %s", rr->failed_error);
+    else
+        status_text(rc, a->why, sizeof a->why);
+    read_rank_tail(c, a, a->why_rank);
+    char *cause = rr->failed_error[0] ? NULL : gpurun_rank_tail_reason(&a->tail);
+    failed_rank_error(a, rc, cause, err);
+    if (cause)
+        snprintf(a->why, sizeof a->why, "%s", cause);
+    free(cause);
+    return rc;
+}
+
+static int ended_silent(struct ended *e, gpurun_error_t *err)
+{
+    struct run_ctx *c = e->c;
+    struct run_attempt *a = e->a;
+    const struct gpurun_outcome *oc = &a->oc;
+    const struct rank_result *rr = &a->rr;
+    int rc;
+    /* On gpurun's own host, which is not lost: their rank steps were
+     * killed without a chance to report (SIGKILL). */
+    rc = oc->launcher_status ? oc->launcher_status : GPURUN_EXIT_ENV;
+    a->state = GPURUN_STATE_FAILED;
+    why_set(a, "ranks ended without a report: %s", rr->silent);
+    gpurun_err(err, rc,
+               "%s: these ranks started and their rank steps were killed before they could report how their "
+               "program ended (SIGKILL: the kernel's out-of-memory killer, or a kill -9); the other ranks were "
+               "stopped; %s exit status %d; run folder %s",
+               rr->silent, c->launcher->name, oc->launcher_status, a->run_dir);
+    return rc;
+}
+
+static int ended_stopped_outside(struct ended *e, gpurun_error_t *err)
+{
+    struct run_attempt *a = e->a;
+    const struct rank_result *rr = &a->rr;
+    int rc;
+    /* Every rank that failed was told to stop first, and not by gpurun:
+     * scancel, the batch system, or someone's kill. */
+    char sb[32];
+    int r = rr->failed_rank >= 0 ? rr->failed_rank : rr->stop_rank;
+    rc = rr->failed_rank >= 0 ? rr->failed_code : 128 + rr->stop_signal;
+    a->state = GPURUN_STATE_INTERRUPTED;
+    a->why_rank = r;
+    snprintf(a->why, sizeof a->why, "stopped from outside gpurun by %s",
+             sig_abbrev(rr->stop_signal, sb, sizeof sb));
+    a->stops_job = true;
+    const char *h = json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)r), "host"));
+    gpurun_err(err, rc,
+               "the ranks were stopped from outside gpurun: rank %d on %s was the first told to stop, by %s "
+               "(scancel, the batch system, or a kill); run folder %s",
+               r, h ? h : "?", sb, a->run_dir);
+    return rc;
+}
+
+static int ended_launcher_failed(struct ended *e, gpurun_error_t *err)
+{
+    struct run_ctx *c = e->c;
+    struct run_attempt *a = e->a;
+    const struct gpurun_outcome *oc = &a->oc;
+    int rc;
+    a->state = GPURUN_STATE_FAILED;
+    rc = launcher_failed_error(c, a, err);
+    snprintf(a->why, sizeof a->why, "%s failed (exit status %d)", c->launcher->name, oc->launcher_status);
+    return rc;
+}
+
+static int ended_ok(struct ended *e, gpurun_error_t *err)
+{
+    struct run_ctx *c = e->c;
+    struct run_attempt *a = e->a;
+    int rc = check_results(c, &a->names, a->run_dir, &a->foms, a->refs, &a->state, err);
+    if (rc != 0) {
+        a->why_rank = 0;
+        snprintf(a->why, sizeof a->why, "%.590s", err->text);
+    }
+    return rc;
+}
+
 /* How the run ended, from the launch's outcome and what the ranks
  * reported: the exit status, a->state, the message in err, and whose
  * output and which reason the record's failure gives (a->why_rank,
@@ -1581,134 +1799,40 @@ static int decide_outcome(struct run_ctx *c, struct run_attempt *a, gpurun_error
 {
     const struct gpurun_outcome *oc = &a->oc;
     const struct rank_result *rr = &a->rr;
-    int rc;
-    char also[1600];
     a->state = GPURUN_STATE_OK;
     a->why_rank = -1;
     a->why[0] = '\0';
     /* A rank that failed on its own, not after it was told to stop. */
-    bool own = rr->failed_rank >= 0 && !rr->failed_stopped;
+    struct ended e = {.c = c, .a = a};
+    e.own = rr->failed_rank >= 0 && !rr->failed_stopped;
     /* A rank killed by a signal while others were lost with their host
      * was stopped because of that loss (SIGTERM, SIGKILL), or crashed in its
      * MPI library when the peer vanished (Open MPI's TCP transport can
      * SIGSEGV then): the lost host is the cause, the rank is said beside it.
      * A rank that exited with a code of its own stays the cause. */
-    bool collateral = own && rr->failed_code > 128 && !rr->failed_error[0];
-    enum gpurun_rm_end cancel = manager_ended(c, a);
-    if (oc->stalled) {
-        const char *verdict = NULL;
-        gpurun_stall_now(a->stall, &verdict);
-        rc = GPURUN_EXIT_STALLED;
-        a->state = GPURUN_STATE_STALLED;
-        json_t *st = gpurun_stall_record(a->stall);
-        json_t *culprit = json_array_get(json_object_get(st, "culprits"), 0);
-        a->why_rank = culprit ? (int)json_integer_value(json_object_get(culprit, "rank")) : -1;
-        json_decref(st);
-        snprintf(a->why, sizeof a->why, "stalled: %s", verdict ? verdict : "no progress");
-        stopped_notes(c, a, also, sizeof also);
-        gpurun_err(err, rc, "%s; on_stall = \"kill\": every rank was stopped%s; run folder %s", a->why, also,
-                   a->run_dir);
-    } else if (oc->timed_out || cancel == GPURUN_RM_END_TIME_LIMIT) {
-        /* Slurm's time limit sends SIGTERM to gpurun too, in a batch step:
-         * still a time limit, not an interruption. */
-        rc = GPURUN_EXIT_TIMEOUT;
-        a->state = GPURUN_STATE_TIMEOUT;
-        a->why_rank = own ? rr->failed_rank : 0;
-        if (oc->timed_out)
-            snprintf(a->why, sizeof a->why, "time limit of %lds reached (the job's timeout)", c->job->timeout_s);
-        else
-            snprintf(a->why, sizeof a->why, "the allocation's time limit was reached (%s cancelled the step)",
-                     c->rm->title);
-        a->stops_job = !oc->timed_out;
-        stopped_notes(c, a, also, sizeof also);
-        gpurun_err(err, rc, "%s: every rank was stopped%s; run folder %s", a->why, also, a->run_dir);
-    } else if (cancel == GPURUN_RM_END_NODE_FAILURE && rr->nlost) {
-        /* Slurm cancelled the job because a node failed: it sends gpurun
-         * SIGTERM too, in a batch step, but the lost host is the cause. */
-        rc = GPURUN_EXIT_ENV;
-        a->state = GPURUN_STATE_FAILED;
-        a->why_rank = rr->first_lost;
-        const char *h = json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)rr->first_lost), "host"));
-        snprintf(a->why, sizeof a->why, "lost with its host %s (%s: a node failed)", h ? h : "?", c->rm->title);
-        a->stops_job = true;
-        lost_hosts_error(c, a, false, rc, err);
-    } else if (oc->interrupted) {
-        char sb[32];
-        rc = 128 + oc->interrupted;
-        a->state = GPURUN_STATE_INTERRUPTED;
-        a->why_rank = own ? rr->failed_rank : -1; /* a Ctrl-C is nobody's failure */
-        snprintf(a->why, sizeof a->why, "interrupted by %s", sig_abbrev(oc->interrupted, sb, sizeof sb));
-        a->stops_job = true;
-        stopped_notes(c, a, also, sizeof also);
-        gpurun_err(err, rc, "%s (%s): every rank was stopped%s; run folder %s", a->why, strsignal(oc->interrupted),
-                   also, a->run_dir);
-    } else if (rr->unwritten[0] && rr->failed_rank < 0) {
-        rc = GPURUN_EXIT_ENV;
-        a->state = GPURUN_STATE_FAILED;
-        snprintf(a->why, sizeof a->why, "the ranks' statuses could not be kept");
-        gpurun_err(err, rc, "the ranks ended, but their statuses could not be kept: %s; run folder %s", rr->unwritten,
-                   a->run_dir);
-    } else if (rr->nlost && (!own || collateral)) {
-        rc = GPURUN_EXIT_ENV;
-        a->state = GPURUN_STATE_FAILED;
-        a->why_rank = rr->first_lost;
-        const char *h = json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)rr->first_lost), "host"));
-        snprintf(a->why, sizeof a->why, "lost with its host %s (the host, or %s's link to it, failed)", h ? h : "?",
-                 c->launcher->name);
-        lost_hosts_error(c, a, collateral, rc, err);
-    } else if (own) {
-        rc = rr->failed_code;
-        a->state = GPURUN_STATE_FAILED;
-        a->why_rank = rr->failed_rank;
-        if (rr->failed_error[0])
-            snprintf(a->why, sizeof a->why, "could not start: %s", rr->failed_error);
-        else
-            status_text(rc, a->why, sizeof a->why);
-        read_rank_tail(c, a, a->why_rank);
-        char *cause = rr->failed_error[0] ? NULL : gpurun_rank_tail_reason(&a->tail);
-        failed_rank_error(a, rc, cause, err);
-        if (cause)
-            snprintf(a->why, sizeof a->why, "%s", cause);
-        free(cause);
-    } else if (rr->nsilent) {
-        /* On gpurun's own host, which is not lost: their rank steps were
-         * killed without a chance to report (SIGKILL). */
-        rc = oc->launcher_status ? oc->launcher_status : GPURUN_EXIT_ENV;
-        a->state = GPURUN_STATE_FAILED;
-        snprintf(a->why, sizeof a->why, "ranks ended without a report: %s", rr->silent);
-        gpurun_err(err, rc,
-                   "%s: these ranks started and their rank steps were killed before they could report how their "
-                   "program ended (SIGKILL: the kernel's out-of-memory killer, or a kill -9); the other ranks were "
-                   "stopped; %s exit status %d; run folder %s",
-                   rr->silent, c->launcher->name, oc->launcher_status, a->run_dir);
-    } else if (rr->failed_rank >= 0 || rr->nstopped) {
-        /* Every rank that failed was told to stop first, and not by gpurun:
-         * scancel, the batch system, or someone's kill. */
-        char sb[32];
-        int r = rr->failed_rank >= 0 ? rr->failed_rank : rr->stop_rank;
-        rc = rr->failed_rank >= 0 ? rr->failed_code : 128 + rr->stop_signal;
-        a->state = GPURUN_STATE_INTERRUPTED;
-        a->why_rank = r;
-        snprintf(a->why, sizeof a->why, "stopped from outside gpurun by %s",
-                 sig_abbrev(rr->stop_signal, sb, sizeof sb));
-        a->stops_job = true;
-        const char *h = json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)r), "host"));
-        gpurun_err(err, rc,
-                   "the ranks were stopped from outside gpurun: rank %d on %s was the first told to stop, by %s "
-                   "(scancel, the batch system, or a kill); run folder %s",
-                   r, h ? h : "?", sb, a->run_dir);
-    } else if (oc->launcher_status != 0 || rr->finished < c->plan->nranks) {
-        a->state = GPURUN_STATE_FAILED;
-        rc = launcher_failed_error(c, a, err);
-        snprintf(a->why, sizeof a->why, "%s failed (exit status %d)", c->launcher->name, oc->launcher_status);
-    } else {
-        rc = check_results(c, &a->names, a->run_dir, &a->foms, a->refs, &a->state, err);
-        if (rc != 0) {
-            a->why_rank = 0;
-            snprintf(a->why, sizeof a->why, "%.590s", err->text);
-        }
-    }
-    return rc;
+    e.collateral = e.own && rr->failed_code > 128 && !rr->failed_error[0];
+    e.cancel = manager_ended(c, a);
+    if (oc->stalled)
+        return ended_stalled(&e, err);
+    if (oc->timed_out || e.cancel == GPURUN_RM_END_TIME_LIMIT)
+        return ended_time_limit(&e, err);
+    if (e.cancel == GPURUN_RM_END_NODE_FAILURE && rr->nlost)
+        return ended_node_failure(&e, err);
+    if (oc->interrupted)
+        return ended_interrupted(&e, err);
+    if (rr->unwritten[0] && rr->failed_rank < 0)
+        return ended_unwritten(&e, err);
+    if (rr->nlost && (!e.own || e.collateral))
+        return ended_lost(&e, err);
+    if (e.own)
+        return ended_own_failure(&e, err);
+    if (rr->nsilent)
+        return ended_silent(&e, err);
+    if (rr->failed_rank >= 0 || rr->nstopped)
+        return ended_stopped_outside(&e, err);
+    if (oc->launcher_status != 0 || rr->finished < c->plan->nranks)
+        return ended_launcher_failed(&e, err);
+    return ended_ok(&e, err);
 }
 
 /* A run that did not end ok keeps what its program printed: a stopped
@@ -2324,66 +2448,57 @@ out:
     return rc;
 }
 
-static void dry_run(struct run_ctx *c, char *const *app, const struct gpurun_launch_cmds *cmds,
-                    char *const *plan_step, const struct gpurun_kvlist *env)
+/* A dry run's line on GPUs shared by several ranks, and CUDA MPS. */
+static void dry_run_mps(const struct run_ctx *c)
 {
-    gpurun_say(stdout, "# gpurun dry run of job %s: nothing is started\n", c->job->name);
-    gpurun_say(stdout, "# launcher: %s\n", c->launcher_why);
-    if (c->gdr)
-        gpurun_say(stdout, "# gpudirect = %s: on for %lld of %d ranks\n",
-                   json_string_value(json_object_get(c->gdr, "mode")),
-                   json_integer_value(json_object_get(c->gdr, "on_ranks")), c->plan->nranks);
-    if (c->alloc_note[0])
-        gpurun_say(stdout, "# allocation: %s\n", c->alloc_note);
-    if (c->plan->req.ranks_per_gpu > 1 || gpurun_mps_wanted(c->plan)) {
-        char control[PATH_MAX], groups[256] = "";
-        size_t gl = 0;
-        int shown = 0;
-        for (int r = 0; r < c->plan->nranks && c->plan->ranks[r].node == 0 && gl < sizeof groups - 8; r++) {
-            const gpurun_rank_plan_t *rk = &c->plan->ranks[r];
-            if (rk->gpu_first_rank != rk->local_rank || rk->gpu_nranks < 2)
-                continue;
-            gl += (size_t)snprintf(groups + gl, sizeof groups - gl, "%s%d-%d", shown ? ", " : "", r,
-                                   r + rk->gpu_nranks - 1);
-            if (++shown == 4 && r + rk->gpu_nranks < c->plan->nranks) {
-                snprintf(groups + gl, sizeof groups - gl, ", ...");
-                break;
-            }
+    char control[PATH_MAX], groups[256] = "";
+    size_t gl = 0;
+    int shown = 0;
+    for (int r = 0; r < c->plan->nranks && c->plan->ranks[r].node == 0 && gl < sizeof groups - 8; r++) {
+        const gpurun_rank_plan_t *rk = &c->plan->ranks[r];
+        if (rk->gpu_first_rank != rk->local_rank || rk->gpu_nranks < 2)
+            continue;
+        gl += (size_t)snprintf(groups + gl, sizeof groups - gl, "%s%d-%d", shown ? ", " : "", r,
+                               r + rk->gpu_nranks - 1);
+        if (++shown == 4 && r + rk->gpu_nranks < c->plan->nranks) {
+            snprintf(groups + gl, sizeof groups - gl, ", ...");
+            break;
         }
-        bool local = !strcmp(c->launcher->name, "local"), found = gpurun_mps_find_control(control, sizeof control);
-        const char *other_hosts = local ? "" : "; the first rank step of each other host starts its own";
-        bool none = !gpurun_mps_wanted(c->plan) || c->job->mps == GPURUN_MPS_OFF;
-        gpurun_say(stdout, "# ranks_per_gpu = %d: ranks %s share a GPU each; mps = %s: %s%s\n",
-                   c->plan->req.ranks_per_gpu, groups[0] ? groups : "(none)", gpurun_mps_mode_name(c->job->mps),
-                   none    ? "no CUDA MPS daemon"
-                   : found ? "one CUDA MPS daemon would start on this host (" GPURUN_MPS_CONTROL " -d)"
-                           : GPURUN_MPS_CONTROL " is not on PATH here: no daemon",
-                   none ? "" : other_hosts);
     }
-    for (size_t i = 0; c->tpl && i < c->tpl->nsetup; i++)
-        gpurun_say(stdout, "# setup %zu: %s\n", i + 1, c->tpl->setup[i]);
-    if (c->hpl.active) {
-        char what[160];
-        gpurun_hpl_edit_text(&c->hpl, what, sizeof what);
-        gpurun_say(stdout, "# then in %s (HPL's input): %s\n", c->tpl->hpl_dat, what);
-    }
-    if (c->tpl && c->tpl->rank_env) {
-        const char *mode = gpurun_kvlist_get(env, GPURUN_ENV_RENDEZVOUS);
-        if (mode && !strcmp(mode, "file"))
-            gpurun_say(stdout,
-                       "# rank environment: %s; rendezvous = file: %s (no network port; the script passes $%s to "
-                       "init_process_group), bound %s s\n",
-                       c->tpl->rank_env, gpurun_kvlist_get(env, GPURUN_ENV_INIT_METHOD), GPURUN_ENV_INIT_METHOD,
-                       gpurun_kvlist_get(env, GPURUN_ENV_RENDEZVOUS_TIMEOUT));
-        else
-            gpurun_say(stdout, "# rank environment: %s; rendezvous = %s at %s:%s (%s), bound %s s\n", c->tpl->rank_env,
-                       mode ? mode : "?", gpurun_kvlist_get(env, "MASTER_ADDR"), gpurun_kvlist_get(env, "MASTER_PORT"),
-                       mode && !strcmp(mode, "store")
-                           ? "gpurun hosts torch's TCPStore on this host, holding its port until the ranks end; every "
-                             "rank is its client"
-                           : "rank 0 hosts the store on a port chosen at start: free until rank 0 binds it",
-                       gpurun_kvlist_get(env, GPURUN_ENV_RENDEZVOUS_TIMEOUT));
-    }
+    bool local = !strcmp(c->launcher->name, "local"), found = gpurun_mps_find_control(control, sizeof control);
+    const char *other_hosts = local ? "" : "; the first rank step of each other host starts its own";
+    bool none = !gpurun_mps_wanted(c->plan) || c->job->mps == GPURUN_MPS_OFF;
+    gpurun_say(stdout, "# ranks_per_gpu = %d: ranks %s share a GPU each; mps = %s: %s%s\n",
+               c->plan->req.ranks_per_gpu, groups[0] ? groups : "(none)", gpurun_mps_mode_name(c->job->mps),
+               none    ? "no CUDA MPS daemon"
+               : found ? "one CUDA MPS daemon would start on this host (" GPURUN_MPS_CONTROL " -d)"
+                       : GPURUN_MPS_CONTROL " is not on PATH here: no daemon",
+               none ? "" : other_hosts);
+}
+
+/* A dry run's line on torchrun's rendezvous. */
+static void dry_run_rendezvous(const struct run_ctx *c, const struct gpurun_kvlist *env)
+{
+    const char *mode = gpurun_kvlist_get(env, GPURUN_ENV_RENDEZVOUS);
+    if (mode && !strcmp(mode, "file"))
+        gpurun_say(stdout,
+                   "# rank environment: %s; rendezvous = file: %s (no network port; the script passes $%s to "
+                   "init_process_group), bound %s s\n",
+                   c->tpl->rank_env, gpurun_kvlist_get(env, GPURUN_ENV_INIT_METHOD), GPURUN_ENV_INIT_METHOD,
+                   gpurun_kvlist_get(env, GPURUN_ENV_RENDEZVOUS_TIMEOUT));
+    else
+        gpurun_say(stdout, "# rank environment: %s; rendezvous = %s at %s:%s (%s), bound %s s\n", c->tpl->rank_env,
+                   mode ? mode : "?", gpurun_kvlist_get(env, "MASTER_ADDR"), gpurun_kvlist_get(env, "MASTER_PORT"),
+                   mode && !strcmp(mode, "store")
+                       ? "gpurun hosts torch's TCPStore on this host, holding its port until the ranks end; every "
+                         "rank is its client"
+                       : "rank 0 hosts the store on a port chosen at start: free until rank 0 binds it",
+                   gpurun_kvlist_get(env, GPURUN_ENV_RENDEZVOUS_TIMEOUT));
+}
+
+/* A dry run's lines on the container, up to the program's. */
+static void dry_run_container(const struct run_ctx *c)
+{
     if (c->ctr) {
         gpurun_say(stdout, "# container: %s; image %s%s%s\n", c->ctr->why, c->ctr->image,
                    c->ctr->digest ? ", digest " : "", c->ctr->digest ? c->ctr->digest : "");
@@ -2401,19 +2516,11 @@ static void dry_run(struct run_ctx *c, char *const *app, const struct gpurun_lau
     } else {
         gpurun_say(stdout, "# program: ");
     }
-    print_quoted(app);
-    if (plan_step) {
-        gpurun_say(stdout,
-                   "# pyxis on %d nodes: first a step outside the image plans each host gpurun does not (one task per "
-                   "node; no CUDA MPS daemon there), then the container step:\n",
-                   c->plan->req.nodes);
-        print_quoted(plan_step);
-    }
-    for (int i = 0; i < cmds->count; i++) {
-        for (char **e = cmds->env[i]; e && *e; e++)
-            gpurun_say(stdout, "%s ", *e);
-        print_quoted(cmds->argv[i]);
-    }
+}
+
+/* A dry run's table of the ranks' binding, then each rank's environment. */
+static void dry_run_ranks(const struct run_ctx *c, const struct gpurun_kvlist *env)
+{
     gpurun_say(stdout, "\n%-5s %-4s %-5s %-6s %-20s %-4s %-6s %-20s %s\n", "rank", "node", "local", "GPU", "NIC", "aff",
                "NUMA", "cpus", "threads");
     for (int r = 0; r < c->plan->nranks; r++) {
@@ -2441,6 +2548,45 @@ static void dry_run(struct run_ctx *c, char *const *app, const struct gpurun_lau
         }
         gpurun_say(stdout, "\n");
     }
+}
+
+static void dry_run(struct run_ctx *c, char *const *app, const struct gpurun_launch_cmds *cmds,
+                    char *const *plan_step, const struct gpurun_kvlist *env)
+{
+    gpurun_say(stdout, "# gpurun dry run of job %s: nothing is started\n", c->job->name);
+    gpurun_say(stdout, "# launcher: %s\n", c->launcher_why);
+    if (c->gdr)
+        gpurun_say(stdout, "# gpudirect = %s: on for %lld of %d ranks\n",
+                   json_string_value(json_object_get(c->gdr, "mode")),
+                   json_integer_value(json_object_get(c->gdr, "on_ranks")), c->plan->nranks);
+    if (c->alloc_note[0])
+        gpurun_say(stdout, "# allocation: %s\n", c->alloc_note);
+    if (c->plan->req.ranks_per_gpu > 1 || gpurun_mps_wanted(c->plan))
+        dry_run_mps(c);
+    for (size_t i = 0; c->tpl && i < c->tpl->nsetup; i++)
+        gpurun_say(stdout, "# setup %zu: %s\n", i + 1, c->tpl->setup[i]);
+    if (c->hpl.active) {
+        char what[160];
+        gpurun_hpl_edit_text(&c->hpl, what, sizeof what);
+        gpurun_say(stdout, "# then in %s (HPL's input): %s\n", c->tpl->hpl_dat, what);
+    }
+    if (c->tpl && c->tpl->rank_env)
+        dry_run_rendezvous(c, env);
+    dry_run_container(c);
+    print_quoted(app);
+    if (plan_step) {
+        gpurun_say(stdout,
+                   "# pyxis on %d nodes: first a step outside the image plans each host gpurun does not (one task per "
+                   "node; no CUDA MPS daemon there), then the container step:\n",
+                   c->plan->req.nodes);
+        print_quoted(plan_step);
+    }
+    for (int i = 0; i < cmds->count; i++) {
+        for (char **e = cmds->env[i]; e && *e; e++)
+            gpurun_say(stdout, "%s ", *e);
+        print_quoted(cmds->argv[i]);
+    }
+    dry_run_ranks(c, env);
     for (size_t w = 0; w < c->plan->nwarnings; w++)
         gpurun_say(stdout, "warning: %s\n", c->plan->warnings[w]);
 }
@@ -2635,204 +2781,264 @@ static int check_inputs(const struct run_ctx *c, gpurun_error_t *err)
     return rc;
 }
 
-int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun_error_t *err)
+/* The job and run folders are mounted at their own paths. */
+static int run_folders_mountable(const struct run_ctx *c, gpurun_error_t *err)
 {
-    struct run_ctx c = {.job = job, .opts = opts};
-    int rc = 0;
-    c.job_dir = realpath(job->dir, NULL);
-    if (!c.job_dir)
-        c.job_dir = abs_path(job->dir, ".");
-    if (gpurun_template_for_job(job, &c.tpl, err) < 0 || gpurun_site_for_job(job, &c.site, err) < 0 ||
-        (!job->nscan && check_inputs(&c, err) < 0)) { /* a scan's: per configuration, below */
-        rc = err->code;
-        goto out;
-    }
-    /* MPS folders the ranks are pointed at: none of another user's. */
-    if (gpurun_mps_check_env(job, err) < 0) {
-        rc = err->code;
-        goto out;
-    }
-    /* A container: its runtime, image and mounts settled before anything starts. */
-    if (gpurun_container_resolve(&job->container, c.tpl ? &c.tpl->container : NULL,
-                                 c.site ? &c.site->container : NULL, gpurun_job_section_origin(job, "container.image"),
-                                 gpurun_job_origin(job, "container.mounts"),
-                                 gpurun_job_section_origin(job, "container.runtime"), job->launcher,
-                                 &c.ctr, err) < 0) {
-        rc = err->code;
-        goto out;
-    }
-    if (c.ctr)
-        container_inside(&c);
-    if (gpurun_topo_load(NULL, &c.topo, err) < 0 ||
-        gpurun_launcher_choose(job->launcher, &c.launcher, c.launcher_why, sizeof c.launcher_why, err) < 0) {
-        rc = err->code;
-        goto out;
-    }
-    struct gpurun_rm_alloc alloc;
-    c.rm = gpurun_rm_of_launcher(c.launcher->name);
-    if (!c.rm)
-        c.rm = gpurun_rm_current(&alloc);
-    if (c.ctr && !strcmp(c.ctr->runtime, "pyxis") && strcmp(c.launcher->name, "srun")) {
-        gpurun_err(err, GPURUN_EXIT_CONFIG,
-                   "%s: key 'container.runtime': pyxis runs only under launcher = \"srun\" (srun "
-                   "--container-image), and this job's launcher is %s (%s); nothing was started",
-                   gpurun_job_section_origin(job, "container.runtime"), c.launcher->name, c.launcher_why);
-        rc = err->code;
-        goto out;
-    }
-    const char *results = opts->results ? opts->results : job->results;
-    /* Absolute: ranks start in the run folder and must find it by name. */
-    c.results = abs_path(opts->results ? "." : c.job_dir, results);
-    /* The job and run folders are mounted at their own paths. */
-    for (int i = 0; c.ctr && i < 2; i++) {
-        const char *folder = i ? c.results : c.job_dir;
-        const char *bad = gpurun_container_path_problem(c.ctr, folder);
+    for (int i = 0; c->ctr && i < 2; i++) {
+        const char *folder = i ? c->results : c->job_dir;
+        const char *bad = gpurun_container_path_problem(c->ctr, folder);
         if (bad) {
             char *shown = gpurun_printable(folder);
             gpurun_err(err, GPURUN_EXIT_CONFIG,
                        "the %s %s holds %s: %s mounts it in the container at its own path and cannot carry that; "
                        "nothing was started: %s",
-                       i ? "results folder" : "job's folder", shown, bad, c.ctr->runtime,
+                       i ? "results folder" : "job's folder", shown, bad, c->ctr->runtime,
                        i ? "choose another results folder (job key 'results' or --results)"
                          : "move the job file to a folder whose path has none");
             free(shown);
-            rc = err->code;
-            goto out;
+            return err->code;
         }
     }
+    return 0;
+}
 
-    /* One configuration per scan combination, each run `repeat` times.  The
-     * whole scan is planned first: a configuration this node cannot run
-     * stops it before anything ran.  A failed run does not stop the sweep
-     * (the summary says what failed; the exit status is the first
-     * failure's); an interrupted one does. */
-    size_t ncombo = gpurun_scan_count(job), first = 0, last = ncombo;
-    if (opts->configuration && (size_t)opts->configuration > ncombo) {
-        gpurun_err(err, rc = GPURUN_EXIT_CONFIG, "--configuration %ld: the job's scan has %zu configuration%s",
-                   opts->configuration, ncombo, ncombo == 1 ? " (it has no scan)" : "s");
-        goto out;
+/* Everything a job needs before its first configuration: the template,
+ * site, inputs, MPS folders, container, topology, launcher and manager,
+ * and the results folder.  0, or an exit status with err. */
+static int run_prepare(struct run_ctx *c, gpurun_error_t *err)
+{
+    gpurun_job_t *job = c->job;
+    const struct gpurun_run_opts *opts = c->opts;
+    c->job_dir = realpath(job->dir, NULL);
+    if (!c->job_dir)
+        c->job_dir = abs_path(job->dir, ".");
+    if (gpurun_template_for_job(job, &c->tpl, err) < 0 || gpurun_site_for_job(job, &c->site, err) < 0 ||
+        (!job->nscan && check_inputs(c, err) < 0)) /* a scan's: per configuration, below */
+        return err->code;
+    /* MPS folders the ranks are pointed at: none of another user's. */
+    if (gpurun_mps_check_env(job, err) < 0)
+        return err->code;
+    /* A container: its runtime, image and mounts settled before anything starts. */
+    if (gpurun_container_resolve(&job->container, c->tpl ? &c->tpl->container : NULL,
+                                 c->site ? &c->site->container : NULL, gpurun_job_section_origin(job, "container.image"),
+                                 gpurun_job_origin(job, "container.mounts"),
+                                 gpurun_job_section_origin(job, "container.runtime"), job->launcher,
+                                 &c->ctr, err) < 0)
+        return err->code;
+    if (c->ctr)
+        container_inside(c);
+    if (gpurun_topo_load(NULL, &c->topo, err) < 0 ||
+        gpurun_launcher_choose(job->launcher, &c->launcher, c->launcher_why, sizeof c->launcher_why, err) < 0)
+        return err->code;
+    struct gpurun_rm_alloc alloc;
+    c->rm = gpurun_rm_of_launcher(c->launcher->name);
+    if (!c->rm)
+        c->rm = gpurun_rm_current(&alloc);
+    if (c->ctr && !strcmp(c->ctr->runtime, "pyxis") && strcmp(c->launcher->name, "srun")) {
+        gpurun_err(err, GPURUN_EXIT_CONFIG,
+                   "%s: key 'container.runtime': pyxis runs only under launcher = \"srun\" (srun "
+                   "--container-image), and this job's launcher is %s (%s); nothing was started",
+                   gpurun_job_section_origin(job, "container.runtime"), c->launcher->name, c->launcher_why);
+        return err->code;
     }
-    if (opts->configuration) { /* one configuration of the scan: a batch job of gpurun submit */
-        first = (size_t)opts->configuration - 1;
-        last = first + 1;
+    const char *results = opts->results ? opts->results : job->results;
+    /* Absolute: ranks start in the run folder and must find it by name. */
+    c->results = abs_path(opts->results ? "." : c->job_dir, results);
+    return run_folders_mountable(c, err);
+}
+
+/* A sweep: the configurations first..last of the scan, each run `repeat`
+ * times, and a row per run for the summary when there is more than one. */
+struct sweep {
+    size_t ncombo, first, last;
+    size_t runs, nrows;
+    struct scan_row *rows; /* NULL: one run, or a dry run */
+    int stopped_rc;        /* the interruption's status */
+};
+
+/* Which configurations run (--configuration K: only the K-th, a batch job
+ * of gpurun submit), each checked before any runs. */
+static int sweep_create(struct run_ctx *c, struct sweep *w, gpurun_error_t *err)
+{
+    gpurun_job_t *job = c->job;
+    const struct gpurun_run_opts *opts = c->opts;
+    *w = (struct sweep){.ncombo = gpurun_scan_count(job)};
+    w->last = w->ncombo;
+    if (opts->configuration && (size_t)opts->configuration > w->ncombo)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "--configuration %ld: the job's scan has %zu configuration%s",
+                          opts->configuration, w->ncombo, w->ncombo == 1 ? " (it has no scan)" : "s");
+    if (opts->configuration) {
+        w->first = (size_t)opts->configuration - 1;
+        w->last = w->first + 1;
     }
-    if (job->nscan && check_scan_configs(&c, job, first, last, ncombo, err) != 0) {
-        rc = err->code;
-        goto out;
-    }
-    size_t runs = 0, nrows = (last - first) * (size_t)(job->repeat > 0 ? job->repeat : 1);
-    struct scan_row *rows = !opts->dry_run && nrows > 1 ? gpurun_xcalloc(nrows, sizeof *rows) : NULL;
-    for (size_t j = 0; rows && j < nrows; j++) { /* each "not run" until it runs */
+    if (job->nscan && check_scan_configs(c, job, w->first, w->last, w->ncombo, err) != 0)
+        return -1;
+    w->nrows = (w->last - w->first) * (size_t)(job->repeat > 0 ? job->repeat : 1);
+    w->rows = !opts->dry_run && w->nrows > 1 ? gpurun_xcalloc(w->nrows, sizeof *w->rows) : NULL;
+    for (size_t j = 0; w->rows && j < w->nrows; j++) { /* each "not run" until it runs */
         struct gpurun_scan_config one;
-        gpurun_scan_config(job, first + j / (size_t)job->repeat, &one);
-        rows[j].config = one.text;
+        gpurun_scan_config(job, w->first + j / (size_t)job->repeat, &one);
+        w->rows[j].config = one.text;
         one.text = NULL;
-        rows[j].repeat = (int)(j % (size_t)job->repeat) + 1;
+        w->rows[j].repeat = (int)(j % (size_t)job->repeat) + 1;
         gpurun_scan_config_free(&one);
     }
-    int stopped_rc = 0;
-    struct sigaction old_stop[3];
-    if (!opts->dry_run) /* a stop at any moment ends the run with its record */
-        gpurun_stop_signals(true, old_stop);
-    for (size_t k = first; k < last; k++) {
+    return 0;
+}
+
+/* The repeats of configuration k, planned in c: the first failure's status. */
+static int sweep_repeats(struct run_ctx *c, struct sweep *w, size_t k, const char *text, gpurun_error_t *err)
+{
+    gpurun_job_t *job = c->job;
+    int crc = 0;
+    for (int i = 0; i < job->repeat && !c->stopped[0]; i++) {
+        struct scan_row *row = w->rows ? &w->rows[(k - w->first) * (size_t)job->repeat + (size_t)i] : NULL;
+        if (w->nrows > 1 && !c->opts->quiet) {
+            if (job->repeat > 1)
+                gpurun_say(stderr, "gpurun: run %zu of %zu: %s%srepeat %d of %d\n", w->runs + 1, w->nrows, text,
+                           text[0] ? ", " : "", i + 1, job->repeat);
+            else
+                gpurun_say(stderr, "gpurun: run %zu of %zu: %s\n", w->runs + 1, w->nrows, text);
+        }
+        c->row = row;
+        int one = run_once(c, i, err);
+        c->row = NULL;
+        w->runs++;
+        if (one != 0 && w->nrows > 1)
+            gpurun_say(stderr, "gpurun: %s\n", err->text);
+        if (one != 0 && crc == 0)
+            crc = one;
+        if (c->stopped[0])
+            crc = w->stopped_rc = one; /* the interruption's status, whatever failed before */
+    }
+    return crc;
+}
+
+/* Configuration k of the scan: planned, then shown (a dry run) or run. */
+static int sweep_config(struct run_ctx *c, struct sweep *w, size_t k, const struct gpurun_scan_config *sc,
+                        gpurun_error_t *err)
+{
+    gpurun_job_t *job = c->job;
+    gpurun_request_t req;
+    gpurun_request_from_job(&req, job);
+    c->config = scan_config_json(job, sc);
+    c->req = req;
+    gpurun_alloc_apply(c->topo, &req, c->alloc_note, sizeof c->alloc_note);
+    int crc = 0;
+    if (gpurun_plan_create(c->topo, &req, &c->plan, err) < 0 ||
+        gpurun_hpl_edit_for_job(c->tpl, job, c->plan->nranks, &c->hpl, err) < 0 || /* P x Q = the ranks: exit 2 */
+        gpurun_gdr_setup(c->plan, job->gpudirect, c->tpl ? &c->tpl->env : NULL, &c->gdr_probe, &c->gdr, err) < 0) {
+        crc = err->code; /* gpudirect = on that this node cannot do: exit 3, nothing started */
+    } else {
+        if (c->tpl && c->tpl->rank_env)
+            gpurun_rankenv_torchrun_plan(c->plan);
+        if (c->ctr)
+            container_env_names(c);
+        free(c->command);
+        c->command = c->tpl ? (c->plan->req.gpus_per_rank > 0 && c->tpl->gpu_args
+                                   ? gpurun_xasprintf("%s %s", c->tpl->command, c->tpl->gpu_args)
+                                   : gpurun_xstrdup(c->tpl->command))
+                            : gpurun_xstrdup(job->command);
+        if (c->opts->dry_run) {
+            if (job->nscan)
+                gpurun_say(stdout, "%s# configuration %zu of %zu: %s\n", k > w->first ? "\n" : "", k + 1, w->ncombo,
+                           sc->text);
+            crc = dry_run_config(c, err);
+        } else {
+            crc = sweep_repeats(c, w, k, sc->text, err);
+        }
+    }
+    gpurun_plan_destroy(c->plan);
+    c->plan = NULL;
+    json_decref(c->gdr);
+    c->gdr = NULL;
+    json_decref(c->config);
+    c->config = NULL;
+    return crc;
+}
+
+/* One configuration per scan combination, each run `repeat` times.  The
+ * whole scan is planned first: a configuration this node cannot run stops
+ * it before anything ran.  A failed run does not stop the sweep (the
+ * summary says what failed; the exit status is the first failure's); an
+ * interrupted one does. */
+static int sweep_run(struct run_ctx *c, struct sweep *w, gpurun_error_t *err)
+{
+    gpurun_job_t *job = c->job;
+    const struct gpurun_run_opts *opts = c->opts;
+    int rc = 0;
+    for (size_t k = w->first; k < w->last; k++) {
         struct gpurun_scan_config sc;
         gpurun_scan_config(job, k, &sc);
         if (opts->configuration && job->nscan && !opts->quiet && !opts->dry_run)
-            gpurun_say(stderr, "gpurun: configuration %zu of %zu: %s\n", k + 1, ncombo, sc.text);
+            gpurun_say(stderr, "gpurun: configuration %zu of %zu: %s\n", k + 1, w->ncombo, sc.text);
         if (gpurun_scan_apply(job, &sc, err) < 0) { /* checked above: not expected */
             gpurun_scan_config_free(&sc);
-            rc = err->code;
-            break;
+            return err->code;
         }
-        gpurun_request_t req;
-        gpurun_request_from_job(&req, job);
-        c.config = scan_config_json(job, &sc);
-        c.req = req;
-        gpurun_alloc_apply(c.topo, &req, c.alloc_note, sizeof c.alloc_note);
-        int crc = 0;
-        if (gpurun_plan_create(c.topo, &req, &c.plan, err) < 0 ||
-            gpurun_hpl_edit_for_job(c.tpl, job, c.plan->nranks, &c.hpl, err) < 0 || /* P x Q = the ranks: exit 2 */
-            gpurun_gdr_setup(c.plan, job->gpudirect, c.tpl ? &c.tpl->env : NULL, &c.gdr_probe, &c.gdr, err) < 0) {
-            crc = err->code; /* gpudirect = on that this node cannot do: exit 3, nothing started */
-        } else {
-            if (c.tpl && c.tpl->rank_env)
-                gpurun_rankenv_torchrun_plan(c.plan);
-            if (c.ctr)
-                container_env_names(&c);
-            free(c.command);
-            c.command = c.tpl ? (c.plan->req.gpus_per_rank > 0 && c.tpl->gpu_args
-                                     ? gpurun_xasprintf("%s %s", c.tpl->command, c.tpl->gpu_args)
-                                     : gpurun_xstrdup(c.tpl->command))
-                              : gpurun_xstrdup(job->command);
-            if (opts->dry_run) {
-                if (job->nscan)
-                    gpurun_say(stdout, "%s# configuration %zu of %zu: %s\n", k > first ? "\n" : "", k + 1, ncombo,
-                               sc.text);
-                crc = dry_run_config(&c, err);
-            }
-            for (int i = 0; !opts->dry_run && i < job->repeat && !c.stopped[0]; i++) {
-                struct scan_row *row = rows ? &rows[(k - first) * (size_t)job->repeat + (size_t)i] : NULL;
-                if (nrows > 1 && !opts->quiet) {
-                    if (job->repeat > 1)
-                        gpurun_say(stderr, "gpurun: run %zu of %zu: %s%srepeat %d of %d\n", runs + 1, nrows, sc.text,
-                                   sc.text[0] ? ", " : "", i + 1, job->repeat);
-                    else
-                        gpurun_say(stderr, "gpurun: run %zu of %zu: %s\n", runs + 1, nrows, sc.text);
-                }
-                c.row = row;
-                int one = run_once(&c, i, err);
-                c.row = NULL;
-                runs++;
-                if (one != 0 && nrows > 1)
-                    gpurun_say(stderr, "gpurun: %s\n", err->text);
-                if (one != 0 && crc == 0)
-                    crc = one;
-                if (c.stopped[0])
-                    crc = stopped_rc = one; /* the interruption's status, whatever failed before */
-            }
-        }
-        gpurun_plan_destroy(c.plan);
-        c.plan = NULL;
-        json_decref(c.gdr);
-        c.gdr = NULL;
-        json_decref(c.config);
-        c.config = NULL;
+        int crc = sweep_config(c, w, k, &sc, err);
+        gpurun_scan_config_free(&sc);
         if (crc != 0 && rc == 0)
             rc = crc;
         /* Interrupted, or a request this node cannot meet: stop the sweep. */
-        if (c.stopped[0] || crc == GPURUN_EXIT_ENV || crc == GPURUN_EXIT_CONFIG) {
-            gpurun_scan_config_free(&sc);
+        if (c->stopped[0] || crc == GPURUN_EXIT_ENV || crc == GPURUN_EXIT_CONFIG)
             break;
-        }
-        gpurun_scan_config_free(&sc);
     }
-    if (!opts->dry_run)
-        gpurun_stop_signals(false, old_stop);
-    if (rows) {
-        scan_summary(job, rows, nrows, last - first, c.results);
-        for (size_t j = 0; j < nrows; j++) {
-            free(rows[j].config);
-            free(rows[j].folder);
+    return rc;
+}
+
+/* The summary of a sweep of several runs, and the status it ends with. */
+static int sweep_finish(struct run_ctx *c, struct sweep *w, int rc, gpurun_error_t *err)
+{
+    gpurun_job_t *job = c->job;
+    if (w->rows) {
+        scan_summary(job, w->rows, w->nrows, w->last - w->first, c->results);
+        for (size_t j = 0; j < w->nrows; j++) {
+            free(w->rows[j].config);
+            free(w->rows[j].folder);
         }
-        free(rows);
+        free(w->rows);
+        w->rows = NULL;
     }
-    size_t planned = nrows;
     /* Each failure was printed as it came; main prints the first again. */
-    if (c.stopped[0] && nrows > 1)
-        gpurun_err(err, rc = stopped_rc, "%s: %s: stopped after %zu of %zu runs%s; see gpurun results", job->name,
-                   c.stopped, runs, planned, runs < planned ? ", the rest not started" : "");
-    else if (rc != 0 && nrows > 1 && rc != GPURUN_EXIT_ENV && rc != GPURUN_EXIT_CONFIG)
+    if (c->stopped[0] && w->nrows > 1)
+        gpurun_err(err, rc = w->stopped_rc, "%s: %s: stopped after %zu of %zu runs%s; see gpurun results", job->name,
+                   c->stopped, w->runs, w->nrows, w->runs < w->nrows ? ", the rest not started" : "");
+    else if (rc != 0 && w->nrows > 1 && rc != GPURUN_EXIT_ENV && rc != GPURUN_EXIT_CONFIG)
         gpurun_err(err, rc, "%s: at least one run failed (exit status %d, the first failure's); see the summary "
                    "above and gpurun results", job->name, rc);
-out:
-    free(c.job_dir);
-    free(c.command);
-    free(c.results);
-    gpurun_plan_destroy(c.plan);
-    gpurun_gdr_probe_destroy(c.gdr_probe);
-    gpurun_topo_destroy(c.topo);
-    gpurun_template_destroy(c.tpl);
-    gpurun_site_destroy(c.site);
-    gpurun_container_run_free(c.ctr);
+    return rc;
+}
+
+static void run_ctx_destroy(struct run_ctx *c)
+{
+    free(c->job_dir);
+    free(c->command);
+    free(c->results);
+    gpurun_plan_destroy(c->plan);
+    gpurun_gdr_probe_destroy(c->gdr_probe);
+    gpurun_topo_destroy(c->topo);
+    gpurun_template_destroy(c->tpl);
+    gpurun_site_destroy(c->site);
+    gpurun_container_run_free(c->ctr);
+}
+
+int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun_error_t *err)
+{
+    struct run_ctx c = {.job = job, .opts = opts};
+    struct sweep w;
+    int rc = run_prepare(&c, err);
+    if (rc == 0 && sweep_create(&c, &w, err) < 0)
+        rc = err->code;
+    if (rc == 0) {
+        struct sigaction old_stop[3];
+        if (!opts->dry_run) /* a stop at any moment ends the run with its record */
+            gpurun_stop_signals(true, old_stop);
+        rc = sweep_run(&c, &w, err);
+        if (!opts->dry_run)
+            gpurun_stop_signals(false, old_stop);
+        rc = sweep_finish(&c, &w, rc, err);
+    }
+    run_ctx_destroy(&c);
     return rc;
 }
