@@ -799,7 +799,9 @@ static void say_next(const struct init_ctx *c)
     free(word);
 }
 
-int cmd_init(int argc, char **argv, gpurun_error_t *err)
+/* The command line into *o; *done when there is nothing more to do (help
+ * printed, or a bad command line): the exit status is returned. */
+static int init_options(int argc, char **argv, struct init_opts *o, bool *done, gpurun_error_t *err)
 {
     enum { O_TOPO = 1000 };
     static const struct option opts[] = {
@@ -808,17 +810,17 @@ int cmd_init(int argc, char **argv, gpurun_error_t *err)
         {"force", no_argument, NULL, 'f'},          {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct init_opts o = {.template_name = "generic", .site_name = "local", .output = "job.conf"};
     int ch;
+    *done = true;
     optind = 1;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "t:s:o:fh", opts, NULL)) != -1) {
         switch (ch) {
-        case 't': o.template_name = optarg; break;
-        case 's': o.site_name = optarg; break;
-        case 'o': o.output = optarg; break;
-        case O_TOPO: o.xml = optarg; break;
-        case 'f': o.force = true; break;
+        case 't': o->template_name = optarg; break;
+        case 's': o->site_name = optarg; break;
+        case 'o': o->output = optarg; break;
+        case O_TOPO: o->xml = optarg; break;
+        case 'f': o->force = true; break;
         case 'h': fputs(init_usage, stdout); return 0;
         default:
             return cmd_bad_option("init", argv[optind - 1], opts, err);
@@ -830,69 +832,94 @@ int cmd_init(int argc, char **argv, gpurun_error_t *err)
                    argv[optind]);
         return GPURUN_EXIT_CONFIG;
     }
+    *done = false;
+    return 0;
+}
+
+/* The job folder is searched first: a job file named like its template
+ * would be read as the template. */
+static int check_not_template_name(const char *output, const gpurun_template_t *tpl, gpurun_error_t *err)
+{
+    if (!strcmp(output, "-"))
+        return 0;
+    const char *base = strrchr(output, '/') ? strrchr(output, '/') + 1 : output;
+    if (!strncmp(base, tpl->name, strlen(tpl->name)) && !strcmp(base + strlen(tpl->name), ".conf"))
+        return gpurun_err(err, GPURUN_EXIT_CONFIG,
+                          "init: %s would be read as the template '%s' by every job in its folder (a job's folder is "
+                          "searched for templates first): name it otherwise, e.g. -o %s-job.conf",
+                          output, tpl->name, tpl->name);
+    return 0;
+}
+
+/* Read back as gpurun run will: a file init writes always parses. */
+static int read_back(const struct init_ctx *c, const char *text, gpurun_error_t *err)
+{
+    gpurun_job_t *job;
+    const char *label = strcmp(c->o->output, "-") ? c->o->output : "JOB.conf";
+    if (gpurun_job_parse(text, strlen(text), label, &job, err) < 0) {
+        char *why = gpurun_xstrdup(err->text);
+        gpurun_err(err, GPURUN_EXIT_CONFIG, "init: the job file made from template '%s' does not read back: %s",
+                   c->tpl->name, why);
+        free(why);
+        return -1;
+    }
+    gpurun_job_destroy(job);
+    return 0;
+}
+
+/* The job file on stdout (-o -) or written, then what to do next. */
+static int put_job(const struct init_ctx *c, const char *text, gpurun_error_t *err)
+{
+    const struct layout *lay = &c->lay;
+    if (!strcmp(c->o->output, "-")) {
+        fputs(text, stdout);
+        fflush(stdout);
+        next_steps(stderr, c);
+        return 0;
+    }
+    if (write_atomic(c->o->output, text, c->o->force, err) < 0)
+        return -1;
+    printf("gpurun: wrote %s: template %s, site %s; %d rank%s per node, %d GPU%s per rank", c->o->output, c->tpl->name,
+           c->site->name, lay->ranks_per_node, lay->ranks_per_node == 1 ? "" : "s", lay->gpus_per_rank,
+           lay->gpus_per_rank == 1 ? "" : "s");
+    if (lay->threads_per_rank != GPURUN_UNSET)
+        printf(", %d thread%s per rank", lay->threads_per_rank, lay->threads_per_rank == 1 ? "" : "s");
+    printf("\n");
+    fflush(stdout);
+    next_steps(stderr, c);
+    say_next(c);
+    return 0;
+}
+
+int cmd_init(int argc, char **argv, gpurun_error_t *err)
+{
+    struct init_opts o = {.template_name = "generic", .site_name = "local", .output = "job.conf"};
+    bool done;
+    int rc = init_options(argc, argv, &o, &done, err);
+    if (done)
+        return rc;
 
     struct init_ctx c = {.o = &o};
     gpurun_template_t *tpl = NULL;
     gpurun_site_t *site = NULL;
     gpurun_topo_t *topo = NULL;
     char *tpl_path = NULL, *text = NULL;
-    int rc = 0;
     if (job_place(&c, err) < 0 || gpurun_template_find(o.template_name, c.job_dir, &tpl_path, err) < 0 ||
         gpurun_template_load(tpl_path, &tpl, err) < 0 || gpurun_site_load(o.site_name, c.job_dir, &site, err) < 0)
         goto fail;
     c.tpl = tpl;
     c.site = site;
     c.pol = policy_for(tpl->name);
-    /* The job folder is searched first: a job file named like its template
-     * would be read as the template. */
-    if (strcmp(o.output, "-")) {
-        const char *base = strrchr(o.output, '/') ? strrchr(o.output, '/') + 1 : o.output;
-        if (!strncmp(base, tpl->name, strlen(tpl->name)) && !strcmp(base + strlen(tpl->name), ".conf")) {
-            gpurun_err(err, GPURUN_EXIT_CONFIG,
-                       "init: %s would be read as the template '%s' by every job in its folder (a job's folder is "
-                       "searched for templates first): name it otherwise, e.g. -o %s-job.conf",
-                       o.output, tpl->name, tpl->name);
-            goto fail;
-        }
-    }
+    if (check_not_template_name(o.output, tpl, err) < 0)
+        goto fail;
     if (!c.job_name)
         c.job_name = gpurun_xstrdup(tpl->name);
-    if (gpurun_topo_load(o.xml, &topo, err) < 0)
-        goto fail;
-    if (make_layout(topo, o.xml != NULL, site, c.pol, &c.lay, err) < 0)
+    if (gpurun_topo_load(o.xml, &topo, err) < 0 || make_layout(topo, o.xml != NULL, site, c.pol, &c.lay, err) < 0)
         goto fail;
     fill_params(&c);
     text = job_text(&c);
-
-    /* Read back as gpurun run will: a file init writes always parses. */
-    gpurun_job_t *job;
-    const char *label = strcmp(o.output, "-") ? o.output : "JOB.conf";
-    if (gpurun_job_parse(text, strlen(text), label, &job, err) < 0) {
-        char *why = gpurun_xstrdup(err->text);
-        gpurun_err(err, GPURUN_EXIT_CONFIG, "init: the job file made from template '%s' does not read back: %s",
-                   tpl->name, why);
-        free(why);
+    if (read_back(&c, text, err) < 0 || put_job(&c, text, err) < 0)
         goto fail;
-    }
-    gpurun_job_destroy(job);
-
-    if (!strcmp(o.output, "-")) {
-        fputs(text, stdout);
-        fflush(stdout);
-        next_steps(stderr, &c);
-    } else {
-        if (write_atomic(o.output, text, o.force, err) < 0)
-            goto fail;
-        printf("gpurun: wrote %s: template %s, site %s; %d rank%s per node, %d GPU%s per rank", o.output, tpl->name,
-               site->name, c.lay.ranks_per_node, c.lay.ranks_per_node == 1 ? "" : "s", c.lay.gpus_per_rank,
-               c.lay.gpus_per_rank == 1 ? "" : "s");
-        if (c.lay.threads_per_rank != GPURUN_UNSET)
-            printf(", %d thread%s per rank", c.lay.threads_per_rank, c.lay.threads_per_rank == 1 ? "" : "s");
-        printf("\n");
-        fflush(stdout);
-        next_steps(stderr, &c);
-        say_next(&c);
-    }
     goto out;
 fail:
     rc = err->code ? err->code : GPURUN_EXIT_CONFIG;

@@ -198,6 +198,26 @@ static bool same_layout(const gpurun_job_t *a, const gpurun_job_t *b)
  * manager takes job arrays, configurations of one size share an array
  * whose task indexes are their numbers.  All record into the job's one
  * results folder, as a scan run in one allocation does. */
+struct scan_submit {
+    const gpurun_job_t *job; /* the scan as the job file writes it */
+    const char *job_path, *self;
+    char *const *sets;
+    size_t nset;
+    bool dry;
+    size_t n;              /* configurations */
+    gpurun_job_t **jobs;   /* each configuration as a job of its own */
+    char **texts;          /* what each varies */
+    size_t *group, ngroups; /* each configuration's batch job */
+    long *numbers;         /* scratch: one group's configuration numbers */
+    char **texts_of;       /* scratch: and their texts */
+    gpurun_site_t *site;
+    const gpurun_rm_plugin_t *rm;
+    char *folder;
+    char **scripts; /* one per group, made before any is written */
+    struct gpurun_strbuf warned, ids;
+    size_t submitted;
+};
+
 /* The configurations of size group `g`: their numbers (from 1) and texts,
  * in order, and the first one's index; returns how many. */
 static size_t group_members(const size_t *group, size_t n, size_t g, char **texts, long *numbers, char **texts_of,
@@ -214,144 +234,197 @@ static size_t group_members(const size_t *group, size_t n, size_t g, char **text
     return m;
 }
 
+static void scan_submit_init(struct scan_submit *s, const gpurun_job_t *job, const char *job_path, char *const *sets,
+                             size_t nset, bool dry, const char *self)
+{
+    *s = (struct scan_submit){.job = job, .job_path = job_path, .self = self, .sets = sets, .nset = nset, .dry = dry};
+    s->n = gpurun_scan_count(job);
+    s->jobs = gpurun_xcalloc(s->n, sizeof *s->jobs);
+    s->texts = gpurun_xcalloc(s->n + 1, sizeof *s->texts);
+    s->group = gpurun_xcalloc(s->n, sizeof *s->group);
+    s->numbers = gpurun_xcalloc(s->n, sizeof *s->numbers);
+    s->texts_of = gpurun_xcalloc(s->n, sizeof *s->texts_of);
+}
+
+static void scan_submit_destroy(struct scan_submit *s)
+{
+    for (size_t k = 0; k < s->n; k++)
+        gpurun_job_destroy(s->jobs[k]);
+    free(s->jobs);
+    gpurun_free_words(s->texts);
+    free(s->texts_of);
+    free(s->group);
+    free(s->numbers);
+    free(s->folder);
+    free(s->warned.s);
+    free(s->ids.s);
+    for (size_t g = 0; s->scripts && g < s->ngroups; g++)
+        free(s->scripts[g]);
+    free(s->scripts);
+    gpurun_site_destroy(s->site);
+}
+
+/* Configuration k checked as a job of its own; its warnings said, each
+ * line once, though several configurations share it; the first site kept. */
+static int scan_check_config(struct scan_submit *s, size_t k, gpurun_error_t *err)
+{
+    gpurun_site_t *site = NULL;
+    char *warnings = NULL;
+    if (config_job(s->job_path, s->sets, s->nset, s->job, k, &s->jobs[k], &s->texts[k], err) < 0 ||
+        gpurun_batch_check(s->jobs[k], &site, &warnings, err) < 0) {
+        free(warnings);
+        return name_config(k, s->n, s->texts[k], err);
+    }
+    /* where the inputs lie */
+    for (char *line = warnings ? strtok(warnings, "\n") : NULL; line; line = strtok(NULL, "\n"))
+        if (!s->warned.s || !strstr(s->warned.s, line)) {
+            fprintf(stderr, "gpurun: warning: %s\n", line);
+            gpurun_strbuf_printf(&s->warned, "%s\n", line);
+        }
+    free(warnings);
+    if (!s->site)
+        s->site = site;
+    else
+        gpurun_site_destroy(site);
+    return 0;
+}
+
+/* Every configuration checked, the manager and results folder found, the
+ * configurations grouped by size (one group each without job arrays). */
+static int scan_check(struct scan_submit *s, gpurun_error_t *err)
+{
+    /* The scan as the file writes it first: a misspelt params.NAME named on its line. */
+    gpurun_template_t *tpl = NULL;
+    if (gpurun_template_for_job(s->job, &tpl, err) < 0)
+        return -1;
+    gpurun_template_destroy(tpl);
+    for (size_t k = 0; k < s->n; k++)
+        if (scan_check_config(s, k, err) < 0)
+            return -1;
+    char why[256];
+    const char *scheduler = s->site ? s->site->scheduler : NULL;
+    if (gpurun_rm_for_submit(s->job->launcher, scheduler, &s->rm, why, sizeof why, err) < 0 ||
+        gpurun_batch_job_folder(s->job, &s->folder, err) < 0)
+        return -1;
+    bool arrays = s->rm->array_task_var != NULL;
+    for (size_t k = 0; k < s->n; k++) {
+        size_t j = 0;
+        while (arrays && j < k && !same_layout(s->jobs[j], s->jobs[k]))
+            j++;
+        s->group[k] = arrays && j < k ? s->group[j] : s->ngroups++;
+    }
+    fprintf(stderr, "gpurun: %s: a scan of %zu configurations: %zu batch job%s, each sized and timed for its own%s\n",
+            s->job->name, s->n, s->ngroups, s->ngroups == 1 ? "" : "s",
+            arrays ? " (configurations of one size share a job array)" : "");
+    return 0;
+}
+
+/* Every script made before any is written: what the manager refuses (a
+ * size the site's nodes cannot hold) leaves nothing behind. */
+static int scan_make_scripts(struct scan_submit *s, gpurun_error_t *err)
+{
+    s->scripts = gpurun_xcalloc(s->ngroups + 1, sizeof *s->scripts);
+    for (size_t g = 0; g < s->ngroups; g++) {
+        size_t first, m = group_members(s->group, s->n, g, s->texts, s->numbers, s->texts_of, &first);
+        struct gpurun_batch_configs cfgs = {.count = s->n, .numbers = s->numbers, .n = m, .texts = s->texts_of};
+        if (gpurun_batch_script_rm(s->rm, s->jobs[first], s->site, s->job_path, s->self, s->sets, s->nset, &cfgs,
+                                   &s->scripts[g], err) < 0)
+            return name_config(first, s->n, s->texts[first], err);
+    }
+    return 0;
+}
+
+/* --dry-run: the script on stdout, where it lies on stderr. */
+static void say_dry(const char *script, const char *path)
+{
+    fputs(script, stdout);
+    fflush(stdout);
+    fprintf(stderr, "gpurun: batch script written to %s; not submitted (--dry-run)\n", path);
+}
+
+/* err's text followed by the batch jobs already queued: those stay, say which. */
+static int scan_failed(struct scan_submit *s, size_t g, const char *path, gpurun_error_t *err)
+{
+    char *was = gpurun_xstrdup(err->text);
+    gpurun_err(err, err->code, "batch job %zu of %zu (%s): %s; %s", g + 1, s->ngroups, path, was,
+               s->submitted ? "the ones before it were submitted:" : "none was submitted");
+    free(was);
+    if (s->submitted) {
+        char *e = gpurun_xasprintf("%s %s", err->text, s->ids.s);
+        gpurun_err(err, err->code, "%s", e);
+        free(e);
+    }
+    return -1;
+}
+
+/* Group g's script written into the results folder, then printed
+ * (--dry-run) or submitted. */
+static int scan_send_group(struct scan_submit *s, size_t g, gpurun_error_t *err)
+{
+    size_t first, m = group_members(s->group, s->n, g, s->texts, s->numbers, s->texts_of, &first);
+    const gpurun_rm_plugin_t *rm = s->rm;
+    char *script = s->scripts[g], *path = NULL, tag[32], said[256];
+    s->scripts[g] = NULL;
+    int fd = -1, rc = 0;
+    snprintf(tag, sizeof tag, m > 1 ? "-array%ld" : "-config%ld", s->numbers[0]);
+    if (write_script(s->folder, tag, rm->script_suffix ? rm->script_suffix : rm->name, script, &path, &fd, err) < 0) {
+        free(script);
+        if (s->submitted) { /* those stay queued: say which */
+            char *e = gpurun_xasprintf("%s; the batch jobs submitted before it: %s", err->text, s->ids.s);
+            gpurun_err(err, err->code, "%s", e);
+            free(e);
+        }
+        return -1;
+    }
+    if (s->dry) {
+        if (m > 1)
+            printf("%s# ==== batch job %zu of %zu: a job array of configurations %ld-%ld (%zu) of %zu ====\n",
+                   g ? "\n" : "", g + 1, s->ngroups, s->numbers[0], s->numbers[m - 1], m, s->n);
+        else
+            printf("%s# ==== batch job %zu of %zu: configuration %ld of %zu (%s) ====\n", g ? "\n" : "", g + 1,
+                   s->ngroups, s->numbers[0], s->n, s->texts_of[0]);
+        say_dry(script, path);
+    } else if (rm->submit(fd, path, said, sizeof said, err) < 0) {
+        rc = scan_failed(s, g, path, err);
+    } else {
+        printf("Submitted batch job %s\nBatch script: %s\n", said, path);
+        gpurun_strbuf_printf(&s->ids, "%s%s", s->submitted ? ", " : "", said);
+        s->submitted++;
+    }
+    if (rc == 0)
+        fflush(stdout);
+    free(script);
+    free(path);
+    close(fd);
+    return rc;
+}
+
 static int submit_scan(const gpurun_job_t *job, const char *job_path, char *const *sets, size_t nset, bool dry,
                        const char *self, gpurun_error_t *err)
 {
-    size_t n = gpurun_scan_count(job);
-    gpurun_job_t **jobs = gpurun_xcalloc(n, sizeof *jobs);
-    char **texts = gpurun_xcalloc(n + 1, sizeof *texts);
-    size_t *group = gpurun_xcalloc(n, sizeof *group), ngroups = 0;
-    long *numbers = gpurun_xcalloc(n, sizeof *numbers);
-    char **texts_of = gpurun_xcalloc(n, sizeof *texts_of);
-    gpurun_site_t *site = NULL;
-    const gpurun_rm_plugin_t *rm = NULL;
-    char why[256], said[256], *folder = NULL;
-    struct gpurun_strbuf warned = {0}, ids = {0};
-    size_t submitted = 0;
-    char **scripts = NULL;
-    int rc = -1;
-
-    /* The scan as the file writes it first: a misspelt params.NAME named on its line. */
-    gpurun_template_t *tpl = NULL;
-    if (gpurun_template_for_job(job, &tpl, err) < 0)
-        goto out;
-    gpurun_template_destroy(tpl);
-    for (size_t k = 0; k < n; k++) {
-        gpurun_site_t *s = NULL;
-        char *warnings = NULL;
-        if (config_job(job_path, sets, nset, job, k, &jobs[k], &texts[k], err) < 0 ||
-            gpurun_batch_check(jobs[k], &s, &warnings, err) < 0) {
-            free(warnings);
-            name_config(k, n, texts[k], err);
-            goto out;
-        }
-        /* where the inputs lie: each line once, though several configurations share it */
-        for (char *line = warnings ? strtok(warnings, "\n") : NULL; line; line = strtok(NULL, "\n"))
-            if (!warned.s || !strstr(warned.s, line)) {
-                fprintf(stderr, "gpurun: warning: %s\n", line);
-                gpurun_strbuf_printf(&warned, "%s\n", line);
-            }
-        free(warnings);
-        if (!site)
-            site = s;
-        else
-            gpurun_site_destroy(s);
-    }
-    if (gpurun_rm_for_submit(job->launcher, site ? site->scheduler : NULL, &rm, why, sizeof why, err) < 0 ||
-        gpurun_batch_job_folder(job, &folder, err) < 0)
-        goto out;
-    for (size_t k = 0; k < n; k++) {
-        size_t j = 0;
-        while (rm->array_task_var && j < k && !same_layout(jobs[j], jobs[k]))
-            j++;
-        group[k] = rm->array_task_var && j < k ? group[j] : ngroups++;
-    }
-    fprintf(stderr, "gpurun: %s: a scan of %zu configurations: %zu batch job%s, each sized and timed for its own%s\n",
-            job->name, n, ngroups, ngroups == 1 ? "" : "s",
-            rm->array_task_var ? " (configurations of one size share a job array)"
-                               : "");
-    /* Every script made before any is written: what the manager refuses
-     * (a size the site's nodes cannot hold) leaves nothing behind. */
-    scripts = gpurun_xcalloc(ngroups + 1, sizeof *scripts);
-    for (size_t g = 0; g < ngroups; g++) {
-        size_t first, m = group_members(group, n, g, texts, numbers, texts_of, &first);
-        struct gpurun_batch_configs cfgs = {.count = n, .numbers = numbers, .n = m, .texts = texts_of};
-        if (gpurun_batch_script_rm(rm, jobs[first], site, job_path, self, sets, nset, &cfgs, &scripts[g], err) < 0) {
-            name_config(first, n, texts[first], err);
-            goto out;
-        }
-    }
-    for (size_t g = 0; g < ngroups; g++) {
-        size_t first, m = group_members(group, n, g, texts, numbers, texts_of, &first);
-        char *script = scripts[g], *path = NULL, tag[32];
-        scripts[g] = NULL;
-        int fd = -1;
-        snprintf(tag, sizeof tag, m > 1 ? "-array%ld" : "-config%ld", numbers[0]);
-        if (write_script(folder, tag, rm->script_suffix ? rm->script_suffix : rm->name, script, &path, &fd, err) < 0) {
-            free(script);
-            if (submitted) { /* those stay queued: say which */
-                char *e = gpurun_xasprintf("%s; the batch jobs submitted before it: %s", err->text, ids.s);
-                gpurun_err(err, err->code, "%s", e);
-                free(e);
-            }
-            goto out;
-        }
-        if (dry) {
-            if (m > 1)
-                printf("%s# ==== batch job %zu of %zu: a job array of configurations %ld-%ld (%zu) of %zu ====\n",
-                       g ? "\n" : "", g + 1, ngroups, numbers[0], numbers[m - 1], m, n);
-            else
-                printf("%s# ==== batch job %zu of %zu: configuration %ld of %zu (%s) ====\n", g ? "\n" : "", g + 1,
-                       ngroups, numbers[0], n, texts_of[0]);
-            fputs(script, stdout);
-            fflush(stdout);
-            fprintf(stderr, "gpurun: batch script written to %s; not submitted (--dry-run)\n", path);
-        } else if (rm->submit(fd, path, said, sizeof said, err) < 0) {
-            char *was = gpurun_xstrdup(err->text);
-            gpurun_err(err, err->code, "batch job %zu of %zu (%s): %s; %s", g + 1, ngroups, path, was,
-                       submitted ? "the ones before it were submitted:" : "none was submitted");
-            free(was);
-            if (submitted) {
-                char *e = gpurun_xasprintf("%s %s", err->text, ids.s);
-                gpurun_err(err, err->code, "%s", e);
-                free(e);
-            }
-            free(script);
-            free(path);
-            close(fd);
-            goto out;
-        } else {
-            printf("Submitted batch job %s\nBatch script: %s\n", said, path);
-            gpurun_strbuf_printf(&ids, "%s%s", submitted ? ", " : "", said);
-            submitted++;
-        }
-        fflush(stdout);
-        free(script);
-        free(path);
-        close(fd);
-    }
-    rc = 0;
-out:
-    for (size_t k = 0; k < n; k++)
-        gpurun_job_destroy(jobs[k]);
-    free(jobs);
-    gpurun_free_words(texts);
-    free(texts_of);
-    free(group);
-    free(numbers);
-    free(folder);
-    free(warned.s);
-    free(ids.s);
-    for (size_t g = 0; scripts && g < ngroups; g++)
-        free(scripts[g]);
-    free(scripts);
-    gpurun_site_destroy(site);
+    struct scan_submit s;
+    scan_submit_init(&s, job, job_path, sets, nset, dry, self);
+    int rc = scan_check(&s, err) < 0 || scan_make_scripts(&s, err) < 0 ? -1 : 0;
+    for (size_t g = 0; rc == 0 && g < s.ngroups; g++)
+        rc = scan_send_group(&s, g, err);
+    scan_submit_destroy(&s);
     return rc < 0 ? (err->code ? err->code : GPURUN_EXIT_CONFIG) : 0;
 }
 
 /* ---- the command ---------------------------------------------------------- */
 
-int cmd_submit(int argc, char **argv, gpurun_error_t *err)
+struct submit_opts {
+    bool dry;
+    const char *results;
+    const char *job_path;
+    /* --set as given, plus one for --results: the compute node repeats them. */
+    char **sets;
+    size_t nset;
+};
+
+/* The command line into *o; *done when there is nothing more to do (help
+ * printed, or a bad command line): the exit status is returned. */
+static int submit_options(int argc, char **argv, struct submit_opts *o, bool *done, gpurun_error_t *err)
 {
     enum { O_DRY = 1000, O_SET, O_RESULTS };
     static const struct option opts[] = {
@@ -361,28 +434,17 @@ int cmd_submit(int argc, char **argv, gpurun_error_t *err)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    bool dry = false;
-    const char *results = NULL;
-    /* --set as given, plus one for --results: the compute node repeats them. */
-    char **sets = gpurun_xcalloc((size_t)argc + 1, sizeof *sets);
-    size_t nset = 0;
-    int c, rc = GPURUN_EXIT_CONFIG;
-    gpurun_job_t *job = NULL;
-    gpurun_site_t *site = NULL;
-    char *results_abs = NULL, *self = NULL, *script = NULL, *folder = NULL, *path = NULL;
-    const gpurun_rm_plugin_t *rm = NULL;
-    char why[256], said[256];
-    int script_fd = -1;
-
+    int c;
+    *done = true;
     optind = 0; /* a full restart (glibc, musl): tests call commands again */
     opterr = 0;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (c) {
-        case O_DRY: dry = true; break;
-        case O_SET: sets[nset++] = gpurun_xstrdup(optarg); break;
-        case O_RESULTS: results = optarg; break;
-        case 'h': fputs(submit_usage, stdout); rc = 0; goto out;
-        default: rc = cmd_bad_option("submit", argv[optind - 1], opts, err); goto out;
+        case O_DRY: o->dry = true; break;
+        case O_SET: o->sets[o->nset++] = gpurun_xstrdup(optarg); break;
+        case O_RESULTS: o->results = optarg; break;
+        case 'h': fputs(submit_usage, stdout); return 0;
+        default: return cmd_bad_option("submit", argv[optind - 1], opts, err);
         }
     }
     if (argc - optind != 1) {
@@ -391,71 +453,97 @@ int cmd_submit(int argc, char **argv, gpurun_error_t *err)
         else
             gpurun_err(err, GPURUN_EXIT_CONFIG, "submit: one job file, got '%s' and '%s'", argv[optind],
                        argv[optind + 1]);
-        goto out;
+        return GPURUN_EXIT_CONFIG;
     }
-    const char *job_path = argv[optind];
+    o->job_path = argv[optind];
+    *done = false;
+    return 0;
+}
 
-    if (gpurun_job_load(job_path, &job, err) < 0)
-        goto fail;
-    for (size_t i = 0; i < nset; i++)
-        if (gpurun_job_set(job, sets[i], err) < 0)
-            goto fail;
-    if (results) {
-        /* Relative to here, as typed; the job's own `results` is relative
-         * to the job file.  Carried as a --set, it holds on the node too. */
-        if (gpurun_batch_abspath(results, &results_abs, err) < 0)
-            goto fail;
-        sets[nset] = gpurun_xasprintf("results=%s", results_abs);
-        if (gpurun_job_set(job, sets[nset++], err) < 0)
-            goto fail;
+/* The job file with the --set options and --results applied. */
+static int submit_load(struct submit_opts *o, gpurun_job_t **jobp, gpurun_error_t *err)
+{
+    if (gpurun_job_load(o->job_path, jobp, err) < 0)
+        return -1;
+    for (size_t i = 0; i < o->nset; i++)
+        if (gpurun_job_set(*jobp, o->sets[i], err) < 0)
+            return -1;
+    if (!o->results)
+        return 0;
+    /* Relative to here, as typed; the job's own `results` is relative
+     * to the job file.  Carried as a --set, it holds on the node too. */
+    char *results_abs = NULL;
+    if (gpurun_batch_abspath(o->results, &results_abs, err) < 0) {
+        free(results_abs);
+        return -1;
     }
-    if (job->nscan) { /* a batch job per configuration */
-        if (self_path(&self, err) < 0)
-            goto fail;
-        rc = submit_scan(job, job_path, sets, nset, dry, self, err);
-        goto out;
-    }
-    /* Everything checked before anything is written. */
-    char *warnings = NULL;
+    o->sets[o->nset] = gpurun_xasprintf("results=%s", results_abs);
+    free(results_abs);
+    return gpurun_job_set(*jobp, o->sets[o->nset++], err) < 0 ? -1 : 0;
+}
+
+/* A job without a scan: everything checked before anything is written,
+ * then its one batch script printed (--dry-run) or submitted. */
+static int submit_one(const gpurun_job_t *job, const struct submit_opts *o, gpurun_error_t *err)
+{
+    gpurun_site_t *site = NULL;
+    const gpurun_rm_plugin_t *rm = NULL;
+    char *self = NULL, *script = NULL, *folder = NULL, *path = NULL, *warnings = NULL;
+    char why[256], said[256];
+    int fd = -1, rc = -1;
     int crc = gpurun_batch_check(job, &site, &warnings, err);
     if (warnings) /* where the job's inputs lie, before it waits in the queue */
         for (char *line = strtok(warnings, "\n"); line; line = strtok(NULL, "\n"))
             fprintf(stderr, "gpurun: warning: %s\n", line);
     free(warnings);
     if (crc < 0 || self_path(&self, err) < 0 ||
-        gpurun_rm_for_submit(job->launcher, site ? site->scheduler : NULL, &rm, why,
-                             sizeof why, err) < 0 ||
-        gpurun_batch_script_rm(rm, job, site, job_path, self, sets, nset, NULL, &script, err) < 0 ||
+        gpurun_rm_for_submit(job->launcher, site ? site->scheduler : NULL, &rm, why, sizeof why, err) < 0 ||
+        gpurun_batch_script_rm(rm, job, site, o->job_path, self, o->sets, o->nset, NULL, &script, err) < 0 ||
         gpurun_batch_job_folder(job, &folder, err) < 0 ||
-        write_script(folder, "", rm->script_suffix ? rm->script_suffix : rm->name, script, &path, &script_fd, err) < 0)
-        goto fail;
-
-    if (dry) {
-        fputs(script, stdout);
-        fflush(stdout);
-        fprintf(stderr, "gpurun: batch script written to %s; not submitted (--dry-run)\n", path);
-        rc = 0;
+        write_script(folder, "", rm->script_suffix ? rm->script_suffix : rm->name, script, &path, &fd, err) < 0)
         goto out;
+    if (o->dry) {
+        say_dry(script, path);
+        rc = 0;
+    } else if (rm->submit(fd, path, said, sizeof said, err) == 0) {
+        printf("Submitted batch job %s\nBatch script: %s\n", said, path);
+        rc = 0;
     }
-    if (rm->submit(script_fd, path, said, sizeof said, err) < 0)
-        goto fail;
-    printf("Submitted batch job %s\nBatch script: %s\n", said, path);
-    rc = 0;
-    goto out;
-fail:
-    rc = err->code ? err->code : GPURUN_EXIT_CONFIG;
 out:
-    for (size_t i = 0; i < nset; i++)
-        free(sets[i]);
-    free(sets);
-    gpurun_job_destroy(job);
     gpurun_site_destroy(site);
-    free(results_abs);
     free(self);
     free(script);
     free(folder);
     free(path);
-    if (script_fd >= 0)
-        close(script_fd);
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+int cmd_submit(int argc, char **argv, gpurun_error_t *err)
+{
+    struct submit_opts o = {.sets = gpurun_xcalloc((size_t)argc + 1, sizeof *o.sets)};
+    gpurun_job_t *job = NULL;
+    char *self = NULL;
+    bool done;
+    int rc = submit_options(argc, argv, &o, &done, err);
+    if (done)
+        goto out;
+    if (submit_load(&o, &job, err) < 0)
+        rc = -1;
+    else if (!job->nscan)
+        rc = submit_one(job, &o, err);
+    else if (self_path(&self, err) < 0) /* a scan: a batch job per configuration */
+        rc = -1;
+    else
+        rc = submit_scan(job, o.job_path, o.sets, o.nset, o.dry, self, err);
+    if (rc < 0)
+        rc = err->code ? err->code : GPURUN_EXIT_CONFIG;
+out:
+    for (size_t i = 0; i < o.nset; i++)
+        free(o.sets[i]);
+    free(o.sets);
+    gpurun_job_destroy(job);
+    free(self);
     return rc;
 }
