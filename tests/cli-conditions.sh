@@ -8,7 +8,8 @@
 # them, in status.json and in the record; other processes on its GPUs and
 # a GPU's thermal slowdown (the fake NVML) make it busy too, the run's own
 # process on its GPU does not; GPURUN_BUSY_SHARE=off measures and says
-# nothing.  Never on the machine being idle (make check runs two tests at
+# nothing; a tune whose trials all run busy repeats each twice and decides
+# on none.  Never on the machine being idle (make check runs two tests at
 # once): the quiet run's verdict is checked against its own figures, and
 # the spinners take half of the cores however loaded the machine is.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
@@ -170,5 +171,41 @@ else
     skip "no fake NVML (\$FAKE_NVML unset): the GPUs' conditions"
     skip "no fake NVML (\$FAKE_NVML unset): the GPUs' conditions"
 fi
+
+# ---- (e) tune never decides on a busy trial: it repeats it ---------------
+# Each candidate's one rank spins 3 s and prints its figure; a spinner is
+# pinned on each CPU that rank is bound to (from the dry run's table), so
+# every trial runs busy: each is repeated twice, none decided on, exit 1.
+cat >"$J/tprog.sh" <<'EOF'
+#!/bin/sh
+end=$(($(date +%s) + 3))
+while [ "$(date +%s)" -lt "$end" ]; do i=0; while [ $i -lt 2000 ]; do i=$((i + 1)); done; done
+echo "FOM: $1"
+EOF
+chmod 0755 "$J/tprog.sh"
+printf 'template = "generic"\nlauncher = "local"\nranks_per_node = 1\nthreads_per_rank = 1\nresults = "%s"\nparams { program = "%s"  args = "10" }\ntune { params.args = {"10", "20"} }\n' \
+    "$R" "$J/tprog.sh" >"$J/tune.conf"
+run "$GPURUN" run "$J/tune.conf" --dry-run
+TCPUS=$(awk '$1 == "rank" && $2 == "node" { t = 1; next } t && $1 == "0" { print $8; exit }' "$TMP/out")
+[ -n "$TCPUS" ] && [ "$TCPUS" != "(unbound)" ]
+ok $? "the tune's rank 0 is bound to cpus '$TCPUS' (dry run)"
+thogs=
+for cpu in $(echo "$TCPUS" | tr ',' ' ' | awk '{ for (i = 1; i <= NF; i++) { n = split($i, r, "-"); for (c = r[1]; c <= r[n] && c < r[1] + 16; c++) print c } }'); do
+    hog nice -n -5 taskset -c "$cpu"
+    thogs="$thogs $hog"
+done
+run "$GPURUN" tune "$J/tune.conf"
+for p in $thogs; do kill "$p" 2>/dev/null; done
+wait $thogs 2>/dev/null
+expect_rc 1 "a tune whose every trial ran busy: exit 1, nothing decided"
+[ "$(grep -c 'ran busy (.*): not decided on, repeated$' "$TMP/out")" -eq 4 ] &&
+    [ "$(grep -c 'ran busy (.*): not repeated again, not decided on$' "$TMP/out")" -eq 2 ]
+ok $? "each candidate's busy trial repeated twice, then not decided on ($(grep -c 'ran busy' "$TMP/out") busy trials said)"
+grep -q "busy: all 3 of its trials in a row ran busy" "$TMP/out" "$TMP/err"
+ok $? "... and said why at the end"
+! grep -q "tuned job file\|\.tuned\.conf\|\.tuned\.[0-9]*\.conf" "$TMP/out"
+ok $? "... no tuned job file written"
+diag "the busy tune's output:"
+head -c 3000 "$TMP/out" | sed 's/^/# /'
 
 done_testing
