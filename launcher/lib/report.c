@@ -2533,134 +2533,167 @@ static void html_table(struct gpurun_strbuf *b, const struct table *t)
     gpurun_strbuf_puts(b, "</table></div>\n");
 }
 
-char *gpurun_report_html(const gpurun_report_t *r, const char *source)
+/* The page's head and the line saying what it reports and when. */
+static void html_head(struct gpurun_strbuf *b, const gpurun_report_t *r, const char *source)
 {
-    struct gpurun_strbuf b = {0};
-    gpurun_strbuf_puts(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+    gpurun_strbuf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
               "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
               "style-src 'unsafe-inline'\">\n"
               "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
               "<title>gpurun report: ");
-    besc(&b, source);
-    gpurun_strbuf_printf(&b, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>gpurun report</h1>\n", css);
+    besc(b, source);
+    gpurun_strbuf_printf(b, "</title>\n<style>%s</style>\n</head>\n<body>\n<h1>gpurun report</h1>\n", css);
 
     char stamp[32];
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    gpurun_strbuf_puts(&b, "<p class=\"meta\">");
-    gpurun_strbuf_printf(&b, "%zu run%s of %zu job%s, %zu not ok, in <code>", r->nruns, r->nruns == 1 ? "" : "s",
+    gpurun_strbuf_puts(b, "<p class=\"meta\">");
+    gpurun_strbuf_printf(b, "%zu run%s of %zu job%s, %zu not ok, in <code>", r->nruns, r->nruns == 1 ? "" : "s",
             r->njobs, r->njobs == 1 ? "" : "s", r->nfailed);
-    besc(&b, source);
-    gpurun_strbuf_printf(&b, "</code>; written %s by gpurun %s.</p>\n", stamp, PACKAGE_VERSION);
+    besc(b, source);
+    gpurun_strbuf_printf(b, "</code>; written %s by gpurun %s.</p>\n", stamp, PACKAGE_VERSION);
     char *said = report_said(r);
     if (said) {
-        gpurun_strbuf_puts(&b, "<p class=\"warn\">");
-        besc(&b, said);
-        gpurun_strbuf_puts(&b, "</p>\n");
+        gpurun_strbuf_puts(b, "<p class=\"warn\">");
+        besc(b, said);
+        gpurun_strbuf_puts(b, "</p>\n");
         free(said);
     }
+}
 
-    for (size_t j = 0; j < r->njobs; j++) {
-        const struct gpurun_report_job *job = &r->jobs[j];
-        gpurun_strbuf_puts(&b, "<section>\n<h2>Job ");
-        besc(&b, job->name);
-        gpurun_strbuf_puts(&b, "</h2>\n<p class=\"meta\">");
-        if (job->template_name) {
-            gpurun_strbuf_puts(&b, "Template <code>");
-            besc(&b, job->template_name);
-            gpurun_strbuf_puts(&b, "</code>; ");
-        }
-        gpurun_strbuf_printf(&b, "%zu run%s, %zu not ok; scaling against %s.</p>\n", job->nruns,
-                job->nruns == 1 ? "" : "s", job->nfailed,
-                job->by_gpus ? "GPUs" : "ranks (CPU-only)");
-        const char *params = job_params(job);
-        if (params) {
-            gpurun_strbuf_puts(&b, "<p class=\"meta\">Params of every configuration: <code>");
-            besc(&b, params);
-            gpurun_strbuf_puts(&b, "</code></p>\n");
-        }
-        struct table wt = where_table(job);
-        if (wt.ncols > 3) {
-            gpurun_strbuf_puts(&b, "<h3>Where it ran</h3>\n");
-            html_table(&b, &wt);
-        }
-        table_free(&wt);
-        if (job->nfoms == 0)
-            gpurun_strbuf_puts(&b, "<p>No figures of merit in these runs.</p>\n");
-        for (size_t f = 0; f < job->nfoms; f++) {
-            const struct gpurun_report_fom *fom = &job->foms[f];
-            gpurun_strbuf_puts(&b, "<h3>");
-            besc(&b, fom->name);
-            gpurun_strbuf_puts(&b, " <span class=\"meta\">(");
-            besc(&b, fom->units);
-            gpurun_strbuf_printf(&b, "%s%s is better; %s)</span></h3>\n", *fom->units ? ", " : "", fom->better,
-                    kind_words[fom->kind]);
-            char *heads[2];
-            struct table t = fom_table(job, f, heads);
-            html_table(&b, &t);
-            table_free(&t);
-            free(heads[0]);
-            free(heads[1]);
-        }
-        if (any_spread_flag(job)) {
-            gpurun_strbuf_puts(&b, "<p class=\"warn\">");
-            besc(&b, spread_note);
-            gpurun_strbuf_puts(&b, "</p>\n");
-        }
-        if (job->nfailed) {
-            gpurun_strbuf_printf(&b, "<h3>Runs not ok <span class=\"meta\">(%zu%s; folders in the results "
-                    "folder)</span></h3>\n", job->nfailed, job->nfailed > job->nfailed_kept ? ", the latest shown" : "");
-            struct table t = listed_table(job->failed, job->nfailed_kept);
-            html_table(&b, &t);
-            table_free(&t);
-        }
-        if (job->nbusy_kept) {
-            gpurun_strbuf_printf(&b, "<h3>Busy runs, left out of the means <span class=\"meta\">(%zu%s)</span></h3>\n",
-                                 job->nbusy, job->nbusy > job->nbusy_kept ? ", the latest shown" : "");
-            struct table t = listed_table(job->busy, job->nbusy_kept);
-            html_table(&b, &t);
-            table_free(&t);
-        }
-        if (any_monitor(job)) {
-            gpurun_strbuf_puts(&b, "<h3>GPU monitoring <span class=\"meta\">(utilisation and power: mean "
-                      "over the GPUs; memory: the highest peak)</span></h3>\n");
-            struct table t = monitor_table(job);
-            html_table(&b, &t);
-            table_free(&t);
-        }
-        gpurun_report_energy_html(job, &b);
-        const struct gpurun_report_stat *eh = energy_history(job);
-        if (eh) {
-            const struct gpurun_report_config *c = &job->configs[job->history_config];
-            gpurun_strbuf_puts(&b, "<h3>History of ");
-            besc(&b, job->foms[job->history_fom].name);
-            gpurun_strbuf_puts(&b, "&#39;s energy per unit <span class=\"meta\">(");
-            besc(&b, c->energy->per_unit[job->history_fom].units);
-            gpurun_strbuf_puts(&b, "; ");
-            char *words = config_words(job, c);
-            besc(&b, words);
-            free(words);
-            gpurun_strbuf_printf(&b, "; a rise is a regression, flagged past %g %%)</span></h3>\n",
-                                 GPURUN_REPORT_CV_FLAG * 100);
-            char *head;
-            struct table t = history_table(eh, true, &head);
-            html_table(&b, &t);
-            table_free(&t);
-            free(head);
-        }
-        /* The job's plots: its own SVG, where it has one. */
-        if (gpurun_report_plots(job) || job->history_config >= 0) {
-            gpurun_report_t one = {.jobs = (struct gpurun_report_job *)job, .njobs = 1};
-            svg_document(&b, &one, false);
-        }
-        if (!gpurun_report_plots(job))
-            gpurun_strbuf_printf(&b, "<p class=\"meta\">No scaling plot: %s.</p>\n",
-                    gpurun_report_main_fom(job) < 0 ? "no run of state ok with a figure of merit"
-                                                    : "one configuration (a plot needs two or more)");
-        gpurun_strbuf_puts(&b, "</section>\n");
+/* A job's heading, its template and params, and where it ran. */
+static void html_job_intro(struct gpurun_strbuf *b, const struct gpurun_report_job *job)
+{
+    gpurun_strbuf_puts(b, "<section>\n<h2>Job ");
+    besc(b, job->name);
+    gpurun_strbuf_puts(b, "</h2>\n<p class=\"meta\">");
+    if (job->template_name) {
+        gpurun_strbuf_puts(b, "Template <code>");
+        besc(b, job->template_name);
+        gpurun_strbuf_puts(b, "</code>; ");
     }
+    gpurun_strbuf_printf(b, "%zu run%s, %zu not ok; scaling against %s.</p>\n", job->nruns,
+            job->nruns == 1 ? "" : "s", job->nfailed,
+            job->by_gpus ? "GPUs" : "ranks (CPU-only)");
+    const char *params = job_params(job);
+    if (params) {
+        gpurun_strbuf_puts(b, "<p class=\"meta\">Params of every configuration: <code>");
+        besc(b, params);
+        gpurun_strbuf_puts(b, "</code></p>\n");
+    }
+    struct table wt = where_table(job);
+    if (wt.ncols > 3) {
+        gpurun_strbuf_puts(b, "<h3>Where it ran</h3>\n");
+        html_table(b, &wt);
+    }
+    table_free(&wt);
+}
+
+/* A table per figure of merit, and the spread warning. */
+static void html_job_foms(struct gpurun_strbuf *b, const struct gpurun_report_job *job)
+{
+    if (job->nfoms == 0)
+        gpurun_strbuf_puts(b, "<p>No figures of merit in these runs.</p>\n");
+    for (size_t f = 0; f < job->nfoms; f++) {
+        const struct gpurun_report_fom *fom = &job->foms[f];
+        gpurun_strbuf_puts(b, "<h3>");
+        besc(b, fom->name);
+        gpurun_strbuf_puts(b, " <span class=\"meta\">(");
+        besc(b, fom->units);
+        gpurun_strbuf_printf(b, "%s%s is better; %s)</span></h3>\n", *fom->units ? ", " : "", fom->better,
+                kind_words[fom->kind]);
+        char *heads[2];
+        struct table t = fom_table(job, f, heads);
+        html_table(b, &t);
+        table_free(&t);
+        free(heads[0]);
+        free(heads[1]);
+    }
+    if (any_spread_flag(job)) {
+        gpurun_strbuf_puts(b, "<p class=\"warn\">");
+        besc(b, spread_note);
+        gpurun_strbuf_puts(b, "</p>\n");
+    }
+}
+
+/* The runs not ok, the busy runs and the GPU monitoring of a job. */
+static void html_job_runs(struct gpurun_strbuf *b, const struct gpurun_report_job *job)
+{
+    if (job->nfailed) {
+        gpurun_strbuf_printf(b, "<h3>Runs not ok <span class=\"meta\">(%zu%s; folders in the results "
+                "folder)</span></h3>\n", job->nfailed, job->nfailed > job->nfailed_kept ? ", the latest shown" : "");
+        struct table t = listed_table(job->failed, job->nfailed_kept);
+        html_table(b, &t);
+        table_free(&t);
+    }
+    if (job->nbusy_kept) {
+        gpurun_strbuf_printf(b, "<h3>Busy runs, left out of the means <span class=\"meta\">(%zu%s)</span></h3>\n",
+                             job->nbusy, job->nbusy > job->nbusy_kept ? ", the latest shown" : "");
+        struct table t = listed_table(job->busy, job->nbusy_kept);
+        html_table(b, &t);
+        table_free(&t);
+    }
+    if (any_monitor(job)) {
+        gpurun_strbuf_puts(b, "<h3>GPU monitoring <span class=\"meta\">(utilisation and power: mean "
+                  "over the GPUs; memory: the highest peak)</span></h3>\n");
+        struct table t = monitor_table(job);
+        html_table(b, &t);
+        table_free(&t);
+    }
+}
+
+/* The history of a job's energy per unit, where it has one. */
+static void html_job_energy_history(struct gpurun_strbuf *b, const struct gpurun_report_job *job)
+{
+    const struct gpurun_report_stat *eh = energy_history(job);
+    if (!eh)
+        return;
+    const struct gpurun_report_config *c = &job->configs[job->history_config];
+    gpurun_strbuf_puts(b, "<h3>History of ");
+    besc(b, job->foms[job->history_fom].name);
+    gpurun_strbuf_puts(b, "&#39;s energy per unit <span class=\"meta\">(");
+    besc(b, c->energy->per_unit[job->history_fom].units);
+    gpurun_strbuf_puts(b, "; ");
+    char *words = config_words(job, c);
+    besc(b, words);
+    free(words);
+    gpurun_strbuf_printf(b, "; a rise is a regression, flagged past %g %%)</span></h3>\n",
+                         GPURUN_REPORT_CV_FLAG * 100);
+    char *head;
+    struct table t = history_table(eh, true, &head);
+    html_table(b, &t);
+    table_free(&t);
+    free(head);
+}
+
+/* A job's section of the page. */
+static void html_job(struct gpurun_strbuf *b, const struct gpurun_report_job *job)
+{
+    html_job_intro(b, job);
+    html_job_foms(b, job);
+    html_job_runs(b, job);
+    gpurun_report_energy_html(job, b);
+    html_job_energy_history(b, job);
+    /* The job's plots: its own SVG, where it has one. */
+    if (gpurun_report_plots(job) || job->history_config >= 0) {
+        gpurun_report_t one = {.jobs = (struct gpurun_report_job *)job, .njobs = 1};
+        svg_document(b, &one, false);
+    }
+    if (!gpurun_report_plots(job))
+        gpurun_strbuf_printf(b, "<p class=\"meta\">No scaling plot: %s.</p>\n",
+                gpurun_report_main_fom(job) < 0 ? "no run of state ok with a figure of merit"
+                                                : "one configuration (a plot needs two or more)");
+    gpurun_strbuf_puts(b, "</section>\n");
+}
+
+char *gpurun_report_html(const gpurun_report_t *r, const char *source)
+{
+    struct gpurun_strbuf b = {0};
+    html_head(&b, r, source);
+    for (size_t j = 0; j < r->njobs; j++)
+        html_job(&b, &r->jobs[j]);
     if (!r->njobs)
         gpurun_strbuf_puts(&b, "<p>No runs.</p>\n");
     gpurun_strbuf_puts(&b, "<p class=\"note\">");

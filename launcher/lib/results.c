@@ -620,14 +620,13 @@ static int read_record(gpurun_results_t *r, const char *rel, char **textp, size_
     return INDEX_OK;
 }
 
-/* `replace`: a run already indexed from another record is replaced (an
- * explicit add), else that record is skipped (a sync, which would
- * otherwise flip between the two). */
-static int index_record(gpurun_results_t *r, const char *rel, bool replace, char *why, size_t whylen,
-                        gpurun_error_t *err)
+/* The record `rel` read and parsed into *recp; on a problem, INDEX_SKIPPED
+ * or INDEX_REFUSED with `why`. */
+static int load_record(gpurun_results_t *r, const char *rel, json_t **recp, char *why, size_t whylen)
 {
     char *text = NULL;
     size_t len;
+    *recp = NULL;
     int got = read_record(r, rel, &text, &len, why, whylen);
     if (got != INDEX_OK)
         return got;
@@ -644,45 +643,49 @@ static int index_record(gpurun_results_t *r, const char *rel, bool replace, char
         json_decref(rec);
         return INDEX_SKIPPED;
     }
-    const char *job = gpurun_record_str(rec, GPURUN_REC_JOB), *id = gpurun_record_str(rec, GPURUN_REC_RUN_ID);
+    *recp = rec;
+    return INDEX_OK;
+}
 
-    int result = INDEX_ERROR;
-    sqlite3_stmt *st = NULL;
-    json_t *sum = NULL;
-    char *sumtext = NULL;
-    if (!replace) {
-        if (!(st = stmt(r, ST_SAME_RUN, err)))
-            goto out;
-        bind_text(st, 1, job);
-        bind_text(st, 2, id);
-        if (sqlite3_step(st) == SQLITE_ROW) {
-            char *shown = gpurun_printable((const char *)sqlite3_column_text(st, 0));
-            snprintf(why, whylen, "the same run (job and run_id) as %s/%s, indexed already", r->dir,
-                     shown);
-            free(shown);
-            result = INDEX_SKIPPED;
-            goto out;
-        }
-    }
+/* INDEX_SKIPPED with `why` when the run (job, id) is indexed already from
+ * another record; INDEX_OK when it is not; INDEX_ERROR on a database error. */
+static int check_same_run(gpurun_results_t *r, const char *job, const char *id, char *why, size_t whylen,
+                          gpurun_error_t *err)
+{
+    sqlite3_stmt *st = stmt(r, ST_SAME_RUN, err);
+    if (!st)
+        return INDEX_ERROR;
+    bind_text(st, 1, job);
+    bind_text(st, 2, id);
+    if (sqlite3_step(st) != SQLITE_ROW)
+        return INDEX_OK;
+    char *shown = gpurun_printable((const char *)sqlite3_column_text(st, 0));
+    snprintf(why, whylen, "the same run (job and run_id) as %s/%s, indexed already", r->dir, shown);
+    free(shown);
+    return INDEX_SKIPPED;
+}
+
+/* Drops what the record `rel` or the run (job, id) put in the index before. */
+static int drop_indexed(gpurun_results_t *r, const char *rel, const char *job, const char *id, gpurun_error_t *err)
+{
     static const int replaced[] = {ST_DROP_FOMS, ST_DROP_RUN};
     for (size_t q = 0; q < sizeof replaced / sizeof *replaced; q++) {
-        if (!(st = stmt(r, replaced[q], err)))
-            goto out;
+        sqlite3_stmt *st = stmt(r, replaced[q], err);
+        if (!st)
+            return -1;
         bind_text(st, 1, rel);
         bind_text(st, 2, job);
         bind_text(st, 3, id);
         if (step_done(r, st, err) < 0)
-            goto out;
+            return -1;
     }
+    return 0;
+}
 
-    if (!(st = stmt(r, ST_INSERT_RUN, err)))
-        goto out;
-    sum = summary_of(rec, rel);
-    sumtext = json_dumps(sum, JSON_COMPACT);
+/* Binds the record's columns of ST_INSERT_RUN after job, run_id, record. */
+static void bind_run_columns(sqlite3_stmt *st, const json_t *rec, const char *sumtext)
+{
     long gpus = gpurun_record_gpus(rec);
-    bind_text(st, 1, job);
-    bind_text(st, 2, id);
-    bind_text(st, 3, rel);
     bind_text(st, 4, gpurun_record_str(rec, GPURUN_REC_TEMPLATE));
     bind_text(st, 5, gpurun_record_str(rec, GPURUN_REC_STATE));
     bind_long(st, 6, gpurun_record_int(rec, GPURUN_REC_EXIT_STATUS, NO_INT));
@@ -708,9 +711,30 @@ static int index_record(gpurun_results_t *r, const char *rel, bool replace, char
     bind_num(st, 25, gpurun_record_num(energy, "cost"));
     bind_num(st, 26, gpurun_record_num(energy, "co2_g"));
     bind_num(st, 27, gpurun_record_num(energy, "mean_power_W"));
-    if (step_done(r, st, err) < 0)
-        goto out;
+}
 
+/* The run's row, with its summary. */
+static int insert_run(gpurun_results_t *r, json_t *rec, const char *rel, const char *job, const char *id,
+                      gpurun_error_t *err)
+{
+    sqlite3_stmt *st = stmt(r, ST_INSERT_RUN, err);
+    if (!st)
+        return -1;
+    json_t *sum = summary_of(rec, rel);
+    char *sumtext = json_dumps(sum, JSON_COMPACT);
+    bind_text(st, 1, job);
+    bind_text(st, 2, id);
+    bind_text(st, 3, rel);
+    bind_run_columns(st, rec, sumtext);
+    int rc = step_done(r, st, err);
+    free(sumtext); /* bound SQLITE_TRANSIENT: SQLite keeps its own copy */
+    json_decref(sum);
+    return rc;
+}
+
+/* A row per figure of merit of the run. */
+static int insert_foms(gpurun_results_t *r, json_t *rec, const char *job, const char *id, gpurun_error_t *err)
+{
     const char *name;
     json_t *fom;
     json_object_foreach(json_object_get(rec, GPURUN_REC_FOMS), name, fom)
@@ -718,8 +742,9 @@ static int index_record(gpurun_results_t *r, const char *rel, bool replace, char
         double v;
         if (!gpurun_record_fom_value(fom, &v))
             v = NAN; /* the figure was not found: a row saying so */
-        if (!(st = stmt(r, ST_INSERT_FOM, err)))
-            goto out;
+        sqlite3_stmt *st = stmt(r, ST_INSERT_FOM, err);
+        if (!st)
+            return -1;
         bind_text(st, 1, job);
         bind_text(st, 2, id);
         bind_text(st, 3, name);
@@ -730,8 +755,31 @@ static int index_record(gpurun_results_t *r, const char *rel, bool replace, char
         bind_num(st, 7, gpurun_record_num(epu, GPURUN_REC_FOM_VALUE));
         bind_text(st, 8, gpurun_record_str(epu, GPURUN_REC_FOM_UNITS));
         if (step_done(r, st, err) < 0)
-            goto out;
+            return -1;
     }
+    return 0;
+}
+
+/* `replace`: a run already indexed from another record is replaced (an
+ * explicit add), else that record is skipped (a sync, which would
+ * otherwise flip between the two). */
+static int index_record(gpurun_results_t *r, const char *rel, bool replace, char *why, size_t whylen,
+                        gpurun_error_t *err)
+{
+    json_t *rec;
+    int got = load_record(r, rel, &rec, why, whylen);
+    if (got != INDEX_OK)
+        return got;
+    const char *job = gpurun_record_str(rec, GPURUN_REC_JOB), *id = gpurun_record_str(rec, GPURUN_REC_RUN_ID);
+
+    sqlite3_stmt *st;
+    int result = replace ? INDEX_OK : check_same_run(r, job, id, why, whylen, err);
+    if (result != INDEX_OK)
+        goto out;
+    result = INDEX_ERROR;
+    if (drop_indexed(r, rel, job, id, err) < 0 || insert_run(r, rec, rel, job, id, err) < 0 ||
+        insert_foms(r, rec, job, id, err) < 0)
+        goto out;
     if (!(st = stmt(r, ST_UNSKIP, err)))
         goto out;
     bind_text(st, 1, rel);
@@ -740,8 +788,6 @@ static int index_record(gpurun_results_t *r, const char *rel, bool replace, char
     result = INDEX_OK;
 out:
     stmts_reset(r);
-    free(sumtext);
-    json_decref(sum);
     json_decref(rec);
     return result;
 }
