@@ -37,6 +37,7 @@ tool "$good" srun 'echo "slurm 23.11.4"'
 tool "$good" sbatch 'echo "slurm 23.11.4"'
 tool "$good" nvidia-cuda-mps-control 'exit 0'
 tool "$good" pmix_info 'echo "                 Package: OpenPMIx fake"; echo "                    PMIx: 4.2.9"'
+tool "$good" gdb 'exit 0' # a stalled run's stacks (issue 40): found on PATH
 root=$TMP/good-root
 mkdir -p "$root/sys/module/nvidia_peermem" "$root/dev" "$root/proc"
 : >"$root/dev/gdrdrv"
@@ -145,9 +146,11 @@ run env PATH="$bare" GPURUN_NVML_LIBRARY=/nonexistent/libnvidia-ml.so.1 \
 expect_rc 1 "a bare node: FAIL, exit 1"
 contains "$TMP/out" "FAIL  NVIDIA driver     4 NVIDIA GPUs on the PCI bus, but NVML is not available" "no NVML is a FAIL"
 contains "$TMP/out" "fix: install the NVIDIA driver" "... with its fix"
-contains "$TMP/out" "WARN  Launcher          local: no Slurm or Flux allocation and no mpirun on PATH" "no MPI launcher: WARN"
+contains "$TMP/out" "WARN  Launcher          local: no Slurm or Flux or PBS allocation and no mpirun on PATH" "no MPI launcher: WARN"
 contains "$TMP/out" "WARN  MPI               no mpirun on PATH" "no mpirun: WARN"
 contains "$TMP/out" "PASS  Slurm             not installed" "no Slurm: fine"
+contains "$TMP/out" "WARN  stall stacks      neither gdb nor eu-stack on PATH" "no gdb nor eu-stack: WARN (issue 40)"
+contains "$TMP/out" "fix: install gdb (Debian: apt install gdb)" "... saying what to install"
 contains "$TMP/out" "WARN  Peer memory       neither nvidia_peermem nor nv_peer_mem is loaded" "no peer memory"
 contains "$TMP/out" "fix: sudo modprobe nvidia_peermem" "... with its fix"
 contains "$TMP/out" "WARN  RDMA ports        no RDMA device in /sys/class/infiniband" "no RDMA device"
