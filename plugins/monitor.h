@@ -95,20 +95,32 @@ typedef struct gpurun_monitor_plugin {
     /* Health of every GPU the library sees, and the driver version ("" when
      * unknown); *healthp is malloc()ed.  NULL in a plugin that cannot tell. */
     int (*health)(struct gpurun_gpu_health **healthp, int *np, char *driver, size_t driver_len, gpurun_error_t *err);
+    /* What it handles, so that no caller names a monitor: the GPU vendors
+     * (as the topology names them: "nvidia", "amd") whose GPUs `monitor =
+     * auto` gives it, NULL-terminated; NULL: none by vendor (it samples
+     * when named, and GPUs of no known vendor when it sees them all). */
+    const char *const *vendors;
+    /* The variable that makes a built-in monitor load another library (a
+     * test hook: the GPUs it reads are marked so in the record); NULL:
+     * none.  Honoured for built-in monitors only. */
+    const char *library_env;
 } gpurun_monitor_plugin_t;
 
 /* --- gpurun's side (launcher/run/monitor.c) ----------------------------------- */
 
-/* Find a monitor by name: built-in (nvml, rocm_smi) first, else
+/* Find a monitor by name: built-in first, else
  * $GPURUN_PLUGIN_PATH/monitor_NAME.so, else the installed plugin folder;
  * checked for GPURUN_MONITOR_ABI. */
 int gpurun_monitor_find(const char *name, const gpurun_monitor_plugin_t **pp, gpurun_error_t *err);
+/* The i-th built-in monitor's name, in the order `auto` tries them; NULL
+ * past the last. */
+const char *gpurun_monitor_builtin_name(size_t i);
 void gpurun_monitor_result_free(struct gpurun_monitor_result *r);
 
 /* A run's monitoring in two calls.  begin() starts the monitor `name` (a
- * job's `monitor`: "none": none; "auto": nvml for the GPUs whose vendor is
- * "nvidia", rocm_smi for "amd", and for those of no known vendor (vendors
- * NULL, or an entry NULL) the first of nvml and rocm_smi that has them all)
+ * job's `monitor`: "none": none; "auto": each GPU to the first built-in
+ * monitor whose `vendors` has its vendor, and those of no vendor one handles
+ * (vendors NULL, or an entry NULL) to the first built-in that has them all)
  * on the given PCI addresses every $GPURUN_MONITOR_INTERVAL seconds (default
  * 1); NULL, with why, when no monitor could start (never an error: the run
  * goes on).  end() stops it and returns the record's `gpus_monitor` array
@@ -126,7 +138,7 @@ struct json_t *gpurun_monitor_end(gpurun_monitor_session_t *s);
  * report is null. */
 struct json_t *gpurun_monitor_json(const struct gpurun_monitor_result *r);
 /* The GPU driver's version as the monitor `name` (a job's `monitor`:
- * "auto" tries nvml, then rocm_smi; "none": none) reads it, once per
+ * "auto" tries the built-in ones in order; "none": none) reads it, once per
  * process and name: 0 with `driver`, or -1 (driver "") when none says. */
 int gpurun_monitor_driver(const char *name, char *driver, size_t len);
 

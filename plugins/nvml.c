@@ -440,6 +440,8 @@ static int nvml_health(struct gpurun_gpu_health **healthp, int *np, char *driver
     return 0;
 }
 
+static const char *const nvml_vendors[] = {"nvidia", NULL};
+
 const gpurun_monitor_plugin_t gpurun_monitor_nvml = {
     .abi = GPURUN_MONITOR_ABI,
     .name = "nvml",
@@ -448,4 +450,6 @@ const gpurun_monitor_plugin_t gpurun_monitor_nvml = {
     .start = nvml_start,
     .stop = nvml_stop,
     .health = nvml_health,
+    .vendors = nvml_vendors,
+    .library_env = "GPURUN_NVML_LIBRARY",
 };

@@ -448,6 +448,8 @@ static int rocm_health(struct gpurun_gpu_health **healthp, int *np, char *driver
     return 0;
 }
 
+static const char *const rocm_vendors[] = {"amd", NULL};
+
 const gpurun_monitor_plugin_t gpurun_monitor_rocm_smi = {
     .abi = GPURUN_MONITOR_ABI,
     .name = "rocm_smi",
@@ -456,4 +458,6 @@ const gpurun_monitor_plugin_t gpurun_monitor_rocm_smi = {
     .start = rocm_start,
     .stop = rocm_stop,
     .health = rocm_health,
+    .vendors = rocm_vendors,
+    .library_env = "GPURUN_ROCM_SMI_LIBRARY",
 };

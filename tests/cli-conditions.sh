@@ -206,6 +206,6 @@ ok $? "... and said why at the end"
 ! grep -q "tuned job file\|\.tuned\.conf\|\.tuned\.[0-9]*\.conf" "$TMP/out"
 ok $? "... no tuned job file written"
 diag "the busy tune's output:"
-head -c 3000 "$TMP/out" | sed 's/^/# /'
+head -40 "$TMP/out" | cut -c1-300 | sed 's/^/# /'
 
 done_testing

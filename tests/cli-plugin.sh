@@ -73,8 +73,10 @@ expect_rc 2 "with it, a misspelt --set launcher=fakerum is refused"
 contains "$TMP/err" "(did you mean 'fakerun'?)" "... with the nearest name, the plugin's launch command"
 run "$GPURUN" run "$TMP/job.conf" --dry-run --set monitor=nvmll
 expect_rc 2 "monitor = nvmll: refused"
-contains "$TMP/err" "key 'monitor': 'nvmll' is not one of auto, none, nvml (did you mean 'nvml'?)" \
-    "... with the monitors present and the nearest"
+contains "$TMP/err" "key 'monitor': 'nvmll' is not one of auto, none, nvml, rocm_smi (did you mean 'nvml'?)" \
+    "... with the monitors present (every built-in one) and the nearest"
+run "$GPURUN" run "$TMP/job.conf" --dry-run --set monitor=rocm_smi
+expect_rc 0 "monitor = rocm_smi, a built-in monitor, is a monitor"
 run "$GPURUN" run "$TMP/job.conf" --dry-run --set fake.queue=debug
 expect_rc 0 "the manager's own section of the job file (fake.queue) is a key"
 run "$GPURUN" run "$TMP/job.conf" --dry-run --set fakr.queue=debug
@@ -108,7 +110,7 @@ chmod +x "$TMP/bin/fakesubmit"
 export GPURUN_TEMPLATE_PATH=$TMP/sites
 run "$GPURUN" submit "$TMP/job.conf" --dry-run --set site=typo --set launcher=auto
 expect_rc 2 "a site profile's misspelt scheduler: exit 2"
-contains "$TMP/err" "key 'scheduler': 'fakr' is not one of slurm, flux, fake, none (did you mean 'fake'?)" \
+contains "$TMP/err" "key 'scheduler': 'fakr' is not one of slurm, flux, pbs, fake, none (did you mean 'fake'?)" \
     "... listing the managers present"
 run "$GPURUN" submit "$TMP/job.conf" --dry-run --set site=fakesite --set launcher=auto --set fake.mem=4G
 expect_rc 0 "submit --dry-run for a site whose scheduler is the plugin"

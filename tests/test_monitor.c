@@ -438,6 +438,18 @@ int main(void)
     ok(gpurun_monitor_find("nvml", &p, &err) == 0 && p && p->abi == GPURUN_MONITOR_ABI, "the nvml monitor is built in");
     ok(gpurun_monitor_find("nosuch", &p, &err) < 0 && strstr(err.text, "monitor_nosuch.so"),
        "an unknown monitor names where it looked");
+    /* Monitors say what they handle (issue 41): their callers name none. */
+    const gpurun_monitor_plugin_t *nv = NULL, *rs = NULL;
+    ok(gpurun_monitor_find("nvml", &nv, &err) == 0 && gpurun_monitor_find("rocm_smi", &rs, &err) == 0 &&
+           nv->vendors && !strcmp(nv->vendors[0], "nvidia") && !nv->vendors[1] && rs->vendors &&
+           !strcmp(rs->vendors[0], "amd") && !rs->vendors[1] && !strcmp(nv->library_env, "GPURUN_NVML_LIBRARY") &&
+           !strcmp(rs->library_env, "GPURUN_ROCM_SMI_LIBRARY"),
+       "each built-in monitor names its vendors and its library's variable");
+    ok(!strcmp(gpurun_monitor_builtin_name(0), "nvml") && !strcmp(gpurun_monitor_builtin_name(1), "rocm_smi") &&
+           !gpurun_monitor_builtin_name(2),
+       "the built-in monitors, in the order auto tries them");
+    ok(gpurun_monitor_find("nosuch", &p, &err) < 0 && strstr(err.text, "built in are nvml and rocm_smi"),
+       "an unknown monitor's message lists the built-in ones, from the list ('%s')", err.text);
     gpurun_monitor_find("nvml", &p, &err);
     test_shared_objects();
     test_missing(p);

@@ -224,15 +224,6 @@ static void mark_test(json_t *dev, const char *hook)
     json_object_set_new(dev, "source", json_string(GPURUN_ENERGY_SOURCE_TEST));
 }
 
-const char *gpurun_energy_monitor_hook_var(const char *monitor)
-{
-    if (monitor && !strcmp(monitor, "nvml"))
-        return "GPURUN_NVML_LIBRARY";
-    if (monitor && !strcmp(monitor, "rocm_smi"))
-        return "GPURUN_ROCM_SMI_LIBRARY";
-    return NULL;
-}
-
 static void add_gpus(json_t *devices, json_t *miss, json_t *gpus_monitor, const char *gpu_why, double secs)
 {
     if (!json_is_array(gpus_monitor)) {
@@ -255,11 +246,11 @@ static void add_gpus(json_t *devices, json_t *miss, json_t *gpus_monitor, const 
         else
             snprintf(name, sizeof name, "GPU %s (%s)", model ? model : "", pci ? pci : "?");
         double j;
-        /* The monitor that read it (records before rocm_smi name none: NVML's). */
+        /* The monitor that read it (record.h: older records name none). */
         const char *mon = json_string_value(json_object_get(g, "monitor"));
         char source[48];
         if (!mon || !*mon || strlen(mon) > 32)
-            mon = "nvml";
+            mon = GPURUN_REC_GPU_MONITOR_UNNAMED;
         if (json_is_number(ej)) {
             j = json_number_value(ej);
             snprintf(source, sizeof source, "%s", mon);

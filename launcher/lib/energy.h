@@ -130,9 +130,5 @@ void gpurun_energy_doctor(const char *root, char *line, size_t len, enum gpurun_
  * as gpurun_rapl_read); when none, why in `why`. */
 bool gpurun_rapl_any_readable(const char *root, char *why, size_t len);
 
-/* The variable that makes the built-in monitor `monitor` ("nvml",
- * "rocm_smi") load a library of the user's choice, or NULL. */
-const char *gpurun_energy_monitor_hook_var(const char *monitor);
-
 
 #endif

@@ -48,6 +48,9 @@
 #define GPURUN_REC_GPUS_MONITOR_NOTE "gpus_monitor_note"   /* why none */
 /* inside each entry of GPURUN_REC_GPUS_MONITOR */
 #define GPURUN_REC_TEST_HOOK "test_hook" /* "GPURUN_NVML_LIBRARY=/x.so": read through a library a test chose */
+/* A gpus_monitor entry's "monitor" in records from before entries named
+ * theirs: the one gpurun had then, NVML. */
+#define GPURUN_REC_GPU_MONITOR_UNNAMED "nvml"
 #define GPURUN_REC_FOMS "foms"                             /* {NAME: {value, values, units, better, file}} */
 #define GPURUN_REC_REFERENCES "references"
 #define GPURUN_REC_CONFIG "config"                         /* what varies in a scan */

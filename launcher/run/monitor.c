@@ -42,17 +42,43 @@ static int check_abi(const void *plugin, const char *where, gpurun_error_t *err)
     return 0;
 }
 
+static char builtin_names[128];
+
 static const struct gpurun_plugin_kind monitors = {
     .kind = "monitor",
-    .builtin_names = "built in are nvml and rocm_smi",
+    .builtin_names = builtin_names,
     .builtin = builtin,
     .name = monitor_name,
     .check_abi = check_abi,
 };
 
+#define NBUILTIN (sizeof builtin / sizeof *builtin - 1)
+
+static const gpurun_monitor_plugin_t *builtin_at(size_t i)
+{
+    return builtin[i];
+}
+
+/* "built in are nvml and rocm_smi", from the list itself. */
+static void fill_builtin_names(void)
+{
+    if (builtin_names[0])
+        return;
+    size_t l = (size_t)snprintf(builtin_names, sizeof builtin_names, "built in are");
+    for (size_t i = 0; i < NBUILTIN && l < sizeof builtin_names; i++)
+        l += (size_t)snprintf(builtin_names + l, sizeof builtin_names - l, "%s %s",
+                              i == 0 ? "" : i + 1 < NBUILTIN ? "," : " and", builtin_at(i)->name);
+}
+
+const char *gpurun_monitor_builtin_name(size_t i)
+{
+    return i < NBUILTIN ? builtin_at(i)->name : NULL;
+}
+
 int gpurun_monitor_find(const char *name, const gpurun_monitor_plugin_t **pp, gpurun_error_t *err)
 {
     const void *p = NULL;
+    fill_builtin_names();
     int rc = gpurun_plugin_find(&monitors, name, &p, err);
     *pp = p;
     return rc;
@@ -83,10 +109,10 @@ int gpurun_monitor_driver(const char *name, char *driver, size_t len)
         return -1;
     if (strcmp(cached_name, name) != 0) { /* NVML's init costs: once per gpurun, not per run of a scan */
         snprintf(cached_name, sizeof cached_name, "%s", name);
-        bool any = !strcmp(name, "auto");
-        driver_of(any ? "nvml" : name, cached, sizeof cached);
-        if (any && !cached[0])
-            driver_of("rocm_smi", cached, sizeof cached);
+        if (strcmp(name, "auto") != 0)
+            driver_of(name, cached, sizeof cached);
+        for (size_t i = 0; !strcmp(name, "auto") && i < NBUILTIN && !cached[0]; i++) /* the first that says */
+            driver_of(builtin_at(i)->name, cached, sizeof cached);
     }
     snprintf(driver, len, "%s", cached);
     return driver[0] ? 0 : -1;
@@ -133,10 +159,10 @@ json_t *gpurun_monitor_json(const struct gpurun_monitor_result *r)
 }
 
 /* A run's monitoring: one part per monitor, each with its GPUs.  `auto`
- * gives NVIDIA GPUs to nvml and AMD GPUs to rocm_smi; GPUs whose vendor the
- * caller does not know (a rank step's helper) go to the first of nvml and
- * rocm_smi that has them all. */
-#define PARTS_MAX 3
+ * gives each GPU to the first built-in monitor that handles its vendor;
+ * GPUs of no vendor one handles (a rank step's helper knows none) go to
+ * the first built-in monitor that has them all. */
+#define PARTS_MAX (NBUILTIN + 1) /* one per built-in monitor, the last for no known vendor */
 struct part {
     const gpurun_monitor_plugin_t *plugin; /* NULL: none could start */
     gpurun_monitor_t *mon;
@@ -169,22 +195,34 @@ static bool part_start(struct part *pt, const char *name)
     return true;
 }
 
+/* The GPUs of no known vendor: the first built-in monitor that starts on
+ * them all; else why each could not. */
 static void part_probe(struct part *pt)
 {
-    if (part_start(pt, "nvml"))
-        return;
-    char nvml_why[sizeof pt->why];
-    snprintf(nvml_why, sizeof nvml_why, "%s", pt->why);
-    if (!part_start(pt, "rocm_smi")) {
-        char rocm_why[sizeof pt->why];
-        snprintf(rocm_why, sizeof rocm_why, "%s", pt->why);
-        snprintf(pt->why, sizeof pt->why, "%.250s; %.250s", nvml_why, rocm_why);
+    char whys[sizeof pt->why] = "";
+    size_t l = 0;
+    for (size_t i = 0; i < NBUILTIN; i++) {
+        if (part_start(pt, builtin_at(i)->name))
+            return;
+        if (l < sizeof whys)
+            l += (size_t)snprintf(whys + l, sizeof whys - l, "%s%.250s", i ? "; " : "", pt->why);
     }
+    snprintf(pt->why, sizeof pt->why, "%s", whys);
+}
+
+/* Which part a GPU of `vendor` is in under `auto`. */
+static size_t part_of_vendor(const char *vendor)
+{
+    for (size_t i = 0; vendor && i < NBUILTIN; i++)
+        for (const char *const *v = builtin_at(i)->vendors; v && *v; v++)
+            if (!strcmp(*v, vendor))
+                return i;
+    return NBUILTIN;
 }
 
 static void session_free(gpurun_monitor_session_t *s)
 {
-    for (int k = 0; k < PARTS_MAX; k++) {
+    for (size_t k = 0; k < PARTS_MAX; k++) {
         for (int i = 0; i < s->parts[k].n; i++)
             free((char *)s->parts[k].pcis[i]);
         free(s->parts[k].pcis);
@@ -209,25 +247,24 @@ gpurun_monitor_session_t *gpurun_monitor_begin(const char *name, const char *con
     }
     gpurun_monitor_session_t *s = gpurun_xcalloc(1, sizeof *s);
     bool automatic = !name || !strcmp(name, "auto");
-    /* Parts: 0 NVIDIA (or the named monitor's), 1 AMD, 2 vendor unknown. */
-    static const char *const part_monitor[PARTS_MAX] = {"nvml", "rocm_smi", NULL};
-    for (int k = 0; k < PARTS_MAX; k++)
+    /* Parts: one per built-in monitor (the first: the named monitor's), the
+     * last for GPUs of no vendor one handles. */
+    for (size_t k = 0; k < PARTS_MAX; k++)
         s->parts[k].pcis = gpurun_xcalloc((size_t)n, sizeof *s->parts[k].pcis);
     for (int i = 0; i < n; i++) {
-        const char *v = vendors ? vendors[i] : NULL;
-        int k = !automatic || (v && !strcmp(v, "nvidia")) ? 0 : v && !strcmp(v, "amd") ? 1 : 2;
+        size_t k = automatic ? part_of_vendor(vendors ? vendors[i] : NULL) : 0;
         s->parts[k].pcis[s->parts[k].n++] = gpurun_xstrdup(pcis[i] ? pcis[i] : "");
     }
     int started = 0;
     char first_why[512] = "";
-    for (int k = 0; k < PARTS_MAX; k++) {
+    for (size_t k = 0; k < PARTS_MAX; k++) {
         struct part *pt = &s->parts[k];
         if (pt->n == 0)
             continue;
         if (!automatic)
             started += part_start(pt, name);
-        else if (part_monitor[k])
-            started += part_start(pt, part_monitor[k]);
+        else if (k < NBUILTIN)
+            started += part_start(pt, builtin_at(k)->name);
         else
             part_probe(pt), started += pt->plugin != NULL;
         if (!pt->plugin && !first_why[0])
@@ -251,14 +288,14 @@ static json_t *unread_gpu(const char *pci, const char *why)
                      "samples", 0, "energy_J", "energy_note", why);
 }
 
-/* "GPURUN_NVML_LIBRARY=/x.so" when a test made the built-in monitor
+/* "VAR=/x.so" (its library_env) when a test made the built-in monitor
  * `plugin` load a library of its choice (energy.h); NULL when not. */
 static json_t *test_hook(const gpurun_monitor_plugin_t *plugin)
 {
     bool builtin_one = false;
     for (const void *const *b = builtin; *b; b++)
         builtin_one = builtin_one || *b == (const void *)plugin;
-    const char *var = builtin_one ? gpurun_energy_monitor_hook_var(plugin->name) : NULL;
+    const char *var = builtin_one ? plugin->library_env : NULL;
     const char *v = var ? getenv(var) : NULL;
     if (!v || !*v)
         return NULL;
@@ -273,7 +310,7 @@ json_t *gpurun_monitor_end(gpurun_monitor_session_t *s)
     if (!s)
         return NULL;
     json_t *all = json_array();
-    for (int k = 0; k < PARTS_MAX; k++) {
+    for (size_t k = 0; k < PARTS_MAX; k++) {
         struct part *pt = &s->parts[k];
         if (pt->plugin) {
             struct gpurun_monitor_result r = {0};

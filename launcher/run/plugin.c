@@ -19,6 +19,7 @@
 
 #include "confparse.h"
 #include "manager.h"
+#include "monitor.h"
 #include "plugin.h"
 #include "rank.h"
 #include "safefile.h"
@@ -396,7 +397,8 @@ static const char *const *names_of(const char *kind)
             free(files[i]);
         }
     } else if (k == 2) {
-        add_name(names, &n, "nvml");
+        for (size_t i = 0; gpurun_monitor_builtin_name(i); i++)
+            add_name(names, &n, gpurun_monitor_builtin_name(i));
         n += gpurun_plugin_files("monitor", names + n, PLUGINS_MAX - n);
     } else {
         for (const gpurun_rm_plugin_t *const *m = gpurun_rm_all(); *m && n + 2 < 2 * PLUGINS_MAX; m++)
