@@ -91,7 +91,7 @@ static int add_row(json_t *run, void *ctx)
         t->busy = gpurun_xrealloc(t->busy, t->cap * sizeof *t->busy);
     }
     bool busy = gpurun_run_busy(run);
-    const char *why = gpurun_record_str(json_object_get(run, GPURUN_REC_CONDITIONS), GPURUN_REC_CONDITIONS_WHY);
+    const char *why = gpurun_record_str(json_object_get(run, GPURUN_REC_CONDITIONS), GPURUN_REC_COND_WHY);
     char *busy_line = gpurun_xasprintf("%s: figures likely low", why ? why : "busy");
     t->busy[t->n + 1] = busy ? gpurun_printable(busy_line) : NULL;
     free(busy_line);

@@ -165,7 +165,7 @@ static int take_record(struct tune *t, struct cand *c, const json_t *rec, char *
         return -1;
     }
     if (gpurun_run_busy(rec)) {
-        const char *w = gpurun_record_str(json_object_get(rec, GPURUN_REC_CONDITIONS), GPURUN_REC_CONDITIONS_WHY);
+        const char *w = gpurun_record_str(json_object_get(rec, GPURUN_REC_CONDITIONS), GPURUN_REC_COND_WHY);
         snprintf(why, whylen, "%.200s", w ? w : "other processes on its cores or GPUs, or throttling");
         return 1;
     }

@@ -235,13 +235,25 @@ static json_t *kept_template(const struct gpurun_prov_in *in, json_t *notes)
 
 /* {path, size, sha256, sampled} of `path`, the bytes hashed whole taken
  * from *budget. */
+/* "/a/./b" as "/a/b": a path said plainly (the job's "./prog" found in its
+ * folder), the same file. */
+static char *plain_path(const char *path)
+{
+    char *out = gpurun_xstrdup(path), *p;
+    while ((p = strstr(out, "/./")))
+        memmove(p, p + 2, strlen(p + 2) + 1);
+    return out;
+}
+
 static json_t *file_json(const char *path, long long *budget, json_t *notes)
 {
     struct gpurun_file_hash h;
     gpurun_error_t e = {0};
     long long whole = *budget < GPURUN_PROV_WHOLE_MAX ? *budget : GPURUN_PROV_WHOLE_MAX;
-    json_t *j = json_pack("{s:s, s:n, s:n, s:b}", GPURUN_REC_PROV_PATH, path, GPURUN_REC_PROV_SIZE,
+    char *plain = plain_path(path);
+    json_t *j = json_pack("{s:s, s:n, s:n, s:b}", GPURUN_REC_PROV_PATH, plain, GPURUN_REC_PROV_SIZE,
                           GPURUN_REC_PROV_SHA256, GPURUN_REC_PROV_SAMPLED, 0);
+    free(plain);
     if (gpurun_hash_file(path, whole, &h, &e) < 0) {
         note(notes, "%s%s", e.text, "");
         gpurun_error_clear(&e);

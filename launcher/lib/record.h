@@ -70,10 +70,6 @@
  * state, frames}], deadlock, verdict}: the last stall found (run/stall.h); absent: none */
 #define GPURUN_REC_STALL "stall"
 #define GPURUN_REC_TUNE "tune"                             /* gpurun tune's trial: {session, trial, candidate} */
-#define GPURUN_REC_PROVENANCE "provenance"  /* {program {path, sha256, sampled}, inputs [...], ...} */
-#define GPURUN_REC_CONDITIONS "conditions"
-#define GPURUN_REC_CONDITIONS_BUSY "busy"
-#define GPURUN_REC_CONDITIONS_WHY "why"
 #define GPURUN_REC_NOTES "notes"                           /* [sentences]: what the record lacks and why (a
                                                             * template regex dropped past its time budget) */
 #define GPURUN_REC_PROVENANCE "provenance"                 /* what the run ran from: provenance.h */

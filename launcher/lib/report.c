@@ -785,7 +785,7 @@ void gpurun_report_add(gpurun_report_t *r, const json_t *run)
         job->nbusy++;
         c->nbusy++;
         if (!r->include_busy) {
-            const char *why = gpurun_record_str(json_object_get(run, GPURUN_REC_CONDITIONS), GPURUN_REC_CONDITIONS_WHY);
+            const char *why = gpurun_record_str(json_object_get(run, GPURUN_REC_CONDITIONS), GPURUN_REC_COND_WHY);
             listed_add(&job->busy, &job->nbusy_kept, c, run, "busy", why ? why : "busy");
             return;
         }

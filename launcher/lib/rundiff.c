@@ -403,9 +403,38 @@ static void diff_inputs(json_t *out, const json_t *a, const json_t *b)
     json_decref(by_b);
 }
 
+/* The conditions two runs ran in: the verdicts, and the measured figures
+ * where they differ by more than two runs of one configuration do on a
+ * quiet node (a tenth of the cores' time, a point of load, 5 % of the
+ * clock); each host's detail stays in the records. */
+static void diff_conditions(json_t *out, const json_t *a, const json_t *b)
+{
+    const json_t *ca = json_object_get(a, GPURUN_REC_CONDITIONS), *cb = json_object_get(b, GPURUN_REC_CONDITIONS);
+    static const char *const verdicts[] = {GPURUN_REC_COND_BUSY,          GPURUN_REC_COND_WHY,
+                                           GPURUN_REC_COND_THROTTLED,     GPURUN_REC_COND_GPU_THROTTLED,
+                                           GPURUN_REC_COND_GPU_OTHERS,    GPURUN_REC_COND_BUSY_SHARE};
+    for (size_t i = 0; i < sizeof verdicts / sizeof *verdicts; i++)
+        add(out, "conditions", verdicts[i], json_object_get(ca, verdicts[i]), json_object_get(cb, verdicts[i]));
+    static const struct {
+        const char *key;
+        double apart;  /* absolute */
+        double rel;    /* of the larger */
+    } figures[] = {{GPURUN_REC_COND_FOREIGN_CPU_SHARE, 0.1, 0}, {GPURUN_REC_COND_LOAD1, 1.0, 0},
+                   {GPURUN_REC_COND_CPU_MHZ, 0, 0.05}};
+    for (size_t i = 0; i < sizeof figures / sizeof *figures; i++) {
+        json_t *va = json_object_get(ca, figures[i].key), *vb = json_object_get(cb, figures[i].key);
+        if (json_is_number(va) && json_is_number(vb)) {
+            double x = json_number_value(va), y = json_number_value(vb), big = fabs(x) > fabs(y) ? fabs(x) : fabs(y);
+            if (fabs(x - y) <= figures[i].apart + figures[i].rel * big)
+                continue;
+        }
+        add(out, "conditions", figures[i].key, va, vb);
+    }
+}
+
 static void diff_sections(json_t *out, const json_t *a, const json_t *b)
 {
-    add_flat(out, "conditions", "", json_object_get(a, "conditions"), json_object_get(b, "conditions"), 0);
+    diff_conditions(out, a, b);
     static const char *const hw[] = {GPURUN_REC_HOSTS, GPURUN_REC_CPU_MODEL, GPURUN_REC_GPU_MODEL, GPURUN_REC_LAUNCHER};
     diff_keys(out, "hosts and hardware", a, b, hw, sizeof hw / sizeof *hw);
     add(out, "hosts and hardware", "driver",

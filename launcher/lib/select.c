@@ -239,7 +239,7 @@ int gpurun_select_option(struct gpurun_select *s, const char *name, const char *
 bool gpurun_run_busy(const json_t *run)
 {
     json_t *c = json_object_get(run, GPURUN_REC_CONDITIONS);
-    return json_is_true(json_object_get(c, GPURUN_REC_CONDITIONS_BUSY));
+    return json_is_true(json_object_get(c, GPURUN_REC_COND_BUSY));
 }
 
 /* A record value as --where compares it: a string as it is, a number as
@@ -269,7 +269,7 @@ static bool value_is(const json_t *v, const char *want, int depth)
 
 static bool where_holds(const struct gpurun_select_where *w, const json_t *run)
 {
-    if (!strcmp(w->key, GPURUN_REC_CONDITIONS "." GPURUN_REC_CONDITIONS_BUSY))
+    if (!strcmp(w->key, GPURUN_REC_CONDITIONS "." GPURUN_REC_COND_BUSY))
         return !strcmp(w->value, gpurun_run_busy(run) ? "true" : "false");
     const json_t *v = run;
     const char *p = w->key;
