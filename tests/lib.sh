@@ -50,6 +50,13 @@ skip() {
     echo "ok $tap_n # SKIP $1"
 }
 
+# todo WHY: a known defect, said as TAP's expected failure (XFAIL): counted
+# and shown in every log, not a pass; it turns into an ok check once fixed.
+todo() {
+    tap_n=$((tap_n + 1))
+    echo "not ok $tap_n # TODO $1"
+}
+
 diag() { printf '# %s\n' "$@"; }
 
 # run CMD...: runs it, keeping stdout, stderr and the exit status in

@@ -226,6 +226,11 @@ configure_server() {
         qmgr_c "create queue workq queue_type = execution"
     qmgr_c "set queue workq enabled = True"
     qmgr_c "set queue workq started = True"
+    # Between a walltime kill's SIGTERM and its SIGKILL, gpurun stops the
+    # ranks within the template's stop_grace (30 s by default) and writes
+    # the record: PBS's default kill_delay, 10 s, can cut that short on a
+    # loaded node.  Sites running gpurun set it as long as their grace.
+    qmgr_c "set queue workq kill_delay = 60"
     qmgr_c "set server default_queue = workq"
     pbs_cmd 20 qmgr -c "list node $HOST" >/dev/null 2>&1 || qmgr_c "create node $HOST"
 }
