@@ -6,7 +6,12 @@
 # ("Could not find any usable IP address"), so the namespace has a veth pair
 # with a link-local address, its own host name (a UTS namespace) and its own
 # /etc/hosts naming it (a mount namespace, which also gives PostgreSQL a
-# socket folder of its own).  Everything else lives in the state folder:
+# socket folder of its own).  The mount namespace also has a user of its own
+# (GPURUN_PBS_USER, uid GPURUN_PBS_UID, home under the state folder: in the
+# namespace's /etc/passwd and /etc/group, copies of the machine's plus that
+# line) and a set-uid pbs_iff, so that jobs run as a user as on a real
+# cluster: pbs_mom does not track root's processes (it skips uid 0 when it
+# reads /proc), so a root job looks gone at its first signal.  Everything else lives in the state folder:
 # PBS_HOME, pbs.conf (PBS_CONF_FILE: /etc/pbs.conf is neither read nor
 # written), the logs.  Nothing under /etc is changed.
 #
@@ -27,6 +32,9 @@
 #                    come from it, so two complexes do not clash  (required)
 #   GPURUN_PBS_EXEC  the OpenPBS installation                  [/opt/pbs]
 #   GPURUN_PBS_UP_TIMEOUT  seconds start waits for the node     [60]
+#   GPURUN_PBS_UID   uid (and gid) of the complex's user, free on this
+#                    machine                                    [4747]
+# start also exports GPURUN_PBS_USER and GPURUN_PBS_USER_HOME (owned by it).
 set -u
 
 DIR=${GPURUN_PBS_DIR:-}
@@ -39,6 +47,9 @@ HOLDER=$DIR/run/holder.pid
 NSID=$DIR/run/netns.id # dev:inode of its network namespace
 CONF=$DIR/pbs.conf
 HOME_DIR=$DIR/home
+USER_NAME=gpurunpbs
+USER_UID=${GPURUN_PBS_UID:-4747}
+USER_HOME=$DIR/userhome
 ADDR=169.254.88.2 # inside the namespace only: every complex may use it
 ME=pbs-complex
 USAGE="start|stop|status|run CMD..."
@@ -127,6 +138,10 @@ missing_prereq() {
         echo "cannot make namespaces here (unshare --net --uts --mount, hostname, bind mount: $(echo "$err" | head -n 1))"
         return
     fi
+    if getent passwd "$USER_UID" >/dev/null 2>&1 || getent group "$USER_UID" >/dev/null 2>&1; then
+        echo "uid or gid $USER_UID is taken on this machine: set GPURUN_PBS_UID to a free one for the complex's user"
+        return
+    fi
     ip netns list >/dev/null 2>&1 || echo "ip netns does not work here"
 }
 
@@ -151,12 +166,15 @@ start_holder() {
         set -e
         echo "$1" >/proc/sys/kernel/hostname
         mount --bind "$2/etc/hosts" /etc/hosts
+        mount --bind "$2/etc/passwd" /etc/passwd
+        mount --bind "$2/etc/group" /etc/group
+        mount --bind "$2/etc/pbs_iff" "$4/sbin/pbs_iff"
         mkdir -p /run/postgresql
         mount --bind "$2/pgrun" /run/postgresql
         umount -l /run/netns 2>/dev/null || :
         echo $$ >"$3.new"
         mv "$3.new" "$3"
-        exec sleep infinity' holder "$HOST" "$DIR" "$HOLDER" </dev/null >>"$DIR/log/holder.out" 2>&1 &
+        exec sleep infinity' holder "$HOST" "$DIR" "$HOLDER" "$EXEC" </dev/null >>"$DIR/log/holder.out" 2>&1 &
 }
 
 write_files() {
@@ -165,6 +183,15 @@ write_files() {
         echo "127.0.0.1 localhost"
         echo "$ADDR $HOST"
     } >"$DIR/etc/hosts"
+    # The complex's user, as a site's users are: known to every host.
+    { cat /etc/passwd; echo "$USER_NAME:x:$USER_UID:$USER_UID:gpurun PBS test user:$USER_HOME:/bin/sh"; } \
+        >"$DIR/etc/passwd"
+    { cat /etc/group; echo "$USER_NAME:x:$USER_UID:"; } >"$DIR/etc/group"
+    chmod 0644 "$DIR/etc/passwd" "$DIR/etc/group"
+    mkdir -p "$USER_HOME" && chown "$USER_UID:$USER_UID" "$USER_HOME" && chmod 0755 "$USER_HOME"
+    # qsub as a user authenticates through pbs_iff, which binds a reserved
+    # port: set-uid root, as PBS's own post-install makes it.
+    cp "$EXEC/sbin/pbs_iff" "$DIR/etc/pbs_iff" && chmod 4755 "$DIR/etc/pbs_iff"
     cat >"$CONF" <<EOF
 PBS_EXEC=$EXEC
 PBS_HOME=$HOME_DIR
@@ -269,6 +296,9 @@ exports() {
     printf "export GPURUN_PBS_DIR='%s'\n" "$DIR"
     printf "export GPURUN_PBS_HOST='%s'\n" "$HOST"
     printf "export GPURUN_PBS_CONF='%s'\n" "$CONF"
+    printf "export GPURUN_PBS_USER='%s'\n" "$USER_NAME"
+    printf "export GPURUN_PBS_UID='%s'\n" "$USER_UID"
+    printf "export GPURUN_PBS_USER_HOME='%s'\n" "$USER_HOME"
 }
 
 is_up() {
