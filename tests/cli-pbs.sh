@@ -9,8 +9,10 @@
 # mpirun with the job's node file, its own binding off, each rank bound by
 # gpurun's rank step), a 3-configuration scan as one job array
 # (PBS_ARRAY_INDEX), qsub's reading of the quoted values (qstat -f), doctor
-# inside a job (the select statement), and a job PBS kills at its walltime
-# (timeout, 124).  Everything the complex started is stopped after.
+# inside a job (the select statement), and, as the complex's user (not root:
+# pbs_mom does not track root's processes), a job PBS kills at its walltime
+# (timeout, 124, the record written) and gpurun run inside qsub -I.
+# Everything the complex started is stopped after.
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 PBS_EXEC=${GPURUN_PBS_EXEC:-/opt/pbs}
@@ -223,6 +225,35 @@ EOF
         "$d/record.json" >/dev/null 2>&1
     ok $? "... the record: timeout, exit 124, the allocation's time limit ($(jq -c '[.state, .exit_status, .failure.reason]' "$d/record.json" 2>/dev/null))"
     [ -f "$d/record.json" ] || { ls -la "$d" "$UH/results/long/" 2>&1 | sed 's/^/#   /'; for f in "$UH"/results/long/*.ER "$UH"/results/long/*.OU "$d/launcher.out"; do [ -f "$f" ] && { echo "# --- $f"; tail -15 "$f" | sed 's/^/#   /'; }; done; }
+fi
+
+# gpurun run inside an interactive allocation (qsub -I), as the user.  qsub
+# -I wants a terminal: script(1) gives it one, and its input stays open (a
+# FIFO a sleep holds) until qsub ends, since an end of input would end the
+# session before the command.
+if [ -n "$why" ] || ! command -v script >/dev/null 2>&1; then
+    for i in 1 2 3; do skip "${why:-no script(1) to give qsub -I a terminal}: no gpurun run inside qsub -I"; done
+else
+    sed -e 's/^job = "long"/job = "inter"/' -e '/^pbs {/d' -e '/^bind = /d' -e 's/^command = .*/command = "hostname"/' \
+        "$UH/long.conf" >"$UH/inter.conf"
+    printf '#!/bin/sh\n"$1" run "$2" >"$3" 2>&1\necho "rc=$?" >>"$3"\n' >"$UH/inter.sh"
+    chmod 0755 "$UH/inter.sh"
+    chown "$GPURUN_PBS_UID:$GPURUN_PBS_UID" "$UH/inter.conf" "$UH/inter.sh"
+    mkfifo "$TMP/tty.in"
+    sleep 170 >"$TMP/tty.in" &
+    holder=$!
+    asuser timeout 160 script -qec "qsub -I -l select=1:ncpus=2:mpiprocs=2 -l walltime=00:02:00 -- \
+$UH/inter.sh $G $UH/inter.conf $UH/inter.out" /dev/null <"$TMP/tty.in" >"$TMP/qsubi" 2>&1
+    kill "$holder" 2>/dev/null
+    grep -q "qsub: job .* ready" "$TMP/qsubi" && grep -q "^rc=0\$" "$UH/inter.out"
+    ok $? "qsub -I: gpurun run in the interactive job, exit 0 ($(tr '\n' ' ' <"$TMP/qsubi" | tr -s ' '))"
+    d=$(ls -d "$UH/results/inter"/*Z-*/ 2>/dev/null | tail -1 | sed 's:/$::')
+    jq -e '.state == "ok" and .launcher == "pbs" and (.launcher_choice | startswith("pbs: inside PBS job"))' \
+        "$d/record.json" >/dev/null 2>&1
+    ok $? "... launcher pbs, chosen inside the job ($(jq -c '.launcher_choice' "$d/record.json" 2>/dev/null))"
+    jq -e '[.bindings[].cpus] | length == 2 and .[0] != .[1]' "$d/record.json" >/dev/null 2>&1
+    ok $? "... each rank bound by gpurun, to its own core ($(jq -c '[.bindings[].cpus]' "$d/record.json" 2>/dev/null))"
+    [ -f "$d/record.json" ] || sed 's/^/#   /' "$UH/inter.out" "$TMP/qsubi" 2>/dev/null
 fi
 
 # ---- the water box ------------------------------------------------------------------

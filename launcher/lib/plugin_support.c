@@ -73,6 +73,22 @@ void gpurun_launch_cmds_one(struct gpurun_launch_cmds *out, char **argv)
     out->env[0] = gpurun_argv_new();
 }
 
+static int (*launcher_lookup)(const char *, const struct gpurun_launcher_plugin **, gpurun_error_t *);
+
+void gpurun_launcher_lookup_set(int (*find)(const char *name, const struct gpurun_launcher_plugin **pp,
+                                            gpurun_error_t *why))
+{
+    launcher_lookup = find;
+}
+
+int gpurun_launcher_named(const char *name, const struct gpurun_launcher_plugin **pp, gpurun_error_t *why)
+{
+    *pp = NULL;
+    if (!launcher_lookup)
+        return gpurun_err(why, GPURUN_EXIT_ENV, "launcher %s: no launcher table in this program", name);
+    return launcher_lookup(name, pp, why);
+}
+
 const char *gpurun_rank_program(const char *gpurun_path)
 {
     static char *found, *found_for;

@@ -75,6 +75,14 @@ char *gpurun_which(const char *prog);
 int gpurun_need_program(const char *prog, const char *hint, gpurun_error_t *why);
 /* out becomes one process, argv (out owns it now), with no extra environment. */
 void gpurun_launch_cmds_one(struct gpurun_launch_cmds *out, char **argv);
+/* Another launcher by its name ("mpirun"), for a launcher that is that one
+ * with some changes (PBS's: mpirun with the job's node file): 0 and *pp, or
+ * -1 with why.  gpurun's launcher table answers (gpurun_launcher_lookup_set);
+ * a plugin never names another's symbol. */
+struct gpurun_launcher_plugin;
+int gpurun_launcher_named(const char *name, const struct gpurun_launcher_plugin **pp, gpurun_error_t *why);
+void gpurun_launcher_lookup_set(int (*find)(const char *name, const struct gpurun_launcher_plugin **pp,
+                                            gpurun_error_t *why));
 /* gpurun-rank, the rank step without the rest of gpurun (no hwloc, no
  * SQLite, ...: its start-up is most of a rank's cost), for the gpurun at
  * `gpurun_path`: beside it (a build folder), in ../libexec/gpurun (installed,

@@ -20,16 +20,17 @@
 #include "plugin.h"
 #include "util.h"
 
-extern const gpurun_rm_plugin_t gpurun_rm_slurm;
-extern const gpurun_rm_plugin_t gpurun_rm_flux;
-extern const gpurun_rm_plugin_t gpurun_rm_pbs;
+/* The built-in managers: plugins/managers.def lists them. */
+#define GPURUN_RM_BUILTIN(name) extern const gpurun_rm_plugin_t gpurun_rm_##name;
+#include "managers.def"
+#undef GPURUN_RM_BUILTIN
 
+#define GPURUN_RM_BUILTIN(name) &gpurun_rm_##name,
 const gpurun_rm_plugin_t *const gpurun_rm_builtin[] = {
-    &gpurun_rm_slurm,
-    &gpurun_rm_flux,
-    &gpurun_rm_pbs,
+#include "managers.def"
     NULL,
 };
+#undef GPURUN_RM_BUILTIN
 
 static const char *rm_name(const void *plugin)
 {

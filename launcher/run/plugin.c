@@ -415,6 +415,7 @@ static const char *const *names_of(const char *kind)
 void gpurun_plugins_register(void)
 {
     gpurun_conf_set_plugin_names(names_of);
+    gpurun_launcher_lookup_set(gpurun_launcher_find); /* a launcher built on another (plugin_support.h) */
     gpurun_topocache_key_gpus(gpurun_rm_allocated_gpus); /* the GPUs a manager gave the job key the cache */
 }
 

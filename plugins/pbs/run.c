@@ -14,7 +14,12 @@
 
 #include "pbs.h"
 
-extern const gpurun_launcher_plugin_t gpurun_launcher_mpirun;
+/* The launcher PBS's is built on, by its name (plugin_support.h). */
+static const gpurun_launcher_plugin_t *mpirun_launcher(gpurun_error_t *why)
+{
+    const gpurun_launcher_plugin_t *p = NULL;
+    return gpurun_launcher_named("mpirun", &p, why) < 0 ? NULL : p;
+}
 
 static int pbs_available(gpurun_error_t *why)
 {
@@ -26,7 +31,8 @@ static int pbs_available(gpurun_error_t *why)
                           !job || !*job ? "PBS_JOBID" : "PBS_NODEFILE");
     if (pbs_mpiexec_is_pals())
         return 0;
-    return gpurun_launcher_mpirun.available(why);
+    const gpurun_launcher_plugin_t *mpirun = mpirun_launcher(why);
+    return mpirun ? mpirun->available(why) : -1;
 }
 
 static int pals_commands(const struct gpurun_launch_request *req, struct gpurun_launch_cmds *out)
@@ -54,7 +60,8 @@ static int pbs_commands(const struct gpurun_launch_request *req, struct gpurun_l
     if (!nodefile || nodefile[0] != '/')
         return gpurun_err(err, GPURUN_EXIT_ENV, "launcher = pbs: PBS_NODEFILE is %s",
                           nodefile ? "not an absolute path" : "not set");
-    if (gpurun_launcher_mpirun.commands(req, out, err) < 0)
+    const gpurun_launcher_plugin_t *mpirun = mpirun_launcher(err);
+    if (!mpirun || mpirun->commands(req, out, err) < 0)
         return -1;
     /* mpirun's own argv, with the host file after the program name. */
     char **old = out->argv[0], **a = gpurun_argv_new();
