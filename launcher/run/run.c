@@ -309,6 +309,12 @@ struct rank_result {
     char unwritten[2048]; /* why a host's HOST.ranks.json could not be written, or "" */
 };
 
+/* The host rank r reported from (its binding); NULL: it reported nothing. */
+static const char *rank_host(const struct rank_result *rr, int r)
+{
+    return r < 0 ? NULL : json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)r), "host"));
+}
+
 /* HOST.ranks.json, once per host, written by gpurun when the ranks have
  * ended: each local rank's binding and status as its rank step reported
  * them (through the launcher's pipe), in rank order. */
@@ -350,7 +356,7 @@ enum silence { SILENT_LOST, SILENT_HERE };
 
 static bool silent_as(const struct rank_result *rr, json_t *stops, int i, const char *self, enum silence want)
 {
-    const char *h = json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)i), "host"));
+    const char *h = rank_host(rr, i);
     if (!h || !json_is_null(json_array_get(rr->statuses, (size_t)i)) ||
         !json_is_null(json_array_get(stops, (size_t)i)))
         return false;
@@ -367,18 +373,18 @@ static int silent_by_host(const struct rank_result *rr, json_t *stops, int nrank
         if (!silent_as(rr, stops, i, self, want))
             continue;
         count++;
-        const char *h = json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)i), "host"));
+        const char *h = rank_host(rr, i);
         bool seen = false;
         for (int j = 0; j < i && !seen; j++)
             seen = silent_as(rr, stops, j, self, want) &&
-                   !strcmp(h, json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)j), "host")));
+                   !strcmp(h, rank_host(rr, j));
         if (seen)
             continue;
         int n = 0;
         char ranks[256] = "";
         size_t ru = 0;
         for (int j = i; j < nranks; j++) {
-            const char *hj = json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)j), "host"));
+            const char *hj = rank_host(rr, j);
             if (silent_as(rr, stops, j, self, want) && !strcmp(hj, h) && ru < sizeof ranks)
                 ru += (size_t)snprintf(ranks + ru, sizeof ranks - ru, "%s%d", n++ ? ", " : "", j);
         }
@@ -470,7 +476,7 @@ static void collect_ranks(struct gpurun_outcome *oc, int nranks, const char *sel
         if (!json_is_object(st) || !json_is_null(s))
             continue;
         rr->nstopped++;
-        const char *h = json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)i), "host"));
+        const char *h = rank_host(rr, i);
         json_t *ns = json_pack("{s:i, s:s?, s:n, s:b, s:i, s:s}", "rank", i, "host", h, "exit_code", "stopped", 1,
                                "stop_signal", sig, "note",
                                "its rank step was told to stop and was killed before its program's end");
@@ -1648,7 +1654,7 @@ static int ended_node_failure(struct ended *e, gpurun_error_t *err)
     rc = GPURUN_EXIT_ENV;
     a->state = GPURUN_STATE_FAILED;
     a->why_rank = rr->first_lost;
-    const char *h = json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)rr->first_lost), "host"));
+    const char *h = rank_host(rr, rr->first_lost);
     snprintf(a->why, sizeof a->why, "lost with its host %s (%s: a node failed)", h ? h : "?", c->rm->title);
     a->stops_job = true;
     lost_hosts_error(c, a, false, rc, err);
@@ -1695,7 +1701,7 @@ static int ended_lost(struct ended *e, gpurun_error_t *err)
     int rc = GPURUN_EXIT_ENV;
     a->state = GPURUN_STATE_FAILED;
     a->why_rank = rr->first_lost;
-    const char *h = json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)rr->first_lost), "host"));
+    const char *h = rank_host(rr, rr->first_lost);
     snprintf(a->why, sizeof a->why, "lost with its host %s (the host, or %s's link to it, failed)", h ? h : "?",
              c->launcher->name);
     lost_hosts_error(c, a, e->collateral, rc, err);
@@ -1758,7 +1764,7 @@ static int ended_stopped_outside(struct ended *e, gpurun_error_t *err)
     snprintf(a->why, sizeof a->why, "stopped from outside gpurun by %s",
              sig_abbrev(rr->stop_signal, sb, sizeof sb));
     a->stops_job = true;
-    const char *h = json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)r), "host"));
+    const char *h = rank_host(rr, r);
     gpurun_err(err, rc,
                "the ranks were stopped from outside gpurun: rank %d on %s was the first told to stop, by %s "
                "(scancel, the batch system, or a kill); run folder %s",
