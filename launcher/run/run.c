@@ -36,6 +36,7 @@
 #include "safefile.h"
 #include "mps.h"
 #include "run.h"
+#include "run_private.h"
 #include "site.h"
 #include "template.h"
 #include "topology.h"
@@ -281,39 +282,7 @@ static void export_names(char **out)
     out[n] = NULL;
 }
 
-struct rank_result {
-    /* The first rank that failed on its own (not told to stop first), else
-     * the first that failed after it was told to stop; -1 if none. */
-    int failed_rank;
-    bool failed_stopped; /* no rank failed on its own: failed_rank was stopped */
-    int failed_code;
-    char failed_host[256];
-    char failed_error[512]; /* why its rank step could not start the program, or "" */
-    int finished;       /* ranks that wrote a status */
-    /* Ranks that started (a binding) and never reported an end, nor that
-     * they were told to stop, by host ("h2 (ranks 2, 3)"): on another
-     * host than gpurun's, lost with their host (or the launcher's daemon
-     * there); on gpurun's own host, killed without a word (SIGKILL). */
-    int nlost;
-    char lost[512];
-    int nsilent;
-    char silent[512];
-    int first_lost;     /* the first of those lost ranks, -1 */
-    /* Ranks told to stop (a 'T' report) and killed before they could
-     * report their program's end: stopped, neither lost nor failed. */
-    int nstopped;
-    int stop_rank, stop_signal; /* the first rank told to stop and the signal; -1, 0: none */
-    char unstarted[512]; /* "node 3 (ranks 6-7)": ranks that reported nothing at all */
-    json_t *bindings;   /* what every rank reported */
-    json_t *statuses;
-    char unwritten[2048]; /* why a host's HOST.ranks.json could not be written, or "" */
-};
 
-/* The host rank r reported from (its binding); NULL: it reported nothing. */
-static const char *rank_host(const struct rank_result *rr, int r)
-{
-    return r < 0 ? NULL : json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)r), "host"));
-}
 
 /* HOST.ranks.json, once per host, written by gpurun when the ranks have
  * ended: each local rank's binding and status as its rank step reported
@@ -502,7 +471,7 @@ static bool silent_rank(const struct rank_result *rr, int i)
            json_is_null(json_array_get(rr->statuses, (size_t)i));
 }
 
-static void unstarted_ranks(const gpurun_plan_t *plan, struct rank_result *rr)
+void run_unstarted_ranks(const gpurun_plan_t *plan, struct rank_result *rr)
 {
     char *out = rr->unstarted;
     size_t size = sizeof rr->unstarted, used = 0;
@@ -523,7 +492,7 @@ static void unstarted_ranks(const gpurun_plan_t *plan, struct rank_result *rr)
         snprintf(out + size - 5, 5, "...");
 }
 
-static const char *signal_name(int code)
+const char *run_signal_name(int code)
 {
     return code > 128 && code < 128 + 65 ? strsignal(code - 128) : NULL;
 }
@@ -532,7 +501,7 @@ static const char *signal_name(int code)
  * whole lines outside Open MPI's "-----" help boxes (the line that names
  * the host, as "ssh: Could not resolve hostname h7", comes before the box),
  * without mpirun's warnings about variables -x names; else its last lines. */
-static char *launcher_tail(int dfd, const char *run_dir)
+char *run_launcher_tail(int dfd, const char *run_dir)
 {
     char *p = gpurun_xasprintf("%s/launcher.out", run_dir);
     char *buf = NULL;
@@ -589,42 +558,7 @@ static char *launcher_tail(int dfd, const char *run_dir)
     return tail;
 }
 
-struct run_ctx {
-    gpurun_job_t *job;
-    const struct gpurun_run_opts *opts;
-    gpurun_template_t *tpl;
-    gpurun_topo_t *topo;
-    gpurun_plan_t *plan;
-    const gpurun_launcher_plugin_t *launcher;
-    /* The resource manager of the launcher (srun: Slurm), else of the
-     * allocation gpurun runs in; NULL: none. */
-    const gpurun_rm_plugin_t *rm;
-    char launcher_why[256];
-    char alloc_note[256];
-    char *command;       /* template command (+ gpu_args), unexpanded */
-    char *results;
-    gpurun_site_t *site;
-    json_t *config;      /* this configuration's scan values: {"ranks_per_node": 2} */
-    gpurun_request_t req; /* as the job asks, before this node resolved it: other hosts plan with it */
-    gpurun_gdr_probe_t *gdr_probe; /* this node's GPUDirect pieces: probed once per gpurun run */
-    json_t *gdr;                   /* this configuration's GPUDirect decision, for its records */
-    char *job_dir;        /* the job file's folder, absolute */
-    char stopped[200];    /* why the last run stopped the whole job (interrupted, the allocation's time
-                           * limit), or "": a scan or repeat goes no further */
-    struct gpurun_container_run *ctr; /* the container the ranks run in; NULL: none */
-    struct scan_row *row; /* where run_once says how the run went, for a scan's summary; NULL: nowhere */
-    struct gpurun_hpl_edit hpl; /* this configuration's NB and P x Q for the template's hpl_dat; inactive: none */
-};
 
-/* One run of a scan or repeat, for the summary table at its end. */
-struct scan_row {
-    char *config;    /* what varies ("ranks_per_node=2, params.npme=1"), "" none */
-    int repeat;      /* 1-based */
-    const char *state; /* the record's; NULL: not started or no record */
-    char fom[160];   /* "ns_per_day = 41.2 ns/day"; "" none */
-    char *folder;    /* the run folder; NULL: none was made */
-    int rc;
-};
 
 /* The variables a rank step sets, by name, for a runtime that passes only
  * what it is told (podman): the plan's, the job's and the template's env,
@@ -772,7 +706,7 @@ static int job_env(const struct run_ctx *c, struct gpurun_kvlist *names, const c
 
 /* The ranks succeeded: read the figures of merit, then the template's
  * sanity text and the job's reference bands (exit 1 when one fails). */
-static int check_results(struct run_ctx *c, struct gpurun_kvlist *names, const char *run_dir, gpurun_foms_t *foms, json_t *refs,
+int run_check_results(struct run_ctx *c, struct gpurun_kvlist *names, const char *run_dir, gpurun_foms_t *foms, json_t *refs,
                          const char **state, gpurun_error_t *err)
 {
     if (!c->tpl) {
@@ -905,45 +839,6 @@ static void stop_mps(struct gpurun_mps *m, json_t *j)
     m->active = false;
 }
 
-/* One run of the job, from its folder's creation to its record: what the
- * steps of run_once share. */
-struct run_attempt {
-    char *run_dir;
-    int dfd; /* the run folder's descriptor */
-    ino_t dir_ino;
-    mode_t fmode;                 /* the run folder's files' mode */
-    char host[256];               /* this host's name */
-    struct gpurun_kvlist names;   /* what the template's {names} expand to */
-    char **app;                   /* the program and its arguments */
-    char **launched;              /* what the rank steps start instead (the container runtime); NULL: app */
-    time_t start;
-    struct gpurun_launch_cmds cmds;
-    struct gpurun_outcome oc;
-    struct rank_result rr;
-    json_t *gpus_monitor;
-    char mon_why[512]; /* why there is no GPU monitor, or "" */
-    struct gpurun_rapl *rapl0, *rapl1; /* this host's RAPL counters around the ranks; NULL: not read */
-    int setup_fd;      /* setup.log; -1 until a setup step runs */
-    struct gpurun_mps mps;
-    json_t *mps_json;
-    struct gpurun_store store; /* the rendezvous store gpurun hosts, if any */
-    int rdv_port;              /* MASTER_PORT: the store's, or rank 0's to bind; 0: none */
-    json_t *rdv_json;          /* the record's "rendezvous"; NULL: not a torchrun template */
-    gpurun_watch_t *watch; /* progress lines and status.json (watch.h) */
-    gpurun_stall_t *stall; /* stall detection (stall.h); NULL: off */
-    int rc;            /* the exit status a step that stopped the run ended with */
-    const char *state; /* the record's: GPURUN_STATE_OK, ... (results.h) */
-    int why_rank;      /* the rank the record's failure names (its output): -1 none */
-    char why[600];     /* the failure's reason, one line */
-    bool tail_read;
-    struct gpurun_rank_tail tail; /* the end of why_rank's output */
-    char *tail_file;
-    json_t *failure;   /* the record's failure; NULL: none */
-    bool stops_job;    /* interrupted, or the allocation ended: no further run of a scan */
-    gpurun_foms_t foms;
-    json_t *refs;
-    json_t *prov; /* the record's provenance, made at the start */
-};
 
 /* A step that stops the run: -1, with the exit status kept in a->rc. */
 static int stop_with(struct run_attempt *a, int rc)
@@ -1107,7 +1002,7 @@ static int edit_hpl_dat(struct run_ctx *c, struct run_attempt *a, gpurun_error_t
  * that start with `label` only (NULL: all), the cause found with `tpl`'s
  * failure patterns then gpurun's own (NULL: gpurun's own only);
  * a->tail_file names it once read. */
-static void read_tail(struct run_attempt *a, const char *file, const char *label, const gpurun_template_t *tpl)
+void run_read_tail(struct run_attempt *a, const char *file, const char *label, const gpurun_template_t *tpl)
 {
     a->tail_read = true;
     char *shown = gpurun_xasprintf("%s/%s", a->run_dir, file);
@@ -1122,8 +1017,6 @@ static void read_tail(struct run_attempt *a, const char *file, const char *label
     free(shown);
 }
 
-static const char *sig_abbrev(int sig, char *buf, size_t len);
-static void status_text(int code, char *buf, size_t len);
 static bool stop_noted(struct run_attempt *a, const char *when, int *rcp);
 
 /* Setup step i failed with `code` (128+N: killed by signal N; -1: not
@@ -1132,13 +1025,13 @@ static bool stop_noted(struct run_attempt *a, const char *when, int *rcp);
 static void setup_failed(struct run_ctx *c, struct run_attempt *a, size_t i, int code, const char *log,
                          gpurun_error_t *err)
 {
-    read_tail(a, "setup.log", NULL, c->tpl);
+    run_read_tail(a, "setup.log", NULL, c->tpl);
     char *cause = gpurun_rank_tail_reason(&a->tail);
     char status[64];
     if (code < 0)
         snprintf(status, sizeof status, "could not be started");
     else
-        status_text(code, status, sizeof status);
+        run_status_text(code, status, sizeof status);
     a->state = GPURUN_STATE_FAILED;
     a->why_rank = -1;
     snprintf(a->why, sizeof a->why, "%s", cause ? cause : status);
@@ -1427,480 +1320,6 @@ static int launch_ranks(struct run_ctx *c, struct run_attempt *a, gpurun_error_t
     return supervise_ranks(c, a, tty, err);
 }
 
-/* "SIGSEGV" of a signal number, else "signal N" (into buf). */
-static const char *sig_abbrev(int sig, char *buf, size_t len)
-{
-    static const struct {
-        int sig;
-        const char *name;
-    } names[] = {{SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},
-                 {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
-                 {SIGKILL, "SIGKILL"}, {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
-                 {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"}, {SIGXCPU, "SIGXCPU"}};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (names[i].sig == sig)
-            return names[i].name;
-    snprintf(buf, len, "signal %d", sig);
-    return buf;
-}
-
-/* "exit status 7" or "killed by signal SIGSEGV" for an exit status. */
-static void status_text(int code, char *buf, size_t len)
-{
-    char sb[32];
-    if (code > 128 && code < 128 + 65)
-        snprintf(buf, len, "killed by signal %s", sig_abbrev(code - 128, sb, sizeof sb));
-    else
-        snprintf(buf, len, "exit status %d", code);
-}
-
-/* Where `rank`'s output is, as its binding says: the file in the run
- * folder (a plain name, nothing else) and the label of its lines there
- * ("3: "; NULL: the file is the rank's own).  NULL: unknown. */
-static const char *rank_output_file(const struct rank_result *rr, int rank, const char **label)
-{
-    json_t *o = json_object_get(json_array_get(rr->bindings, (size_t)rank), "output");
-    const char *file = json_string_value(json_object_get(o, "file"));
-    *label = json_string_value(json_object_get(o, "label"));
-    return file && *file && file[0] != '.' && !strchr(file, '/') ? file : NULL;
-}
-
-/* The end of `rank`'s output (a->tail, read once): its last lines and the
- * line that names the cause.  Nothing when the rank has no output here (it
- * never started, or its host's file is on that host's own disk). */
-static void read_rank_tail(struct run_ctx *c, struct run_attempt *a, int rank)
-{
-    if (a->tail_read || rank < 0 || rank >= c->plan->nranks)
-        return;
-    a->tail_read = true;
-    const char *label;
-    const char *file = rank_output_file(&a->rr, rank, &label);
-    if (file)
-        read_tail(a, file, label, c->tpl);
-}
-
-/* Whether the resource manager ended the step, as its launch command said
- * it (Slurm's "*** STEP 12.0 ON h1 CANCELLED AT ... DUE TO TIME LIMIT ***"),
- * from the launcher's output: its last 64 KiB only. */
-static enum gpurun_rm_end manager_ended(const struct run_ctx *c, struct run_attempt *a)
-{
-    if (!c->rm || !c->rm->ended)
-        return GPURUN_RM_END_NONE;
-    gpurun_error_t e;
-    int fd = gpurun_open_own_at(a->dfd, GPURUN_RUN_LAUNCHER_OUT, GPURUN_RUN_LAUNCHER_OUT, &e);
-    if (fd < 0)
-        return GPURUN_RM_END_NONE;
-    char buf[65536];
-    off_t end = lseek(fd, 0, SEEK_END);
-    off_t from = end > (off_t)sizeof buf - 1 ? end - (off_t)sizeof buf + 1 : 0;
-    ssize_t n = end > 0 ? pread(fd, buf, (size_t)(end - from), from) : 0;
-    close(fd);
-    buf[n > 0 ? n : 0] = '\0';
-    return c->rm->ended(buf);
-}
-
-/* Hosts lost while ranks ran: the message, with what the launcher said. */
-static void lost_hosts_error(struct run_ctx *c, struct run_attempt *a, bool collateral, int rc, gpurun_error_t *err)
-{
-    const struct rank_result *rr = &a->rr;
-    char *tail = launcher_tail(a->dfd, a->run_dir);
-    char also[400] = "";
-    if (collateral && rr->failed_code != 128 + SIGTERM && rr->failed_code != 128 + SIGKILL)
-        snprintf(also, sizeof also, "; meanwhile rank %d on %s was killed by signal %d (%s)", rr->failed_rank,
-                 rr->failed_host, rr->failed_code - 128, signal_name(rr->failed_code));
-    gpurun_err(err, rc,
-               "lost %s: these ranks started and never reported an end (the host, or %s's link to it, failed); "
-               "the other ranks were stopped%s; run folder %s; %s said:\n%s",
-               rr->lost, c->launcher->name, also, a->run_dir, c->launcher->name, tail ? tail : "(nothing)");
-    free(tail);
-}
-
-/* The first rank that failed: the message, with the line of its output
- * that names the cause, and where that output is. */
-static void failed_rank_error(struct run_attempt *a, int rc, const char *cause, gpurun_error_t *err)
-{
-    const struct rank_result *rr = &a->rr;
-    const char *sig = signal_name(rc);
-    if (rr->failed_error[0]) {
-        gpurun_err(err, rc, "rank %d on %s could not start (exit status %d): %s; run folder %s", rr->failed_rank,
-                   rr->failed_host, rc, rr->failed_error, a->run_dir);
-        return;
-    }
-    const char *label;
-    const char *file = rank_output_file(rr, rr->failed_rank, &label);
-    char where[600];
-    if (file && label)
-        snprintf(where, sizeof where, "%s/%s (its lines start with '%s')", a->run_dir, file, label);
-    else
-        snprintf(where, sizeof where, "%s/%s", a->run_dir, file ? file : "launcher.out");
-    gpurun_err(err, rc, "rank %d on %s failed first: %s %d%s%s%s%s%s%s; its output: %s", rr->failed_rank,
-               rr->failed_host, sig ? "killed by signal" : "exit status", sig ? rc - 128 : rc, sig ? " (" : "",
-               sig ? sig : "", sig ? ")" : "", cause ? "; cause: \"" : "", cause ? cause : "", cause ? "\"" : "", where);
-}
-
-/* The launcher failed, or not every rank finished: the exit status and
- * the message, with what the launcher said. */
-static int launcher_failed_error(struct run_ctx *c, struct run_attempt *a, gpurun_error_t *err)
-{
-    struct rank_result *rr = &a->rr;
-    int rc = a->oc.launcher_status ? a->oc.launcher_status : GPURUN_EXIT_ENV;
-    if (rr->finished == 0)
-        rc = GPURUN_EXIT_ENV; /* no rank ever ran: the launcher could not start them */
-    char *tail = launcher_tail(a->dfd, a->run_dir);
-    unstarted_ranks(c->plan, rr);
-    gpurun_err(err, rc, "%s failed (exit status %d) with %d of %d ranks finished%s%s; it said:\n%s",
-               c->launcher->name, a->oc.launcher_status, rr->finished, c->plan->nranks,
-               rr->unstarted[0] && rr->finished ? "; never started (their hosts wrote nothing): " : "",
-               rr->unstarted[0] && rr->finished ? rr->unstarted : "", tail ? tail : "(nothing)");
-    free(tail);
-    return rc;
-}
-
-/* What else happened to the ranks of a run that was interrupted or timed
- * out: a rank that had failed on its own, hosts lost, ranks gone silent. */
-static void stopped_notes(struct run_ctx *c, struct run_attempt *a, char *also, size_t len)
-{
-    const struct rank_result *rr = &a->rr;
-    size_t n = 0;
-    also[0] = '\0';
-    if (rr->failed_rank >= 0 && !rr->failed_stopped) {
-        char st[64];
-        status_text(rr->failed_code, st, sizeof st);
-        n += (size_t)snprintf(also + n, len - n, "; rank %d on %s had failed (%s)", rr->failed_rank, rr->failed_host,
-                              st);
-    }
-    if (rr->nlost && n < len)
-        n += (size_t)snprintf(also + n, len - n,
-                              "; lost %s: these ranks never reported an end (the host, or %s's link to it, failed)",
-                              rr->lost, c->launcher->name);
-    if (rr->nsilent && n < len)
-        snprintf(also + n, len - n, "; %s ended without a report (%s)", rr->silent,
-                 a->oc.killed ? "killed with the launcher after the grace period" : "their rank steps were killed");
-}
-
-/* The record's reason, cut to its one line (a rank's own error or the
- * silent ranks' list can be longer). */
-static void why_set(struct run_attempt *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void why_set(struct run_attempt *a, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(a->why, sizeof a->why, fmt, ap);
-    va_end(ap);
-}
-
-/* What decide_outcome found, for the function of the case it is. */
-struct ended {
-    struct run_ctx *c;
-    struct run_attempt *a;
-    bool own;        /* a rank failed on its own, not after it was told to stop */
-    bool collateral; /* ... killed by a signal while others were lost with their host */
-    enum gpurun_rm_end cancel;
-};
-
-static int ended_stalled(struct ended *e, gpurun_error_t *err)
-{
-    struct run_ctx *c = e->c;
-    struct run_attempt *a = e->a;
-    char also[1600];
-    int rc;
-    const char *verdict = NULL;
-    gpurun_stall_now(a->stall, &verdict);
-    rc = GPURUN_EXIT_STALLED;
-    a->state = GPURUN_STATE_STALLED;
-    json_t *st = gpurun_stall_record(a->stall);
-    json_t *culprit = json_array_get(json_object_get(st, "culprits"), 0);
-    a->why_rank = culprit ? (int)json_integer_value(json_object_get(culprit, "rank")) : -1;
-    json_decref(st);
-    snprintf(a->why, sizeof a->why, "stalled: %s", verdict ? verdict : "no progress");
-    stopped_notes(c, a, also, sizeof also);
-    gpurun_err(err, rc, "%s; on_stall = \"kill\": every rank was stopped%s; run folder %s", a->why, also,
-               a->run_dir);
-    return rc;
-}
-
-static int ended_time_limit(struct ended *e, gpurun_error_t *err)
-{
-    struct run_ctx *c = e->c;
-    struct run_attempt *a = e->a;
-    const struct gpurun_outcome *oc = &a->oc;
-    const struct rank_result *rr = &a->rr;
-    char also[1600];
-    int rc;
-    /* Slurm's time limit sends SIGTERM to gpurun too, in a batch step:
-     * still a time limit, not an interruption. */
-    rc = GPURUN_EXIT_TIMEOUT;
-    a->state = GPURUN_STATE_TIMEOUT;
-    a->why_rank = e->own ? rr->failed_rank : 0;
-    if (oc->timed_out)
-        snprintf(a->why, sizeof a->why, "time limit of %lds reached (the job's timeout)", c->job->timeout_s);
-    else
-        snprintf(a->why, sizeof a->why, "the allocation's time limit was reached (%s cancelled the step)",
-                 c->rm->title);
-    a->stops_job = !oc->timed_out;
-    stopped_notes(c, a, also, sizeof also);
-    gpurun_err(err, rc, "%s: every rank was stopped%s; run folder %s", a->why, also, a->run_dir);
-    return rc;
-}
-
-static int ended_node_failure(struct ended *e, gpurun_error_t *err)
-{
-    struct run_ctx *c = e->c;
-    struct run_attempt *a = e->a;
-    const struct rank_result *rr = &a->rr;
-    int rc;
-    /* Slurm cancelled the job because a node failed: it sends gpurun
-     * SIGTERM too, in a batch step, but the lost host is the cause. */
-    rc = GPURUN_EXIT_ENV;
-    a->state = GPURUN_STATE_FAILED;
-    a->why_rank = rr->first_lost;
-    const char *h = rank_host(rr, rr->first_lost);
-    snprintf(a->why, sizeof a->why, "lost with its host %s (%s: a node failed)", h ? h : "?", c->rm->title);
-    a->stops_job = true;
-    lost_hosts_error(c, a, false, rc, err);
-    return rc;
-}
-
-static int ended_interrupted(struct ended *e, gpurun_error_t *err)
-{
-    struct run_ctx *c = e->c;
-    struct run_attempt *a = e->a;
-    const struct gpurun_outcome *oc = &a->oc;
-    const struct rank_result *rr = &a->rr;
-    char also[1600];
-    int rc;
-    char sb[32];
-    rc = 128 + oc->interrupted;
-    a->state = GPURUN_STATE_INTERRUPTED;
-    a->why_rank = e->own ? rr->failed_rank : -1; /* a Ctrl-C is nobody's failure */
-    snprintf(a->why, sizeof a->why, "interrupted by %s", sig_abbrev(oc->interrupted, sb, sizeof sb));
-    a->stops_job = true;
-    stopped_notes(c, a, also, sizeof also);
-    gpurun_err(err, rc, "%s (%s): every rank was stopped%s; run folder %s", a->why, strsignal(oc->interrupted),
-               also, a->run_dir);
-    return rc;
-}
-
-static int ended_unwritten(struct ended *e, gpurun_error_t *err)
-{
-    struct run_attempt *a = e->a;
-    const struct rank_result *rr = &a->rr;
-    int rc = GPURUN_EXIT_ENV;
-    a->state = GPURUN_STATE_FAILED;
-    snprintf(a->why, sizeof a->why, "the ranks' statuses could not be kept");
-    gpurun_err(err, rc, "the ranks ended, but their statuses could not be kept: %s; run folder %s", rr->unwritten,
-               a->run_dir);
-    return rc;
-}
-
-static int ended_lost(struct ended *e, gpurun_error_t *err)
-{
-    struct run_ctx *c = e->c;
-    struct run_attempt *a = e->a;
-    const struct rank_result *rr = &a->rr;
-    int rc = GPURUN_EXIT_ENV;
-    a->state = GPURUN_STATE_FAILED;
-    a->why_rank = rr->first_lost;
-    const char *h = rank_host(rr, rr->first_lost);
-    snprintf(a->why, sizeof a->why, "lost with its host %s (the host, or %s's link to it, failed)", h ? h : "?",
-             c->launcher->name);
-    lost_hosts_error(c, a, e->collateral, rc, err);
-    return rc;
-}
-
-static int ended_own_failure(struct ended *e, gpurun_error_t *err)
-{
-    struct run_ctx *c = e->c;
-    struct run_attempt *a = e->a;
-    const struct rank_result *rr = &a->rr;
-    int rc = rr->failed_code;
-    a->state = GPURUN_STATE_FAILED;
-    a->why_rank = rr->failed_rank;
-    if (rr->failed_error[0])
-        why_set(a, "could not start: %s", rr->failed_error);
-    else
-        status_text(rc, a->why, sizeof a->why);
-    read_rank_tail(c, a, a->why_rank);
-    char *cause = rr->failed_error[0] ? NULL : gpurun_rank_tail_reason(&a->tail);
-    failed_rank_error(a, rc, cause, err);
-    if (cause)
-        snprintf(a->why, sizeof a->why, "%s", cause);
-    free(cause);
-    return rc;
-}
-
-static int ended_silent(struct ended *e, gpurun_error_t *err)
-{
-    struct run_ctx *c = e->c;
-    struct run_attempt *a = e->a;
-    const struct gpurun_outcome *oc = &a->oc;
-    const struct rank_result *rr = &a->rr;
-    int rc;
-    /* On gpurun's own host, which is not lost: their rank steps were
-     * killed without a chance to report (SIGKILL). */
-    rc = oc->launcher_status ? oc->launcher_status : GPURUN_EXIT_ENV;
-    a->state = GPURUN_STATE_FAILED;
-    why_set(a, "ranks ended without a report: %s", rr->silent);
-    gpurun_err(err, rc,
-               "%s: these ranks started and their rank steps were killed before they could report how their "
-               "program ended (SIGKILL: the kernel's out-of-memory killer, or a kill -9); the other ranks were "
-               "stopped; %s exit status %d; run folder %s",
-               rr->silent, c->launcher->name, oc->launcher_status, a->run_dir);
-    return rc;
-}
-
-static int ended_stopped_outside(struct ended *e, gpurun_error_t *err)
-{
-    struct run_attempt *a = e->a;
-    const struct rank_result *rr = &a->rr;
-    int rc;
-    /* Every rank that failed was told to stop first, and not by gpurun:
-     * scancel, the batch system, or someone's kill. */
-    char sb[32];
-    int r = rr->failed_rank >= 0 ? rr->failed_rank : rr->stop_rank;
-    rc = rr->failed_rank >= 0 ? rr->failed_code : 128 + rr->stop_signal;
-    a->state = GPURUN_STATE_INTERRUPTED;
-    a->why_rank = r;
-    snprintf(a->why, sizeof a->why, "stopped from outside gpurun by %s",
-             sig_abbrev(rr->stop_signal, sb, sizeof sb));
-    a->stops_job = true;
-    const char *h = rank_host(rr, r);
-    gpurun_err(err, rc,
-               "the ranks were stopped from outside gpurun: rank %d on %s was the first told to stop, by %s "
-               "(scancel, the batch system, or a kill); run folder %s",
-               r, h ? h : "?", sb, a->run_dir);
-    return rc;
-}
-
-static int ended_launcher_failed(struct ended *e, gpurun_error_t *err)
-{
-    struct run_ctx *c = e->c;
-    struct run_attempt *a = e->a;
-    const struct gpurun_outcome *oc = &a->oc;
-    int rc;
-    a->state = GPURUN_STATE_FAILED;
-    rc = launcher_failed_error(c, a, err);
-    snprintf(a->why, sizeof a->why, "%s failed (exit status %d)", c->launcher->name, oc->launcher_status);
-    return rc;
-}
-
-static int ended_ok(struct ended *e, gpurun_error_t *err)
-{
-    struct run_ctx *c = e->c;
-    struct run_attempt *a = e->a;
-    int rc = check_results(c, &a->names, a->run_dir, &a->foms, a->refs, &a->state, err);
-    if (rc != 0) {
-        a->why_rank = 0;
-        snprintf(a->why, sizeof a->why, "%.590s", err->text);
-    }
-    return rc;
-}
-
-/* How the run ended, from the launch's outcome and what the ranks
- * reported: the exit status, a->state, the message in err, and whose
- * output and which reason the record's failure gives (a->why_rank,
- * a->why); the figures of merit and their references when the ranks all
- * ended well. */
-static int decide_outcome(struct run_ctx *c, struct run_attempt *a, gpurun_error_t *err)
-{
-    const struct gpurun_outcome *oc = &a->oc;
-    const struct rank_result *rr = &a->rr;
-    a->state = GPURUN_STATE_OK;
-    a->why_rank = -1;
-    a->why[0] = '\0';
-    /* A rank that failed on its own, not after it was told to stop. */
-    struct ended e = {.c = c, .a = a};
-    e.own = rr->failed_rank >= 0 && !rr->failed_stopped;
-    /* A rank killed by a signal while others were lost with their host
-     * was stopped because of that loss (SIGTERM, SIGKILL), or crashed in its
-     * MPI library when the peer vanished (Open MPI's TCP transport can
-     * SIGSEGV then): the lost host is the cause, the rank is said beside it.
-     * A rank that exited with a code of its own stays the cause. */
-    e.collateral = e.own && rr->failed_code > 128 && !rr->failed_error[0];
-    e.cancel = manager_ended(c, a);
-    if (oc->stalled)
-        return ended_stalled(&e, err);
-    if (oc->timed_out || e.cancel == GPURUN_RM_END_TIME_LIMIT)
-        return ended_time_limit(&e, err);
-    if (e.cancel == GPURUN_RM_END_NODE_FAILURE && rr->nlost)
-        return ended_node_failure(&e, err);
-    if (oc->interrupted)
-        return ended_interrupted(&e, err);
-    if (rr->unwritten[0] && rr->failed_rank < 0)
-        return ended_unwritten(&e, err);
-    if (rr->nlost && (!e.own || e.collateral))
-        return ended_lost(&e, err);
-    if (e.own)
-        return ended_own_failure(&e, err);
-    if (rr->nsilent)
-        return ended_silent(&e, err);
-    if (rr->failed_rank >= 0 || rr->nstopped)
-        return ended_stopped_outside(&e, err);
-    if (oc->launcher_status != 0 || rr->finished < c->plan->nranks)
-        return ended_launcher_failed(&e, err);
-    return ended_ok(&e, err);
-}
-
-/* A run that did not end ok keeps what its program printed: a stopped
- * mdrun still writes its Performance table (state and exit status stay as
- * decided; no check is made of them). */
-static void read_partial_foms(struct run_ctx *c, struct run_attempt *a)
-{
-    if (!c->tpl || a->foms.n || !a->state || !strcmp(a->state, GPURUN_STATE_OK) ||
-        !strcmp(a->state, GPURUN_STATE_SANITY_FAILED) || !strcmp(a->state, GPURUN_STATE_REFERENCE_FAILED))
-        return;
-    gpurun_error_t e;
-    if (gpurun_fom_read(c->tpl, a->run_dir, gpurun_kvlist_lookup, &a->names, NULL, &a->foms, &e) < 0)
-        gpurun_foms_free(&a->foms);
-}
-
-/* Why a run that did not end ok has no figure: said in the record. */
-static json_t *foms_note(const struct run_ctx *c, const struct run_attempt *a)
-{
-    if (!c->tpl || !c->tpl->nfoms || !a->state || !strcmp(a->state, GPURUN_STATE_OK))
-        return NULL;
-    for (size_t i = 0; i < a->foms.n; i++)
-        if (a->foms.f[i].n)
-            return NULL;
-    return json_sprintf("not printed: the run ended as %s (%s) before the program printed its figures%s", a->state,
-                        a->why[0] ? a->why : "?", a->watch ? "; its last progress is in 'progress'" : "");
-}
-
-/* The record's failure, and on stderr the failing rank's cause and last
- * lines (terminal or not; --quiet: the closing message only). */
-static void failure_report(struct run_ctx *c, struct run_attempt *a, int rc)
-{
-    if (!strcmp(a->state, GPURUN_STATE_OK))
-        return;
-    int r = a->why_rank;
-    read_rank_tail(c, a, r);
-    if (r < 0 && !a->tail_read) /* no rank to show: what the launcher said */
-        read_tail(a, GPURUN_RUN_LAUNCHER_OUT, NULL, NULL);
-    const char *host = NULL;
-    if (r >= 0) {
-        host = json_string_value(json_object_get(json_array_get(a->rr.bindings, (size_t)r), "host"));
-        if (!host)
-            host = json_string_value(json_object_get(json_array_get(a->rr.statuses, (size_t)r), "host"));
-    }
-    a->failure = gpurun_record_failure(r, host, rc, a->why, a->tail.lines, a->tail.n);
-    bool ranks_failed = strcmp(a->state, GPURUN_STATE_SANITY_FAILED) && strcmp(a->state, GPURUN_STATE_REFERENCE_FAILED);
-    if (c->opts->quiet || !ranks_failed || r < 0 || (!a->tail.n && !a->tail.ncause))
-        return;
-    /* A rank's own failure has a cause in its output; an interruption or a
-     * time limit is its own cause (what mdrun says of the signal is in the
-     * last lines). */
-    if (a->tail.ncause && !strcmp(a->state, GPURUN_STATE_FAILED)) {
-        gpurun_say(stderr, "gpurun: rank %d on %s: the cause, as its output says:\n", r, host ? host : "?");
-        for (size_t i = 0; i < a->tail.ncause; i++)
-            gpurun_say(stderr, "[%d] %s\n", r, a->tail.cause[i]);
-    }
-    if (a->tail.n) {
-        gpurun_say(stderr, "gpurun: rank %d on %s: its last %zu line%s (%s%s):\n", r, host ? host : "?", a->tail.n,
-                   a->tail.n == 1 ? "" : "s", a->tail_file, a->tail.whole ? "" : ", its end");
-        for (size_t i = 0; i < a->tail.n; i++)
-            gpurun_say(stderr, "[%d] %s\n", r, a->tail.lines[i]);
-    }
-}
 
 /* A binding the kernel did not give as planned is said, not hidden. */
 static void say_warnings(const struct run_ctx *c, const struct rank_result *rr)
@@ -2190,7 +1609,7 @@ static json_t *run_record(struct run_ctx *c, struct run_attempt *a, int rc, int 
     if (!a->gpus_monitor && a->mon_why[0])
         json_object_set_new(record, GPURUN_REC_GPUS_MONITOR_NOTE, json_string(a->mon_why));
     json_object_set_new(record, GPURUN_REC_FOMS, gpurun_foms_json(&a->foms));
-    json_t *note = foms_note(c, a);
+    json_t *note = run_foms_note(c, a);
     if (note)
         json_object_set_new(record, GPURUN_REC_FOMS_NOTE, note);
     /* Kept on every end: what an interrupted or failed run had reached. */
@@ -2315,7 +1734,7 @@ static bool stop_noted(struct run_attempt *a, const char *when, int *rcp)
     char sb[32];
     a->state = GPURUN_STATE_INTERRUPTED;
     a->why_rank = -1;
-    snprintf(a->why, sizeof a->why, "interrupted by %s %s", sig_abbrev(sig, sb, sizeof sb), when);
+    snprintf(a->why, sizeof a->why, "interrupted by %s %s", run_sig_abbrev(sig, sb, sizeof sb), when);
     a->stops_job = true;
     *rcp = 128 + sig;
     return true;
@@ -2405,11 +1824,11 @@ static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
     }
     collect_ranks(&a.oc, c->plan->nranks, a.host, &a.rr);
     write_host_files(a.dfd, a.run_dir, a.fmode, &a.rr);
-    rc = decide_outcome(c, &a, err);
+    rc = run_decide_outcome(c, &a, err);
     if (strcmp(a.state, GPURUN_STATE_INTERRUPTED) && stop_noted(&a, "after the ranks ended", &rc))
         gpurun_err(err, rc, "%s; the record keeps what was measured; run folder %s", a.why, a.run_dir);
-    read_partial_foms(c, &a);
-    failure_report(c, &a, rc);
+    run_read_partial_foms(c, &a);
+    run_failure_report(c, &a, rc);
     say_warnings(c, &a.rr);
     gpurun_watch_conditions_say(a.watch);
     record = run_record(c, &a, rc, repeat_index);
