@@ -62,6 +62,37 @@ int gpurun_stall_rank_setup(int *poll_fd)
     return (int)sig;
 }
 
+int gpurun_stall_rank_stdin(void)
+{
+    const char *v = getenv(GPURUN_ENV_STALL_SIGNAL);
+    if (!v || !*v)
+        return -1;
+    int fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || null < 0 || dup2(null, STDIN_FILENO) < 0) {
+        if (fd >= 0)
+            close(fd);
+        if (null >= 0)
+            close(null);
+        return -1;
+    }
+    close(null);
+    return fd;
+}
+
+bool gpurun_stall_rank_asked(int *fd)
+{
+    char buf[64];
+    ssize_t n;
+    while ((n = read(*fd, buf, sizeof buf)) < 0 && errno == EINTR)
+        ;
+    if (n > 0)
+        return false;
+    close(*fd); /* its end (the launcher's /dev/null) or an error: not watched again */
+    *fd = -1;
+    return true;
+}
+
 int gpurun_stall_allow_tracer(pid_t rank_step)
 {
     return prctl(PR_SET_PTRACER, (unsigned long)rank_step, 0, 0, 0);

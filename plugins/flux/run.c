@@ -44,6 +44,7 @@ static int flux_commands(const struct gpurun_launch_request *req, struct gpurun_
         gpurun_argv_add(&a, *o);
     gpurun_argv_add_rank_step(&a, req);
     gpurun_launch_cmds_one(out, a);
+    out->stall_ask_stdin = 1; /* flux run relays no signal; its standard input goes to every task */
     return 0;
 }
 
