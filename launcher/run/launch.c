@@ -573,7 +573,8 @@ static void stall_tick(struct launch *L, double t)
         gpurun_watch_stalled(sv->watch, now ? said : NULL);
     }
     if (act == GPURUN_STALL_ASK && L->ask[1] >= 0) {
-        ssize_t w = send(L->ask[1], "?", 1, MSG_NOSIGNAL | MSG_DONTWAIT); /* one byte, to every rank step */
+        /* A line: flux run passes its input on a line at a time. */
+        ssize_t w = send(L->ask[1], "?\n", 2, MSG_NOSIGNAL | MSG_DONTWAIT);
         (void)w;
     } else if (act == GPURUN_STALL_ASK && L->cmds->stall_relay > 0)
         for (int j = 0; j < L->n; j++)

@@ -40,6 +40,13 @@ static int flux_commands(const struct gpurun_launch_request *req, struct gpurun_
     gpurun_argv_add(&a, "cpu-affinity=off");
     gpurun_argv_add(&a, "-o");
     gpurun_argv_add(&a, "gpu-affinity=off");
+    /* Its input passed on at once (gpurun asks a stall there), its output
+     * still a line at a time. */
+    gpurun_argv_add(&a, "-u");
+    gpurun_argv_add(&a, "-o");
+    gpurun_argv_add(&a, "output.stdout.buffer.type=line");
+    gpurun_argv_add(&a, "-o");
+    gpurun_argv_add(&a, "output.stderr.buffer.type=line");
     for (char *const *o = req->launcher_args; o && *o; o++)
         gpurun_argv_add(&a, *o);
     gpurun_argv_add_rank_step(&a, req);
