@@ -127,6 +127,42 @@ ok $? "on_stall = report: said, and the run went on until interrupted"
 wait_gone
 ok $? "on_stall = report: every process gone after the interrupt"
 
+# 8 ranks on this machine's 2 cores: the stack tools take turns per host
+# (stall_rank.c's slots), so that they do not all overrun their bound
+# together.  The fake eu-stack and gdb below stand for that contention:
+# alone, each is the real gdb; beside another of their kind they hang past
+# the bound.  Every rank's state still arrives, the sleeping rank is named,
+# and most ranks have their stack (all at once: one per tool at most).
+if ! real_gdb=$(command -v gdb); then
+    for i in 1 2 3 4; do skip "no gdb: the stack tools' turns need one"; done
+else
+    mkdir -p "$TMP/turns"
+    cat >"$TMP/turns/eu-stack" <<EOF
+#!/bin/sh
+mkdir "$TMP/turns/busy" 2>/dev/null || exec sleep 60
+pid=\$2
+[ "\$1" = -p ] || pid=\$6
+"$real_gdb" -nx -batch -iex "set debuginfod enabled off" -p "\$pid" -ex "bt 32"
+rmdir "$TMP/turns/busy"
+EOF
+    chmod 0755 "$TMP/turns/eu-stack"
+    cp "$TMP/turns/eu-stack" "$TMP/turns/gdb"
+    job sleep
+    sed -e 's/^ranks_per_node = 4/ranks_per_node = 8/' "$TMP/sleep.conf" >"$TMP/sleep8.conf"
+    run env PATH="$TMP/turns:$PATH" OMPI_MCA_mpi_yield_when_idle=1 "$GPURUN" run "$TMP/sleep8.conf" --results "$TMP/res8"
+    expect_rc 125 "8 ranks: the stalled run is found and ended"
+    r8=$(rundir "$TMP/res8" sleep)record.json
+    run jq -e '.stall.culprits[0].rank == 1 and ([.stall.classes[] | select(.state | startswith("no answer"))] == [])
+        and ([.stall.classes[].count] | add) == 8' "$r8"
+    ok $rc "8 ranks: every rank answered with its state, rank 1 named ($(jq -r .stall.verdict "$r8"))"
+    stacked=$(jq '[.stall.classes[] | select(.frames != "") | .count] | add // 0' "$r8")
+    [ "$stacked" -ge 4 ]
+    ok $? "8 ranks: the stack tools took turns: $stacked of 8 ranks have a stack (report_s $(jq .stall.report_s "$r8"))"
+    jq -r '.stall.classes[] | "#   \(.count) (\(.ranks)): \(.state): \(.frames)"' "$r8"
+    wait_gone
+    ok $? "8 ranks: every process is gone"
+fi
+
 # An unprivileged uid: nothing needs root (gdb attaches to its own processes).
 if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null 2>&1; then
     for i in 1 2 3; do skip "needs root and setpriv to run as another uid"; done

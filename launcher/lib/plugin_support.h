@@ -56,6 +56,11 @@ struct gpurun_launch_cmds {
      * steps where a stalled program is with it ($GPURUN_STALL_SIGNAL).
      * 0: none, a stall is found and said but not sampled.  Added last. */
     int stall_relay;
+    /* 1: the launcher copies its standard input to every rank step (srun,
+     * flux run) while it signals every process of the step, the program
+     * too: gpurun asks with a byte on the launcher's standard input instead
+     * of stall_relay, and no signal reaches the program.  Added last. */
+    int stall_ask_stdin;
 };
 
 /* --- launcher plugins -------------------------------------------------------- */

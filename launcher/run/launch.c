@@ -12,6 +12,7 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -330,7 +331,7 @@ static char **env_with(char *const *extra)
  * copying and tearing down gpurun's mappings per rank is most of what
  * gpurun itself adds.  -1 when it cannot: fork then. */
 static pid_t spawn_rank_step(char *const *argv, char *const *extra, int cwd_fd, const sigset_t *oldmask,
-                             int log_fd, int pipe_fd)
+                             int log_fd, int pipe_fd, int in_fd)
 {
     bool guarded = false;
     for (char *const *e = extra; e && *e; e++)
@@ -353,7 +354,10 @@ static pid_t spawn_rank_step(char *const *argv, char *const *extra, int cwd_fd, 
     if (log_fd >= 0)
         posix_spawn_file_actions_adddup2(&fa, log_fd, STDERR_FILENO);
     posix_spawn_file_actions_adddup2(&fa, pipe_fd, STDOUT_FILENO);
-    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    if (in_fd >= 0)
+        posix_spawn_file_actions_adddup2(&fa, in_fd, STDIN_FILENO);
+    else
+        posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
     char **env = env_with(extra);
     pid_t pid;
     int rc = posix_spawnp(&pid, argv[0], &fa, &at, argv, env);
@@ -374,6 +378,7 @@ struct launch {
     int nalive;
     int logfd;  /* launcher.out, or -1 */
     int pfd[2]; /* the pipe the rank steps report through */
+    int ask[2]; /* the launchers' standard input, gpurun asks a stall there (stall_ask_stdin); -1 */
     int sfd;    /* a signalfd of the supervised signals, or -1 */
     sigset_t set, old;
     double t0;
@@ -410,12 +415,15 @@ static int start_launchers(struct launch *L)
     int started = 0;
     pid_t parent = getpid();
     for (int i = 0; i < L->n; i++) {
-        pid_t pid = spawn_rank_step(cmds->argv[i], cmds->env[i], L->sv->dir_fd, &L->old, L->logfd, L->pfd[1]);
+        pid_t pid = spawn_rank_step(cmds->argv[i], cmds->env[i], L->sv->dir_fd, &L->old, L->logfd, L->pfd[1],
+                                    L->ask[0]);
         if (pid < 0)
             pid = fork();
         if (pid == 0) {
             child_setup(parent, L->sv->dir_fd, L->sv->run_dir, &L->old, L->logfd);
             dup2(L->pfd[1], STDOUT_FILENO); /* the rank steps' reports come to us */
+            if (L->ask[0] >= 0)
+                dup2(L->ask[0], STDIN_FILENO);
             for (char **e = cmds->env[i]; e && *e; e++)
                 putenv(*e);
             execvp(cmds->argv[i][0], cmds->argv[i]);
@@ -564,7 +572,11 @@ static void stall_tick(struct launch *L, double t)
         snprintf(L->stall_said, sizeof L->stall_said, "%s", said);
         gpurun_watch_stalled(sv->watch, now ? said : NULL);
     }
-    if (act == GPURUN_STALL_ASK && L->cmds->stall_relay > 0)
+    if (act == GPURUN_STALL_ASK && L->ask[1] >= 0) {
+        /* A line: flux run passes its input on a line at a time. */
+        ssize_t w = send(L->ask[1], "?\n", 2, MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void)w;
+    } else if (act == GPURUN_STALL_ASK && L->cmds->stall_relay > 0)
         for (int j = 0; j < L->n; j++)
             if (L->alive[j])
                 kill(L->pids[j], L->cmds->stall_relay); /* the launcher itself: it passes it on */
@@ -630,7 +642,9 @@ int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_sup
                   struct gpurun_outcome *out, gpurun_error_t *err)
 {
     outcome_init(out, sv->nranks);
-    struct launch L = {.cmds = cmds, .sv = sv, .out = out, .n = cmds->count, .pipe_open = true};
+    struct launch L = {.cmds = cmds, .sv = sv, .out = out, .n = cmds->count, .pipe_open = true, .ask = {-1, -1}};
+    if (sv->stall && cmds->stall_ask_stdin && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, L.ask) < 0)
+        L.ask[0] = L.ask[1] = -1; /* the stall is still found and said, not sampled */
     L.pids = gpurun_xcalloc((size_t)L.n, sizeof *L.pids);
     L.alive = gpurun_xcalloc((size_t)L.n, sizeof *L.alive);
     L.logfd = gpurun_create_at(sv->dir_fd, GPURUN_RUN_LAUNCHER_OUT, O_WRONLY | O_APPEND, sv->file_mode);
@@ -648,8 +662,12 @@ int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_sup
     L.t0 = now_s();
     int started = start_launchers(&L);
     close(L.pfd[1]);
+    if (L.ask[0] >= 0)
+        close(L.ask[0]);
     if (started == 0) {
         close(L.pfd[0]);
+        if (L.ask[1] >= 0)
+            close(L.ask[1]);
         if (L.sfd >= 0)
             close(L.sfd);
         if (L.logfd >= 0)
@@ -667,6 +685,8 @@ int gpurun_launch(const struct gpurun_launch_cmds *cmds, const struct gpurun_sup
     L.rd->status_shown = &L.status_shown;
     L.nalive = started;
     supervise_launchers(&L);
+    if (L.ask[1] >= 0)
+        close(L.ask[1]);
     drain_pipe(&L);
     if (L.logfd >= 0)
         close(L.logfd);

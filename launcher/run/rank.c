@@ -980,6 +980,7 @@ struct rank_step {
     struct gpurun_energy_watch gw;  /* their energy, through the helper */
     struct gpurun_conditions_probe cond; /* the host's conditions: its first rank step's */
     int stall_fd;                   /* readable: gpurun asks where the program is (stall_rank.h); -1 */
+    int ask_fd;                     /* the same asked on standard input (srun, flux run); -1 */
 };
 
 /* The host's conditions when a sample is due, or the end's: a 'C' report. */
@@ -1183,13 +1184,14 @@ static void program_poll_end(struct rank_step *s)
 static void wait_output(struct rank_step *s, int in)
 {
     for (;;) {
-        struct pollfd p[4] = {{.fd = in, .events = POLLIN},
+        struct pollfd p[5] = {{.fd = in, .events = POLLIN},
                               {.fd = s->inside_fd, .events = POLLIN},
                               {.fd = s->ended ? -1 : s->pidfd, .events = POLLIN},
-                              {.fd = s->stall_fd, .events = POLLIN}};
-        if (p[1].fd < 0 && p[2].fd < 0 && p[3].fd < 0 && !s->cond.on)
+                              {.fd = s->stall_fd, .events = POLLIN},
+                              {.fd = s->ask_fd, .events = POLLIN}};
+        if (p[1].fd < 0 && p[2].fd < 0 && p[3].fd < 0 && p[4].fd < 0 && !s->cond.on)
             return; /* nothing but the output: read() waits */
-        int ready = poll(p, 4, gpurun_conditions_wait_ms(&s->cond));
+        int ready = poll(p, 5, gpurun_conditions_wait_ms(&s->cond));
         conditions_report(s, false);
         if (ready < 0) {
             if (errno != EINTR)
@@ -1201,6 +1203,8 @@ static void wait_output(struct rank_step *s, int in)
         if (p[2].revents)
             program_poll_end(s);
         if (p[3].revents)
+            gpurun_stall_rank_request(s->stall_fd, s->pid, s->rank, s->host, s->ended, s->code);
+        if (p[4].revents && !gpurun_stall_rank_asked(&s->ask_fd))
             gpurun_stall_rank_request(s->stall_fd, s->pid, s->rank, s->host, s->ended, s->code);
         if (p[0].revents)
             return;
@@ -1515,6 +1519,7 @@ static int step_run_program(struct rank_step *s, char *const *app_argv, gpurun_e
     for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
         sigaction(forwarded[i], &sa, NULL);
     int stall_sig = gpurun_stall_rank_setup(&s->stall_fd); /* over forward(): that signal is gpurun's */
+    s->ask_fd = gpurun_stall_rank_stdin(); /* before the fork: the program's standard input is /dev/null */
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0)
@@ -1556,7 +1561,7 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, const char *pla
 {
     if (step_begin(run_dir, app_argv, planner, err) < 0)
         return -1;
-    struct rank_step s = {.fmode = 0600, .dfd = -1, .out = -1, .inside_fd = -1, .stall_fd = -1, .gw = {.pid = -1, .in = -1, .out = -1}};
+    struct rank_step s = {.fmode = 0600, .dfd = -1, .out = -1, .inside_fd = -1, .stall_fd = -1, .ask_fd = -1, .gw = {.pid = -1, .in = -1, .out = -1}};
     const char *rank_var, *names[RANK_VARS_MAX];
     char store[64], shown[256];
     rank_var_list(rank_vars, 0, names, store, sizeof store, shown, sizeof shown);

@@ -1175,7 +1175,7 @@ static int supervise_ranks(struct run_ctx *c, struct run_attempt *a, bool tty, g
     free(vendors);
     a->stall = gpurun_stall_new(&(struct gpurun_stall_opts){
         .after_s = c->job->stall_after_s == GPURUN_STALL_AFTER_OFF ? -1.0 : (double)c->job->stall_after_s,
-        .kill = c->job->on_stall == GPURUN_ON_STALL_KILL, .can_ask = a->cmds.stall_relay > 0,
+        .kill = c->job->on_stall == GPURUN_ON_STALL_KILL, .can_ask = a->cmds.stall_relay > 0 || a->cmds.stall_ask_stdin,
         .nranks = c->plan->nranks, .job = c->job->name, .t0 = mono_now()});
     sv.stall = a->stall;
     int lrc = gpurun_launch(&a->cmds, &sv, &a->oc, err);

@@ -152,6 +152,10 @@ static bool join_frames(json_t *frames, char *out, size_t size)
 static void view_of(const json_t *doc, const json_t *status, struct view *v)
 {
     memset(v, 0, sizeof *v);
+    if (!json_is_object(doc))
+        doc = NULL; /* the json null of a rank that has not answered */
+    if (!json_is_object(status))
+        status = NULL; /* json null: still running */
     v->pid = json_integer_value(json_object_get(doc, "pid"));
     v->host = json_string_value(json_object_get(doc, "host"));
     const char *st = json_string_value(json_object_get(doc, "state"));

@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -18,11 +20,15 @@
 #include <jansson.h>
 
 #include "rank.h"
+#include "safefile.h"
 #include "stall_rank.h"
 #include "util.h"
 
 #define SAMPLE_WINDOW_S 2.0   /* CPU time over this long: running or waiting */
 #define TOOL_TIMEOUT_S 20.0   /* a stack tool that takes longer is stopped */
+#define STACK_START_BY_S 36.0 /* after the question: a stack not begun by then is left out */
+#define ANSWER_BY_S 45.0      /* after the question: every answer sent (the head waits 50 s) */
+#define SLOTS_MAX 64          /* stack tools at once on a host, at most */
 #define TOOL_OUTPUT_MAX 262144
 #define PROCS_MAX 64          /* the program and its descendants looked at */
 #define THREADS_MAX 1024
@@ -60,6 +66,37 @@ int gpurun_stall_rank_setup(int *poll_fd)
     sigaction((int)sig, &sa, NULL);
     *poll_fd = stall_pipe[0];
     return (int)sig;
+}
+
+int gpurun_stall_rank_stdin(void)
+{
+    const char *v = getenv(GPURUN_ENV_STALL_SIGNAL);
+    if (!v || !*v)
+        return -1;
+    int fd = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || null < 0 || dup2(null, STDIN_FILENO) < 0) {
+        if (fd >= 0)
+            close(fd);
+        if (null >= 0)
+            close(null);
+        return -1;
+    }
+    close(null);
+    return fd;
+}
+
+bool gpurun_stall_rank_asked(int *fd)
+{
+    char buf[64];
+    ssize_t n;
+    while ((n = read(*fd, buf, sizeof buf)) < 0 && errno == EINTR)
+        ;
+    if (n > 0)
+        return false;
+    close(*fd); /* its end (the launcher's /dev/null) or an error: not watched again */
+    *fd = -1;
+    return true;
 }
 
 int gpurun_stall_allow_tracer(pid_t rank_step)
@@ -213,9 +250,46 @@ static void stop_tool(pid_t t)
         waitpid(t, NULL, 0);
 }
 
+/* One of this host's stack-tool slots, held while its descriptor is open:
+ * at most half the host's CPUs run a stack tool at once, so that the ranks
+ * of a full node take turns instead of all overrunning their bound
+ * together.  A node-local lock file of this user per slot (another user's
+ * file, or a link, is not used).  The descriptor, -1 when no slot came
+ * free by `until`, or -2 when the host has no usable slot (run unbounded). */
+static int stack_slot(double until)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int slots = cpus > 3 ? (int)(cpus / 2) : 1, usable = 0;
+    if (slots > SLOTS_MAX)
+        slots = SLOTS_MAX;
+    for (;;) {
+        usable = 0;
+        for (int k = 0; k < slots; k++) {
+            char path[96];
+            snprintf(path, sizeof path, "/dev/shm/gpurun-stack-%u.%d", (unsigned)geteuid(), k);
+            int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+            struct stat st;
+            if (fd < 0 || fstat(fd, &st) < 0 || gpurun_own_file_problem(&st)) {
+                if (fd >= 0)
+                    close(fd);
+                continue;
+            }
+            usable++;
+            if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+                return fd;
+            close(fd);
+        }
+        if (!usable)
+            return -2;
+        if (mono() >= until)
+            return -1;
+        nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
+    }
+}
+
 /* Run a stack tool; its standard output (bounded), or NULL.  *overran
- * when it was stopped at TOOL_TIMEOUT_S. */
-static char *run_tool(char *const argv[], bool *overran)
+ * when it was stopped at `timeout_s`. */
+static char *run_tool(char *const argv[], double timeout_s, bool *overran)
 {
     int p[2];
     *overran = false;
@@ -237,7 +311,7 @@ static char *run_tool(char *const argv[], bool *overran)
         return NULL;
     }
     struct gpurun_strbuf b = {0};
-    double until = mono() + TOOL_TIMEOUT_S;
+    double until = mono() + timeout_s;
     char chunk[4096];
     for (double now; (now = mono()) < until;) {
         struct pollfd pf = {.fd = p[0], .events = POLLIN};
@@ -376,33 +450,49 @@ static bool is_python(pid_t pid)
     return read_small(path, comm, sizeof comm) && !strncmp(comm, "python", 6);
 }
 
+/* How long the next stack tool may take: TOOL_TIMEOUT_S, less near the
+ * time the answer is due. */
+static double tool_limit(double asked)
+{
+    double left = asked + ANSWER_BY_S - mono();
+    return left < 1.0 ? 1.0 : left < TOOL_TIMEOUT_S ? left : TOOL_TIMEOUT_S;
+}
+
 /* The main thread's stack from the tools here, into doc's "frames" and
- * "tool" (null and "stack_note" when none could be had). */
-static void add_stack(json_t *doc, pid_t pid)
+ * "tool" (null and "stack_note" when none could be had).  Begun only when
+ * one of the host's slots is free before `asked` + STACK_START_BY_S, and
+ * done by `asked` + ANSWER_BY_S. */
+static void add_stack(json_t *doc, pid_t pid, double asked)
 {
     char tool[4096], pidtxt[24];
     snprintf(pidtxt, sizeof pidtxt, "%d", (int)pid);
-    const char *name = NULL;
+    const char *name = NULL, *note = NULL;
     char *text = NULL;
     bool overran = false;
-    if (is_python(pid) && on_path("py-spy", tool, sizeof tool)) {
+    int slot = stack_slot(asked + STACK_START_BY_S);
+    if (slot == -1)
+        note = "no stack: the host's stack tools were busy with other ranks until the answer was due";
+    if (!note && is_python(pid) && on_path("py-spy", tool, sizeof tool)) {
         name = "py-spy";
-        text = run_tool((char *[]){tool, "dump", "--pid", pidtxt, NULL}, &overran);
+        text = run_tool((char *[]){tool, "dump", "--pid", pidtxt, NULL}, tool_limit(asked), &overran);
     }
-    if (!text && on_path("eu-stack", tool, sizeof tool)) {
+    if (!note && !text && on_path("eu-stack", tool, sizeof tool)) {
         name = "eu-stack";
-        text = run_tool((char *[]){tool, "-p", pidtxt, NULL}, &overran);
+        text = run_tool((char *[]){tool, "-p", pidtxt, NULL}, tool_limit(asked), &overran);
     }
-    if (!text && on_path("gdb", tool, sizeof tool)) {
+    if (!note && !text && on_path("gdb", tool, sizeof tool)) {
         name = "gdb";
         text = run_tool((char *[]){tool, "-nx", "-batch", "-iex", "set debuginfod enabled off", "-p", pidtxt,
                                    "-ex", "bt 32", NULL}, /* the main thread's: gdb selects it on attach */
-                        &overran);
+                        tool_limit(asked), &overran);
     }
+    if (slot >= 0)
+        close(slot); /* the next rank's turn */
     json_t *frames = text ? main_frames(text, pid) : json_array();
     if (!json_array_size(frames))
         json_object_set_new(doc, "stack_note",
-                            json_string(!name      ? "no stack tool (install gdb or elfutils' eu-stack)"
+                            json_string(note       ? note
+                                        : !name    ? "no stack tool (install gdb or elfutils' eu-stack)"
                                         : overran  ? "the stack tool took too long"
                                                    : "the stack tool read nothing (ptrace refused?)"));
     json_object_set_new(doc, "tool", name ? json_string(name) : json_null());
@@ -412,6 +502,7 @@ static void add_stack(json_t *doc, pid_t pid)
 
 char *gpurun_stall_sample_text(pid_t pid, double window_s)
 {
+    double asked = mono();
     json_t *doc = json_object();
     pid_t rp = pid > 0 ? rank_process(pid) : 0;
     struct proc_look a, b;
@@ -441,7 +532,7 @@ char *gpurun_stall_sample_text(pid_t pid, double window_s)
             json_object_set_new(doc, "running", json_integer(b.running));
             /* A stopped process is left alone: attaching would wake it. */
             if (b.state != 'T' && b.state != 't')
-                add_stack(doc, rp);
+                add_stack(doc, rp, asked);
         }
     }
     char *text = json_dumps(doc, JSON_COMPACT | JSON_ENSURE_ASCII);

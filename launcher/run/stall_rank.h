@@ -21,6 +21,16 @@
  * set, and a descriptor that polls readable once it came (-1: none). */
 int gpurun_stall_rank_setup(int *poll_fd);
 
+/* Before the program starts, with stall detection on: the rank step's
+ * standard input, where srun and flux run pass on gpurun's question (a
+ * byte; stall_ask_stdin), moved to a descriptor of its own (-1: none);
+ * the program gets /dev/null, as the launcher's own input is. */
+int gpurun_stall_rank_stdin(void);
+
+/* `*fd` (from gpurun_stall_rank_stdin) polled readable: false when a
+ * question came; true at its end, *fd closed and -1. */
+bool gpurun_stall_rank_asked(int *fd);
+
 /* In the program's child before exec: its stack may be read by this rank
  * step's descendants where Yama's ptrace_scope is 1 (PR_SET_PTRACER with
  * the rank step's pid; the relation is kept across exec).  0, or -1 with

@@ -40,10 +40,18 @@ static int flux_commands(const struct gpurun_launch_request *req, struct gpurun_
     gpurun_argv_add(&a, "cpu-affinity=off");
     gpurun_argv_add(&a, "-o");
     gpurun_argv_add(&a, "gpu-affinity=off");
+    /* Its input passed on at once (gpurun asks a stall there), its output
+     * still a line at a time. */
+    gpurun_argv_add(&a, "-u");
+    gpurun_argv_add(&a, "-o");
+    gpurun_argv_add(&a, "output.stdout.buffer.type=line");
+    gpurun_argv_add(&a, "-o");
+    gpurun_argv_add(&a, "output.stderr.buffer.type=line");
     for (char *const *o = req->launcher_args; o && *o; o++)
         gpurun_argv_add(&a, *o);
     gpurun_argv_add_rank_step(&a, req);
     gpurun_launch_cmds_one(out, a);
+    out->stall_ask_stdin = 1; /* flux run relays no signal; its standard input goes to every task */
     return 0;
 }
 

@@ -3,7 +3,6 @@
  * binding is turned off (--cpu-bind=none): gpurun binds every rank. */
 #include "config.h"
 
-#include <signal.h>
 #include <stdlib.h>
 
 #include "launcher.h"
@@ -36,7 +35,10 @@ static int srun_commands(const struct gpurun_launch_request *req, struct gpurun_
         gpurun_argv_add(&a, *o);
     gpurun_argv_add_rank_step(&a, req);
     gpurun_launch_cmds_one(out, a);
-    out->stall_relay = SIGUSR1; /* srun passes it on to every task: the rank steps */
+    /* srun's relayed signals reach every process of the step (Slurm signals
+     * the whole step), the program too; its standard input goes to every
+     * task: gpurun asks there. */
+    out->stall_ask_stdin = 1;
     return 0;
 }
 
