@@ -2,9 +2,9 @@
 #ifndef GPURUN_RUN_PRIVATE_H
 #define GPURUN_RUN_PRIVATE_H
 
-/* What run.c and outcome.c share: one run's context and attempt, what its
+/* What run.c, outcome.c and run_record.c share: one run's context and attempt, what its
  * ranks reported, and the few steps one file does for the other.  Not an
- * interface: only these two include it. */
+ * interface: only these three include it. */
 
 #include <stdbool.h>
 #include <sys/types.h>
@@ -149,6 +149,14 @@ const char *run_signal_name(int code);
 void run_read_tail(struct run_attempt *a, const char *file, const char *label, const gpurun_template_t *tpl);
 int run_check_results(struct run_ctx *c, struct gpurun_kvlist *names, const char *run_dir, gpurun_foms_t *foms,
                       json_t *refs, const char **state, gpurun_error_t *err);
+
+json_t *run_container_json(const struct run_ctx *c, char *const *launched);
+char *run_iso_time(time_t t);
+json_t *run_kv_json(const struct gpurun_kvlist *kv);
+
+/* run_record.c: the run's record, made and kept */
+json_t *run_record(struct run_ctx *c, struct run_attempt *a, int rc, int repeat_index);
+int run_keep_record(struct run_ctx *c, struct run_attempt *a, json_t *record, int rc, gpurun_error_t *err);
 
 /* outcome.c: how a run ended, and what its record and stderr say of it */
 const char *run_sig_abbrev(int sig, char *buf, size_t len);
