@@ -416,6 +416,7 @@ void gpurun_plugins_register(void)
 {
     gpurun_conf_set_plugin_names(names_of);
     gpurun_topocache_key_gpus(gpurun_rm_allocated_gpus); /* the GPUs a manager gave the job key the cache */
+    gpurun_container_set_managers(gpurun_rm_container_manager); /* pyxis: a manager's launch command */
 }
 
 int gpurun_launcher_choose(const char *want, const gpurun_launcher_plugin_t **pp, char *why, size_t whylen,

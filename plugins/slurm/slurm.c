@@ -40,6 +40,29 @@ static int slurm_allocation(struct gpurun_rm_alloc *a)
     return 1;
 }
 
+/* pyxis loaded: srun --help lists --container-image (its SPANK option). */
+static bool slurm_pyxis_ready(const char *srun, char *why, size_t len)
+{
+    char *argv[] = {(char *)srun, "--help", NULL}, *out = NULL;
+    int status, errnum;
+    bool ready = gpurun_rm_query(argv, 30, 65536, &out, &status, &errnum) == 0 && out &&
+                 strstr(out, "--container-image");
+    free(out);
+    if (!ready && why)
+        snprintf(why, len, "%s --help lists no --container-image, so the pyxis plugin is not loaded here", srun);
+    return ready;
+}
+
+/* NVIDIA's pyxis SPANK plugin (and enroot): srun enters the image before
+ * each task starts. */
+static const struct gpurun_rm_container slurm_pyxis = {
+    .runtime = "pyxis",
+    .option = "--container-image",
+    .install = "pyxis and enroot (https://github.com/NVIDIA/pyxis) in Slurm's plugstack.conf",
+    .outside = "no SLURM_JOB_ID",
+    .ready = slurm_pyxis_ready,
+};
+
 /* slurmstepd's words through srun ("*** STEP 12.0 ON h1 CANCELLED AT ...
  * DUE TO TIME LIMIT ***", "... DUE TO NODE FAILURE, ..."). */
 static enum gpurun_rm_end slurm_ended(const char *out)
@@ -218,4 +241,5 @@ const gpurun_rm_plugin_t gpurun_rm_slurm = {
     .array_task_var = "SLURM_ARRAY_TASK_ID",
     .energy = gpurun_slurm_energy,
     .allocated_gpus = slurm_allocated_gpus,
+    .container = &slurm_pyxis,
 };
