@@ -193,6 +193,12 @@ typedef struct gpurun_rm_plugin {
     void (*allocated_gpus)(void (*add)(void *ctx, const char *name, const char *value), void *ctx);
     /* The container runtime that needs its launch command; NULL: none. */
     const struct gpurun_rm_container *container;
+    /* The site profile's list of batch options for its scripts: the key
+     * ("sbatch": sbatch = { "--qos=normal" }), and what an item that is no
+     * option is told ("is not an sbatch option: ..."); its items reach
+     * batch_script() as the site's options.  NULL: none. */
+    const char *site_options_key;
+    const char *site_options_hint;
 } gpurun_rm_plugin_t;
 
 /* The helpers manager plugins write scripts and run their tools with:

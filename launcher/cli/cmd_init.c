@@ -525,10 +525,10 @@ static void put_slurm(FILE *f, const struct init_ctx *c)
         gpurun_kvlist_set(&why, "account", "yours: sacctmgr show assoc user=$USER");
     }
     char *from = gpurun_xasprintf("from %s's sbatch lines", s->name);
-    char **rest = gpurun_xcalloc(s->nsbatch + 1, sizeof *rest);
+    char **rest = gpurun_xcalloc(s->nbatch_options + 1, sizeof *rest);
     size_t nrest = 0;
-    for (size_t i = 0; i < s->nsbatch; i++) {
-        const char *o = s->sbatch[i], *eq = strchr(o, '=');
+    for (size_t i = 0; i < s->nbatch_options; i++) {
+        const char *o = s->batch_options[i], *eq = strchr(o, '=');
         bool fits = !strncmp(o, "--", 2) && eq && eq > o + 2 && eq[1];
         char *key = fits ? gpurun_xstrndup(o + 2, (size_t)(eq - o - 2)) : NULL;
         for (char *p = key; p && *p; p++) {
@@ -541,7 +541,7 @@ static void put_slurm(FILE *f, const struct init_ctx *c)
             gpurun_kvlist_set(&keys, key, eq + 1);
             gpurun_kvlist_set(&why, key, from);
         } else if (!fits) {
-            rest[nrest++] = s->sbatch[i];
+            rest[nrest++] = s->batch_options[i];
         }
         free(key);
     }
