@@ -242,6 +242,7 @@ const gpurun_rm_plugin_t gpurun_rm_slurm = {
     .energy = gpurun_slurm_energy,
     .allocated_gpus = slurm_allocated_gpus,
     .container = &slurm_pyxis,
+    .init_lines = gpurun_slurm_init_lines,
     .site_options_key = "sbatch",
     .site_options_hint = "is not an sbatch option: write the option alone, as in \"--qos=normal\" (gpurun adds "
                          "'#SBATCH')",

@@ -9,6 +9,9 @@
 
 extern const gpurun_launcher_plugin_t gpurun_launcher_srun;
 
+/* init.c: its section in gpurun init's job file (rm.h init_lines). */
+void gpurun_slurm_init_lines(FILE *f, const struct gpurun_rm_site *site);
+
 int slurm_batch_script(const struct gpurun_rm_batch *b, char **scriptp, gpurun_error_t *err);
 
 /* energy.c: Slurm's ConsumedEnergy of the run, inside an allocation
