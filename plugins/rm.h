@@ -125,15 +125,8 @@ struct gpurun_rm_container {
     bool (*ready)(const char *program, char *why, size_t len);
 };
 
-/* What a manager's doctor() reports through: one line each (status 0 PASS,
- * 1 WARN, 2 FAIL; fix NULL on PASS), and a tool's one line of output (its
- * first line holding `want`, else its first; its last when it fails), its
- * exit status, or -1 when it is not on PATH. */
-struct gpurun_rm_doctor {
-    void *ctx;
-    void (*check)(void *ctx, const char *id, const char *title, int status, const char *fix, const char *detail);
-    int (*tool_line)(void *ctx, char *const argv[], const char *want, char *buf, size_t len);
-};
+/* What a manager's doctor() reports through: struct gpurun_rm_doctor
+ * (plugin_support.h). */
 
 typedef struct gpurun_rm_plugin {
     int abi;                     /* GPURUN_RM_ABI */

@@ -148,6 +148,36 @@ void gpurun_rm_put_comment(FILE *f, const char *s)
     free(t);
 }
 
+void gpurun_rm_check(const struct gpurun_rm_doctor *d, const char *id, const char *title, int status,
+                     const char *fix, const char *fmt, ...)
+{
+    char detail[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    d->check(d->ctx, id, title, status, fix, detail);
+}
+
+static bool id_byte(unsigned char c, enum gpurun_rm_id_bytes bytes)
+{
+    if (bytes == GPURUN_RM_ID_DIGITS)
+        return c >= '0' && c <= '9';
+    return c >= 0x21 && c != 0x7f && (c < 0x80 || bytes == GPURUN_RM_ID_UTF8);
+}
+
+size_t gpurun_rm_job_id(const char *out, const char *ends, enum gpurun_rm_id_bytes bytes, size_t max,
+                        const char **idp)
+{
+    const char *p = out + strspn(out, " \t\r\n");
+    size_t len = strcspn(p, ends);
+    bool ok = len > 0 && len < max;
+    for (size_t i = 0; i < len && ok; i++)
+        ok = id_byte((unsigned char)p[i], bytes);
+    *idp = p;
+    return ok ? len : 0;
+}
+
 void gpurun_rm_put_shell_word(FILE *f, const char *s)
 {
     fputc('\'', f);

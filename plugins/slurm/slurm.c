@@ -113,9 +113,9 @@ static int slurm_submit(int script_fd, const char *script, char *said, size_t sa
                           "is at %s",
                           status, script);
     }
-    const char *p = out + strspn(out, " \t\r\n");
-    size_t idlen = strspn(p, "0123456789");
-    if (!idlen || (p[idlen] && !strchr(";\r\n", p[idlen]))) {
+    const char *p; /* "ID" or "ID;CLUSTER" */
+    size_t idlen = gpurun_rm_job_id(out, ";\r\n", GPURUN_RM_ID_DIGITS, (size_t)-1, &p);
+    if (!idlen) {
         gpurun_err(err, GPURUN_EXIT_ENV, "submit: sbatch printed no job id (got '%.80s'); the batch script is at %s",
                    out, script);
         free(out);
@@ -134,19 +134,6 @@ static int slurm_submit(int script_fd, const char *script, char *said, size_t sa
 
 /* --- doctor --------------------------------------------------------------- */
 
-static void check(const struct gpurun_rm_doctor *d, const char *id, const char *title, int st, const char *fix,
-                  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-static void check(const struct gpurun_rm_doctor *d, const char *id, const char *title, int st, const char *fix,
-                  const char *fmt, ...)
-{
-    char detail[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(detail, sizeof detail, fmt, ap);
-    va_end(ap);
-    d->check(d->ctx, id, title, st, fix, detail);
-}
-
 enum { PASS, WARN, FAIL };
 
 /* Returns whether srun is here. */
@@ -157,12 +144,12 @@ static bool check_slurm(const struct gpurun_rm_doctor *d)
     int s1 = d->tool_line(d->ctx, a1, "slurm", srun, sizeof srun);
     int s2 = d->tool_line(d->ctx, a2, "slurm", sbatch, sizeof sbatch);
     if (s1 < 0 && s2 < 0) {
-        check(d, "slurm", "Slurm", PASS, NULL,
+        gpurun_rm_check(d, "slurm", "Slurm", PASS, NULL,
               "not installed; gpurun runs jobs with mpirun or by itself (not needed on one node)");
         return false;
     }
     if (s1 != 0 || s2 != 0) {
-        check(d, "slurm", "Slurm", WARN,
+        gpurun_rm_check(d, "slurm", "Slurm", WARN,
               "check that slurm.conf is readable (/etc/slurm/slurm.conf or $SLURM_CONF) and slurmctld is up",
               "%s does not work: %s", s1 != 0 ? "srun" : "sbatch",
               s1 != 0 ? (s1 < 0 ? "not found" : srun) : (s2 < 0 ? "not found" : sbatch));
@@ -170,10 +157,10 @@ static bool check_slurm(const struct gpurun_rm_doctor *d)
     }
     const char *job = getenv("SLURM_JOB_ID"), *nodes = getenv("SLURM_JOB_NUM_NODES");
     if (job)
-        check(d, "slurm", "Slurm", PASS, NULL, "%s; inside allocation %s (%s node%s)", srun, job,
+        gpurun_rm_check(d, "slurm", "Slurm", PASS, NULL, "%s; inside allocation %s (%s node%s)", srun, job,
               nodes ? nodes : "?", nodes && !strcmp(nodes, "1") ? "" : "s");
     else
-        check(d, "slurm", "Slurm", PASS, NULL,
+        gpurun_rm_check(d, "slurm", "Slurm", PASS, NULL,
               "%s (srun, sbatch); not inside an allocation: gpurun submit or salloc gives one", srun);
     return true;
 }
@@ -185,7 +172,7 @@ static void check_pmix(const struct gpurun_rm_doctor *d, bool slurm)
     char *argv[] = {"pmix_info", NULL};
     int st = d->tool_line(d->ctx, argv, "PMIx:", line, sizeof line);
     if (st == 0) {
-        check(d, "pmix", "PMIx", PASS, NULL, "pmix_info: %s", line[0] ? line : "found");
+        gpurun_rm_check(d, "pmix", "PMIx", PASS, NULL, "pmix_info: %s", line[0] ? line : "found");
         return;
     }
     const char *lib = getenv("GPURUN_PMIX_LIBRARY");
@@ -194,16 +181,16 @@ static void check_pmix(const struct gpurun_rm_doctor *d, bool slurm)
         const char *(*version)(void) = NULL;
         void *s = dlsym(h, "PMIx_Get_version");
         memcpy(&version, &s, sizeof s);
-        check(d, "pmix", "PMIx", PASS, NULL, "libpmix: %s", version ? version() : "found");
+        gpurun_rm_check(d, "pmix", "PMIx", PASS, NULL, "libpmix: %s", version ? version() : "found");
         dlclose(h);
         return;
     }
     if (slurm)
-        check(d, "pmix", "PMIx", WARN,
+        gpurun_rm_check(d, "pmix", "PMIx", WARN,
               "install PMIx (Debian: libpmix2 libpmix-bin) and a Slurm built with it, so that srun --mpi=pmix works",
               "neither pmix_info nor libpmix.so.2 found: srun --mpi=pmix cannot start MPI ranks");
     else
-        check(d, "pmix", "PMIx", PASS, NULL, "not found; only srun --mpi=pmix needs it (mpirun brings its own)");
+        gpurun_rm_check(d, "pmix", "PMIx", PASS, NULL, "not found; only srun --mpi=pmix needs it (mpirun brings its own)");
 }
 
 static void slurm_doctor(const struct gpurun_rm_doctor *d)
