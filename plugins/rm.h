@@ -197,6 +197,9 @@ typedef struct gpurun_rm_plugin {
      * scheduler is this manager, else NULL (a commented hint, or nothing).
      * NULL: no lines. */
     void (*init_lines)(FILE *f, const struct gpurun_rm_site *site);
+    /* A paragraph for gpurun submit --help: what its batch scripts hold
+     * (lines ending '\n'); NULL: none. */
+    const char *submit_help;
 } gpurun_rm_plugin_t;
 
 /* The helpers manager plugins write scripts and run their tools with:

@@ -55,7 +55,7 @@ static const char init_usage[] =
     "  -f, --force              replace FILE when it exists\n"
     "  -h, --help               this help\n"
     "\n"
-    "On a node without GPUs (a login node) of a Slurm site whose profile gives gpus_per_node, the\n"
+    "On a node without GPUs (a login node) of a batch site whose profile gives gpus_per_node, the\n"
     "job is laid out for the site's GPU nodes: check it with `gpurun submit FILE --dry-run`.\n"
     "\n"
     "Exit status: 0 written; 2 bad option, unknown template or site, unreadable topology file,\n"

@@ -301,7 +301,7 @@ static int put_container(FILE *f, const gpurun_rm_plugin_t *rm, const gpurun_job
                                      gpurun_job_origin(job, "container.mounts"),
                                      gpurun_job_section_origin(job, "container.runtime"),
                                      /* the script runs inside the allocation, where auto is
-                                      * the manager's launch command (srun) */
+                                      * the manager's launch command */
                                      !strcmp(job->launcher, "auto") && rm->launcher ? rm->launcher->name
                                                                                    : job->launcher,
                                      &ctr, &e) < 0) {
@@ -334,9 +334,11 @@ static int put_container(FILE *f, const gpurun_rm_plugin_t *rm, const gpurun_job
                              : gpurun_container_wrap_rank(ctr, app, run, dir, gpr == GPURUN_UNSET ? 1 : (int)gpr, NULL);
         fputs("# Container: ", f);
         put_comment_text(f, ctr->why);
-        fputs(pyxis ? ". srun starts each rank step in the image, with:\n#  "
-                    : ". Each rank step starts, inside its binding:\n#  ",
-              f);
+        const gpurun_rm_plugin_t *by = gpurun_rm_of_runtime(ctr->runtime); /* pyxis: its launch command */
+        if (pyxis)
+            fprintf(f, ". %s starts each rank step in the image, with:\n#  ", by ? by->launcher->name : "the launcher");
+        else
+            fputs(". Each rank step starts, inside its binding:\n#  ", f);
         for (char **a = argv; *a; a++) {
             fputc(' ', f);
             put_comment_text(f, *a);

@@ -156,4 +156,6 @@ const gpurun_rm_plugin_t gpurun_rm_flux = {
     .submit_command = "flux batch",
     .submit = flux_submit,
     .doctor = flux_doctor,
+    .submit_help = "#flux: lines for whole nodes, a slot per rank, the time limit and the job's\n"
+                   "flux {} keys; the site's partition is the queue, its account the bank.\n",
 };

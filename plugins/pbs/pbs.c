@@ -166,4 +166,6 @@ const gpurun_rm_plugin_t gpurun_rm_pbs = {
     .submit = pbs_submit,
     .doctor = pbs_doctor,
     .array_task_var = "PBS_ARRAY_INDEX",
+    .submit_help = "#PBS lines: -l select chunks for the layout, -l walltime, -q for the site's\n"
+                   "partition, -A for its account, and the job's pbs {} keys.\n",
 };

@@ -230,6 +230,11 @@ const gpurun_rm_plugin_t gpurun_rm_slurm = {
     .allocated_gpus = slurm_allocated_gpus,
     .container = &slurm_pyxis,
     .init_lines = gpurun_slurm_init_lines,
+    .submit_help = "The layout becomes --nodes, --ntasks-per-node, --gpus-per-node and --cpus-per-task\n"
+                   "(without threads_per_rank: the site's cores_per_node shared by the ranks); its\n"
+                   "timeout (times repeat) --time; each key of its slurm {} section one\n"
+                   "`#SBATCH --KEY=VALUE` line (slurm.partition=gpu); the site's partition, account\n"
+                   "and sbatch options follow.  A scan: a job array for configurations of one size.\n",
     .site_options_key = "sbatch",
     .site_options_hint = "is not an sbatch option: write the option alone, as in \"--qos=normal\" (gpurun adds "
                          "'#SBATCH')",
