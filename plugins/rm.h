@@ -193,7 +193,7 @@ typedef struct gpurun_rm_plugin {
     const char *site_options_key;
     const char *site_options_hint;
     /* Its lines in a new job file (gpurun init), after the env line: `site`
-     * is the site profile's part (origin and priv NULL) when the profile's
+     * is the site profile's part when the profile's
      * scheduler is this manager, else NULL (a commented hint, or nothing).
      * NULL: no lines. */
     void (*init_lines)(FILE *f, const struct gpurun_rm_site *site);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "launcher.h" /* gpurun_which */
+#include "batch.h" /* gpurun_batch_rm_site */
 #include "manager.h"
 #include "cmd.h"
 #include "job.h"
@@ -515,14 +516,8 @@ static void put_params(FILE *f, const struct init_ctx *c)
 static void put_managers(FILE *f, const struct init_ctx *c)
 {
     const gpurun_site_t *s = c->site;
-    const struct gpurun_rm_site rs = {.name = s->name,
-                                      .path = s->path,
-                                      .partition = s->partition,
-                                      .account = s->account,
-                                      .options = (const char *const *)s->batch_options,
-                                      .noptions = s->nbatch_options,
-                                      .cores_per_node = s->cores_per_node,
-                                      .gpus_per_node = s->gpus_per_node};
+    struct gpurun_rm_site rs;
+    gpurun_batch_rm_site(s, &rs);
     for (const gpurun_rm_plugin_t *const *m = gpurun_rm_all(); *m; m++)
         if ((*m)->init_lines)
             (*m)->init_lines(f, strcmp(s->scheduler, (*m)->name) ? NULL : &rs);

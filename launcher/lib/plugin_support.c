@@ -159,6 +159,20 @@ void gpurun_rm_check(const struct gpurun_rm_doctor *d, const char *id, const cha
     d->check(d->ctx, id, title, status, fix, detail);
 }
 
+const char *gpurun_rm_value_refusal(const char *v, const char *cr_note, char *why, size_t whylen)
+{
+    if (!*v)
+        return "empty value";
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++)
+        if (*p < 0x20 || *p == 0x7f) {
+            bool cr = *p == '\r' && cr_note;
+            snprintf(why, whylen, "control character 0x%02x%s%s%s", *p, *p == '\n' ? " (line break)" : cr ? " (" : "",
+                     cr ? cr_note : "", cr ? ")" : "");
+            return why;
+        }
+    return NULL;
+}
+
 static bool id_byte(unsigned char c, enum gpurun_rm_id_bytes bytes)
 {
     if (bytes == GPURUN_RM_ID_DIGITS)

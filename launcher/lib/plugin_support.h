@@ -113,6 +113,11 @@ struct gpurun_rm_doctor {
     int (*tool_line)(void *ctx, char *const argv[], const char *want, char *buf, size_t len);
 };
 
+/* Why `v` cannot be the value of a batch script's directive: "empty value",
+ * "control character 0x0a (line break)" (0x0d: " (CR_NOTE)" when cr_note
+ * is not NULL) in `why`; NULL when it can. */
+const char *gpurun_rm_value_refusal(const char *v, const char *cr_note, char *why, size_t whylen);
+
 /* One doctor line through d->check(), its detail formatted. */
 void gpurun_rm_check(const struct gpurun_rm_doctor *d, const char *id, const char *title, int status,
                      const char *fix, const char *fmt, ...) __attribute__((format(printf, 6, 7)));

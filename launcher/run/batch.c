@@ -388,6 +388,22 @@ static const char *site_origin(const struct gpurun_rm_site *rs, const char *key)
     return gpurun_site_origin(rs->priv, key);
 }
 
+void gpurun_batch_rm_site(const gpurun_site_t *site, struct gpurun_rm_site *out)
+{
+    *out = (struct gpurun_rm_site){
+        .name = site->name,
+        .path = site->path,
+        .partition = site->partition,
+        .account = site->account,
+        .options = (const char *const *)site->batch_options,
+        .noptions = site->nbatch_options,
+        .cores_per_node = site->cores_per_node,
+        .gpus_per_node = site->gpus_per_node,
+        .origin = site_origin,
+        .priv = site,
+    };
+}
+
 /* gpurun's part of the script: the comments (a container's command line)
  * and the body, each in a malloc'ed string; -1 with err when one cannot be
  * written (a mount the site refuses, a scratch folder bash would run). */
@@ -457,20 +473,8 @@ int gpurun_batch_script_rm(const gpurun_rm_plugin_t *rm, const gpurun_job_t *job
     int parts = script_parts(rm, job, site, abs_job, gpr, gpurun_path, set_args, nset, cfgs, &comments, &body,
                              &parts_err);
     struct gpurun_rm_site rs = {0};
-    if (site) {
-        rs = (struct gpurun_rm_site){
-            .name = site->name,
-            .path = site->path,
-            .partition = site->partition,
-            .account = site->account,
-            .options = (const char *const *)site->batch_options,
-            .noptions = site->nbatch_options,
-            .cores_per_node = site->cores_per_node,
-            .gpus_per_node = site->gpus_per_node,
-            .origin = site_origin,
-            .priv = site,
-        };
-    }
+    if (site)
+        gpurun_batch_rm_site(site, &rs);
     const struct gpurun_kvlist *section = gpurun_job_manager_options(job, rm->name);
     struct gpurun_rm_option *options = gpurun_xcalloc(section->n + 1, sizeof *options);
     for (size_t i = 0; i < section->n; i++)

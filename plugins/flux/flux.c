@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flux.h"
+#include "flux_common.h"
 
 #define BATCH_OUT_MAX 4096 /* flux batch prints the job id */
 

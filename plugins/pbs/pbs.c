@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pbs.h"
+#include "pbs_common.h"
 
 #define QSUB_OUT_MAX 4096 /* qsub prints the job id: "12.server" or "12[].server" */
 

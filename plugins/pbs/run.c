@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pbs.h"
+#include "pbs_common.h"
 
 extern const gpurun_launcher_plugin_t gpurun_launcher_mpirun;
 

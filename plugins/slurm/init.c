@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "slurm.h"
+#include "slurm_common.h"
 
 #define INIT_KEYS_MAX 64 /* the section's keys; more sbatch items go in the comment */
 

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "rm.h"
-#include "slurm.h"
+#include "slurm_common.h"
 
 #define SBATCH_OUT_MAX 4096 /* `sbatch --parsable` prints "ID[;CLUSTER]" */
 

@@ -2,7 +2,9 @@
 #ifndef GPURUN_SLURM_RM_H
 #define GPURUN_SLURM_RM_H
 
-/* Slurm, gpurun's first resource manager (plugins/rm.h): slurm.c holds the
+/* What the files of plugins/slurm share (none includes the registering
+ * file's header: no circle).  Slurm, gpurun's first resource manager
+ * (plugins/rm.h): slurm.c holds the
  * plugin, srun.c its launch command, sbatch.c its batch scripts. */
 
 #include "rm.h"
