@@ -159,6 +159,36 @@ void gpurun_rm_check(const struct gpurun_rm_doctor *d, const char *id, const cha
     d->check(d->ctx, id, title, status, fix, detail);
 }
 
+int gpurun_rm_submit_tool(char *const argv[], int script_fd, size_t max, const char *name, const char *where,
+                          const char *title, const char *script, char **outp, gpurun_error_t *err)
+{
+    int status = 0, e = 0;
+    *outp = NULL;
+    int rc = gpurun_rm_tool(argv, script_fd, max, outp, &status, &e);
+    if (rc == -2)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot start %s: %s", name, strerror(e));
+    if (rc < 0 && e == ENOENT)
+        return gpurun_err(err, GPURUN_EXIT_ENV,
+                          "submit: %s was not found on PATH: is this %s? The batch script is at %s; submit it with %s "
+                          "where %s runs.",
+                          argv[0], where, script, name, title);
+    if (rc < 0)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot run %s: %s (the batch script is at %s)", name,
+                          strerror(e), script);
+    if (status > 128 && status < 128 + 65)
+        gpurun_err(err, GPURUN_EXIT_ENV, "submit: %s was killed by signal %d; the batch script is at %s", name,
+                   status - 128, script);
+    else if (status != 0)
+        gpurun_err(err, GPURUN_EXIT_ENV,
+                   "submit: %s refused the job (exit status %d, its message is above); the batch script is at %s",
+                   name, status, script);
+    if (status == 0)
+        return 0;
+    free(*outp);
+    *outp = NULL;
+    return -1;
+}
+
 const char *gpurun_rm_value_refusal(const char *v, const char *cr_note, char *why, size_t whylen)
 {
     if (!*v)

@@ -93,6 +93,15 @@ void gpurun_rm_put_shell_word(FILE *f, const char *s);
  * flux batch): a letter, then letters, digits, '_' and '-' (job.c also
  * allows '.' in section keys: refused here). */
 bool gpurun_rm_option_name_ok(const char *name);
+/* A manager's submit command (argv, on PATH) with the script written at
+ * `script` on its standard input (script_fd): 0 with its output in *outp
+ * (malloc'ed, at most `max` bytes) when it exited 0; else -1 with err
+ * (GPURUN_EXIT_ENV) naming `name` ("flux batch"): it could not start (not
+ * on PATH: "is this WHERE? ... submit it with NAME where TITLE runs."), was
+ * killed by a signal, or refused the job. */
+int gpurun_rm_submit_tool(char *const argv[], int script_fd, size_t max, const char *name, const char *where,
+                          const char *title, const char *script, char **outp, gpurun_error_t *err);
+
 /* The bytes a job id may hold: digits (sbatch --parsable); printable ASCII
  * (qsub: "12.server"); those and bytes over 0x7f but DEL (flux batch:
  * "ƒ" and base 58). */

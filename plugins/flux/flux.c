@@ -69,26 +69,10 @@ static enum gpurun_rm_end flux_ended(const char *out)
 static int flux_submit(int script_fd, const char *script, char *said, size_t saidlen, gpurun_error_t *err)
 {
     char *argv[] = {"flux", "batch", NULL};
-    char *out = NULL;
-    int status = 0, e = 0;
-    int rc = gpurun_rm_tool(argv, script_fd, BATCH_OUT_MAX, &out, &status, &e);
-    if (rc == -2)
-        return gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot start flux batch: %s", strerror(e));
-    if (rc < 0)
-        return e == ENOENT ? gpurun_err(err, GPURUN_EXIT_ENV,
-                                        "submit: flux was not found on PATH: is this a Flux system? The batch "
-                                        "script is at %s; submit it with flux batch where Flux runs.",
-                                        script)
-                           : gpurun_err(err, GPURUN_EXIT_ENV,
-                                        "submit: cannot run flux batch: %s (the batch script is at %s)", strerror(e),
-                                        script);
-    if (status != 0) {
-        free(out);
-        return gpurun_err(err, GPURUN_EXIT_ENV,
-                          "submit: flux batch refused the job (exit status %d, its message is above); the batch "
-                          "script is at %s",
-                          status, script);
-    }
+    char *out;
+    if (gpurun_rm_submit_tool(argv, script_fd, BATCH_OUT_MAX, "flux batch", "a Flux system", "Flux", script, &out,
+                              err) < 0)
+        return -1;
     /* A job id: "f" or "ƒ" and base 58, or decimal, hex, words: one word
      * of printable bytes. */
     const char *p;

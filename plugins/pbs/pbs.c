@@ -57,25 +57,10 @@ static enum gpurun_rm_end pbs_ended(const char *out)
 static int pbs_submit(int script_fd, const char *script, char *said, size_t saidlen, gpurun_error_t *err)
 {
     char *argv[] = {"qsub", NULL};
-    char *out = NULL;
-    int status = 0, e = 0;
-    int rc = gpurun_rm_tool(argv, script_fd, QSUB_OUT_MAX, &out, &status, &e);
-    if (rc == -2)
-        return gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot start qsub: %s", strerror(e));
-    if (rc < 0)
-        return e == ENOENT ? gpurun_err(err, GPURUN_EXIT_ENV,
-                                        "submit: qsub was not found on PATH: is this a PBS system (PBS_EXEC/bin "
-                                        "on PATH)? The batch script is at %s; submit it with qsub where PBS runs.",
-                                        script)
-                           : gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot run qsub: %s (the batch script is at %s)",
-                                        strerror(e), script);
-    if (status != 0) {
-        free(out);
-        return gpurun_err(err, GPURUN_EXIT_ENV,
-                          "submit: qsub refused the job (exit status %d, its message is above); the batch script "
-                          "is at %s",
-                          status, script);
-    }
+    char *out;
+    if (gpurun_rm_submit_tool(argv, script_fd, QSUB_OUT_MAX, "qsub", "a PBS system (PBS_EXEC/bin on PATH)", "PBS",
+                              script, &out, err) < 0)
+        return -1;
     const char *p;
     size_t idlen = gpurun_rm_job_id(out, " \t\r\n", GPURUN_RM_ID_ASCII, 128, &p);
     if (!idlen) {

@@ -89,30 +89,10 @@ static enum gpurun_rm_end slurm_ended(const char *out)
 static int slurm_submit(int script_fd, const char *script, char *said, size_t saidlen, gpurun_error_t *err)
 {
     char *argv[] = {"sbatch", "--parsable", NULL};
-    char *out = NULL;
-    int status = 0, e = 0;
-    int rc = gpurun_rm_tool(argv, script_fd, SBATCH_OUT_MAX, &out, &status, &e);
-    if (rc == -2)
-        return gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot start sbatch: %s", strerror(e));
-    if (rc < 0)
-        return e == ENOENT ? gpurun_err(err, GPURUN_EXIT_ENV,
-                                        "submit: sbatch was not found on PATH: is this a Slurm login node? The batch "
-                                        "script is at %s; submit it with sbatch where Slurm runs.",
-                                        script)
-                           : gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot run sbatch: %s (the batch script is at %s)",
-                                        strerror(e), script);
-    if (status > 128 && status < 128 + 65) {
-        free(out);
-        return gpurun_err(err, GPURUN_EXIT_ENV, "submit: sbatch was killed by signal %d; the batch script is at %s",
-                          status - 128, script);
-    }
-    if (status != 0) {
-        free(out);
-        return gpurun_err(err, GPURUN_EXIT_ENV,
-                          "submit: sbatch refused the job (exit status %d, its message is above); the batch script "
-                          "is at %s",
-                          status, script);
-    }
+    char *out;
+    if (gpurun_rm_submit_tool(argv, script_fd, SBATCH_OUT_MAX, "sbatch", "a Slurm login node", "Slurm", script, &out,
+                              err) < 0)
+        return -1;
     const char *p; /* "ID" or "ID;CLUSTER" */
     size_t idlen = gpurun_rm_job_id(out, ";\r\n", GPURUN_RM_ID_DIGITS, (size_t)-1, &p);
     if (!idlen) {
