@@ -19,7 +19,10 @@
  *    job arrays where it has them (array_task_var);
  *  - its lines in `gpurun doctor` (doctor());
  *  - the energy it accounted for a run (energy()), the variables it names
- *    the GPUs it gave the job in (allocated_gpus()).
+ *    the GPUs it gave the job in (allocated_gpus());
+ *  - a container runtime that enters the image through its launch command
+ *    (container), its site profiles' keys (site_keys) and its lines in a
+ *    new job file (init_lines()).
  * Its name is the one job files and site profiles use: `scheduler = "NAME"`
  * in a site profile, and the job file's section `NAME { key = "value" }`
  * of options for its batch scripts.  A callback a manager has no use for
@@ -108,15 +111,22 @@ struct gpurun_rm_batch {
     size_t narray;
 };
 
-/* What a manager's doctor() reports through: one line each (status 0 PASS,
- * 1 WARN, 2 FAIL; fix NULL on PASS), and a tool's one line of output (its
- * first line holding `want`, else its first; its last when it fails), its
- * exit status, or -1 when it is not on PATH. */
-struct gpurun_rm_doctor {
-    void *ctx;
-    void (*check)(void *ctx, const char *id, const char *title, int status, const char *fix, const char *detail);
-    int (*tool_line)(void *ctx, char *const argv[], const char *want, char *buf, size_t len);
+/* A container runtime that enters the image through the manager's launch
+ * command only, not a program of its own (Slurm: pyxis, srun's
+ * --container-image): the job's launcher must be the manager's. */
+struct gpurun_rm_container {
+    const char *runtime;         /* its name in container.runtime: "pyxis" */
+    const char *option;          /* the launch command's option it adds, for messages: "--container-image" */
+    const char *install;         /* where to get it: "pyxis and enroot (URL) in Slurm's plugstack.conf" */
+    const char *outside;         /* why gpurun is in no allocation, for messages: "no SLURM_JOB_ID" */
+    /* Whether the launch command at `program` takes the runtime here
+     * (srun --help lists --container-image); bounded (gpurun_rm_query()).
+     * When not, `why` (NULL: not asked) says so, naming `program`. */
+    bool (*ready)(const char *program, char *why, size_t len);
 };
+
+/* What a manager's doctor() reports through: struct gpurun_rm_doctor
+ * (plugin_support.h). */
 
 typedef struct gpurun_rm_plugin {
     int abi;                     /* GPURUN_RM_ABI */
@@ -174,6 +184,22 @@ typedef struct gpurun_rm_plugin {
      * they key the cached topology, since what a job may open is what a
      * discovery finds.  NULL: none. */
     void (*allocated_gpus)(void (*add)(void *ctx, const char *name, const char *value), void *ctx);
+    /* The container runtime that needs its launch command; NULL: none. */
+    const struct gpurun_rm_container *container;
+    /* The site profile's list of batch options for its scripts: the key
+     * ("sbatch": sbatch = { "--qos=normal" }), and what an item that is no
+     * option is told ("is not an sbatch option: ..."); its items reach
+     * batch_script() as the site's options.  NULL: none. */
+    const char *site_options_key;
+    const char *site_options_hint;
+    /* Its lines in a new job file (gpurun init), after the env line: `site`
+     * is the site profile's part when the profile's
+     * scheduler is this manager, else NULL (a commented hint, or nothing).
+     * NULL: no lines. */
+    void (*init_lines)(FILE *f, const struct gpurun_rm_site *site);
+    /* A paragraph for gpurun submit --help: what its batch scripts hold
+     * (lines ending '\n'); NULL: none. */
+    const char *submit_help;
 } gpurun_rm_plugin_t;
 
 /* The helpers manager plugins write scripts and run their tools with:

@@ -20,6 +20,7 @@
 #include "batch.h"
 #include "cmd.h"
 #include "job.h"
+#include "plugin.h" /* gpurun_plugins_register: the managers' site keys (sbatch) */
 #include "site.h"
 #include "tap.h"
 #include "util.h"
@@ -863,9 +864,9 @@ static void test_site_body_hostile(void)
     site->modules = gpurun_xcalloc(site->nmodules, sizeof *site->modules);
     for (size_t i = 0; i < site->nmodules; i++)
         site->modules[i] = gpurun_xstrdup(modules[i]);
-    site->nsbatch = 1;
-    site->sbatch = gpurun_xcalloc(1, sizeof *site->sbatch);
-    site->sbatch[0] = gpurun_xstrdup("--qos=normal");
+    site->nbatch_options = 1;
+    site->batch_options = gpurun_xcalloc(1, sizeof *site->batch_options);
+    site->batch_options[0] = gpurun_xstrdup("--qos=normal");
     site->gpus_per_node = -1;
     site->cores_per_node = -1;
     site->scratch = gpurun_xstrdup("/scratch/${FAKE_USER}/$FAKE_SUB/it's x`y`");
@@ -1307,6 +1308,7 @@ int main(void)
         skip_all("cannot make a temporary folder: %s", strerror(errno));
         return 0;
     }
+    gpurun_plugins_register();
     test_layout();
     test_ranks_per_gpu();
     test_defaults();

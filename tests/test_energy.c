@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "energy.h"
-#include "slurm/slurm.h" /* the Slurm plugin's sacct and slurm.conf readers */
+#include "slurm/slurm_common.h" /* the Slurm plugin's sacct and slurm.conf readers */
 #include "tap.h"
 
 static char tmpdir[] = "/tmp/gpurun-test-energy.XXXXXX";

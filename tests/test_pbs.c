@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../plugins/pbs/pbs.h"
+#include "../plugins/pbs/pbs_common.h"
 #include "manager.h"
 #include "tap.h"
 

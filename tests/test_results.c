@@ -76,7 +76,7 @@ static void test_site_good(void)
         ok(s->nmodules == 2 && !strcmp(s->modules[0], "gcc/12.2.0") &&
                !strcmp(s->modules[1], "cuda/12.4"),
            "modules, in order");
-        ok(s->nsbatch == 2 && !strcmp(s->sbatch[0], "--qos=normal"), "sbatch lines");
+        ok(s->nbatch_options == 2 && !strcmp(s->batch_options[0], "--qos=normal"), "sbatch lines");
         is_int(s->gpus_per_node, 4, "gpus_per_node");
         is_str(s->scratch, "/scratch/${USER}", "scratch keeps ${USER} for the batch script");
         ok(s->price_per_gpu_hour == 2.5 && s->spot_price_per_gpu_hour == 1.0, "prices");
@@ -89,7 +89,7 @@ static void test_site_good(void)
     if (s) {
         is_str(s->scheduler, "none", "default scheduler: none");
         is_str(s->launcher, "auto", "default launcher: auto");
-        ok(!s->partition && !s->account && !s->scratch && s->nmodules == 0 && s->nsbatch == 0,
+        ok(!s->partition && !s->account && !s->scratch && s->nmodules == 0 && s->nbatch_options == 0,
            "optional keys absent");
         ok(s->gpus_per_node == -1 && s->price_per_gpu_hour < 0 && s->spot_price_per_gpu_hour < 0,
            "unknown GPUs and prices are negative");
@@ -213,7 +213,7 @@ static void test_site_shipped(void)
     }
     if (gpurun_site_load("example-univ", NULL, &s, &err) == 0) {
         ok(!strcmp(s->scheduler, "slurm") && s->partition && !strcmp(s->partition, "gpu") &&
-               s->account && s->nmodules > 0 && s->nsbatch > 0,
+               s->account && s->nmodules > 0 && s->nbatch_options > 0,
            "example-univ: Slurm, partition gpu, account, modules, sbatch lines");
         gpurun_site_destroy(s);
     }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "job.h"
+#include "plugin.h" /* gpurun_plugins_register */
 #include "tap.h"
 #include "template.h"
 #include "tune.h"
@@ -471,6 +472,7 @@ static void test_synthetic(void)
 
 int main(void)
 {
+    gpurun_plugins_register(); /* the managers' sections (slurm { }) */
     test_block();
     test_template_space();
     test_stats();

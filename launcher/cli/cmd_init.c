@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "launcher.h" /* gpurun_which */
+#include "batch.h" /* gpurun_batch_rm_site */
 #include "manager.h"
 #include "cmd.h"
 #include "job.h"
@@ -55,7 +56,7 @@ static const char init_usage[] =
     "  -f, --force              replace FILE when it exists\n"
     "  -h, --help               this help\n"
     "\n"
-    "On a node without GPUs (a login node) of a Slurm site whose profile gives gpus_per_node, the\n"
+    "On a node without GPUs (a login node) of a batch site whose profile gives gpus_per_node, the\n"
     "job is laid out for the site's GPU nodes: check it with `gpurun submit FILE --dry-run`.\n"
     "\n"
     "Exit status: 0 written; 2 bad option, unknown template or site, unreadable topology file,\n"
@@ -426,16 +427,19 @@ static const char *launcher_line(const gpurun_site_t *s, char *why, size_t len)
 {
     const gpurun_rm_plugin_t *rm = gpurun_rm_of_launcher(s->launcher);
     if (rm) {
-        /* "srun" ("pbs") would refuse to run outside an allocation (exit
-         * 3), even for --dry-run on a login node; auto picks it inside one. */
+        /* A manager's launch command would refuse to run outside an
+         * allocation (exit 3), even for --dry-run on a login node; auto
+         * picks it inside one. */
         snprintf(why, len, "auto: %s in a %s allocation (as %s), else mpirun | local", s->launcher, rm->title,
                  s->name);
         return "auto";
     }
+    /* The first built-in manager's launch command stands for them all. */
+    const char *rm_launcher = gpurun_rm_builtin[0]->launcher->name;
     if (!strcmp(s->launcher, "auto"))
-        snprintf(why, len, "auto: srun in an allocation, else mpirun, else local");
+        snprintf(why, len, "auto: %s in an allocation, else mpirun, else local", rm_launcher);
     else if (!strcmp(s->launcher, "mpirun"))
-        snprintf(why, len, "%s's launcher: auto | mpirun | srun | local", s->name);
+        snprintf(why, len, "%s's launcher: auto | mpirun | %s | local", s->name, rm_launcher);
     else
         snprintf(why, len, "%s's: gpurun starts the ranks itself, this node", s->name);
     return s->launcher;
@@ -460,7 +464,8 @@ static void put_layout(FILE *f, const struct init_ctx *c)
                 c->site->name);
     }
     else
-        fprintf(f, "#threads_per_rank = 8%*s# set it: without it, sbatch gives a rank 1 cpu\n", 19, "");
+        fprintf(f, "#threads_per_rank = 8%*s# set it: without it, %s gives a rank 1 cpu\n", 19, "",
+                gpurun_rm_builtin[0]->submit_command); /* the first built-in manager's, for them all */
     put_line(f, "", w, "smt", "false", "true: every hardware thread of a core");
     put_line(f, "", w, "oversubscribe", "false", "true: share GPUs/cores (a warning), not exit 3");
     const char *launcher = launcher_line(c->site, why, sizeof why);
@@ -506,67 +511,16 @@ static void put_params(FILE *f, const struct init_ctx *c)
         fprintf(f, "%s\n", c->pol->notes[i]);
 }
 
-/* A site's "--key=value" sbatch lines fit the slurm section; the others
- * (--exclusive) are named in a comment. */
-static void put_slurm(FILE *f, const struct init_ctx *c)
+/* Each manager's lines (slurm { }): the one of the site's scheduler with
+ * the site profile's part. */
+static void put_managers(FILE *f, const struct init_ctx *c)
 {
     const gpurun_site_t *s = c->site;
-    if (strcmp(s->scheduler, "slurm")) {
-        fputs("\n# slurm { partition = \"gpu\" }           # #SBATCH lines of gpurun submit (no Slurm here)\n", f);
-        return;
-    }
-    struct gpurun_kvlist keys = {0}, why = {0};
-    if (s->partition) {
-        gpurun_kvlist_set(&keys, "partition", s->partition);
-        gpurun_kvlist_set(&why, "partition", "the site's partition for this job");
-    }
-    if (s->account) {
-        gpurun_kvlist_set(&keys, "account", s->account);
-        gpurun_kvlist_set(&why, "account", "yours: sacctmgr show assoc user=$USER");
-    }
-    char *from = gpurun_xasprintf("from %s's sbatch lines", s->name);
-    char **rest = gpurun_xcalloc(s->nsbatch + 1, sizeof *rest);
-    size_t nrest = 0;
-    for (size_t i = 0; i < s->nsbatch; i++) {
-        const char *o = s->sbatch[i], *eq = strchr(o, '=');
-        bool fits = !strncmp(o, "--", 2) && eq && eq > o + 2 && eq[1];
-        char *key = fits ? gpurun_xstrndup(o + 2, (size_t)(eq - o - 2)) : NULL;
-        for (char *p = key; p && *p; p++) {
-            if (*p == '-')
-                *p = '_';
-            else if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
-                fits = false;
-        }
-        if (fits && !gpurun_kvlist_get(&keys, key)) { /* the profile's partition and account win */
-            gpurun_kvlist_set(&keys, key, eq + 1);
-            gpurun_kvlist_set(&why, key, from);
-        } else if (!fits) {
-            rest[nrest++] = s->sbatch[i];
-        }
-        free(key);
-    }
-    int w = 4;
-    for (size_t i = 0; i < keys.n; i++)
-        if ((int)strlen(keys.items[i].key) > w)
-            w = (int)strlen(keys.items[i].key);
-    fputs("\nslurm {                                 # an #SBATCH --KEY=VALUE line each (submit)\n", f);
-    for (size_t i = 0; i < keys.n; i++)
-        put_str(f, "    ", w, keys.items[i].key, keys.items[i].value, why.items[i].value);
-    put_line(f, "    # ", w - 2 > 0 ? w - 2 : 1, "time", "\"01:00:00\"", "default: from timeout (x repeat, scan)");
-    fputs("}\n", f);
-    if (nrest) {
-        struct gpurun_strbuf r = {0};
-        for (size_t i = 0; i < nrest; i++)
-            gpurun_strbuf_printf(&r, " %s", rest[i]);
-        put_comment(f, "%s's profile also lists #SBATCH%s:", s->name, r.s);
-        put_comment(f, "no key = value line carries %s; gpurun submit adds %s from the profile.",
-                    nrest == 1 ? "it" : "them", nrest == 1 ? "it" : "them");
-        free(r.s);
-    }
-    free(rest);
-    free(from);
-    gpurun_kvlist_clear(&keys);
-    gpurun_kvlist_clear(&why);
+    struct gpurun_rm_site rs;
+    gpurun_batch_rm_site(s, &rs);
+    for (const gpurun_rm_plugin_t *const *m = gpurun_rm_all(); *m; m++)
+        if ((*m)->init_lines)
+            (*m)->init_lines(f, strcmp(s->scheduler, (*m)->name) ? NULL : &rs);
 }
 
 static char *job_text(const struct init_ctx *c)
@@ -587,7 +541,7 @@ static char *job_text(const struct init_ctx *c)
     put_layout(f, c);
     put_params(f, c);
     fputs("\n# env { OMP_STACKSIZE = \"64M\" }          # more environment for every rank\n", f);
-    put_slurm(f, c);
+    put_managers(f, c);
     fputs("\n# scan { ranks_per_node = {1, 2, 4} }    # a sweep: one configuration per value\n", f);
     const char *fom = c->tpl->nfoms ? c->tpl->foms[0].name : "value";
     put_comment(f, "references { %s = \">= 1\" }%*s# exit 1 when the last value is outside", fom,

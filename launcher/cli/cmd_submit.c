@@ -31,31 +31,38 @@ static const char submit_usage[] =
     "\n"
     "Check the job as gpurun run would (its template or command, every ${name},\n"
     "its site profile), write a batch script for its resource manager into\n"
-    "RESULTS/<job>/submit-<UTC time>.sbatch (Slurm) or .flux (Flux), then submit it\n"
-    "with sbatch or flux batch.  The manager: the one of the job's launcher (srun,\n"
-    "flux), else the site's scheduler, else the allocation gpurun runs in, else\n"
-    "Slurm.  On the compute node the script loads the site's modules and runs\n"
-    "`gpurun run JOB.conf` with the same --set options.\n"
+    "RESULTS/<job>/submit-<UTC time>.SUFFIX, then submit it.  The manager: the one\n"
+    "of the job's launcher, else the site's scheduler, else the allocation gpurun\n"
+    "runs in, else the first below.  On the compute node the script loads the\n"
+    "site's modules and runs `gpurun run JOB.conf` with the same --set options.\n"
     "\n"
     "  --dry-run           write and print the script, submit nothing\n"
-    "  --set KEY=VALUE     override a job key (slurm.partition=gpu, ranks_per_node=4)\n"
+    "  --set KEY=VALUE     override a job key (MANAGER.KEY=VALUE, ranks_per_node=4)\n"
     "  --results DIR       results folder (default: the job's `results`, relative to it)\n"
     "  -h, --help          this help\n"
     "\n"
-    "For Slurm, the layout becomes --nodes, --ntasks-per-node, --gpus-per-node and\n"
-    "--cpus-per-task (without threads_per_rank: the site's cores_per_node shared\n"
-    "by the ranks); its timeout (times repeat) --time; each\n"
-    "key of its slurm {} section one `#SBATCH --KEY=VALUE` line.  The site's\n"
-    "partition, account and sbatch options follow, unless the job sets the same.\n"
-    "For Flux, #flux: lines for whole nodes, a slot per rank, the time limit and\n"
-    "the job's flux {} keys; the site's partition is the queue, its account the bank.\n"
-    "A job with a scan: a batch job per configuration, sized and timed for it (Slurm:\n"
-    "a job array for configurations of one size), each running gpurun run JOB.conf\n"
-    "--configuration K; --dry-run prints every script.\n"
-    "\n"
+    "The layout, the time limit and the keys of the job's MANAGER {} section become\n"
+    "the manager's directives; the site's partition, account and batch options\n"
+    "follow, unless the job sets the same.  A job with a scan: a batch job per\n"
+    "configuration, sized and timed for it (or a job array for configurations of\n"
+    "one size), each running gpurun run JOB.conf --configuration K; --dry-run\n"
+    "prints every script.\n";
+
+static const char submit_status[] =
     "Exit status: 0 submitted (or written, with --dry-run); 2 bad job file, template,\n"
-    "site profile or option; 3 a layout the site's nodes cannot hold, sbatch (flux)\n"
-    "missing or refusing the job.\n";
+    "site profile or option; 3 a layout the site's nodes cannot hold, the manager's\n"
+    "submit command missing or refusing the job.\n";
+
+/* The usage, each manager's paragraph (rm.h submit_help), the exit status. */
+static void put_usage(void)
+{
+    fputs(submit_usage, stdout);
+    for (const gpurun_rm_plugin_t *const *m = gpurun_rm_all(); *m; m++)
+        if ((*m)->batch_script && (*m)->submit_help)
+            printf("\n%s (.%s scripts, %s):\n%s", (*m)->title, (*m)->script_suffix ? (*m)->script_suffix : "",
+                   (*m)->submit_command ? (*m)->submit_command : "", (*m)->submit_help);
+    printf("\n%s", submit_status);
+}
 
 /* ---- files -------------------------------------------------------------- */
 
@@ -443,7 +450,7 @@ static int submit_options(int argc, char **argv, struct submit_opts *o, bool *do
         case O_DRY: o->dry = true; break;
         case O_SET: o->sets[o->nset++] = gpurun_xstrdup(optarg); break;
         case O_RESULTS: o->results = optarg; break;
-        case 'h': fputs(submit_usage, stdout); return 0;
+        case 'h': put_usage(); return 0;
         default: return cmd_bad_option("submit", argv[optind - 1], opts, err);
         }
     }

@@ -57,7 +57,7 @@ static const struct {
     {"topo", cmd_topo, "show this node's (or an export's) GPUs, NICs, NUMA nodes and their affinity"},
     {"plan", cmd_plan, "show which GPUs, NICs, cores and memory each rank gets"},
     {"run", cmd_run, "run a job file (also: gpurun JOB.conf)"},
-    {"submit", cmd_submit, "write a Slurm batch script for a job file and sbatch it"},
+    {"submit", cmd_submit, "write a batch script for a job file and submit it"},
     {"doctor", cmd_doctor, "can this node run GPU jobs well? what to fix"},
     {"collect", cmd_collect, "figures of merit of a template from existing output files"},
     {"results", cmd_results, "list the runs of a results folder (table, JSON or CSV)"},

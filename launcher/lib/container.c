@@ -30,9 +30,10 @@ static const struct runtime {
     {"singularity", "singularity", "SingularityCE (https://sylabs.io; package 'singularity-ce')"},
     {"charliecloud", "ch-run", "Charliecloud (package 'charliecloud', or spack install charliecloud)"},
     {"podman", "podman", "Podman (package 'podman')"},
-    /* Not a program of its own: Slurm's srun with NVIDIA's pyxis SPANK
-     * plugin (and enroot) enters the image before each task starts. */
-    {"pyxis", "srun", "pyxis and enroot (https://github.com/NVIDIA/pyxis) in Slurm's plugstack.conf"},
+    /* Not a program of its own (program NULL): a resource manager's launch
+     * command enters the image before each task starts (its plugin says
+     * which, gpurun_container_set_managers()). */
+    {"pyxis", NULL, NULL},
 };
 #define NRUNTIMES (sizeof runtimes / sizeof *runtimes)
 #define NRUNTIMES_ON_PATH (NRUNTIMES - 1) /* what `auto` looks for on PATH */
@@ -300,28 +301,25 @@ static char *first_line_of(char *const *argv)
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 && buf[0] ? gpurun_xstrdup(buf) : NULL;
 }
 
-/* Whether what `argv` writes on its standard output mentions `needle`
- * (srun --help and --container-image: pyxis is loaded). */
-static bool output_mentions(char *const *argv, const char *needle)
+static gpurun_container_manager_fn manager_of;
+
+void gpurun_container_set_managers(gpurun_container_manager_fn fn)
 {
-    size_t cap = 65536;
-    char *buf = gpurun_xcalloc(cap + 1, 1);
-    int status;
-    bool found = read_output(argv, buf, cap, &status) >= 0 && strstr(buf, needle) != NULL;
-    free(buf);
-    return found;
+    manager_of = fn;
 }
 
-static bool srun_has_pyxis(const char *srun)
+/* The manager whose launch command runs `rt` (no program of its own): 1
+ * with *m, else 0. */
+static int runtime_manager(const struct runtime *rt, struct gpurun_container_manager *m)
 {
-    char *argv[] = {(char *)srun, "--help", NULL};
-    return output_mentions(argv, "--container-image");
+    memset(m, 0, sizeof *m);
+    return !rt->program && manager_of ? manager_of(rt->name, m) : 0;
 }
 
-/* Whether the job's launcher setting leaves srun possible. */
-static bool srun_launcher(const char *launcher)
+/* Whether the job's launcher setting leaves the manager's launch command possible. */
+static bool manager_launcher(const struct gpurun_container_manager *m, const char *launcher)
 {
-    return !launcher || !strcmp(launcher, "srun") || (!strcmp(launcher, "auto") && getenv("SLURM_JOB_ID"));
+    return !launcher || !strcmp(launcher, m->program) || (!strcmp(launcher, "auto") && m->inside);
 }
 
 /* The image to run: a file or folder (r->image its real path) or a name
@@ -358,6 +356,66 @@ static int resolve_image(struct gpurun_container_run *r, const struct gpurun_con
     return 0;
 }
 
+/* A runtime asked for by name: r->exe its program (a manager's launch
+ * command for pyxis), checked; -1 with err when it cannot run here. */
+static int asked_runtime(struct gpurun_container_run *r, const struct runtime *rt, const char *by,
+                         const char *launcher, const char *origin, gpurun_error_t *err)
+{
+    struct gpurun_container_manager m;
+    bool managed = runtime_manager(rt, &m) == 1;
+    if (!rt->program && !managed)
+        return gpurun_err(err, GPURUN_EXIT_ENV,
+                          "container runtime '%s' (asked by %s): no resource manager present runs it; nothing was "
+                          "started",
+                          rt->name, by);
+    const char *program = managed ? m.program : rt->program, *install = managed ? m.install : rt->install;
+    r->exe = gpurun_which(program);
+    if (!r->exe)
+        return gpurun_err(err, GPURUN_EXIT_ENV,
+                          "container runtime '%s' (asked by %s) not found: no '%s' on PATH; nothing was started: "
+                          "install %s, load its module, or choose another runtime (container.runtime)",
+                          rt->name, by, program, install);
+    char why[512];
+    if (managed && !manager_launcher(&m, launcher)) {
+        char outside[300] = "";
+        if (launcher && !strcmp(launcher, "auto"))
+            snprintf(outside, sizeof outside, " outside a %s allocation (%s)", m.title, m.outside);
+        gpurun_err(err, GPURUN_EXIT_CONFIG,
+                   "%s: key 'container.runtime': %s (asked by %s) runs only under launcher = \"%s\" (%s %s), and "
+                   "this job's launcher is '%s'%s",
+                   origin, rt->name, by, m.program, m.program, m.option, launcher, outside);
+    } else if (managed && !m.ready(r->exe, why, sizeof why)) {
+        gpurun_err(err, GPURUN_EXIT_ENV, "container runtime '%s' (asked by %s): %s; nothing was started: install %s",
+                   rt->name, by, why, install);
+    } else {
+        r->why = gpurun_xasprintf("%s, as %s asks", rt->name, by);
+        return 0;
+    }
+    free(r->exe);
+    r->exe = NULL;
+    return -1;
+}
+
+/* auto: a runtime of a manager's launch command first (pyxis), inside its
+ * allocation where that command would launch and takes it. */
+static const struct runtime *auto_manager_runtime(struct gpurun_container_run *r, const char *launcher)
+{
+    for (size_t i = NRUNTIMES_ON_PATH; i < NRUNTIMES; i++) {
+        struct gpurun_container_manager m;
+        if (runtime_manager(&runtimes[i], &m) != 1 || !m.inside || !manager_launcher(&m, launcher) ||
+            !(r->exe = gpurun_which(m.program)))
+            continue;
+        if (m.ready(r->exe, NULL, 0)) {
+            r->why = gpurun_xasprintf("%s, the first runtime found (auto: inside %s, %s takes %s)", runtimes[i].name,
+                                      m.where, m.program, m.option);
+            return &runtimes[i];
+        }
+        free(r->exe);
+        r->exe = NULL;
+    }
+    return NULL;
+}
+
 /* The runtime: the job's, the template's, the site's, else the first found.
  * Sets r->exe and r->why; NULL when it is not there. */
 static const struct runtime *choose_runtime(struct gpurun_container_run *r, const struct gpurun_container_spec *job,
@@ -374,47 +432,10 @@ static const struct runtime *choose_runtime(struct gpurun_container_run *r, cons
             by = who[i];
         }
     const struct runtime *rt = asked ? runtime_named(asked) : NULL;
-    if (rt) {
-        r->exe = gpurun_which(rt->program);
-        if (!r->exe) {
-            gpurun_err(err, GPURUN_EXIT_ENV,
-                       "container runtime '%s' (asked by %s) not found: no '%s' on PATH; nothing was started: "
-                       "install %s, load its module, or choose another runtime (container.runtime)",
-                       rt->name, by, rt->program, rt->install);
-            return NULL;
-        }
-        if (!strcmp(rt->name, "pyxis") && !srun_launcher(launcher)) {
-            gpurun_err(err, GPURUN_EXIT_CONFIG,
-                       "%s: key 'container.runtime': pyxis (asked by %s) runs only under launcher = \"srun\" "
-                       "(srun --container-image), and this job's launcher is '%s'%s",
-                       origin, by, launcher, launcher && !strcmp(launcher, "auto") ? " outside a Slurm allocation (no SLURM_JOB_ID)" : "");
-            free(r->exe);
-            r->exe = NULL;
-            return NULL;
-        }
-        if (!strcmp(rt->name, "pyxis") && !srun_has_pyxis(r->exe)) {
-            gpurun_err(err, GPURUN_EXIT_ENV,
-                       "container runtime 'pyxis' (asked by %s): %s --help lists no --container-image, so the pyxis "
-                       "plugin is not loaded here; nothing was started: install %s",
-                       by, r->exe, rt->install);
-            free(r->exe);
-            r->exe = NULL;
-            return NULL;
-        }
-        r->why = gpurun_xasprintf("%s, as %s asks", rt->name, by);
+    if (rt)
+        return asked_runtime(r, rt, by, launcher, origin, err) < 0 ? NULL : rt;
+    if ((rt = auto_manager_runtime(r, launcher)))
         return rt;
-    }
-    /* auto: pyxis first where srun would launch and takes --container-image. */
-    if (getenv("SLURM_JOB_ID") && srun_launcher(launcher) && (r->exe = gpurun_which("srun"))) {
-        if (srun_has_pyxis(r->exe)) {
-            r->why = gpurun_xasprintf("pyxis, the first runtime found (auto: inside Slurm allocation %s, srun takes "
-                                      "--container-image)",
-                                      getenv("SLURM_JOB_ID"));
-            return runtime_named("pyxis");
-        }
-        free(r->exe);
-        r->exe = NULL;
-    }
     for (size_t i = 0; i < NRUNTIMES_ON_PATH && !r->exe; i++)
         if ((r->exe = gpurun_which(runtimes[i].program)))
             rt = &runtimes[i];
@@ -1032,9 +1053,11 @@ int gpurun_container_doctor(bool nvidia_gpus, bool amd_gpus, char *detail, size_
     bool nv_dev = access("/dev/nvidiactl", F_OK) == 0, kfd = access("/dev/kfd", F_OK) == 0;
     const char *cdi = nvidia_cdi();
     for (size_t i = 0; i < NRUNTIMES; i++) {
-        char *exe = gpurun_which(runtimes[i].program);
-        bool pyxis = !strcmp(runtimes[i].name, "pyxis");
-        if (exe && pyxis && !srun_has_pyxis(exe)) { /* srun without the plugin */
+        struct gpurun_container_manager m;
+        bool pyxis = runtime_manager(&runtimes[i], &m) == 1; /* a manager's launch command runs it */
+        const char *program = pyxis ? m.program : runtimes[i].program;
+        char *exe = program ? gpurun_which(program) : NULL;
+        if (exe && pyxis && !m.ready(exe, NULL, 0)) { /* the launch command without it */
             free(exe);
             exe = NULL;
         }
@@ -1061,8 +1084,8 @@ int gpurun_container_doctor(bool nvidia_gpus, bool amd_gpus, char *detail, size_
             if (!devs || (!strcmp(runtimes[i].program, "podman") && nvidia_gpus && !cdi))
                 *gpu_ok = false;
         }
-        int w = snprintf(detail + used, size - used, "%s%s %s%s%s", found > 1 ? "; " : "", runtimes[i].name, exe,
-                         pyxis ? " --container-image" : "", gpu);
+        int w = snprintf(detail + used, size - used, "%s%s %s%s%s%s", found > 1 ? "; " : "", runtimes[i].name, exe,
+                         pyxis ? " " : "", pyxis ? m.option : "", gpu);
         if (w > 0 && (size_t)w < size - used)
             used += (size_t)w;
         free(exe);

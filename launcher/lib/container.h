@@ -92,9 +92,9 @@ struct gpurun_container_run {
  * what it resolves to: inside the site's allowed_mounts when it names some,
  * and free of what the chosen runtime splits its mount option on
  * (gpurun_container_path_problem); then find the image's digest.
- * `launcher`: the job's launcher setting (pyxis runs only under srun;
- * `auto` picks pyxis first inside an allocation where srun takes
- * --container-image).
+ * `launcher`: the job's launcher setting (a runtime a resource manager's
+ * launch command runs, pyxis, runs only under that launcher; `auto` picks
+ * it first inside the manager's allocation where the command takes it).
  * `origin(key)` places an error on the job's line; a runtime missing is
  * exit 3 naming what to install, a mount the site refuses or the runtime
  * cannot carry exit 2, naming the file (and line) it came from. */
@@ -133,7 +133,22 @@ char **gpurun_container_wrap(const struct gpurun_container_run *run, char *const
 char **gpurun_container_wrap_rank(const struct gpurun_container_run *run, char *const *app, const char *run_dir,
                                   const char *job_dir, int gpus, const char *gpu_vendor);
 
-/* pyxis: srun's options that start every task in the image (a new
+/* A runtime that is no program of its own but an option of a resource
+ * manager's launch command (rm.h's container: pyxis), as the program that
+ * loads the manager plugins tells the library (launcher/run/plugin.c). */
+struct gpurun_container_manager {
+    const char *program;  /* the launch command, its launcher's name */
+    const char *title;    /* the manager in messages */
+    const char *option, *install, *outside; /* rm.h's gpurun_rm_container */
+    bool inside;          /* gpurun runs inside one of its allocations */
+    char where[200];      /* then where, as the manager says it */
+    bool (*ready)(const char *program, char *why, size_t len);
+};
+/* 1 with *out filled when a manager's launch command runs `runtime`, else 0. */
+typedef int (*gpurun_container_manager_fn)(const char *runtime, struct gpurun_container_manager *out);
+void gpurun_container_set_managers(gpurun_container_manager_fn fn);
+
+/* pyxis: the launch command's options that start every task in the image (a new
  * NULL-ended vector); NULL for the other runtimes. */
 char **gpurun_container_launcher_options(const struct gpurun_container_run *run, const char *run_dir,
                                          const char *job_dir);

@@ -88,13 +88,13 @@ static const struct gpurun_conf_enum_key enum_keys[] = {
  * scripts' options. */
 static const char *const own_sections[] = {"params", "env", "references"};
 
-/* The resource managers' names (the plugins present, confparse.h); Slurm's
- * alone in a program that loads no plugins, as before there were others. */
+/* The resource managers' names (the plugins present, confparse.h); none in
+ * a program that loads no plugins. */
 static const char *const *manager_names(void)
 {
-    static const char *const slurm_only[] = {"slurm", NULL};
+    static const char *const none[] = {NULL};
     const char *const *names = gpurun_conf_plugin_names("rm");
-    return names ? names : slurm_only;
+    return names ? names : none;
 }
 
 #define SECTIONS_MAX 64

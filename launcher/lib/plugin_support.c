@@ -164,6 +164,80 @@ void gpurun_rm_put_comment(FILE *f, const char *s)
     free(t);
 }
 
+void gpurun_rm_check(const struct gpurun_rm_doctor *d, const char *id, const char *title, int status,
+                     const char *fix, const char *fmt, ...)
+{
+    char detail[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    d->check(d->ctx, id, title, status, fix, detail);
+}
+
+int gpurun_rm_submit_tool(char *const argv[], int script_fd, size_t max, const char *name, const char *where,
+                          const char *title, const char *script, char **outp, gpurun_error_t *err)
+{
+    int status = 0, e = 0;
+    *outp = NULL;
+    int rc = gpurun_rm_tool(argv, script_fd, max, outp, &status, &e);
+    if (rc == -2)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot start %s: %s", name, strerror(e));
+    if (rc < 0 && e == ENOENT)
+        return gpurun_err(err, GPURUN_EXIT_ENV,
+                          "submit: %s was not found on PATH: is this %s? The batch script is at %s; submit it with %s "
+                          "where %s runs.",
+                          argv[0], where, script, name, title);
+    if (rc < 0)
+        return gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot run %s: %s (the batch script is at %s)", name,
+                          strerror(e), script);
+    if (status > 128 && status < 128 + 65)
+        gpurun_err(err, GPURUN_EXIT_ENV, "submit: %s was killed by signal %d; the batch script is at %s", name,
+                   status - 128, script);
+    else if (status != 0)
+        gpurun_err(err, GPURUN_EXIT_ENV,
+                   "submit: %s refused the job (exit status %d, its message is above); the batch script is at %s",
+                   name, status, script);
+    if (status == 0)
+        return 0;
+    free(*outp);
+    *outp = NULL;
+    return -1;
+}
+
+const char *gpurun_rm_value_refusal(const char *v, const char *cr_note, char *why, size_t whylen)
+{
+    if (!*v)
+        return "empty value";
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++)
+        if (*p < 0x20 || *p == 0x7f) {
+            bool cr = *p == '\r' && cr_note;
+            snprintf(why, whylen, "control character 0x%02x%s%s%s", *p, *p == '\n' ? " (line break)" : cr ? " (" : "",
+                     cr ? cr_note : "", cr ? ")" : "");
+            return why;
+        }
+    return NULL;
+}
+
+static bool id_byte(unsigned char c, enum gpurun_rm_id_bytes bytes)
+{
+    if (bytes == GPURUN_RM_ID_DIGITS)
+        return c >= '0' && c <= '9';
+    return c >= 0x21 && c != 0x7f && (c < 0x80 || bytes == GPURUN_RM_ID_UTF8);
+}
+
+size_t gpurun_rm_job_id(const char *out, const char *ends, enum gpurun_rm_id_bytes bytes, size_t max,
+                        const char **idp)
+{
+    const char *p = out + strspn(out, " \t\r\n");
+    size_t len = strcspn(p, ends);
+    bool ok = len > 0 && len < max;
+    for (size_t i = 0; i < len && ok; i++)
+        ok = id_byte((unsigned char)p[i], bytes);
+    *idp = p;
+    return ok ? len : 0;
+}
+
 void gpurun_rm_put_shell_word(FILE *f, const char *s)
 {
     fputc('\'', f);

@@ -106,6 +106,44 @@ void gpurun_rm_put_shell_word(FILE *f, const char *s);
  * flux batch): a letter, then letters, digits, '_' and '-' (job.c also
  * allows '.' in section keys: refused here). */
 bool gpurun_rm_option_name_ok(const char *name);
+/* A manager's submit command (argv, on PATH) with the script written at
+ * `script` on its standard input (script_fd): 0 with its output in *outp
+ * (malloc'ed, at most `max` bytes) when it exited 0; else -1 with err
+ * (GPURUN_EXIT_ENV) naming `name` ("flux batch"): it could not start (not
+ * on PATH: "is this WHERE? ... submit it with NAME where TITLE runs."), was
+ * killed by a signal, or refused the job. */
+int gpurun_rm_submit_tool(char *const argv[], int script_fd, size_t max, const char *name, const char *where,
+                          const char *title, const char *script, char **outp, gpurun_error_t *err);
+
+/* The bytes a job id may hold: digits (sbatch --parsable); printable ASCII
+ * (qsub: "12.server"); those and bytes over 0x7f but DEL (flux batch:
+ * "ƒ" and base 58). */
+enum gpurun_rm_id_bytes { GPURUN_RM_ID_DIGITS, GPURUN_RM_ID_ASCII, GPURUN_RM_ID_UTF8 };
+/* The job id a submit command printed in `out`: after leading blanks, the
+ * bytes up to the first of `ends` (" \t\r\n") or the end, every one of
+ * `bytes`, at least one and fewer than `max`.  Its length with *idp at its
+ * start, or 0: none. */
+size_t gpurun_rm_job_id(const char *out, const char *ends, enum gpurun_rm_id_bytes bytes, size_t max,
+                        const char **idp);
+/* What a manager's doctor() reports through: one line each (status 0 PASS,
+ * 1 WARN, 2 FAIL; fix NULL on PASS), and a tool's one line of output (its
+ * first line holding `want`, else its first; its last when it fails), its
+ * exit status, or -1 when it is not on PATH. */
+struct gpurun_rm_doctor {
+    void *ctx;
+    void (*check)(void *ctx, const char *id, const char *title, int status, const char *fix, const char *detail);
+    int (*tool_line)(void *ctx, char *const argv[], const char *want, char *buf, size_t len);
+};
+
+/* Why `v` cannot be the value of a batch script's directive: "empty value",
+ * "control character 0x0a (line break)" (0x0d: " (CR_NOTE)" when cr_note
+ * is not NULL) in `why`; NULL when it can. */
+const char *gpurun_rm_value_refusal(const char *v, const char *cr_note, char *why, size_t whylen);
+
+/* One doctor line through d->check(), its detail formatted. */
+void gpurun_rm_check(const struct gpurun_rm_doctor *d, const char *id, const char *title, int status,
+                     const char *fix, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
 /* Run argv (on PATH, no shell) with standard input `stdin_fd` and standard
  * output captured into *outp (malloc'ed, at most `max` bytes kept; the
  * rest is read and dropped), standard error the caller's.  0 with *statusp

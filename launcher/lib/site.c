@@ -112,9 +112,19 @@ static void check_list(struct gpurun_conf_ctx *ctx, cfg_t *cfg, const char *key,
     }
 }
 
-static bool sbatch_option_ok(const char *s)
+static bool batch_option_ok(const char *s)
 {
     return s[0] == '-' && s[1] != '\0' && s[1] != ' ';
+}
+
+/* The managers' keys of batch options: pairs of key and hint (confparse.h's
+ * "rm-site-options", the plugins present), NULL-terminated; none in a
+ * program that loads no plugins. */
+static const char *const *option_keys(void)
+{
+    static const char *const none[] = {NULL};
+    const char *const *keys = gpurun_conf_plugin_names("rm-site-options");
+    return keys ? keys : none;
 }
 
 static const char *const string_keys[] = {"description", "partition", "account", "scratch",
@@ -134,9 +144,8 @@ static void check_site(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complete)
     check_list(ctx, cfg, "modules", module_name_ok,
                "is not a module name (letters, digits, '/', '.', '_', '+', '-', ':', '@'; one "
                "module per item, as in \"cuda/12.4\")");
-    check_list(ctx, cfg, "sbatch", sbatch_option_ok,
-               "is not an sbatch option: write the option alone, as in \"--qos=normal\" (gpurun "
-               "adds '#SBATCH')");
+    for (const char *const *k = option_keys(); k[0] && k[1]; k += 2)
+        check_list(ctx, cfg, k[0], batch_option_ok, k[1]);
 
     const char *scratch = cfg_getstr(cfg, "scratch");
     int line = gpurun_conf_record_line(ctx, "scratch");
@@ -163,9 +172,9 @@ static void check_site(struct gpurun_conf_ctx *ctx, cfg_t *cfg, bool complete)
                                   "scheduler \"none\" has no partitions");
         gpurun_conf_contradiction(ctx, "scheduler", "account",
                                   "scheduler \"none\" has no accounts");
-        gpurun_conf_contradiction(ctx, "scheduler", "sbatch",
-                                  "scheduler \"none\" runs no batch scripts");
-        /* A scheduler's own launch command (srun): the program lists them
+        for (const char *const *k = option_keys(); k[0] && k[1]; k += 2)
+            gpurun_conf_contradiction(ctx, "scheduler", k[0], "scheduler \"none\" runs no batch scripts");
+        /* A scheduler's own launch command: the program lists them
          * as kind "rm-launcher", pairs of the manager's name and its
          * launcher's (confparse.h). */
         const char *l = cfg_getstr(cfg, "launcher");
@@ -187,6 +196,20 @@ static char **take_list(cfg_t *cfg, const char *key, size_t *np)
     return v;
 }
 
+/* The items of every manager's key of batch options, in the keys' order. */
+static char **take_options(cfg_t *cfg, size_t *np)
+{
+    *np = 0;
+    for (const char *const *k = option_keys(); k[0] && k[1]; k += 2)
+        *np += cfg_size(cfg, k[0]);
+    char **v = gpurun_xcalloc(*np + 1, sizeof *v);
+    size_t n = 0;
+    for (const char *const *k = option_keys(); k[0] && k[1]; k += 2)
+        for (unsigned i = 0; i < cfg_size(cfg, k[0]) && n < *np; i++)
+            v[n++] = gpurun_xstrdup(cfg_getnstr(cfg, k[0], i));
+    return v;
+}
+
 static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
 {
     gpurun_site_t *s = gpurun_xcalloc(1, sizeof *s);
@@ -198,7 +221,7 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     s->partition = gpurun_conf_strdup(cfg_getstr(cfg, "partition"));
     s->account = gpurun_conf_strdup(cfg_getstr(cfg, "account"));
     s->modules = take_list(cfg, "modules", &s->nmodules);
-    s->sbatch = take_list(cfg, "sbatch", &s->nsbatch);
+    s->batch_options = take_options(cfg, &s->nbatch_options);
     s->gpus_per_node = (int)cfg_getint(cfg, "gpus_per_node");
     s->cores_per_node = (int)cfg_getint(cfg, "cores_per_node");
     gpurun_conf_origins(ctx, &s->from);
@@ -226,7 +249,6 @@ int gpurun_site_parse(const char *text, size_t len, const char *label, gpurun_si
         CFG_STR("partition", NULL, CFGF_NONE),
         CFG_STR("account", NULL, CFGF_NONE),
         CFG_STR_LIST("modules", NULL, CFGF_NONE),
-        CFG_STR_LIST("sbatch", NULL, CFGF_NONE),
         CFG_INT_CB("gpus_per_node", -1, CFGF_NONE, cb_gpus),
         CFG_INT_CB("cores_per_node", -1, CFGF_NONE, cb_cores),
         CFG_STR("scratch", NULL, CFGF_NONE),
@@ -238,14 +260,25 @@ int gpurun_site_parse(const char *text, size_t len, const char *label, gpurun_si
         CFG_SEC("container", container_opts, CFGF_NONE),
         CFG_END(),
     };
+    /* Then each manager's list of batch options (sbatch = {...}). */
+    size_t nfixed = sizeof opts / sizeof *opts - 1, nk = 0;
+    const char *const *keys = option_keys();
+    while (keys[2 * nk] && keys[2 * nk + 1] && nk < 64)
+        nk++;
+    cfg_opt_t *schema = gpurun_xcalloc(nfixed + nk + 1, sizeof *schema);
+    memcpy(schema, opts, nfixed * sizeof *schema);
+    for (size_t i = 0; i < nk; i++)
+        schema[nfixed + i] = (cfg_opt_t)CFG_STR_LIST((char *)keys[2 * i], NULL, CFGF_NONE);
+    schema[nfixed + nk] = (cfg_opt_t)CFG_END();
 
     struct gpurun_conf_file f = {.label = label,
                                  .what = "the site profile",
-                                 .schema = opts,
+                                 .schema = schema,
                                  .check = check_site,
                                  .convert = convert};
     void *site;
     int rc = gpurun_conf_read(&f, text, len, &site, err);
+    free(schema);
     *sp = site;
     return rc;
 }
@@ -331,9 +364,9 @@ void gpurun_site_destroy(gpurun_site_t *s)
     for (size_t i = 0; i < s->nmodules; i++)
         free(s->modules[i]);
     free(s->modules);
-    for (size_t i = 0; i < s->nsbatch; i++)
-        free(s->sbatch[i]);
-    free(s->sbatch);
+    for (size_t i = 0; i < s->nbatch_options; i++)
+        free(s->batch_options[i]);
+    free(s->batch_options);
     free(s->scratch);
     free(s->currency);
     free(s);

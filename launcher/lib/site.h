@@ -21,8 +21,10 @@ typedef struct gpurun_site {
     char *account;
     char **modules;           /* module load lines */
     size_t nmodules;
-    char **sbatch;            /* extra #SBATCH option lines, e.g. "--qos=normal" */
-    size_t nsbatch;
+    /* The batch options for the manager's scripts ("--qos=normal"), from the
+     * list key a resource-manager plugin declares (rm.h site_options_key) */
+    char **batch_options;
+    size_t nbatch_options;
     int gpus_per_node;        /* -1 unknown */
     int cores_per_node;       /* physical cores of a compute node; -1 unknown */
     char *scratch;

@@ -301,7 +301,7 @@ static int put_container(FILE *f, const gpurun_rm_plugin_t *rm, const gpurun_job
                                      gpurun_job_origin(job, "container.mounts"),
                                      gpurun_job_section_origin(job, "container.runtime"),
                                      /* the script runs inside the allocation, where auto is
-                                      * the manager's launch command (srun) */
+                                      * the manager's launch command */
                                      !strcmp(job->launcher, "auto") && rm->launcher ? rm->launcher->name
                                                                                    : job->launcher,
                                      &ctr, &e) < 0) {
@@ -334,9 +334,11 @@ static int put_container(FILE *f, const gpurun_rm_plugin_t *rm, const gpurun_job
                              : gpurun_container_wrap_rank(ctr, app, run, dir, gpr == GPURUN_UNSET ? 1 : (int)gpr, NULL);
         fputs("# Container: ", f);
         put_comment_text(f, ctr->why);
-        fputs(pyxis ? ". srun starts each rank step in the image, with:\n#  "
-                    : ". Each rank step starts, inside its binding:\n#  ",
-              f);
+        const gpurun_rm_plugin_t *by = gpurun_rm_of_runtime(ctr->runtime); /* pyxis: its launch command */
+        if (pyxis)
+            fprintf(f, ". %s starts each rank step in the image, with:\n#  ", by ? by->launcher->name : "the launcher");
+        else
+            fputs(". Each rank step starts, inside its binding:\n#  ", f);
         for (char **a = argv; *a; a++) {
             fputc(' ', f);
             put_comment_text(f, *a);
@@ -384,6 +386,22 @@ static int put_site_setup(FILE *f, const gpurun_rm_plugin_t *rm, const gpurun_si
 static const char *site_origin(const struct gpurun_rm_site *rs, const char *key)
 {
     return gpurun_site_origin(rs->priv, key);
+}
+
+void gpurun_batch_rm_site(const gpurun_site_t *site, struct gpurun_rm_site *out)
+{
+    *out = (struct gpurun_rm_site){
+        .name = site->name,
+        .path = site->path,
+        .partition = site->partition,
+        .account = site->account,
+        .options = (const char *const *)site->batch_options,
+        .noptions = site->nbatch_options,
+        .cores_per_node = site->cores_per_node,
+        .gpus_per_node = site->gpus_per_node,
+        .origin = site_origin,
+        .priv = site,
+    };
 }
 
 /* gpurun's part of the script: the comments (a container's command line)
@@ -455,20 +473,8 @@ int gpurun_batch_script_rm(const gpurun_rm_plugin_t *rm, const gpurun_job_t *job
     int parts = script_parts(rm, job, site, abs_job, gpr, gpurun_path, set_args, nset, cfgs, &comments, &body,
                              &parts_err);
     struct gpurun_rm_site rs = {0};
-    if (site) {
-        rs = (struct gpurun_rm_site){
-            .name = site->name,
-            .path = site->path,
-            .partition = site->partition,
-            .account = site->account,
-            .options = (const char *const *)site->sbatch,
-            .noptions = site->nsbatch,
-            .cores_per_node = site->cores_per_node,
-            .gpus_per_node = site->gpus_per_node,
-            .origin = site_origin,
-            .priv = site,
-        };
-    }
+    if (site)
+        gpurun_batch_rm_site(site, &rs);
     const struct gpurun_kvlist *section = gpurun_job_manager_options(job, rm->name);
     struct gpurun_rm_option *options = gpurun_xcalloc(section->n + 1, sizeof *options);
     for (size_t i = 0; i < section->n; i++)

@@ -79,4 +79,7 @@ int gpurun_batch_job_folder(const gpurun_job_t *job, char **pathp, gpurun_error_
  * (the job file's folder is the one the user named).  *absp is malloc'ed. */
 int gpurun_batch_abspath(const char *path, char **absp, gpurun_error_t *err);
 
+/* The site profile as a manager plugin sees it (rm.h), pointing into `site`. */
+void gpurun_batch_rm_site(const gpurun_site_t *site, struct gpurun_rm_site *out);
+
 #endif

@@ -128,6 +128,32 @@ const gpurun_rm_plugin_t *gpurun_rm_of_launcher(const char *launcher)
     return NULL;
 }
 
+const gpurun_rm_plugin_t *gpurun_rm_of_runtime(const char *runtime)
+{
+    for (const gpurun_rm_plugin_t *const *m = gpurun_rm_all(); runtime && *m; m++)
+        if ((*m)->launcher && (*m)->container && (*m)->container->runtime && (*m)->container->option &&
+            (*m)->container->ready && !strcmp((*m)->container->runtime, runtime))
+            return *m;
+    return NULL;
+}
+
+int gpurun_rm_container_manager(const char *runtime, struct gpurun_container_manager *out)
+{
+    const gpurun_rm_plugin_t *m = gpurun_rm_of_runtime(runtime);
+    if (!m)
+        return 0;
+    const struct gpurun_rm_container *c = m->container;
+    *out = (struct gpurun_container_manager){.program = m->launcher->name, .title = m->title,
+                                             .option = c->option ? c->option : "",
+                                             .install = c->install ? c->install : m->title,
+                                             .outside = c->outside ? c->outside : "not inside one",
+                                             .ready = c->ready};
+    struct gpurun_rm_alloc alloc = {0};
+    out->inside = m->allocation(&alloc) == 1;
+    snprintf(out->where, sizeof out->where, "%s", out->inside ? alloc.where : "");
+    return 1;
+}
+
 int gpurun_rm_for_submit(const char *launcher, const char *scheduler, const gpurun_rm_plugin_t **pp, char *why,
                          size_t whylen, gpurun_error_t *err)
 {
@@ -142,9 +168,8 @@ int gpurun_rm_for_submit(const char *launcher, const char *scheduler, const gpur
     } else if ((m = gpurun_rm_current(&alloc))) {
         snprintf(why, whylen, "%s: inside %s", m->name, alloc.where);
     } else {
-        if (gpurun_rm_find("slurm", &m, err) < 0)
-            return -1;
-        snprintf(why, whylen, "slurm: the default");
+        m = gpurun_rm_builtin[0]; /* the first built in, as before there were others */
+        snprintf(why, whylen, "%s: the default", m->name);
     }
     if (!m->batch_script)
         return gpurun_err(err, GPURUN_EXIT_CONFIG, "submit: resource manager %s has no batch scripts", m->name);

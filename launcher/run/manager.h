@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "alloc.h"
+#include "container.h"
 #include "energy.h"
 #include "error.h"
 #include "plan.h"
@@ -37,10 +38,16 @@ const gpurun_rm_plugin_t *gpurun_rm_current(struct gpurun_rm_alloc *alloc);
  * (srun: Slurm); NULL for one of none (local, mpirun). */
 const gpurun_rm_plugin_t *gpurun_rm_of_launcher(const char *launcher);
 
+/* The manager whose launch command runs the container runtime `runtime`
+ * (rm.h's container: pyxis); NULL for none. */
+const gpurun_rm_plugin_t *gpurun_rm_of_runtime(const char *runtime);
+/* The same as the library asks it (container.h's gpurun_container_manager_fn). */
+int gpurun_rm_container_manager(const char *runtime, struct gpurun_container_manager *out);
+
 /* The manager `gpurun submit` writes for and submits to: the one of the
  * job's launcher (srun: Slurm), else the site profile's scheduler (not
- * "none"), else the one whose allocation gpurun runs in, else Slurm.  `why`
- * says which rule chose it.  -1 with err when a named one is not present. */
+ * "none"), else the one whose allocation gpurun runs in, else the first
+ * built-in one.  `why` says which rule chose it.  -1 with err when a named one is not present. */
 int gpurun_rm_for_submit(const char *launcher, const char *scheduler, const gpurun_rm_plugin_t **pp, char *why,
                          size_t whylen, gpurun_error_t *err);
 

@@ -363,17 +363,37 @@ size_t gpurun_plugin_files(const char *kind, char **names, size_t max)
     return kept;
 }
 
+/* The managers' keys of site batch options and their hints, pairs into
+ * names (at most max entries), each key once: how many entries. */
+static size_t site_option_keys(char **names, size_t max)
+{
+    size_t n = 0;
+    for (const gpurun_rm_plugin_t *const *m = gpurun_rm_all(); *m && n + 2 < max; m++) {
+        const char *key = (*m)->site_options_key;
+        bool seen = !key;
+        for (size_t i = 0; i < n && !seen; i += 2)
+            seen = !strcmp(names[i], key);
+        if (seen)
+            continue;
+        names[n++] = gpurun_xstrdup(key);
+        names[n++] = gpurun_xstrdup((*m)->site_options_hint ? (*m)->site_options_hint : "is not an option");
+    }
+    return n;
+}
+
 /* The names of a kind's plugins present, built-in first, NULL-terminated,
  * kept for the life of the process (confparse.h's list).  "rm-launcher":
- * pairs of a resource manager's name and its launch command's. */
+ * pairs of a resource manager's name and its launch command's;
+ * "rm-site-options": pairs of a site profile's key of batch options and
+ * its hint (rm.h), each key once. */
 static const char *const *names_of(const char *kind)
 {
-    static char **lists[4];
-    static const char *const kinds[] = {"launcher", "rm", "monitor", "rm-launcher"};
+    static char **lists[5];
+    static const char *const kinds[] = {"launcher", "rm", "monitor", "rm-launcher", "rm-site-options"};
     size_t k = 0;
-    while (k < 4 && strcmp(kinds[k], kind))
+    while (k < 5 && strcmp(kinds[k], kind))
         k++;
-    if (k == 4)
+    if (k == 5)
         return NULL;
     if (lists[k])
         return (const char *const *)lists[k];
@@ -400,6 +420,8 @@ static const char *const *names_of(const char *kind)
         for (size_t i = 0; gpurun_monitor_builtin_name(i); i++)
             add_name(names, &n, gpurun_monitor_builtin_name(i));
         n += gpurun_plugin_files("monitor", names + n, PLUGINS_MAX - n);
+    } else if (k == 4) {
+        n = site_option_keys(names, 2 * PLUGINS_MAX);
     } else {
         for (const gpurun_rm_plugin_t *const *m = gpurun_rm_all(); *m && n + 2 < 2 * PLUGINS_MAX; m++)
             if ((*m)->launcher) {
@@ -417,6 +439,7 @@ void gpurun_plugins_register(void)
     gpurun_conf_set_plugin_names(names_of);
     gpurun_launcher_lookup_set(gpurun_launcher_find); /* a launcher built on another (plugin_support.h) */
     gpurun_topocache_key_gpus(gpurun_rm_allocated_gpus); /* the GPUs a manager gave the job key the cache */
+    gpurun_container_set_managers(gpurun_rm_container_manager); /* pyxis: a manager's launch command */
 }
 
 int gpurun_launcher_choose(const char *want, const gpurun_launcher_plugin_t **pp, char *why, size_t whylen,

@@ -1919,11 +1919,14 @@ static int run_prepare(struct run_ctx *c, gpurun_error_t *err)
     c->rm = gpurun_rm_of_launcher(c->launcher->name);
     if (!c->rm)
         c->rm = gpurun_rm_current(&alloc);
-    if (c->ctr && !strcmp(c->ctr->runtime, "pyxis") && strcmp(c->launcher->name, "srun")) {
+    /* A runtime of a manager's launch command (pyxis) needs that launcher. */
+    const gpurun_rm_plugin_t *ctr_rm = c->ctr ? gpurun_rm_of_runtime(c->ctr->runtime) : NULL;
+    if (ctr_rm && strcmp(c->launcher->name, ctr_rm->launcher->name)) {
         gpurun_err(err, GPURUN_EXIT_CONFIG,
-                   "%s: key 'container.runtime': pyxis runs only under launcher = \"srun\" (srun "
-                   "--container-image), and this job's launcher is %s (%s); nothing was started",
-                   gpurun_job_section_origin(job, "container.runtime"), c->launcher->name, c->launcher_why);
+                   "%s: key 'container.runtime': %s runs only under launcher = \"%s\" (%s %s), and this job's "
+                   "launcher is %s (%s); nothing was started",
+                   gpurun_job_section_origin(job, "container.runtime"), c->ctr->runtime, ctr_rm->launcher->name,
+                   ctr_rm->launcher->name, ctr_rm->container->option, c->launcher->name, c->launcher_why);
         return err->code;
     }
     const char *results = opts->results ? opts->results : job->results;

@@ -21,19 +21,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flux.h"
+#include "flux_common.h"
 #include "util.h"
 
 /* Why `v` cannot be a directive's value; NULL when it can. */
 static const char *refusal(const char *v, char *why, size_t whylen)
 {
-    if (!*v)
-        return "empty value";
-    for (const unsigned char *p = (const unsigned char *)v; *p; p++)
-        if (*p < 0x20 || *p == 0x7f) {
-            snprintf(why, whylen, "control character 0x%02x%s", *p, *p == '\n' ? " (line break)" : "");
-            return why;
-        }
+    const char *no = gpurun_rm_value_refusal(v, NULL, why, whylen);
+    if (no)
+        return no;
     if (strstr(v, "'''") || strstr(v, "\"\"\""))
         return "a triple quote (flux batch reads it as a multi-line value)";
     return NULL;

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "flux.h"
+#include "flux_common.h"
 
 #define BATCH_OUT_MAX 4096 /* flux batch prints the job id */
 
@@ -69,34 +69,15 @@ static enum gpurun_rm_end flux_ended(const char *out)
 static int flux_submit(int script_fd, const char *script, char *said, size_t saidlen, gpurun_error_t *err)
 {
     char *argv[] = {"flux", "batch", NULL};
-    char *out = NULL;
-    int status = 0, e = 0;
-    int rc = gpurun_rm_tool(argv, script_fd, BATCH_OUT_MAX, &out, &status, &e);
-    if (rc == -2)
-        return gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot start flux batch: %s", strerror(e));
-    if (rc < 0)
-        return e == ENOENT ? gpurun_err(err, GPURUN_EXIT_ENV,
-                                        "submit: flux was not found on PATH: is this a Flux system? The batch "
-                                        "script is at %s; submit it with flux batch where Flux runs.",
-                                        script)
-                           : gpurun_err(err, GPURUN_EXIT_ENV,
-                                        "submit: cannot run flux batch: %s (the batch script is at %s)", strerror(e),
-                                        script);
-    if (status != 0) {
-        free(out);
-        return gpurun_err(err, GPURUN_EXIT_ENV,
-                          "submit: flux batch refused the job (exit status %d, its message is above); the batch "
-                          "script is at %s",
-                          status, script);
-    }
+    char *out;
+    if (gpurun_rm_submit_tool(argv, script_fd, BATCH_OUT_MAX, "flux batch", "a Flux system", "Flux", script, &out,
+                              err) < 0)
+        return -1;
     /* A job id: "f" or "ƒ" and base 58, or decimal, hex, words: one word
      * of printable bytes. */
-    const char *p = out + strspn(out, " \t\r\n");
-    size_t idlen = strcspn(p, " \t\r\n");
-    bool printable = idlen > 0 && idlen < 64;
-    for (size_t i = 0; i < idlen && printable; i++)
-        printable = (unsigned char)p[i] >= 0x21 && p[i] != 0x7f;
-    if (!printable) {
+    const char *p;
+    size_t idlen = gpurun_rm_job_id(out, " \t\r\n", GPURUN_RM_ID_UTF8, 64, &p);
+    if (!idlen) {
         gpurun_err(err, GPURUN_EXIT_ENV, "submit: flux batch printed no job id; the batch script is at %s",
                    script);
         free(out);
@@ -107,47 +88,35 @@ static int flux_submit(int script_fd, const char *script, char *said, size_t sai
     return 0;
 }
 
-static void check(const struct gpurun_rm_doctor *d, int st, const char *fix, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void check(const struct gpurun_rm_doctor *d, int st, const char *fix, const char *fmt, ...)
-{
-    char detail[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(detail, sizeof detail, fmt, ap);
-    va_end(ap);
-    d->check(d->ctx, "flux", "Flux", st, fix, detail);
-}
-
 static void flux_doctor(const struct gpurun_rm_doctor *d)
 {
     char version[256], size[64];
     char *v[] = {"flux", "version", NULL};
     int st = d->tool_line(d->ctx, v, "commands:", version, sizeof version);
     if (st < 0) {
-        check(d, 0, NULL, "not installed; only launcher = flux and gpurun submit to Flux need it");
+        gpurun_rm_check(d, "flux", "Flux", 0, NULL, "not installed; only launcher = flux and gpurun submit to Flux need it");
         return;
     }
     if (st != 0) {
-        check(d, 1, "check the flux on PATH (flux version must work; a build of flux-core: scripts/install-flux.sh)",
+        gpurun_rm_check(d, "flux", "Flux", 1, "check the flux on PATH (flux version must work; a build of flux-core: scripts/install-flux.sh)",
               "flux version does not work: %s", version);
         return;
     }
     const char *num = strncmp(version, "commands:", 9) ? version : version + 9 + strspn(version + 9, " \t");
     const char *uri = getenv("FLUX_URI");
     if (!uri || !*uri) {
-        check(d, 0, NULL, "flux-core %s (flux run, flux batch); not inside an instance: flux alloc, flux start or "
+        gpurun_rm_check(d, "flux", "Flux", 0, NULL, "flux-core %s (flux run, flux batch); not inside an instance: flux alloc, flux start or "
               "gpurun submit gives one", num);
         return;
     }
     char *s[] = {"flux", "getattr", "size", NULL};
     if (d->tool_line(d->ctx, s, NULL, size, sizeof size) != 0) {
-        check(d, 1, "check that the instance is up (flux uptime) or unset a stale FLUX_URI",
+        gpurun_rm_check(d, "flux", "Flux", 1, "check that the instance is up (flux uptime) or unset a stale FLUX_URI",
               "flux-core %s; FLUX_URI=%s, but the instance does not answer: %s", num, uri, size);
         return;
     }
     const char *slurm = getenv("SLURM_JOB_ID");
-    check(d, 0, NULL, "flux-core %s; inside instance %s (%s broker%s)%s%s%s", num, uri, size,
+    gpurun_rm_check(d, "flux", "Flux", 0, NULL, "flux-core %s; inside instance %s (%s broker%s)%s%s%s", num, uri, size,
           strcmp(size, "1") ? "s" : "", slurm ? ", started in Slurm allocation " : "", slurm ? slurm : "",
           slurm ? ": auto picks flux, the inner one" : "");
 }
@@ -171,4 +140,6 @@ const gpurun_rm_plugin_t gpurun_rm_flux = {
     .submit_command = "flux batch",
     .submit = flux_submit,
     .doctor = flux_doctor,
+    .submit_help = "#flux: lines for whole nodes, a slot per rank, the time limit and the job's\n"
+                   "flux {} keys; the site's partition is the queue, its account the bank.\n",
 };

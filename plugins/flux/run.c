@@ -13,7 +13,7 @@
 
 #include <stdlib.h>
 
-#include "flux.h"
+#include "flux_common.h"
 
 static int flux_available(gpurun_error_t *why)
 {

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pbs.h"
+#include "pbs_common.h"
 #include "util.h"
 
 #define JOBNAME_MAX 230 /* PBS_MAXJOBNAME */
@@ -28,15 +28,7 @@
 /* Why `v` cannot be a #PBS value; NULL when it can. */
 static const char *refusal(const char *v, char *why, size_t whylen)
 {
-    if (!*v)
-        return "empty value";
-    for (const unsigned char *p = (const unsigned char *)v; *p; p++)
-        if (*p < 0x20 || *p == 0x7f) {
-            snprintf(why, whylen, "control character 0x%02x%s", *p,
-                     *p == '\n' ? " (line break)" : *p == '\r' ? " (carriage return: qsub refuses the script)" : "");
-            return why;
-        }
-    return NULL;
+    return gpurun_rm_value_refusal(v, "carriage return: qsub refuses the script", why, whylen);
 }
 
 /* pbs { } keys with a #PBS option of their own; any other key is a

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "pbs.h"
+#include "pbs_common.h"
 
 /* Distinct host names among those seen: a node file lists each host's
  * lines together, so only a change of name is looked up (at 1,000 hosts,

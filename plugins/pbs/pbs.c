@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pbs.h"
+#include "pbs_common.h"
 
 #define QSUB_OUT_MAX 4096 /* qsub prints the job id: "12.server" or "12[].server" */
 
@@ -57,49 +57,19 @@ static enum gpurun_rm_end pbs_ended(const char *out)
 static int pbs_submit(int script_fd, const char *script, char *said, size_t saidlen, gpurun_error_t *err)
 {
     char *argv[] = {"qsub", NULL};
-    char *out = NULL;
-    int status = 0, e = 0;
-    int rc = gpurun_rm_tool(argv, script_fd, QSUB_OUT_MAX, &out, &status, &e);
-    if (rc == -2)
-        return gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot start qsub: %s", strerror(e));
-    if (rc < 0)
-        return e == ENOENT ? gpurun_err(err, GPURUN_EXIT_ENV,
-                                        "submit: qsub was not found on PATH: is this a PBS system (PBS_EXEC/bin "
-                                        "on PATH)? The batch script is at %s; submit it with qsub where PBS runs.",
-                                        script)
-                           : gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot run qsub: %s (the batch script is at %s)",
-                                        strerror(e), script);
-    if (status != 0) {
-        free(out);
-        return gpurun_err(err, GPURUN_EXIT_ENV,
-                          "submit: qsub refused the job (exit status %d, its message is above); the batch script "
-                          "is at %s",
-                          status, script);
-    }
-    const char *p = out + strspn(out, " \t\r\n");
-    size_t idlen = strcspn(p, " \t\r\n");
-    bool printable = idlen > 0 && idlen < 128;
-    for (size_t i = 0; i < idlen && printable; i++)
-        printable = (unsigned char)p[i] >= 0x21 && (unsigned char)p[i] < 0x7f;
-    if (!printable) {
+    char *out;
+    if (gpurun_rm_submit_tool(argv, script_fd, QSUB_OUT_MAX, "qsub", "a PBS system (PBS_EXEC/bin on PATH)", "PBS",
+                              script, &out, err) < 0)
+        return -1;
+    const char *p;
+    size_t idlen = gpurun_rm_job_id(out, " \t\r\n", GPURUN_RM_ID_ASCII, 128, &p);
+    if (!idlen) {
         free(out);
         return gpurun_err(err, GPURUN_EXIT_ENV, "submit: qsub printed no job id; the batch script is at %s", script);
     }
     snprintf(said, saidlen, "%.*s", (int)idlen, p);
     free(out);
     return 0;
-}
-
-static void check(const struct gpurun_rm_doctor *d, int st, const char *fix, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static void check(const struct gpurun_rm_doctor *d, int st, const char *fix, const char *fmt, ...)
-{
-    char detail[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(detail, sizeof detail, fmt, ap);
-    va_end(ap);
-    d->check(d->ctx, "pbs", "PBS", st, fix, detail);
 }
 
 /* "select 2:ncpus=8:mpiprocs=8 (16 MPI processes, 0 GPUs)" of qstat -f's
@@ -130,23 +100,23 @@ static void pbs_doctor(const struct gpurun_rm_doctor *d)
     char *v[] = {"qstat", "--version", NULL};
     int st = d->tool_line(d->ctx, v, "pbs_version", version, sizeof version);
     if (st < 0) {
-        check(d, 0, NULL, "not installed; only launcher = pbs and gpurun submit to PBS need it");
+        gpurun_rm_check(d, "pbs", "PBS", 0, NULL, "not installed; only launcher = pbs and gpurun submit to PBS need it");
         return;
     }
     if (st != 0) {
-        check(d, 1, "check the qstat on PATH (PBS_EXEC/bin; an OpenPBS build: scripts/install-pbs.sh)",
+        gpurun_rm_check(d, "pbs", "PBS", 1, "check the qstat on PATH (PBS_EXEC/bin; an OpenPBS build: scripts/install-pbs.sh)",
               "qstat --version does not work: %s", version);
         return;
     }
     const char *num = strstr(version, "= ") ? strstr(version, "= ") + 2 : version;
     const char *job = getenv("PBS_JOBID");
     if (!job || !*job) {
-        check(d, 0, NULL, "PBS %s (qsub); not inside a job: gpurun submit or qsub -I gives one", num);
+        gpurun_rm_check(d, "pbs", "PBS", 0, NULL, "PBS %s (qsub); not inside a job: gpurun submit or qsub -I gives one", num);
         return;
     }
     struct pbs_nodes nodes;
     if (pbs_nodefile_read(getenv("PBS_NODEFILE"), &nodes, detail, sizeof detail) < 0) {
-        check(d, 1, "run gpurun inside the job's own shell, where PBS sets PBS_NODEFILE", "PBS %s; job %s: %s", num,
+        gpurun_rm_check(d, "pbs", "PBS", 1, "run gpurun inside the job's own shell, where PBS sets PBS_NODEFILE", "PBS %s; job %s: %s", num,
               job, detail);
         return;
     }
@@ -155,7 +125,7 @@ static void pbs_doctor(const struct gpurun_rm_doctor *d)
         describe_select(sel, detail, sizeof detail);
     else
         snprintf(detail, sizeof detail, "select statement not known (qstat -f %.100s: %.200s)", job, sel);
-    check(d, 0, NULL, "PBS %s; inside job %s: %d host%s, %ld MPI slot%s (%s); %s; launch: %s", num, job, nodes.hosts,
+    gpurun_rm_check(d, "pbs", "PBS", 0, NULL, "PBS %s; inside job %s: %d host%s, %ld MPI slot%s (%s); %s; launch: %s", num, job, nodes.hosts,
           nodes.hosts == 1 ? "" : "s", nodes.slots, nodes.slots == 1 ? "" : "s", getenv("PBS_NODEFILE"), detail,
           pbs_mpiexec_is_pals() ? "Cray PALS mpiexec" : "mpirun with the node file");
 }
@@ -181,4 +151,6 @@ const gpurun_rm_plugin_t gpurun_rm_pbs = {
     .submit = pbs_submit,
     .doctor = pbs_doctor,
     .array_task_var = "PBS_ARRAY_INDEX",
+    .submit_help = "#PBS lines: -l select chunks for the layout, -l walltime, -q for the site's\n"
+                   "partition, -A for its account, and the job's pbs {} keys.\n",
 };

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pbs.h"
+#include "pbs_common.h"
 
 /* The launcher PBS's is built on, by its name (plugin_support.h). */
 static const gpurun_launcher_plugin_t *mpirun_launcher(gpurun_error_t *why)

@@ -12,7 +12,7 @@
 #include <strings.h>
 
 #include "rm.h"
-#include "slurm.h"
+#include "slurm_common.h"
 #include "util.h" /* gpurun_read_file, gpurun_short_text */
 
 int gpurun_slurm_conf_gathers(const char *text)

@@ -22,7 +22,7 @@
 
 #include "confparse.h" /* gpurun_conf_shown */
 #include "rm.h"
-#include "slurm.h"
+#include "slurm_common.h"
 #include "util.h"
 
 #define UNSET (-1L) /* a layout key the job leaves to the node */

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "rm.h"
-#include "slurm.h"
+#include "slurm_common.h"
 
 #define SBATCH_OUT_MAX 4096 /* `sbatch --parsable` prints "ID[;CLUSTER]" */
 
@@ -39,6 +39,29 @@ static int slurm_allocation(struct gpurun_rm_alloc *a)
     a->nodes = nodes ? atoi(nodes) : 0;
     return 1;
 }
+
+/* pyxis loaded: srun --help lists --container-image (its SPANK option). */
+static bool slurm_pyxis_ready(const char *srun, char *why, size_t len)
+{
+    char *argv[] = {(char *)srun, "--help", NULL}, *out = NULL;
+    int status, errnum;
+    bool ready = gpurun_rm_query(argv, 30, 65536, &out, &status, &errnum) == 0 && out &&
+                 strstr(out, "--container-image");
+    free(out);
+    if (!ready && why)
+        snprintf(why, len, "%s --help lists no --container-image, so the pyxis plugin is not loaded here", srun);
+    return ready;
+}
+
+/* NVIDIA's pyxis SPANK plugin (and enroot): srun enters the image before
+ * each task starts. */
+static const struct gpurun_rm_container slurm_pyxis = {
+    .runtime = "pyxis",
+    .option = "--container-image",
+    .install = "pyxis and enroot (https://github.com/NVIDIA/pyxis) in Slurm's plugstack.conf",
+    .outside = "no SLURM_JOB_ID",
+    .ready = slurm_pyxis_ready,
+};
 
 /* slurmstepd's words through srun ("*** STEP 12.0 ON h1 CANCELLED AT ...
  * DUE TO TIME LIMIT ***", "... DUE TO NODE FAILURE, ..."). */
@@ -66,33 +89,13 @@ static enum gpurun_rm_end slurm_ended(const char *out)
 static int slurm_submit(int script_fd, const char *script, char *said, size_t saidlen, gpurun_error_t *err)
 {
     char *argv[] = {"sbatch", "--parsable", NULL};
-    char *out = NULL;
-    int status = 0, e = 0;
-    int rc = gpurun_rm_tool(argv, script_fd, SBATCH_OUT_MAX, &out, &status, &e);
-    if (rc == -2)
-        return gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot start sbatch: %s", strerror(e));
-    if (rc < 0)
-        return e == ENOENT ? gpurun_err(err, GPURUN_EXIT_ENV,
-                                        "submit: sbatch was not found on PATH: is this a Slurm login node? The batch "
-                                        "script is at %s; submit it with sbatch where Slurm runs.",
-                                        script)
-                           : gpurun_err(err, GPURUN_EXIT_ENV, "submit: cannot run sbatch: %s (the batch script is at %s)",
-                                        strerror(e), script);
-    if (status > 128 && status < 128 + 65) {
-        free(out);
-        return gpurun_err(err, GPURUN_EXIT_ENV, "submit: sbatch was killed by signal %d; the batch script is at %s",
-                          status - 128, script);
-    }
-    if (status != 0) {
-        free(out);
-        return gpurun_err(err, GPURUN_EXIT_ENV,
-                          "submit: sbatch refused the job (exit status %d, its message is above); the batch script "
-                          "is at %s",
-                          status, script);
-    }
-    const char *p = out + strspn(out, " \t\r\n");
-    size_t idlen = strspn(p, "0123456789");
-    if (!idlen || (p[idlen] && !strchr(";\r\n", p[idlen]))) {
+    char *out;
+    if (gpurun_rm_submit_tool(argv, script_fd, SBATCH_OUT_MAX, "sbatch", "a Slurm login node", "Slurm", script, &out,
+                              err) < 0)
+        return -1;
+    const char *p; /* "ID" or "ID;CLUSTER" */
+    size_t idlen = gpurun_rm_job_id(out, ";\r\n", GPURUN_RM_ID_DIGITS, (size_t)-1, &p);
+    if (!idlen) {
         gpurun_err(err, GPURUN_EXIT_ENV, "submit: sbatch printed no job id (got '%.80s'); the batch script is at %s",
                    out, script);
         free(out);
@@ -111,19 +114,6 @@ static int slurm_submit(int script_fd, const char *script, char *said, size_t sa
 
 /* --- doctor --------------------------------------------------------------- */
 
-static void check(const struct gpurun_rm_doctor *d, const char *id, const char *title, int st, const char *fix,
-                  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-static void check(const struct gpurun_rm_doctor *d, const char *id, const char *title, int st, const char *fix,
-                  const char *fmt, ...)
-{
-    char detail[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(detail, sizeof detail, fmt, ap);
-    va_end(ap);
-    d->check(d->ctx, id, title, st, fix, detail);
-}
-
 enum { PASS, WARN, FAIL };
 
 /* Returns whether srun is here. */
@@ -134,12 +124,12 @@ static bool check_slurm(const struct gpurun_rm_doctor *d)
     int s1 = d->tool_line(d->ctx, a1, "slurm", srun, sizeof srun);
     int s2 = d->tool_line(d->ctx, a2, "slurm", sbatch, sizeof sbatch);
     if (s1 < 0 && s2 < 0) {
-        check(d, "slurm", "Slurm", PASS, NULL,
+        gpurun_rm_check(d, "slurm", "Slurm", PASS, NULL,
               "not installed; gpurun runs jobs with mpirun or by itself (not needed on one node)");
         return false;
     }
     if (s1 != 0 || s2 != 0) {
-        check(d, "slurm", "Slurm", WARN,
+        gpurun_rm_check(d, "slurm", "Slurm", WARN,
               "check that slurm.conf is readable (/etc/slurm/slurm.conf or $SLURM_CONF) and slurmctld is up",
               "%s does not work: %s", s1 != 0 ? "srun" : "sbatch",
               s1 != 0 ? (s1 < 0 ? "not found" : srun) : (s2 < 0 ? "not found" : sbatch));
@@ -147,10 +137,10 @@ static bool check_slurm(const struct gpurun_rm_doctor *d)
     }
     const char *job = getenv("SLURM_JOB_ID"), *nodes = getenv("SLURM_JOB_NUM_NODES");
     if (job)
-        check(d, "slurm", "Slurm", PASS, NULL, "%s; inside allocation %s (%s node%s)", srun, job,
+        gpurun_rm_check(d, "slurm", "Slurm", PASS, NULL, "%s; inside allocation %s (%s node%s)", srun, job,
               nodes ? nodes : "?", nodes && !strcmp(nodes, "1") ? "" : "s");
     else
-        check(d, "slurm", "Slurm", PASS, NULL,
+        gpurun_rm_check(d, "slurm", "Slurm", PASS, NULL,
               "%s (srun, sbatch); not inside an allocation: gpurun submit or salloc gives one", srun);
     return true;
 }
@@ -162,7 +152,7 @@ static void check_pmix(const struct gpurun_rm_doctor *d, bool slurm)
     char *argv[] = {"pmix_info", NULL};
     int st = d->tool_line(d->ctx, argv, "PMIx:", line, sizeof line);
     if (st == 0) {
-        check(d, "pmix", "PMIx", PASS, NULL, "pmix_info: %s", line[0] ? line : "found");
+        gpurun_rm_check(d, "pmix", "PMIx", PASS, NULL, "pmix_info: %s", line[0] ? line : "found");
         return;
     }
     const char *lib = getenv("GPURUN_PMIX_LIBRARY");
@@ -171,16 +161,16 @@ static void check_pmix(const struct gpurun_rm_doctor *d, bool slurm)
         const char *(*version)(void) = NULL;
         void *s = dlsym(h, "PMIx_Get_version");
         memcpy(&version, &s, sizeof s);
-        check(d, "pmix", "PMIx", PASS, NULL, "libpmix: %s", version ? version() : "found");
+        gpurun_rm_check(d, "pmix", "PMIx", PASS, NULL, "libpmix: %s", version ? version() : "found");
         dlclose(h);
         return;
     }
     if (slurm)
-        check(d, "pmix", "PMIx", WARN,
+        gpurun_rm_check(d, "pmix", "PMIx", WARN,
               "install PMIx (Debian: libpmix2 libpmix-bin) and a Slurm built with it, so that srun --mpi=pmix works",
               "neither pmix_info nor libpmix.so.2 found: srun --mpi=pmix cannot start MPI ranks");
     else
-        check(d, "pmix", "PMIx", PASS, NULL, "not found; only srun --mpi=pmix needs it (mpirun brings its own)");
+        gpurun_rm_check(d, "pmix", "PMIx", PASS, NULL, "not found; only srun --mpi=pmix needs it (mpirun brings its own)");
 }
 
 static void slurm_doctor(const struct gpurun_rm_doctor *d)
@@ -218,4 +208,14 @@ const gpurun_rm_plugin_t gpurun_rm_slurm = {
     .array_task_var = "SLURM_ARRAY_TASK_ID",
     .energy = gpurun_slurm_energy,
     .allocated_gpus = slurm_allocated_gpus,
+    .container = &slurm_pyxis,
+    .init_lines = gpurun_slurm_init_lines,
+    .submit_help = "The layout becomes --nodes, --ntasks-per-node, --gpus-per-node and --cpus-per-task\n"
+                   "(without threads_per_rank: the site's cores_per_node shared by the ranks); its\n"
+                   "timeout (times repeat) --time; each key of its slurm {} section one\n"
+                   "`#SBATCH --KEY=VALUE` line (slurm.partition=gpu); the site's partition, account\n"
+                   "and sbatch options follow.  A scan: a job array for configurations of one size.\n",
+    .site_options_key = "sbatch",
+    .site_options_hint = "is not an sbatch option: write the option alone, as in \"--qos=normal\" (gpurun adds "
+                         "'#SBATCH')",
 };

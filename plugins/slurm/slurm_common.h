@@ -2,12 +2,17 @@
 #ifndef GPURUN_SLURM_RM_H
 #define GPURUN_SLURM_RM_H
 
-/* Slurm, gpurun's first resource manager (plugins/rm.h): slurm.c holds the
+/* What the files of plugins/slurm share (none includes the registering
+ * file's header: no circle).  Slurm, gpurun's first resource manager
+ * (plugins/rm.h): slurm.c holds the
  * plugin, srun.c its launch command, sbatch.c its batch scripts. */
 
 #include "rm.h"
 
 extern const gpurun_launcher_plugin_t gpurun_launcher_srun;
+
+/* init.c: its section in gpurun init's job file (rm.h init_lines). */
+void gpurun_slurm_init_lines(FILE *f, const struct gpurun_rm_site *site);
 
 int slurm_batch_script(const struct gpurun_rm_batch *b, char **scriptp, gpurun_error_t *err);
 

@@ -2,7 +2,9 @@
 #ifndef GPURUN_FLUX_RM_H
 #define GPURUN_FLUX_RM_H
 
-/* Flux as a resource manager (plugins/rm.h): flux.c holds the plugin,
+/* What the files of plugins/flux share (none includes the registering
+ * file's header: no circle).  Flux as a resource manager (plugins/rm.h):
+ * flux.c holds the plugin,
  * run.c its launch command (flux run), batch.c its batch scripts (flux
  * batch). */
 

@@ -2,7 +2,9 @@
 #ifndef GPURUN_PBS_RM_H
 #define GPURUN_PBS_RM_H
 
-/* PBS (OpenPBS, PBS Professional) as a resource manager (plugins/rm.h):
+/* What the files of plugins/pbs share (each includes this, none includes
+ * another's header, so pbs.c, the registering file, is no circle's).
+ * PBS (OpenPBS, PBS Professional) as a resource manager (plugins/rm.h):
  * pbs.c holds the plugin, job.c what a PBS job says of itself (its node
  * file, its select statement, its standard error), run.c its launch command
  * (Open MPI's mpirun with the node file, or Cray PALS's mpiexec), batch.c its
