@@ -41,6 +41,7 @@
 #include "safefile.h"
 #include "site.h"
 #include "template.h"
+#include "job_template.h"
 #include "topology.h"
 #include "tune.h"
 #include "util.h"
