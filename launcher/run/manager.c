@@ -17,7 +17,7 @@
 
 #include "energy.h"
 #include "manager.h"
-#include "plugin.h"
+#include "plugin_loader.h"
 #include "util.h"
 
 extern const gpurun_rm_plugin_t gpurun_rm_slurm;

@@ -17,7 +17,7 @@
 
 #include <jansson.h>
 
-#include "rank.h"
+#include "rank_report.h"
 #include "stall_rank.h"
 #include "util.h"
 
