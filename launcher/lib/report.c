@@ -927,6 +927,19 @@ bool gpurun_report_plots(const struct gpurun_report_job *job)
 }
 
 
+char *gpurun_report_number(double v)
+{
+    if (isnan(v))
+        return gpurun_xstrdup("-");
+    double a = fabs(v);
+    if (a == 0)
+        return gpurun_xstrdup("0");
+    if (a >= 1e7 || a < 1e-3)
+        return gpurun_xasprintf("%.3e", v);
+    int digits = 3 - (int)floor(log10(a));
+    return gpurun_xasprintf("%.*f", digits < 0 ? 0 : digits, v);
+}
+
 /* What per-GPU monitoring says of a configuration.  A record's gpus_monitor
  * (monitor.c) is an array with an object per GPU: util_mean (%),
  * mem_peak_mib, power_mean_w, ... each null when the GPU does not report it.

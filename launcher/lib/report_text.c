@@ -26,19 +26,6 @@
 
 /* ---- tables ----------------------------------------------------------- */
 
-char *gpurun_report_number(double v)
-{
-    if (isnan(v))
-        return gpurun_xstrdup("-");
-    double a = fabs(v);
-    if (a == 0)
-        return gpurun_xstrdup("0");
-    if (a >= 1e7 || a < 1e-3)
-        return gpurun_xasprintf("%.3e", v);
-    int digits = 3 - (int)floor(log10(a));
-    return gpurun_xasprintf("%.*f", digits < 0 ? 0 : digits, v);
-}
-
 char *gpurun_report_fmt_ratio(double v)
 {
     return isnan(v) ? gpurun_xstrdup("-") : gpurun_xasprintf("%.2f", v);
