@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "plan_cores.h"
 #include "plancheck.h"
 #include "util.h"
 

@@ -22,6 +22,7 @@
 #include "fom.h"
 #include "tap.h"
 #include "template.h"
+#include "template_base.h"
 #include "util.h"
 
 static const char *top;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "gpu_partitions.h"
+#include "topology.h"
 #include "tap.h"
 
 static const char *path_of(const char *dir, const char *name)

@@ -16,6 +16,7 @@
 #include "job.h"
 #include "tap.h"
 #include "template.h"
+#include "job_template.h"
 #include "util.h"
 
 /* netlib HPL's sample, as hpcc's hpccinf.txt has it (its PTRANS lines after). */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "progress.h"
+#include "progress_template.h"
 #include "runstatus.h"
 #include "safefile.h"
 #include "tap.h"

@@ -10,6 +10,7 @@
 #include "scan.h"
 #include "tap.h"
 #include "template.h"
+#include "job_template.h"
 
 static gpurun_job_t *parse(const char *text, gpurun_error_t *err)
 {

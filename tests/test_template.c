@@ -18,6 +18,8 @@
 #include "plugin.h" /* the names of the plugins present */
 #include "tap.h"
 #include "template.h"
+#include "job_template.h"
+#include "template_base.h"
 
 #ifndef GPURUN_PKGDATADIR /* as template.c has it in a standalone build */
 #define GPURUN_PKGDATADIR "/usr/local/share/gpurun"

@@ -16,6 +16,7 @@
 #include "cmd.h"
 #include "fom.h"
 #include "template.h"
+#include "template_base.h"
 #include "util.h"
 
 static const char collect_usage[] =

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The options and the loading of runs that gpurun results and gpurun report
- * share. */
+/* The options, the integer parsing and the loading of runs that the commands
+ * share (gpurun results and gpurun report the loading). */
 #include "config.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,19 @@ int cmd_bad_option(const char *cmd, const char *arg, const struct option *opts, 
         gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: unknown or incomplete option '%s' (see gpurun %s --help)", cmd, arg,
                    cmd);
     return GPURUN_EXIT_CONFIG;
+}
+
+int cmd_parse_int(const char *cmd, const char *opt, const char *s, int min, int max, int *out,
+                  gpurun_error_t *err)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || errno || v < min || v > max)
+        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: %s: expected an integer from %d to %d, got '%s'", cmd, opt,
+                          min, max, s);
+    *out = (int)v;
+    return 0;
 }
 
 int cmd_results_options(const char *cmd, const char *usage, int argc, char **argv, const struct cmd_option *extra,

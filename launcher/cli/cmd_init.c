@@ -25,6 +25,7 @@
 #include "plan.h"
 #include "site.h"
 #include "template.h"
+#include "template_base.h"
 #include "topology.h"
 #include "util.h"
 

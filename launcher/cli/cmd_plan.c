@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "gpurun.h"
 #include "gpurun_private.h"
 #include "job.h"
 #include "plan.h"

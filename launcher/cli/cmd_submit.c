@@ -24,6 +24,7 @@
 #include "scan.h"
 #include "site.h"
 #include "template.h"
+#include "job_template.h"
 #include "util.h"
 
 static const char submit_usage[] =

@@ -19,6 +19,7 @@
 #include "results.h" /* gpurun_printable */
 #include "site.h"
 #include "template.h"
+#include "template_base.h"
 #include "util.h"
 
 #define ENTRY_FILE_MAX (1024 * 1024)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cmd.h"
+#include "gpurun.h"
 #include "gpurun_private.h"
 #include "topology.h"
 

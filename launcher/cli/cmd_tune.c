@@ -41,9 +41,12 @@
 #include "safefile.h"
 #include "site.h"
 #include "template.h"
+#include "job_template.h"
 #include "topology.h"
 #include "tune.h"
 #include "util.h"
+#include "cmd_tune_model.h"
+#include "cmd_tune_report.h"
 
 #define TUNE_ROUNDS_MAX 16
 #define TUNE_PASSES_MAX 3 /* of the axis search */
@@ -90,61 +93,7 @@ static const char tune_usage[] =
     "busy); 2 bad job file, option or selection value (or an objective not measured here); 3 no candidate can run on this node;\n"
     "130/143 interrupted (run it again to go on).\n";
 
-enum objective { OBJ_FIGURE, OBJ_COST, OBJ_SPOT, OBJ_ENERGY, OBJ_N };
 
-struct cand {
-    char *label;
-    char **sets; /* the candidate's --set assignments (its axes) */
-    size_t nsets;
-    char *pruned; /* why it cannot run here (or need not: the same run as another); NULL: it can */
-    char *same;   /* what it runs, HPL's grid resolved ("params.grid=1x2 ..."): two alike run once */
-    char *failed; /* why a trial failed; it is out of the search */
-    long gpus, ranks, threads;
-    /* per objective, the trials' values */
-    double *v[OBJ_N];
-    size_t nv[OBJ_N];
-    double wall; /* seconds of its trials */
-    size_t busy_runs;  /* trials whose record said busy: not decided on, repeated */
-    int busy_streak;   /* busy trials in a row */
-    int dropped_round; /* -1: not dropped */
-    struct gpurun_tune_cand tc; /* the search's view of the chosen objective */
-};
-
-struct tune {
-    const char *job_path;
-    gpurun_job_t *job;
-    gpurun_template_t *tpl;
-    struct gpurun_tune_space sp;
-    char session[20];
-    const char *results_opt;
-    char *results; /* absolute */
-    const char *objective;
-    enum objective obj;
-    char *fom;     /* the figure's name; NULL until known */
-    bool fom_lower; /* better = lower */
-    struct cand *c;
-    size_t n;
-    int next_trial;
-    long budget_s;
-    double spent;
-    size_t ran, reused;
-    bool fresh;               /* --fresh: no trial of the store reused */
-    struct gpurun_select sel; /* which of the store's trials may be reused */
-    size_t skipped_busy, skipped_prov;
-    char *skipped_why;        /* the first reason a trial was not reused */
-    json_t *hashes;           /* path -> its SHA-256 now */
-    int jfd; /* RESULTS/JOB, opened as gpurun run opens it: the session file goes there */
-};
-
-static const char *obj_name(const struct tune *t, enum objective o)
-{
-    return o == OBJ_COST ? "cost" : o == OBJ_SPOT ? "spot" : o == OBJ_ENERGY ? "energy" : t->fom ? t->fom : "figure";
-}
-
-static bool obj_lower(const struct tune *t, enum objective o)
-{
-    return o == OBJ_FIGURE ? t->fom_lower : true;
-}
 
 static void push(struct cand *c, enum objective o, double v)
 {
@@ -649,7 +598,7 @@ static int run_trial(struct tune *t, struct cand *c, gpurun_error_t *err)
         printf("gpurun tune: trial %d: %-40s ran busy (%s): %s\n", n, c->label, why,
                c->failed ? "not repeated again, not decided on" : "not decided on, repeated");
     } else if (!c->failed && isfinite(v))
-        printf("gpurun tune: trial %d: %-40s %s = %g\n", n, c->label, obj_name(t, t->obj), v);
+        printf("gpurun tune: trial %d: %-40s %s = %g\n", n, c->label, cmd_tune_obj_name(t, t->obj), v);
     else
         printf("gpurun tune: trial %d: %-40s %s\n", n, c->label, c->failed ? c->failed : "no value");
     fflush(stdout);
@@ -696,7 +645,7 @@ static void write_session(struct tune *t, const char *state, const struct cand *
     }
     json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:i, s:s?}", "session", t->session, "job", t->job->name,
                             "job_file", t->job_path, "space_from", t->sp.from, "space", axes, "objective",
-                            obj_name(t, t->obj), "trials", t->next_trial - 1, "best", best ? best->label : NULL);
+                            cmd_tune_obj_name(t, t->obj), "trials", t->next_trial - 1, "best", best ? best->label : NULL);
     json_object_set_new(doc, "state", json_string(state));
     char *name = gpurun_xasprintf("tune-%s.json", t->session);
     char *shown = gpurun_xasprintf("%s/%s/%s", t->results, t->job->name, name);
@@ -775,7 +724,7 @@ static int axis_search(struct tune *t, gpurun_error_t *err)
                 size_t k = gpurun_tune_neighbor(&t->sp, point, a, v);
                 tc[k].alive = !t->c[k].pruned && !t->c[k].failed && tc[k].n > 0;
             }
-            size_t best = gpurun_tune_best(tc, t->n, obj_lower(t, t->obj), gpurun_tune_pooled_cv(tc, t->n));
+            size_t best = gpurun_tune_best(tc, t->n, cmd_tune_obj_lower(t, t->obj), gpurun_tune_pooled_cv(tc, t->n));
             if (best != SIZE_MAX && best != point) {
                 point = best;
                 moved = true;
@@ -800,7 +749,7 @@ static int axis_search(struct tune *t, gpurun_error_t *err)
             gpurun_tune_stats(t->c[k].tc.values, t->c[k].tc.n, &a);
             if (worst != SIZE_MAX)
                 gpurun_tune_stats(t->c[worst].tc.values, t->c[worst].tc.n, &b);
-            if (worst == SIZE_MAX || (obj_lower(t, t->obj) ? a.mean > b.mean : a.mean < b.mean))
+            if (worst == SIZE_MAX || (cmd_tune_obj_lower(t, t->obj) ? a.mean > b.mean : a.mean < b.mean))
                 worst = k;
         }
         if (alive <= TUNE_FINALISTS || worst == SIZE_MAX)
@@ -841,7 +790,7 @@ static int search(struct tune *t, gpurun_error_t *err)
         for (size_t k = 0; k < t->n; k++)
             tc[k] = t->c[k].tc;
         double cv = gpurun_tune_pooled_cv(tc, t->n);
-        size_t alive = gpurun_tune_round(tc, t->n, obj_lower(t, t->obj), cv);
+        size_t alive = gpurun_tune_round(tc, t->n, cmd_tune_obj_lower(t, t->obj), cv);
         for (size_t k = 0; k < t->n; k++) {
             if (t->c[k].tc.alive && !tc[k].alive)
                 t->c[k].dropped_round = round;
@@ -858,256 +807,6 @@ static int search(struct tune *t, gpurun_error_t *err)
     return rc;
 }
 
-/* The verdict on objective o, over every candidate measured (the dropped
- * ones too: a pick among the survivors could be beaten by a dropped one on
- * both its figure and its resources, and be outside the Pareto set). */
-struct verdict {
-    size_t best;   /* SIZE_MAX: none measured */
-    size_t top;    /* the best mean */
-    size_t second; /* the best mean of the others; SIZE_MAX: none */
-    double cv;
-};
-
-static struct gpurun_tune_cand cand_view(const struct cand *c, enum objective o)
-{
-    return (struct gpurun_tune_cand){.values = c->v[o], .n = c->nv[o], .gpus = c->gpus, .ranks = c->ranks,
-                                     .threads = c->threads, .runnable = !c->pruned,
-                                     .alive = !c->pruned && !c->failed && c->nv[o] > 0};
-}
-
-static double mean(const double *v, size_t n)
-{
-    struct gpurun_tune_stats st;
-    gpurun_tune_stats(v, n, &st);
-    return st.mean;
-}
-
-/* The best mean of the alive ones other than `except`. */
-static size_t top_mean(const struct gpurun_tune_cand *tc, size_t n, bool lower, size_t except)
-{
-    size_t top = SIZE_MAX;
-    for (size_t k = 0; k < n; k++) {
-        if (k == except || !tc[k].alive)
-            continue;
-        double m = mean(tc[k].values, tc[k].n), mt = top == SIZE_MAX ? 0 : mean(tc[top].values, tc[top].n);
-        if (top == SIZE_MAX || (lower ? m < mt : m > mt))
-            top = k;
-    }
-    return top;
-}
-
-static struct verdict verdict_for(const struct tune *t, enum objective o)
-{
-    struct gpurun_tune_cand *tc = gpurun_xcalloc(t->n + 1, sizeof *tc);
-    for (size_t k = 0; k < t->n; k++)
-        tc[k] = cand_view(&t->c[k], o);
-    struct verdict v = {.cv = gpurun_tune_pooled_cv(tc, t->n)};
-    v.best = gpurun_tune_best(tc, t->n, obj_lower(t, o), v.cv);
-    v.top = top_mean(tc, t->n, obj_lower(t, o), SIZE_MAX);
-    /* a best whose mean equals the top one is the top: no "0.0 % better" */
-    if (v.best != SIZE_MAX && v.top != SIZE_MAX &&
-        mean(tc[v.best].values, tc[v.best].n) == mean(tc[v.top].values, tc[v.top].n))
-        v.top = v.best;
-    v.second = v.best == SIZE_MAX ? SIZE_MAX : top_mean(tc, t->n, obj_lower(t, o), v.best);
-    free(tc);
-    return v;
-}
-
-static void resources_text(const struct cand *c, bool gpus, char *out, size_t n)
-{
-    char g[48] = "";
-    if (gpus)
-        snprintf(g, sizeof g, "%ld GPU%s, ", c->gpus, c->gpus == 1 ? "" : "s");
-    snprintf(out, n, "%s%ld rank%s, %ld thread%s", g, c->ranks, c->ranks == 1 ? "" : "s", c->threads,
-             c->threads == 1 ? "" : "s");
-}
-
-/* How much worse a is than b, in percent of b (>= 0 when a is worse). */
-static double worse_pct(const struct tune *t, enum objective o, const struct cand *a, const struct cand *b)
-{
-    double ma = mean(a->v[o], a->nv[o]), mb = mean(b->v[o], b->nv[o]);
-    return mb != 0 ? 100 * (obj_lower(t, o) ? ma - mb : mb - ma) / fabs(mb) : 0;
-}
-
-/* What happened to candidate k, in words: the state column. */
-static void state_text(const struct tune *t, size_t k, const struct verdict *v, char *out, size_t n)
-{
-    const struct cand *c = &t->c[k];
-    enum objective o = t->obj;
-    char what[160] = "kept";
-    if (c->pruned) {
-        snprintf(out, n, "pruned: %.120s", c->pruned);
-        return;
-    }
-    if (c->failed) {
-        snprintf(out, n, "failed: %.140s", c->failed);
-        return;
-    }
-    if (!c->nv[o]) {
-        snprintf(out, n, "not run (budget)");
-        return;
-    }
-    if (k == v->best) {
-        snprintf(what, sizeof what, "best");
-    } else if (v->best != SIZE_MAX) {
-        const struct cand *b = &t->c[v->best];
-        struct gpurun_tune_cand x = cand_view(c, o), y = cand_view(b, o);
-        int f = gpurun_tune_fewer(&x, &y);
-        double pct = worse_pct(t, o, c, b);
-        const char *word = o == OBJ_FIGURE && !t->fom_lower ? "slower" : "worse";
-        if (gpurun_tune_tied(&x, &y, v->cv) && f > 0)
-            snprintf(what, sizeof what, "tied, more resources");
-        else if (gpurun_tune_tied(&x, &y, v->cv) && f == 0)
-            snprintf(what, sizeof what, "tied, the same resources, %s by %.1f %%", word, pct > 0 ? pct : 0.0);
-        else if (pct > 0)
-            snprintf(what, sizeof what, "%s by %.1f %%", word, pct);
-        else /* better mean, fewer resources, yet not tied with the fastest */
-            snprintf(what, sizeof what, "%s than %s by %.1f %%, beyond the noise", word, t->c[v->top].label,
-                     worse_pct(t, o, c, &t->c[v->top]));
-    }
-    char busy[64] = "";
-    if (c->busy_runs)
-        snprintf(busy, sizeof busy, " (%zu busy trial%s repeated)", c->busy_runs, c->busy_runs == 1 ? "" : "s");
-    if (c->dropped_round >= 0 && k != v->best)
-        snprintf(out, n, "dropped after round %d: %s%s", c->dropped_round + 1, what, busy);
-    else
-        snprintf(out, n, "%s%s", what, busy);
-}
-
-/* "best OBJ  LABEL: MEAN, +N% over X (M), confidence C%", never a
- * negative margin: a pick slower than another is tied with it and uses
- * fewer resources (gpurun_tune_best), and says so. */
-static void print_best(const struct tune *t, enum objective o, const struct verdict *v)
-{
-    const struct cand *c = &t->c[v->best];
-    double mb = mean(c->v[o], c->nv[o]);
-    printf("%s: %.6g", c->label, mb);
-    if (v->second == SIZE_MAX) {
-        printf("\n");
-        return;
-    }
-    const struct cand *s = &t->c[v->second];
-    double ms = mean(s->v[o], s->nv[o]);
-    struct gpurun_tune_cand a = cand_view(c, o), bb = cand_view(s, o);
-    bool tied = gpurun_tune_tied(&a, &bb, v->cv);
-    double margin = -worse_pct(t, o, c, s);
-    if (margin < 0 || (margin == 0 && gpurun_tune_fewer(&a, &bb) < 0)) {
-        printf(", tied with %s (%.6g), within the noise, fewer resources\n", s->label, ms);
-        return;
-    }
-    double conf = gpurun_tune_confidence(&a, &bb, obj_lower(t, o), v->cv);
-    printf(", +%.1f%% over %s (%.6g), confidence %.0f%%%s\n", margin, s->label, ms, 100 * conf,
-           tied ? ": within the noise, a tie" : "");
-}
-
-/* One line: why the best won. */
-static void print_why(const struct tune *t, const struct verdict *v)
-{
-    enum objective o = t->obj;
-    const struct cand *c = &t->c[v->best];
-    bool gpus = c->gpus > 0;
-    char rb[96], ro[96];
-    resources_text(c, gpus, rb, sizeof rb);
-    if (v->second == SIZE_MAX) {
-        printf("why: the only layout measured\n");
-    } else if (v->best != v->top) {
-        const struct cand *top = &t->c[v->top];
-        resources_text(top, gpus || top->gpus > 0, ro, sizeof ro);
-        printf("why: within the noise of the best mean, %s (%.1f %% better), with fewer resources (%s, against "
-               "%s): a tie goes to fewer resources\n",
-               top->label, worse_pct(t, o, c, top), rb, ro);
-    } else {
-        const struct cand *s = &t->c[v->second];
-        struct gpurun_tune_cand a = cand_view(c, o), b = cand_view(s, o);
-        if (!gpurun_tune_tied(&a, &b, v->cv)) {
-            printf("why: the best mean, beyond the noise of the next, %s\n", s->label);
-        } else {
-            resources_text(s, gpus || s->gpus > 0, ro, sizeof ro);
-            printf("why: the best mean; %s is within the noise of it but uses %s resources (%s, against %s)\n",
-                   s->label, gpurun_tune_fewer(&b, &a) > 0 ? "more" : "as many", ro, rb);
-        }
-    }
-}
-
-/* The Pareto set over the measured objectives and resources. */
-static void print_pareto(const struct tune *t, const bool measured[OBJ_N])
-{
-    double *means = gpurun_xcalloc(t->n * OBJ_N + 1, sizeof *means);
-    struct gpurun_tune_cand *tc = gpurun_xcalloc(t->n + 1, sizeof *tc);
-    bool *in = gpurun_xcalloc(t->n + 1, sizeof *in), lower[OBJ_N];
-    size_t nobj = 0;
-    for (int o = 0; o < OBJ_N; o++) {
-        if (!measured[o])
-            continue;
-        lower[nobj] = obj_lower(t, (enum objective)o);
-        for (size_t k = 0; k < t->n; k++)
-            means[k * OBJ_N + nobj] = t->c[k].nv[o] ? mean(t->c[k].v[o], t->c[k].nv[o]) : NAN;
-        nobj++;
-    }
-    /* gpurun_tune_pareto reads rows of nobj: pack them */
-    for (size_t k = 0; k < t->n; k++) {
-        for (size_t o = 0; o < nobj; o++)
-            means[k * nobj + o] = means[k * OBJ_N + o];
-        tc[k] = cand_view(&t->c[k], t->obj);
-        tc[k].alive = !t->c[k].pruned && !t->c[k].failed;
-    }
-    gpurun_tune_pareto(tc, t->n, nobj, means, lower, in);
-    printf("pareto set (no other layout as good on every measured objective and on resources, and better on "
-           "one):");
-    for (size_t k = 0; k < t->n; k++)
-        if (in[k])
-            printf("\n  %s", t->c[k].label);
-    printf("\n");
-    free(means);
-    free(tc);
-    free(in);
-}
-
-static void report(struct tune *t, size_t best[OBJ_N])
-{
-    struct verdict vs[OBJ_N];
-    for (int o = 0; o < OBJ_N; o++) {
-        vs[o] = verdict_for(t, (enum objective)o);
-        best[o] = vs[o].best;
-    }
-    printf("\n%-40s %4s %12s %18s  %s\n", "candidate", "runs", "mean", "spread", "state");
-    for (size_t k = 0; k < t->n; k++) {
-        struct cand *c = &t->c[k];
-        struct gpurun_tune_stats st;
-        gpurun_tune_stats(c->v[t->obj], c->nv[t->obj], &st);
-        char spread[64] = "-", state[320];
-        if (st.n > 1)
-            snprintf(spread, sizeof spread, "%.4g-%.4g (%.1f%%)", st.min, st.max,
-                     st.mean != 0 ? 100 * st.sd / fabs(st.mean) : 0.0);
-        state_text(t, k, &vs[t->obj], state, sizeof state);
-        char m[32] = "-";
-        if (st.n)
-            snprintf(m, sizeof m, "%.6g", st.mean);
-        printf("%-40s %4zu %12s %18s  %s\n", c->label, st.n, m, spread, state);
-    }
-    printf("\n");
-    bool measured[OBJ_N];
-    for (int o = 0; o < OBJ_N; o++) {
-        measured[o] = best[o] != SIZE_MAX;
-        const char *what = o == OBJ_FIGURE ? obj_name(t, OBJ_FIGURE)
-                           : o == OBJ_COST ? "cost per unit of work"
-                           : o == OBJ_SPOT ? "cost at spot price"
-                                           : "energy per unit of work";
-        printf("best %-24s ", what);
-        if (best[o] == SIZE_MAX) {
-            printf("not measured here%s\n",
-                   o == OBJ_COST ? " (needs the site's price_per_gpu_hour, GPUs, and a rate figure)"
-                   : o == OBJ_SPOT ? " (needs the site's spot_price_per_gpu_hour, GPUs, and a rate figure)"
-                   : o == OBJ_ENERGY ? " (no energy_per_unit in the records)"
-                                     : "");
-            continue;
-        }
-        print_best(t, (enum objective)o, &vs[o]);
-    }
-    if (best[t->obj] != SIZE_MAX)
-        print_why(t, &vs[t->obj]);
-    print_pareto(t, measured);
-}
 
 /* Whether `path` is a regular file of ours (no symlink followed) holding
  * exactly `text`. */
@@ -1141,7 +840,7 @@ static int write_tuned(struct tune *t, const struct cand *c, char **pathp, bool 
         return -1;
     /* Free text in the comments: a line break in it would start a line of
      * its own, read as a key (a folder named "p\nrepeat = 7 #"). */
-    char *obj = gpurun_comment_text(obj_name(t, t->obj)), *label = gpurun_comment_text(c->label),
+    char *obj = gpurun_comment_text(cmd_tune_obj_name(t, t->obj)), *label = gpurun_comment_text(c->label),
          *job = gpurun_comment_text(t->job_path);
     char *header = gpurun_xasprintf("# Written by gpurun tune (session %s, objective %s): the best layout found,\n"
                                     "#   %s\n# Tune again: gpurun tune %s\n",
@@ -1281,20 +980,20 @@ static int cost_measurable(const struct tune *t, const char *units, gpurun_error
         return TUNE_ERR(err, GPURUN_EXIT_CONFIG,
                         "tune: --objective %s: no price here: the job names no site (site = \"NAME\", a site "
                         "profile with %s)",
-                        obj_name(t, t->obj), key);
+                        cmd_tune_obj_name(t, t->obj), key);
     if (price < 0)
         return TUNE_ERR(err, GPURUN_EXIT_CONFIG, "tune: --objective %s: no price here: site '%.64s' has no %s",
-                        obj_name(t, t->obj), t->job->site, key);
+                        cmd_tune_obj_name(t, t->obj), t->job->site, key);
     if (!any_gpus(t))
         return TUNE_ERR(err, GPURUN_EXIT_CONFIG,
                         "tune: --objective %s: the cost is per GPU-hour, and no candidate that can run here uses "
                         "a GPU",
-                        obj_name(t, t->obj));
+                        cmd_tune_obj_name(t, t->obj));
     if (units && (t->fom_lower || !isfinite(gpurun_tune_cost(1, 1, 1, units))))
         return TUNE_ERR(err, GPURUN_EXIT_CONFIG,
                         "tune: --objective %s needs a figure that is a rate of work, higher better (units like "
                         "ns/day, /s); %s is %s (units '%.64s')",
-                        obj_name(t, t->obj), t->fom ? t->fom : "FIGURE", t->fom_lower ? "lower better" : "no rate",
+                        cmd_tune_obj_name(t, t->obj), t->fom ? t->fom : "FIGURE", t->fom_lower ? "lower better" : "no rate",
                         units);
     return 0;
 }
@@ -1492,10 +1191,10 @@ static int tune_run(struct tune *t, gpurun_error_t *err)
         return rc;
     }
     size_t best[OBJ_N];
-    report(t, best);
+    cmd_tune_report(t, best);
     if (best[t->obj] == SIZE_MAX) {
         write_session(t, "failed", NULL);
-        return TUNE_ERR(err, 1, "tune: no candidate gave %s; see the table above", obj_name(t, t->obj));
+        return TUNE_ERR(err, 1, "tune: no candidate gave %s; see the table above", cmd_tune_obj_name(t, t->obj));
     }
     write_session(t, "done", &t->c[best[t->obj]]);
     char *tuned = NULL;

@@ -2,7 +2,6 @@
 /* gpurun: only the command line lives here; each command has its own file. */
 #include "config.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -80,19 +79,6 @@ static void usage(FILE *f)
             fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\n`gpurun JOB.conf` is `gpurun run JOB.conf`. `gpurun COMMAND --help` describes a command;\n"
                "`man gpurun` describes them all.\n");
-}
-
-int cmd_parse_int(const char *cmd, const char *opt, const char *s, int min, int max, int *out,
-                  gpurun_error_t *err)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || errno || v < min || v > max)
-        return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: %s: expected an integer from %d to %d, got '%s'", cmd, opt,
-                          min, max, s);
-    *out = (int)v;
-    return 0;
 }
 
 static void say_warning(const char *text)

@@ -26,7 +26,7 @@
 #include <stddef.h>
 
 #include "error.h"
-#include "job.h"
+#include "util.h"
 
 /* ---- messages --------------------------------------------------------- */
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* ${name} expansion and the splitting of a command line into words
- * (template.h).  gpurun never hands a command to a shell, wordexp() or
+ * (expand.h).  gpurun never hands a command to a shell, wordexp() or
  * popen(): what a shell would do beyond splitting words is refused, so
  * that a command means the same here as in the user's terminal or not at
  * all. */
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "confparse.h"
-#include "template.h"
+#include "expand.h"
 #include "util.h"
 
 /* ---- ${name} ---------------------------------------------------------- */

@@ -18,7 +18,7 @@
 #include <jansson.h>
 
 #include "error.h"
-#include "topology.h"
+#include "topo_model.h"
 
 typedef struct gpurun_gpu_unit {
     int gpu;               /* index into topo->gpus: the PCI function it is part of */

@@ -29,6 +29,7 @@
 #include "container.h"
 #include "job.h"
 #include "template.h"
+#include "template_base.h"
 #include "util.h"
 
 #define JOB_FILE_MAX (1024 * 1024)

@@ -287,4 +287,16 @@ char *gpurun_xml_escape(const char *s);
 /* Write `text` to `path` completely or not at all (temporary file, rename). */
 int gpurun_write_text(const char *path, const char *text, gpurun_error_t *err);
 
+/* Internal to gpurun report's parts (report_text.c, report_svg.c,
+ * report_html.c, report_energy.c), from its model (report.c): text escaped
+ * for XML/HTML into a buffer, and the buffer's text ("" when empty); a
+ * configuration's values as words, two history points as one, what a
+ * record's per-GPU monitoring says. */
+void gpurun_report_esc(struct gpurun_strbuf *b, const char *s);
+char *gpurun_report_done(struct gpurun_strbuf *b);
+char *gpurun_report_values_text(const struct gpurun_report_values *vs);
+struct gpurun_report_point gpurun_report_point_merge(const struct gpurun_report_point *a,
+                                                      const struct gpurun_report_point *b);
+char *gpurun_report_fmt_monitor(const json_t *m);
+
 #endif

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The report's energy (issue 31), apart from report.c: per configuration,
- * the mean of its ok runs' measured energy, power, kWh, energy cost and
- * CO2, and for each throughput figure its energy per unit of work and the
- * throughput per kW.  report.c calls in three places (add, free, print). */
+/* The report's energy (issue 31) shown: per configuration, the mean of its
+ * ok runs' measured energy, power, kWh, energy cost and CO2, and for each
+ * throughput figure its energy per unit of work and the throughput per kW,
+ * as a table (report_text.c), on the page (report_html.c) and as the
+ * trade-off plot (report_svg.c).  The figures themselves are the model's
+ * (report.c: gpurun_report_energy_add). */
 #include "config.h"
 #include "record.h"
 
@@ -17,99 +19,6 @@
 #include "results.h"
 #include "util.h"
 
-static double num(const json_t *o, const char *key)
-{
-    return gpurun_record_num(o, key);
-}
-
-/* A running mean over *n values: a sum of figures near DBL_MAX overflows
- * (the values are >= 0, so that v - mean does not). */
-static void mean_add(double *mean, size_t *n, double v)
-{
-    (*n)++;
-    *mean += (v - *mean) / (double)*n;
-}
-
-/* A measured quantity: finite and >= 0; anything else (a record not of
- * gpurun's writing) is not measured. */
-static double measured(const json_t *o, const char *key)
-{
-    double v = num(o, key);
-    return v >= 0 ? v : NAN;
-}
-
-void gpurun_report_energy_add(const struct gpurun_report_job *job, struct gpurun_report_config *c,
-                              const json_t *run, double start)
-{
-    const json_t *e = json_object_get(run, GPURUN_REC_ENERGY);
-    double total = measured(e, "total_J");
-    if (isnan(total)) { /* nothing measured: why, once (a record before issue 31 says nothing) */
-        char why[1024];
-        if (!c->energy_unmeasured && gpurun_energy_unmeasured(e, why, sizeof why))
-            c->energy_unmeasured = gpurun_xstrdup(why);
-        return;
-    }
-    struct gpurun_report_energy *en = c->energy;
-    if (!en)
-        en = c->energy = gpurun_xcalloc(1, sizeof *en);
-    double w = measured(e, "mean_power_W"), kwh = measured(e, "kwh"), cost = measured(e, "cost"),
-           co2 = measured(e, "co2_g");
-    size_t n = en->n;
-    mean_add(&en->joules, &n, total);
-    mean_add(&en->kwh, &en->n, isnan(kwh) ? total / 3.6e6 : kwh);
-    if (!isnan(w))
-        mean_add(&en->watts, &en->nwatts, w);
-    if (!isnan(cost)) {
-        mean_add(&en->cost, &en->ncost, cost);
-        const char *cur = gpurun_record_str(run, "currency");
-        if (cur) {
-            free(en->currency);
-            en->currency = gpurun_xstrdup(cur);
-        }
-    }
-    if (!isnan(co2))
-        mean_add(&en->co2_g, &en->nco2, co2);
-    if (en->nfoms < job->nfoms) {
-        en->per_unit = gpurun_xrealloc(en->per_unit, job->nfoms * sizeof *en->per_unit);
-        memset(en->per_unit + en->nfoms, 0, (job->nfoms - en->nfoms) * sizeof *en->per_unit);
-        en->nfoms = job->nfoms;
-    }
-    for (size_t f = 0; f < job->nfoms; f++) {
-        const json_t *u = json_object_get(json_object_get(json_object_get(run, "foms"), job->foms[f].name),
-                                          GPURUN_REC_FOM_ENERGY_PER_UNIT);
-        double v = measured(u, "value");
-        const char *units = gpurun_record_str(u, "units");
-        if (isnan(v) || !units)
-            continue;
-        struct gpurun_report_energy_unit *pu = &en->per_unit[f];
-        mean_add(&pu->mean, &pu->n, v);
-        if (!isnan(start))
-            gpurun_report_history_add(&pu->hist, start, v);
-        /* Cut at a character, never inside one: the SVG and the page are UTF-8. */
-        size_t len = strlen(units);
-        if (len >= sizeof pu->units) {
-            len = sizeof pu->units - 1;
-            while (len > 0 && ((unsigned char)units[len] & 0xc0) == 0x80)
-                len--;
-        }
-        memcpy(pu->units, units, len);
-        pu->units[len] = '\0';
-    }
-}
-
-void gpurun_report_energy_free(struct gpurun_report_config *c)
-{
-    free(c->energy_unmeasured);
-    c->energy_unmeasured = NULL;
-    if (!c->energy)
-        return;
-    free(c->energy->currency);
-    for (size_t f = 0; f < c->energy->nfoms; f++)
-        free(c->energy->per_unit[f].hist.history);
-    free(c->energy->per_unit);
-    free(c->energy);
-    c->energy = NULL;
-}
 
 static char *g4(double v)
 {

@@ -22,7 +22,6 @@
 #include <unistd.h>
 
 #include "confparse.h"
-#include "hpldat.h"
 #include "progress.h"
 #include "safefile.h"
 #include "template.h"
@@ -802,114 +801,6 @@ static void *convert(const struct gpurun_conf_ctx *ctx, cfg_t *cfg)
     return t;
 }
 
-/* ---- the job's params ------------------------------------------------- */
-
-/* A lookup that knows every name and notes it in the list `ctx`. */
-static const char *note_name(const char *name, void *ctx)
-{
-    gpurun_kvlist_set(ctx, name, "");
-    return "";
-}
-
-/* Every ${name} of `s` (NULL: none) into `names`; an error only where `s`
- * does not expand (the job's command, checked when it is run). */
-static int note_names(const char *s, const char *what, struct gpurun_kvlist *names,
-                      gpurun_error_t *err)
-{
-    char *out = NULL;
-    int rc = s ? gpurun_expand(s, note_name, names, what, &out, err) : 0;
-    free(out);
-    return rc;
-}
-
-/* The names the template declares or uses and the job's command uses. */
-static int used_names(const gpurun_template_t *t, const gpurun_job_t *job,
-                      struct gpurun_kvlist *names, gpurun_error_t *err)
-{
-    int rc = note_names(job->command, "command", names, err);
-    if (!t || rc < 0)
-        return rc;
-    for (size_t i = 0; i < t->defaults.n; i++)
-        gpurun_kvlist_set(names, t->defaults.items[i].key, "");
-    rc = note_names(t->command, "key 'command'", names, err);
-    if (rc == 0)
-        rc = note_names(t->gpu_args, "key 'gpu_args'", names, err);
-    for (size_t i = 0; rc == 0 && i < t->nsetup; i++)
-        rc = note_names(t->setup[i], "key 'setup'", names, err);
-    for (size_t i = 0; rc == 0 && i < t->ninputs; i++)
-        rc = note_names(t->inputs[i], "key 'inputs'", names, err);
-    const char *const progress[] = {t->progress,       t->progress_groups,     t->progress_file,
-                                    t->progress_after, t->progress_total,      t->progress_total_file,
-                                    t->progress_units, t->progress_total_regex, t->progress_name};
-    for (size_t i = 0; rc == 0 && i < sizeof progress / sizeof *progress; i++)
-        rc = note_names(progress[i], "key 'progress'", names, err);
-    if (rc == 0)
-        rc = note_names(t->version_file, "key 'version_file'", names, err);
-    if (rc == 0 && t->hpl_dat) { /* the params that set NB and P x Q in it (hpldat.h) */
-        gpurun_kvlist_set(names, GPURUN_HPL_NB_PARAM, "");
-        gpurun_kvlist_set(names, GPURUN_HPL_GRID_PARAM, "");
-        rc = note_names(t->hpl_dat_from, "key 'hpl_dat_from'", names, err);
-    }
-    for (size_t i = 0; rc == 0 && i < t->nfoms; i++) {
-        const struct gpurun_fom *f = &t->foms[i];
-        const char *const fields[] = {f->file, f->regex, f->header, f->row, f->after, f->units};
-        struct gpurun_conf_shown a;
-        char what[128];
-        snprintf(what, sizeof what, "key 'fom.%s'", gpurun_conf_shown(&a, f->name));
-        for (size_t k = 0; rc == 0 && k < sizeof fields / sizeof *fields; k++)
-            rc = note_names(fields[k], what, names, err);
-    }
-    return rc;
-}
-
-/* "KEY: not used: ..." for the params key `key`, which `used` lacks; `dotted`
- * is the job's key that sets it ("params.npme", "scan.params.npme"). */
-static int unused_param(const gpurun_template_t *t, const gpurun_job_t *job, const char *key,
-                        const char *dotted, const struct gpurun_kvlist *used, gpurun_error_t *err)
-{
-    const char **names = gpurun_xcalloc(used->n, sizeof *names);
-    for (size_t i = 0; i < used->n; i++)
-        names[i] = used->items[i].key;
-    const char *near = gpurun_conf_closest(key, names, used->n);
-    const char *from = gpurun_job_origin(job, dotted);
-    bool scanned = !strncmp(dotted, "scan.", 5);
-    struct gpurun_conf_shown a, b, c, d;
-    char whom[512], hint[160] = "";
-    if (t)
-        snprintf(whom, sizeof whom, "template '%s' has no '${%s}' and no default of that name",
-                 gpurun_conf_shown(&a, t->name), gpurun_conf_shown(&b, key));
-    else
-        snprintf(whom, sizeof whom, "the command has no '${%s}'", gpurun_conf_shown(&b, key));
-    if (near)
-        snprintf(hint, sizeof hint, " (did you mean '%sparams.%s'?)", scanned ? "scan." : "",
-                 gpurun_conf_shown(&c, near));
-    free(names);
-    return gpurun_err(err, GPURUN_EXIT_CONFIG, "%s: key '%s': not used: %s%s", from,
-                      gpurun_conf_shown(&d, dotted), whom, hint);
-}
-
-int gpurun_template_check_params(const gpurun_template_t *t, const gpurun_job_t *job,
-                                 gpurun_error_t *err)
-{
-    struct gpurun_kvlist used = {0};
-    int rc = used_names(t, job, &used, err);
-    for (size_t i = 0; rc == 0 && i < job->params.n; i++)
-        if (!gpurun_kvlist_get(&used, job->params.items[i].key)) {
-            char *dotted = gpurun_xasprintf("params.%s", job->params.items[i].key);
-            rc = unused_param(t, job, job->params.items[i].key, dotted, &used, err);
-            free(dotted);
-        }
-    /* A scan over a parameter nothing uses would run the same thing N times. */
-    for (size_t i = 0; rc == 0 && i < job->nscan; i++)
-        if (!strncmp(job->scan[i].key, "params.", 7) && !gpurun_kvlist_get(&used, job->scan[i].key + 7)) {
-            char *dotted = gpurun_xasprintf("scan.%s", job->scan[i].key);
-            rc = unused_param(t, job, job->scan[i].key + 7, dotted, &used, err);
-            free(dotted);
-        }
-    gpurun_kvlist_clear(&used);
-    return rc;
-}
-
 /* ---- entry points ----------------------------------------------------- */
 
 int gpurun_stop_signal_number(const char *name)
@@ -1032,16 +923,35 @@ int gpurun_template_parse_file(const char *path, gpurun_template_t **tp, gpurun_
     return rc;
 }
 
-int gpurun_template_load(const char *path, gpurun_template_t **tp, gpurun_error_t *err)
+/* The keys a base gives whole (template_base.c).  A string: `n` is 0. A list: `n` is its count. */
+const struct gpurun_template_key gpurun_template_keys[] = {
+#define S(k) {#k, offsetof(gpurun_template_t, k), 0}
+#define L(k, cnt) {#k, offsetof(gpurun_template_t, k), offsetof(gpurun_template_t, cnt)}
+    S(description),     S(command),        S(gpu_args),          S(progress),
+    S(progress_groups), S(progress_file),  S(progress_after),    S(progress_total),
+    S(progress_total_file), S(progress_total_regex), S(progress_units), S(progress_name),
+    S(progress_scale),  S(rank_env),       S(hpl_dat),           S(hpl_dat_from),
+    S(version),         S(version_file),   L(setup, nsetup),     L(inputs, ninputs),
+    L(restart, nrestart), L(tune_space, ntune_space), L(tune_short, ntune_short),
+    {"sanity", offsetof(gpurun_template_t, sanity_forms), offsetof(gpurun_template_t, nsanity)},
+    {"failure", offsetof(gpurun_template_t, failure), offsetof(gpurun_template_t, nfailure)},
+    {"container", 0, 0},
+    {"stop_signal", 0, 0}, /* numbers, copied */
+    {"stop_grace", 0, 0},
+#undef S
+#undef L
+};
+#define NKEYS (sizeof gpurun_template_keys / sizeof *gpurun_template_keys)
+const size_t gpurun_template_nkeys = NKEYS;
+_Static_assert(NKEYS <= 64, "one bit per key in gpurun_template_t's own");
+
+unsigned long long gpurun_template_own_keys(const struct gpurun_conf_ctx *ctx)
 {
-    if (gpurun_template_parse_file(path, tp, err) < 0)
-        return -1;
-    if (gpurun_template_inherit(*tp, err) < 0) {
-        gpurun_template_destroy(*tp);
-        *tp = NULL;
-        return -1;
-    }
-    return 0;
+    unsigned long long own = 0;
+    for (size_t i = 0; i < NKEYS; i++)
+        if (gpurun_conf_record_line(ctx, gpurun_template_keys[i].name))
+            own |= 1ULL << i;
+    return own;
 }
 
 void gpurun_template_destroy(gpurun_template_t *t)
@@ -1112,33 +1022,6 @@ void gpurun_template_destroy(gpurun_template_t *t)
     gpurun_kvlist_clear(&t->env);
     gpurun_kvlist_clear(&t->defaults);
     free(t);
-}
-
-int gpurun_template_for_job(const gpurun_job_t *job, gpurun_template_t **tp, gpurun_error_t *err)
-{
-    *tp = NULL;
-    if (job->template_name) {
-        char *path;
-        if (job->template_file) /* gpurun rerun: the kept copy, not what the search finds now */
-            path = gpurun_xstrdup(job->template_file);
-        else if (gpurun_template_find(job->template_name, job->dir, &path, err) < 0)
-            return gpurun_job_locate(job, "template", err);
-        int rc = gpurun_template_load(path, tp, err);
-        free(path);
-        if (rc < 0)
-            return -1;
-    } else if (!job->command) {
-        return gpurun_err(err, GPURUN_EXIT_CONFIG,
-                          "%s: the job names neither a template nor a command; add `template = \"NAME\"` or "
-                          "`command = \"PROGRAM ARGS\"`",
-                          job->path ? job->path : job->name);
-    }
-    if (gpurun_template_check_params(*tp, job, err) < 0) {
-        gpurun_template_destroy(*tp);
-        *tp = NULL;
-        return -1;
-    }
-    return 0;
 }
 
 static void set_long(struct gpurun_kvlist *names, const char *key, long v)

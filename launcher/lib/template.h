@@ -11,7 +11,7 @@
 
 #include "container.h"
 #include "error.h"
-#include "job.h"
+#include "expand.h"
 #include "util.h"
 
 struct gpurun_fom {
@@ -132,66 +132,26 @@ bool gpurun_search_installed(const char *sub, const char *name, const char *foun
 char **gpurun_search_path(const char *job_dir, size_t *np);
 void gpurun_search_path_free(char **dirs, size_t n);
 
-/* Read a template file, and its base's keys that it does not set (as
- * gpurun_template_inherit); errors name the file, line and key (exit 2). */
-int gpurun_template_load(const char *path, gpurun_template_t **tp, gpurun_error_t *err);
 /* The text of a template alone: a `base` it names is not read (t->base
  * says it; t->command and t->description may then be NULL). */
 int gpurun_template_parse(const char *text, size_t len, const char *label, gpurun_template_t **tp,
                           gpurun_error_t *err);
 /* The file alone, as gpurun_template_parse. */
 int gpurun_template_parse_file(const char *path, gpurun_template_t **tp, gpurun_error_t *err);
-/* The keys of t's base (and its base's, at most 7 deep) that t does not
- * set, the base found on the search path from t's folder (t->path's):
- * strings and lists whole, defaults and env name by name, figures by
- * title, a container block whole.  Nothing when t has no base.  Exit 2:
- * the base not found or not readable, a loop, or no command or
- * description in either. */
-int gpurun_template_inherit(gpurun_template_t *t, gpurun_error_t *err);
-/* Internal (template.c, template_base.c): the `own` bits of a file read. */
+/* Internal (template.c, template_base.c): the keys a base gives whole,
+ * each at its offset in gpurun_template_t (a list: `n` is its count's
+ * offset, else 0), and the `own` bits of a file read, one per key. */
+struct gpurun_template_key {
+    const char *name;
+    size_t off, n;
+};
+extern const struct gpurun_template_key gpurun_template_keys[];
+extern const size_t gpurun_template_nkeys;
 struct gpurun_conf_ctx;
 unsigned long long gpurun_template_own_keys(const struct gpurun_conf_ctx *ctx);
 void gpurun_template_destroy(gpurun_template_t *t);
 /* A new run: its regexes' budget and the failure patterns' time, nothing spent. */
 void gpurun_template_regex_reset(gpurun_template_t *t);
-
-/* The job's template, found on the search path and read (NULL for a job
- * that gives a command instead), its params checked as below.  A template
- * not found is reported on the job's line of `template` (or its --set); a
- * job with neither template nor command is an error.  Exit 2 either way. */
-int gpurun_template_for_job(const gpurun_job_t *job, gpurun_template_t **tp, gpurun_error_t *err);
-
-/* Every params key of `job` must be used (SPEC §2: an unknown key is an
- * error): a default of the template `t`, or a ${key} in a string gpurun
- * expands from it (command, gpu_args, setup, each fom's file, regex,
- * header, row, after and units) or from the job (its command; the only one
- * when `t` is NULL).  An unused key is an error (exit 2) naming where it was
- * set: "job.conf:12: key 'params.nstep': not used: template 'gromacs' has
- * no '${nstep}' and no default of that name (did you mean 'params.nsteps'?)",
- * or "--set params.nstep=10: key ...". */
-int gpurun_template_check_params(const gpurun_template_t *t, const gpurun_job_t *job,
-                                 gpurun_error_t *err);
-
-/* ${name} expansion: every ${name} in `in` is replaced by lookup(name).
- * A name lookup does not know is an error naming it and `what` (exit 2):
- * "WHAT: '${nstep}' is not set (did you mean '${nsteps}'?)"; the suggestion
- * needs the names, so it is made when lookup is gpurun_kvlist_lookup.
- * name is [A-Za-z_][A-Za-z0-9_]*; "${" without "}" is an error too.
- * No other character is special. */
-typedef const char *(*gpurun_lookup_fn)(const char *name, void *ctx);
-int gpurun_expand(const char *in, gpurun_lookup_fn lookup, void *ctx, const char *what, char **outp,
-                  gpurun_error_t *err);
-
-/* The job's own ${name}s, as the run (or, before the node is known, the
- * batch script) sees them. */
-struct gpurun_job_values {
-    const char *job, *template_name, *job_dir, *run_dir;
-    long nodes, ranks_per_node, ranks, gpus_per_rank, threads_per_rank, repeat;
-};
-
-/* The names of those values, as ${name}s (gpurun.conf(5), EXPANSION);
- * NULL-terminated. */
-extern const char *const gpurun_job_value_names[];
 
 /* The table gpurun_expand() reads for a job: its own keys, then the
  * template's defaults (`tpl` may be NULL), then its params, each replacing
@@ -205,28 +165,5 @@ void gpurun_job_names(struct gpurun_kvlist *names, const struct gpurun_job_value
 /* Whether a template's input is one ${NAME} and nothing else: NAME into
  * `name`. */
 bool gpurun_template_input_name(const char *input, char *name, size_t size);
-
-/* A gpurun_kvlist (util.h) is the usual table of names for
- * gpurun_expand(): set the weakest first (template defaults, then params,
- * then job keys) and pass gpurun_kvlist_lookup with the list as ctx. */
-
-/* Split a command line into words the way a POSIX shell splits a simple
- * command: blanks separate, '...' and "..." quote, backslash escapes; no
- * expansion of any kind, and no operators (;, |, &, <, >, `, $( are refused
- * with exit 2: gpurun never hands a command to a shell). */
-int gpurun_split_words(const char *line, char ***argvp, gpurun_error_t *err);
-
-/* The same, with every ${name} expanded as the line is split: a value stays
- * inside the word it is in, whatever it holds (a job_dir with a blank or a
- * quote is one piece of one word, never parsed again), in quotes or not.
- * One exception: a ${name} that is a whole unquoted word by itself and not
- * one of the job's own values (job, template, job_dir, run_dir and the
- * numbers) gives the words of its value, split as above without expansion,
- * so that a params value may hold several arguments (args = "-n 5"); an
- * empty one gives none.  Errors as gpurun_expand() and gpurun_split_words()
- * give them (exit 2). */
-int gpurun_expand_words(const char *line, gpurun_lookup_fn lookup, void *ctx, const char *what, char ***argvp,
-                        gpurun_error_t *err);
-void gpurun_free_words(char **argv);
 
 #endif

@@ -15,44 +15,13 @@
 #include <string.h>
 
 #include "confparse.h"
-#include "template.h"
+#include "template_base.h"
 #include "util.h"
 
 /* A base's base, and so on, at most this deep: a loop ends here too. */
 #define BASE_DEPTH_MAX 8
 
-/* The keys taken whole.  A string: `n` is 0. A list: `n` is its count. */
-static const struct key {
-    const char *name;
-    size_t off, n;
-} keys[] = {
-#define S(k) {#k, offsetof(gpurun_template_t, k), 0}
-#define L(k, cnt) {#k, offsetof(gpurun_template_t, k), offsetof(gpurun_template_t, cnt)}
-    S(description),     S(command),        S(gpu_args),          S(progress),
-    S(progress_groups), S(progress_file),  S(progress_after),    S(progress_total),
-    S(progress_total_file), S(progress_total_regex), S(progress_units), S(progress_name),
-    S(progress_scale),  S(rank_env),       S(hpl_dat),           S(hpl_dat_from),
-    S(version),         S(version_file),   L(setup, nsetup),     L(inputs, ninputs),
-    L(restart, nrestart), L(tune_space, ntune_space), L(tune_short, ntune_short),
-    {"sanity", offsetof(gpurun_template_t, sanity_forms), offsetof(gpurun_template_t, nsanity)},
-    {"failure", offsetof(gpurun_template_t, failure), offsetof(gpurun_template_t, nfailure)},
-    {"container", 0, 0},
-    {"stop_signal", 0, 0}, /* numbers, copied */
-    {"stop_grace", 0, 0},
-#undef S
-#undef L
-};
-#define NKEYS (sizeof keys / sizeof *keys)
-_Static_assert(NKEYS <= 64, "one bit per key in gpurun_template_t's own");
-
-unsigned long long gpurun_template_own_keys(const struct gpurun_conf_ctx *ctx)
-{
-    unsigned long long own = 0;
-    for (size_t i = 0; i < NKEYS; i++)
-        if (gpurun_conf_record_line(ctx, keys[i].name))
-            own |= 1ULL << i;
-    return own;
-}
+static const struct gpurun_template_key *const keys = gpurun_template_keys;
 
 static void swap_ptr(void *a, void *b)
 {
@@ -73,7 +42,7 @@ static void swap_size(size_t *a, size_t *b)
  * after, with what `t` had). */
 static void take_keys(gpurun_template_t *t, gpurun_template_t *b)
 {
-    for (size_t i = 0; i < NKEYS; i++) {
+    for (size_t i = 0; i < gpurun_template_nkeys; i++) {
         if (t->own & (1ULL << i))
             continue;
         if (!strcmp(keys[i].name, "container")) {
@@ -203,4 +172,16 @@ static int inherit(gpurun_template_t *t, int depth, gpurun_error_t *err)
 int gpurun_template_inherit(gpurun_template_t *t, gpurun_error_t *err)
 {
     return inherit(t, 0, err);
+}
+
+int gpurun_template_load(const char *path, gpurun_template_t **tp, gpurun_error_t *err)
+{
+    if (gpurun_template_parse_file(path, tp, err) < 0)
+        return -1;
+    if (gpurun_template_inherit(*tp, err) < 0) {
+        gpurun_template_destroy(*tp);
+        *tp = NULL;
+        return -1;
+    }
+    return 0;
 }

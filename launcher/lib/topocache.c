@@ -15,7 +15,7 @@
 
 #include "safefile.h"
 #include "topocache.h"
-#include "topology.h"
+#include "topo_model.h"
 #include "util.h"
 
 extern char **environ;

@@ -30,6 +30,7 @@
 #include "manager.h"
 #include "plugin_support.h" /* gpurun_rank_program */
 #include "template.h"
+#include "job_template.h"
 #include "util.h"
 
 /* Per run, on top of the job's timeout: gpurun's own grace period to stop

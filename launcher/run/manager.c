@@ -17,7 +17,7 @@
 
 #include "energy.h"
 #include "manager.h"
-#include "plugin.h"
+#include "plugin_loader.h"
 #include "util.h"
 
 /* The built-in managers: plugins/managers.def lists them. */

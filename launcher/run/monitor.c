@@ -14,7 +14,7 @@
 #include "energy.h"
 #include "monitor.h"
 #include "record.h"
-#include "plugin.h"
+#include "plugin_loader.h"
 #include "util.h"
 
 extern const gpurun_monitor_plugin_t gpurun_monitor_nvml;

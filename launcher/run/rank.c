@@ -1577,7 +1577,7 @@ int gpurun_rank_step(const char *run_dir, char *const *app_argv, const char *pla
     step_set_up_rank(&s, jobenv);
     if (s.local == 0) {
         s.gpu_pcis = host_gpus(&s, run_dir);
-        gpurun_conditions_begin(&s.cond, s.dfd, run_dir, s.host, s.fmode);
+        gpurun_conditions_begin(&s.cond, gpurun_host_plan_entry, s.dfd, run_dir, s.host, s.fmode);
     }
     step_join_mps(&s);
     if (step_open_output(&s, run_dir, err) < 0) {

@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "error.h"
+#include "rank_report.h"
 #include "runfolder.h" /* the run folder's files, shared with launcher/lib */
 
 /* How gpurun run tells its rank steps which folder is theirs: its inode and
@@ -26,12 +27,6 @@
  * SLURM_LOCALID"), read after the launchers' own (GPURUN_LAUNCH_RANK, Open
  * MPI's, PMIx's, PMI's). */
 #define GPURUN_ENV_RANK_VARS "GPURUN_RANK_VARS"
-/* A rank step's reports on its standard output, one line each:
- *   MARK "B RANK {binding}"  MARK "S RANK {status}"  MARK "O RANK line of output" (relay only)
- *   MARK "T RANK {\"signal\":N}": told to stop (SIGTERM, SIGINT, SIGHUP, SIGQUIT) while its program
- *   ran, sent at once: the launcher may kill the rank step before the program ends.  The status
- *   then says "stopped": true and "stop_signal": N. */
-#define GPURUN_MARK "\036gpurun "
 
 /* gpurun-rank --inside FD -- PROGRAM ARGS: report and exec; returns only
  * when the program cannot be started (126/127). */

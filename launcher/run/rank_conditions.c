@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "conditions.h"
-#include "rank.h"
+#include "rank_energy.h"
 #include "record.h"
 #include "util.h"
 #include "rank_conditions.h"
@@ -494,11 +494,12 @@ static json_t *values(const json_t *obj)
 
 /* The run's cores on this host: every local rank's planned cpus; the
  * step's own CPUs when the plan binds none. */
-static void find_cores(struct gpurun_cond_cores *c, int dfd, const char *run_dir, const char *host, mode_t fmode)
+static void find_cores(struct gpurun_cond_cores *c, gpurun_plan_entry_fn plan_entry, int dfd, const char *run_dir,
+                       const char *host, mode_t fmode)
 {
     for (int local = 0; local < 4096; local++) {
         gpurun_error_t e = {0};
-        json_t *entry = gpurun_host_plan_entry(dfd, run_dir, host, local, fmode, &e);
+        json_t *entry = plan_entry(dfd, run_dir, host, local, fmode, &e);
         if (!entry)
             break;
         gpurun_cond_cores_add(c, json_string_value(json_object_get(entry, "cpus")));
@@ -532,12 +533,12 @@ static double env_seconds(const char *name, double dflt)
     return v && *v && !*end && isfinite(s) && s >= 0.2 && s <= 86400 ? s : dflt;
 }
 
-void gpurun_conditions_begin(struct gpurun_conditions_probe *p, int dfd, const char *run_dir, const char *host,
-                             mode_t fmode)
+void gpurun_conditions_begin(struct gpurun_conditions_probe *p, gpurun_plan_entry_fn plan_entry, int dfd,
+                             const char *run_dir, const char *host, mode_t fmode)
 {
     memset(p, 0, sizeof *p);
     p->cores = gpurun_xcalloc(1, sizeof *p->cores);
-    find_cores(p->cores, dfd, run_dir, host, fmode);
+    find_cores(p->cores, plan_entry, dfd, run_dir, host, fmode);
     gpurun_error_t e;
     if (gpurun_cond_threshold(getenv(GPURUN_ENV_BUSY_SHARE), &p->threshold, &e) < 0)
         p->threshold = GPURUN_COND_SHARE_DEFAULT; /* gpurun itself refused it and said so */
@@ -629,45 +630,3 @@ void gpurun_conditions_free(struct gpurun_conditions_probe *p)
     free(p->scan);
     memset(p, 0, sizeof *p);
 }
-
-#ifndef GPURUN_RANK_LEAN
-#include "monitor.h"
-
-void gpurun_conditions_gpu_answer(const char *const *pcis, int n)
-{
-    const gpurun_monitor_plugin_t *plugin;
-    gpurun_error_t err = {0};
-    struct gpurun_gpu_health *h = NULL;
-    int nh = 0;
-    char driver[96];
-    json_t *gpus = json_array();
-    if (gpurun_monitor_find("nvml", &plugin, &err) == 0 && plugin->health &&
-        plugin->health(&h, &nh, driver, sizeof driver, &err) == 0) {
-        for (int i = 0; i < nh; i++) {
-            bool ours = false;
-            for (int k = 0; k < n && !ours; k++)
-                ours = !strcasecmp(h[i].pci, pcis[k]);
-            if (!ours)
-                continue;
-            json_t *pids = json_array();
-            for (int k = 0; k < h[i].nprocs && k < GPURUN_HEALTH_PIDS_MAX; k++)
-                json_array_append_new(pids, json_integer(h[i].pids[k]));
-            json_array_append_new(gpus, json_pack("{s:s, s:i, s:i, s:o, s:o}", "pci", h[i].pci, "sm_clock_mhz",
-                                                  h[i].sm_clock_mhz, "sm_clock_max_mhz", h[i].sm_clock_max_mhz,
-                                                  "throttle", h[i].throttle_known ? json_integer((json_int_t)h[i].throttle)
-                                                                                  : json_null(),
-                                                  "pids", pids));
-        }
-    }
-    free(h);
-    json_t *doc = json_pack("{s:o}", "gpus", gpus);
-    char *text = json_dumps(doc, JSON_COMPACT | JSON_ENSURE_ASCII);
-    json_decref(doc);
-    if (text) {
-        size_t len = strlen(text);
-        text[len] = '\n'; /* one line: the rank step reads up to it */
-        gpurun_write_all(STDOUT_FILENO, text, len + 1);
-        free(text);
-    }
-}
-#endif

@@ -23,7 +23,7 @@
 #include <jansson.h>
 
 #include "conditions.h"
-#include "rank_energy.h"
+#include "error.h"
 
 /* What gpurun tells the rank steps: the interval (seconds, the job's
  * progress_interval; 0 or unset: GPURUN_CONDITIONS_DEFAULT_S) and its pid
@@ -33,6 +33,12 @@
 #define GPURUN_CONDITIONS_DEFAULT_S 60.0
 
 struct gpurun_conditions_scan; /* the last /proc scan's processes */
+struct gpurun_energy_watch;   /* rank_energy.h: the GPU helper */
+
+/* Local rank `local`'s entry of its host's plan: rank.h's
+ * gpurun_host_plan_entry, passed in by the rank step (which owns the plan). */
+typedef json_t *(*gpurun_plan_entry_fn)(int dfd, const char *run_dir, const char *host, int local, mode_t fmode,
+                                        gpurun_error_t *err);
 
 struct gpurun_conditions_probe {
     bool on;
@@ -52,10 +58,10 @@ struct gpurun_conditions_probe {
 };
 
 /* On the host's first rank step: find the run's cores there (the host
- * plan's, read through the run folder `dfd`; the step's own CPUs when the
- * plan binds none) and take the first sample.  Not on: nothing. */
-void gpurun_conditions_begin(struct gpurun_conditions_probe *p, int dfd, const char *run_dir, const char *host,
-                             mode_t fmode);
+ * plan's, each local rank's entry read by `plan_entry` through the run folder
+ * `dfd`; the step's own CPUs when the plan binds none) and take the first sample.  Not on: nothing. */
+void gpurun_conditions_begin(struct gpurun_conditions_probe *p, gpurun_plan_entry_fn plan_entry, int dfd,
+                             const char *run_dir, const char *host, mode_t fmode);
 /* How long a poll may wait before the next sample is due (ms; -1: none). */
 int gpurun_conditions_wait_ms(const struct gpurun_conditions_probe *p);
 /* The host's figures so far, when a sample is due (or `final`, the end's),
@@ -64,9 +70,5 @@ int gpurun_conditions_wait_ms(const struct gpurun_conditions_probe *p);
 json_t *gpurun_conditions_sample(struct gpurun_conditions_probe *p, const char *host, struct gpurun_energy_watch *gw,
                                  bool final);
 void gpurun_conditions_free(struct gpurun_conditions_probe *p);
-
-/* In the GPU helper (`gpurun rank --energy`): the GPUs `pcis` as
- * gpurun_conditions_sample wants them, one line on standard output. */
-void gpurun_conditions_gpu_answer(const char *const *pcis, int n);
 
 #endif

@@ -26,7 +26,46 @@
 
 #ifndef GPURUN_RANK_LEAN
 #include "monitor.h"
-#include "rank_conditions.h"
+
+/* Moved whole from rank_conditions.c: the helper's answer to a conditions
+ * sample's question. */
+void gpurun_conditions_gpu_answer(const char *const *pcis, int n)
+{
+    const gpurun_monitor_plugin_t *plugin;
+    gpurun_error_t err = {0};
+    struct gpurun_gpu_health *h = NULL;
+    int nh = 0;
+    char driver[96];
+    json_t *gpus = json_array();
+    if (gpurun_monitor_find("nvml", &plugin, &err) == 0 && plugin->health &&
+        plugin->health(&h, &nh, driver, sizeof driver, &err) == 0) {
+        for (int i = 0; i < nh; i++) {
+            bool ours = false;
+            for (int k = 0; k < n && !ours; k++)
+                ours = !strcasecmp(h[i].pci, pcis[k]);
+            if (!ours)
+                continue;
+            json_t *pids = json_array();
+            for (int k = 0; k < h[i].nprocs && k < GPURUN_HEALTH_PIDS_MAX; k++)
+                json_array_append_new(pids, json_integer(h[i].pids[k]));
+            json_array_append_new(gpus, json_pack("{s:s, s:i, s:i, s:o, s:o}", "pci", h[i].pci, "sm_clock_mhz",
+                                                  h[i].sm_clock_mhz, "sm_clock_max_mhz", h[i].sm_clock_max_mhz,
+                                                  "throttle", h[i].throttle_known ? json_integer((json_int_t)h[i].throttle)
+                                                                                  : json_null(),
+                                                  "pids", pids));
+        }
+    }
+    free(h);
+    json_t *doc = json_pack("{s:o}", "gpus", gpus);
+    char *text = json_dumps(doc, JSON_COMPACT | JSON_ENSURE_ASCII);
+    json_decref(doc);
+    if (text) {
+        size_t len = strlen(text);
+        text[len] = '\n'; /* one line: the rank step reads up to it */
+        gpurun_write_all(STDOUT_FILENO, text, len + 1);
+        free(text);
+    }
+}
 
 int gpurun_rank_energy_helper(const char *list)
 {

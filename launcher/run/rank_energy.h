@@ -28,4 +28,8 @@ json_t *gpurun_energy_watch_end(struct gpurun_energy_watch *w, char *why, size_t
 /* gpurun rank --energy PCI,...: the helper itself (not in gpurun-rank). */
 int gpurun_rank_energy_helper(const char *list);
 
+/* In the GPU helper (`gpurun rank --energy`): the GPUs `pcis` as
+ * gpurun_conditions_sample wants them, one line on standard output. */
+void gpurun_conditions_gpu_answer(const char *const *pcis, int n);
+
 #endif

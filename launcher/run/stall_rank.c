@@ -19,7 +19,7 @@
 
 #include <jansson.h>
 
-#include "rank.h"
+#include "rank_report.h"
 #include "safefile.h"
 #include "stall_rank.h"
 #include "util.h"

@@ -19,6 +19,7 @@
 
 #include "conditions.h"
 #include "progress.h"
+#include "progress_template.h"
 #include "results.h"
 #include "runstatus.h"
 #include "safefile.h"

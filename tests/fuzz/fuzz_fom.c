@@ -12,6 +12,7 @@
 
 #include "fom.h"
 #include "template.h"
+#include "template_base.h"
 
 static const char *const shipped[] = {"generic", "gromacs", "lammps", "hpl", "cg",
                                       "netcheck", "hpcg", "nccl-tests", "stream",
