@@ -243,27 +243,6 @@ static void print_quoted(char *const *argv)
     free(b.s);
 }
 
-/* A value that is not UTF-8 is kept as it is, not dropped: writing the
- * document then fails, naming the file, instead of a record that lies. */
-json_t *run_kv_json(const struct gpurun_kvlist *kv)
-{
-    json_t *o = json_object();
-    for (size_t i = 0; i < kv->n; i++) {
-        json_t *v = json_string(kv->items[i].value);
-        json_object_set_new_nocheck(o, kv->items[i].key, v ? v : json_string_nocheck(kv->items[i].value));
-    }
-    return o;
-}
-
-char *run_iso_time(time_t t)
-{
-    char buf[32];
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return gpurun_xstrdup(buf);
-}
-
 /* The variables ranks on other hosts must inherit.  mpirun passes on only
  * what -x names (and warns about a name that is not set); GPURUN_TOPOLOGY
  * is how each host's rank step finds its own topology (%h), and
@@ -463,103 +442,6 @@ static void collect_ranks(struct gpurun_outcome *oc, int nranks, const char *sel
     json_decref(stops);
 }
 
-/* Ranks that reported nothing, not even a binding: their host never
- * started them (down, unreachable, refused by the launcher) and wrote
- * nothing, so no host name is known: said by the node the plan gave them,
- * as ranges ("node 3 (ranks 6-7)"), in one pass over the ranks. */
-static bool silent_rank(const struct rank_result *rr, int i)
-{
-    return json_is_null(json_array_get(rr->bindings, (size_t)i)) &&
-           json_is_null(json_array_get(rr->statuses, (size_t)i));
-}
-
-void run_unstarted_ranks(const gpurun_plan_t *plan, struct rank_result *rr)
-{
-    char *out = rr->unstarted;
-    size_t size = sizeof rr->unstarted, used = 0;
-    out[0] = '\0';
-    for (int i = 0; i < plan->nranks && used < size; i++) {
-        if (!silent_rank(rr, i))
-            continue;
-        int node = plan->ranks[i].node, from = i;
-        while (i + 1 < plan->nranks && silent_rank(rr, i + 1) && plan->ranks[i + 1].node == node)
-            i++;
-        if (from == i)
-            used += (size_t)snprintf(out + used, size - used, "%snode %d (rank %d)", used ? ", " : "", node, from);
-        else
-            used += (size_t)snprintf(out + used, size - used, "%snode %d (ranks %d-%d)", used ? ", " : "", node,
-                                     from, i);
-    }
-    if (used >= size)
-        snprintf(out + size - 5, 5, "...");
-}
-
-const char *run_signal_name(int code)
-{
-    return code > 128 && code < 128 + 65 ? strsignal(code - 128) : NULL;
-}
-
-/* What a launcher said, for a message when it failed alone: its last
- * whole lines outside Open MPI's "-----" help boxes (the line that names
- * the host, as "ssh: Could not resolve hostname h7", comes before the box),
- * without mpirun's warnings about variables -x names; else its last lines. */
-char *run_launcher_tail(int dfd, const char *run_dir)
-{
-    char *p = gpurun_xasprintf("%s/launcher.out", run_dir);
-    char *buf = NULL;
-    size_t len = 0;
-    gpurun_error_t e;
-    char *tail = NULL;
-    int fd = gpurun_open_own_at(dfd, GPURUN_RUN_LAUNCHER_OUT, p, &e);
-    if (fd >= 0 && gpurun_read_fd(fd, p, "launcher output", 16u << 20, &buf, &len, &e) == 0) {
-        enum { KEEP = 8 };
-        const char *kept[KEEP], *all[KEEP];
-        size_t klen[KEEP], alen[KEEP];
-        int nk = 0, na = 0;
-        bool box = false;
-        for (char *line = buf; line < buf + len;) {
-            char *nl = memchr(line, '\n', (size_t)(buf + len - line));
-            size_t ll = nl ? (size_t)(nl - line) : (size_t)(buf + len - line);
-            bool rule = ll >= 10 && strspn(line, "-") >= 10;
-            if (ll) {
-                memmove(all, all + (na == KEEP), sizeof all[0] * (size_t)(na == KEEP ? KEEP - 1 : 0));
-                memmove(alen, alen + (na == KEEP), sizeof alen[0] * (size_t)(na == KEEP ? KEEP - 1 : 0));
-                all[na == KEEP ? KEEP - 1 : na] = line;
-                alen[na == KEEP ? KEEP - 1 : na++] = ll;
-            }
-            if (rule)
-                box = !box;
-            else if (ll && !box && !memmem(line, ll, "could not find environment variable", 35)) {
-                memmove(kept, kept + (nk == KEEP), sizeof kept[0] * (size_t)(nk == KEEP ? KEEP - 1 : 0));
-                memmove(klen, klen + (nk == KEEP), sizeof klen[0] * (size_t)(nk == KEEP ? KEEP - 1 : 0));
-                kept[nk == KEEP ? KEEP - 1 : nk] = line;
-                klen[nk == KEEP ? KEEP - 1 : nk++] = ll;
-            }
-            line += ll + 1;
-        }
-        const char **l = nk ? kept : all;
-        size_t *ln = nk ? klen : alen;
-        int n = nk ? nk : na;
-        size_t total = 1;
-        for (int i = 0; i < n; i++)
-            total += ln[i] + 1;
-        tail = gpurun_xcalloc(1, total);
-        for (int i = 0, o = 0; i < n; i++) {
-            memcpy(tail + o, l[i], ln[i]);
-            o += (int)ln[i];
-            tail[o++] = i + 1 < n ? '\n' : '\0';
-        }
-        free(buf);
-        char *lines = tail;
-        tail = gpurun_xasprintf("%s\n(all of it: %s)", lines, p);
-        free(lines);
-    }
-    if (fd >= 0)
-        close(fd);
-    free(p);
-    return tail;
-}
-
 
 
 /* The variables a rank step sets, by name, for a runtime that passes only
@@ -631,24 +513,6 @@ static char **container_argv(struct run_ctx *c, char *const *app, const char *ru
                                       g0 ? g0->vendor : NULL);
 }
 
-json_t *run_container_json(const struct run_ctx *c, char *const *launched)
-{
-    json_t *argv = json_array();
-    for (char *const *a = launched; *a; a++)
-        json_array_append_new(argv, json_string(*a));
-    json_t *file = c->ctr->have_file
-                       ? json_pack("{s:I, s:I, s:I, s:I}", "size", (json_int_t)c->ctr->file_size, "mtime_ns",
-                                   (json_int_t)c->ctr->file_mtime_ns, "inode", (json_int_t)c->ctr->file_inode,
-                                   "device", (json_int_t)c->ctr->file_dev)
-                       : json_null();
-    return json_pack("{s:s, s:s, s:s, s:s?, s:b, s:s, s:o, s:s, s:s?, s:s?, s:o, s:s?}", "runtime", c->ctr->runtime,
-                     "runtime_path", c->ctr->exe, "image", c->ctr->image, "digest", c->ctr->digest, "image_is_path",
-                     c->ctr->image_is_path, "why", c->ctr->why, "argv", argv, "binding_from",
-                     c->ctr->inside || !strcmp(c->ctr->runtime, "pyxis") ? "inside" : "rank step", "inside_entry",
-                     c->ctr->inside, "inside_note",
-                     c->ctr->inside_note, "image_file", file, "sif_id", c->ctr->sif_id);
-}
-
 /* The table of ${name}s of one run (or dry run) of a configuration. */
 static void run_names(const struct run_ctx *c, const char *run_dir, struct gpurun_kvlist *names)
 {
@@ -704,58 +568,6 @@ static int job_env(const struct run_ctx *c, struct gpurun_kvlist *names, const c
     if (torchrun && rendezvous_settings(c, names, &s, err) < 0)
         return -1;
     return gpurun_rankenv_job(torchrun ? &s : NULL, port, run_dir, c->plan, &c->job->env, env, err);
-}
-
-/* The ranks succeeded: read the figures of merit, then the template's
- * sanity text and the job's reference bands (exit 1 when one fails). */
-int run_check_results(struct run_ctx *c, struct gpurun_kvlist *names, const char *run_dir, gpurun_foms_t *foms, json_t *refs,
-                         const char **state, gpurun_error_t *err)
-{
-    if (!c->tpl) {
-        if (c->job->references.n)
-            gpurun_say(stderr, "gpurun: warning: references need a template's figures of merit; not checked\n");
-        return 0;
-    }
-    if (gpurun_fom_read(c->tpl, run_dir, gpurun_kvlist_lookup, names, NULL, foms, err) < 0) {
-        *state = GPURUN_STATE_SANITY_FAILED;
-        err->code = GPURUN_EXIT_CHECK;
-        return GPURUN_EXIT_CHECK;
-    }
-    char where[512] = "", failed[1024] = "";
-    if (!gpurun_sanity_check(c->tpl, run_dir, gpurun_kvlist_lookup, names, where, sizeof where, failed,
-                             sizeof failed)) {
-        *state = GPURUN_STATE_SANITY_FAILED;
-        gpurun_err(err, GPURUN_EXIT_CHECK, "the ranks ended well, but %s; run folder %s", failed, run_dir);
-        return GPURUN_EXIT_CHECK;
-    }
-    for (size_t i = 0; i < foms->n; i++)
-        if (foms->f[i].n == 0 && !foms->f[i].optional) {
-            *state = GPURUN_STATE_SANITY_FAILED;
-            gpurun_err(err, GPURUN_EXIT_CHECK, "the ranks ended well, but no figure '%s' was found in %s",
-                       foms->f[i].name, foms->f[i].file ? foms->f[i].file : run_dir);
-            return GPURUN_EXIT_CHECK;
-        }
-    int rc = 0;
-    for (size_t r = 0; r < c->job->references.n; r++) {
-        const char *name = c->job->references.items[r].key, *spec = c->job->references.items[r].value;
-        const struct gpurun_fom_values *fv = NULL;
-        for (size_t i = 0; i < foms->n; i++)
-            if (!strcmp(foms->f[i].name, name))
-                fv = &foms->f[i];
-        char why[256] = "";
-        int in = 0;
-        if (!fv || fv->n == 0)
-            snprintf(why, sizeof why, "the template has no figure '%s'", name);
-        else if ((in = gpurun_reference_check(spec, fv->values[fv->n - 1], why, sizeof why, err)) < 0)
-            return err->code;
-        json_object_set_new(refs, name, json_pack("{s:s, s:b}", "spec", spec, "ok", in == 1));
-        if (in != 1 && rc == 0) {
-            *state = GPURUN_STATE_REFERENCE_FAILED;
-            rc = GPURUN_EXIT_CHECK;
-            gpurun_err(err, rc, "reference check failed for %s: %s", name, why);
-        }
-    }
-    return rc;
 }
 
 /* SIGINT/SIGTERM/SIGHUP while the MPS daemon starts (the control program
@@ -996,27 +808,6 @@ static int edit_hpl_dat(struct run_ctx *c, struct run_attempt *a, gpurun_error_t
     free(out);
     free(shown);
     return rc < 0 ? stop_with(a, err->code) : 0;
-}
-
-/* Setup steps run once, in the run folder, before any rank: 0, or -1
- * (stop_with). */
-/* The end of the run folder's `file` into a->tail, read once: its lines
- * that start with `label` only (NULL: all), the cause found with `tpl`'s
- * failure patterns then gpurun's own (NULL: gpurun's own only);
- * a->tail_file names it once read. */
-void run_read_tail(struct run_attempt *a, const char *file, const char *label, const gpurun_template_t *tpl)
-{
-    a->tail_read = true;
-    char *shown = gpurun_xasprintf("%s/%s", a->run_dir, file);
-    gpurun_error_t e;
-    int fd = gpurun_open_own_at(a->dfd, file, shown, &e);
-    if (fd >= 0 && gpurun_rank_tail_read(fd, label, gpurun_failure_lines(), tpl, &a->tail, &e) == 0) {
-        a->tail_file = shown;
-        shown = NULL;
-    }
-    if (fd >= 0)
-        close(fd);
-    free(shown);
 }
 
 static bool stop_noted(struct run_attempt *a, const char *when, int *rcp);

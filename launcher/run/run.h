@@ -10,18 +10,7 @@
 
 #include "error.h"
 #include "job.h"
-
-struct gpurun_run_opts {
-    bool dry_run;
-    bool quiet;          /* no rank output, no status line */
-    bool verbose;
-    const char *results; /* --results DIR, else the job's `results` (relative to the job file) */
-    long configuration;  /* --configuration K: only the scan's K-th (1-based; a batch job of gpurun
-                            submit); 0: every one */
-    json_t *tune;        /* gpurun tune's trial: the record's "tune" object (borrowed); NULL: none */
-    const char *const *sets; /* the command line's KEY=VALUE overrides, in order: the record's provenance */
-    size_t nsets;
-};
+#include "run_opts.h"
 
 /* Returns the exit status of SPEC §1 (0 on success); when it is not 0, err
  * holds the sentence to print. */

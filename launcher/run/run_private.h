@@ -3,7 +3,7 @@
 #define GPURUN_RUN_PRIVATE_H
 
 /* What run.c, outcome.c and run_record.c share: one run's context and attempt, what its
- * ranks reported, and the few steps one file does for the other.  Not an
+ * ranks reported, and what run.c asks of the other two (they ask nothing of it).  Not an
  * interface: only these three include it. */
 
 #include <stdbool.h>
@@ -23,7 +23,7 @@
 #include "plugin.h"
 #include "rank.h"
 #include "rendezvous.h"
-#include "run.h"
+#include "run_opts.h"
 #include "site.h"
 #include "stall.h"
 #include "template.h"
@@ -142,21 +142,12 @@ static inline const char *rank_host(const struct rank_result *rr, int r)
     return r < 0 ? NULL : json_string_value(json_object_get(json_array_get(rr->bindings, (size_t)r), "host"));
 }
 
-/* run.c */
-char *run_launcher_tail(int dfd, const char *run_dir);
-void run_unstarted_ranks(const gpurun_plan_t *plan, struct rank_result *rr);
-const char *run_signal_name(int code);
-void run_read_tail(struct run_attempt *a, const char *file, const char *label, const gpurun_template_t *tpl);
-int run_check_results(struct run_ctx *c, struct gpurun_kvlist *names, const char *run_dir, gpurun_foms_t *foms,
-                      json_t *refs, const char **state, gpurun_error_t *err);
-
-json_t *run_container_json(const struct run_ctx *c, char *const *launched);
-char *run_iso_time(time_t t);
-json_t *run_kv_json(const struct gpurun_kvlist *kv);
-
 /* run_record.c: the run's record, made and kept */
 json_t *run_record(struct run_ctx *c, struct run_attempt *a, int rc, int repeat_index);
 int run_keep_record(struct run_ctx *c, struct run_attempt *a, json_t *record, int rc, gpurun_error_t *err);
+json_t *run_container_json(const struct run_ctx *c, char *const *launched);
+char *run_iso_time(time_t t);
+json_t *run_kv_json(const struct gpurun_kvlist *kv);
 
 /* outcome.c: how a run ended, and what its record and stderr say of it */
 const char *run_sig_abbrev(int sig, char *buf, size_t len);
@@ -165,5 +156,11 @@ int run_decide_outcome(struct run_ctx *c, struct run_attempt *a, gpurun_error_t 
 void run_read_partial_foms(struct run_ctx *c, struct run_attempt *a);
 json_t *run_foms_note(const struct run_ctx *c, const struct run_attempt *a);
 void run_failure_report(struct run_ctx *c, struct run_attempt *a, int rc);
+char *run_launcher_tail(int dfd, const char *run_dir);
+void run_unstarted_ranks(const gpurun_plan_t *plan, struct rank_result *rr);
+const char *run_signal_name(int code);
+void run_read_tail(struct run_attempt *a, const char *file, const char *label, const gpurun_template_t *tpl);
+int run_check_results(struct run_ctx *c, struct gpurun_kvlist *names, const char *run_dir, gpurun_foms_t *foms,
+                      json_t *refs, const char **state, gpurun_error_t *err);
 
 #endif

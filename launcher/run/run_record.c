@@ -37,7 +37,6 @@
 #include "scan.h"
 #include "safefile.h"
 #include "mps.h"
-#include "run.h"
 #include "run_private.h"
 #include "site.h"
 #include "template.h"
@@ -53,6 +52,45 @@
 #include "stall_rank.h"
 #include "torchrun.h"
 #include "util.h"
+
+json_t *run_container_json(const struct run_ctx *c, char *const *launched)
+{
+    json_t *argv = json_array();
+    for (char *const *a = launched; *a; a++)
+        json_array_append_new(argv, json_string(*a));
+    json_t *file = c->ctr->have_file
+                       ? json_pack("{s:I, s:I, s:I, s:I}", "size", (json_int_t)c->ctr->file_size, "mtime_ns",
+                                   (json_int_t)c->ctr->file_mtime_ns, "inode", (json_int_t)c->ctr->file_inode,
+                                   "device", (json_int_t)c->ctr->file_dev)
+                       : json_null();
+    return json_pack("{s:s, s:s, s:s, s:s?, s:b, s:s, s:o, s:s, s:s?, s:s?, s:o, s:s?}", "runtime", c->ctr->runtime,
+                     "runtime_path", c->ctr->exe, "image", c->ctr->image, "digest", c->ctr->digest, "image_is_path",
+                     c->ctr->image_is_path, "why", c->ctr->why, "argv", argv, "binding_from",
+                     c->ctr->inside || !strcmp(c->ctr->runtime, "pyxis") ? "inside" : "rank step", "inside_entry",
+                     c->ctr->inside, "inside_note",
+                     c->ctr->inside_note, "image_file", file, "sif_id", c->ctr->sif_id);
+}
+
+char *run_iso_time(time_t t)
+{
+    char buf[32];
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return gpurun_xstrdup(buf);
+}
+
+/* A value that is not UTF-8 is kept as it is, not dropped: writing the
+ * document then fails, naming the file, instead of a record that lies. */
+json_t *run_kv_json(const struct gpurun_kvlist *kv)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; i < kv->n; i++) {
+        json_t *v = json_string(kv->items[i].value);
+        json_object_set_new_nocheck(o, kv->items[i].key, v ? v : json_string_nocheck(kv->items[i].value));
+    }
+    return o;
+}
 
 /* The hosts the ranks really ran on, in rank order. */
 static json_t *ran_on_hosts(json_t *bindings)
