@@ -123,6 +123,12 @@ struct gpurun_rm_container {
      * (srun --help lists --container-image); bounded (gpurun_rm_query()).
      * When not, `why` (NULL: not asked) says so, naming `program`. */
     bool (*ready)(const char *program, char *why, size_t len);
+    /* The launch command's words that start one process on each of `nodes`
+     * hosts, outside the image, onto which gpurun adds its own command: each
+     * host is planned there before the ranks start in the image ("srun
+     * --mpi=none --nodes=N --ntasks=N --ntasks-per-node=1 ...").  NULL: the
+     * ranks' hosts are planned as any launcher's. */
+    void (*per_node)(char ***argv, int nodes);
 };
 
 /* What a manager's doctor() reports through: struct gpurun_rm_doctor

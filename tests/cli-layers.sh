@@ -45,13 +45,10 @@ ok $? "launcher/lib includes nothing above it$(tr '\n' ' ' <"$TMP/libinc")"
 
 # One seam, whole (issue 41): no Slurm name (its variables, programs,
 # sections) in the code of launcher/, comments aside: plugins/slurm owns
-# them.  What is left is named here with why (FILE: NAME).
-# manager.c: the built-in managers' list (a manager's two lines); run.c:
-# pyxis's planning step (srun, to move with run.c's split); doctor's and
-# gpudirect's fixes name Slurm's settings as advice only.
-allowed='launcher/run/manager.c: gpurun_rm_slurm
-launcher/run/run.c: srun
-launcher/run/doctor.c: Slurm
+# them (the built-in managers' list is plugins/managers.def).  What is left
+# is named here with why (FILE: NAME): doctor's and gpudirect's fixes name
+# Slurm's settings as advice only.
+allowed='launcher/run/doctor.c: Slurm
 launcher/lib/gpudirect.c: Slurm'
 : >"$TMP/slurm"
 for f in $(cd "$top_srcdir" && find launcher -name '*.[ch]' | sort); do

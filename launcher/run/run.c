@@ -499,7 +499,8 @@ static void container_inside(struct run_ctx *c)
     ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
     self[sl > 0 ? sl : 0] = '\0';
     gpurun_container_set_inside(c->ctr, sl > 0 ? gpurun_rank_program(self) : NULL);
-    if (c->ctr->inside && strcmp(c->ctr->runtime, "pyxis")) /* pyxis: the rank step is inside */
+    /* through the manager's launch command (pyxis), the rank step itself is inside */
+    if (c->ctr->inside && !gpurun_rm_of_runtime(c->ctr->runtime))
         setenv(GPURUN_ENV_INSIDE, "1", 1);
     else
         unsetenv(GPURUN_ENV_INSIDE);
@@ -987,22 +988,19 @@ static int supervise_ranks(struct run_ctx *c, struct run_attempt *a, bool tty, g
  * plans every other host (gpurun rank --plan-only: one topology discovery
  * per host, as the hand-off would); the container step then finds each
  * host's plan. */
-static bool pyxis_plans_hosts(const struct run_ctx *c)
+/* A runtime that enters the image through the manager's launch command
+ * (pyxis) plans each host outside the image first (rm.h's per_node). */
+static const struct gpurun_rm_container *plans_hosts_outside(const struct run_ctx *c)
 {
-    return c->ctr && !strcmp(c->ctr->runtime, "pyxis") && c->plan->req.nodes > 1;
+    const gpurun_rm_plugin_t *m = c->ctr && c->plan->req.nodes > 1 ? gpurun_rm_of_runtime(c->ctr->runtime) : NULL;
+    return m && m->container->per_node ? m->container : NULL;
 }
 
-static char **pyxis_plan_argv(const struct run_ctx *c, const char *self, const char *run_dir)
+static char **plan_step_argv(const struct run_ctx *c, const struct gpurun_rm_container *rc, const char *self,
+                             const char *run_dir)
 {
     char **a = gpurun_argv_new();
-    gpurun_argv_add(&a, "srun");
-    gpurun_argv_add(&a, "--mpi=none");
-    gpurun_argv_addf(&a, "--nodes=%d", c->plan->req.nodes);
-    gpurun_argv_addf(&a, "--ntasks=%d", c->plan->req.nodes);
-    gpurun_argv_add(&a, "--ntasks-per-node=1");
-    gpurun_argv_add(&a, "--cpu-bind=none");
-    gpurun_argv_add(&a, "--kill-on-bad-exit=1");
-    gpurun_argv_add(&a, "--export=ALL");
+    rc->per_node(&a, c->plan->req.nodes);
     gpurun_argv_add(&a, self);
     gpurun_argv_add(&a, "rank");
     gpurun_argv_add(&a, "--plan-only");
@@ -1013,7 +1011,8 @@ static char **pyxis_plan_argv(const struct run_ctx *c, const char *self, const c
 
 /* Runs the planning step, its output in plan-step.log: 0, or -1
  * (stop_with) with what it said (the host that cannot run its ranks). */
-static int pyxis_plan_hosts(struct run_ctx *c, struct run_attempt *a, const char *self, gpurun_error_t *err)
+static int plan_hosts_outside(struct run_ctx *c, struct run_attempt *a, const struct gpurun_rm_container *rc,
+                              const char *self, gpurun_error_t *err)
 {
     char *log = gpurun_xasprintf("%s/plan-step.log", a->run_dir);
     int fd = gpurun_create_at(a->dfd, "plan-step.log", O_RDWR | O_APPEND, a->fmode);
@@ -1022,9 +1021,8 @@ static int pyxis_plan_hosts(struct run_ctx *c, struct run_attempt *a, const char
         free(log);
         return stop_with(a, GPURUN_EXIT_ENV);
     }
-    char **argv = pyxis_plan_argv(c, self, a->run_dir);
+    char **argv = plan_step_argv(c, rc, self, a->run_dir);
     int code = gpurun_run_step(argv, a->dfd, a->run_dir, fd, err);
-    gpurun_free_words(argv);
     if (code > 0) {
         char said[4096];
         off_t end = lseek(fd, 0, SEEK_END);
@@ -1032,10 +1030,11 @@ static int pyxis_plan_hosts(struct run_ctx *c, struct run_attempt *a, const char
         ssize_t n = end > 0 ? pread(fd, said, (size_t)(end - from), from) : 0;
         said[n > 0 ? n : 0] = '\0';
         gpurun_err(err, GPURUN_EXIT_ENV,
-                   "pyxis: the step that plans each host outside the image (srun, one gpurun rank --plan-only per "
+                   "%s: the step that plans each host outside the image (%s, one gpurun rank --plan-only per "
                    "node) failed with exit status %d: no rank was started; run folder %s; it said (%s):\n%s",
-                   code, a->run_dir, log, said[0] ? said : "(nothing)");
+                   rc->runtime, argv[0], code, a->run_dir, log, said[0] ? said : "(nothing)");
     }
+    gpurun_free_words(argv);
     close(fd);
     free(log);
     return code != 0 ? stop_with(a, err->code) : 0;
@@ -1082,7 +1081,8 @@ static int launch_ranks(struct run_ctx *c, struct run_attempt *a, gpurun_error_t
     } else {
         unsetenv(GPURUN_ENV_STALL_SIGNAL);
     }
-    if (pyxis_plans_hosts(c) && pyxis_plan_hosts(c, a, self, err) < 0)
+    const struct gpurun_rm_container *outside = plans_hosts_outside(c);
+    if (outside && plan_hosts_outside(c, a, outside, self, err) < 0)
         return -1;
     char *export_env[24];
     export_names(export_env);
@@ -1380,10 +1380,12 @@ static void dry_run_container(const struct run_ctx *c)
     if (c->ctr) {
         gpurun_say(stdout, "# container: %s; image %s%s%s\n", c->ctr->why, c->ctr->image,
                    c->ctr->digest ? ", digest " : "", c->ctr->digest ? c->ctr->digest : "");
-        if (!strcmp(c->ctr->runtime, "pyxis"))
+        const gpurun_rm_plugin_t *m = gpurun_rm_of_runtime(c->ctr->runtime); /* pyxis: srun's */
+        if (m)
             gpurun_say(stdout,
-                       "# pyxis: srun enters the image before each task, so the rank step itself runs inside it "
-                       "and reports the binding from there\n");
+                       "# %s: %s enters the image before each task, so the rank step itself runs inside it "
+                       "and reports the binding from there\n",
+                       c->ctr->runtime, m->launcher->name);
         else if (c->ctr->inside)
             gpurun_say(stdout,
                        "# binding reported from inside the container: its entry is %s " GPURUN_INSIDE_ARG " %d\n",
@@ -1454,9 +1456,9 @@ static void dry_run(struct run_ctx *c, char *const *app, const struct gpurun_lau
     print_quoted(app);
     if (plan_step) {
         gpurun_say(stdout,
-                   "# pyxis on %d nodes: first a step outside the image plans each host gpurun does not (one task per "
+                   "# %s on %d nodes: first a step outside the image plans each host gpurun does not (one task per "
                    "node; no CUDA MPS daemon there), then the container step:\n",
-                   c->plan->req.nodes);
+                   c->ctr->runtime, c->plan->req.nodes);
         print_quoted(plan_step);
     }
     for (int i = 0; i < cmds->count; i++) {
@@ -1511,7 +1513,8 @@ static int dry_run_config(struct run_ctx *c, gpurun_error_t *err)
     if (job_env(c, &names, rd, 0, &env, err) < 0) /* rd names no folder yet: nothing is checked there */
         rc = err->code;
     else if (c->launcher->commands(&lr, &cmds, err) == 0) {
-        char **plan_step = pyxis_plans_hosts(c) ? pyxis_plan_argv(c, self, rd) : NULL;
+        const struct gpurun_rm_container *outside = plans_hosts_outside(c);
+        char **plan_step = outside ? plan_step_argv(c, outside, self, rd) : NULL;
         dry_run(c, app, &cmds, plan_step, &env);
         if (plan_step)
             gpurun_free_words(plan_step);

@@ -53,6 +53,19 @@ static bool slurm_pyxis_ready(const char *srun, char *why, size_t len)
     return ready;
 }
 
+/* One srun task per node, outside the image (no --container-image). */
+static void slurm_pyxis_per_node(char ***argv, int nodes)
+{
+    gpurun_argv_add(argv, "srun");
+    gpurun_argv_add(argv, "--mpi=none");
+    gpurun_argv_addf(argv, "--nodes=%d", nodes);
+    gpurun_argv_addf(argv, "--ntasks=%d", nodes);
+    gpurun_argv_add(argv, "--ntasks-per-node=1");
+    gpurun_argv_add(argv, "--cpu-bind=none");
+    gpurun_argv_add(argv, "--kill-on-bad-exit=1");
+    gpurun_argv_add(argv, "--export=ALL");
+}
+
 /* NVIDIA's pyxis SPANK plugin (and enroot): srun enters the image before
  * each task starts. */
 static const struct gpurun_rm_container slurm_pyxis = {
@@ -61,6 +74,7 @@ static const struct gpurun_rm_container slurm_pyxis = {
     .install = "pyxis and enroot (https://github.com/NVIDIA/pyxis) in Slurm's plugstack.conf",
     .outside = "no SLURM_JOB_ID",
     .ready = slurm_pyxis_ready,
+    .per_node = slurm_pyxis_per_node,
 };
 
 /* slurmstepd's words through srun ("*** STEP 12.0 ON h1 CANCELLED AT ...
