@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "error.h"
+#include "plugin_support.h" /* struct gpurun_rm_doctor: how doctor lines are said */
 
 /* 2: gpurun_gpu_stats gained the energy counter's figures;
  * 3: gpurun_gpu_health gained the processes on the GPU */
@@ -104,6 +105,10 @@ typedef struct gpurun_monitor_plugin {
      * test hook: the GPUs it reads are marked so in the record); NULL:
      * none.  Honoured for built-in monitors only. */
     const char *library_env;
+    /* Its lines in gpurun doctor (the driver, energy counters, each GPU's
+     * health), for the node's `ngpus` GPUs of its vendors (> 0), said
+     * through d (plugin_support.h); NULL: none. */
+    void (*doctor)(const struct gpurun_rm_doctor *d, int ngpus);
 } gpurun_monitor_plugin_t;
 
 /* --- gpurun's side (launcher/run/monitor.c) ----------------------------------- */

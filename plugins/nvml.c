@@ -442,6 +442,99 @@ static int nvml_health(struct gpurun_gpu_health **healthp, int *np, char *driver
 
 static const char *const nvml_vendors[] = {"nvidia", NULL};
 
+/* --- gpurun doctor ---------------------------------------------------------- */
+
+/* One GPU's line: its link, clocks, temperature and power, and what holds
+ * it back (a narrow link, throttling, a lowered power limit). */
+static void nvml_doctor_gpu(const struct gpurun_rm_doctor *d, const struct gpurun_gpu_health *g)
+{
+    char id[32], title[64], detail[512] = "", problem[512] = "";
+    const char *fix = NULL;
+    snprintf(id, sizeof id, "gpu%d", g->index);
+    snprintf(title, sizeof title, "GPU %d health", g->index);
+    size_t dl = 0;
+    int st = 0;
+    if (g->pcie_gen > 0 && g->pcie_width > 0)
+        dl += (size_t)snprintf(detail + dl, sizeof detail - dl, "%s PCIe Gen%d x%d (max Gen%d x%d)", g->pci,
+                               g->pcie_gen, g->pcie_width, g->pcie_gen_max, g->pcie_width_max);
+    else
+        dl += (size_t)snprintf(detail + dl, sizeof detail - dl, "%s", g->pci);
+    if (g->sm_clock_mhz > 0 && dl < sizeof detail)
+        dl += (size_t)snprintf(detail + dl, sizeof detail - dl, ", SM %d of %d MHz", g->sm_clock_mhz,
+                               g->sm_clock_max_mhz);
+    if (g->temperature_c >= 0 && dl < sizeof detail)
+        dl += (size_t)snprintf(detail + dl, sizeof detail - dl, ", %d C", g->temperature_c);
+    if (g->power_w >= 0 && dl < sizeof detail)
+        dl += (size_t)snprintf(detail + dl, sizeof detail - dl, ", %.0f W of %.0f W", g->power_w,
+                               g->power_limit_w);
+    unsigned long long bad = GPURUN_THROTTLE_HW_SLOWDOWN | GPURUN_THROTTLE_HW_THERMAL |
+                             GPURUN_THROTTLE_SW_THERMAL | GPURUN_THROTTLE_HW_POWER_BRAKE;
+    if (g->pcie_width > 0 && g->pcie_width_max > 0 && g->pcie_width < g->pcie_width_max) {
+        st = 1;
+        snprintf(problem, sizeof problem, "PCIe link x%d of x%d", g->pcie_width, g->pcie_width_max);
+        fix = "reseat the GPU or check the slot and BIOS bifurcation: a narrow link cuts host-GPU bandwidth";
+    } else if (g->throttle_known && (g->throttle & bad)) {
+        st = 1;
+        snprintf(problem, sizeof problem, "clocks held down:%s%s%s%s",
+                 g->throttle & GPURUN_THROTTLE_HW_SLOWDOWN ? " HW slowdown" : "",
+                 g->throttle & GPURUN_THROTTLE_HW_THERMAL ? " HW thermal" : "",
+                 g->throttle & GPURUN_THROTTLE_SW_THERMAL ? " SW thermal" : "",
+                 g->throttle & GPURUN_THROTTLE_HW_POWER_BRAKE ? " power brake" : "");
+        fix = "check cooling, airflow and power supply (nvidia-smi -q -d PERFORMANCE shows the reasons)";
+    } else if (g->power_limit_w > 0 && g->power_default_limit_w > 0 &&
+               g->power_limit_w < 0.95 * g->power_default_limit_w) {
+        st = 1;
+        snprintf(problem, sizeof problem, "power limit %.0f W, below the default %.0f W", g->power_limit_w,
+                 g->power_default_limit_w);
+        fix = "raise it (sudo nvidia-smi -pl DEFAULT) or ask the admins why the GPU is capped";
+    }
+    if (st == 0 && g->pcie_gen > 0 && g->pcie_gen < g->pcie_gen_max)
+        gpurun_rm_check(d, id, title, st, fix, "%s (an idle GPU lowers its link speed; check under load)", detail);
+    else if (st == 0)
+        gpurun_rm_check(d, id, title, st, fix, "%s", detail);
+    else
+        gpurun_rm_check(d, id, title, st, fix, "%s: %s", problem, detail);
+}
+
+/* The driver, the energy counters and each GPU's health, for the node's
+ * `ngpus` NVIDIA GPUs (its topology's). */
+static void nvml_doctor(const struct gpurun_rm_doctor *d, int ngpus)
+{
+    gpurun_error_t err = {0};
+    struct gpurun_gpu_health *h = NULL;
+    int nh = 0;
+    char driver[96] = "";
+    if (nvml_health(&h, &nh, driver, sizeof driver, &err) < 0) {
+        gpurun_rm_check(d, "driver", "NVIDIA driver", 2,
+              "install the NVIDIA driver (nvidia-smi must work) and reboot if its kernel module is new",
+              "%d NVIDIA GPU%s on the PCI bus, but %s", ngpus, ngpus == 1 ? "" : "s", err.text);
+        return;
+    }
+    if (nh != ngpus)
+        gpurun_rm_check(d, "driver", "NVIDIA driver", 1,
+              "check nvidia-smi and dmesg for GPUs that fell off the bus (Xid errors), or CUDA_VISIBLE_DEVICES-style "
+              "limits of a container",
+              "driver %s; NVML sees %d GPU%s, the topology %d", driver[0] ? driver : "?", nh, nh == 1 ? "" : "s",
+              ngpus);
+    else
+        gpurun_rm_check(d, "driver", "NVIDIA driver", 0, NULL, "driver %s; NVML sees all %d GPU%s",
+              driver[0] ? driver : "(version unknown)", nh, nh == 1 ? "" : "s");
+
+    int counters = 0;
+    for (int i = 0; i < nh; i++)
+        counters += h[i].energy_counter;
+    if (counters == nh)
+        gpurun_rm_check(d, "energy_gpu", "GPU energy", 0, NULL,
+              "NVML's energy counter reads on all %d GPU%s: their energy is recorded", nh, nh == 1 ? "" : "s");
+    else
+        gpurun_rm_check(d, "energy_gpu", "GPU energy", 1,
+              "GPUs before Volta have no energy counter: their energy is estimated from the power samples",
+              "NVML's energy counter reads on %d of %d GPUs", counters, nh);
+    for (int i = 0; i < nh; i++)
+        nvml_doctor_gpu(d, &h[i]);
+    free(h);
+}
+
 const gpurun_monitor_plugin_t gpurun_monitor_nvml = {
     .abi = GPURUN_MONITOR_ABI,
     .name = "nvml",
@@ -452,4 +545,5 @@ const gpurun_monitor_plugin_t gpurun_monitor_nvml = {
     .health = nvml_health,
     .vendors = nvml_vendors,
     .library_env = "GPURUN_NVML_LIBRARY",
+    .doctor = nvml_doctor,
 };

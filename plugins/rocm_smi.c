@@ -450,6 +450,37 @@ static int rocm_health(struct gpurun_gpu_health **healthp, int *np, char *driver
 
 static const char *const rocm_vendors[] = {"amd", NULL};
 
+/* --- gpurun doctor ---------------------------------------------------------- */
+
+/* AMD GPUs' energy and power: whether ROCm SMI is there and its energy
+ * counter reads (MI100 and later). */
+static void rocm_doctor(const struct gpurun_rm_doctor *d, int ngpus)
+{
+    gpurun_error_t err = {0};
+    struct gpurun_gpu_health *h = NULL;
+    int nh = 0;
+    char driver[96] = "";
+    (void)ngpus; /* the driver line is doctor's own (amdgpu loaded) */
+    if (rocm_health(&h, &nh, driver, sizeof driver, &err) < 0) {
+        gpurun_rm_check(d, "energy_gpu_amd", "AMD GPU energy", 1,
+              "install ROCm's rocm-smi-lib (librocm_smi64.so): gpurun reads the AMD GPUs' energy and power through it",
+              "the runs record no energy or power of the AMD GPUs: %s", err.text);
+        return;
+    }
+    int counters = 0;
+    for (int i = 0; i < nh; i++)
+        counters += h[i].energy_counter;
+    free(h);
+    if (nh > 0 && counters == nh)
+        gpurun_rm_check(d, "energy_gpu_amd", "AMD GPU energy", 0, NULL,
+              "ROCm SMI's energy counter reads on all %d ROCm SMI device%s (driver %s): their energy is recorded", nh,
+              nh == 1 ? "" : "s", driver[0] ? driver : "?");
+    else
+        gpurun_rm_check(d, "energy_gpu_amd", "AMD GPU energy", 1,
+              "GPUs before MI100 have no energy counter: their energy is estimated from the power samples",
+              "ROCm SMI's energy counter reads on %d of %d devices", counters, nh);
+}
+
 const gpurun_monitor_plugin_t gpurun_monitor_rocm_smi = {
     .abi = GPURUN_MONITOR_ABI,
     .name = "rocm_smi",
@@ -460,4 +491,5 @@ const gpurun_monitor_plugin_t gpurun_monitor_rocm_smi = {
     .health = rocm_health,
     .vendors = rocm_vendors,
     .library_env = "GPURUN_ROCM_SMI_LIBRARY",
+    .doctor = rocm_doctor,
 };

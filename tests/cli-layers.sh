@@ -62,4 +62,17 @@ sort -u "$TMP/slurm" | comm -23 - "$TMP/slurm.allowed" >"$TMP/slurm.left"
 [ ! -s "$TMP/slurm.left" ]
 ok $? "no Slurm name in launcher/'s code$(head -8 "$TMP/slurm.left" | sed '1s/^/: /' | tr '\n' ' ' | cut -c1-400)"
 
+# Monitors say what they handle (issue 41): no monitor's name in the code of
+# launcher/ (the built-in ones are listed in plugins/monitors.def); hwloc's
+# own names of NVML's OS devices ("nvml0") are the topology's, not a monitor.
+: >"$TMP/mon"
+for f in $(cd "$top_srcdir" && find launcher -name '*.[ch]' | sort); do
+    cpp -fpreprocessed -P -w "$top_srcdir/$f" 2>/dev/null |
+        grep -oE '"nvml"|"rocm_smi"|gpurun_monitor_(nvml|rocm_smi)' | sort -u | sed "s#^#$f: #" >>"$TMP/mon"
+done
+printf '%s\n' 'launcher/lib/gpu_partitions.c: "nvml"' 'launcher/lib/topology.c: "nvml"' >"$TMP/mon.allowed"
+sort -u "$TMP/mon" | comm -23 - "$TMP/mon.allowed" >"$TMP/mon.left"
+[ ! -s "$TMP/mon.left" ]
+ok $? "no monitor named in launcher/'s code$(head -8 "$TMP/mon.left" | sed '1s/^/: /' | tr '\n' ' ' | cut -c1-400)"
+
 done_testing

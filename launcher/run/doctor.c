@@ -247,56 +247,24 @@ static void check_energy(struct doctor *d, const char *root)
           "%s", line);
 }
 
-/* The health of every GPU the monitor `name` sees, and the driver's
- * version; -1 with err when the monitor cannot tell. */
-static int monitor_health(const char *name, struct gpurun_gpu_health **h, int *nh, char *driver, size_t driver_len,
-                          gpurun_error_t *err)
-{
-    const gpurun_monitor_plugin_t *p;
-    if (gpurun_monitor_find(name, &p, err) < 0)
-        return -1;
-    if (!p->health)
-        return gpurun_err(err, GPURUN_EXIT_ENV, "the %s monitor reports no health", name);
-    return p->health(h, nh, driver, driver_len, err);
-}
-
-/* How many of the GPUs' energy counters read. */
-static int energy_counters(const struct gpurun_gpu_health *h, int nh)
+/* How many of the node's GPUs (partitions counted once) are of one of
+ * `vendors` (a monitor's). */
+static int gpus_of(const gpurun_topo_t *t, const char *const *vendors)
 {
     int n = 0;
-    for (int i = 0; i < nh; i++)
-        n += h[i].energy_counter;
+    for (int i = 0; vendors && i < t->ngpus; i++)
+        for (const char *const *v = vendors; *v && first_of_pci(t, i); v++)
+            if (!strcmp(t->gpus[i].vendor, *v)) {
+                n++;
+                break;
+            }
     return n;
 }
 
-/* AMD GPUs' energy and power: whether ROCm SMI is there and its energy
- * counter reads (MI100 and later). */
-static void check_amd_energy(struct doctor *d)
-{
-    gpurun_error_t err = {0};
-    struct gpurun_gpu_health *h = NULL;
-    int nh = 0;
-    char driver[96] = "";
-    if (monitor_health("rocm_smi", &h, &nh, driver, sizeof driver, &err) < 0) {
-        check(d, "energy_gpu_amd", "AMD GPU energy", GPURUN_CHECK_WARN,
-              "install ROCm's rocm-smi-lib (librocm_smi64.so): gpurun reads the AMD GPUs' energy and power through it",
-              "the runs record no energy or power of the AMD GPUs: %s", err.text);
-        return;
-    }
-    int counters = energy_counters(h, nh);
-    free(h);
-    if (nh > 0 && counters == nh)
-        check(d, "energy_gpu_amd", "AMD GPU energy", GPURUN_CHECK_PASS, NULL,
-              "ROCm SMI's energy counter reads on all %d ROCm SMI device%s (driver %s): their energy is recorded", nh,
-              nh == 1 ? "" : "s", driver[0] ? driver : "?");
-    else
-        check(d, "energy_gpu_amd", "AMD GPU energy", GPURUN_CHECK_WARN,
-              "GPUs before MI100 have no energy counter: their energy is estimated from the power samples",
-              "ROCm SMI's energy counter reads on %d of %d devices", counters, nh);
-}
-
-/* Driver and health; NVML only for NVIDIA GPUs. */
-static void check_driver(struct doctor *d, const gpurun_gdr_probe_t *probe, int nnvidia, int namd)
+/* The kernel driver of AMD GPUs (the probe's), then each built-in
+ * monitor's own lines for the GPUs of its vendors (driver, energy,
+ * health: plugins/monitor.h's doctor). */
+static void check_driver(struct doctor *d, const gpurun_gdr_probe_t *probe, const gpurun_topo_t *t, int namd)
 {
     if (namd > 0) {
         if (probe->amdgpu)
@@ -306,88 +274,16 @@ static void check_driver(struct doctor *d, const gpurun_gdr_probe_t *probe, int 
             check(d, "driver_amd", "AMD driver", GPURUN_CHECK_FAIL,
                   "install ROCm's amdgpu-dkms and reboot (rocm-smi should then list the GPUs)",
                   "AMD GPUs are on the PCI bus, but the amdgpu kernel driver is not loaded");
-        check_amd_energy(d);
     }
-    if (nnvidia == 0)
-        return;
-    gpurun_error_t err = {0};
-    struct gpurun_gpu_health *h = NULL;
-    int nh = 0;
-    char driver[96] = "";
-    if (monitor_health("nvml", &h, &nh, driver, sizeof driver, &err) < 0) {
-        check(d, "driver", "NVIDIA driver", GPURUN_CHECK_FAIL,
-              "install the NVIDIA driver (nvidia-smi must work) and reboot if its kernel module is new",
-              "%d NVIDIA GPU%s on the PCI bus, but %s", nnvidia, nnvidia == 1 ? "" : "s", err.text);
-        return;
+    struct gpurun_rm_doctor rd = {.ctx = d, .check = rm_check, .tool_line = rm_tool_line};
+    const char *name;
+    for (size_t i = 0; (name = gpurun_monitor_builtin_name(i)); i++) {
+        const gpurun_monitor_plugin_t *m;
+        gpurun_error_t e;
+        int n;
+        if (gpurun_monitor_find(name, &m, &e) == 0 && m->doctor && (n = gpus_of(t, m->vendors)) > 0)
+            m->doctor(&rd, n);
     }
-    if (nh != nnvidia)
-        check(d, "driver", "NVIDIA driver", GPURUN_CHECK_WARN,
-              "check nvidia-smi and dmesg for GPUs that fell off the bus (Xid errors), or CUDA_VISIBLE_DEVICES-style "
-              "limits of a container",
-              "driver %s; NVML sees %d GPU%s, the topology %d", driver[0] ? driver : "?", nh, nh == 1 ? "" : "s",
-              nnvidia);
-    else
-        check(d, "driver", "NVIDIA driver", GPURUN_CHECK_PASS, NULL, "driver %s; NVML sees all %d GPU%s",
-              driver[0] ? driver : "(version unknown)", nh, nh == 1 ? "" : "s");
-
-    int counters = energy_counters(h, nh);
-    if (counters == nh)
-        check(d, "energy_gpu", "GPU energy", GPURUN_CHECK_PASS, NULL,
-              "NVML's energy counter reads on all %d GPU%s: their energy is recorded", nh, nh == 1 ? "" : "s");
-    else
-        check(d, "energy_gpu", "GPU energy", GPURUN_CHECK_WARN,
-              "GPUs before Volta have no energy counter: their energy is estimated from the power samples",
-              "NVML's energy counter reads on %d of %d GPUs", counters, nh);
-    for (int i = 0; i < nh; i++) {
-        const struct gpurun_gpu_health *g = &h[i];
-        char id[32], title[64], detail[512] = "", problem[512] = "";
-        const char *fix = NULL;
-        snprintf(id, sizeof id, "gpu%d", g->index);
-        snprintf(title, sizeof title, "GPU %d health", g->index);
-        size_t dl = 0;
-        enum gpurun_check_status st = GPURUN_CHECK_PASS;
-        if (g->pcie_gen > 0 && g->pcie_width > 0)
-            dl += (size_t)snprintf(detail + dl, sizeof detail - dl, "%s PCIe Gen%d x%d (max Gen%d x%d)", g->pci,
-                                   g->pcie_gen, g->pcie_width, g->pcie_gen_max, g->pcie_width_max);
-        else
-            dl += (size_t)snprintf(detail + dl, sizeof detail - dl, "%s", g->pci);
-        if (g->sm_clock_mhz > 0 && dl < sizeof detail)
-            dl += (size_t)snprintf(detail + dl, sizeof detail - dl, ", SM %d of %d MHz", g->sm_clock_mhz,
-                                   g->sm_clock_max_mhz);
-        if (g->temperature_c >= 0 && dl < sizeof detail)
-            dl += (size_t)snprintf(detail + dl, sizeof detail - dl, ", %d C", g->temperature_c);
-        if (g->power_w >= 0 && dl < sizeof detail)
-            dl += (size_t)snprintf(detail + dl, sizeof detail - dl, ", %.0f W of %.0f W", g->power_w,
-                                   g->power_limit_w);
-        unsigned long long bad = GPURUN_THROTTLE_HW_SLOWDOWN | GPURUN_THROTTLE_HW_THERMAL |
-                                 GPURUN_THROTTLE_SW_THERMAL | GPURUN_THROTTLE_HW_POWER_BRAKE;
-        if (g->pcie_width > 0 && g->pcie_width_max > 0 && g->pcie_width < g->pcie_width_max) {
-            st = GPURUN_CHECK_WARN;
-            snprintf(problem, sizeof problem, "PCIe link x%d of x%d", g->pcie_width, g->pcie_width_max);
-            fix = "reseat the GPU or check the slot and BIOS bifurcation: a narrow link cuts host-GPU bandwidth";
-        } else if (g->throttle_known && (g->throttle & bad)) {
-            st = GPURUN_CHECK_WARN;
-            snprintf(problem, sizeof problem, "clocks held down:%s%s%s%s",
-                     g->throttle & GPURUN_THROTTLE_HW_SLOWDOWN ? " HW slowdown" : "",
-                     g->throttle & GPURUN_THROTTLE_HW_THERMAL ? " HW thermal" : "",
-                     g->throttle & GPURUN_THROTTLE_SW_THERMAL ? " SW thermal" : "",
-                     g->throttle & GPURUN_THROTTLE_HW_POWER_BRAKE ? " power brake" : "");
-            fix = "check cooling, airflow and power supply (nvidia-smi -q -d PERFORMANCE shows the reasons)";
-        } else if (g->power_limit_w > 0 && g->power_default_limit_w > 0 &&
-                   g->power_limit_w < 0.95 * g->power_default_limit_w) {
-            st = GPURUN_CHECK_WARN;
-            snprintf(problem, sizeof problem, "power limit %.0f W, below the default %.0f W", g->power_limit_w,
-                     g->power_default_limit_w);
-            fix = "raise it (sudo nvidia-smi -pl DEFAULT) or ask the admins why the GPU is capped";
-        }
-        if (st == GPURUN_CHECK_PASS && g->pcie_gen > 0 && g->pcie_gen < g->pcie_gen_max)
-            check(d, id, title, st, fix, "%s (an idle GPU lowers its link speed; check under load)", detail);
-        else if (st == GPURUN_CHECK_PASS)
-            check(d, id, title, st, fix, "%s", detail);
-        else
-            check(d, id, title, st, fix, "%s: %s", problem, detail);
-    }
-    free(h);
 }
 
 /* GPUs with a high-speed NIC at PIX/PXB: returns how many. */
@@ -602,7 +498,7 @@ int gpurun_doctor_run(const struct gpurun_doctor_opts *opts, json_t **reportp, g
     check_managers(&d);
     check_hwloc(&d, t);
     check_gpus(&d, t);
-    check_driver(&d, probe, nnvidia, namd);
+    check_driver(&d, probe, t, namd);
     check_energy(&d, opts->root);
     int near = t->ngpus > 0 ? check_affinity(&d, t) : 0;
     check_gpudirect(&d, probe, nnvidia, namd, near, npci);

@@ -17,14 +17,17 @@
 #include "plugin_loader.h"
 #include "util.h"
 
-extern const gpurun_monitor_plugin_t gpurun_monitor_nvml;
-extern const gpurun_monitor_plugin_t gpurun_monitor_rocm_smi;
+/* The built-in monitors: plugins/monitors.def lists them. */
+#define GPURUN_MONITOR_BUILTIN(name) extern const gpurun_monitor_plugin_t gpurun_monitor_##name;
+#include "monitors.def"
+#undef GPURUN_MONITOR_BUILTIN
 
+#define GPURUN_MONITOR_BUILTIN(name) &gpurun_monitor_##name,
 static const void *const builtin[] = {
-    &gpurun_monitor_nvml,
-    &gpurun_monitor_rocm_smi,
+#include "monitors.def"
     NULL,
 };
+#undef GPURUN_MONITOR_BUILTIN
 
 #define DEFAULT_INTERVAL_S 1.0
 

@@ -27,18 +27,14 @@
 #ifndef GPURUN_RANK_LEAN
 #include "monitor.h"
 
-/* Moved whole from rank_conditions.c: the helper's answer to a conditions
- * sample's question. */
-void gpurun_conditions_gpu_answer(const char *const *pcis, int n)
+/* The health of the GPUs at `pcis` that one monitor sees, onto gpus. */
+static void add_health(const gpurun_monitor_plugin_t *plugin, const char *const *pcis, int n, json_t *gpus)
 {
-    const gpurun_monitor_plugin_t *plugin;
     gpurun_error_t err = {0};
     struct gpurun_gpu_health *h = NULL;
     int nh = 0;
     char driver[96];
-    json_t *gpus = json_array();
-    if (gpurun_monitor_find("nvml", &plugin, &err) == 0 && plugin->health &&
-        plugin->health(&h, &nh, driver, sizeof driver, &err) == 0) {
+    if (plugin->health && plugin->health(&h, &nh, driver, sizeof driver, &err) == 0) {
         for (int i = 0; i < nh; i++) {
             bool ours = false;
             for (int k = 0; k < n && !ours; k++)
@@ -56,6 +52,21 @@ void gpurun_conditions_gpu_answer(const char *const *pcis, int n)
         }
     }
     free(h);
+}
+
+/* Moved whole from rank_conditions.c: the helper's answer to a conditions
+ * sample's question, from every built-in monitor that reports health (each
+ * sees the GPUs of its vendors). */
+void gpurun_conditions_gpu_answer(const char *const *pcis, int n)
+{
+    json_t *gpus = json_array();
+    const char *name;
+    for (size_t i = 0; (name = gpurun_monitor_builtin_name(i)); i++) {
+        const gpurun_monitor_plugin_t *plugin;
+        gpurun_error_t err;
+        if (gpurun_monitor_find(name, &plugin, &err) == 0)
+            add_health(plugin, pcis, n, gpus);
+    }
     json_t *doc = json_pack("{s:o}", "gpus", gpus);
     char *text = json_dumps(doc, JSON_COMPACT | JSON_ENSURE_ASCII);
     json_decref(doc);
