@@ -14,6 +14,7 @@
 #include <openssl/evp.h>
 
 #include "confparse.h"
+#include "tool.h"
 #include "inputs.h"
 #include "provenance.h"
 #include "record.h"

@@ -188,3 +188,32 @@ int gpurun_tool_run(char *const argv[], double timeout_s, size_t max, char **out
     int e;
     return gpurun_tool_exec(&t, outp, statusp, &e) < 0 ? -1 : 0;
 }
+
+int gpurun_capture(char *const argv[], char *out, size_t outlen, int timeout_ms, char *why, size_t len)
+{
+    struct gpurun_tool t = {.argv = argv, .stdin_fd = -1, .merge_stderr = true,
+                            .timeout_s = timeout_ms > 0 ? timeout_ms / 1000.0 : TOOL_TIMEOUT_S,
+                            .max = outlen > 1 ? outlen - 1 : 1};
+    char *o = NULL;
+    int status = 0, e = 0;
+    out[0] = '\0';
+    if (gpurun_tool_exec(&t, &o, &status, &e) < 0) {
+        snprintf(why, len, "cannot run %s: %s", argv[0], strerror(e));
+        return -1;
+    }
+    snprintf(out, outlen, "%s", o);
+    free(o);
+    if (status == 124) {
+        snprintf(why, len, "%s did not answer within %d s (stopped)", argv[0], timeout_ms / 1000);
+        return -1;
+    }
+    if (status != 0) {
+        char first[160];
+        out[strcspn(out, "\r\n")] = '\0'; /* its first line */
+        gpurun_short_text(first, sizeof first, out);
+        snprintf(why, len, "%s failed (%s %d)%s%s", argv[0], status > 128 ? "signal" : "exit status",
+                 status > 128 ? status - 128 : status, *first ? ": " : "", first);
+        return -1;
+    }
+    return 0;
+}

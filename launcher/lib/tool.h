@@ -28,4 +28,9 @@ int gpurun_tool_exec(const struct gpurun_tool *t, char **outp, int *statusp, int
  * limit of timeout_s (0: 10 s); -1 when it could not be started. */
 int gpurun_tool_run(char *const argv[], double timeout_s, size_t max, char **outp, int *statusp);
 
+/* A program's first answer (a --version): standard output and error into
+ * out (cut to outlen), at most timeout_ms; 0, or -1 with why (it could not
+ * start, ran out of time, or failed: its first line). */
+int gpurun_capture(char *const argv[], char *out, size_t outlen, int timeout_ms, char *why, size_t len);
+
 #endif

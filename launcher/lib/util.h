@@ -170,10 +170,5 @@ char *gpurun_which(const char *prog);
  * progress_interval; template key stop_grace).  -1: not a duration. */
 int gpurun_parse_duration(const char *s, long *out);
 
-/* argv's standard output and error, at most `outlen` - 1 bytes of it, in
- * `timeout_ms` at most (argv[0] found on PATH, stdin /dev/null, no shell):
- * 0, or -1 with why (it could not run, did not end in time: killed, or
- * ended with a failure). */
-int gpurun_capture(char *const argv[], char *out, size_t outlen, int timeout_ms, char *why, size_t len);
 
 #endif
