@@ -124,6 +124,15 @@ static void test_ended(void)
            GPURUN_RM_END_NONE, "Flux: a job cancelled (gpurun stopped it) is not a time limit");
     is_int(f->ended("rank 0: type=timeout in the program's own words\n"), GPURUN_RM_END_NONE,
            "Flux: the words outside an exception line are not Flux's");
+    /* gpurun_rm_output_says(), which both read through: one line must hold
+     * all the words; the last line needs no line break. */
+    is_int(s->ended("*** STEP 3.0 ON h1 CANCELLED AT 10:12\nDUE TO TIME LIMIT ***\n"), GPURUN_RM_END_NONE,
+           "Slurm: the words split over two lines are not its words");
+    is_int(s->ended("x\n*** STEP 3.0 ON h1 CANCELLED AT 10:12 DUE TO NODE FAILURE"), GPURUN_RM_END_NODE_FAILURE,
+           "Slurm: a last line without a line break is read");
+    is_int(s->ended(""), GPURUN_RM_END_NONE, "Slurm: no output, no end");
+    is_int(f->ended("1s: job.exception f1 type=node-failure \n2s: job.exception f1 type=timeout \n"),
+           GPURUN_RM_END_NODE_FAILURE, "Flux: the first line that says one decides");
 }
 
 static const char *origin(const struct gpurun_rm_site *site, const char *key)

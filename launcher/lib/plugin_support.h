@@ -125,6 +125,14 @@ enum gpurun_rm_id_bytes { GPURUN_RM_ID_DIGITS, GPURUN_RM_ID_ASCII, GPURUN_RM_ID_
  * start, or 0: none. */
 size_t gpurun_rm_job_id(const char *out, const char *ends, enum gpurun_rm_id_bytes bytes, size_t max,
                         const char **idp);
+/* A launcher's output read line by line for what the manager said of the
+ * step: each row of `rules` is up to GPURUN_RM_LINE_WORDS words (unused
+ * ones NULL) that one line must all hold.  The index of the first row that
+ * a line holds, the rows tried in order on each line from the first line;
+ * -1 when no line holds one.  slurm's "CANCELLED AT ... DUE TO TIME
+ * LIMIT", flux's "job.exception ... type=timeout". */
+#define GPURUN_RM_LINE_WORDS 4
+int gpurun_rm_output_says(const char *out, const char *const rules[][GPURUN_RM_LINE_WORDS], size_t nrules);
 /* What a manager's doctor() reports through: one line each (status 0 PASS,
  * 1 WARN, 2 FAIL; fix NULL on PASS), and a tool's one line of output (its
  * first line holding `want`, else its first; its last when it fails), its

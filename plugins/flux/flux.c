@@ -46,22 +46,13 @@ static int flux_allocation(struct gpurun_rm_alloc *a)
  * are a node lost. */
 static enum gpurun_rm_end flux_ended(const char *out)
 {
-    enum gpurun_rm_end why = GPURUN_RM_END_NONE;
-    for (const char *line = out; line && *line && why == GPURUN_RM_END_NONE;) {
-        const char *nl = strchr(line, '\n');
-        size_t n = nl ? (size_t)(nl - line) : strlen(line);
-        char *one = strndup(line, n);
-        if (!one)
-            abort();
-        if (strstr(one, "job.exception ") && strstr(one, " type=timeout "))
-            why = GPURUN_RM_END_TIME_LIMIT;
-        else if (strstr(one, "job.exception ") &&
-                 (strstr(one, " type=node-failure ") || strstr(one, " type=lost-shell ")))
-            why = GPURUN_RM_END_NODE_FAILURE;
-        free(one);
-        line = nl ? nl + 1 : NULL;
-    }
-    return why;
+    static const char *const said[][GPURUN_RM_LINE_WORDS] = {{"job.exception ", " type=timeout "},
+                                                             {"job.exception ", " type=node-failure "},
+                                                             {"job.exception ", " type=lost-shell "}};
+    static const enum gpurun_rm_end as[] = {GPURUN_RM_END_TIME_LIMIT, GPURUN_RM_END_NODE_FAILURE,
+                                            GPURUN_RM_END_NODE_FAILURE};
+    int r = gpurun_rm_output_says(out, said, sizeof as / sizeof *as);
+    return r < 0 ? GPURUN_RM_END_NONE : as[r];
 }
 
 /* `flux batch` with the script on its standard input (it reads one from

@@ -81,21 +81,11 @@ static const struct gpurun_rm_container slurm_pyxis = {
  * DUE TO TIME LIMIT ***", "... DUE TO NODE FAILURE, ..."). */
 static enum gpurun_rm_end slurm_ended(const char *out)
 {
-    enum gpurun_rm_end why = GPURUN_RM_END_NONE;
-    for (const char *line = out; line && *line && why == GPURUN_RM_END_NONE;) {
-        const char *nl = strchr(line, '\n');
-        size_t n = nl ? (size_t)(nl - line) : strlen(line);
-        char *one = strndup(line, n);
-        if (!one)
-            abort();
-        if (strstr(one, " CANCELLED AT ") && strstr(one, " DUE TO TIME LIMIT"))
-            why = GPURUN_RM_END_TIME_LIMIT;
-        else if (strstr(one, " CANCELLED AT ") && strstr(one, " DUE TO NODE FAILURE"))
-            why = GPURUN_RM_END_NODE_FAILURE;
-        free(one);
-        line = nl ? nl + 1 : NULL;
-    }
-    return why;
+    static const char *const said[][GPURUN_RM_LINE_WORDS] = {{" CANCELLED AT ", " DUE TO TIME LIMIT"},
+                                                             {" CANCELLED AT ", " DUE TO NODE FAILURE"}};
+    static const enum gpurun_rm_end as[] = {GPURUN_RM_END_TIME_LIMIT, GPURUN_RM_END_NODE_FAILURE};
+    int r = gpurun_rm_output_says(out, said, sizeof as / sizeof *as);
+    return r < 0 ? GPURUN_RM_END_NONE : as[r];
 }
 
 /* `sbatch --parsable` with the script on its standard input (sbatch reads a
