@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "axis.h"
 #include "job.h"
 #include "scan.h"
 #include "tap.h"
@@ -161,8 +162,47 @@ static void test_template_names(void)
     gpurun_template_destroy(t);
 }
 
+/* The one enumeration scan and tune share (axis.h): first axis outermost,
+ * a neighbor differs in one axis only, the text in axis order. */
+static void test_axes(void)
+{
+    char *a0[] = {"1", "2", NULL}, *a1[] = {"x", "y", "z", NULL}, *a2[] = {"8", "16", NULL};
+    struct gpurun_axis ax[] = {{.key = "nodes", .texts = a0, .n = 2},
+                               {.key = "params.m", .texts = a1, .n = 3},
+                               {.key = "threads_per_rank", .texts = a2, .n = 2}};
+    ok(gpurun_axes_count(ax, 3) == 12 && gpurun_axes_count(ax, 0) == 1, "12 configurations of 2 x 3 x 2; 1 of none");
+    /* k = 7 = 1*6 + 0*2 + 1: nodes=2 params.m=x threads_per_rank=16 */
+    ok(gpurun_axes_pick(ax, 3, 7, 0) == 1 && gpurun_axes_pick(ax, 3, 7, 1) == 0 && gpurun_axes_pick(ax, 3, 7, 2) == 1,
+       "configuration 7 is values 1, 0, 1");
+    size_t nb = gpurun_axes_neighbor(ax, 3, 7, 1, 2);
+    ok(nb == 11 && gpurun_axes_pick(ax, 3, nb, 0) == 1 && gpurun_axes_pick(ax, 3, nb, 2) == 1,
+       "its neighbor with params.m=z is 11, the other axes as they were (%zu)", nb);
+    size_t n = 0;
+    char **sets = gpurun_axes_sets(ax, 3, 7, &n);
+    ok(n == 3 && !strcmp(sets[0], "nodes=2") && !strcmp(sets[1], "params.m=x") &&
+           !strcmp(sets[2], "threads_per_rank=16") && !sets[3],
+       "its assignments, in axis order");
+    for (size_t i = 0; i < n; i++)
+        free(sets[i]);
+    free(sets);
+    char *t = gpurun_axes_text(ax, 3, 11, ", "), *none = gpurun_axes_text(ax, 0, 0, " ");
+    is_str(t, "nodes=2, params.m=z, threads_per_rank=16", "configuration 11 as text");
+    is_str(none, "", "no axes: an empty text");
+    free(t);
+    free(none);
+    struct gpurun_axis copy;
+    long vals[] = {1, 2};
+    ax[0].values = vals;
+    gpurun_axis_copy(&copy, &ax[0]);
+    ok(copy.key != ax[0].key && copy.texts != a0 && copy.values != vals && copy.values[1] == 2 &&
+           !strcmp(copy.texts[1], "2") && !copy.texts[2],
+       "a copy is deep");
+    gpurun_axis_free(&copy);
+}
+
 int main(void)
 {
+    test_axes();
     test_enumeration();
     test_errors();
     test_template_names();

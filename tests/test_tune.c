@@ -45,10 +45,10 @@ static void test_block(void)
         return;
     ok(job->ntune == 3, "three axes, in file order (%zu)", job->ntune);
     ok(job->ntune == 3 && !strcmp(job->tune[0].key, "threads_per_rank") && job->tune[0].n == 3 &&
-           !strcmp(job->tune[0].values[2], "4") && job->tune[0].line == 3,
+           !strcmp(job->tune[0].texts[2], "4") && job->tune[0].line == 3,
        "tune.threads_per_rank = {1, 2, 4} on line 3");
     ok(job->ntune == 3 && !strcmp(job->tune[1].key, "params.x") && job->tune[1].n == 3 &&
-           !strcmp(job->tune[1].values[1], "b c") && !strcmp(job->tune[1].values[2], "3") && job->tune[1].line == 4,
+           !strcmp(job->tune[1].texts[1], "b c") && !strcmp(job->tune[1].texts[2], "3") && job->tune[1].line == 4,
        "tune.params.x keeps its strings, an unquoted 3 too, on line 4");
 
     struct gpurun_tune_space sp;

@@ -319,11 +319,8 @@ static gpurun_job_t *trial_job(const struct tune *t, const struct cand *c, bool 
             gpurun_job_destroy(job);
             return NULL;
         }
-    for (size_t i = 0; i < job->nscan; i++) { /* one layout per trial */
-        free(job->scan[i].key);
-        free(job->scan[i].values);
-        gpurun_free_words(job->scan[i].texts);
-    }
+    for (size_t i = 0; i < job->nscan; i++) /* one layout per trial */
+        gpurun_axis_free(&job->scan[i]);
     job->nscan = 0;
     job->repeat = 1; /* the search decides the repeats */
     return job;
@@ -425,13 +422,13 @@ static int plan_all(struct tune *t, gpurun_error_t *err)
 static int check_params_axes(struct tune *t, gpurun_error_t *err)
 {
     for (size_t a = 0; a < t->sp.naxes; a++) {
-        const struct gpurun_tune_axis *ax = &t->sp.axes[a];
+        const struct gpurun_axis *ax = &t->sp.axes[a];
         if (strncmp(ax->key, "params.", 7) != 0)
             continue;
         gpurun_job_t *job;
         if (gpurun_job_load(t->job_path, &job, err) < 0)
             return -1;
-        char *set = gpurun_xasprintf("%s=%s", ax->key, ax->values[0]);
+        char *set = gpurun_xasprintf("%s=%s", ax->key, ax->texts[0]);
         int rc = gpurun_job_set(job, set, err);
         if (rc == 0)
             rc = gpurun_template_check_params(t->tpl, job, err);
@@ -640,7 +637,7 @@ static void write_session(struct tune *t, const char *state, const struct cand *
     for (size_t a = 0; a < t->sp.naxes; a++) {
         json_t *vals = json_array();
         for (size_t v = 0; v < t->sp.axes[a].n; v++)
-            json_array_append_new(vals, json_string(t->sp.axes[a].values[v]));
+            json_array_append_new(vals, json_string(t->sp.axes[a].texts[v]));
         json_array_append_new(axes, json_pack("{s:s, s:o}", "key", t->sp.axes[a].key, "values", vals));
     }
     json_t *doc = json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:i, s:s?}", "session", t->session, "job", t->job->name,

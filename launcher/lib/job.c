@@ -523,9 +523,10 @@ static void take_scan(const struct gpurun_conf_ctx *ctx, cfg_t *cfg, gpurun_job_
         if (strcmp(r->section, "scan") != 0 || r->is_section)
             continue;
         cfg_opt_t *opt = cfg_getopt(scan, r->key);
-        struct gpurun_scan_axis *ax = &job->scan[job->nscan++];
+        struct gpurun_axis *ax = &job->scan[job->nscan++];
         bool str = is_scan_param(r->key);
         ax->key = gpurun_xstrdup(r->key);
+        ax->line = r->line;
         ax->n = cfg_opt_size(opt);
         ax->values = str ? NULL : gpurun_xcalloc(ax->n, sizeof *ax->values);
         ax->texts = gpurun_xcalloc(ax->n + 1, sizeof *ax->texts);
@@ -553,13 +554,14 @@ static void take_tune(const struct gpurun_conf_ctx *ctx, cfg_t *cfg, gpurun_job_
         if (!opt)
             continue;
         job->tune = gpurun_xrealloc(job->tune, (job->ntune + 1) * sizeof *job->tune);
-        struct gpurun_tune_axis *ax = &job->tune[job->ntune++];
+        struct gpurun_axis *ax = &job->tune[job->ntune++];
+        memset(ax, 0, sizeof *ax);
         ax->key = gpurun_xstrdup(r->key);
         ax->line = r->line;
         ax->n = cfg_opt_size(opt);
-        ax->values = gpurun_xcalloc(ax->n + 1, sizeof *ax->values);
+        ax->texts = gpurun_xcalloc(ax->n + 1, sizeof *ax->texts);
         for (size_t v = 0; v < ax->n; v++)
-            ax->values[v] = opt->type == CFGT_INT
+            ax->texts[v] = opt->type == CFGT_INT
                                 ? gpurun_xasprintf("%ld", cfg_opt_getnint(opt, (unsigned)v))
                                 : gpurun_xstrdup(cfg_opt_getnstr(opt, (unsigned)v));
     }
@@ -904,9 +906,7 @@ static void drop_scan_axis(gpurun_job_t *job, const char *key)
     for (size_t i = 0; i < job->nscan; i++) {
         if (strcmp(job->scan[i].key, key) != 0)
             continue;
-        free(job->scan[i].key);
-        free(job->scan[i].values);
-        gpurun_free_words(job->scan[i].texts);
+        gpurun_axis_free(&job->scan[i]);
         memmove(&job->scan[i], &job->scan[i + 1], (job->nscan - i - 1) * sizeof *job->scan);
         job->nscan--;
         return;
@@ -1240,7 +1240,7 @@ static int set_key(gpurun_job_t *job, const char *prefix, const char *key, const
     gpurun_job_t next = *job;
     take_key(&next, one, key, false);
     size_t nscan = job->nscan;
-    struct gpurun_scan_axis *scan = gpurun_xcalloc(nscan, sizeof *scan);
+    struct gpurun_axis *scan = gpurun_xcalloc(nscan, sizeof *scan);
     next.scan = scan;
     next.nscan = 0;
     for (size_t i = 0; i < nscan; i++)
@@ -1344,18 +1344,11 @@ void gpurun_job_destroy(gpurun_job_t *job)
     free(job->launcher);
     free(job->monitor);
     gpurun_kvlist_clear(&job->references);
-    for (size_t i = 0; i < job->nscan; i++) {
-        free(job->scan[i].key);
-        free(job->scan[i].values);
-        gpurun_free_words(job->scan[i].texts);
-    }
+    for (size_t i = 0; i < job->nscan; i++)
+        gpurun_axis_free(&job->scan[i]);
     free(job->scan);
-    for (size_t i = 0; i < job->ntune; i++) {
-        free(job->tune[i].key);
-        for (size_t v = 0; v < job->tune[i].n; v++)
-            free(job->tune[i].values[v]);
-        free(job->tune[i].values);
-    }
+    for (size_t i = 0; i < job->ntune; i++)
+        gpurun_axis_free(&job->tune[i]);
     free(job->tune);
     gpurun_container_spec_clear(&job->container);
     free(job);

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "axis.h"
 #include "container.h"
 #include "error.h"
 #include "util.h"
@@ -35,24 +36,6 @@ struct gpurun_job_manager {
     struct gpurun_kvlist options;
 };
 
-/* One axis of `scan { key = {v1, v2} }`: a layout key (nodes,
- * ranks_per_node, gpus_per_rank, threads_per_rank) or a template parameter
- * ("params.npme").  scan.h enumerates the configurations. */
-struct gpurun_scan_axis {
-    char *key;     /* "ranks_per_node", "params.npme" */
-    long *values;  /* a layout key's values; NULL for params.NAME */
-    char **texts;  /* every value as the file wrote it ("2", "md.tpr") */
-    size_t n;
-};
-
-/* One axis of `tune { key = {v1, v2} }` (the space `gpurun tune`
- * searches): a layout key or "params.NAME", its values as written. */
-struct gpurun_tune_axis {
-    char *key;
-    char **values;
-    size_t n;
-    int line; /* where the file sets it */
-};
 
 /* Integers left at GPURUN_UNSET were not given: the planner picks them. */
 #define GPURUN_UNSET (-1)
@@ -105,10 +88,12 @@ typedef struct gpurun_job {
      * file has no such section. */
     struct gpurun_job_manager *managers;
     size_t nmanagers;
-    struct gpurun_scan_axis *scan;
+    /* scan { key = {v1, v2} }: its axes in file order (a layout key's
+     * `values` too); scan.h enumerates the configurations. */
+    struct gpurun_axis *scan;
     size_t nscan;
     struct gpurun_container_spec container; /* container { }: image NULL when none */
-    struct gpurun_tune_axis *tune; /* tune { }: in file order; NULL/0 when none */
+    struct gpurun_axis *tune; /* tune { }: in file order (texts only); NULL/0 when none */
     size_t ntune;
 } gpurun_job_t;
 

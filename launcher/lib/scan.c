@@ -13,10 +13,7 @@
 
 size_t gpurun_scan_count(const gpurun_job_t *job)
 {
-    size_t n = 1; /* job.c bounds the product (SCAN_RUNS_MAX) */
-    for (size_t a = 0; a < job->nscan; a++)
-        n *= job->scan[a].n ? job->scan[a].n : 1;
-    return n;
+    return gpurun_axes_count(job->scan, job->nscan); /* job.c bounds it (SCAN_RUNS_MAX) */
 }
 
 bool gpurun_scan_has_params(const gpurun_job_t *job)
@@ -32,19 +29,8 @@ void gpurun_scan_config(const gpurun_job_t *job, size_t k, struct gpurun_scan_co
     memset(out, 0, sizeof *out);
     out->count = gpurun_scan_count(job);
     out->index = k % out->count;
-    out->sets = gpurun_xcalloc(job->nscan + 1, sizeof *out->sets);
-    struct gpurun_strbuf text = {0};
-    size_t inner = out->count;
-    for (size_t a = 0; a < job->nscan; a++) {
-        const struct gpurun_scan_axis *ax = &job->scan[a];
-        if (!ax->n)
-            continue;
-        inner /= ax->n;
-        const char *v = ax->texts[(out->index / inner) % ax->n];
-        out->sets[out->nsets++] = gpurun_xasprintf("%s=%s", ax->key, v);
-        gpurun_strbuf_printf(&text, "%s%s=%s", a ? ", " : "", ax->key, v);
-    }
-    out->text = text.s ? text.s : gpurun_xstrdup("");
+    out->sets = gpurun_axes_sets(job->scan, job->nscan, out->index, &out->nsets);
+    out->text = gpurun_axes_text(job->scan, job->nscan, out->index, ", ");
 }
 
 void gpurun_scan_config_free(struct gpurun_scan_config *c)
@@ -77,7 +63,7 @@ char *gpurun_scan_describe(const gpurun_job_t *job)
         return gpurun_xstrdup("no scan");
     struct gpurun_strbuf b = {0};
     for (size_t a = 0; a < job->nscan; a++) {
-        const struct gpurun_scan_axis *ax = &job->scan[a];
+        const struct gpurun_axis *ax = &job->scan[a];
         gpurun_strbuf_printf(&b, "%s%s {", a ? " x " : "", ax->key);
         for (size_t v = 0; v < ax->n; v++)
             gpurun_strbuf_printf(&b, "%s%s", v ? ", " : "", ax->texts[v]);

@@ -42,18 +42,10 @@ static bool value_ok(const char *v)
     return true;
 }
 
-static void axis_free(struct gpurun_tune_axis *ax)
-{
-    free(ax->key);
-    for (size_t v = 0; v < ax->n; v++)
-        free(ax->values[v]);
-    free(ax->values);
-}
-
 void gpurun_tune_space_free(struct gpurun_tune_space *sp)
 {
     for (size_t a = 0; a < sp->naxes; a++)
-        axis_free(&sp->axes[a]);
+        gpurun_axis_free(&sp->axes[a]);
     free(sp->axes);
     for (size_t i = 0; i < sp->nshort; i++)
         free(sp->short_sets[i]);
@@ -63,7 +55,7 @@ void gpurun_tune_space_free(struct gpurun_tune_space *sp)
 }
 
 /* "KEY=V1,V2,..." of a template's tune_space into an axis. */
-static int parse_axis(const char *s, const char *tname, struct gpurun_tune_axis *ax, gpurun_error_t *err)
+static int parse_axis(const char *s, const char *tname, struct gpurun_axis *ax, gpurun_error_t *err)
 {
     const char *eq = strchr(s, '=');
     memset(ax, 0, sizeof *ax);
@@ -76,27 +68,27 @@ static int parse_axis(const char *s, const char *tname, struct gpurun_tune_axis 
                    "template '%s': key 'tune_space': '%.64s' is not a key gpurun tune varies (nodes, "
                    "ranks_per_node, gpus_per_rank, threads_per_rank, ranks_per_gpu, params.NAME)",
                    tname, ax->key);
-        axis_free(ax);
+        gpurun_axis_free(ax);
         return -1;
     }
-    ax->values = gpurun_xcalloc(GPURUN_TUNE_VALUES_MAX + 1, sizeof *ax->values);
+    ax->texts = gpurun_xcalloc(GPURUN_TUNE_VALUES_MAX + 1, sizeof *ax->texts);
     for (const char *p = eq + 1;;) {
         const char *c = strchr(p, ',');
         size_t n = c ? (size_t)(c - p) : strlen(p);
         char *v = gpurun_xstrndup(p, n);
         bool dup = false;
         for (size_t i = 0; i < ax->n; i++)
-            dup |= !strcmp(ax->values[i], v);
+            dup |= !strcmp(ax->texts[i], v);
         if (!value_ok(v) || dup || ax->n == GPURUN_TUNE_VALUES_MAX) {
             gpurun_err(err, GPURUN_EXIT_CONFIG, "template '%s': key 'tune_space': %s: value '%.64s' %s", tname,
                        ax->key, v,
                        dup ? "is listed twice" : ax->n == GPURUN_TUNE_VALUES_MAX ? "is one too many"
                                                                                  : "is empty, or has a quote, comma, brace or control character");
             free(v);
-            axis_free(ax);
+            gpurun_axis_free(ax);
             return -1;
         }
-        ax->values[ax->n++] = v;
+        ax->texts[ax->n++] = v;
         if (!c)
             break;
         p = c + 1;
@@ -137,22 +129,16 @@ int gpurun_tune_space_make(const gpurun_job_t *job, const gpurun_template_t *tpl
     if (job->ntune) {
         sp->from = gpurun_xstrdup(job->path);
         for (size_t a = 0; a < n; a++) {
-            const struct gpurun_tune_axis *src = &job->tune[a];
+            const struct gpurun_axis *src = &job->tune[a];
             for (size_t v = 0; v < src->n; v++)
-                if (!value_ok(src->values[v])) {
+                if (!value_ok(src->texts[v])) {
                     gpurun_err(err, GPURUN_EXIT_CONFIG,
                                "%s:%d: key 'tune.%s': value '%.64s' is empty, or has a quote, comma, brace or control character",
-                               job->path, src->line, src->key, src->values[v]);
+                               job->path, src->line, src->key, src->texts[v]);
                     gpurun_tune_space_free(sp);
                     return -1;
                 }
-            struct gpurun_tune_axis *ax = &sp->axes[sp->naxes++];
-            ax->key = gpurun_xstrdup(src->key);
-            ax->line = src->line;
-            ax->n = src->n;
-            ax->values = gpurun_xcalloc(src->n + 1, sizeof *ax->values);
-            for (size_t v = 0; v < src->n; v++)
-                ax->values[v] = gpurun_xstrdup(src->values[v]);
+            gpurun_axis_copy(&sp->axes[sp->naxes++], src);
         }
     } else {
         sp->from = gpurun_xasprintf("template '%s'", tpl->name);
@@ -206,43 +192,22 @@ int gpurun_tune_space_make(const gpurun_job_t *job, const gpurun_template_t *tpl
 
 size_t gpurun_tune_count(const struct gpurun_tune_space *sp)
 {
-    size_t n = sp->naxes ? 1 : 0;
-    for (size_t a = 0; a < sp->naxes; a++)
-        n *= sp->axes[a].n;
-    return n;
+    return sp->naxes ? gpurun_axes_count(sp->axes, sp->naxes) : 0;
 }
 
 const char *gpurun_tune_value(const struct gpurun_tune_space *sp, size_t k, size_t a)
 {
-    size_t inner = 1;
-    for (size_t b = a + 1; b < sp->naxes; b++)
-        inner *= sp->axes[b].n;
-    return sp->axes[a].values[(k / inner) % sp->axes[a].n];
+    return sp->axes[a].texts[gpurun_axes_pick(sp->axes, sp->naxes, k, a)];
 }
 
 size_t gpurun_tune_neighbor(const struct gpurun_tune_space *sp, size_t k, size_t a, size_t v)
 {
-    size_t inner = 1;
-    for (size_t b = a + 1; b < sp->naxes; b++)
-        inner *= sp->axes[b].n;
-    size_t cur = (k / inner) % sp->axes[a].n;
-    return k - cur * inner + v * inner;
+    return gpurun_axes_neighbor(sp->axes, sp->naxes, k, a, v);
 }
 
 char *gpurun_tune_label(const struct gpurun_tune_space *sp, size_t k)
 {
-    size_t len = 1;
-    for (size_t a = 0; a < sp->naxes; a++)
-        len += strlen(sp->axes[a].key) + strlen(gpurun_tune_value(sp, k, a)) + 2;
-    char *s = gpurun_xcalloc(len, 1);
-    for (size_t a = 0; a < sp->naxes; a++) {
-        if (a)
-            strcat(s, " ");
-        strcat(s, sp->axes[a].key);
-        strcat(s, "=");
-        strcat(s, gpurun_tune_value(sp, k, a));
-    }
-    return s;
+    return gpurun_axes_text(sp->axes, sp->naxes, k, " ");
 }
 
 static uint64_t fnv(uint64_t h, const char *s)
@@ -258,7 +223,7 @@ void gpurun_tune_session(const char *job_name, const struct gpurun_tune_space *s
     for (size_t a = 0; a < sp->naxes; a++) {
         h = fnv(h, sp->axes[a].key);
         for (size_t v = 0; v < sp->axes[a].n; v++)
-            h = fnv(h, sp->axes[a].values[v]);
+            h = fnv(h, sp->axes[a].texts[v]);
     }
     for (size_t i = 0; i < sp->nshort; i++)
         h = fnv(h, sp->short_sets[i]);

@@ -34,7 +34,7 @@
 #define GPURUN_TUNE_Z 2.0
 
 struct gpurun_tune_space {
-    struct gpurun_tune_axis *axes; /* key, values, n; line 0 when from the template */
+    struct gpurun_axis *axes; /* key, texts, n; line 0 when from the template */
     size_t naxes;
     char **short_sets; /* "params.nsteps=2000": applied to every trial */
     size_t nshort;

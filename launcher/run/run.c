@@ -1539,7 +1539,7 @@ static json_t *scan_config_json(const gpurun_job_t *job, const struct gpurun_sca
 {
     json_t *config = json_object();
     for (size_t i = 0; i < sc->nsets && i < job->nscan; i++) {
-        const struct gpurun_scan_axis *ax = &job->scan[i];
+        const struct gpurun_axis *ax = &job->scan[i];
         const char *v = strchr(sc->sets[i], '=') + 1;
         json_object_set_new(config, ax->key, ax->values ? json_integer(strtol(v, NULL, 10)) : json_string(v));
     }
