@@ -6,9 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "confparse.h"
+#include "expand.h"
 #include "scan.h"
-#include "template.h"
 #include "util.h"
 
 size_t gpurun_scan_count(const gpurun_job_t *job)
@@ -46,8 +45,7 @@ int gpurun_scan_apply(gpurun_job_t *job, const struct gpurun_scan_config *c, gpu
     for (size_t i = 0; i < c->nsets; i++) {
         const char *eq = strchr(c->sets[i], '=');
         char *dotted = gpurun_xasprintf("scan.%.*s", eq ? (int)(eq - c->sets[i]) : 0, c->sets[i]);
-        const char *origin = gpurun_kvlist_get(&job->from, dotted);
-        char *where = gpurun_xstrdup(origin ? origin : job->path ? job->path : job->name);
+        char *where = gpurun_xstrdup(gpurun_job_origin(job, dotted));
         free(dotted);
         int rc = gpurun_job_set_scanned(job, c->sets[i], where, err);
         free(where);
