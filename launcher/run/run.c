@@ -15,44 +15,17 @@
 #include <unistd.h>
 
 #include "monitor.h"
-#include "alloc.h"
-#include "container.h"
-#include "energy.h"
 #include "failure.h"
-#include "fom.h"
-#include "gpudirect.h"
-#include "hpldat.h"
-#include "launch.h"
-#include "manager.h"
-#include "plan.h"
-#include "plugin.h"
-#include "conditions.h"
-#include "rank.h"
 #include "rank_conditions.h"
 #include "rankenv.h"
-#include "record.h"
 #include "results.h"
-#include "scan.h"
 #include "safefile.h"
-#include "mps.h"
-#include "run.h"
 #include "run_private.h"
-#include "site.h"
-#include "template.h"
-#include "job_template.h"
-#include "topology.h"
-#include "inputs.h"
-#include "rendezvous.h"
-#include "progress.h"
-#include "progress_template.h"
 #include "provenance.h"
 #include "runstatus.h"
 #include "say.h"
-#include "watch.h"
-#include "stall.h"
 #include "stall_rank.h"
 #include "torchrun.h"
-#include "util.h"
 
 /* Seconds between the stop signal and SIGKILL: $GPURUN_KILL_GRACE, else
  * the template's stop_grace, else GPURUN_STOP_GRACE_S: a program that stops
@@ -67,7 +40,7 @@ static double kill_grace(const gpurun_template_t *tpl)
     return tpl && tpl->stop_grace_s >= 0 ? (double)tpl->stop_grace_s : GPURUN_STOP_GRACE_S;
 }
 
-static char *abs_path(const char *dir, const char *p)
+char *run_abs_path(const char *dir, const char *p)
 {
     if (p[0] == '/')
         return gpurun_xstrdup(p);
@@ -177,7 +150,7 @@ static int resolve_program(char **argv, const char *job_dir, gpurun_error_t *err
 {
     char *found;
     if (strchr(argv[0], '/')) {
-        char *p = abs_path(job_dir, argv[0]);
+        char *p = run_abs_path(job_dir, argv[0]);
         found = gpurun_which(p);
         free(p);
     } else {
@@ -185,7 +158,7 @@ static int resolve_program(char **argv, const char *job_dir, gpurun_error_t *err
     }
     if (!found) {
         if (strchr(argv[0], '/')) {
-            char *p = abs_path(job_dir, argv[0]);
+            char *p = run_abs_path(job_dir, argv[0]);
             gpurun_err(err, GPURUN_EXIT_ENV,
                        "program '%s' not found (looked for %s, relative to the job file's folder); nothing was "
                        "started: fix the path in the job's command or params",
@@ -215,32 +188,6 @@ static int command_argv(const char *what, const char *line, struct gpurun_kvlist
     if (rc < 0)
         err->code = GPURUN_EXIT_CONFIG;
     return rc;
-}
-
-/* Words as a user could paste them into a shell, one line on stdout. */
-static void print_quoted(char *const *argv)
-{
-    struct gpurun_strbuf b = {0};
-    for (char *const *a = argv; *a; a++) {
-        const char *s = *a;
-        bool plain = *s != '\0';
-        for (const char *c = s; *c && plain; c++)
-            plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%", *c) != NULL;
-        gpurun_strbuf_puts(&b, a == argv ? "" : " ");
-        if (plain) {
-            gpurun_strbuf_puts(&b, s);
-            continue;
-        }
-        gpurun_strbuf_addc(&b, '\'');
-        for (const char *c = s; *c; c++)
-            if (*c == '\'')
-                gpurun_strbuf_puts(&b, "'\\''");
-            else
-                gpurun_strbuf_addc(&b, *c);
-        gpurun_strbuf_addc(&b, '\'');
-    }
-    gpurun_say(stdout, "%s\n", b.s ? b.s : "");
-    free(b.s);
 }
 
 /* The variables ranks on other hosts must inherit.  mpirun passes on only
@@ -448,7 +395,7 @@ static void collect_ranks(struct gpurun_outcome *oc, int nranks, const char *sel
  * what it is told (podman): the plan's, the job's and the template's env,
  * torchrun's, and the MPI and resource managers' ones by prefix (podman -e
  * 'OMPI_*', 'SLURM_*'). */
-static void container_env_names(struct run_ctx *c)
+void run_container_env_names(struct run_ctx *c)
 {
     static const char *const fixed[] = {
         "GPURUN_*", "OMP_*", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "ROCR_VISIBLE_DEVICES",
@@ -477,7 +424,7 @@ static int container_program(struct run_ctx *c, char **app, gpurun_error_t *err)
 {
     if (!strchr(app[0], '/') || app[0][0] == '/')
         return 0;
-    char *p = abs_path(c->job_dir, app[0] + (strncmp(app[0], "./", 2) ? 0 : 2));
+    char *p = run_abs_path(c->job_dir, app[0] + (strncmp(app[0], "./", 2) ? 0 : 2));
     if (access(p, X_OK) < 0) {
         gpurun_err(err, GPURUN_EXIT_ENV,
                    "program '%s' not found (looked for %s, relative to the job file's folder, which the container "
@@ -493,7 +440,7 @@ static int container_program(struct run_ctx *c, char **app, gpurun_error_t *err)
 
 /* gpurun-rank as the container's entry, so that each rank reports the
  * binding its program sees inside; the rank steps are told so. */
-static void container_inside(struct run_ctx *c)
+void run_container_inside(struct run_ctx *c)
 {
     char self[PATH_MAX];
     ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -1227,7 +1174,7 @@ static json_t *run_provenance(const struct run_ctx *c, struct run_attempt *a)
 
 /* One run of the job: its folder, the rank steps' inputs, the setup steps,
  * the ranks, the outcome and the record. */
-static int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
+int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err)
 {
     struct run_attempt a = {.setup_fd = -1, .why_rank = -1};
     if (check_programs(c, err) < 0)
@@ -1326,153 +1273,8 @@ out:
     return rc;
 }
 
-/* A dry run's line on GPUs shared by several ranks, and CUDA MPS. */
-static void dry_run_mps(const struct run_ctx *c)
-{
-    char control[PATH_MAX], groups[256] = "";
-    size_t gl = 0;
-    int shown = 0;
-    for (int r = 0; r < c->plan->nranks && c->plan->ranks[r].node == 0 && gl < sizeof groups - 8; r++) {
-        const gpurun_rank_plan_t *rk = &c->plan->ranks[r];
-        if (rk->gpu_first_rank != rk->local_rank || rk->gpu_nranks < 2)
-            continue;
-        gl += (size_t)snprintf(groups + gl, sizeof groups - gl, "%s%d-%d", shown ? ", " : "", r,
-                               r + rk->gpu_nranks - 1);
-        if (++shown == 4 && r + rk->gpu_nranks < c->plan->nranks) {
-            snprintf(groups + gl, sizeof groups - gl, ", ...");
-            break;
-        }
-    }
-    bool local = !strcmp(c->launcher->name, "local"), found = gpurun_mps_find_control(control, sizeof control);
-    const char *other_hosts = local ? "" : "; the first rank step of each other host starts its own";
-    bool none = !gpurun_mps_wanted(c->plan) || c->job->mps == GPURUN_MPS_OFF;
-    gpurun_say(stdout, "# ranks_per_gpu = %d: ranks %s share a GPU each; mps = %s: %s%s\n",
-               c->plan->req.ranks_per_gpu, groups[0] ? groups : "(none)", gpurun_mps_mode_name(c->job->mps),
-               none    ? "no CUDA MPS daemon"
-               : found ? "one CUDA MPS daemon would start on this host (" GPURUN_MPS_CONTROL " -d)"
-                       : GPURUN_MPS_CONTROL " is not on PATH here: no daemon",
-               none ? "" : other_hosts);
-}
-
-/* A dry run's line on torchrun's rendezvous. */
-static void dry_run_rendezvous(const struct run_ctx *c, const struct gpurun_kvlist *env)
-{
-    const char *mode = gpurun_kvlist_get(env, GPURUN_ENV_RENDEZVOUS);
-    if (mode && !strcmp(mode, "file"))
-        gpurun_say(stdout,
-                   "# rank environment: %s; rendezvous = file: %s (no network port; the script passes $%s to "
-                   "init_process_group), bound %s s\n",
-                   c->tpl->rank_env, gpurun_kvlist_get(env, GPURUN_ENV_INIT_METHOD), GPURUN_ENV_INIT_METHOD,
-                   gpurun_kvlist_get(env, GPURUN_ENV_RENDEZVOUS_TIMEOUT));
-    else
-        gpurun_say(stdout, "# rank environment: %s; rendezvous = %s at %s:%s (%s), bound %s s\n", c->tpl->rank_env,
-                   mode ? mode : "?", gpurun_kvlist_get(env, "MASTER_ADDR"), gpurun_kvlist_get(env, "MASTER_PORT"),
-                   mode && !strcmp(mode, "store")
-                       ? "gpurun hosts torch's TCPStore on this host, holding its port until the ranks end; every "
-                         "rank is its client"
-                       : "rank 0 hosts the store on a port chosen at start: free until rank 0 binds it",
-                   gpurun_kvlist_get(env, GPURUN_ENV_RENDEZVOUS_TIMEOUT));
-}
-
-/* A dry run's lines on the container, up to the program's. */
-static void dry_run_container(const struct run_ctx *c)
-{
-    if (c->ctr) {
-        gpurun_say(stdout, "# container: %s; image %s%s%s\n", c->ctr->why, c->ctr->image,
-                   c->ctr->digest ? ", digest " : "", c->ctr->digest ? c->ctr->digest : "");
-        const gpurun_rm_plugin_t *m = gpurun_rm_of_runtime(c->ctr->runtime); /* pyxis: srun's */
-        if (m)
-            gpurun_say(stdout,
-                       "# %s: %s enters the image before each task, so the rank step itself runs inside it "
-                       "and reports the binding from there\n",
-                       c->ctr->runtime, m->launcher->name);
-        else if (c->ctr->inside)
-            gpurun_say(stdout,
-                       "# binding reported from inside the container: its entry is %s " GPURUN_INSIDE_ARG " %d\n",
-                       c->ctr->inside, GPURUN_INSIDE_FD);
-        else
-            gpurun_say(stdout, "# binding reported by the rank step, outside the container: %s\n", c->ctr->inside_note);
-        gpurun_say(stdout, "# program in the container: ");
-    } else {
-        gpurun_say(stdout, "# program: ");
-    }
-}
-
-/* A dry run's table of the ranks' binding, then each rank's environment. */
-static void dry_run_ranks(const struct run_ctx *c, const struct gpurun_kvlist *env)
-{
-    gpurun_say(stdout, "\n%-5s %-4s %-5s %-6s %-20s %-4s %-6s %-20s %s\n", "rank", "node", "local", "GPU", "NIC", "aff",
-               "NUMA", "cpus", "threads");
-    for (int r = 0; r < c->plan->nranks; r++) {
-        const gpurun_rank_plan_t *rk = &c->plan->ranks[r];
-        char *cpus = hwloc_bitmap_iszero(rk->cpuset) ? gpurun_xstrdup("(unbound)") : gpurun_cpuset_list(rk->cpuset);
-        char *numa = hwloc_bitmap_iszero(rk->nodeset) ? gpurun_xstrdup("-") : gpurun_cpuset_list(rk->nodeset);
-        json_t *gp = json_object_get(rk->env, "GPURUN_GPUS"), *np = json_object_get(rk->env, "GPURUN_NICS");
-        gpurun_say(stdout, "%-5d %-4d %-5d %-6s %-20s %-4s %-6s %-20s %d\n", rk->rank, rk->node, rk->local_rank,
-                   gp ? json_string_value(gp) : "-", np ? json_string_value(np) : "-",
-                   rk->nnics ? gpurun_affinity_name(rk->nic_affinity) : "-", numa, cpus, rk->threads);
-        free(cpus);
-        free(numa);
-    }
-    gpurun_say(stdout, "\n# environment of each rank\n");
-    for (int r = 0; r < c->plan->nranks; r++) {
-        const char *k;
-        json_t *val;
-        gpurun_say(stdout, "rank %d:", r);
-        json_object_foreach(c->plan->ranks[r].env, k, val) gpurun_say(stdout, " %s=%s", k, json_string_value(val));
-        for (size_t i = 0; i < env->n; i++) {
-            /* A job-wide value the rank's own plan holds already, said once. */
-            const char *own = json_string_value(json_object_get(c->plan->ranks[r].env, env->items[i].key));
-            if (!own || strcmp(own, env->items[i].value))
-                gpurun_say(stdout, " %s=%s", env->items[i].key, env->items[i].value);
-        }
-        gpurun_say(stdout, "\n");
-    }
-}
-
-static void dry_run(struct run_ctx *c, char *const *app, const struct gpurun_launch_cmds *cmds,
-                    char *const *plan_step, const struct gpurun_kvlist *env)
-{
-    gpurun_say(stdout, "# gpurun dry run of job %s: nothing is started\n", c->job->name);
-    gpurun_say(stdout, "# launcher: %s\n", c->launcher_why);
-    if (c->gdr)
-        gpurun_say(stdout, "# gpudirect = %s: on for %lld of %d ranks\n",
-                   json_string_value(json_object_get(c->gdr, "mode")),
-                   json_integer_value(json_object_get(c->gdr, "on_ranks")), c->plan->nranks);
-    if (c->alloc_note[0])
-        gpurun_say(stdout, "# allocation: %s\n", c->alloc_note);
-    if (c->plan->req.ranks_per_gpu > 1 || gpurun_mps_wanted(c->plan))
-        dry_run_mps(c);
-    for (size_t i = 0; c->tpl && i < c->tpl->nsetup; i++)
-        gpurun_say(stdout, "# setup %zu: %s\n", i + 1, c->tpl->setup[i]);
-    if (c->hpl.active) {
-        char what[160];
-        gpurun_hpl_edit_text(&c->hpl, what, sizeof what);
-        gpurun_say(stdout, "# then in %s (HPL's input): %s\n", c->tpl->hpl_dat, what);
-    }
-    if (c->tpl && c->tpl->rank_env)
-        dry_run_rendezvous(c, env);
-    dry_run_container(c);
-    print_quoted(app);
-    if (plan_step) {
-        gpurun_say(stdout,
-                   "# %s on %d nodes: first a step outside the image plans each host gpurun does not (one task per "
-                   "node; no CUDA MPS daemon there), then the container step:\n",
-                   c->ctr->runtime, c->plan->req.nodes);
-        print_quoted(plan_step);
-    }
-    for (int i = 0; i < cmds->count; i++) {
-        for (char **e = cmds->env[i]; e && *e; e++)
-            gpurun_say(stdout, "%s ", *e);
-        print_quoted(cmds->argv[i]);
-    }
-    dry_run_ranks(c, env);
-    for (size_t w = 0; w < c->plan->nwarnings; w++)
-        gpurun_say(stdout, "warning: %s\n", c->plan->warnings[w]);
-}
-
 /* Print what one configuration would run, starting nothing. */
-static int dry_run_config(struct run_ctx *c, gpurun_error_t *err)
+int run_dry_run_config(struct run_ctx *c, gpurun_error_t *err)
 {
     char *rd = gpurun_xasprintf("%s/%s/<run-id>", c->results, c->job->name);
     struct gpurun_kvlist names = {0};
@@ -1515,7 +1317,7 @@ static int dry_run_config(struct run_ctx *c, gpurun_error_t *err)
     else if (c->launcher->commands(&lr, &cmds, err) == 0) {
         const struct gpurun_rm_container *outside = plans_hosts_outside(c);
         char **plan_step = outside ? plan_step_argv(c, outside, self, rd) : NULL;
-        dry_run(c, app, &cmds, plan_step, &env);
+        run_dry_run_print(c, app, &cmds, plan_step, &env);
         if (plan_step)
             gpurun_free_words(plan_step);
     } else {
@@ -1530,399 +1332,5 @@ static int dry_run_config(struct run_ctx *c, gpurun_error_t *err)
     gpurun_free_words(app);
     gpurun_kvlist_clear(&names);
     free(rd);
-    return rc;
-}
-
-/* The record's "config": what the scan varies in this configuration,
- * layout keys as numbers ({"ranks_per_node": 2, "params.npme": "1"}). */
-static json_t *scan_config_json(const gpurun_job_t *job, const struct gpurun_scan_config *sc)
-{
-    json_t *config = json_object();
-    for (size_t i = 0; i < sc->nsets && i < job->nscan; i++) {
-        const struct gpurun_axis *ax = &job->scan[i];
-        const char *v = strchr(sc->sets[i], '=') + 1;
-        json_object_set_new(config, ax->key, ax->values ? json_integer(strtol(v, NULL, 10)) : json_string(v));
-    }
-    return config;
-}
-
-/* The summary at the end of a scan or repeat: one line per run. */
-static void scan_summary(const gpurun_job_t *job, const struct scan_row *rows, size_t nrows, size_t ncombo,
-                         const char *results)
-{
-    size_t ok = 0, ran = 0, wc = strlen("configuration"), ws = strlen("state"), wf = strlen("figure of merit");
-    for (size_t i = 0; i < nrows; i++) {
-        const char *st = rows[i].state ? rows[i].state : "not run";
-        ran += rows[i].state != NULL;
-        ok += rows[i].state && !strcmp(rows[i].state, GPURUN_STATE_OK);
-        size_t cl = strlen(rows[i].config) + (job->repeat > 1 ? 14 : 0); /* ", repeat NNNN" */
-        wc = cl > wc ? cl : wc;
-        ws = strlen(st) > ws ? strlen(st) : ws;
-        wf = strlen(rows[i].fom) > wf ? strlen(rows[i].fom) : wf;
-    }
-    wc = wc > 74 ? 74 : wc;
-    gpurun_say(stdout, "gpurun: %s: summary: %zu of %zu run%s ok (%zu configuration%s x %d repeat%s)\n", job->name, ok,
-               nrows, nrows == 1 ? "" : "s", ncombo, ncombo == 1 ? "" : "s", job->repeat, job->repeat == 1 ? "" : "s");
-    gpurun_say(stdout, "  %-4s %-*s %-*s %-*s %s\n", "run", (int)wc, "configuration", (int)ws, "state", (int)wf,
-               "figure of merit", "run folder");
-    size_t rl = strlen(results);
-    for (size_t i = 0; i < nrows; i++) {
-        char cfg[96];
-        const char *conf = rows[i].config[0] ? rows[i].config : "-";
-        if (job->repeat > 1) {
-            snprintf(cfg, sizeof cfg, "%.60s%srepeat %d", rows[i].config, rows[i].config[0] ? ", " : "",
-                     rows[i].repeat);
-            conf = cfg;
-        }
-        const char *folder = rows[i].folder ? rows[i].folder : "-";
-        /* relative to the results folder the user named: shorter, and the same on every line */
-        if (rows[i].folder && !strncmp(folder, results, rl) && folder[rl] == '/')
-            folder += rl + 1;
-        gpurun_say(stdout, "  %-4zu %-*.*s %-*s %-*s %s\n", i + 1, (int)wc, (int)wc, conf, (int)ws,
-                   rows[i].state ? rows[i].state : "not run", (int)wf, rows[i].fom[0] ? rows[i].fom : "-", folder);
-    }
-    gpurun_say(stdout, "  run folders under %s%s\n", results,
-               ran < nrows ? "; \"not run\": the scan stopped before it" : "");
-}
-
-/* Every configuration of a scan, planned against this node (or allocation)
- * and its inputs checked, before the first one runs: one that cannot run is
- * named, with nothing run.  The job is left at the last configuration. */
-static int check_inputs(const struct run_ctx *c, gpurun_error_t *err);
-static int check_scan_configs(struct run_ctx *c, gpurun_job_t *job, size_t first, size_t last, size_t n,
-                              gpurun_error_t *err)
-{
-    for (size_t k = first; k < last; k++) {
-        struct gpurun_scan_config sc;
-        gpurun_scan_config(job, k, &sc);
-        gpurun_plan_t *plan = NULL;
-        int rc = gpurun_scan_apply(job, &sc, err);
-        if (rc == 0) {
-            gpurun_request_t req;
-            char note[256];
-            gpurun_request_from_job(&req, job);
-            gpurun_alloc_apply(c->topo, &req, note, sizeof note);
-            rc = gpurun_plan_create(c->topo, &req, &plan, err);
-        }
-        struct gpurun_hpl_edit hpl;
-        if (rc == 0) /* HPL's grid must fit this configuration's ranks */
-            rc = gpurun_hpl_edit_for_job(c->tpl, job, plan->nranks, &hpl, err);
-        if (rc == 0) /* its inputs may name what it varies: ${tpr}, ${ranks} */
-            rc = check_inputs(c, err);
-        gpurun_plan_destroy(plan);
-        if (rc < 0) {
-            char *text = gpurun_xstrdup(err->text);
-            gpurun_err(err, err->code, "configuration %zu of %zu (%s): %s", k + 1, n, sc.text, text);
-            free(text);
-        }
-        gpurun_scan_config_free(&sc);
-        if (rc < 0)
-            return err->code;
-    }
-    return 0;
-}
-
-/* The template's input files, before anything starts (a dry run's too):
- * with the job's own values (the layout is the node's to decide; inputs
- * name params, not it). */
-static int check_inputs(const struct run_ctx *c, gpurun_error_t *err)
-{
-    if (!c->tpl || (!c->tpl->ninputs && !c->tpl->progress && !c->tpl->hpl_dat))
-        return 0;
-    const gpurun_job_t *job = c->job;
-#define JOB_NUMBER(v) ((v) > 0 ? (long)(v) : 1L)
-    struct gpurun_job_values vals = {
-        .job = job->name,
-        .template_name = job->template_name,
-        .job_dir = c->job_dir,
-        .run_dir = "RUN_DIR",
-        .nodes = JOB_NUMBER(job->nodes),
-        .ranks_per_node = JOB_NUMBER(job->ranks_per_node),
-        .ranks = JOB_NUMBER(job->nodes) * JOB_NUMBER(job->ranks_per_node),
-        .gpus_per_rank = job->gpus_per_rank >= 0 ? job->gpus_per_rank : 1,
-        .threads_per_rank = JOB_NUMBER(job->threads_per_rank),
-        .repeat = JOB_NUMBER(job->repeat),
-    };
-#undef JOB_NUMBER
-    struct gpurun_kvlist names = {0};
-    gpurun_job_names(&names, &vals, c->tpl, &job->params);
-    int rc = gpurun_inputs_check(c->tpl, job, c->job_dir, &names, NULL, err);
-    struct gpurun_progress_conf pc; /* progress_total once expanded: a number */
-    if (rc == 0 && gpurun_progress_from_template(c->tpl, gpurun_kvlist_lookup, &names, &pc, err) < 0)
-        rc = -1;
-    else if (rc == 0)
-        gpurun_progress_conf_free(&pc);
-    /* NB and P x Q (their form; the grid against the ranks once planned),
-     * and the input they are set in, as HPL reads it. */
-    struct gpurun_hpl_edit hpl;
-    if (rc == 0 && (gpurun_hpl_edit_for_job(c->tpl, job, 0, &hpl, err) < 0 ||
-                    gpurun_hpl_check_from(c->tpl, &hpl, gpurun_kvlist_lookup, &names, c->job_dir, err) < 0))
-        rc = -1;
-    gpurun_kvlist_clear(&names);
-    return rc;
-}
-
-/* The job and run folders are mounted at their own paths. */
-static int run_folders_mountable(const struct run_ctx *c, gpurun_error_t *err)
-{
-    for (int i = 0; c->ctr && i < 2; i++) {
-        const char *folder = i ? c->results : c->job_dir;
-        const char *bad = gpurun_container_path_problem(c->ctr, folder);
-        if (bad) {
-            char *shown = gpurun_printable(folder);
-            gpurun_err(err, GPURUN_EXIT_CONFIG,
-                       "the %s %s holds %s: %s mounts it in the container at its own path and cannot carry that; "
-                       "nothing was started: %s",
-                       i ? "results folder" : "job's folder", shown, bad, c->ctr->runtime,
-                       i ? "choose another results folder (job key 'results' or --results)"
-                         : "move the job file to a folder whose path has none");
-            free(shown);
-            return err->code;
-        }
-    }
-    return 0;
-}
-
-/* Everything a job needs before its first configuration: the template,
- * site, inputs, MPS folders, container, topology, launcher and manager,
- * and the results folder.  0, or an exit status with err. */
-static int run_prepare(struct run_ctx *c, gpurun_error_t *err)
-{
-    gpurun_job_t *job = c->job;
-    const struct gpurun_run_opts *opts = c->opts;
-    c->job_dir = realpath(job->dir, NULL);
-    if (!c->job_dir)
-        c->job_dir = abs_path(job->dir, ".");
-    if (gpurun_template_for_job(job, &c->tpl, err) < 0 || gpurun_site_for_job(job, &c->site, err) < 0 ||
-        (!job->nscan && check_inputs(c, err) < 0)) /* a scan's: per configuration, below */
-        return err->code;
-    /* MPS folders the ranks are pointed at: none of another user's. */
-    if (gpurun_mps_check_env(job, err) < 0)
-        return err->code;
-    /* A container: its runtime, image and mounts settled before anything starts. */
-    if (gpurun_container_resolve(&job->container, c->tpl ? &c->tpl->container : NULL,
-                                 c->site ? &c->site->container : NULL, gpurun_job_section_origin(job, "container.image"),
-                                 gpurun_job_origin(job, "container.mounts"),
-                                 gpurun_job_section_origin(job, "container.runtime"), job->launcher,
-                                 &c->ctr, err) < 0)
-        return err->code;
-    if (c->ctr)
-        container_inside(c);
-    if (gpurun_topo_load(NULL, &c->topo, err) < 0 ||
-        gpurun_launcher_choose(job->launcher, &c->launcher, c->launcher_why, sizeof c->launcher_why, err) < 0)
-        return err->code;
-    struct gpurun_rm_alloc alloc;
-    c->rm = gpurun_rm_of_launcher(c->launcher->name);
-    if (!c->rm)
-        c->rm = gpurun_rm_current(&alloc);
-    /* A runtime of a manager's launch command (pyxis) needs that launcher. */
-    const gpurun_rm_plugin_t *ctr_rm = c->ctr ? gpurun_rm_of_runtime(c->ctr->runtime) : NULL;
-    if (ctr_rm && strcmp(c->launcher->name, ctr_rm->launcher->name)) {
-        gpurun_err(err, GPURUN_EXIT_CONFIG,
-                   "%s: key 'container.runtime': %s runs only under launcher = \"%s\" (%s %s), and this job's "
-                   "launcher is %s (%s); nothing was started",
-                   gpurun_job_section_origin(job, "container.runtime"), c->ctr->runtime, ctr_rm->launcher->name,
-                   ctr_rm->launcher->name, ctr_rm->container->option, c->launcher->name, c->launcher_why);
-        return err->code;
-    }
-    const char *results = opts->results ? opts->results : job->results;
-    /* Absolute: ranks start in the run folder and must find it by name. */
-    c->results = abs_path(opts->results ? "." : c->job_dir, results);
-    return run_folders_mountable(c, err);
-}
-
-/* A sweep: the configurations first..last of the scan, each run `repeat`
- * times, and a row per run for the summary when there is more than one. */
-struct sweep {
-    size_t ncombo, first, last;
-    size_t runs, nrows;
-    struct scan_row *rows; /* NULL: one run, or a dry run */
-    int stopped_rc;        /* the interruption's status */
-};
-
-/* Which configurations run (--configuration K: only the K-th, a batch job
- * of gpurun submit), each checked before any runs. */
-static int sweep_create(struct run_ctx *c, struct sweep *w, gpurun_error_t *err)
-{
-    gpurun_job_t *job = c->job;
-    const struct gpurun_run_opts *opts = c->opts;
-    *w = (struct sweep){.ncombo = gpurun_scan_count(job)};
-    w->last = w->ncombo;
-    if (opts->configuration && (size_t)opts->configuration > w->ncombo)
-        return gpurun_err(err, GPURUN_EXIT_CONFIG, "--configuration %ld: the job's scan has %zu configuration%s",
-                          opts->configuration, w->ncombo, w->ncombo == 1 ? " (it has no scan)" : "s");
-    if (opts->configuration) {
-        w->first = (size_t)opts->configuration - 1;
-        w->last = w->first + 1;
-    }
-    if (job->nscan && check_scan_configs(c, job, w->first, w->last, w->ncombo, err) != 0)
-        return -1;
-    w->nrows = (w->last - w->first) * (size_t)(job->repeat > 0 ? job->repeat : 1);
-    w->rows = !opts->dry_run && w->nrows > 1 ? gpurun_xcalloc(w->nrows, sizeof *w->rows) : NULL;
-    for (size_t j = 0; w->rows && j < w->nrows; j++) { /* each "not run" until it runs */
-        struct gpurun_scan_config one;
-        gpurun_scan_config(job, w->first + j / (size_t)job->repeat, &one);
-        w->rows[j].config = one.text;
-        one.text = NULL;
-        w->rows[j].repeat = (int)(j % (size_t)job->repeat) + 1;
-        gpurun_scan_config_free(&one);
-    }
-    return 0;
-}
-
-/* The repeats of configuration k, planned in c: the first failure's status. */
-static int sweep_repeats(struct run_ctx *c, struct sweep *w, size_t k, const char *text, gpurun_error_t *err)
-{
-    gpurun_job_t *job = c->job;
-    int crc = 0;
-    for (int i = 0; i < job->repeat && !c->stopped[0]; i++) {
-        struct scan_row *row = w->rows ? &w->rows[(k - w->first) * (size_t)job->repeat + (size_t)i] : NULL;
-        if (w->nrows > 1 && !c->opts->quiet) {
-            if (job->repeat > 1)
-                gpurun_say(stderr, "gpurun: run %zu of %zu: %s%srepeat %d of %d\n", w->runs + 1, w->nrows, text,
-                           text[0] ? ", " : "", i + 1, job->repeat);
-            else
-                gpurun_say(stderr, "gpurun: run %zu of %zu: %s\n", w->runs + 1, w->nrows, text);
-        }
-        c->row = row;
-        int one = run_once(c, i, err);
-        c->row = NULL;
-        w->runs++;
-        if (one != 0 && w->nrows > 1)
-            gpurun_say(stderr, "gpurun: %s\n", err->text);
-        if (one != 0 && crc == 0)
-            crc = one;
-        if (c->stopped[0])
-            crc = w->stopped_rc = one; /* the interruption's status, whatever failed before */
-    }
-    return crc;
-}
-
-/* Configuration k of the scan: planned, then shown (a dry run) or run. */
-static int sweep_config(struct run_ctx *c, struct sweep *w, size_t k, const struct gpurun_scan_config *sc,
-                        gpurun_error_t *err)
-{
-    gpurun_job_t *job = c->job;
-    gpurun_request_t req;
-    gpurun_request_from_job(&req, job);
-    c->config = scan_config_json(job, sc);
-    c->req = req;
-    gpurun_alloc_apply(c->topo, &req, c->alloc_note, sizeof c->alloc_note);
-    int crc = 0;
-    if (gpurun_plan_create(c->topo, &req, &c->plan, err) < 0 ||
-        gpurun_hpl_edit_for_job(c->tpl, job, c->plan->nranks, &c->hpl, err) < 0 || /* P x Q = the ranks: exit 2 */
-        gpurun_gdr_setup(c->plan, job->gpudirect, c->tpl ? &c->tpl->env : NULL, &c->gdr_probe, &c->gdr, err) < 0) {
-        crc = err->code; /* gpudirect = on that this node cannot do: exit 3, nothing started */
-    } else {
-        if (c->tpl && c->tpl->rank_env)
-            gpurun_rankenv_torchrun_plan(c->plan);
-        if (c->ctr)
-            container_env_names(c);
-        free(c->command);
-        c->command = c->tpl ? (c->plan->req.gpus_per_rank > 0 && c->tpl->gpu_args
-                                   ? gpurun_xasprintf("%s %s", c->tpl->command, c->tpl->gpu_args)
-                                   : gpurun_xstrdup(c->tpl->command))
-                            : gpurun_xstrdup(job->command);
-        if (c->opts->dry_run) {
-            if (job->nscan)
-                gpurun_say(stdout, "%s# configuration %zu of %zu: %s\n", k > w->first ? "\n" : "", k + 1, w->ncombo,
-                           sc->text);
-            crc = dry_run_config(c, err);
-        } else {
-            crc = sweep_repeats(c, w, k, sc->text, err);
-        }
-    }
-    gpurun_plan_destroy(c->plan);
-    c->plan = NULL;
-    json_decref(c->gdr);
-    c->gdr = NULL;
-    json_decref(c->config);
-    c->config = NULL;
-    return crc;
-}
-
-/* One configuration per scan combination, each run `repeat` times.  The
- * whole scan is planned first: a configuration this node cannot run stops
- * it before anything ran.  A failed run does not stop the sweep (the
- * summary says what failed; the exit status is the first failure's); an
- * interrupted one does. */
-static int sweep_run(struct run_ctx *c, struct sweep *w, gpurun_error_t *err)
-{
-    gpurun_job_t *job = c->job;
-    const struct gpurun_run_opts *opts = c->opts;
-    int rc = 0;
-    for (size_t k = w->first; k < w->last; k++) {
-        struct gpurun_scan_config sc;
-        gpurun_scan_config(job, k, &sc);
-        if (opts->configuration && job->nscan && !opts->quiet && !opts->dry_run)
-            gpurun_say(stderr, "gpurun: configuration %zu of %zu: %s\n", k + 1, w->ncombo, sc.text);
-        if (gpurun_scan_apply(job, &sc, err) < 0) { /* checked above: not expected */
-            gpurun_scan_config_free(&sc);
-            return err->code;
-        }
-        int crc = sweep_config(c, w, k, &sc, err);
-        gpurun_scan_config_free(&sc);
-        if (crc != 0 && rc == 0)
-            rc = crc;
-        /* Interrupted, or a request this node cannot meet: stop the sweep. */
-        if (c->stopped[0] || crc == GPURUN_EXIT_ENV || crc == GPURUN_EXIT_CONFIG)
-            break;
-    }
-    return rc;
-}
-
-/* The summary of a sweep of several runs, and the status it ends with. */
-static int sweep_finish(struct run_ctx *c, struct sweep *w, int rc, gpurun_error_t *err)
-{
-    gpurun_job_t *job = c->job;
-    if (w->rows) {
-        scan_summary(job, w->rows, w->nrows, w->last - w->first, c->results);
-        for (size_t j = 0; j < w->nrows; j++) {
-            free(w->rows[j].config);
-            free(w->rows[j].folder);
-        }
-        free(w->rows);
-        w->rows = NULL;
-    }
-    /* Each failure was printed as it came; main prints the first again. */
-    if (c->stopped[0] && w->nrows > 1)
-        gpurun_err(err, rc = w->stopped_rc, "%s: %s: stopped after %zu of %zu runs%s; see gpurun results", job->name,
-                   c->stopped, w->runs, w->nrows, w->runs < w->nrows ? ", the rest not started" : "");
-    else if (rc != 0 && w->nrows > 1 && rc != GPURUN_EXIT_ENV && rc != GPURUN_EXIT_CONFIG)
-        gpurun_err(err, rc, "%s: at least one run failed (exit status %d, the first failure's); see the summary "
-                   "above and gpurun results", job->name, rc);
-    return rc;
-}
-
-static void run_ctx_destroy(struct run_ctx *c)
-{
-    free(c->job_dir);
-    free(c->command);
-    free(c->results);
-    gpurun_plan_destroy(c->plan);
-    gpurun_gdr_probe_destroy(c->gdr_probe);
-    gpurun_topo_destroy(c->topo);
-    gpurun_template_destroy(c->tpl);
-    gpurun_site_destroy(c->site);
-    gpurun_container_run_free(c->ctr);
-}
-
-int gpurun_run_job(gpurun_job_t *job, const struct gpurun_run_opts *opts, gpurun_error_t *err)
-{
-    struct run_ctx c = {.job = job, .opts = opts};
-    struct sweep w;
-    int rc = run_prepare(&c, err);
-    if (rc == 0 && sweep_create(&c, &w, err) < 0)
-        rc = err->code;
-    if (rc == 0) {
-        struct sigaction old_stop[3];
-        if (!opts->dry_run) /* a stop at any moment ends the run with its record */
-            gpurun_stop_signals(true, old_stop);
-        rc = sweep_run(&c, &w, err);
-        if (!opts->dry_run)
-            gpurun_stop_signals(false, old_stop);
-        rc = sweep_finish(&c, &w, rc, err);
-    }
-    run_ctx_destroy(&c);
     return rc;
 }

@@ -143,6 +143,19 @@ static inline const char *rank_host(const struct rank_result *rr, int r)
 }
 
 /* run_record.c: the run's record, made and kept */
+/* run.c, for run_job.c: one run of the configuration planned in c (its
+ * repeat_index-th), a dry run's lines instead, and what a configuration
+ * needs of the container before it runs. */
+int run_once(struct run_ctx *c, int repeat_index, gpurun_error_t *err);
+int run_dry_run_config(struct run_ctx *c, gpurun_error_t *err);
+void run_container_inside(struct run_ctx *c);
+/* run_dry.c: a dry run's lines, from the launcher's commands `cmds` (and
+ * a container's planning step) for the program `app`. */
+void run_dry_run_print(const struct run_ctx *c, char *const *app, const struct gpurun_launch_cmds *cmds,
+                       char *const *plan_step, const struct gpurun_kvlist *env);
+void run_container_env_names(struct run_ctx *c);
+/* `p` made absolute against `dir` (malloc'ed). */
+char *run_abs_path(const char *dir, const char *p);
 json_t *run_record(struct run_ctx *c, struct run_attempt *a, int rc, int repeat_index);
 int run_keep_record(struct run_ctx *c, struct run_attempt *a, json_t *record, int rc, gpurun_error_t *err);
 json_t *run_container_json(const struct run_ctx *c, char *const *launched);
