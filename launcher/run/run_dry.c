@@ -3,6 +3,7 @@
  * started (run.c's run_dry_run_config() puts together the commands). */
 #include "config.h"
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
