@@ -53,35 +53,8 @@ expect_rc 3 "launcher = flux outside a Flux instance: exit 3, nothing started"
 contains "$TMP/err" "launcher = flux runs jobs inside a Flux instance and FLUX_URI is not set" "... saying why"
 
 # ---- a 3-broker instance, kept up for the checks -------------------------------------
-# Brokers 1 and 2 play hosts flux1 and flux2: their job shells set GPURUN_HOST.
-mkdir -p "$TMP/shellrc"
-cat >"$TMP/shellrc/gpurun-host.lua" <<'EOF'
-if shell.info.rank > 0 then shell.setenv ("GPURUN_HOST", "flux" .. shell.info.rank) end
-EOF
-# The job shell reads its rc path from the job's environment: gpurun's.
-export FLUX_SHELL_RC_PATH=$TMP/shellrc
-flux start --test-size=3 \
-    sh -c 'echo $$ >"$1.pid" && echo "$FLUX_URI" >"$1.tmp" && mv "$1.tmp" "$1" && exec sleep 3600' sh "$TMP/uri" \
-    >"$TMP/flux-start.log" 2>&1 &
-flux_pid=$!
-# The instance ends when its initial program does: a TERM to flux start
-# alone left its three brokers (and the sleep) running after the test.
-stop_flux() {
-    [ -s "$TMP/uri.pid" ] && kill -TERM "$(cat "$TMP/uri.pid")" 2>/dev/null
-    wait "$flux_pid" 2>/dev/null
-}
-trap 'stop_flux; rm -rf "$TMP"' EXIT
-n=0
-while [ ! -s "$TMP/uri" ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
-[ -s "$TMP/uri" ]
-ok $? "flux start --test-size=3: an instance of 3 brokers"
-if [ ! -s "$TMP/uri" ]; then
-    sed 's/^/#   /' "$TMP/flux-start.log" | tail -10
-    done_testing
-    exit 1
-fi
-FLUX_URI=$(cat "$TMP/uri")
-export FLUX_URI
+# Brokers 1 and 2 play hosts flux1 and flux2 (tests/lib.sh).
+flux_test_instance 3
 # last_run JOB: its newest run folder
 last_run() { ls -d "$TMP/results/$1"/*/ 2>/dev/null | tail -1 | sed 's:/$::'; }
 

@@ -28,31 +28,7 @@ mpicc -g -O1 -o "$TMP/$mark" "$top_srcdir/tests/hang_mpi.c" || {
     exit 0
 }
 
-mkdir -p "$TMP/shellrc"
-cat >"$TMP/shellrc/gpurun-host.lua" <<'EOF'
-if shell.info.rank > 0 then shell.setenv ("GPURUN_HOST", "flux" .. shell.info.rank) end
-EOF
-export FLUX_SHELL_RC_PATH=$TMP/shellrc
-flux start --test-size=2 \
-    sh -c 'echo $$ >"$1.pid" && echo "$FLUX_URI" >"$1.tmp" && mv "$1.tmp" "$1" && exec sleep 3600' sh "$TMP/uri" \
-    >"$TMP/flux-start.log" 2>&1 &
-flux_pid=$!
-stop_flux() {
-    [ -s "$TMP/uri.pid" ] && kill -TERM "$(cat "$TMP/uri.pid")" 2>/dev/null
-    wait "$flux_pid" 2>/dev/null
-}
-trap 'stop_flux; rm -rf "$TMP"' EXIT
-n=0
-while [ ! -s "$TMP/uri" ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
-[ -s "$TMP/uri" ]
-ok $? "flux start --test-size=2: an instance of 2 brokers"
-if [ ! -s "$TMP/uri" ]; then
-    sed 's/^/#   /' "$TMP/flux-start.log" | tail -10
-    done_testing
-    exit 1
-fi
-FLUX_URI=$(cat "$TMP/uri")
-export FLUX_URI
+flux_test_instance 2
 
 # job KIND: 2 brokers x 2 ranks, rank 3 (on flux1) hanging at step 3.
 job() {

@@ -218,6 +218,42 @@ find_flux() {
     return 1
 }
 
+# flux_test_instance N: a `flux start --test-size=N` instance of this test's
+# own, kept up until the test exits (its EXIT trap stops it, then removes
+# $TMP), with FLUX_URI exported.  Brokers 1..N-1 play hosts flux1, flux2...:
+# a job shell rc file sets GPURUN_HOST in their tasks (the job shell reads
+# its rc path from the job's environment: gpurun's).  One TAP check says the
+# instance is up; when it is not, its log is printed and the test ends.
+flux_test_instance() {
+    mkdir -p "$TMP/shellrc"
+    echo 'if shell.info.rank > 0 then shell.setenv ("GPURUN_HOST", "flux" .. shell.info.rank) end' \
+        >"$TMP/shellrc/gpurun-host.lua"
+    FLUX_SHELL_RC_PATH=$TMP/shellrc
+    export FLUX_SHELL_RC_PATH
+    flux start --test-size="$1" \
+        sh -c 'echo $$ >"$1.pid" && echo "$FLUX_URI" >"$1.tmp" && mv "$1.tmp" "$1" && exec sleep 3600' sh "$TMP/uri" \
+        >"$TMP/flux-start.log" 2>&1 &
+    flux_pid=$!
+    # The instance ends when its initial program does: a TERM to flux start
+    # alone left its brokers (and the sleep) running after the test.
+    trap 'stop_flux; rm -rf "$TMP"' EXIT
+    _n=0
+    while [ ! -s "$TMP/uri" ] && [ $_n -lt 600 ]; do sleep 0.1; _n=$((_n + 1)); done
+    [ -s "$TMP/uri" ]
+    ok $? "flux start --test-size=$1: an instance of $1 brokers"
+    if [ ! -s "$TMP/uri" ]; then
+        sed 's/^/#   /' "$TMP/flux-start.log" | tail -10
+        done_testing
+        exit 1
+    fi
+    FLUX_URI=$(cat "$TMP/uri")
+    export FLUX_URI
+}
+stop_flux() {
+    [ -s "$TMP/uri.pid" ] && kill -TERM "$(cat "$TMP/uri.pid")" 2>/dev/null
+    wait "$flux_pid" 2>/dev/null
+}
+
 # find_chromium: sets $chromium to the headless browser on PATH (chromium,
 # chromium-browser or google-chrome); false, and empty, when there is none.
 find_chromium() {
