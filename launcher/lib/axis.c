@@ -6,14 +6,13 @@
 #include <string.h>
 
 #include "axis.h"
+#include "expand.h"
 #include "util.h"
 
 void gpurun_axis_free(struct gpurun_axis *ax)
 {
     free(ax->key);
-    for (size_t v = 0; ax->texts && v < ax->n; v++)
-        free(ax->texts[v]);
-    free(ax->texts);
+    gpurun_free_words(ax->texts); /* NULL-ended, as every maker leaves it */
     free(ax->values);
     memset(ax, 0, sizeof *ax);
 }
@@ -75,8 +74,6 @@ char *gpurun_axes_text(const struct gpurun_axis *axes, size_t naxes, size_t k, c
     struct gpurun_strbuf b = {0};
     for (size_t i = 0; sets[i]; i++)
         gpurun_strbuf_printf(&b, "%s%s", i ? sep : "", sets[i]);
-    for (size_t i = 0; sets[i]; i++)
-        free(sets[i]);
-    free(sets);
+    gpurun_free_words(sets);
     return b.s ? b.s : gpurun_xstrdup("");
 }

@@ -36,7 +36,6 @@ struct gpurun_job_manager {
     struct gpurun_kvlist options;
 };
 
-
 /* Integers left at GPURUN_UNSET were not given: the planner picks them. */
 #define GPURUN_UNSET (-1)
 

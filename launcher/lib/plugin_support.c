@@ -238,16 +238,6 @@ size_t gpurun_rm_job_id(const char *out, const char *ends, enum gpurun_rm_id_byt
     return ok ? len : 0;
 }
 
-/* Whether the line [line, line + n) holds `word`. */
-static bool line_holds(const char *line, size_t n, const char *word)
-{
-    size_t w = strlen(word);
-    for (size_t i = 0; w <= n && i <= n - w; i++)
-        if (line[i] == word[0] && !memcmp(line + i, word, w))
-            return true;
-    return false;
-}
-
 int gpurun_rm_output_says(const char *out, const char *const rules[][GPURUN_RM_LINE_WORDS], size_t nrules)
 {
     for (const char *line = out; line && *line;) {
@@ -256,7 +246,7 @@ int gpurun_rm_output_says(const char *out, const char *const rules[][GPURUN_RM_L
         for (size_t r = 0; r < nrules; r++) {
             bool all = rules[r][0] != NULL;
             for (size_t w = 0; all && w < GPURUN_RM_LINE_WORDS && rules[r][w]; w++)
-                all = line_holds(line, n, rules[r][w]);
+                all = memmem(line, n, rules[r][w], strlen(rules[r][w])) != NULL;
             if (all)
                 return (int)r;
         }
