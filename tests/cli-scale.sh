@@ -5,7 +5,8 @@
 # record still has every rank's binding, status and output location, rank
 # 0's figures of merit come from its labelled lines; and while the ranks run
 # gpurun waits on pipes, not on the file system (strace: the same number of
-# file-system calls for a 2 s and a 6 s job, on a terminal).
+# file-system calls for a 2 s and a 6 s job, on a terminal, status.json
+# and /proc aside).
 . "${top_srcdir:-$(dirname "$0")/..}/tests/lib.sh"
 
 unset GPURUN_TOPOLOGY
@@ -129,13 +130,26 @@ if ! command -v strace >/dev/null 2>&1 || ! command -v script >/dev/null 2>&1; t
 elif ! strace -qq -o /dev/null true 2>/dev/null; then
     skip "strace cannot trace here (ptrace not allowed)"
 else
+    # One line per call: not the second half of an interrupted one, nor
+    # signals or exits. Nor what depends on the node and not on the run's
+    # length: the rank steps' look at /proc for the other processes on
+    # their cores, and the names of those processes' owners (-y names the
+    # file of every descriptor, so a call relative to /proc is seen too).
+    # status.json is counted on its own: it is rewritten when the run moved
+    # (its hosts came), 5 s apart at most, so a 6 s job may write it once
+    # more than a 2 s one, and never more often for lasting longer.
+    calls() {
+        grep -v -e '<\.\.\. ' -e ' --- SIG' -e ' +++ ' -e '</proc[/>]' -e '"/proc[/"]' -e '"/etc/passwd"' \
+            -e '"/etc/group"' -e '"status\.json"' -e '"\.status\.json\.' "$1"
+    }
+    status_writes() { grep -c '^[0-9]* *renameat(.*"\.status\.json\..*"status\.json")' "$1"; }
     for s in 2 6; do
         job "sleep$s" 2 "/bin/sleep $s"
         # On a terminal (script): gpurun relays output and shows its status line.
-        script -qec "strace -f -qq -e trace=%file -o '$TMP/strace.$s' '$GPURUN' run '$TMP/sleep$s.conf'" /dev/null \
+        script -qec "strace -f -qq -y -e trace=%file -o '$TMP/strace.$s' '$GPURUN' run '$TMP/sleep$s.conf'" /dev/null \
             >"$TMP/script.$s" 2>&1
-        # one line per call: not the second half of an interrupted one, nor signals
-        grep -v -e '<\.\.\. ' -e '^[0-9]* ---' -e '+++' "$TMP/strace.$s" | wc -l >"$TMP/calls.$s"
+        calls "$TMP/strace.$s" | wc -l >"$TMP/calls.$s"
+        status_writes "$TMP/strace.$s" >"$TMP/status-writes.$s"
     done
     grep -q "ranks alive" "$TMP/script.6"
     ok $? "on a terminal gpurun shows its status line"
@@ -145,8 +159,11 @@ else
     # two more in one run than the other, whatever the duration.
     [ "$c2" -gt 0 ] && [ $((c6 - c2)) -le 4 ] && [ $((c2 - c6)) -le 4 ]
     ok $? "file-system calls of a 2 s job ($c2) and of a 6 s job ($c6) differ by at most 4: no polling"
+    w2=$(cat "$TMP/status-writes.2") w6=$(cat "$TMP/status-writes.6")
+    [ "$w2" -ge 2 ] && [ "$w6" -ge "$w2" ] && [ "$w6" -le $((w2 + 1)) ]
+    ok $? "status.json written at the start and the end, and at most once more for the longer job ($w2, $w6)"
     for s in 2 6; do
-        grep -v -e '<\.\.\. ' -e '^[0-9]* ---' -e '+++' "$TMP/strace.$s" |
+        calls "$TMP/strace.$s" |
             sed -e 's/^[0-9]* *//' -e 's/(\([^,)]*\).*/(\1/' -e 's/[0-9]\{6,\}[^"]*//g' | sort >"$TMP/calls-list.$s"
     done
     [ "$c2" -eq "$c6" ] || diff "$TMP/calls-list.2" "$TMP/calls-list.6" | grep '^[<>]' | head -10 | sed 's/^/# /'
