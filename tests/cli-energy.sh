@@ -89,6 +89,18 @@ record() { ls "$TMP"/results/"$1"/*Z-*/record.json | tail -1; }
 M='def measured(s; v): .source == "test" and (.note | startswith("test hook " + v + "=") and contains(": measured as " + s + ","));'
 # near A B: A within 2 % of B (jq expression over the record).
 near() { echo "((($1) - ($2)) | fabs) <= 0.02 * (($2) | fabs)"; }
+# gpu_power P: every GPU's energy over its own measured time (its monitor's,
+# from just after the program started to before the host's last reading)
+# within 2 % of P watts, that time inside the host's, and the run's GPU
+# energy never more than P per GPU over the host's time.  Not the GPU
+# energy over the host's time: the helper's start-up is not in it, and a
+# loaded machine makes that a good part of a 1-second run.
+gpu_power() {
+    echo "(.energy.hosts | all(.measured_s as \$h | [.devices[] | select(.kind == \"gpu\")] |
+        length > 0 and all(.measured_s > 0 and .measured_s <= \$h + 0.002 and ($(near '.J / .measured_s' "$1"))))) and
+        .energy.gpu_J <= 1.02 * $1 * ([.energy.hosts[].devices[] | select(.kind == \"gpu\")] | length) * .energy.measured_s"
+}
+gpu_figures() { jq -c '[.energy.gpu_J, .energy.measured_s, [.energy.hosts[].devices[] | select(.kind == "gpu") | [.J, .measured_s]]]' "$1"; }
 
 fresh_tree
 job e 1
@@ -98,8 +110,8 @@ expect_rc 0 "a run with energy counters"
 R=$(record e)
 jq -e '.energy | type == "object" and (.hosts | length) == 1' "$R" >/dev/null
 ok $? "the record has energy, one host"
-jq -e "$(near '.energy.gpu_J / .energy.measured_s' "2 * $W")" "$R" >/dev/null
-ok $? "GPU energy over the measured time: 2 x ${W} W within 2 % ($(jq -c '[.energy.gpu_J, .energy.measured_s]' "$R"))"
+jq -e "$(gpu_power $W)" "$R" >/dev/null
+ok $? "each GPU's energy over its own measured time: ${W} W within 2 %, inside the host's time ($(gpu_figures "$R"))"
 jq -e "$M [.energy.hosts[0].devices[] | select(.kind == \"gpu\") | select(measured(\"nvml\"; \"GPURUN_NVML_LIBRARY\") and .mean_power_W == $W and .peak_power_W == $W)] | length == 2" "$R" >/dev/null
 ok $? "each GPU: source test (measured as nvml, through GPURUN_NVML_LIBRARY), mean and peak power ${W} W from the samples"
 jq -e '[.gpus_monitor[] | .test_hook | startswith("GPURUN_NVML_LIBRARY=")] == [true, true]' "$R" >/dev/null
@@ -190,18 +202,18 @@ rc=0
 wait "$pid" || rc=$?
 expect_rc 143 "SIGTERM while the job runs: 143"
 R=$(record k)
-jq -e ".state == \"interrupted\" and $(near '.energy.gpu_J / .energy.measured_s' "2 * $W") and $(near .energy.cpu_J 3)" "$R" >/dev/null
-ok $? "... the interrupted run still records its energy (GPU power 2 x ${W} W within 2 %, package 3 J)"
+jq -e ".state == \"interrupted\" and $(gpu_power $W) and $(near .energy.cpu_J 3)" "$R" >/dev/null
+ok $? "... the interrupted run still records its energy (each GPU ${W} W within 2 %, package 3 J: $(gpu_figures "$R"))"
 
 # Past its time limit (124): the energy until gpurun stopped it.
 fresh_tree
 job t 60
-printf 'timeout = "2s"\n' >>"$TMP/t.conf"
+printf 'timeout = "4s"\n' >>"$TMP/t.conf"
 run energy_env "$GPURUN" run "$TMP/t.conf" --quiet
 expect_rc 124 "a job past its time limit: 124"
 R=$(record t)
-jq -e ".state == \"timeout\" and $(near '.energy.gpu_J / .energy.measured_s' "2 * $W") and $(near .energy.cpu_J 3) and .energy.measured_s >= 1.5" "$R" >/dev/null
-ok $? "... the timed-out run records its energy ($(jq -c '[.energy.gpu_J, .energy.measured_s]' "$R"))"
+jq -e ".state == \"timeout\" and $(gpu_power $W) and $(near .energy.cpu_J 3) and .energy.measured_s > 0.5 and .energy.measured_s < 30" "$R" >/dev/null
+ok $? "... the timed-out run records its energy until it was stopped ($(gpu_figures "$R"))"
 
 # A GPU without an energy counter: its power samples times the time, said.
 fresh_tree
@@ -237,8 +249,8 @@ if [ -n "${FAKE_ROCM_SMI:-}" ] && [ -r "$FAKE_ROCM_SMI" ]; then
     jq -e "$M [.energy.hosts[0].devices[] | select(.kind == \"gpu\")] | length == 1 and
         (.[0] | measured(\"rocm_smi\"; \"GPURUN_ROCM_SMI_LIBRARY\") and .mean_power_W == $AW and (.name | test(\"MI250X\")))" "$R" >/dev/null
     ok $? "... its GPU read by ROCm SMI: measured as rocm_smi (through GPURUN_ROCM_SMI_LIBRARY), mean power ${AW} W ($(jq -c '[.energy.hosts[0].devices[] | select(.kind == "gpu")]' "$R"))"
-    jq -e "$(near '.energy.gpu_J / .energy.measured_s' "$AW")" "$R" >/dev/null
-    ok $? "... its energy from the counter: ${AW} W over the measured time within 2 % ($(jq -c '[.energy.gpu_J, .energy.measured_s]' "$R"))"
+    jq -e "$(gpu_power $AW)" "$R" >/dev/null
+    ok $? "... its energy from the counter: ${AW} W over its measured time within 2 % ($(gpu_figures "$R"))"
     jq -e '.gpus_monitor | length == 1 and .[0].monitor == "rocm_smi" and .[0].pci == "0000:03:00.0" and .[0].index == 0' "$R" >/dev/null
     ok $? "... gpus_monitor: one entry (the partitions share the GPU's counter), monitor rocm_smi"
     jq -e '[.energy.hosts[0].missing[] | select(.kind == "gpu")] | length == 0' "$R" >/dev/null
@@ -349,11 +361,8 @@ expect_rc 0 "3 simulated hosts with 2 GPUs each"
 R=$(record simg)
 jq -e "$M [.energy.hosts[] | [.devices[] | select(.kind == \"gpu\" and measured(\"nvml\"; \"GPURUN_NVML_LIBRARY\") and .mean_power_W == $W and .peak_power_W == $W)] | length] == [2, 2, 2]" "$R" >/dev/null
 ok $? "each host's 2 GPUs read on that host: measured as nvml, power samples ${W} W ($(jq -c '[.energy.hosts[] | {host, gpus: [.devices[] | select(.kind == "gpu") | .J]}]' "$R"))"
-# Never more than the host's time at that power; less by the helper's start
-# (after the program), which a loaded machine (a sanitizer build beside
-# other tests) can make a good part of a 2-second run: a bound, not a timing.
-jq -e "[.energy.hosts[] | ([.devices[] | select(.kind == \"gpu\") | .J] | add) / .measured_s / (2 * $W)] | all(. > 0.5 and . <= 1.02)" "$R" >/dev/null
-ok $? "... their energy over the host's measured time: 50-102 % of 2 x ${W} W (the helper starts after the program)"
+jq -e "$(gpu_power $W)" "$R" >/dev/null
+ok $? "... each GPU's energy over its own measured time: ${W} W within 2 %, inside its host's time ($(gpu_figures "$R"))"
 
 # AMD GPUs on every host: the helper is given PCI addresses alone and finds
 # the monitor that has them (NVML has none of them: ROCm SMI).

@@ -166,6 +166,37 @@ static void test_read(void)
     json_decref(h);
     json_decref(tg);
 
+    /* A GPU's own measured time (its monitor's) is kept, and a GPU without
+     * a counter has its samples' mean times that time, not the host's. */
+    json_t *own = json_loads("[{\"pci\": \"0000:13:00.0\", \"name\": \"X\", \"energy_J\": 390.0, \"measured_s\": 1.95},"
+                             " {\"pci\": \"0000:15:00.0\", \"name\": \"Y\", \"energy_J\": null,"
+                             " \"power_mean_w\": 100, \"measured_s\": 1.9},"
+                             " {\"pci\": \"0000:16:00.0\", \"name\": \"Z\", \"energy_J\": 2.0}]",
+                             0, NULL);
+    h = gpurun_energy_host_json("h1", &a, &b, own, "");
+    dev = json_object_get(h, "devices");
+    json_t *gx = NULL, *gy = NULL, *gz = NULL;
+    size_t k;
+    json_t *d;
+    json_array_foreach(dev, k, d) {
+        const char *nm = json_string_value(json_object_get(d, "name"));
+        if (nm && strstr(nm, "(0000:13:00.0)"))
+            gx = d;
+        else if (nm && strstr(nm, "(0000:15:00.0)"))
+            gy = d;
+        else if (nm && strstr(nm, "(0000:16:00.0)"))
+            gz = d;
+    }
+    ok(gx && near(json_number_value(json_object_get(gx, "measured_s")), 1.95) &&
+           near(json_number_value(json_object_get(gx, "J")), 390.0),
+       "a GPU's own measured time is kept beside its counter's energy (1.95 s, 390 J)");
+    ok(gy && near(json_number_value(json_object_get(gy, "J")), 190.0) &&
+           near(json_number_value(json_object_get(gy, "measured_s")), 1.9),
+       "... a GPU without a counter: its samples' mean times its own time (100 W x 1.9 s), not the host's 2 s");
+    ok(gz && json_object_get(gz, "measured_s") == NULL, "... a helper that gave no time: none, never the host's");
+    json_decref(h);
+    json_decref(own);
+
     struct gpurun_rapl none;
     char empty[600];
     snprintf(empty, sizeof empty, "%s/none", tmpdir);

@@ -246,6 +246,10 @@ static void add_gpus(json_t *devices, json_t *miss, json_t *gpus_monitor, const 
         else
             snprintf(name, sizeof name, "GPU %s (%s)", model ? model : "", pci ? pci : "?");
         double j;
+        /* The GPU's own window: its monitor started after the program and
+         * stopped before the host's last reading (older helpers: none). */
+        json_t *gs = json_object_get(g, "measured_s");
+        double gsecs = json_is_number(gs) && json_number_value(gs) > 0 ? json_number_value(gs) : 0;
         /* The monitor that read it (record.h: older records name none). */
         const char *mon = json_string_value(json_object_get(g, "monitor"));
         char source[48];
@@ -254,10 +258,10 @@ static void add_gpus(json_t *devices, json_t *miss, json_t *gpus_monitor, const 
         if (json_is_number(ej)) {
             j = json_number_value(ej);
             snprintf(source, sizeof source, "%s", mon);
-        } else if (json_is_number(pm) && secs > 0) {
+        } else if (json_is_number(pm) && (gsecs > 0 || secs > 0)) {
             /* No energy counter (before Volta, before MI100): the power
-             * samples' mean over the measured time, said as such. */
-            j = json_number_value(pm) * secs;
+             * samples' mean over the time they were taken in, said as such. */
+            j = json_number_value(pm) * (gsecs > 0 ? gsecs : secs);
             snprintf(source, sizeof source, "%s-power-samples", mon);
         } else {
             const char *note = json_string_value(json_object_get(g, "energy_note"));
@@ -270,6 +274,8 @@ static void add_gpus(json_t *devices, json_t *miss, json_t *gpus_monitor, const 
                                 "mean_power_W", json_is_number(pm) ? num(json_number_value(pm)) : json_null(),
                                 "peak_power_W", json_is_number(pp) ? num(json_number_value(pp)) : json_null(),
                                 "source", source);
+        if (gsecs > 0)
+            json_object_set_new(dev, "measured_s", num(gsecs));
         const char *hook = json_string_value(json_object_get(g, GPURUN_REC_TEST_HOOK));
         if (hook && *hook)
             mark_test(dev, hook);

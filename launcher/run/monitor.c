@@ -152,6 +152,10 @@ json_t *gpurun_monitor_json(const struct gpurun_monitor_result *r)
         json_object_set_new(o, "power_mean_w", metric(s->power_n, s->power_mean_w));
         json_object_set_new(o, "power_peak_w", metric(s->power_n, s->power_peak_w));
         json_object_set_new(o, "samples", json_integer(s->samples));
+        /* From start() to stop(): the window of the energy counter's two
+         * readings, to the millisecond. */
+        if (r->seconds > 0)
+            json_object_set_new(o, "measured_s", json_real((double)(long long)(r->seconds * 1000.0 + 0.5) / 1000.0));
         json_object_set_new(o, "energy_J", s->energy_known ? json_real((double)(long long)(s->energy_j * 1000.0 + 0.5) / 1000.0)
                                                            : json_null());
         if (!s->energy_known && s->energy_why[0])
