@@ -18,6 +18,7 @@ static void *sampler_main(void *arg)
         pthread_mutex_unlock(&s->mu);
         s->sample(s->arg);
         pthread_mutex_lock(&s->mu);
+        s->taken++;
         /* The next tick on a fixed grid, so sampling does not drift. */
         long ns = (long)(s->interval_s * 1e9);
         next.tv_sec += ns / 1000000000L;
@@ -39,6 +40,7 @@ int gpurun_sampler_start(struct gpurun_sampler *s, void (*sample)(void *), void 
     s->arg = arg;
     s->interval_s = interval_s > 0.001 ? interval_s : 0.001;
     s->stopping = false;
+    s->taken = 0;
     pthread_mutex_init(&s->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -67,6 +69,10 @@ double gpurun_sampler_stop(struct gpurun_sampler *s)
     pthread_join(s->thread, NULL);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
+    if (s->taken == 0) { /* stopped before the thread ran: the start's sample, late */
+        s->sample(s->arg);
+        s->taken++;
+    }
     struct timespec t1;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     return (double)(t1.tv_sec - s->t0.tv_sec) + (double)(t1.tv_nsec - s->t0.tv_nsec) / 1e9;

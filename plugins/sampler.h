@@ -21,6 +21,7 @@ struct gpurun_sampler {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool stopping;
+    long taken; /* samples taken: the thread's until it is joined */
 };
 
 /* Start calling sample(arg) at once, then every interval_s (at least 1 ms),
@@ -28,7 +29,8 @@ struct gpurun_sampler {
  * SIGCHLD, SIGINT and SIGTERM with sigwaitinfo(): a thread that let them
  * through would take them).  0, or an errno value. */
 int gpurun_sampler_start(struct gpurun_sampler *s, void (*sample)(void *), void *arg, double interval_s);
-/* Stop and join; the seconds since start. */
+/* Stop and join; the seconds since start.  A session stopped before its
+ * thread first ran gets its one sample here: never none. */
 double gpurun_sampler_stop(struct gpurun_sampler *s);
 
 /* One metric's running sum, count and peak. */
