@@ -104,6 +104,12 @@ pid=$!
 wait_for "$TMP/busy.err" "is running busy on"
 ok $? "while it runs: a warning on stderr"
 D=$(latest)
+# status.json says it just after stderr does: up to 60 s more.
+n=0
+until jq -e '.conditions.busy == true' "$D/status.json" >/dev/null 2>&1 || [ $n -ge 300 ]; do
+    sleep 0.2
+    n=$((n + 1))
+done
 jq -e '.conditions.busy == true and (.conditions.why | test("took [0-9]+% of its cores \\(.*\\[[0-9]+\\] [0-9]+% of cpu"))' \
     "$D/status.json" >/dev/null
 ok $? "... and status.json says busy, naming who ($(jq -c .conditions "$D/status.json" 2>&1 | head -c 400))"

@@ -130,7 +130,7 @@ rc=$?
 [ "$rc" -eq 143 ]
 ok $? "SIGTERM to gpurun while its ranks run under flux: exit 143 (got $rc)"
 n=0
-while [ -n "$(flux jobs -n -o '{id}' 2>/dev/null)" ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+while [ -n "$(flux jobs -n -o '{id}' 2>/dev/null)" ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
 [ -z "$(flux jobs -n -o '{id}' 2>/dev/null)" ]
 ok $? "... and no job is left running in the instance"
 jq -e '.state == "interrupted"' "$(last_run sleep)/record.json" >/dev/null

@@ -409,7 +409,7 @@ contains "$W/nogpu-srun.out" "gpurun-exit=3" "a host without GPUs, srun: gpurun 
 grep '^gpurun:' "$W/nogpu-srun.out" | grep -v warning | grep -q 'h2.*cannot run its ranks'
 ok $? "a host without GPUs, srun: ... naming h2 and why it cannot run its ranks"
 grep '^gpurun:' "$W/nogpu-srun.out" | sed 's/^/#   /'
-gone "h1 h2" 10
+gone "h1 h2" 60
 ok $? "a host without GPUs, srun: nothing of the job is left"
 job nogpu-mpi 2 2 mpirun "$HELLO --sleep 60" 1
 run env GPURUN_TOPOLOGY=$W/nogpu/topo-%h.xml OMPI_MCA_orte_default_hostfile=$W/hosts.2 \
@@ -417,7 +417,7 @@ run env GPURUN_TOPOLOGY=$W/nogpu/topo-%h.xml OMPI_MCA_orte_default_hostfile=$W/h
 expect_rc 3 "a host without GPUs, mpirun: gpurun exits 3"
 grep -v warning "$TMP/err" | grep -q 'h2.*cannot run its ranks'
 ok $? "a host without GPUs, mpirun: ... naming h2 and why it cannot run its ranks"
-gone "h1 h2" 10
+gone "h1 h2" 60
 ok $? "a host without GPUs, mpirun: nothing of the job is left"
 
 # 4. gpurun submit of a 2-node job.  Not an MPI program: $W/hello.sh (see
@@ -459,13 +459,13 @@ id=$(batch exit-srun 2 "\"$G\" run \"$W/exit-srun.conf\" --quiet; echo gpurun-ex
 wait_job "$id" 120
 contains "$W/exit-srun.out" "gpurun-exit=7" "srun: rank 2 (on h2) exiting 7 makes gpurun exit 7"
 contains "$W/exit-srun.out" "rank 2 on h2" "srun: ... and the message names rank 2 and host h2"
-gone "h1 h2" 10
+gone "h1 h2" 60
 ok $? "srun: ... nothing of the job is left on h1 or h2"
 job exit-mpi 2 2 mpirun "$cmd"
 run env OMPI_MCA_orte_default_hostfile=$W/hosts.2 timeout 120 "$cluster" exec h1 "$G" run "$W/exit-mpi.conf" --quiet
 expect_rc 7 "mpirun: rank 2 (on h2) exiting 7 makes gpurun exit 7"
 contains "$TMP/err" "rank 2 on h2" "mpirun: ... and the message names rank 2 and host h2"
-gone "h1 h2" 10
+gone "h1 h2" 60
 ok $? "mpirun: ... nothing of the job is left on h1 or h2"
 
 # kill_slurmd HOST / restart_slurmd HOST: by the cluster's pid file, inside the host
@@ -480,7 +480,7 @@ restart_slurmd() {
         sleep 0.2
         _rs=$((_rs + 1))
     done
-    gone "$1" 20 stepd
+    gone "$1" 60 stepd
 }
 # The slurmd of h2 dies while a 2-node job runs; the batch step (and gpurun
 # in it) is on h1.  Slurm declares h2 down after about 2 x SlurmdTimeout
@@ -505,7 +505,7 @@ ok $? "slurmd killed, batch: gpurun's message names the lost host h2"
 # Slurm sent gpurun SIGTERM too, cancelling the job "DUE TO NODE FAILURE":
 # the lost host is the cause (exit 3), not an interruption (143).
 contains "$W/slurmd-batch.out" "gpurun-exit=3" "slurmd killed, batch: gpurun exits 3, a lost host, though Slurm sent it SIGTERM"
-gone "h1 h3" 15
+gone "h1 h3" 60
 ok $? "slurmd killed, batch: nothing of the job is left on h1 and h3"
 restart_slurmd h2
 ok $? "slurmd killed, batch: with h2's slurmd back, its orphaned ranks are gone too"
@@ -539,7 +539,7 @@ grep -q 'h2' "$TMP/alloc.err"
 ok $? "slurmd killed, allocation: gpurun's message names the lost host h2"
 ! grep -q 'rank [01] on h1 failed first' "$TMP/alloc.err"
 ok $? "slurmd killed, allocation: ... and does not blame the ranks on h1 that Slurm stopped"
-gone "h1 h3" 15
+gone "h1 h3" 60
 ok $? "slurmd killed, allocation: nothing of the job is left on h1 and h3"
 scancel "$salloc_id" >/dev/null 2>&1
 salloc_id=
@@ -549,14 +549,14 @@ ok $? "slurmd killed, allocation: with h2's slurmd back, its orphaned ranks are 
 # A host in the host list that does not exist (the agent, as ssh, exits 255).
 printf 'h1 slots=2\nh7 slots=2\n' >"$W/hosts.bad"
 t0=$(now_ms)
+# exit 3, not timeout's 124: gpurun ended by itself (how fast is a diagnostic, never a check)
 run env OMPI_MCA_orte_default_hostfile=$W/hosts.bad timeout 60 "$cluster" exec h1 "$G" run "$W/hello-mpi2.conf" --quiet
-expect_rc 3 "unreachable host: gpurun exits 3"
-[ $(($(now_ms) - t0)) -lt 30000 ]
-ok $? "unreachable host: ... within 30 s"
+expect_rc 3 "unreachable host: gpurun exits 3, by itself"
+diag "unreachable host: gpurun ended $(($(now_ms) - t0)) ms after its start"
 grep -q 'h7' "$TMP/err"
 ok $? "unreachable host: ... and the message names h7"
 sed 's/^/#   /' "$TMP/err" | head -8
-gone "h1" 10
+gone "h1" 60
 ok $? "unreachable host: nothing is left on h1"
 
 # SIGTERM to gpurun on the first host stops the ranks on every host.
@@ -572,7 +572,7 @@ kill -TERM "$(cat "$W/term.pid")"
 rc=0
 wait "$tpid" || rc=$?
 expect_rc 143 "SIGTERM, mpirun, 3 nodes: gpurun on h1 exits 143"
-gone "h1 h2 h3" 10
+gone "h1 h2 h3" 60
 ok $? "SIGTERM, mpirun, 3 nodes: nothing is left on h1, h2 or h3"
 job term-srun 3 2 auto "$W/sleep600.sh"
 rm -f "$W/term.pid"
@@ -583,7 +583,7 @@ sleep 0.5
 kill -TERM "$(cat "$W/term.pid")"
 wait_job "$id" 60
 contains "$W/term-srun.out" "gpurun-exit=143" "SIGTERM, srun, 3 nodes: gpurun in the batch step exits 143"
-gone "h1 h2 h3" 10
+gone "h1 h2 h3" 60
 ok $? "SIGTERM, srun, 3 nodes: no rank, rank step or gpurun is left on h1, h2 or h3"
 # Slurm's own step daemons finish their clean-up after the job has ended
 # (seen to take over 10 s on a loaded machine): theirs, not gpurun's.

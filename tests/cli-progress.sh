@@ -71,6 +71,8 @@ wait_for "$TMP/e1" "step 1 of 10 (10%), 100 images/s; ranks alive 2/2"
 ok $? "off a terminal: a progress line on stderr with step k of N, percent, the figure and the ranks alive"
 contains "$TMP/e1" "gpurun: p: 0s: started; a progress line every 1s here, and at any time: gpurun status" \
     "... and one at the start, saying how often and where else to look"
+# status.json is rewritten just after the line is printed: wait for it.
+wait_status '.[0].step == 1 and .[0].ranks_alive == 2'
 run "$GPURUN" status --results "$R"
 expect_rc 0 "gpurun status while the job runs"
 contains "$TMP/out" "running" "... shows it running"

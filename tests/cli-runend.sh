@@ -219,7 +219,7 @@ for launcher in local mpirun; do
     [ "$(jq -r .state "$R/ckpt/latest/record.json")" = interrupted ]
     ok $? "$launcher: ... the record says interrupted"
     rm -rf "$R/ckpt"
-    run "$GPURUN" run "$J/ck.conf" --results "$R" --set launcher=$launcher --set timeout=2s
+    run "$GPURUN" run "$J/ck.conf" --results "$R" --set launcher=$launcher --set timeout=8s
     [ $rc -eq 124 ] && [ -f "$R/ckpt/latest/ckpt.0" ]
     ok $? "$launcher: the timeout: 124 and the checkpoint written (exit $rc)"
     [ "$(jq -r .state "$R/ckpt/latest/record.json")" = timeout ]

@@ -198,9 +198,10 @@ for plugin in $plugins; do
     ! grep -q 'task=' "$TMP/out" && grep -q "the job's CUDA_VISIBLE_DEVICES refused.*failing the task" "$TMP/err"
     ok $? "$build, required: CUDA_VISIBLE_DEVICES=0- fails the step, saying why"
     steps="$steps $(tail -n +"$((lines + 1))" "$log" | sed -n 's/.*launch task StepId=\([0-9.]*\) request.*/\1/p' | tail -n 1)"
-    # A stepd logs "done with job" last (after srun has its tasks' end: 30 s at most).
+    # A stepd logs "done with job" last (after srun has its tasks' end: 30 s
+    # at most by its own timers; waited for up to 120 s on a loaded machine).
     ended=0 n=0
-    while [ $n -lt 60 ]; do
+    while [ $n -lt 240 ]; do
         ended=0
         for step in $steps; do grep -qF "[$step] done with job" "$log" && ended=$((ended + 1)); done
         [ $ended -eq 4 ] && break

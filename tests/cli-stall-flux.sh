@@ -81,7 +81,7 @@ run jq -e '.stall.deadlock and (.stall.culprits | length == 0)
 ok $rc "deadlock: no culprit, one class of 4 ranks (both brokers) in MPI_Recv"
 [ $rc -eq 0 ] || jq -c .stall "$(rundir deadlock)record.json" 2>&1 | sed 's/^/# /'
 n=0
-while pgrep -f "$mark" >/dev/null && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+while pgrep -f "$mark" >/dev/null && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
 ! pgrep -f "$mark" >/dev/null
 ok $? "no hang program is left"
 

@@ -115,6 +115,13 @@ job fifo report
 gp=$!
 n=0
 while ! grep -q "stall: culprit" "$TMP/rep.err" && [ $n -lt 1200 ]; do sleep 0.1; n=$((n + 1)); done
+# status.json gets the verdict just after stderr does: up to 60 s more.
+n=0
+until "$GPURUN" status --results "$TMP/res-report" --json 2>/dev/null | jq -e '.[0].note | contains("rank 1")' >/dev/null 2>&1 ||
+    [ $n -ge 300 ]; do
+    sleep 0.2
+    n=$((n + 1))
+done
 run "$GPURUN" status --results "$TMP/res-report" --json
 jq_out '.[0].shown == "stalled" and (.[0].note | contains("rank 1"))'
 ok $rc "on_stall = report: gpurun status shows the live run as stalled, naming rank 1"
@@ -139,11 +146,12 @@ else
     mkdir -p "$TMP/turns"
     cat >"$TMP/turns/eu-stack" <<EOF
 #!/bin/sh
-mkdir "$TMP/turns/busy" 2>/dev/null || exec sleep 60
+# A lock its holder's death gives back (a stopped tool leaves none behind).
+exec 9>"$TMP/turns/lock"
+flock -n 9 || exec sleep 60
 pid=\$2
 [ "\$1" = -p ] || pid=\$6
 "$real_gdb" -nx -batch -iex "set debuginfod enabled off" -p "\$pid" -ex "bt 32"
-rmdir "$TMP/turns/busy"
 EOF
     chmod 0755 "$TMP/turns/eu-stack"
     cp "$TMP/turns/eu-stack" "$TMP/turns/gdb"
