@@ -261,13 +261,15 @@ if gmx_needs_rdtscp; then
     skip "this CPU lacks rdtscp, which Debian's GROMACS build needs: no water box through PBS"
 elif command -v gmx_mpi >/dev/null 2>&1 && command -v gmx >/dev/null 2>&1; then
     cp -r "$top_srcdir/examples/water-box" "$W/wb"
-    run inpbs "$G" submit "$W/wb/job.conf" --set threads_per_rank=1 --set params.nsteps=200 --set timeout=4m \
+    run inpbs "$G" submit "$W/wb/job.conf" --set site=pbs-test --set threads_per_rank=1 --set params.nsteps=200 --set timeout=4m \
         --set results="$W/results"
     id=$(sed -n 's/^Submitted batch job //p' "$TMP/out")
     wait_job "$id"
     d=$(last_run water-box)
     jq -e '.state == "ok" and .launcher == "pbs" and .foms.ns_per_day.value > 0' "$d/record.json" >/dev/null
     ok $? "the water box through qsub, 2 ranks: ns/day $(jq '.foms.ns_per_day.value' "$d/record.json" 2>/dev/null)"
+    [ -f "$d/record.json" ] && jq -e '.state == "ok"' "$d/record.json" >/dev/null ||
+        { cat "$TMP/out" "$TMP/err"; ls -la "$W/wb" "$d"; tail -n 20 "$d"/*.out "$W"/wb/*.o* "$W"/wb/*.e* "$W"/*.o* "$W"/*.e*; } 2>&1 | sed 's/^/#   /' | head -80
 else
     skip "no gmx_mpi and gmx (Debian: gromacs-openmpi)"
 fi
