@@ -190,4 +190,50 @@ else
     ok $? "uid 4242: every process is gone"
 fi
 
+# PyTorch DDP (gloo) on 2 ranks, rank 1 sleeping in Python at step 3: the
+# other waits in c10d under some twenty interpreter frames, which the rank
+# step keeps down to that call; rank 1 is named.  Debian's torch is
+# /usr/bin/python3's.
+PY=/usr/bin/python3
+if ! real_gdb=$(command -v gdb); then
+    for i in 1 2 3; do skip "no gdb: a Python rank's native stack needs one"; done
+elif ! "$PY" -c 'import torch, torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null; then
+    for i in 1 2 3; do skip "$PY has no torch with gloo (Debian: python3-torch)"; done
+else
+    cat >"$TMP/$mark-ddp.py" <<'EOF'
+import os, time, torch, torch.distributed as d
+os.environ.setdefault("RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
+os.environ.setdefault("WORLD_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", "1"))
+d.init_process_group("gloo")
+m = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 8))
+for k in range(1, 10000):
+    if k == 3 and d.get_rank() == 1:
+        time.sleep(120)
+    m(torch.ones(4, 8)).sum().backward()
+    if d.get_rank() == 0:
+        print(f"step {k} of 9999", flush=True)
+    time.sleep(0.1)
+EOF
+    # The port from the pid: two copies of this test do not meet.
+    cat >"$TMP/ddp.conf" <<JOB
+job = "ddp"
+command = "$PY $TMP/$mark-ddp.py"
+launcher = "mpirun"
+ranks_per_node = 2
+threads_per_rank = 1
+oversubscribe = true
+stall_after = "10s"
+on_stall = "kill"
+env { MASTER_ADDR = "127.0.0.1"  MASTER_PORT = "$((20000 + $$ % 9000))"  OMP_NUM_THREADS = "1" }
+JOB
+    run "$GPURUN" run "$TMP/ddp.conf" --results "$TMP/res-ddp"
+    expect_rc 125 "DDP: the stalled run is found and ended"
+    rd=$(rundir "$TMP/res-ddp" ddp)record.json
+    run jq -e '.stall.culprits[0].rank == 1 and (.stall.culprits | length) == 1 and
+        ([.stall.classes[] | select(.state == "waits in MPI") | .frames | test("c10d::")] == [true])' "$rd"
+    ok $rc "DDP: rank 1 named ($(jq -r .stall.verdict "$rd")); rank 0 waits in c10d ($(jq -r '[.stall.classes[].frames] | join(" | ")' "$rd" | tail -c 300))"
+    wait_gone
+    ok $? "DDP: every process is gone"
+fi
+
 done_testing

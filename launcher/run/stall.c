@@ -11,6 +11,7 @@
 #include "record.h"
 #include "say.h"
 #include "stall.h"
+#include "stall_rank.h"
 #include "util.h"
 
 #define ANSWER_WAIT_S 50.0   /* the ranks' answers, this long at most: named within a minute */
@@ -107,17 +108,6 @@ json_t *gpurun_stall_record(const gpurun_stall_t *s)
 
 /* ---- one rank's answer, in words -------------------------------------- */
 
-/* Whether a frame is the communication library's: MPI, NCCL, gloo. */
-static bool comm_frame(const char *f)
-{
-    static const char *const p[] = {"MPI_", "ompi_", "mca_", "opal_", "PMIx", "pmix", "MPIR_", "MPIDI",
-                                    "nccl", "gloo::", "c10d::", "shmem_", NULL};
-    for (size_t i = 0; p[i]; i++)
-        if (!strncmp(f, p[i], strlen(p[i])) || strstr(f, "::gloo::") || strstr(f, "c10d::"))
-            return true;
-    return false;
-}
-
 enum kind { K_MPI, K_RUNNING, K_BLOCKED, K_STOPPED, K_GONE, K_SILENT, K_UNKNOWN };
 
 struct view {
@@ -144,7 +134,7 @@ static bool join_frames(json_t *frames, char *out, size_t size)
             continue;
         if (n < size)
             n += (size_t)snprintf(out + n, size - n, "%s%s", n ? " > " : "", name);
-        in_comm = comm_frame(name);
+        in_comm = gpurun_stall_comm_frame(name);
     }
     return in_comm;
 }

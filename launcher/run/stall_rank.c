@@ -340,7 +340,7 @@ static void frame_name(const char *s, size_t n, char *out, size_t size)
         cut = false;
         for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++) {
             size_t pl = strlen(prefixes[i]);
-            if (n > pl + 1 && !strncmp(s, prefixes[i], pl) && strcmp(s, "_start")) {
+            if (n > pl + 1 && !strncmp(s, prefixes[i], pl) && !(n == 6 && !strncmp(s, "_start", 6))) {
                 s += pl;
                 n -= pl;
                 cut = true;
@@ -401,8 +401,18 @@ static int thread_header(const char *line, pid_t pid)
     return 0;
 }
 
+bool gpurun_stall_comm_frame(const char *f)
+{
+    static const char *const p[] = {"MPI_", "ompi_", "mca_", "opal_", "PMIx", "pmix", "MPIR_", "MPIDI",
+                                    "nccl", "gloo::", "c10d::", "shmem_", NULL};
+    for (size_t i = 0; p[i]; i++)
+        if (!strncmp(f, p[i], strlen(p[i])))
+            return true;
+    return strstr(f, "::gloo::") || strstr(f, "c10d::");
+}
+
 /* The main thread's frames, outermost first, the start-up frames left
- * out, the last FRAMES_MAX; into a JSON array. */
+ * out, FRAMES_MAX at most; into a JSON array. */
 static json_t *main_frames(char *text, pid_t pid)
 {
     char names[64][FRAME_LEN_MAX];
@@ -425,18 +435,20 @@ static json_t *main_frames(char *text, pid_t pid)
         if (n < 64 && parse_frame(line, names[n], sizeof names[n]) && !startup_frame(names[n]))
             n++;
     }
-    /* Outermost first.  Too many: down to the first MPI call when there is
-     * one (below it the library's own frames differ from rank to rank),
-     * else the outermost three and the innermost rest. */
-    int mpi = -1;
-    for (int i = n - 1; i >= 0 && mpi < 0; i--)
-        if (!strncmp(names[i], "MPI_", 4))
-            mpi = i;
+    /* Outermost first.  Too many: the outermost three, then down to the
+     * first call into the communication library when there is one (below
+     * it the library's own frames differ from rank to rank; a Python
+     * rank's wait in c10d sits under twenty interpreter frames), else the
+     * innermost rest. */
+    int comm = -1;
+    for (int i = n - 1; i >= 0 && comm < 0; i--)
+        if (gpurun_stall_comm_frame(names[i]))
+            comm = i;
     json_t *a = json_array();
     for (int i = n - 1; i >= 0; i--) {
         int depth = n - 1 - i; /* 0: the outermost */
-        bool keep = n <= FRAMES_MAX || (mpi >= 0 ? i >= mpi && depth < FRAMES_MAX
-                                                 : depth < 3 || i < FRAMES_MAX - 3);
+        bool keep = n <= FRAMES_MAX || depth < 3 ||
+                    (comm >= 0 ? i >= comm && i < comm + FRAMES_MAX - 3 : i < FRAMES_MAX - 3);
         if (keep)
             json_array_append_new(a, json_string(names[i]));
     }

@@ -46,6 +46,12 @@ void gpurun_stall_rank_request(int poll_fd, pid_t pid, int rank, const char *hos
  * (malloc'ed), sampled over `window_s` seconds. */
 char *gpurun_stall_sample_text(pid_t pid, double window_s);
 
+/* Whether a frame's function is the communication library's: MPI (and
+ * Open MPI's, MPICH's, PMIx's insides), NCCL, gloo, PyTorch's c10d,
+ * OpenSHMEM.  The rank step keeps a long stack down to the first such
+ * frame; gpurun's verdict calls a rank waiting there "waits in MPI". */
+bool gpurun_stall_comm_frame(const char *f);
+
 /* The stack tool this host has: "eu-stack", "gdb" or NULL (py-spy is used
  * for a Python program where present). */
 const char *gpurun_stall_stack_tool(void);
