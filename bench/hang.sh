@@ -7,7 +7,8 @@
 # the culprit named, the classes, and the seconds from found to named
 # (report_s) and from the last progress to named (about after_s + report_s).
 #   bench/hang.sh [GPURUN] [RANKS...]     (default: launcher/gpurun, 4 8)
-# Environment: STALL_AFTER (default 5s), KINDS (default all six).
+# Environment: STALL_AFTER (default 5s), KINDS (default all six), PYTHON
+# (default /usr/bin/python3, the one Debian's python3-torch is for).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 GPURUN=${1:-${GPURUN:-$top/build/launcher/gpurun}}
@@ -15,6 +16,10 @@ GPURUN=${1:-${GPURUN:-$top/build/launcher/gpurun}}
 sizes=${*:-4 8}
 kinds=${KINDS:-stop spin sleep fifo exit deadlock}
 after=${STALL_AFTER:-5s}
+# Debian's torch is /usr/bin/python3's (a pyenv or venv python3 first on
+# PATH has none); PYTHON picks another.
+PY=${PYTHON:-/usr/bin/python3}
+[ -x "$PY" ] || PY=python3
 W=$(mktemp -d "${TMPDIR:-/tmp}/gpurun-hang.XXXXXX")
 trap 'rm -rf "$W"' EXIT INT TERM
 if [ "$(id -u)" -eq 0 ]; then
@@ -55,15 +60,15 @@ JOB
     for n in $sizes; do
         for k in $kinds; do one "$k" "$n" "$W/hang"; done
     done
-    if python3 -c 'import torch, torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null; then
+    if "$PY" -c 'import torch, torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null; then
         printf 'import os, time, torch, torch.distributed as d\nd.init_process_group("gloo")\n' >"$W/ddp.py"
         printf 'm = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 8))\n' >>"$W/ddp.py"
         printf 'for k in range(1, 10000):\n    if k == 3 and d.get_rank() == 1:\n        time.sleep(120)\n' >>"$W/ddp.py"
         printf '    m(torch.ones(4, 8)).sum().backward()\n    if d.get_rank() == 0: print(f"step {k} of 9999", flush=True)\n    time.sleep(0.1)\n' >>"$W/ddp.py"
-        printf '#!/bin/sh\nexport MASTER_ADDR=127.0.0.1 MASTER_PORT=29533 RANK=$OMPI_COMM_WORLD_RANK WORLD_SIZE=$OMPI_COMM_WORLD_SIZE\nexec python3 %s\n' "$W/ddp.py" >"$W/ddp.sh"
+        printf '#!/bin/sh\nexport MASTER_ADDR=127.0.0.1 MASTER_PORT=29533 RANK=$OMPI_COMM_WORLD_RANK WORLD_SIZE=$OMPI_COMM_WORLD_SIZE\nexec %s %s\n' "$PY" "$W/ddp.py" >"$W/ddp.sh"
         chmod +x "$W/ddp.sh"
         one ddp-sleep 4 "$W/ddp.sh"
     else
-        printf 'ddp-sleep\t4\tskipped: python3 has no torch with gloo here\t\t\t\t\n'
+        printf 'ddp-sleep\t4\tskipped: %s has no torch with gloo here\t\t\t\t\n' "$PY"
     fi
 } | column -t -s "$(printf '\t')"
