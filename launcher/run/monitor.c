@@ -130,6 +130,12 @@ void gpurun_monitor_result_free(struct gpurun_monitor_result *r)
     r->ngpus = 0;
 }
 
+/* To the thousandth: seconds to the millisecond, joules to the millijoule. */
+static json_t *thousandths(double v)
+{
+    return json_real((double)(long long)(v * 1000.0 + 0.5) / 1000.0);
+}
+
 static json_t *metric(long n, double v)
 {
     /* Two decimals: enough for %, MiB and W, and stable in records. */
@@ -155,9 +161,8 @@ json_t *gpurun_monitor_json(const struct gpurun_monitor_result *r)
         /* From start() to stop(): the window of the energy counter's two
          * readings, to the millisecond. */
         if (r->seconds > 0)
-            json_object_set_new(o, "measured_s", json_real((double)(long long)(r->seconds * 1000.0 + 0.5) / 1000.0));
-        json_object_set_new(o, "energy_J", s->energy_known ? json_real((double)(long long)(s->energy_j * 1000.0 + 0.5) / 1000.0)
-                                                           : json_null());
+            json_object_set_new(o, "measured_s", thousandths(r->seconds));
+        json_object_set_new(o, "energy_J", s->energy_known ? thousandths(s->energy_j) : json_null());
         if (!s->energy_known && s->energy_why[0])
             json_object_set_new(o, "energy_note", json_string(s->energy_why));
         json_array_append_new(a, o);
