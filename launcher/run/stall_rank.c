@@ -404,11 +404,11 @@ static int thread_header(const char *line, pid_t pid)
 bool gpurun_stall_comm_frame(const char *f)
 {
     static const char *const p[] = {"MPI_", "ompi_", "mca_", "opal_", "PMIx", "pmix", "MPIR_", "MPIDI",
-                                    "nccl", "gloo::", "c10d::", "shmem_", NULL};
+                                    "nccl", "gloo::", "shmem_", NULL};
     for (size_t i = 0; p[i]; i++)
         if (!strncmp(f, p[i], strlen(p[i])))
             return true;
-    return strstr(f, "::gloo::") || strstr(f, "c10d::");
+    return strstr(f, "::gloo::") || strstr(f, "c10d::"); /* c10d:: anywhere: torch::c10d::… too */
 }
 
 /* The main thread's frames, outermost first, the start-up frames left
