@@ -61,11 +61,7 @@ JOB
         for k in $kinds; do one "$k" "$n" "$W/hang"; done
     done
     if "$PY" -c 'import torch, torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null; then
-        printf 'import os, time, torch, torch.distributed as d\nd.init_process_group("gloo")\n' >"$W/ddp.py"
-        printf 'm = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(8, 8))\n' >>"$W/ddp.py"
-        printf 'for k in range(1, 10000):\n    if k == 3 and d.get_rank() == 1:\n        time.sleep(120)\n' >>"$W/ddp.py"
-        printf '    m(torch.ones(4, 8)).sum().backward()\n    if d.get_rank() == 0: print(f"step {k} of 9999", flush=True)\n    time.sleep(0.1)\n' >>"$W/ddp.py"
-        printf '#!/bin/sh\nexport MASTER_ADDR=127.0.0.1 MASTER_PORT=29533 RANK=$OMPI_COMM_WORLD_RANK WORLD_SIZE=$OMPI_COMM_WORLD_SIZE\nexec %s %s\n' "$PY" "$W/ddp.py" >"$W/ddp.sh"
+        printf '#!/bin/sh\nexport MASTER_ADDR=127.0.0.1 MASTER_PORT=29533\nexec %s %s\n' "$PY" "$top/tests/hang_ddp.py" >"$W/ddp.sh"
         chmod +x "$W/ddp.sh"
         one ddp-sleep 4 "$W/ddp.sh"
     else
